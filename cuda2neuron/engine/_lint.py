@@ -70,7 +70,9 @@ def _collect(
     module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings
 ) -> list[Report]:
     context = RuleContext(path, module, build_scope_index(module), settings)
-    rules = [rt(context) for rt in rule_types if settings.target in rt.targets]
+    rules = [
+        rt(context) for rt in rule_types if settings.target in rt.targets and "python" in rt.file_kinds
+    ]
     module.visit(_Dispatcher(rules, context))
     return [report for rule in rules for report in rule.reports]
 

@@ -46,10 +46,22 @@ def register_handler(handler: Handler) -> Handler:
 
 
 def handler_for(path: Path) -> Handler | None:
+    _load_file_kinds()
     for handler in _HANDLERS:
         if handler.matches(path):
             return handler
     return None
+
+
+@lru_cache(maxsize=1)
+def _load_file_kinds() -> None:
+    # Handlers for notebooks, launch scripts and requirements live outside the engine and
+    # register themselves on import.
+    try:
+        import cuda2neuron.filekinds  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if exc.name != "cuda2neuron.filekinds":
+            raise
 
 
 def rules_for(config: Config, path: str | None = None) -> tuple[type[Rule], ...]:
@@ -62,14 +74,14 @@ def rules_for(config: Config, path: str | None = None) -> tuple[type[Rule], ...]
 
 @lru_cache(maxsize=64)
 def _pattern(rule_types: tuple[type[Rule], ...]):
-    return trigger_pattern({t for r in rule_types for t in r.triggers})
+    return trigger_pattern({t for r in rule_types if "python" in r.file_kinds for t in r.triggers})
 
 
 def process_python_findings(
     path: str, data: bytes, config: Config, fix: bool
 ) -> tuple[bytes | None, list[Finding]]:
     """Lint (and fix) Python source bytes; raises SourceError / ConvergenceError."""
-    rule_types = rules_for(config, path)
+    rule_types = tuple(r for r in rules_for(config, path) if "python" in r.file_kinds)
     if not rule_types or not has_trigger(data, _pattern(rule_types)):
         return None, []
     module = parse_bytes(data)

@@ -40,6 +40,8 @@ class Valid:
     source: str
     target: str = "neuron"
     options: tuple[tuple[str, str], ...] = ()
+    # File name the example is checked as; its suffix picks the file kind (launch.sh, ...).
+    path: str = "example.py"
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class Invalid:
     unsafe: bool = False
     target: str = "neuron"
     options: tuple[tuple[str, str], ...] = ()
+    path: str = "example.py"
 
 
 @dataclass
@@ -88,6 +91,9 @@ class Rule:
     INVALID: ClassVar[Sequence[str | Invalid]] = ()
     # Targets this rule applies to; the same rule serves both unless it says otherwise.
     targets: ClassVar[frozenset[str]] = frozenset({"neuron", "accelerator"})
+    # File kinds the rule reads. "python" rules are libcst visitors run by the engine's
+    # dispatcher; other kinds (e.g. "shell", "requirements") are run by their file handler.
+    file_kinds: ClassVar[frozenset[str]] = frozenset({"python"})
     # Abstract helpers (mix-ins) set this to skip registration.
     abstract: ClassVar[bool] = False
     # Fully qualified names this rule can write into code (beyond its examples); a test checks
