@@ -1,0 +1,164 @@
+"""Helpers shared by the torch.compile (CN5xx), ecosystem (CN6xx) and numerics (CN8xx) rules.
+
+Kept apart from ``_util.py`` (shared by every family) so this family can change them freely.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.engine import Rule
+
+from ._util import string_value
+
+__all__ = [
+    "add_kwarg",
+    "cuda_check",
+    "false_on_neuron",
+    "guarded_by_cuda_check",
+    "in_package",
+    "is_torch_compile",
+    "kwarg",
+    "remove_arg",
+    "rename_kwarg",
+    "terminal_name",
+]
+
+_NO_SPACE = cst.SimpleWhitespace("")
+
+
+def in_package(qualified: str | None, packages: tuple[str, ...]) -> bool:
+    """True when ``qualified`` is one of ``packages`` or lives inside one of them."""
+    if qualified is None:
+        return False
+    return any(qualified == p or qualified.startswith(p + ".") for p in packages)
+
+
+def terminal_name(node: cst.BaseExpression) -> str | None:
+    """``c`` for ``a.b.c`` or ``c``; the cheap gate rules test before resolving names."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if isinstance(node, cst.Name):
+        return node.value
+    return None
+
+
+def kwarg(call: cst.Call, name: str) -> cst.Arg | None:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a
+    return None
+
+
+def _kw(name: str, value: cst.BaseExpression) -> cst.Arg:
+    # libcst's default AssignEqual renders `k = v`; keyword arguments are written `k=v`.
+    return cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE),
+    )
+
+
+def add_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """``call`` with ``name=value`` appended, keeping a multi-line call's layout."""
+    args = list(call.args)
+    new = _kw(name, value)
+    if not args:
+        return call.with_changes(args=[new])
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):
+        # A trailing comma (usually a multi-line call): the new argument takes it over and the
+        # previous last argument gets the separator its neighbours use.
+        new = new.with_changes(comma=last.comma)
+        sep = args[-2].comma if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma) else None
+        args[-1] = last.with_changes(comma=sep or cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    else:
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return call.with_changes(args=[*args, new])
+
+
+def remove_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
+    """``call`` without ``arg``; the comma layout of what stays is kept."""
+    args = list(call.args)
+    index = next(i for i, a in enumerate(args) if a is arg)
+    del args[index]
+    if args and index == len(args):
+        # The removed argument was the last one: its comma (trailing or none) moves up, so
+        # `f(a, b=1)` becomes `f(a)` and not `f(a, )`.
+        args[-1] = args[-1].with_changes(comma=arg.comma)
+    return call.with_changes(args=args)
+
+
+def rename_kwarg(arg: cst.Arg, name: str) -> cst.Arg:
+    return arg.with_changes(keyword=cst.Name(name))
+
+
+def _is_cuda_literal(node: cst.BaseExpression) -> bool:
+    value = string_value(node)
+    return value is not None and (value == "cuda" or value.startswith("cuda:"))
+
+
+def _is_device_type(node: cst.BaseExpression) -> bool:
+    # `x.device.type`, `device.type`, `x.type` as an attribute (not the `x.type()` call).
+    return isinstance(node, cst.Attribute) and node.attr.value == "type"
+
+
+def cuda_check(node: cst.BaseExpression) -> bool:
+    """True for a test that asks "is this on a CUDA device?" about a tensor or device.
+
+    Recognised: ``x.is_cuda``, ``x.device.type == "cuda"`` (either side, also ``is``),
+    ``"cuda" in str(x.device)``, ``str(x.device).startswith("cuda")``. Deliberately NOT
+    ``torch.cuda.is_available()``: that asks about the machine, not about the data, and the
+    API family rewrites it to the target's own check.
+    """
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "is_cuda"
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        op = node.comparisons[0].operator
+        right = node.comparisons[0].comparator
+        if isinstance(op, (cst.Equal, cst.Is)):
+            return (_is_device_type(node.left) and _is_cuda_literal(right)) or (
+                _is_cuda_literal(node.left) and _is_device_type(right)
+            )
+        if isinstance(op, cst.In):
+            return (
+                string_value(node.left) == "cuda"
+                and isinstance(right, cst.Call)
+                and isinstance(right.func, cst.Name)
+                and right.func.value == "str"
+            )
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if node.func.attr.value == "startswith" and node.args:
+            return string_value(node.args[0].value) == "cuda" and isinstance(node.func.value, cst.Call)
+    return False
+
+
+def false_on_neuron(node: cst.BaseExpression) -> bool:
+    """True when ``node`` can only be False in a program running on the neuron device.
+
+    A CUDA check is False there (no tensor lives on a CUDA device), and so is an ``and`` with
+    such an operand. ``or`` and ``not`` are not followed: their value depends on the rest.
+    """
+    if cuda_check(node):
+        return True
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        return false_on_neuron(node.left) or false_on_neuron(node.right)
+    return False
+
+
+def guarded_by_cuda_check(rule: Rule) -> bool:
+    """True when the node being visited sits in the true branch of an ``if`` testing for CUDA."""
+    ancestors = rule.context.ancestors
+    for i in range(len(ancestors) - 1, 0, -1):
+        parent = ancestors[i - 1]
+        child = ancestors[i]
+        if isinstance(parent, cst.If) and child is parent.body and false_on_neuron(parent.test):
+            return True
+        if isinstance(parent, cst.IfExp) and child is parent.body and false_on_neuron(parent.test):
+            return True
+    return False
+
+
+def is_torch_compile(rule: Rule, node: cst.Call) -> bool:
+    """``torch.compile(...)`` through any alias (``from torch import compile as tc``)."""
+    return terminal_name(node.func) is not None and rule.qualname(node.func) == "torch.compile"
