@@ -13,7 +13,9 @@ from ._util import string_value
 
 __all__ = [
     "add_kwarg",
+    "CUDA_ONLY_PACKAGES",
     "cuda_check",
+    "cuda_only_module",
     "false_on_neuron",
     "guarded_by_cuda_check",
     "in_package",
@@ -162,3 +164,26 @@ def guarded_by_cuda_check(rule: Rule) -> bool:
 def is_torch_compile(rule: Rule, node: cst.Call) -> bool:
     """``torch.compile(...)`` through any alias (``from torch import compile as tc``)."""
     return terminal_name(node.func) is not None and rule.qualname(node.func) == "torch.compile"
+
+
+# Packages whose code only runs on NVIDIA GPUs: a name bound to one of them marks a code path
+# that cannot run on Neuron.
+CUDA_ONLY_PACKAGES = (
+    "triton",
+    "flash_attn",
+    "flash_attn_2_cuda",
+    "xformers",
+    "apex",
+    "amp_C",
+    "bitsandbytes",
+    "cupy",
+    "pynvml",
+    "nvidia_smi",
+    "torch.utils.cpp_extension",
+    "torch.library.triton_op",
+    "torch.library.wrap_triton",
+)
+
+
+def cuda_only_module(module: str) -> bool:
+    return in_package(module, CUDA_ONLY_PACKAGES)
