@@ -20,6 +20,9 @@ __all__ = [
     "guarded_by_cuda_check",
     "in_package",
     "is_torch_compile",
+    "keyword",
+    "method_on",
+    "sdpa_bshd",
     "kwarg",
     "remove_arg",
     "rename_kwarg",
@@ -187,3 +190,40 @@ CUDA_ONLY_PACKAGES = (
 
 def cuda_only_module(module: str) -> bool:
     return in_package(module, CUDA_ONLY_PACKAGES)
+
+
+_ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
+
+
+def method_on(expr: cst.BaseExpression, method: str, *args: int) -> cst.Call:
+    """``expr.method(*args)``, parenthesising ``expr`` when it is not atomic (``(a + b).t()``)."""
+    if not isinstance(expr, _ATOMIC) and not expr.lpar:
+        expr = expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    call_args = []
+    for i, value in enumerate(args):
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(args) - 1 else cst.MaybeSentinel.DEFAULT
+        call_args.append(cst.Arg(cst.Integer(str(value)), comma=comma))
+    return cst.Call(func=cst.Attribute(value=expr, attr=cst.Name(method)), args=call_args)
+
+
+def keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
+    return _kw(name, value)
+
+
+def sdpa_bshd(
+    rule: Rule,
+    q: cst.BaseExpression,
+    k: cst.BaseExpression,
+    v: cst.BaseExpression,
+    extra: list[tuple[str, cst.BaseExpression]],
+) -> tuple[cst.BaseExpression, tuple[tuple[str, str | None], ...]] | None:
+    """SDPA on (batch, seq, heads, dim) tensors: transpose in, attend, transpose back."""
+    spelled = rule.spell("torch.nn.functional.scaled_dot_product_attention")
+    if spelled is None:
+        return None
+    func, imports = spelled
+    args = [cst.Arg(method_on(t, "transpose", 1, 2)) for t in (q, k, v)]
+    args += [keyword(name, value) for name, value in extra]
+    sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    args = [a.with_changes(comma=sep) for a in args[:-1]] + [args[-1]]
+    return method_on(cst.Call(func=func, args=args), "transpose", 1, 2), imports
