@@ -14,6 +14,7 @@ from ._util import string_value
 __all__ = [
     "add_kwarg",
     "CUDA_ONLY_PACKAGES",
+    "compares_to_cuda",
     "cuda_check",
     "cuda_only_module",
     "false_on_neuron",
@@ -227,3 +228,20 @@ def sdpa_bshd(
     sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     args = [a.with_changes(comma=sep) for a in args[:-1]] + [args[-1]]
     return method_on(cst.Call(func=func, args=args), "transpose", 1, 2), imports
+
+
+def compares_to_cuda(node: cst.BaseExpression) -> bool:
+    """``<anything> == "cuda"`` (either side; also ``is``) or a CUDA check; also inside ``and``.
+
+    On the neuron target such an expression is False: no tensor, device or device-type string
+    of the ported program says "cuda".
+    """
+    if false_on_neuron(node):
+        return True
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        op = node.comparisons[0].operator
+        if isinstance(op, (cst.Equal, cst.Is)):
+            return _is_cuda_literal(node.left) or _is_cuda_literal(node.comparisons[0].comparator)
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        return compares_to_cuda(node.left) or compares_to_cuda(node.right)
+    return False
