@@ -256,12 +256,16 @@ def _take_fallback(cand: _Candidate) -> tuple[cst.CSTNode, cst.CSTNode | cst.Rem
         return node, node.orelse if node.orelse is not None else cst.RemovalSentinel.REMOVE
     if not isinstance(parent, (cst.IndentedBlock, cst.Module)):
         return None
+    has_comment = any(line.comment is not None for line in node.leading_lines)
+    if node.orelse is None and not has_comment:
+        # The finding then points at the `if` itself, not at the enclosing block.
+        return node, cst.RemovalSentinel.REMOVE
+    if isinstance(node.orelse, cst.If):
+        return node, node.orelse.with_changes(leading_lines=node.leading_lines)
     # Splice into the enclosing block: the `else:` statements (or the next `elif`) replace the
     # `if`, and the comments above the `if` stay where they were.
     if node.orelse is None:
         stmts: list[cst.BaseStatement] = []
-    elif isinstance(node.orelse, cst.If):
-        stmts = [node.orelse]
     else:
         block = node.orelse.body
         if not isinstance(block, cst.IndentedBlock):
