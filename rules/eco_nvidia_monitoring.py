@@ -80,14 +80,12 @@ class NvidiaMonitoring(Rule):
             self._report(node, "NVML monitoring needs NVIDIA drivers")
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not node.args:
-            return
         qualified = self.qualname(node.func)
         if qualified is None:
             return
         if in_package(qualified, _MODULES):
             self._report(node, f"`{qualified}` queries NVIDIA drivers")
-        elif qualified in _RUNNERS and "nvidia-smi" in self.context.code(node.args[0].value):
+        elif qualified in _RUNNERS and node.args and "nvidia-smi" in self.context.code(node.args[0].value):
             self._report(node, "runs `nvidia-smi`, which does not exist on Trainium")
 
     def _report(self, node: cst.CSTNode, message: str) -> None:
