@@ -23,6 +23,11 @@ _GUIDANCE_ACCELERATOR = (
 )
 
 
+# A suppression comment for the device family (CN1xx) on the guard's line: on the accelerator
+# target the CUDA branch stays, so its "cuda" check must stay too.
+_PIN = "# cuda2neuron: ignore[CN1] CUDA-only fast path; other devices take the fallback"
+
+
 @dataclass
 class _Candidate:
     node: cst.If | cst.IfExp
@@ -77,8 +82,11 @@ class CudaOnlyFastPath(Rule):
     removed branch could never run; what runs is unchanged. Removing it (rather than leaving
     the check) is what stops the device rules from rewriting the check to ``"neuron"``: the fix
     spans the enclosing block, so it is applied first and the comparison is gone before they
-    look again. With ``--target accelerator`` the code must still use the kernel on CUDA:
-    reported only, and the check must stay ``"cuda"``. Checks whose branch reaches nothing known
+    look again. With ``--target accelerator`` the code must still use the kernel on CUDA: the
+    fix keeps the branch and adds ``# cuda2neuron: ignore[CN1] ...`` to the ``if`` line, a
+    suppression that keeps the device rules from turning its ``"cuda"`` into the current
+    accelerator (safe: a comment; a conditional expression or a line that already has a
+    comment is only reported). Checks whose branch reaches nothing known
     to be CUDA-only (a kernel imported from another module of the project) are not recognised
     and are left to the device rules.
     """
@@ -129,6 +137,12 @@ class CudaOnlyFastPath(Rule):
         ),
         Invalid(
             "import xformers.ops as xops\n\ndef f(q):\n    if q.is_cuda:\n        return xops.memory_efficient_attention(q, q, q)\n    return q\n",
+            "import xformers.ops as xops\n\ndef f(q):\n    if q.is_cuda:  " + _PIN + "\n"
+            "        return xops.memory_efficient_attention(q, q, q)\n    return q\n",
+            target="accelerator",
+        ),
+        Invalid(
+            "import xformers.ops as xops\n\ny = xops.memory_efficient_attention(q, k, v) if q.is_cuda else ref(q, k, v)\n",
             target="accelerator",
         ),
     )
@@ -229,7 +243,7 @@ class CudaOnlyFastPath(Rule):
     def _report_guard(self, cand: _Candidate) -> None:
         message = "a CUDA check selects a CUDA-only fast path; on Neuron the fallback must run"
         if self.context.settings.target != "neuron":
-            self.report(cand.node, message, guidance=_GUIDANCE_ACCELERATOR, effort=Effort.LOW)
+            self._pin_guard(cand.node, message)
             return
         built = _take_fallback(cand)
         if built is None:
@@ -243,6 +257,28 @@ class CudaOnlyFastPath(Rule):
             safety=Safety.SAFE,
             guidance=_GUIDANCE_NEURON,
             description="remove the CUDA-only branch; keep the fallback",
+        )
+
+
+    def _pin_guard(self, node: cst.If | cst.IfExp, message: str) -> None:
+        """Accelerator target: keep the branch, and keep the device rules off its check."""
+        header = node.body.header if isinstance(node, cst.If) and isinstance(node.body, cst.IndentedBlock) else None
+        if header is not None and header.comment is not None and "cuda2neuron:" in header.comment.value:
+            return  # already pinned (by us or by the user)
+        if header is None or header.comment is not None:
+            self.report(node, message, guidance=_GUIDANCE_ACCELERATOR, effort=Effort.LOW)
+            return
+        assert isinstance(node, cst.If) and isinstance(node.body, cst.IndentedBlock)
+        pinned = header.with_changes(
+            whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(_PIN)
+        )
+        self.report(
+            node,
+            message,
+            replacement=node.with_changes(body=node.body.with_changes(header=pinned)),
+            safety=Safety.SAFE,
+            guidance=_GUIDANCE_ACCELERATOR,
+            description="keep the CUDA check (suppress device rules on this line)",
         )
 
 
