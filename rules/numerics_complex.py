@@ -70,9 +70,22 @@ class ComplexOnDevice(Rule):
         Invalid("import torch\nspec = torch.fft.rfft(x)\n"),
     )
 
+    def visit_Name(self, node: cst.Name) -> None:
+        # `from torch import view_as_complex` then a bare call; not the attribute part of
+        # `torch.view_as_complex` (visit_Attribute) nor the name inside the import statement.
+        if node.value not in _ATTRS:
+            return
+        parent = self.context.parent
+        if isinstance(parent, cst.ImportAlias) or (isinstance(parent, cst.Attribute) and parent.attr is node):
+            return
+        self._check(node)
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value not in _ATTRS:
             return
+        self._check(node)
+
+    def _check(self, node: cst.Name | cst.Attribute) -> None:
         qualified = self.qualname(node)
         if qualified is None:
             return

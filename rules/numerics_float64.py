@@ -80,6 +80,24 @@ class Float64OnDevice(Rule):
                     node.with_changes(attr=cst.Name(_DTYPES[qualified])),
                 )
 
+    def visit_Name(self, node: cst.Name) -> None:
+        # `from torch import float64` then `x.to(float64)`: the bare name, not the attribute part
+        # of `torch.float64` (handled above) nor the name inside the import statement.
+        if node.value not in ("float64", "double"):
+            return
+        parent = self.context.parent
+        if isinstance(parent, cst.ImportAlias) or (isinstance(parent, cst.Attribute) and parent.attr is node):
+            return
+        qualified = self.qualname(node)
+        if qualified in _DTYPES:
+            # No fix: the float32 name would need its own import; the message says what to use.
+            self.report(
+                node,
+                f"`{qualified}` on the neuron device is silently computed in float32",
+                guidance=_GUIDANCE,
+                effort=Effort.LOW,
+            )
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "double") or positional_args(node) or node.args:
