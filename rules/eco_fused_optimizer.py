@@ -21,8 +21,8 @@ class FusedOptimizer(Rule):
     """
     ## What it does
     Removes ``fused=True`` (and ``fused=<a test for CUDA>``, like ``fused=device_type ==
-    "cuda"``) from ``torch.optim`` constructors, sets ``use_fused = ... and device_type ==
-    "cuda"`` flags to ``False``, and reports ``fused=`` values it cannot judge (a variable,
+    "cuda"``) from ``torch.optim`` constructors, sets ``use_fused``-style flags computed from a
+    CUDA test to ``False``, and reports ``fused=`` values it cannot judge (a variable,
     ``dict(fused=True)`` passed as ``**extra_args``).
 
     ## Why is this bad?
