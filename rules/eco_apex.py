@@ -82,6 +82,7 @@ class Apex(Rule):
     code = "CN606"
     name = "apex"
     triggers = ("apex",)
+    emits = ("torch.optim.AdamW", "torch.optim.Adam", "torch.optim.SGD", "torch.nn.LayerNorm", "torch.nn.RMSNorm")
     VALID = (
         "import torch\nopt = torch.optim.AdamW(model.parameters(), lr=1e-3)\n",
         "from mylib import FusedAdam\nopt = FusedAdam(params)\n",  # not apex

@@ -57,6 +57,7 @@ class FlashAttention(Rule):
     code = "CN604"
     name = "flash-attention"
     triggers = ("flash_attn",)
+    emits = ("torch.nn.functional.scaled_dot_product_attention",)
     VALID = (
         "import torch.nn.functional as F\ny = F.scaled_dot_product_attention(q, k, v)\n",
         'backend = "flash_attn"\n',  # a selector string

@@ -66,6 +66,7 @@ class CudaProfiling(Rule):
     code = "CN611"
     name = "cuda-profiling"
     triggers = ("CUDA", "cuda_time", "cuda_memory", "use_cuda", "profiler")
+    emits = ("torch.profiler.ProfilerActivity.CPU",)
     VALID = (
         "from torch.profiler import ProfilerActivity, profile\n"
         "with profile(activities=[ProfilerActivity.CPU]):\n    pass\n",

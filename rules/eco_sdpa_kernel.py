@@ -59,6 +59,7 @@ class SdpaKernelSelection(Rule):
     code = "CN609"
     name = "sdpa-kernel-selection"
     triggers = ("sdp",)
+    emits = ("contextlib.nullcontext",)
     VALID = (
         "import torch.nn.functional as F\ny = F.scaled_dot_product_attention(q, k, v)\n",
         "import torch\nok = torch.backends.cuda.flash_sdp_enabled()\n",

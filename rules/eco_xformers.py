@@ -52,6 +52,7 @@ class XformersAttention(Rule):
     code = "CN605"
     name = "xformers-attention"
     triggers = ("xformers",)
+    emits = ("torch.nn.functional.scaled_dot_product_attention",)
     VALID = (
         "import torch.nn.functional as F\ny = F.scaled_dot_product_attention(q, k, v)\n",
         'backend = "xformers"\n',

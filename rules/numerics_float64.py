@@ -48,6 +48,7 @@ class Float64OnDevice(Rule):
     code = "CN801"
     name = "float64-on-device"
     triggers = ("float64", "double")
+    emits = ("torch.float32", "torch.float")
     VALID = (
         "import torch\nx = torch.zeros(3, dtype=torch.float32)\n",
         "import numpy as np\na = np.zeros(3, dtype=np.float64)\n",  # host NumPy
