@@ -21,7 +21,7 @@ _GUIDANCE = {
     ),
 }
 _DEFAULT = (
-    "bitsandbytes is CUDA-only and has no Neuron build. Replace its optimizers with torch.optim "
+    "Replace its optimizers with torch.optim "
     "and its quantized layers with torch.nn layers in bf16."
 )
 

@@ -13,7 +13,7 @@ from ._eco_util import kwarg, terminal_name
 __all__ = ["CudaExtension"]
 
 _GUIDANCE = (
-    "CUDA C++ kernels have no path to Trainium. Port the kernel to NKI (@nki.jit, registered with "
+    "Port the kernel to NKI (@nki.jit, registered with "
     "torch_neuronx.nki_op) or replace the call with plain PyTorch (keep/use the Python fallback); "
     "drop the .cu sources from the build."
 )

@@ -11,7 +11,7 @@ from ._eco_util import in_package
 __all__ = ["Cupy"]
 
 _GUIDANCE = (
-    "CuPy runs on NVIDIA GPUs only. Express the computation with torch tensors on the neuron "
+    "Express the computation with torch tensors on the neuron "
     "device (or NumPy on the host); cupy.RawKernel/ElementwiseKernel code must be ported to "
     "PyTorch or NKI. DLPack hand-offs (cupy.from_dlpack/toDlpack) go away with it."
 )

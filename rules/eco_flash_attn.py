@@ -12,7 +12,7 @@ from ._util import arg_by_name
 __all__ = ["FlashAttention"]
 
 _GUIDANCE = (
-    "flash-attn is CUDA-only. Use torch.nn.functional.scaled_dot_product_attention (on Neuron it "
+    "Use torch.nn.functional.scaled_dot_product_attention (on Neuron it "
     "routes to an NKI attention kernel); it takes (batch, heads, seq, head_dim) while flash-attn "
     "takes (batch, seq, heads, head_dim): transpose(1, 2) in and out. Pass enable_gqa=True when "
     "k/v have fewer heads than q."

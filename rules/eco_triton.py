@@ -11,8 +11,8 @@ from ._eco_util import in_package, terminal_name
 __all__ = ["TritonKernel"]
 
 _GUIDANCE = (
-    "Triton does not run on Trainium. Rewrite the kernel in NKI (a function decorated with "
-    "@nki.jit from neuronxcc.nki, registered as a torch op with torch_neuronx.nki_op), or call the "
+    "Rewrite the kernel in NKI (a function decorated with "
+    "@nki.jit, registered as a torch op with torch_neuronx.nki_op), or call the "
     "plain PyTorch code it replaces (the fallback branch, if the file has one)."
 )
 _TRITON_OP = ("torch.library.triton_op", "torch.library.wrap_triton", "torch._library.triton")

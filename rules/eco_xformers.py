@@ -12,7 +12,7 @@ from ._util import arg_by_name
 __all__ = ["XformersAttention"]
 
 _GUIDANCE = (
-    "xformers' kernels are CUDA-only. Use torch.nn.functional.scaled_dot_product_attention "
+    "Use torch.nn.functional.scaled_dot_product_attention "
     "(an NKI kernel on Neuron): it takes (batch, heads, seq, head_dim), xformers takes "
     "(batch, seq, heads, head_dim): transpose(1, 2) in and out; LowerTriangularMask() becomes "
     "is_causal=True, a tensor bias becomes attn_mask=."
