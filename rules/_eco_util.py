@@ -13,6 +13,7 @@ from ._util import string_value
 
 __all__ = [
     "add_kwarg",
+    "call_qualname",
     "CUDA_ONLY_PACKAGES",
     "compares_to_cuda",
     "cuda_check",
@@ -23,6 +24,7 @@ __all__ = [
     "is_torch_compile",
     "keyword",
     "method_on",
+    "module_name",
     "sdpa_bshd",
     "kwarg",
     "remove_arg",
@@ -37,7 +39,10 @@ def in_package(qualified: str | None, packages: tuple[str, ...]) -> bool:
     """True when ``qualified`` is one of ``packages`` or lives inside one of them."""
     if qualified is None:
         return False
-    return any(qualified == p or qualified.startswith(p + ".") for p in packages)
+    for p in packages:
+        if qualified.startswith(p) and (len(qualified) == len(p) or qualified[len(p)] == "."):
+            return True
+    return False
 
 
 def terminal_name(node: cst.BaseExpression) -> str | None:
@@ -167,7 +172,7 @@ def guarded_by_cuda_check(rule: Rule) -> bool:
 
 def is_torch_compile(rule: Rule, node: cst.Call) -> bool:
     """``torch.compile(...)`` through any alias (``from torch import compile as tc``)."""
-    return terminal_name(node.func) is not None and rule.qualname(node.func) == "torch.compile"
+    return terminal_name(node.func) is not None and call_qualname(rule, node) == "torch.compile"
 
 
 # Packages whose code only runs on NVIDIA GPUs: a name bound to one of them marks a code path
@@ -245,3 +250,31 @@ def compares_to_cuda(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
         return compares_to_cuda(node.left) or compares_to_cuda(node.right)
     return False
+
+
+def call_qualname(rule: Rule, call: cst.Call) -> str | None:
+    """``rule.qualname(call.func)``, computed once per call node for all rules of this family.
+
+    A dozen CN5/6/8 rules look at every call; resolving the callee once and sharing the answer
+    keeps the family's cost per call at one resolution. The memo lives on the per-pass context
+    (a new context each lint round), keyed by node identity: the tree is alive for the whole
+    pass, and a node is only ever visited in one scope, so the answer cannot go stale.
+    """
+    memo: dict[int, str | None] = rule.context.__dict__.setdefault("_eco_call_qualnames", {})
+    key = id(call)
+    if key in memo:
+        return memo[key]
+    qualified = rule.qualname(call.func) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
+    memo[key] = qualified
+    return qualified
+
+
+def module_name(node: cst.BaseExpression) -> str:
+    """``a.b.c`` of an import's module or alias name, without generating code."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+    return ".".join(reversed(parts))

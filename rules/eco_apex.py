@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._eco_util import add_kwarg, in_package, kwarg, remove_arg
+from ._eco_util import add_kwarg, call_qualname, in_package, kwarg, module_name, remove_arg
 from ._util import positional_args
 
 __all__ = ["Apex"]
@@ -130,19 +130,19 @@ class Apex(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            if in_package(self.context.code(alias.name), ("apex",)):
+            if in_package(module_name(alias.name), ("apex",)):
                 self._import(node)
                 return
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not node.relative and node.module is not None and in_package(self.context.code(node.module), ("apex",)):
+        if not node.relative and node.module is not None and in_package(module_name(node.module), ("apex",)):
             self._import(node)
 
     def _import(self, node: cst.CSTNode) -> None:
         self.report(node, "apex is CUDA-only and not available on Trainium", guidance=_IMPORT_GUIDANCE, effort=Effort.LOW)
 
     def visit_Call(self, node: cst.Call) -> None:
-        qualified = self.qualname(node.func)
+        qualified = call_qualname(self, node)
         if not in_package(qualified, ("apex",)):
             return
         assert qualified is not None

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Valid
 
-from ._eco_util import in_package
+from ._eco_util import call_qualname, in_package, module_name
 
 __all__ = ["Bitsandbytes"]
 
@@ -63,16 +63,16 @@ class Bitsandbytes(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            if in_package(self.context.code(alias.name), ("bitsandbytes",)):
+            if in_package(module_name(alias.name), ("bitsandbytes",)):
                 self._report(node, "bitsandbytes is CUDA-only and not available on Trainium", _DEFAULT)
                 return
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not node.relative and node.module is not None and in_package(self.context.code(node.module), ("bitsandbytes",)):
+        if not node.relative and node.module is not None and in_package(module_name(node.module), ("bitsandbytes",)):
             self._report(node, "bitsandbytes is CUDA-only and not available on Trainium", _DEFAULT)
 
     def visit_Call(self, node: cst.Call) -> None:
-        qualified = self.qualname(node.func)
+        qualified = call_qualname(self, node)
         if not in_package(qualified, ("bitsandbytes",)):
             return
         assert qualified is not None

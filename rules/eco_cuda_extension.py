@@ -8,7 +8,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Valid
 
-from ._eco_util import kwarg, terminal_name
+from ._eco_util import call_qualname, kwarg, terminal_name
 
 __all__ = ["CudaExtension"]
 
@@ -76,7 +76,7 @@ class CudaExtension(Rule):
         name = terminal_name(node.func)
         if name not in _NAMES:
             return
-        qualified = self.qualname(node.func)
+        qualified = call_qualname(self, node)
         if qualified == f"{_EXT}.CUDAExtension":
             self._report(node, "`CUDAExtension` builds CUDA C++ kernels")
         elif qualified == f"{_EXT}.load_inline":

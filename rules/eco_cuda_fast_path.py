@@ -8,7 +8,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._eco_util import cuda_only_module, false_on_neuron
+from ._eco_util import cuda_only_module, false_on_neuron, module_name
 
 __all__ = ["CudaOnlyFastPath"]
 
@@ -161,7 +161,7 @@ class CudaOnlyFastPath(Rule):
     # -- what is CUDA-only ------------------------------------------------------------------
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            full = self.context.code(alias.name)
+            full = module_name(alias.name)
             if cuda_only_module(full):
                 bound = alias.asname.name if alias.asname is not None else None
                 self._bind(bound.value if isinstance(bound, cst.Name) else full.split(".")[0])
@@ -169,9 +169,9 @@ class CudaOnlyFastPath(Rule):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
             return
-        module = self.context.code(node.module)
+        module = module_name(node.module)
         for alias in node.names:
-            name = self.context.code(alias.name)
+            name = module_name(alias.name)
             if cuda_only_module(module) or cuda_only_module(f"{module}.{name}"):
                 bound = alias.asname.name if alias.asname is not None else None
                 self._bind(bound.value if isinstance(bound, cst.Name) else name)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Valid
 
-from ._eco_util import in_package
+from ._eco_util import call_qualname, in_package, module_name
 
 __all__ = ["Cupy"]
 
@@ -47,16 +47,16 @@ class Cupy(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            if in_package(self.context.code(alias.name), ("cupy", "cupyx")):
+            if in_package(module_name(alias.name), ("cupy", "cupyx")):
                 self._report(node, "CuPy is CUDA-only", Effort.LOW)
                 return
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not node.relative and node.module is not None and in_package(self.context.code(node.module), ("cupy", "cupyx")):
+        if not node.relative and node.module is not None and in_package(module_name(node.module), ("cupy", "cupyx")):
             self._report(node, "CuPy is CUDA-only", Effort.LOW)
 
     def visit_Call(self, node: cst.Call) -> None:
-        qualified = self.qualname(node.func)
+        qualified = call_qualname(self, node)
         if in_package(qualified, ("cupy", "cupyx")):
             self._report(node, f"`{qualified}` runs on a CUDA device", Effort.MEDIUM)
 

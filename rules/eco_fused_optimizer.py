@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._eco_util import compares_to_cuda, in_package, kwarg, remove_arg, terminal_name
+from ._eco_util import call_qualname, compares_to_cuda, in_package, kwarg, remove_arg, terminal_name
 
 __all__ = ["FusedOptimizer"]
 
@@ -83,7 +83,7 @@ class FusedOptimizer(Rule):
             if not (isinstance(fused.value, cst.Name) and fused.value.value == "False"):
                 self.report(node, "`fused=` is collected for an optimizer", guidance=_GUIDANCE, effort=Effort.LOW)
             return
-        if terminal_name(node.func) is None or not in_package(self.qualname(node.func), ("torch.optim",)):
+        if terminal_name(node.func) is None or not in_package(call_qualname(self, node), ("torch.optim",)):
             return
         value = fused.value
         if isinstance(value, cst.Name) and value.value in ("False", "None"):

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Valid
 
-from ._eco_util import in_package
+from ._eco_util import call_qualname, in_package, module_name
 
 __all__ = ["NvidiaMonitoring"]
 
@@ -71,16 +71,16 @@ class NvidiaMonitoring(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            if in_package(self.context.code(alias.name), _MODULES):
+            if in_package(module_name(alias.name), _MODULES):
                 self._report(node, "NVML monitoring needs NVIDIA drivers")
                 return
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not node.relative and node.module is not None and in_package(self.context.code(node.module), _MODULES):
+        if not node.relative and node.module is not None and in_package(module_name(node.module), _MODULES):
             self._report(node, "NVML monitoring needs NVIDIA drivers")
 
     def visit_Call(self, node: cst.Call) -> None:
-        qualified = self.qualname(node.func)
+        qualified = call_qualname(self, node)
         if qualified is None:
             return
         if in_package(qualified, _MODULES):

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._eco_util import in_package
+from ._eco_util import call_qualname, in_package, module_name
 from ._util import arg_by_name
 
 __all__ = ["NvtxPackage"]
@@ -69,16 +69,16 @@ class NvtxPackage(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            if in_package(self.context.code(alias.name), ("nvtx",)):
+            if in_package(module_name(alias.name), ("nvtx",)):
                 self._report(node, "the nvtx package annotates NVIDIA tools only")
                 return
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not node.relative and node.module is not None and in_package(self.context.code(node.module), ("nvtx",)):
+        if not node.relative and node.module is not None and in_package(module_name(node.module), ("nvtx",)):
             self._report(node, "the nvtx package annotates NVIDIA tools only")
 
     def visit_Call(self, node: cst.Call) -> None:
-        qualified = self.qualname(node.func)
+        qualified = call_qualname(self, node)
         if not in_package(qualified, ("nvtx",)):
             return
         message = f"`{qualified}` is an NVTX range"

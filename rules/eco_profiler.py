@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._eco_util import in_package, kwarg, remove_arg
+from ._eco_util import call_qualname, in_package, kwarg, remove_arg
 from ._util import make_string, string_value
 
 __all__ = ["CudaProfiling"]
@@ -139,10 +139,10 @@ class CudaProfiling(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         use_cuda = kwarg(node, "use_cuda")
-        if use_cuda is not None and in_package(self.qualname(node.func), ("torch.autograd.profiler", "torch.profiler")):
+        if use_cuda is not None and in_package(call_qualname(self, node), ("torch.autograd.profiler", "torch.profiler")):
             self._fix(node, "`use_cuda=` profiles CUDA kernels, absent on Trainium", remove_arg(node, use_cuda))
             return
-        qualified = self.qualname(node.func)
+        qualified = call_qualname(self, node)
         if in_package(qualified, ("torch.cuda.profiler",)):
             self.report(
                 node,

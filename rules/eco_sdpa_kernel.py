@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._eco_util import terminal_name
+from ._eco_util import call_qualname, terminal_name
 
 __all__ = ["SdpaKernelSelection"]
 
@@ -90,7 +90,7 @@ class SdpaKernelSelection(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if terminal_name(node.func) not in _NAMES:
             return
-        qualified = self.qualname(node.func)
+        qualified = call_qualname(self, node)
         if qualified in _CONTEXTS:
             self._context(node, qualified)
         elif qualified in _SWITCHES:

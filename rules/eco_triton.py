@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Valid
 
-from ._eco_util import in_package, terminal_name
+from ._eco_util import in_package, module_name, terminal_name
 
 __all__ = ["TritonKernel"]
 
@@ -66,7 +66,7 @@ class TritonKernel(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            name = self.context.code(alias.name)
+            name = module_name(alias.name)
             if name == "triton" or name.startswith("triton."):
                 self._report(node, f"`import {name}`: Triton is not available on Trainium")
                 return
@@ -74,13 +74,13 @@ class TritonKernel(Rule):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative or node.module is None:
             return
-        module = self.context.code(node.module)
+        module = module_name(node.module)
         if module == "triton" or module.startswith("triton."):
             self._report(node, f"`from {module} import ...`: Triton is not available on Trainium")
             return
         if module in ("torch.library", "torch._library.triton") and not isinstance(node.names, cst.ImportStar):
             for alias in node.names:
-                if self.context.code(alias.name) in ("triton_op", "wrap_triton"):
+                if module_name(alias.name) in ("triton_op", "wrap_triton"):
                     self._report(node, "`torch.library.triton_op` registers a Triton kernel")
                     return
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._eco_util import in_package, sdpa_bshd
+from ._eco_util import call_qualname, in_package, module_name, sdpa_bshd
 from ._util import arg_by_name
 
 __all__ = ["XformersAttention"]
@@ -82,12 +82,12 @@ class XformersAttention(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            if in_package(self.context.code(alias.name), ("xformers",)):
+            if in_package(module_name(alias.name), ("xformers",)):
                 self._import(node)
                 return
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not node.relative and node.module is not None and in_package(self.context.code(node.module), ("xformers",)):
+        if not node.relative and node.module is not None and in_package(module_name(node.module), ("xformers",)):
             self._import(node)
 
     def _import(self, node: cst.CSTNode) -> None:
@@ -99,7 +99,7 @@ class XformersAttention(Rule):
         )
 
     def visit_Call(self, node: cst.Call) -> None:
-        qualified = self.qualname(node.func)
+        qualified = call_qualname(self, node)
         if not in_package(qualified, ("xformers",)) or qualified in _CAUSAL:
             return
         assert qualified is not None

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._eco_util import kwarg
+from ._eco_util import call_qualname, kwarg
 from ._util import arg_by_name, make_string, string_value
 
 __all__ = ["ForkAfterDevice"]
@@ -97,7 +97,7 @@ class ForkAfterDevice(Rule):
             self._device = True
 
     def visit_Call(self, node: cst.Call) -> None:
-        qualified = self.qualname(node.func)
+        qualified = call_qualname(self, node)
         if qualified is None:
             return
         if qualified in _START:
