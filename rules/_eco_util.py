@@ -5,6 +5,8 @@ Kept apart from ``_util.py`` (shared by every family) so this family can change 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from cuda2neuron.engine import Rule
@@ -28,6 +30,7 @@ __all__ = [
     "sdpa_bshd",
     "kwarg",
     "remove_arg",
+    "reported_at",
     "rename_kwarg",
     "terminal_name",
 ]
@@ -278,3 +281,15 @@ def module_name(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.Name):
         parts.append(node.value)
     return ".".join(reversed(parts))
+
+
+def reported_at(rule: Rule, ancestors: Sequence[cst.CSTNode]) -> None:
+    """Give the report just made the ancestor chain of its node (root first).
+
+    ``Rule.report`` records the ancestors of the node being *visited*; the engine rebuilds the
+    tree along that chain and orders overlapping fixes by it. A rule that reports another node
+    (a child of the visited node, or a node remembered until ``leave_Module``) must say where
+    that node sits, or its fix is applied in the wrong place or not at all.
+    """
+    rule.reports[-1].ancestors = tuple(ancestors)
+

@@ -127,7 +127,10 @@ class CompileBackend(Rule):
         if self.qualname(deco) != "torch.compile":
             return
         call = cst.Call(func=deco, args=[])
-        self._report(deco, add_kwarg(call, "backend", make_string("neuron")), "uses the default inductor backend")
+        # The visited Decorator is what we report and replace (the engine rebuilds along the
+        # visited node's ancestors).
+        new = node.with_changes(decorator=add_kwarg(call, "backend", make_string("neuron")))
+        self._report(node, new, "uses the default inductor backend")
 
     def _report(self, node: cst.CSTNode, replacement: cst.CSTNode, why: str) -> None:
         message = f"`torch.compile` {why}"

@@ -8,7 +8,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._eco_util import cuda_only_module, false_on_neuron, module_name
+from ._eco_util import cuda_only_module, false_on_neuron, module_name, reported_at
 
 __all__ = ["CudaOnlyFastPath"]
 
@@ -31,7 +31,12 @@ _PIN = "# cuda2neuron: ignore[CN1] CUDA-only fast path; other devices take the f
 @dataclass
 class _Candidate:
     node: cst.If | cst.IfExp
-    parent: cst.CSTNode | None
+    # The guard's ancestors (root first, parent last), kept for the report made at the end.
+    ancestors: tuple[cst.CSTNode, ...]
+
+    @property
+    def parent(self) -> cst.CSTNode | None:
+        return self.ancestors[-1] if self.ancestors else None
 
 
 class _Names(cst.CSTVisitor):
@@ -214,11 +219,11 @@ class CudaOnlyFastPath(Rule):
     # -- the guards -------------------------------------------------------------------------
     def visit_If(self, node: cst.If) -> None:
         if false_on_neuron(node.test):
-            self._candidates.append(_Candidate(node, self.context.parent))
+            self._candidates.append(_Candidate(node, tuple(self.context.ancestors)))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         if false_on_neuron(node.test):
-            self._candidates.append(_Candidate(node, self.context.parent))
+            self._candidates.append(_Candidate(node, tuple(self.context.ancestors)))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         if not self._candidates or not self._cuda_names:
@@ -243,7 +248,7 @@ class CudaOnlyFastPath(Rule):
     def _report_guard(self, cand: _Candidate) -> None:
         message = "a CUDA check selects a CUDA-only fast path; on Neuron the fallback must run"
         if self.context.settings.target != "neuron":
-            self._pin_guard(cand.node, message)
+            self._pin_guard(cand, message)
             return
         built = _take_fallback(cand)
         if built is None:
@@ -258,10 +263,13 @@ class CudaOnlyFastPath(Rule):
             guidance=_GUIDANCE_NEURON,
             description="remove the CUDA-only branch; keep the fallback",
         )
+        # Reported from leave_Module, about a node seen earlier: give the engine its place.
+        reported_at(self, cand.ancestors[:-1] if node is cand.parent else cand.ancestors)
 
 
-    def _pin_guard(self, node: cst.If | cst.IfExp, message: str) -> None:
+    def _pin_guard(self, cand: _Candidate, message: str) -> None:
         """Accelerator target: keep the branch, and keep the device rules off its check."""
+        node = cand.node
         header = node.body.header if isinstance(node, cst.If) and isinstance(node.body, cst.IndentedBlock) else None
         if header is not None and header.comment is not None and "cuda2neuron:" in header.comment.value:
             return  # already pinned (by us or by the user)
@@ -280,6 +288,7 @@ class CudaOnlyFastPath(Rule):
             guidance=_GUIDANCE_ACCELERATOR,
             description="keep the CUDA check (suppress device rules on this line)",
         )
+        reported_at(self, cand.ancestors)
 
 
 def _take_fallback(cand: _Candidate) -> tuple[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel] | None:

@@ -104,15 +104,17 @@ class CudaProfiling(Rule):
         if node.keyword is None:
             return
         key = node.keyword.value
+        # Findings are made on the visited Arg (the engine rebuilds along the visited node's
+        # ancestors); the replacement is the same argument with a new value.
         if key == "activities" and isinstance(node.value, (cst.List, cst.Tuple, cst.Set)):
-            self._activities(node.value)
+            self._activities(node, node.value)
         elif key == "sort_by":
             value = string_value(node.value)
             if value in _SORT_KEYS:
                 self._fix(
-                    node.value,
+                    node,
                     f'sort_by="{value}" sorts by CUDA time, which is zero on Trainium',
-                    make_string(_SORT_KEYS[value], like=node.value),
+                    node.with_changes(value=make_string(_SORT_KEYS[value], like=node.value)),
                 )
 
     def _is_cuda_activity(self, node: cst.BaseExpression) -> bool:
@@ -122,20 +124,22 @@ class CudaProfiling(Rule):
             and self.qualname(node.value) in _ACTIVITY
         )
 
-    def _activities(self, seq: cst.List | cst.Tuple | cst.Set) -> None:
+    def _activities(self, arg: cst.Arg, seq: cst.List | cst.Tuple | cst.Set) -> None:
         cuda = [el for el in seq.elements if self._is_cuda_activity(el.value)]
         if not cuda:
             return
         others = [el for el in seq.elements if el not in cuda]
         message = "ProfilerActivity.CUDA records nothing on Trainium"
         if not others:
-            attr = cuda[0].value
+            first = cuda[0]
+            attr = first.value
             assert isinstance(attr, cst.Attribute)
-            self._fix(attr, message, attr.with_changes(attr=cst.Name("CPU")))
-            return
-        kept = list(others)
-        kept[-1] = kept[-1].with_changes(comma=seq.elements[-1].comma)
-        self._fix(seq, message, seq.with_changes(elements=kept))
+            cpu = first.with_changes(value=attr.with_changes(attr=cst.Name("CPU")))
+            elements = [cpu if el is first else el for el in seq.elements]
+        else:
+            elements = list(others)
+            elements[-1] = elements[-1].with_changes(comma=seq.elements[-1].comma)
+        self._fix(arg, message, arg.with_changes(value=seq.with_changes(elements=elements)))
 
     def visit_Call(self, node: cst.Call) -> None:
         use_cuda = kwarg(node, "use_cuda")

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._eco_util import call_qualname, terminal_name
+from ._eco_util import call_qualname, reported_at, terminal_name
 
 __all__ = ["SdpaKernelSelection"]
 
@@ -138,3 +138,5 @@ class SdpaKernelSelection(Rule):
             effort=Effort.LOW,
             description="remove the CUDA kernel switch",
         )
+        # The statement line is two levels up (line > Expr > Call): its own ancestors.
+        reported_at(self, self.context.ancestors[:-2])
