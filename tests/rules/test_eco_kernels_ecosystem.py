@@ -48,6 +48,7 @@ ROWS = [
     ("fastmlp/gpu_utils.py", 'shutil.which("nvidia-smi")', "CN6", None),
     ("fastmlp/gpu_utils.py", "out = subprocess.run(", "CN6", None),
     ("fastmlp/gpu_utils.py", "torch.cuda.Event(enable_timing=True)", "CN2", None),
+    ("fastmlp/gpu_utils.py", "return self.start.elapsed_time(self.end)", "CN6", None),
     ("fastmlp/gpu_utils.py", "torch.cuda.nvtx.range_push(name)", "CN2", None),
     ("fastmlp/gpu_utils.py", "torch.cuda.nvtx.range_pop()", "CN2", None),
     # train.py
