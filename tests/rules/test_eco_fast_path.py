@@ -45,10 +45,18 @@ class _NaiveDeviceChecks(Rule):
             self.report(node, "cuda", replacement=cst.SimpleString('"neuron"'))
 
 
-def _port(source: str, target: str = "neuron") -> tuple[str, list]:
+def _port(source: str, target: str = "neuron", may_suppress: bool | None = None) -> tuple[str, list]:
     rules = [r for r in all_rules().values() if r.code.startswith(("CN5", "CN6", "CN8"))]
+    if may_suppress is None:
+        # What the engine's file processing passes: suppressions only if the input has one.
+        may_suppress = "cuda2neuron:" in source
     outcome = fix_module(
-        cst.parse_module(source), [*rules, _NaiveDeviceChecks], "t.py", Settings(target=target), unsafe=False
+        cst.parse_module(source),
+        [*rules, _NaiveDeviceChecks],
+        "t.py",
+        Settings(target=target),
+        unsafe=False,
+        may_suppress=may_suppress,
     )
     return outcome.module.code, outcome.remaining
 
@@ -121,12 +129,23 @@ def test_port_takes_the_fallback(source, expected):
 
 
 def test_accelerator_target_keeps_the_kernel_branch_and_its_cuda_check():
-    output, remaining = _port(PLUGIN, target="accelerator")
+    # Intended behaviour, with suppression comments honoured in every round.
+    output, remaining = _port(PLUGIN, target="accelerator", may_suppress=True)
     assert "_Fn.apply(x)" in output
     # The pinned guard still says "cuda": the suppression comment kept the device rule off it.
     assert 'if x.device.type == "cuda":  # cuda2neuron: ignore[CN1]' in output
     assert '"neuron"' not in output
     assert not [f for f in remaining if f.code == "CN603"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine: fix_module honours suppression comments only if the *input* had one "
+    "(may_suppress); the CN1 pin added by CN603 is ignored in the next round",
+)
+def test_accelerator_pin_is_honoured_through_file_processing():
+    output, _ = _port(PLUGIN, target="accelerator")
+    assert 'if x.device.type == "cuda":' in output
 
 
 def test_stand_in_is_not_in_the_catalog():

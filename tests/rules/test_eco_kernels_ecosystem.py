@@ -32,7 +32,7 @@ ROWS = [
     ("fastmlp/triton_ops.py", "if HAS_TRITON and x.is_cuda:", "CN6", "is_neuron"),
     # fastmlp/plugin.py
     ("fastmlp/plugin.py", "ext = load(", "CN6", None),
-    ("fastmlp/plugin.py", 'if x.device.type == "cuda":', "CN6", '"neuron"'),
+    ("fastmlp/plugin.py", 'if x.device.type == "cuda":', "CN6", 'device.type == "neuron"'),
     # fastmlp/layers.py
     ("fastmlp/layers.py", "from apex.normalization import FusedLayerNorm", "CN6", None),
     ("fastmlp/layers.py", "from flash_attn import flash_attn_func", "CN6", None),
