@@ -21,7 +21,6 @@ __all__ = [
     "cuda_check",
     "cuda_only_module",
     "false_on_neuron",
-    "guarded_by_cuda_check",
     "in_package",
     "is_torch_compile",
     "keyword",
@@ -147,29 +146,19 @@ def cuda_check(node: cst.BaseExpression) -> bool:
     return False
 
 
-def false_on_neuron(node: cst.BaseExpression) -> bool:
+def false_on_neuron(node: cst.BaseExpression, rule: Rule) -> bool:
     """True when ``node`` can only be False in a program running on the neuron device.
 
-    A CUDA check is False there (no tensor lives on a CUDA device), and so is an ``and`` with
-    such an operand. ``or`` and ``not`` are not followed: their value depends on the rest.
+    A CUDA check is False there (no tensor lives on a CUDA device), so is
+    ``torch.cuda.is_available()`` (a Trainium host has no CUDA), and so is an ``and`` with such
+    an operand. ``or`` and ``not`` are not followed: their value depends on the rest.
     """
     if cuda_check(node):
         return True
+    if isinstance(node, cst.Call) and not node.args and terminal_name(node.func) == "is_available":
+        return call_qualname(rule, node) == "torch.cuda.is_available"
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
-        return false_on_neuron(node.left) or false_on_neuron(node.right)
-    return False
-
-
-def guarded_by_cuda_check(rule: Rule) -> bool:
-    """True when the node being visited sits in the true branch of an ``if`` testing for CUDA."""
-    ancestors = rule.context.ancestors
-    for i in range(len(ancestors) - 1, 0, -1):
-        parent = ancestors[i - 1]
-        child = ancestors[i]
-        if isinstance(parent, cst.If) and child is parent.body and false_on_neuron(parent.test):
-            return True
-        if isinstance(parent, cst.IfExp) and child is parent.body and false_on_neuron(parent.test):
-            return True
+        return false_on_neuron(node.left, rule) or false_on_neuron(node.right, rule)
     return False
 
 
@@ -238,20 +227,20 @@ def sdpa_bshd(
     return method_on(cst.Call(func=func, args=args), "transpose", 1, 2), imports
 
 
-def compares_to_cuda(node: cst.BaseExpression) -> bool:
+def compares_to_cuda(node: cst.BaseExpression, rule: Rule) -> bool:
     """``<anything> == "cuda"`` (either side; also ``is``) or a CUDA check; also inside ``and``.
 
     On the neuron target such an expression is False: no tensor, device or device-type string
     of the ported program says "cuda".
     """
-    if false_on_neuron(node):
+    if false_on_neuron(node, rule):
         return True
     if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
         op = node.comparisons[0].operator
         if isinstance(op, (cst.Equal, cst.Is)):
             return _is_cuda_literal(node.left) or _is_cuda_literal(node.comparisons[0].comparator)
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
-        return compares_to_cuda(node.left) or compares_to_cuda(node.right)
+        return compares_to_cuda(node.left, rule) or compares_to_cuda(node.right, rule)
     return False
 
 

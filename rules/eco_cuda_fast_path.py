@@ -23,9 +23,10 @@ _GUIDANCE_ACCELERATOR = (
 )
 
 
-# A suppression comment for the device family (CN1xx) on the guard's line: on the accelerator
-# target the CUDA branch stays, so its "cuda" check must stay too.
-_PIN = "# cuda2neuron: ignore[CN1] CUDA-only fast path; other devices take the fallback"
+# A suppression comment for the device (CN1xx) and torch.cuda API (CN2xx) families on the guard's
+# line: on the accelerator target the CUDA branch stays, so its "cuda" check (or
+# torch.cuda.is_available()) must stay too.
+_PIN = "# cuda2neuron: ignore[CN1,CN2] CUDA-only fast path; other devices take the fallback"
 
 
 @dataclass
@@ -40,11 +41,17 @@ class _Candidate:
 
 
 class _Names(cst.CSTVisitor):
+    """Names a guard's test and branch refer to (not attribute names: `x.load` is not `load`)."""
+
     def __init__(self) -> None:
         self.names: set[str] = set()
 
     def visit_Name(self, node: cst.Name) -> None:
         self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
 
 
 def _names_in(*nodes: cst.CSTNode) -> set[str]:
@@ -58,8 +65,8 @@ class CudaOnlyFastPath(Rule):
     """
     ## What it does
     Finds ``if`` statements (and ``a if cond else b`` expressions) whose condition asks whether
-    a tensor is on a CUDA device (``x.is_cuda``, ``x.device.type == "cuda"``, also inside an
-    ``and``) and whose branch reaches CUDA-only code: a CUDA C++ extension, a Triton kernel,
+    a tensor is on a CUDA device (``x.is_cuda``, ``x.device.type == "cuda"``) or whether CUDA
+    exists (``torch.cuda.is_available()``), also inside an ``and``, and whose branch reaches CUDA-only code: a CUDA C++ extension, a Triton kernel,
     flash-attn, xformers, apex, bitsandbytes... directly or through a function or class of the
     same file. With ``--target neuron`` it removes that branch so the fallback is what remains.
 
@@ -88,9 +95,9 @@ class CudaOnlyFastPath(Rule):
     the check) is what stops the device rules from rewriting the check to ``"neuron"``: the fix
     spans the enclosing block, so it is applied first and the comparison is gone before they
     look again. With ``--target accelerator`` the code must still use the kernel on CUDA: the
-    fix keeps the branch and adds ``# cuda2neuron: ignore[CN1] ...`` to the ``if`` line, a
-    suppression that keeps the device rules from turning its ``"cuda"`` into the current
-    accelerator (safe: a comment; a conditional expression or a line that already has a
+    fix keeps the branch and adds ``# cuda2neuron: ignore[CN1,CN2] ...`` to the ``if`` line, a
+    suppression that keeps the device and torch.cuda API rules from turning its ``"cuda"`` (or
+    ``torch.cuda.is_available()``) into the current accelerator (safe: a comment; a conditional expression or a line that already has a
     comment is only reported). Checks whose branch reaches nothing known
     to be CUDA-only (a kernel imported from another module of the project) are not recognised
     and are left to the device rules.
@@ -218,11 +225,11 @@ class CudaOnlyFastPath(Rule):
 
     # -- the guards -------------------------------------------------------------------------
     def visit_If(self, node: cst.If) -> None:
-        if false_on_neuron(node.test):
+        if false_on_neuron(node.test, self):
             self._candidates.append(_Candidate(node, tuple(self.context.ancestors)))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        if false_on_neuron(node.test):
+        if false_on_neuron(node.test, self):
             self._candidates.append(_Candidate(node, tuple(self.context.ancestors)))
 
     def leave_Module(self, original_node: cst.Module) -> None:

@@ -89,7 +89,7 @@ class FusedOptimizer(Rule):
         if isinstance(value, cst.Name) and value.value in ("False", "None"):
             return
         message = "fused optimizer kernels do not exist on Neuron"
-        fixable = (isinstance(value, cst.Name) and value.value == "True") or compares_to_cuda(value)
+        fixable = (isinstance(value, cst.Name) and value.value == "True") or compares_to_cuda(value, self)
         if not fixable or self.context.settings.target != "neuron":
             self.report(node, message, guidance=_GUIDANCE, effort=Effort.LOW)
             return
@@ -107,7 +107,7 @@ class FusedOptimizer(Rule):
             return
         target = node.targets[0].target
         name = target.attr.value if isinstance(target, cst.Attribute) else getattr(target, "value", None)
-        if not isinstance(name, str) or "fused" not in name.lower() or not compares_to_cuda(node.value):
+        if not isinstance(name, str) or "fused" not in name.lower() or not compares_to_cuda(node.value, self):
             return
         message = f"`{name}` turns on fused optimizer kernels for CUDA"
         if self.context.settings.target != "neuron":
