@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.engine import Effort, Invalid, Rule, Safety
 
 from ._eco_util import add_kwarg, is_torch_compile, kwarg
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.engine import Effort, Invalid, Rule, Safety
 
 from ._eco_util import cuda_only_module, false_on_neuron, module_name, reported_at
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.engine import Effort, Invalid, Rule, Safety
 
 from ._eco_util import call_qualname, in_package, kwarg, remove_arg
 from ._util import make_string, string_value

@@ -15,7 +15,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from cuda2neuron.engine import Invalid, Rule, Safety, Settings, Valid, all_rules
+from cuda2neuron.engine import Invalid, Rule, Settings, all_rules
 from cuda2neuron.engine._lint import fix_module
 
 
@@ -173,6 +173,4 @@ def test_accelerator_pin_is_honoured_through_file_processing():
 
 
 def test_stand_in_is_not_in_the_catalog():
-    assert "CN199" not in all_rules() or all_rules()["CN199"] is not _NaiveDeviceChecks
-    assert isinstance(_NaiveDeviceChecks.VALID[0], (str, Valid))
-    assert Safety.SAFE.value == "safe"
+    assert all(rule is not _NaiveDeviceChecks for rule in all_rules().values())
