@@ -77,6 +77,10 @@ class SdpaKernelSelection(Rule):
             unsafe=True,
         ),
         Invalid(
+            "from torch.nn.attention import SDPBackend, sdpa_kernel\n\n"
+            "@sdpa_kernel(SDPBackend.MATH)\ndef attend(q):\n    return q\n"
+        ),
+        Invalid(
             "import torch\ntorch.backends.cuda.enable_flash_sdp(False)\ny = 1\n",
             "import torch\ny = 1\n",
             unsafe=True,
@@ -99,7 +103,9 @@ class SdpaKernelSelection(Rule):
     def _context(self, node: cst.Call, qualified: str) -> None:
         message = f"`{qualified.rsplit('.', 1)[1]}` restricts attention to CUDA kernels"
         spelled = self.spell("contextlib.nullcontext")
-        if self.context.settings.target != "neuron" or spelled is None:
+        # `@sdpa_kernel(...)` as a decorator: nullcontext is no decorator, so only report.
+        decorator = isinstance(self.context.parent, cst.Decorator)
+        if self.context.settings.target != "neuron" or spelled is None or decorator:
             self.report(node, message, guidance=_GUIDANCE, effort=Effort.LOW)
             return
         func, imports = spelled
