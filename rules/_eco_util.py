@@ -164,7 +164,14 @@ def false_on_neuron(node: cst.BaseExpression, rule: Rule) -> bool:
 
 def is_torch_compile(rule: Rule, node: cst.Call) -> bool:
     """``torch.compile(...)`` through any alias (``from torch import compile as tc``)."""
-    return terminal_name(node.func) is not None and call_qualname(rule, node) == "torch.compile"
+    func = node.func
+    # Cheap gate: `x.view(...)`-style method calls are most calls; an alias is a bare name.
+    if isinstance(func, cst.Attribute):
+        if func.attr.value != "compile":
+            return False
+    elif not isinstance(func, cst.Name):
+        return False
+    return call_qualname(rule, node) == "torch.compile"
 
 
 # Packages whose code only runs on NVIDIA GPUs: a name bound to one of them marks a code path
@@ -256,7 +263,18 @@ def call_qualname(rule: Rule, call: cst.Call) -> str | None:
     key = id(call)
     if key in memo:
         return memo[key]
-    qualified = rule.qualname(call.func) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
+    # Same answer as ``rule.qualname(call.func)``, but the head name is looked up before any
+    # string is built: most callees (``self.fc``, ``x.view``) start with a local and stop there.
+    parts: list[str] = []
+    node = call.func
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    qualified = None
+    if isinstance(node, cst.Name):
+        resolved = rule.context.scope.lookup(node.value)
+        if resolved is not None:
+            qualified = ".".join([resolved, *reversed(parts)])
     memo[key] = qualified
     return qualified
 

@@ -71,7 +71,8 @@ class PrivateCudaApi(Rule):
         parent = self.context.parent
         if isinstance(parent, cst.ImportAlias) or (isinstance(parent, cst.Attribute) and parent.attr is node):
             return
-        qualified = self.qualname(node)
+        # A bare name is its own qualified-name head: one scope lookup, no string building.
+        qualified = self.context.scope.lookup(node.value)
         if qualified is not None and _private_cuda(qualified):
             self._report(node, qualified)
 
