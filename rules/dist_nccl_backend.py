@@ -313,10 +313,9 @@ class NcclBackend(Rule):
             return True  # backend=..., dist_backend=... in any call
         func = call.func
         func_name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        if func_name in _BACKEND_FUNCS:
-            position = _BACKEND_PARAMS.get(self.qualname(func) or "")
-            if position is not None and arg_by_name(call, "backend", position) is arg:
-                return True
+        position = self._backend_position(call)
+        if position is not None and arg_by_name(call, "backend", position) is arg:
+            return True
         if func_name == "add_argument" and keyword in _ARGPARSE_VALUES:
             return any(
                 (flag := _string(a.value)) is not None and "backend" in flag.lower()
@@ -328,13 +327,21 @@ class NcclBackend(Rule):
             return key is not None and "backend" in key.lower()
         return False
 
+    def _backend_position(self, call: cst.Call) -> int | None:
+        """Position of the backend parameter if ``call`` is a torch.distributed backend taker."""
+        func = call.func
+        # Cheap filter first: a dotted call must end in a known name; a bare name may be an
+        # alias (``from torch.distributed import init_process_group as ipg``) and is resolved.
+        if isinstance(func, cst.Attribute):
+            if func.attr.value not in _BACKEND_FUNCS:
+                return None
+        elif not isinstance(func, cst.Name):
+            return None
+        return _BACKEND_PARAMS.get(self.qualname(func) or "")
+
     # -- names passed as a backend --------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        func_name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        if func_name not in _BACKEND_FUNCS:
-            return
-        position = _BACKEND_PARAMS.get(self.qualname(func) or "")
+        position = self._backend_position(node)
         if position is None:
             return
         arg = arg_by_name(node, "backend", position)
