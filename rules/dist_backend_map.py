@@ -21,8 +21,10 @@ def _string(node: cst.BaseExpression | None) -> str | None:
 class BackendMapNeuronKey(Rule):
     """
     ## What it does
-    Adds a ``"neuron": "neuron"`` entry next to ``"cuda": "nccl"`` in dict literals that map a
-    device type to its process-group backend, e.g. ``{"cuda": "nccl", "cpu": "gloo"}``.
+    Adds a ``"neuron": "neuron"`` entry to device-to-backend tables such as
+    ``{"cuda": "nccl", "cpu": "gloo"}``.
+
+    Only dict literals with a ``"cuda": "nccl"`` entry and no ``"neuron"`` key are changed.
 
     ## Why is this bad?
     Such a table is looked up with the device type (``BACKENDS[device.type]``). The device rules

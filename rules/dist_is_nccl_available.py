@@ -18,8 +18,9 @@ _QUALNAMES = frozenset(
 class IsNcclAvailable(Rule):
     """
     ## What it does
-    Rewrites ``torch.distributed.is_nccl_available()`` to
-    ``torch.distributed.is_backend_available("neuron")``.
+    Rewrites ``is_nccl_available()`` to ``is_backend_available("neuron")``.
+
+    Both live in ``torch.distributed``; aliases and from-imports are followed.
 
     ## Why is this bad?
     On Trainium NCCL is never available, so code such as

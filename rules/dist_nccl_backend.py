@@ -62,8 +62,10 @@ def _composite_for_neuron(value: str) -> str | None:
 class NcclBackend(Rule):
     """
     ## What it does
-    Rewrites the ``"nccl"`` process-group backend to ``"neuron"`` wherever the string provably
-    names a backend: the ``backend`` argument of ``init_process_group`` / ``new_group``
+    Rewrites the ``"nccl"`` process-group backend to ``"neuron"`` where the string provably
+    names a backend.
+
+    Recognised: the ``backend`` argument of ``init_process_group`` / ``new_group``
     (positional or keyword), a variable, attribute, parameter or dict entry named like a backend
     (``backend = "nccl"``, ``args.dist_backend = "nccl"``, ``self.backend = ...``), a plain
     variable later passed as the backend, argparse options named like a backend

@@ -27,7 +27,9 @@ def _is_nccl_key(value: object) -> bool:
 class NcclEnvVar(Rule):
     """
     ## What it does
-    Reports ``NCCL_*`` (and ``TORCH_NCCL_*``) environment variables set or read by the code:
+    Reports ``NCCL_*`` and ``TORCH_NCCL_*`` environment variables that the code sets or reads.
+
+    Covered:
     ``os.environ["NCCL_DEBUG"] = "INFO"``, ``os.environ.setdefault("NCCL_P2P_DISABLE", "1")``,
     ``os.putenv``, ``os.environ.get(...)``, env dicts and ``update(NCCL_...=...)``.
 

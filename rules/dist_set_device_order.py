@@ -47,10 +47,13 @@ def _name(func: cst.BaseExpression) -> str | None:
 class SetDeviceBeforeInit(Rule):
     """
     ## What it does
-    Finds ``torch.cuda.set_device(...)`` (or its ``torch.neuron`` / ``torch.accelerator``
-    spellings) executed before ``torch.distributed.init_process_group(...)`` in the same
-    function, and moves the ``set_device`` statement to just after ``init_process_group`` when
-    both are statements of the same block and nothing between them can touch a device.
+    Reports ``set_device`` calls that run before ``init_process_group`` in the same function,
+    and moves them below it when that is safe.
+
+    Covered: ``torch.cuda.set_device(...)`` and its ``torch.neuron`` / ``torch.accelerator``
+    spellings before ``torch.distributed.init_process_group(...)``. The statement is moved to
+    just after ``init_process_group`` when both are statements of the same block and nothing
+    between them can touch a device.
 
     ## Why is this bad?
     The common CUDA recipe pins the GPU first (``torch.cuda.set_device(local_rank)``) and then

@@ -20,6 +20,18 @@ _RANGE_GUIDANCE = (
 )
 
 
+# "" and "-1" hide every GPU so that the program falls back to the CPU.
+_HIDE_ALL_GUIDANCE = (
+    "This value hides every GPU to force a CPU run. There is no Neuron variable with that "
+    "meaning here: choose the CPU device in code (e.g. `torch.device(\"cpu\")`) on that path, "
+    "and remove the setting."
+)
+
+
+def _hides_all(value: str) -> bool:
+    return value.strip() in ("", "-1")
+
+
 def _string(node: cst.BaseExpression | None) -> str | None:
     if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
         value = node.evaluated_value
@@ -40,8 +52,10 @@ class _Swap(cst.CSTTransformer):
 class CudaVisibleDevices(Rule):
     """
     ## What it does
-    Rewrites the ``CUDA_VISIBLE_DEVICES`` environment variable to ``NEURON_RT_VISIBLE_CORES``
-    where the code sets or reads it: ``os.environ[...] = ...``, ``os.environ.setdefault``,
+    Rewrites the ``CUDA_VISIBLE_DEVICES`` environment variable to ``NEURON_RT_VISIBLE_CORES``,
+    turning comma lists into ranges.
+
+    Covered, wherever the code sets or reads the variable: ``os.environ[...] = ...``, ``os.environ.setdefault``,
     ``os.putenv``, ``os.environ.get`` / ``os.getenv`` / ``pop``, ``del os.environ[...]``,
     ``... in os.environ``, env dicts handed to subprocesses and ``update(CUDA_VISIBLE_DEVICES=...)``.
     Literal comma lists become ranges: ``"0,1,2,3"`` -> ``"0-3"``, ``"2"`` -> ``"2"``.
@@ -170,7 +184,8 @@ class CudaVisibleDevices(Rule):
                     self.report(
                         site.node,
                         f"{_MESSAGE}, and {literal!r} is not one index or a consecutive range",
-                        guidance=f"{_RANGE_GUIDANCE} Pick a consecutive range, or start one process per core.",
+                        guidance=_HIDE_ALL_GUIDANCE if _hides_all(literal) else
+                        f"{_RANGE_GUIDANCE} Pick a consecutive range, or start one process per core.",
                         effort=Effort.LOW,
                     )
                     return
