@@ -31,8 +31,9 @@ __all__ = [
     "visible_cores",
 ]
 
-# torch.distributed.get_default_backend_for_device appeared with torch.accelerator's era
-# (torch 2.6); older torch cannot spell "the accelerator's backend" portably.
+# torch.distributed.get_default_backend_for_device was added in late 2024 (pytorch PR 140536) and
+# first shipped in torch 2.6, the release torch.accelerator starts with; older torch cannot spell
+# "the accelerator's backend" portably, so the finding stays a report there.
 _MIN_TORCH_DEFAULT_BACKEND = (2, 6)
 
 ACCELERATOR_BACKEND_EMITS = (
