@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Invalid, Rule, Safety, Valid
 
-from ._dist_util import ACCELERATOR_BACKEND_EMITS, backend_expr, is_backend_named
+from ._dist_util import ACCELERATOR_BACKEND_EMITS, backend_expr, is_backend_named, report_at
 from ._util import arg_by_name
 
 __all__ = ["NcclBackend"]
@@ -28,6 +28,9 @@ _NCCL_ENUM = frozenset({"torch.distributed.Backend.NCCL", "torch.distributed.dis
 _LOOKUPS = frozenset({"get", "getenv", "setdefault", "pop"})
 # argparse keywords that hold option values.
 _ARGPARSE_VALUES = frozenset({"default", "choices", "const"})
+
+# A literal's replacement and the imports it needs, or None where the target cannot express it.
+_Plan = tuple[cst.BaseExpression, tuple[tuple[str, str | None], ...]] | None
 
 _MESSAGE = 'process-group backend "nccl" exists only for CUDA; Trainium uses the "neuron" backend'
 _GUIDANCE = (
@@ -215,9 +218,10 @@ class NcclBackend(Rule):
     def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
         super().__init__(context)
         # ``pg = "nccl"`` is a backend only if ``pg`` is later passed as one: literals assigned to
-        # plain names wait here, and names seen in backend positions are collected, until the end
-        # of the module (one walk, no second pass).
-        self._pending: list[tuple[str, cst.SimpleString, str | None]] = []
+        # plain names wait here (with their fix, built in their own scope, and their ancestor
+        # chain), and names seen in backend positions are collected, until the end of the module
+        # (one walk, no second pass).
+        self._pending: list[tuple[str, cst.SimpleString, _Plan, tuple[cst.CSTNode, ...]]] = []
         self._passed_names: set[str] = set()
 
     # -- the literal ----------------------------------------------------------------------------
@@ -235,25 +239,32 @@ class NcclBackend(Rule):
                 return
         verdict = self._sink(node)
         if verdict is True:
-            self._report_literal(node, composite)
+            self._report_literal(node, self._plan(node, composite), tuple(self.context.ancestors))
         elif isinstance(verdict, str):
-            self._pending.append((verdict, node, composite))
+            self._pending.append((verdict, node, self._plan(node, composite), tuple(self.context.ancestors)))
 
-    def _report_literal(self, node: cst.SimpleString, composite: str | None) -> None:
+    def _plan(self, node: cst.SimpleString, composite: str | None) -> _Plan:
+        """The literal's replacement and the imports it needs; None if the target can't say it."""
         if composite:
             if self.context.settings.target != "neuron":
-                self.report(node, _MESSAGE, guidance=_GUIDANCE)
-                return
-            replacement: cst.BaseExpression = node.with_changes(value=_requote(node, composite))
-            imports: tuple[tuple[str, str | None], ...] = ()
-        else:
-            built = backend_expr(self, node)
-            if built is None:
-                self.report(node, _MESSAGE, guidance=_GUIDANCE)
-                return
-            replacement, imports = built
-            replacement = replacement.with_changes(lpar=node.lpar, rpar=node.rpar) if node.lpar else replacement
-        self.report(
+                return None
+            return node.with_changes(value=_requote(node, composite)), ()
+        built = backend_expr(self, node)
+        if built is None:
+            return None
+        replacement, imports = built
+        if node.lpar:
+            replacement = replacement.with_changes(lpar=node.lpar, rpar=node.rpar)
+        return replacement, imports
+
+    def _report_literal(self, node: cst.SimpleString, plan: _Plan, chain: tuple[cst.CSTNode, ...]) -> None:
+        if plan is None:
+            report_at(self, chain, node, _MESSAGE, guidance=_GUIDANCE)
+            return
+        replacement, imports = plan
+        report_at(
+            self,
+            chain,
             node,
             _MESSAGE,
             replacement=replacement,
@@ -351,9 +362,9 @@ class NcclBackend(Rule):
             self._passed_names.add(arg.value.value)
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        for name, literal, composite in self._pending:
+        for name, literal, plan, chain in self._pending:
             if name in self._passed_names:
-                self._report_literal(literal, composite)
+                self._report_literal(literal, plan, chain)
 
     # -- dist.Backend.NCCL ------------------------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:

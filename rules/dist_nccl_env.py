@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule
 
-from ._dist_util import env_site
+from ._dist_util import env_site, report_at
 
 __all__ = ["NcclEnvVar"]
 
@@ -79,10 +79,12 @@ class NcclEnvVar(Rule):
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None and _is_nccl_key(node.keyword.value):
             # the keyword is the key: update(NCCL_X=...), dict(NCCL_X=...)
-            self._report(node.keyword, node.keyword.value)
+            self._report(node.keyword, node.keyword.value, (*self.context.ancestors, node))
 
-    def _report(self, node: cst.CSTNode, key: str) -> None:
-        self.report(
+    def _report(self, node: cst.CSTNode, key: str, chain: tuple[cst.CSTNode, ...] | None = None) -> None:
+        report_at(
+            self,
+            tuple(self.context.ancestors) if chain is None else chain,
             node,
             f"`{key}` is an NCCL setting; it has no effect with the neuron process-group backend",
             guidance=_GUIDANCE,

@@ -8,6 +8,8 @@ import libcst as cst
 
 from cuda2neuron.engine import Invalid, Rule, Safety
 
+from ._dist_util import report_at
+
 __all__ = ["SetDeviceBeforeInit"]
 
 _SET_DEVICE = frozenset(
@@ -199,16 +201,18 @@ class SetDeviceBeforeInit(Rule):
             return
         common = chain[common_at]
         if isinstance(common, cst.SimpleStatementLine):
-            self.report(set_device, _MESSAGE, guidance=_GUIDANCE)
+            report_at(self, chain, set_device, _MESSAGE, guidance=_GUIDANCE)
             return
         if not isinstance(common, _BLOCKS):
             return  # different branches of an if/try: they do not both run in this order
         init_at = next(i for i, n in enumerate(init_chain) if n is common)
         fix = self._moved(common, chain[common_at + 1], init_chain[init_at + 1], set_device)
         if fix is None:
-            self.report(set_device, _MESSAGE, guidance=_GUIDANCE)
+            report_at(self, chain, set_device, _MESSAGE, guidance=_GUIDANCE)
             return
-        self.report(
+        report_at(
+            self,
+            init_chain[:init_at],
             common,
             _MESSAGE,
             replacement=fix,
