@@ -381,8 +381,9 @@ class NcclBackend(Rule):
             replacement=replacement,
             safety=Safety.SAFE,
             imports=imports,
-            # ``from torch.distributed import Backend`` may be left unused
-            unused_imports=(("torch.distributed", "Backend"),),
+            # ``from torch.distributed import Backend`` may be left unused; only ask for the removal
+            # (a full scope analysis of the file) when ``Backend`` is such a bare name.
+            unused_imports=(("torch.distributed", "Backend"),) if isinstance(node.value, cst.Name) else (),
             description='use the "neuron" process-group backend',
         )
 
