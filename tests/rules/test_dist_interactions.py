@@ -106,6 +106,25 @@ REWRITES = [
         "    torch.cuda.set_device(local_rank)\n",
         id="order-and-backend-compose",
     ),
+    # torchvision-style init_distributed_mode: the backend assignment between the two calls is
+    # inert, so set_device moves; the literal inside the moved block is fixed the round after
+    pytest.param(
+        "import torch\n"
+        "def init_distributed_mode(args):\n"
+        "    torch.cuda.set_device(args.gpu)\n"
+        "    args.dist_backend = 'nccl'\n"
+        "    print(f'| distributed init (rank {args.rank}): {args.dist_url}', flush=True)\n"
+        "    torch.distributed.init_process_group(backend=args.dist_backend, init_method=args.dist_url)\n"
+        "    torch.distributed.barrier()\n",
+        "import torch\n"
+        "def init_distributed_mode(args):\n"
+        "    args.dist_backend = 'neuron'\n"
+        "    print(f'| distributed init (rank {args.rank}): {args.dist_url}', flush=True)\n"
+        "    torch.distributed.init_process_group(backend=args.dist_backend, init_method=args.dist_url)\n"
+        "    torch.cuda.set_device(args.gpu)\n"
+        "    torch.distributed.barrier()\n",
+        id="torchvision-init-distributed-mode",
+    ),
     pytest.param(
         "import os\n"
         "os.environ['CUDA_VISIBLE_DEVICES'] = '0,1,2,3'\n"
