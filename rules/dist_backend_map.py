@@ -10,6 +10,8 @@ from ._util import make_string
 
 __all__ = ["BackendMapNeuronKey"]
 
+_NCCL_ENUM = frozenset({"torch.distributed.Backend.NCCL", "torch.distributed.distributed_c10d.Backend.NCCL"})
+
 
 def _string(node: cst.BaseExpression | None) -> str | None:
     if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
@@ -50,7 +52,7 @@ class BackendMapNeuronKey(Rule):
 
     code = "CN402"
     name = "backend-map-neuron-key"
-    triggers = ("nccl",)
+    triggers = ("nccl", "NCCL")
     VALID = (
         'BACKENDS = {"cuda": "nccl", "neuron": "neuron", "cpu": "gloo"}\n',
         'COLORS = {"cuda": "green", "cpu": "gray"}\n',
@@ -79,7 +81,16 @@ class BackendMapNeuronKey(Rule):
             'BACKENDS = {"cuda": "nccl", "neuron": "neuron", "cpu": "gloo"}\n',
             target="accelerator",
         ),
+        Invalid(
+            "import torch.distributed as dist\nB = {'cuda': dist.Backend.NCCL}\n",
+            "import torch.distributed as dist\nB = {'cuda': dist.Backend.NCCL, 'neuron': 'neuron'}\n",
+        ),
     )
+
+    def _is_nccl(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.Attribute):
+            return value.attr.value == "NCCL" and self.qualname(value) in _NCCL_ENUM
+        return (_string(value) or "").lower() == "nccl"
 
     def visit_Dict(self, node: cst.Dict) -> None:
         cuda_at = None
@@ -89,7 +100,7 @@ class BackendMapNeuronKey(Rule):
             key = _string(element.key)
             if key == "neuron":
                 return
-            if key == "cuda" and (_string(element.value) or "").lower() == "nccl":
+            if key == "cuda" and self._is_nccl(element.value):
                 cuda_at = i
         if cuda_at is None:
             return
@@ -105,7 +116,7 @@ class BackendMapNeuronKey(Rule):
             comma = before if isinstance(before, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         new = cst.DictElement(
             key=make_string("neuron", like=cuda.key),
-            value=make_string("neuron", like=cuda.value),
+            value=make_string("neuron", like=cuda.value if isinstance(cuda.value, cst.SimpleString) else cuda.key),
             whitespace_before_colon=cuda.whitespace_before_colon,
             whitespace_after_colon=cuda.whitespace_after_colon,
             comma=cuda.comma if is_last else comma,

@@ -122,6 +122,7 @@ class NcclBackend(Rule):
         # DDP ordinals are not backends: nothing here for this rule
         "model = DDP(model, device_ids=[local_rank], output_device=local_rank)\n",
         'parser.add_argument("--log-level", default="nccl")\n',
+        "import torch.distributed as dist\nB = {'cuda': dist.Backend.NCCL, 'neuron': 'neuron'}\n",
         Valid(
             "import torch.distributed as dist\n"
             "dist.init_process_group(backend=dist.get_default_backend_for_device("
@@ -370,6 +371,9 @@ class NcclBackend(Rule):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value != "NCCL" or self.qualname(node) not in _NCCL_ENUM:
             return
+        parent = self.context.parent
+        if isinstance(parent, cst.DictElement) and parent.value is node and _string(parent.key) == "cuda":
+            return  # {"cuda": Backend.NCCL}: the CUDA entry of a device table stays (CN402 adds one)
         built = backend_expr(self)
         if built is None:
             self.report(node, "`Backend.NCCL` is the CUDA process-group backend", guidance=_GUIDANCE)
