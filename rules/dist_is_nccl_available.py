@@ -55,6 +55,7 @@ class IsNcclAvailable(Rule):
         'import torch.distributed as dist\ndist.is_backend_available("neuron")\n',
         "def is_nccl_available():\n    return False\nis_nccl_available()\n",  # the project's own helper
         "import torch.distributed as dist\ndist.is_gloo_available()\n",
+        Valid("import torch.distributed as dist\ndist.is_backend_available('gloo')\n", target="accelerator"),
     )
     INVALID = (
         Invalid(
