@@ -1,0 +1,474 @@
+"""CN701–CN705: shell launch scripts (``*.sh``, ``*.bash``, and ``!``/``%%bash`` notebook lines)."""
+
+from __future__ import annotations
+
+import re
+
+from cuda2neuron.engine import Effort, Invalid, Safety, Valid
+from cuda2neuron.filekinds._shell import CODE, DQUOTE, ShellScript, is_gpu_count, unquote, word_end
+from cuda2neuron.filekinds._text import TextReport
+
+from ._files_util import TextRule
+
+__all__ = [
+    "CudaEnvVarInScript",
+    "CudaVisibleDevicesInScript",
+    "GpuCountProcessCount",
+    "NcclEnvVarInScript",
+    "NvidiaSmiCall",
+]
+
+_SHELL = frozenset({"shell"})
+_CVD = "CUDA_VISIBLE_DEVICES"
+_NRVC = "NEURON_RT_VISIBLE_CORES"
+_CVD_RE = re.compile(_CVD)
+# `$CUDA_VISIBLE_DEVICES`, `${CUDA_VISIBLE_DEVICES:-0}`, or the bare name after export/unset.
+_CVD_USE_RE = re.compile(r"(?:\$\{?)?(?<![\w])CUDA_VISIBLE_DEVICES(?![\w=])")
+
+
+def visible_cores(value: str) -> tuple[str | None, str]:
+    """``"0,1,2"`` -> ``("0-2", "")``; ``(None, why)`` when there is no range form."""
+    parts = value.split(",")
+    if not value.strip():
+        return None, "an empty value hides every GPU (a CPU-only run)"
+    if not all(p.strip().isdigit() for p in parts):
+        return None, "the value is not a list of device indices (GPU UUIDs and MIG names have no Neuron form)"
+    ints = [int(p) for p in parts]
+    if len(ints) == 1:
+        return str(ints[0]), ""
+    if all(b == a + 1 for a, b in zip(ints, ints[1:])):
+        return f"{ints[0]}-{ints[-1]}", ""
+    return None, f"`{value}` is not a consecutive ascending list"
+
+
+class CudaVisibleDevicesInScript(TextRule):
+    """
+    ## What it does
+    Rewrites ``CUDA_VISIBLE_DEVICES=0,1`` (prefix assignment, ``export``, ``env``) in launch
+    scripts to ``NEURON_RT_VISIBLE_CORES=0-1``, turning comma lists into inclusive ranges, and
+    renames later reads of ``$CUDA_VISIBLE_DEVICES`` with it. Lists that are not consecutive,
+    empty values and GPU UUIDs are reported.
+
+    ## Why is this bad?
+    The Neuron runtime ignores ``CUDA_VISIBLE_DEVICES``; it selects NeuronCores with
+    ``NEURON_RT_VISIBLE_CORES``, which takes one index or an inclusive range (``0-3``), never a
+    comma list. With ``--target accelerator`` the Neuron variable is added next to the CUDA one so
+    the script keeps working on GPUs.
+
+    ## Example
+    ```bash
+    CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=2 train.py
+    ```
+    becomes
+    ```bash
+    NEURON_RT_VISIBLE_CORES=0-1 torchrun --nproc_per_node=2 train.py
+    ```
+
+    ## Fix safety
+    Safe for literal consecutive lists: the same indices stay visible. A value computed at run
+    time (``$LOCAL_RANK``) is renamed only as an unsafe fix, because a comma list arriving at
+    run time would be rejected. Reads of the variable are renamed with the same safety as the
+    assignments in the script, and only reported when an assignment could not be rewritten.
+    """
+
+    code = "CN701"
+    name = "cuda-visible-devices-in-script"
+    file_kinds = _SHELL
+    triggers = (_CVD,)
+    VALID = (
+        Valid("NEURON_RT_VISIBLE_CORES=0-1 torchrun train.py\n", path="launch.sh"),
+        Valid("# CUDA_VISIBLE_DEVICES=0,1 selects GPUs\n", path="launch.sh"),
+        Valid("echo 'set CUDA_VISIBLE_DEVICES=0,1 first'\n", path="launch.sh"),
+        Valid('echo "usage: CUDA_VISIBLE_DEVICES=0,1 ./run.sh"\n', path="launch.sh"),
+        Valid("cat <<EOF\nCUDA_VISIBLE_DEVICES=0,1\nEOF\n", path="launch.sh"),
+        Valid("MY_CUDA_VISIBLE_DEVICES=0,1 python a.py\n", path="launch.sh"),
+        Valid(
+            "CUDA_VISIBLE_DEVICES=0,1 NEURON_RT_VISIBLE_CORES=0-1 torchrun train.py\n",
+            target="accelerator",
+            path="launch.sh",
+        ),
+    )
+    INVALID = (
+        Invalid(
+            "CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=2 train.py\n",
+            "NEURON_RT_VISIBLE_CORES=0-1 torchrun --nproc_per_node=2 train.py\n",
+            path="launch.sh",
+        ),
+        Invalid("export CUDA_VISIBLE_DEVICES=3\n", "export NEURON_RT_VISIBLE_CORES=3\n", path="launch.sh"),
+        Invalid(
+            'export CUDA_VISIBLE_DEVICES="0,1,2,3"\r\necho "$CUDA_VISIBLE_DEVICES"\r\n',
+            'export NEURON_RT_VISIBLE_CORES="0-3"\r\necho "$NEURON_RT_VISIBLE_CORES"\r\n',
+            path="launch.sh",
+        ),
+        Invalid(
+            "env CUDA_VISIBLE_DEVICES=4,5 \\\n    python train.py  # two GPUs\n",
+            "env NEURON_RT_VISIBLE_CORES=4-5 \\\n    python train.py  # two GPUs\n",
+            path="launch.sh",
+        ),
+        # Non-consecutive: NEURON_RT_VISIBLE_CORES has no list form; the read stays as well.
+        Invalid("export CUDA_VISIBLE_DEVICES=0,2\necho ${CUDA_VISIBLE_DEVICES}\n", path="launch.sh"),
+        Invalid("CUDA_VISIBLE_DEVICES= python cpu_only.py\n", path="launch.sh"),
+        Invalid(
+            "CUDA_VISIBLE_DEVICES=$LOCAL_RANK python worker.py\n",
+            "NEURON_RT_VISIBLE_CORES=$LOCAL_RANK python worker.py\n",
+            unsafe=True,
+            path="launch.sh",
+        ),
+        Invalid('python train.py --gpus "$CUDA_VISIBLE_DEVICES"\n', path="launch.sh"),
+        Invalid(
+            "CUDA_VISIBLE_DEVICES=0,1 torchrun train.py\n",
+            "CUDA_VISIBLE_DEVICES=0,1 NEURON_RT_VISIBLE_CORES=0-1 torchrun train.py\n",
+            target="accelerator",
+            path="launch.sh",
+        ),
+    )
+
+    @classmethod
+    def check_text(cls, doc: ShellScript, settings) -> list[TextReport]:
+        text = doc.text
+        if _CVD not in text:
+            return []
+        accelerator = settings.target == "accelerator"
+        out: list[TextReport] = []
+        handled: set[int] = set()
+        # Weakest safety among the assignments decides what happens to reads (None: report only).
+        read_safety: Safety | None = Safety.SAFE
+        any_assignment = False
+        for ns, ne, vs, ve in doc.assignments(_CVD_RE):
+            any_assignment = True
+            handled.add(ns)
+            word = text[vs:ve]
+            value = unquote(word)
+            line_start, line_end = doc.line_bounds(ns)
+            if accelerator and _NRVC in text[ne:line_end]:
+                continue  # already sets both: portable as it is
+            assignment = text[ns:ve]
+            if value is None:
+                read_safety = Safety.UNSAFE if read_safety is Safety.SAFE else read_safety
+                if accelerator:
+                    out.append(TextReport(
+                        ns, ve,
+                        f"`{assignment}` selects GPUs from a run-time value; Trainium reads {_NRVC}",
+                        guidance=f"add `{_NRVC}=<one index or a range a-b>` next to it",
+                    ))
+                    continue
+                out.append(TextReport(
+                    ns, ve,
+                    f"`{assignment}` selects GPUs from a run-time value; Trainium reads {_NRVC}",
+                    replacement=f"{_NRVC}={word}",
+                    safety=Safety.UNSAFE,
+                    guidance=f"{_NRVC} takes one index or an inclusive range `a-b`, not a comma list: "
+                    "make sure the value has that form",
+                    description=f"rename to {_NRVC}",
+                ))
+                continue
+            cores, why = visible_cores(value)
+            if cores is None:
+                read_safety = None
+                out.append(TextReport(
+                    ns, ve,
+                    f"`{assignment}` has no {_NRVC} equivalent: {why}",
+                    guidance=f"{_NRVC} takes one index or an inclusive range of NeuronCores, e.g. "
+                    f"`{_NRVC}=0-1`; `NEURON_RT_NUM_CORES=2` asks for a number of cores instead",
+                    effort=Effort.LOW,
+                ))
+                continue
+            quote = word[0] if word[:1] in ("'", '"') else ""
+            new_word = f"{quote}{cores}{quote}"
+            replacement = (
+                f"{assignment} {_NRVC}={new_word}" if accelerator else f"{_NRVC}={new_word}"
+            )
+            out.append(TextReport(
+                ns, ve,
+                f"`{assignment}` selects GPUs; NeuronCores are selected with `{_NRVC}={cores}`",
+                replacement=replacement,
+                safety=Safety.SAFE,
+                description=f"{'add' if accelerator else 'use'} {_NRVC}={cores}",
+            ))
+        if accelerator:
+            return out  # reads of the CUDA variable keep working next to the Neuron one
+        if not any_assignment:
+            read_safety = None
+        for m in _CVD_USE_RE.finditer(text):
+            name_start = m.end() - len(_CVD)
+            if name_start in handled:
+                continue
+            state = doc.states[m.start()]
+            is_expansion = m.group(0).startswith("$")
+            if not (state == CODE or (is_expansion and state == DQUOTE)):
+                continue
+            if not is_expansion and not doc.at_word_start(m.start()):
+                continue
+            message = f"reads `{_CVD}`; the Neuron runtime uses `{_NRVC}`"
+            if read_safety is None:
+                out.append(TextReport(
+                    m.start(), m.end(), message,
+                    guidance=f"set and read `{_NRVC}` (one index or a range `a-b`) instead",
+                ))
+            else:
+                out.append(TextReport(
+                    name_start, m.end(), message,
+                    replacement=_NRVC,
+                    safety=read_safety,
+                    description=f"rename to {_NRVC} with its assignment",
+                ))
+        return out
+
+
+_NVIDIA_SMI_RE = re.compile(r"(?<![\w.-])nvidia-smi(?![\w-])")
+
+
+class NvidiaSmiCall(TextRule):
+    """
+    ## What it does
+    Reports ``nvidia-smi`` invocations in launch scripts and notebook shell lines
+    (``!nvidia-smi``, ``NGPUS=$(nvidia-smi -L | wc -l)``).
+
+    ## Why is this bad?
+    ``nvidia-smi`` ships with the NVIDIA driver and does not exist on Trainium hosts: the script
+    fails (or, with ``|| true``, silently counts zero devices).
+
+    ## Example
+    ```bash
+    nvidia-smi --query-gpu=name --format=csv
+    ```
+    Use ``neuron-ls`` to list Neuron devices and NeuronCores and ``neuron-top`` to watch them.
+
+    ## Fix safety
+    Report only: what the call was for (a banner, a device count, a health check) decides the
+    replacement.
+    """
+
+    code = "CN702"
+    name = "nvidia-smi-call"
+    file_kinds = _SHELL
+    triggers = ("nvidia-smi",)
+    VALID = (
+        Valid("neuron-ls\n", path="launch.sh"),
+        Valid("# run nvidia-smi to check the GPUs\n", path="launch.sh"),
+        Valid('echo "nvidia-smi is not needed"\n', path="launch.sh"),
+        Valid("pip install nvidia-smi-exporter\n", path="launch.sh"),
+    )
+    INVALID = (
+        Invalid("nvidia-smi\n", path="launch.sh"),
+        Invalid("NGPUS=$(nvidia-smi -L | wc -l)\n", path="launch.sh"),
+        Invalid('echo "$(/usr/bin/nvidia-smi -L | wc -l) GPUs"\n', path="launch.sh"),
+        Invalid("if command -v nvidia-smi >/dev/null; then echo gpu; fi\n", path="launch.sh"),
+    )
+
+    @classmethod
+    def check_text(cls, doc: ShellScript, settings) -> list[TextReport]:
+        if "nvidia-smi" not in doc.text:
+            return []
+        return [
+            TextReport(
+                m.start(), m.end(),
+                "`nvidia-smi` is NVIDIA-only and is not installed on Trainium hosts",
+                guidance="list Neuron devices and NeuronCores with `neuron-ls`, watch them with "
+                "`neuron-top`; drop GPU checks that depend on nvidia-smi",
+                effort=Effort.LOW,
+            )
+            for m in doc.code_matches(_NVIDIA_SMI_RE)
+        ]
+
+
+_NPROC_RE = re.compile(r"--(nproc[_-]per[_-]node|num[_-]gpus)(=|[ \t]+)")
+_VAR_RE = re.compile(r"\$\{?([A-Za-z_]\w*)")
+_DEVICE_COUNT_RE = re.compile(r"cuda\.device_count")
+
+
+class GpuCountProcessCount(TextRule):
+    """
+    ## What it does
+    Reports launcher process counts taken from the number of GPUs:
+    ``torchrun --nproc_per_node=$(nvidia-smi -L | wc -l)``, ``--nproc_per_node=gpu`` / ``auto``,
+    a variable assigned such a count, deepspeed's ``--num_gpus``, and shell variables set from
+    ``torch.cuda.device_count()``.
+
+    ## Why is this bad?
+    On Trainium one process drives one NeuronCore, and a host has many more cores than GPUs
+    (64 on trn2.48xlarge). A count derived from GPUs is zero or wrong there; ``auto`` falls back
+    to the number of CPUs.
+
+    ## Example
+    ```bash
+    torchrun --nproc_per_node=$(nvidia-smi -L | wc -l) train.py
+    ```
+    Pass the number of NeuronCores to use, e.g. ``--nproc_per_node=64`` on trn2.48xlarge.
+
+    ## Fix safety
+    Report only: how many cores a job should use is the user's decision.
+    """
+
+    code = "CN703"
+    name = "gpu-count-process-count"
+    file_kinds = _SHELL
+    triggers = ("nproc", "num_gpus", "num-gpus", "device_count")
+    VALID = (
+        Valid("torchrun --nproc_per_node=2 train.py\n", path="launch.sh"),
+        Valid("torchrun --nproc_per_node=$NCORES train.py\n", path="launch.sh"),
+        Valid("# torchrun --nproc_per_node=$(nvidia-smi -L | wc -l)\n", path="launch.sh"),
+    )
+    INVALID = (
+        Invalid("torchrun --nproc_per_node=$(nvidia-smi -L | wc -l) train.py\n", path="launch.sh"),
+        Invalid("torchrun --nproc-per-node gpu train.py\n", path="launch.sh"),
+        Invalid("torchrun --nproc_per_node=auto train.py\n", path="launch.sh"),
+        Invalid("NGPUS=$(nvidia-smi -L | wc -l)\ntorchrun --nproc_per_node=${NGPUS} t.py\n", path="launch.sh"),
+        Invalid(
+            'N=$(python -c "import torch; print(torch.cuda.device_count())")\n'
+            "deepspeed --num_gpus $N train.py\n",
+            path="launch.sh",
+        ),
+    )
+
+    @classmethod
+    def check_text(cls, doc: ShellScript, settings) -> list[TextReport]:
+        text = doc.text
+        out: list[TextReport] = []
+        guidance = (
+            "start one process per NeuronCore: pass the core count explicitly (64 on "
+            "trn2.48xlarge; `neuron-ls` shows the cores of a host)"
+        )
+        if "device_count" in text:
+            for ns, ne, vs, ve in doc.assignments(re.compile(r"[A-Za-z_]\w*")):
+                value = text[vs:ve]
+                if is_gpu_count(value) and _DEVICE_COUNT_RE.search(value) and "nvidia-smi" not in value:
+                    out.append(TextReport(
+                        ns, ve,
+                        f"`{text[ns:ne]}` counts GPUs with torch.cuda.device_count()",
+                        guidance="use `torch.neuron.device_count()` or the NeuronCore count",
+                        effort=Effort.LOW,
+                    ))
+        for m in doc.code_matches(_NPROC_RE):
+            vs = m.end()
+            ve = word_end(text, vs)
+            value = text[vs:ve]
+            literal = unquote(value)
+            flag = f"--{m.group(1)}"
+            if literal in ("gpu", "auto"):
+                why = f"`{flag}={literal}` starts one process per GPU" + (
+                    " (per CPU when there is none)" if literal == "auto" else ""
+                )
+            elif is_gpu_count(value):
+                why = f"`{flag}` takes its process count from the number of GPUs"
+            elif any(v in doc.gpu_count_vars for v in _VAR_RE.findall(value)):
+                why = f"`{flag}` takes its process count from a GPU count"
+            elif m.group(1).startswith("num") and value:
+                why = f"`{flag}` counts GPUs"
+                if literal is not None and literal.isdigit():
+                    continue
+            else:
+                continue
+            out.append(TextReport(m.start(), ve, why, guidance=guidance, effort=Effort.LOW))
+        return out
+
+
+class NcclEnvVarInScript(TextRule):
+    """
+    ## What it does
+    Reports ``NCCL_*`` environment variables set in launch scripts.
+
+    ## Why is this bad?
+    TorchNeuron's ``neuron`` process-group backend does not use NCCL: the variables have no
+    effect, and tuning meant for NCCL (``NCCL_IB_DISABLE``, ``NCCL_SOCKET_IFNAME``) gives a false
+    sense of configuration. Multi-node Trainium traffic goes over EFA.
+
+    ## Example
+    ```bash
+    export NCCL_DEBUG=INFO
+    ```
+    Delete the line for Trainium runs (keep it in a CUDA-only script).
+
+    ## Fix safety
+    Report only; with ``--target accelerator`` the variables are kept silently because the
+    script must still run on GPUs.
+    """
+
+    code = "CN704"
+    name = "nccl-env-var-in-script"
+    file_kinds = _SHELL
+    targets = frozenset({"neuron"})
+    triggers = ("NCCL_",)
+    VALID = (
+        Valid("export OMP_NUM_THREADS=4\n", path="launch.sh"),
+        Valid('echo "NCCL_DEBUG=INFO helps"\n', path="launch.sh"),
+        Valid("export MY_NCCL_DEBUG=INFO\n", path="launch.sh"),
+    )
+    INVALID = (
+        Invalid("export NCCL_DEBUG=INFO  # ring setup\n", path="launch.sh"),
+        Invalid("NCCL_IB_DISABLE=1 NCCL_P2P_LEVEL=NVL torchrun train.py\n", path="launch.sh"),
+    )
+
+    @classmethod
+    def check_text(cls, doc: ShellScript, settings) -> list[TextReport]:
+        if "NCCL_" not in doc.text:
+            return []
+        return [
+            TextReport(
+                ns, ve,
+                f"`{doc.text[ns:ne]}` configures NCCL, which the neuron process-group backend does not use",
+                guidance="delete it for Trainium runs (keep it only in a CUDA launch script); "
+                "the neuron backend sets up its own collectives",
+                effort=Effort.LOW,
+            )
+            for ns, ne, vs, ve in doc.assignments(re.compile(r"NCCL_\w+"))
+        ]
+
+
+_CUDA_ENV_RE = re.compile(
+    r"(?!CUDA_VISIBLE_DEVICES$)(?:PYTORCH_|TORCH_)?CUDA_\w+|PYTORCH_CUDA_ALLOC_CONF|CUDNN_\w+"
+)
+
+
+class CudaEnvVarInScript(TextRule):
+    """
+    ## What it does
+    Reports CUDA runtime and build variables set in launch scripts: ``CUDA_LAUNCH_BLOCKING``,
+    ``CUDA_DEVICE_ORDER``, ``PYTORCH_CUDA_ALLOC_CONF``, ``TORCH_CUDA_ARCH_LIST``, ``CUDA_HOME``
+    and the like (``CUDA_VISIBLE_DEVICES`` is CN701's).
+
+    ## Why is this bad?
+    They configure the CUDA runtime, PyTorch's CUDA caching allocator or CUDA extension builds;
+    on Trainium nothing reads them, so a setting the run relied on (synchronous launches for
+    debugging, allocator tuning) silently stops applying.
+
+    ## Example
+    ```bash
+    export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+    ```
+    Delete it for Trainium runs, or keep it in a CUDA-only script.
+
+    ## Fix safety
+    Report only. With ``--target accelerator`` they are kept silently (harmless on Trainium,
+    needed on GPUs).
+    """
+
+    code = "CN705"
+    name = "cuda-env-var-in-script"
+    file_kinds = _SHELL
+    targets = frozenset({"neuron"})
+    triggers = ("CUDA_", "CUDNN_")
+    VALID = (
+        Valid("export NEURON_RT_VISIBLE_CORES=0-1\n", path="launch.sh"),
+        Valid("echo $CUDA_HOME\n", path="launch.sh"),
+        Valid("USE_CUDA=0 python setup.py develop\n", path="launch.sh"),
+    )
+    INVALID = (
+        Invalid("export CUDA_LAUNCH_BLOCKING=1\n", path="launch.sh"),
+        Invalid("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python train.py\n", path="launch.sh"),
+        Invalid("TORCH_CUDA_ARCH_LIST='8.0;9.0' pip install -e .\n", path="launch.sh"),
+    )
+
+    @classmethod
+    def check_text(cls, doc: ShellScript, settings) -> list[TextReport]:
+        if "CUDA_" not in doc.text and "CUDNN_" not in doc.text:
+            return []
+        return [
+            TextReport(
+                ns, ve,
+                f"`{doc.text[ns:ne]}` configures CUDA and has no effect on Trainium",
+                guidance="delete it for Trainium runs (keep it only in a CUDA launch script)",
+                effort=Effort.LOW,
+            )
+            for ns, ne, vs, ve in doc.assignments(_CUDA_ENV_RE)
+        ]
