@@ -56,7 +56,11 @@ _LINE_MAGIC_RE = re.compile(r"%[A-Za-z]")
 _ASSIGN_MAGIC_RE = re.compile(r"[A-Za-z_][\w.,\s]*=\s*(?=[!%][^=])")
 _HELP_RE = re.compile(r"[A-Za-z_][\w.]*\?{1,2}")
 _MARKER_RE = re.compile(r"^__c2n_cell_(\d+)__[ \t]*\r?\n", re.M)
-_PLACEHOLDER_RE = re.compile(r"^([ \t]*)__c2n_magic_(\d+)__[ \t]*$", re.M)
+_PLACEHOLDER_RE = re.compile(r"^([ \t]*)(?:# )?__c2n_magic_(\d+)__[ \t]*$", re.M)
+# Magic lines that open the first code cell (`%matplotlib inline`) become comments in the
+# module header: an import a fix needs is then added after the cell's imports, not above the
+# magic. Only there: elsewhere a comment belongs to the next statement and would vanish with it.
+_LEADING_PLACEHOLDERS_RE = re.compile(r"\A(?:__c2n_magic_\d+__[ \t]*\r?\n)+")
 
 
 def is_notebook(path: Path) -> bool:
@@ -175,6 +179,8 @@ def _join(cells: list[_Cell]) -> tuple[str, _Layout]:
             parts.append(f"__c2n_cell_{cell.loc.number}__\n")
             line += 1
         text = cell.masked if cell.masked.endswith("\n") else cell.masked + "\n"
+        if not i:
+            text = _LEADING_PLACEHOLDERS_RE.sub(lambda m: re.sub(r"(?m)^__c2n", "# __c2n", m.group(0)), text)
         starts.append((line, cell.loc.number))
         parts.append(text)
         line += text.count("\n")
@@ -353,8 +359,10 @@ def process_notebook_findings(
             seen: set[int] = set()
             for cell in python:
                 piece = _restore(pieces[cell.loc.number], masks, seen)
-                if not cell.loc.text.endswith("\n") and piece.endswith("\n"):
-                    piece = piece[:-1]
+                if not cell.loc.text.endswith("\n"):
+                    # Jupyter stores a cell without its final newline; we added one to join
+                    # the cells (and an import added at the end may bring a blank line).
+                    piece = piece.rstrip("\r\n")
                 if piece != cell.loc.text:
                     new_texts[cell.loc.number] = piece
             expected = {int(k) for c in python for k in re.findall(r"__c2n_magic_(\d+)__", c.masked)}
