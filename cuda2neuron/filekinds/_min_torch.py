@@ -16,7 +16,7 @@ _CLAUSE_RE = re.compile(r"(>=|~=|==|>)\s*(\d+)\.(\d+)")
 
 def torch_lower_bound(spec: str) -> tuple[int, int] | None:
     """``torch>=2.7,<3`` -> (2, 7); ``torch==2.6.*`` -> (2, 6); ``torch`` -> None."""
-    m = re.match(r"\s*torch(?:\[[^\]]*\])?\s*(.*)", spec, re.IGNORECASE)
+    m = re.match(r"\s*torch(?![\w.-])(?:\[[^\]]*\])?\s*(.*)", spec, re.IGNORECASE)
     if not m:
         return None
     rest = m.group(1).split(";", 1)[0]  # environment markers are not bounds
