@@ -44,10 +44,10 @@ def visible_cores(value: str) -> tuple[str | None, str]:
 class CudaVisibleDevicesInScript(TextRule):
     """
     ## What it does
-    Rewrites ``CUDA_VISIBLE_DEVICES=0,1`` (prefix assignment, ``export``, ``env``) in launch
-    scripts to ``NEURON_RT_VISIBLE_CORES=0-1``, turning comma lists into inclusive ranges, and
-    renames later reads of ``$CUDA_VISIBLE_DEVICES`` with it. Lists that are not consecutive,
-    empty values and GPU UUIDs are reported.
+    Rewrites ``CUDA_VISIBLE_DEVICES=0,1`` in launch scripts to ``NEURON_RT_VISIBLE_CORES=0-1``.
+    Prefix assignments, ``export`` and ``env`` forms are covered, comma lists become inclusive
+    ranges, and later reads of ``$CUDA_VISIBLE_DEVICES`` are renamed with the assignment. Lists
+    that are not consecutive, empty values and GPU UUIDs are reported.
 
     ## Why is this bad?
     The Neuron runtime ignores ``CUDA_VISIBLE_DEVICES``; it selects NeuronCores with
