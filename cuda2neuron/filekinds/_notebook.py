@@ -131,6 +131,8 @@ def _classify(loc: CellLoc, masks: dict[int, str]) -> _Cell:
             name = re.match(r"%(\w+)", stripped).group(1)  # type: ignore[union-attr]
             if name in _SHELL_LINE_MAGICS:
                 shell_at = len(indent) + 1 + len(name)
+            elif name == "pip":
+                shell_at = len(indent) + 1  # `%pip install x` reads as the command `pip install x`
             elif "cuda" in stripped.lower():
                 cell.unmigrated.append((k + 1, f"`{stripped}`: code in a magic line is not migrated"))
         elif _ASSIGN_MAGIC_RE.match(stripped):

@@ -31,6 +31,7 @@ __all__ = [
     "parse_pyproject",
     "parse_requirements",
     "process_dependencies_findings",
+    "requirement_name",
 ]
 
 
@@ -94,15 +95,19 @@ def _name_from_url(url: str) -> str | None:
     return _REPO_NAMES.get(normalise(last), last) if last else None
 
 
-def _requirement(spec: str, start: int) -> Dependency | None:
+def requirement_name(spec: str) -> str | None:
+    """The distribution name a requirement line or pip argument names (URLs included)."""
     body = spec
     if body.startswith(("-e ", "--editable ", "--editable=")):
         body = re.sub(r"^(-e|--editable)[=\s]+", "", body)
     if "://" in body.split(" @ ", 1)[0] or body.startswith(("git+", "hg+", "svn+")):
-        name = _name_from_url(body)
-    else:
-        m = _NAME_RE.match(body)
-        name = m.group(0) if m else None
+        return _name_from_url(body)
+    m = _NAME_RE.match(body)
+    return m.group(0) if m else None
+
+
+def _requirement(spec: str, start: int) -> Dependency | None:
+    name = requirement_name(spec)
     if not name:
         return None
     return Dependency(normalise(name), spec, start, start + len(spec))

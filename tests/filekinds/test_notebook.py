@@ -216,3 +216,11 @@ def test_locate_cells_spans_match_the_decoded_source():
     assert [c.cell_type for c in located.cells] == ["code", "markdown", "code"]
     for cell in located.cells:
         assert json.loads(text[cell.start : cell.end]) == list(cell.lines)
+
+
+def test_pip_magic_and_shell_installs_are_reported():
+    findings = lint_source(nb("%pip install -q flash-attn einops\n!pip install bitsandbytes"), "a.ipynb", OWN)
+    assert [(f.code, f.message.split(":")[0]) for f in findings] == [
+        ("CN713", "cell 1, line 1"),
+        ("CN713", "cell 1, line 2"),
+    ]

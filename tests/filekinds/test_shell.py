@@ -164,3 +164,29 @@ def test_select_limits_shell_rules():
 def test_guidance_is_concrete():
     (finding,) = lint_source("torchrun --nproc_per_node=gpu t.py\n", "run.bash", NEURON)
     assert finding.code == "CN703" and "NeuronCore" in finding.guidance and finding.manual
+
+
+@pytest.mark.parametrize(
+    ("source", "reported"),
+    [
+        pytest.param("pip install flash-attn einops\n", ["flash-attn"], id="one-of-two"),
+        pytest.param("pip install -r requirements.txt -c xformers.txt\n", [], id="option-values-are-files"),
+        pytest.param(
+            "pip install --extra-index-url=https://download.pytorch.org/whl/cu118 torch\n",
+            ["--extra-index-url=https://download.pytorch.org/whl/cu118"],
+            id="index-option-with-equals",
+        ),
+        pytest.param("pip install xformers && python train.py triton\n", ["xformers"], id="stops-at-command-end"),
+        pytest.param(
+            "pip install \\\n  'apex @ git+https://github.com/NVIDIA/apex' \\\n  numpy\n",
+            ["'apex @ git+https://github.com/NVIDIA/apex'"],
+            id="continuations-and-direct-reference",
+        ),
+        pytest.param("conda install pytorch\n", [], id="not-pip"),
+        pytest.param("pipx install gpustat\n", [], id="pipx-is-not-pip"),
+    ],
+)
+def test_pip_install_of_cuda_only_packages(source, reported):
+    findings = [f for f in lint_source(source, "setup.sh", NEURON) if f.code == "CN713"]
+    lines = source.splitlines()
+    assert [lines[f.line - 1][f.span.start_col : f.span.end_col] for f in findings] == reported
