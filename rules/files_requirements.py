@@ -83,7 +83,8 @@ class CudaOnlyDependency(TextRule):
     Reports dependencies on packages that only work with CUDA: apex, flash-attn, xformers,
     bitsandbytes, triton, cupy / cupy-cuda*, pycuda, pynvml / nvidia-ml-py, the ``nvidia-*`` CUDA
     runtime wheels, TensorRT, onnxruntime-gpu and CUDA kernel packages (mamba-ssm,
-    causal-conv1d, liger-kernel), in requirements files and in pyproject dependency tables.
+    causal-conv1d, liger-kernel), in requirements files and in pyproject dependency tables
+    (``project.dependencies``, optional dependencies, ``dependency-groups``, Poetry tables).
 
     ## Why is this bad?
     On a Trainium host these packages fail to build or install (no CUDA toolkit), or install and
@@ -127,6 +128,10 @@ class CudaOnlyDependency(TextRule):
         Invalid('[project]\nname = "x"\ndependencies = [\n  "torch",\n  "xformers>=0.0.26",\n]\n', path="pyproject.toml"),
         Invalid(
             '[project]\nname = "x"\n[project.optional-dependencies]\ngpu = ["triton>=2.3", "pynvml"]\n',
+            path="pyproject.toml",
+        ),
+        Invalid(
+            '[tool.poetry.dependencies]\npython = "^3.10"\nflash-attn = {version = "^2.5", optional = true}\n',
             path="pyproject.toml",
         ),
     )

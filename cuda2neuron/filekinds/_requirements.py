@@ -193,6 +193,15 @@ def parse_pyproject(text: str, path: str) -> DependencyDoc:
                     doc.dependencies.append(dep)
                 return
 
+    def locate_key(key: str, header: str) -> None:
+        head = re.search(rf"(?m)^\s*\[{re.escape(header)}\]", text)
+        if head is None:
+            return
+        m = re.compile(rf"(?m)^[ \t]*([\"']?){re.escape(key)}\1[ \t]*=").search(text, head.end())
+        if m is not None and in_code(m.start()):
+            start = m.start() + m.group(0).index(key)
+            doc.dependencies.append(Dependency(normalise(key), key, start, start + len(key)))
+
     project = data.get("project", {})
     if isinstance(project, dict):
         for spec in project.get("dependencies", []) or []:
@@ -210,6 +219,22 @@ def parse_pyproject(text: str, path: str) -> DependencyDoc:
             for spec in specs if isinstance(specs, list) else []:
                 if isinstance(spec, str):
                     locate_string(spec, "dependency-groups")
+    # Poetry declares dependencies as keys: `flash-attn = "^2.5"` under its tables.
+    tool = data.get("tool", {})
+    poetry = tool.get("poetry", {}) if isinstance(tool, dict) else {}
+    if isinstance(poetry, dict):
+        tables = [("tool.poetry.dependencies", poetry.get("dependencies"))]
+        groups = poetry.get("group", {})
+        if isinstance(groups, dict):
+            tables += [
+                (f"tool.poetry.group.{name}.dependencies", group.get("dependencies"))
+                for name, group in groups.items()
+                if isinstance(group, dict)
+            ]
+        for header, deps in tables:
+            if isinstance(deps, dict):
+                for key in deps:
+                    locate_key(key, header)
     for m in _INDEX_IN_TEXT_RE.finditer(text):
         if in_code(m.start()):
             doc.indexes.append(IndexUrl(m.group(0), m.start(), m.end()))

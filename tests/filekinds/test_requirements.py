@@ -146,3 +146,13 @@ def test_min_torch_takes_the_strictest_declared_bound(tmp_path):
     assert min_torch_from_requirements(tmp_path) == (2, 7)
     (tmp_path / "pyproject.toml").write_text("[project\n", encoding="utf-8")  # broken: ignored here
     assert min_torch_from_requirements(tmp_path) == (2, 6)
+
+
+def test_poetry_tables_are_read():
+    text = (
+        '[tool.poetry]\nname = "x"\n\n[tool.poetry.dependencies]\npython = "^3.10"\ntorch = "^2.6"\n'
+        '"bitsandbytes" = "^0.43"\n\n[tool.poetry.group.dev.dependencies]\npynvml = "*"\n'
+    )
+    lines = text.splitlines()
+    found = [lines[f.line - 1][f.span.start_col : f.span.end_col] for f in lint_source(text, "pyproject.toml", Config())]
+    assert found == ["bitsandbytes", "pynvml"]
