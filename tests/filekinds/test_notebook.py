@@ -224,3 +224,15 @@ def test_pip_magic_and_shell_installs_are_reported():
         ("CN713", "cell 1, line 1"),
         ("CN713", "cell 1, line 2"),
     ]
+
+
+def test_crlf_notebook_json_keeps_crlf():
+    old = nb("import torch\nx = torch.zeros(1).cuda()").replace("\n", "\r\n")
+    new, _ = fix_source(old, "a.ipynb", OWN)
+    assert new == old.replace(".cuda()", '.to(\\"neuron\\")')
+
+
+def test_suppression_comment_inside_a_cell():
+    old = nb("import torch", "x = torch.zeros(1).cuda()  # cuda2neuron: ignore[CN101]\ny = z.cuda()")
+    new, _ = fix_source(old, "a.ipynb", OWN)
+    assert sources(new)[1] == 'x = torch.zeros(1).cuda()  # cuda2neuron: ignore[CN101]\ny = z.to("neuron")'
