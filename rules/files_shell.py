@@ -139,7 +139,7 @@ class CudaVisibleDevicesInScript(TextRule):
             handled.add(ns)
             word = text[vs:ve]
             value = unquote(word)
-            line_start, line_end = doc.line_bounds(ns)
+            _, line_end = doc.line_bounds(ns)
             if accelerator and _NRVC in text[ne:line_end]:
                 continue  # already sets both: portable as it is
             assignment = text[ns:ve]
@@ -411,7 +411,7 @@ class NcclEnvVarInScript(TextRule):
                 "the neuron backend sets up its own collectives",
                 effort=Effort.LOW,
             )
-            for ns, ne, vs, ve in doc.assignments(re.compile(r"NCCL_\w+"))
+            for ns, ne, _vs, ve in doc.assignments(re.compile(r"NCCL_\w+"))
         ]
 
 
@@ -470,5 +470,5 @@ class CudaEnvVarInScript(TextRule):
                 guidance="delete it for Trainium runs (keep it only in a CUDA launch script)",
                 effort=Effort.LOW,
             )
-            for ns, ne, vs, ve in doc.assignments(_CUDA_ENV_RE)
+            for ns, ne, _vs, ve in doc.assignments(_CUDA_ENV_RE)
         ]

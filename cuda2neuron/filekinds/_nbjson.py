@@ -16,7 +16,7 @@ import difflib
 import json
 from dataclasses import dataclass
 
-__all__ = ["CellLoc", "NotebookJson", "locate_cells", "render_source"]
+__all__ = ["CellLoc", "NotebookJson", "NotebookShapeError", "locate_cells", "render_source"]
 
 _DECODER = json.JSONDecoder()
 _WS = " \t\n\r"

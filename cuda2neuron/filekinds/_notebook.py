@@ -84,7 +84,7 @@ class _Cell:
     kind: str  # "python", "shell", "other"
     masked: str = ""
     shell: list[_ShellPart] = field(default_factory=list)
-    # Things the engine cannot migrate here (line, col, message) -> CN722
+    # CUDA code the engine cannot migrate here, (cell line, message): reported as CN722.
     unmigrated: list[tuple[int, str]] = field(default_factory=list)
 
 
@@ -305,7 +305,8 @@ def process_notebook_findings(
                 line, col = index.position(it.report.start)
                 cell_line = part.line + line - 1
                 col = col + (part.col if line == 1 else 0)
-                span = Span(mapper.file_line(part.cell, cell_line), col, mapper.file_line(part.cell, cell_line), col + (it.report.end - it.report.start))
+                file_line = mapper.file_line(part.cell, cell_line)
+                span = Span(file_line, col, file_line, col + (it.report.end - it.report.start))
                 findings.append(to_finding(it, path, span, f"cell {part.cell}, line {cell_line}: "))
             if new_cmd is None:
                 continue

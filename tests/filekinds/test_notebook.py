@@ -56,7 +56,7 @@ def test_notebook_without_cuda_is_byte_identical():
 
 def test_fixture_notebook_changes_only_code_cell_source_lines():
     old = (PROJECT / "explore.ipynb").read_text(encoding="utf-8")
-    new, findings = fix_source(old, "explore.ipynb", OWN)
+    new, _ = fix_source(old, "explore.ipynb", OWN)
     diff = changed_lines(old, new)
     assert diff == [
         ('    "model = FastMLPNet(cfg).cuda().eval()\\n",', '    "model = FastMLPNet(cfg).to(\\"neuron\\").eval()\\n",'),
