@@ -363,10 +363,14 @@ class GpuCountProcessCount(TextRule):
         return out
 
 
+_NCCL_ENV_RE = re.compile(r"(?:TORCH_)?NCCL_\w+")
+
+
 class NcclEnvVarInScript(TextRule):
     """
     ## What it does
-    Reports ``NCCL_*`` environment variables set in launch scripts.
+    Reports ``NCCL_*`` (and PyTorch's ``TORCH_NCCL_*``) environment variables set in launch
+    scripts.
 
     ## Why is this bad?
     TorchNeuron's ``neuron`` process-group backend does not use NCCL: the variables have no
@@ -397,6 +401,7 @@ class NcclEnvVarInScript(TextRule):
     INVALID = (
         Invalid("export NCCL_DEBUG=INFO  # ring setup\n", path="launch.sh"),
         Invalid("NCCL_IB_DISABLE=1 NCCL_P2P_LEVEL=NVL torchrun train.py\n", path="launch.sh"),
+        Invalid("export TORCH_NCCL_ASYNC_ERROR_HANDLING=1\n", path="launch.sh"),
     )
 
     @classmethod
@@ -411,12 +416,17 @@ class NcclEnvVarInScript(TextRule):
                 "the neuron backend sets up its own collectives",
                 effort=Effort.LOW,
             )
-            for ns, ne, _vs, ve in doc.assignments(re.compile(r"NCCL_\w+"))
+            for ns, ne, _vs, ve in doc.assignments(_NCCL_ENV_RE)
         ]
 
 
+# Variables the CUDA runtime, cuDNN/cuBLAS or PyTorch's CUDA code read. Named one by one (plus
+# library prefixes): a script's own `CUDA_FLAG="--cuda"` is not a CUDA setting (trap 6).
 _CUDA_ENV_RE = re.compile(
-    r"(?!CUDA_VISIBLE_DEVICES$)(?:PYTORCH_|TORCH_)?CUDA_\w+|PYTORCH_CUDA_ALLOC_CONF|CUDNN_\w+"
+    r"CUDA_(?:LAUNCH_BLOCKING|DEVICE_ORDER|DEVICE_MAX_CONNECTIONS|MODULE_LOADING|HOME|PATH|ROOT"
+    r"|AUTO_BOOST|FORCE_PTX_JIT|DISABLE_PTX_JIT|CACHE_\w+|MPS_\w+)"
+    r"|PYTORCH_CUDA_\w+|PYTORCH_NO_CUDA_MEMORY_CACHING|PYTORCH_NVML_BASED_CUDA_CHECK|TORCH_CUDA_\w+"
+    r"|TORCH_CUDNN_\w+|CUDNN_\w+|CUBLAS_\w+|CUBLASLT_\w+"
 )
 
 
@@ -447,21 +457,23 @@ class CudaEnvVarInScript(TextRule):
     name = "cuda-env-var-in-script"
     file_kinds = _SHELL
     targets = frozenset({"neuron"})
-    triggers = ("CUDA_", "CUDNN_")
+    triggers = ("CUDA_", "CUDNN_", "CUBLAS")
     VALID = (
         Valid("export NEURON_RT_VISIBLE_CORES=0-1\n", path="launch.sh"),
         Valid("echo $CUDA_HOME\n", path="launch.sh"),
         Valid("USE_CUDA=0 python setup.py develop\n", path="launch.sh"),
+        Valid('CUDA_FLAG="--cuda"\npython main.py $CUDA_FLAG\n', path="launch.sh"),
     )
     INVALID = (
         Invalid("export CUDA_LAUNCH_BLOCKING=1\n", path="launch.sh"),
         Invalid("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python train.py\n", path="launch.sh"),
         Invalid("TORCH_CUDA_ARCH_LIST='8.0;9.0' pip install -e .\n", path="launch.sh"),
+        Invalid("export CUBLAS_WORKSPACE_CONFIG=:4096:8\n", path="launch.sh"),
     )
 
     @classmethod
     def check_text(cls, doc: ShellScript, settings) -> list[TextReport]:
-        if "CUDA_" not in doc.text and "CUDNN_" not in doc.text:
+        if not any(t in doc.text for t in cls.triggers):
             return []
         return [
             TextReport(

@@ -75,7 +75,9 @@ class _ShellPart:
     line: int  # 1-based line within the cell
     col: int
     text: str
-    mask_key: int | None  # the masked line it belongs to (None: a %%bash cell body)
+    # The masked lines it spans (a `\` continuation masks the next line too); empty for a
+    # %%bash cell body, which is not masked but replaced as a whole.
+    mask_keys: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -105,7 +107,7 @@ def _classify(loc: CellLoc, masks: dict[int, str]) -> _Cell:
         args = first[2 + len(magic) :].split()
         if magic in _SHELL_CELL_MAGICS or (magic == "script" and args[:1] in (["bash"], ["sh"])):
             cell.kind = "shell"
-            cell.shell.append(_ShellPart(loc.number, 2, 0, "".join(lines[1:]), None))
+            cell.shell.append(_ShellPart(loc.number, 2, 0, "".join(lines[1:])))
             return cell
         if magic not in _PYTHON_CELL_MAGICS:
             cell.kind = "other"
@@ -114,10 +116,25 @@ def _classify(loc: CellLoc, masks: dict[int, str]) -> _Cell:
             return cell
         start = 1
     out: list[str] = []
+    # IPython joins `!cmd \` / `%magic \` with the next line: those lines are masked too.
+    continued: _ShellPart | None = None
+    continued_indent = ""
+    in_continuation = False
     for k, line in enumerate(lines):
         body = line.rstrip("\r\n")
         stripped = body.lstrip()
         indent = body[: len(body) - len(stripped)]
+        if in_continuation:
+            key = len(masks)
+            masks[key] = body
+            # The placeholder takes the command's indentation, not the continuation's own.
+            out.append(f"{continued_indent}__c2n_magic_{key}__{_newline(line)}")
+            if continued is not None:
+                continued.text += "\n" + body
+                continued.mask_keys.append(key)
+            in_continuation = body.endswith("\\")
+            continued = continued if in_continuation else None
+            continue
         shell_at: int | None = None
         mask = k < start
         if k < start:
@@ -151,8 +168,12 @@ def _classify(loc: CellLoc, masks: dict[int, str]) -> _Cell:
         key = len(masks)
         masks[key] = body
         out.append(f"{indent}__c2n_magic_{key}__{_newline(line)}")
+        part = None
         if shell_at is not None:
-            cell.shell.append(_ShellPart(loc.number, k + 1, shell_at, body[shell_at:], key))
+            part = _ShellPart(loc.number, k + 1, shell_at, body[shell_at:], [key])
+            cell.shell.append(part)
+        if body.endswith("\\"):
+            in_continuation, continued, continued_indent = True, part, indent
     cell.masked = "".join(out)
     return cell
 
@@ -310,11 +331,16 @@ def process_notebook_findings(
                 findings.append(to_finding(it, path, span, f"cell {part.cell}, line {cell_line}: "))
             if new_cmd is None:
                 continue
-            if part.mask_key is None:
+            if not part.mask_keys:
                 first = cell.loc.text.splitlines(keepends=True)[0]
                 new_texts[cell.loc.number] = first + new_cmd
-            else:
-                new_mask_lines[part.mask_key] = masks[part.mask_key][: part.col] + new_cmd
+                continue
+            new_lines = new_cmd.split("\n")
+            if len(new_lines) != len(part.mask_keys):
+                raise SourceError("internal", "a shell fix changed the number of lines of a `!` command")
+            first_key = part.mask_keys[0]
+            new_mask_lines[first_key] = masks[first_key][: part.col] + new_lines[0]
+            new_mask_lines.update(zip(part.mask_keys[1:], new_lines[1:]))
     masks.update(new_mask_lines)
 
     # -- cells the engine cannot migrate -------------------------------------------------------

@@ -236,3 +236,12 @@ def test_suppression_comment_inside_a_cell():
     old = nb("import torch", "x = torch.zeros(1).cuda()  # cuda2neuron: ignore[CN101]\ny = z.cuda()")
     new, _ = fix_source(old, "a.ipynb", OWN)
     assert sources(new)[1] == 'x = torch.zeros(1).cuda()  # cuda2neuron: ignore[CN101]\ny = z.to("neuron")'
+
+
+def test_shell_line_continuations_stay_one_command():
+    old = nb("! CUDA_VISIBLE_DEVICES=0,1 python prep.py \\\n      --split train \\\n      --out data\nx = torch.zeros(1).cuda()")
+    new, findings = fix_source(old, "a.ipynb", OWN)
+    assert sources(new) == [
+        '! NEURON_RT_VISIBLE_CORES=0-1 python prep.py \\\n      --split train \\\n      --out data\nx = torch.zeros(1).to("neuron")'
+    ]
+    assert {f.code for f in findings} == {"CN101", "CN701"}
