@@ -40,8 +40,9 @@ def _nb(*cells: str) -> str:
 class NotebookCellNotParsed(Rule):
     """
     ## What it does
-    Reports notebook code cells that do not parse as Python even after IPython magics and shell
-    lines are masked; such a cell is left as it is while the other cells are migrated.
+    Reports notebook code cells that do not parse as Python, which are left unmigrated. Magics
+    and shell lines are masked before parsing; a cell that still fails is left as it is while
+    the other cells are migrated.
 
     ## Why is this bad?
     Whatever CUDA code the cell holds is not looked at. Usually the cell uses IPython syntax we
@@ -76,9 +77,10 @@ class NotebookCellNotParsed(Rule):
 class NotebookMagicNotMigrated(Rule):
     """
     ## What it does
-    Reports CUDA code inside IPython magics the engine cannot rewrite: line magics with code
-    (``%timeit x.cuda()``, ``%time y = torch.cuda.synchronize()``), arguments of ``%%timeit``
-    cells, and cells in other languages (``%%writefile kernel.cu``, ``%%html``) that mention CUDA.
+    Reports CUDA code inside IPython magics, which cannot be rewritten. That is line magics
+    with code (``%timeit x.cuda()``, ``%time y = torch.cuda.synchronize()``), arguments of
+    ``%%timeit`` cells, and cells in other languages (``%%writefile kernel.cu``, ``%%html``)
+    that mention CUDA.
 
     ## Why is this bad?
     Magic lines are masked before the cell is parsed, so the code in them is not migrated and

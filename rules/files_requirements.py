@@ -80,11 +80,11 @@ _REQ = "requirements.txt"
 class CudaOnlyDependency(TextRule):
     """
     ## What it does
-    Reports dependencies on packages that only work with CUDA: apex, flash-attn, xformers,
-    bitsandbytes, triton, cupy / cupy-cuda*, pycuda, pynvml / nvidia-ml-py, the ``nvidia-*`` CUDA
-    runtime wheels, TensorRT, onnxruntime-gpu and CUDA kernel packages (mamba-ssm,
-    causal-conv1d, liger-kernel), in requirements files and in pyproject dependency tables
-    (``project.dependencies``, optional dependencies, ``dependency-groups``, Poetry tables).
+    Reports dependencies on CUDA-only packages in requirements files and pyproject.toml. The
+    packages: apex, flash-attn, xformers, bitsandbytes, triton, cupy / cupy-cuda*, pycuda,
+    pynvml / nvidia-ml-py, the ``nvidia-*`` CUDA runtime wheels, TensorRT, onnxruntime-gpu and
+    CUDA kernel packages (mamba-ssm, causal-conv1d, liger-kernel). The pyproject tables:
+    ``project.dependencies``, optional dependencies, ``dependency-groups``, Poetry's tables.
 
     ## Why is this bad?
     On a Trainium host these packages fail to build or install (no CUDA toolkit), or install and
@@ -160,9 +160,9 @@ _TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio", "torchtext", "t
 class CudaWheelIndex(TextRule):
     """
     ## What it does
-    Reports package indexes that serve CUDA builds (``--extra-index-url
-    https://download.pytorch.org/whl/cu121``, ``[[tool.uv.index]]`` URLs, ``-f`` links) and torch
-    pins with a CUDA local version (``torch==2.3.1+cu121``).
+    Reports CUDA wheel indexes and CUDA builds of torch in dependency files. That is
+    ``--extra-index-url https://download.pytorch.org/whl/cu121``, ``[[tool.uv.index]]`` URLs,
+    ``-f`` links and pins with a CUDA local version (``torch==2.3.1+cu121``).
 
     ## Why is this bad?
     These pull the CUDA build of PyTorch (several GB of CUDA libraries) onto a Trainium host.
@@ -238,9 +238,9 @@ _PIP_INDEX_OPTIONS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", 
 class CudaOnlyPackageInstall(TextRule):
     """
     ## What it does
-    Reports ``pip install`` commands in launch scripts and notebooks (``!pip install``,
-    ``%pip install``) that install CUDA-only packages (the CN711 list: flash-attn, xformers,
-    apex, bitsandbytes, triton, ...) or pull PyTorch from a CUDA wheel index
+    Reports ``pip install`` of CUDA-only packages or from a CUDA wheel index. Launch scripts
+    and notebooks (``!pip install``, ``%pip install``) are read; the packages are CN711's list
+    (flash-attn, xformers, apex, bitsandbytes, triton, ...) and the indexes CN712's
     (``--index-url https://download.pytorch.org/whl/cu121``).
 
     ## Why is this bad?

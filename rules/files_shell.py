@@ -221,8 +221,8 @@ _NVIDIA_SMI_RE = re.compile(r"(?<![\w.-])nvidia-smi(?![\w-])")
 class NvidiaSmiCall(TextRule):
     """
     ## What it does
-    Reports ``nvidia-smi`` invocations in launch scripts and notebook shell lines
-    (``!nvidia-smi``, ``NGPUS=$(nvidia-smi -L | wc -l)``).
+    Reports ``nvidia-smi`` calls in launch scripts and notebook shell lines. Any invocation
+    counts: ``!nvidia-smi``, ``NGPUS=$(nvidia-smi -L | wc -l)``, ``command -v nvidia-smi``.
 
     ## Why is this bad?
     ``nvidia-smi`` ships with the NVIDIA driver and does not exist on Trainium hosts: the script
@@ -280,7 +280,7 @@ _DEVICE_COUNT_RE = re.compile(r"cuda\.device_count")
 class GpuCountProcessCount(TextRule):
     """
     ## What it does
-    Reports launcher process counts taken from the number of GPUs:
+    Reports launcher process counts taken from the number of GPUs. Covered:
     ``torchrun --nproc_per_node=$(nvidia-smi -L | wc -l)``, ``--nproc_per_node=gpu`` / ``auto``,
     a variable assigned such a count, deepspeed's ``--num_gpus``, and shell variables set from
     ``torch.cuda.device_count()``.
@@ -369,8 +369,7 @@ _NCCL_ENV_RE = re.compile(r"(?:TORCH_)?NCCL_\w+")
 class NcclEnvVarInScript(TextRule):
     """
     ## What it does
-    Reports ``NCCL_*`` (and PyTorch's ``TORCH_NCCL_*``) environment variables set in launch
-    scripts.
+    Reports ``NCCL_*`` variables set in launch scripts. PyTorch's ``TORCH_NCCL_*`` count too.
 
     ## Why is this bad?
     TorchNeuron's ``neuron`` process-group backend does not use NCCL: the variables have no
@@ -433,9 +432,10 @@ _CUDA_ENV_RE = re.compile(
 class CudaEnvVarInScript(TextRule):
     """
     ## What it does
-    Reports CUDA runtime and build variables set in launch scripts: ``CUDA_LAUNCH_BLOCKING``,
-    ``CUDA_DEVICE_ORDER``, ``PYTORCH_CUDA_ALLOC_CONF``, ``TORCH_CUDA_ARCH_LIST``, ``CUDA_HOME``
-    and the like (``CUDA_VISIBLE_DEVICES`` is CN701's).
+    Reports CUDA runtime, library and build variables set in launch scripts. Covered:
+    ``CUDA_LAUNCH_BLOCKING``, ``CUDA_DEVICE_ORDER``, ``PYTORCH_CUDA_ALLOC_CONF``,
+    ``TORCH_CUDA_ARCH_LIST``, ``CUDA_HOME``, ``CUBLAS_*`` / ``CUDNN_*`` and the like
+    (``CUDA_VISIBLE_DEVICES`` is CN701's; a script's own ``CUDA_FLAG`` is not a CUDA setting).
 
     ## Why is this bad?
     They configure the CUDA runtime, PyTorch's CUDA caching allocator or CUDA extension builds;
