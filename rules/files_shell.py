@@ -152,10 +152,11 @@ class CudaVisibleDevicesInScript(TextRule):
                         guidance=f"add `{_NRVC}=<one index or a range a-b>` next to it",
                     ))
                     continue
+                # Only the name is replaced: the value is code we do not need to rewrite.
                 out.append(TextReport(
-                    ns, ve,
+                    ns, ne,
                     f"`{assignment}` selects GPUs from a run-time value; Trainium reads {_NRVC}",
-                    replacement=f"{_NRVC}={word}",
+                    replacement=_NRVC,
                     safety=Safety.UNSAFE,
                     guidance=f"{_NRVC} takes one index or an inclusive range `a-b`, not a comma list: "
                     "make sure the value has that form",

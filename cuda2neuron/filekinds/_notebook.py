@@ -321,13 +321,13 @@ def process_notebook_findings(
     for cell in cells:
         for part in cell.shell:
             new_cmd, items = shell_items(part.text, config, path, fix)
-            index = LineIndex(part.text)
             for it in items:
-                line, col = index.position(it.report.start)
+                (line, col), (end_line, end_col) = it.start, it.end
                 cell_line = part.line + line - 1
                 col = col + (part.col if line == 1 else 0)
+                end_col = end_col + (part.col if end_line == 1 else 0)
                 file_line = mapper.file_line(part.cell, cell_line)
-                span = Span(file_line, col, file_line, col + (it.report.end - it.report.start))
+                span = Span(file_line, col, mapper.file_line(part.cell, part.line + end_line - 1), end_col)
                 findings.append(to_finding(it, path, span, f"cell {part.cell}, line {cell_line}: "))
             if new_cmd is None:
                 continue

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 import sys
+from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cuda2neuron.engine import Config, Finding, Rule, rules_for
 from cuda2neuron.engine._source import SourceError
 
-from ._text import LineIndex, run_text_rules, span_of, to_finding
+from ._text import run_text_rules, to_finding
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -259,11 +260,10 @@ def process_dependencies_findings(
     except UnicodeDecodeError as exc:
         raise SourceError("decode", f"not UTF-8: {exc}") from None
     if Path(path).name == "pyproject.toml":
-        doc = parse_pyproject(text, path)
+        parse = partial(parse_pyproject, path=path)
     else:
-        doc = parse_requirements(text)
-    new, items = run_text_rules(text, rules, doc, config.settings, fix=fix, unsafe=config.unsafe_fixes)
-    index = LineIndex(text)
-    findings = [to_finding(it, path, span_of(index, it.report.start, it.report.end)) for it in items]
+        parse = parse_requirements
+    new, items = run_text_rules(text, rules, parse, config.settings, fix=fix, unsafe=config.unsafe_fixes)
+    findings = [to_finding(it, path, it.span) for it in items]
     # Dependency rules are report-only today; a future fix would come back through `new`.
     return (None if new is None else new.encode("utf-8")), findings

@@ -8,7 +8,7 @@ from cuda2neuron.engine import Config, Finding, Rule, rules_for
 from cuda2neuron.engine._source import SourceError
 
 from ._shell import ShellScript
-from ._text import LineIndex, TextItem, run_text_rules, span_of, to_finding
+from ._text import TextItem, run_text_rules, to_finding
 
 __all__ = ["is_shell_script", "process_shell_findings", "shell_items", "shell_rules"]
 
@@ -34,9 +34,7 @@ def shell_items(
     rules = tuple(r for r in rules if any(t in text for t in r.triggers))
     if not rules:
         return None, []
-    return run_text_rules(
-        text, rules, ShellScript(text), config.settings, fix=fix, unsafe=config.unsafe_fixes
-    )
+    return run_text_rules(text, rules, ShellScript, config.settings, fix=fix, unsafe=config.unsafe_fixes)
 
 
 def process_shell_findings(
@@ -47,6 +45,5 @@ def process_shell_findings(
     # surrogateescape: a Latin-1 comment in a script must survive the round trip byte for byte.
     text = data.decode("utf-8", "surrogateescape")
     new, items = shell_items(text, config, path, fix)
-    index = LineIndex(text)
-    findings = [to_finding(it, path, span_of(index, it.report.start, it.report.end)) for it in items]
+    findings = [to_finding(it, path, it.span) for it in items]
     return (None if new is None else new.encode("utf-8", "surrogateescape")), findings

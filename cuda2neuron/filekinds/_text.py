@@ -10,13 +10,14 @@ non-overlapping fixes and turns reports into the engine's ``Finding``s.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from cuda2neuron.engine import Effort, Finding, Fix, Rule, Safety, Span
+from cuda2neuron.engine._lint import MAX_ITERATIONS, ConvergenceError
 from cuda2neuron.engine._suppress import Suppressions
 
-__all__ = ["LineIndex", "TextItem", "TextReport", "apply_text_fixes", "run_text_rules", "span_of", "to_finding"]
+__all__ = ["LineIndex", "TextItem", "TextReport", "apply_text_fixes", "run_text_rules", "to_finding"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,14 @@ class TextItem:
     rule: type[Rule]
     report: TextReport
     applied: bool = False
+    # (line, column) of the report's start and end in the text it was found in: after fixes the
+    # offsets of a report no longer index the original text.
+    start: tuple[int, int] = (1, 0)
+    end: tuple[int, int] = (1, 0)
+
+    @property
+    def span(self) -> Span:
+        return Span(*self.start, *self.end)
 
 
 class LineIndex:
@@ -64,22 +73,10 @@ def _allowed(safety: Safety, unsafe: bool) -> bool:
     return safety is Safety.SAFE or (unsafe and safety is Safety.UNSAFE)
 
 
-def run_text_rules(
-    text: str,
-    rules: Sequence[type[Rule]],
-    doc: object,
-    settings,
-    *,
-    fix: bool,
-    unsafe: bool,
-) -> tuple[str | None, list[TextItem]]:
-    """Run ``rules`` over ``doc`` (parsed from ``text``); with ``fix``, write the allowed fixes.
-
-    Text fixes never depend on each other (each rewrites its own span), so one round is a fixed
-    point; the handlers' tests re-run every fixed example to prove it.
-    """
+def _lint(text: str, rules: Sequence[type[Rule]], parse, settings) -> list[TextItem]:
     index = LineIndex(text)
     suppressions = Suppressions.from_text(text)
+    doc = parse(text)
     items: list[TextItem] = []
     for rule in rules:
         for report in rule.check_text(doc, settings):  # type: ignore[attr-defined]
@@ -87,27 +84,47 @@ def run_text_rules(
             end_line, _ = index.position(max(report.start, report.end - 1))
             if suppressions.suppressed(rule.code, Span(start_line, 0, end_line, 0)):
                 continue
-            items.append(TextItem(rule, report))
+            items.append(TextItem(rule, report, start=index.position(report.start), end=index.position(report.end)))
     items.sort(key=lambda it: (it.report.start, it.report.end, it.rule.code))
+    return items
+
+
+def run_text_rules(
+    text: str,
+    rules: Sequence[type[Rule]],
+    parse: Callable[[str], object],
+    settings,
+    *,
+    fix: bool,
+    unsafe: bool,
+) -> tuple[str | None, list[TextItem]]:
+    """Run ``rules`` over ``parse(text)``; with ``fix``, apply the allowed fixes to a fixed point.
+
+    Like the Python engine: non-overlapping fixes are applied, the text is checked again, and
+    an overlapping fix gets its turn in the next round. Applied items keep the positions of the
+    round they were found in; the others refer to the final text.
+    """
+    items = _lint(text, rules, parse, settings)
     if not fix:
         return None, items
-    chosen: list[int] = []
-    last_end = -1
-    for i, it in enumerate(items):
-        r = it.report
-        if r.replacement is None or not _allowed(r.safety, unsafe):
-            continue
-        # Outer-first is moot for text: spans of one file never nest; overlapping ones wait.
-        if r.start < last_end:
-            continue
-        chosen.append(i)
-        last_end = r.end
-    if not chosen:
-        return None, items
-    new = apply_text_fixes(text, [items[i].report for i in chosen])
-    for i in chosen:
-        items[i] = replace(items[i], applied=True)
-    return (new if new != text else None), items
+    applied: list[TextItem] = []
+    current = text
+    for _ in range(MAX_ITERATIONS):
+        chosen: list[int] = []
+        last_end = -1
+        for i, it in enumerate(items):
+            r = it.report
+            if r.replacement is None or not _allowed(r.safety, unsafe) or r.start < last_end:
+                continue
+            chosen.append(i)
+            last_end = r.end
+        new = apply_text_fixes(current, [items[i].report for i in chosen]) if chosen else current
+        if new == current:
+            return (current if current != text else None), applied + items
+        applied += [replace(items[i], applied=True) for i in chosen]
+        current = new
+        items = _lint(current, rules, parse, settings)
+    raise ConvergenceError(f"text fixes did not converge after {MAX_ITERATIONS} rounds")
 
 
 def apply_text_fixes(text: str, reports: Iterable[TextReport]) -> str:
@@ -134,9 +151,3 @@ def to_finding(item: TextItem, path: str, span: Span, message_prefix: str = "") 
         guidance=r.guidance,
         effort=effort,
     )
-
-
-def span_of(index: LineIndex, start: int, end: int) -> Span:
-    sl, sc = index.position(start)
-    el, ec = index.position(end)
-    return Span(sl, sc, el, ec)
