@@ -68,7 +68,9 @@ class CudaVisibleDevicesInScript(TextRule):
     Safe for literal consecutive lists: the same indices stay visible. A value computed at run
     time (``$LOCAL_RANK``) is renamed only as an unsafe fix, because a comma list arriving at
     run time would be rejected. Reads of the variable are renamed with the same safety as the
-    assignments in the script, and only reported when an assignment could not be rewritten.
+    assignments in the script, and only reported when an assignment could not be rewritten; a
+    read inside ``$(...)`` (the value is computed with, e.g. counted) is an unsafe rename,
+    because ``0-3`` does not split on commas as ``0,1,2,3`` did.
     """
 
     code = "CN701"
@@ -115,6 +117,13 @@ class CudaVisibleDevicesInScript(TextRule):
             path="launch.sh",
         ),
         Invalid('python train.py --gpus "$CUDA_VISIBLE_DEVICES"\n', path="launch.sh"),
+        # Computing with the value: the range form would change the result, so unsafe only.
+        Invalid(
+            "export CUDA_VISIBLE_DEVICES=0,1\nN=$(echo $CUDA_VISIBLE_DEVICES | tr , ' ' | wc -w)\n",
+            "export NEURON_RT_VISIBLE_CORES=0-1\nN=$(echo $NEURON_RT_VISIBLE_CORES | tr , ' ' | wc -w)\n",
+            unsafe=True,
+            path="launch.sh",
+        ),
         Invalid(
             "CUDA_VISIBLE_DEVICES=0,1 torchrun train.py\n",
             "CUDA_VISIBLE_DEVICES=0,1 NEURON_RT_VISIBLE_CORES=0-1 torchrun train.py\n",
@@ -128,44 +137,32 @@ class CudaVisibleDevicesInScript(TextRule):
         text = doc.text
         if _CVD not in text:
             return []
-        accelerator = settings.target == "accelerator"
-        out: list[TextReport] = []
-        handled: set[int] = set()
-        # Weakest safety among the assignments decides what happens to reads (None: report only).
-        read_safety: Safety | None = Safety.SAFE
-        any_assignment = False
-        for ns, ne, vs, ve in doc.assignments(_CVD_RE):
-            any_assignment = True
-            handled.add(ns)
+        assignments = list(doc.assignments(_CVD_RE))
+        reads = [m for m in _CVD_USE_RE.finditer(text) if _is_read(doc, m, {a[0] for a in assignments})]
+        if settings.target == "accelerator":
+            return _add_neuron_variable(doc, assignments)
+        # One script, one spelling: renaming some assignments but not others (or not a read)
+        # would leave a read of an unset variable. So the weakest case decides for all:
+        # any list without a range form -> nothing is rewritten; any run-time value or any
+        # computed read -> everything is an unsafe fix.
+        plans = []
+        level: Safety | None = Safety.SAFE
+        for ns, ne, vs, ve in assignments:
             word = text[vs:ve]
             value = unquote(word)
-            _, line_end = doc.line_bounds(ns)
-            if accelerator and _NRVC in text[ne:line_end]:
-                continue  # already sets both: portable as it is
+            cores, why = visible_cores(value) if value is not None else (None, "")
+            plans.append((ns, ne, ve, word, value, cores, why))
+            if value is not None and cores is None:
+                level = None
+            elif value is None and level is Safety.SAFE:
+                level = Safety.UNSAFE
+        if level is Safety.SAFE and any(doc.in_substitution(m.start()) for m in reads):
+            level = Safety.UNSAFE
+        blocked = next((f"`{text[p[0]:p[2]]}`" for p in plans if p[4] is not None and p[5] is None), "")
+        out: list[TextReport] = []
+        for ns, ne, ve, word, value, cores, why in plans:
             assignment = text[ns:ve]
-            if value is None:
-                read_safety = Safety.UNSAFE if read_safety is Safety.SAFE else read_safety
-                if accelerator:
-                    out.append(TextReport(
-                        ns, ve,
-                        f"`{assignment}` selects GPUs from a run-time value; Trainium reads {_NRVC}",
-                        guidance=f"add `{_NRVC}=<one index or a range a-b>` next to it",
-                    ))
-                    continue
-                # Only the name is replaced: the value is code we do not need to rewrite.
-                out.append(TextReport(
-                    ns, ne,
-                    f"`{assignment}` selects GPUs from a run-time value; Trainium reads {_NRVC}",
-                    replacement=_NRVC,
-                    safety=Safety.UNSAFE,
-                    guidance=f"{_NRVC} takes one index or an inclusive range `a-b`, not a comma list: "
-                    "make sure the value has that form",
-                    description=f"rename to {_NRVC}",
-                ))
-                continue
-            cores, why = visible_cores(value)
-            if cores is None:
-                read_safety = None
+            if value is not None and cores is None:
                 out.append(TextReport(
                     ns, ve,
                     f"`{assignment}` has no {_NRVC} equivalent: {why}",
@@ -174,46 +171,87 @@ class CudaVisibleDevicesInScript(TextRule):
                     effort=Effort.LOW,
                 ))
                 continue
-            quote = word[0] if word[:1] in ("'", '"') else ""
-            new_word = f"{quote}{cores}{quote}"
-            replacement = (
-                f"{assignment} {_NRVC}={new_word}" if accelerator else f"{_NRVC}={new_word}"
-            )
+            if value is None:
+                message = f"`{assignment}` selects GPUs from a run-time value; Trainium reads {_NRVC}"
+                guidance = f"{_NRVC} takes one index or an inclusive range `a-b`, not a comma list: " \
+                    "make sure the value has that form"
+                # Only the name is replaced: the value is code we do not need to rewrite.
+                fix_span, replacement = (ns, ne), _NRVC
+            else:
+                message = f"`{assignment}` selects GPUs; NeuronCores are selected with `{_NRVC}={cores}`"
+                guidance = ""
+                quote = word[0] if word[:1] in ("'", '"') else ""
+                fix_span, replacement = (ns, ve), f"{_NRVC}={quote}{cores}{quote}"
+            if level is None:
+                out.append(TextReport(
+                    ns, ve, message + f" (not rewritten: {blocked} in this script has no range form)",
+                    guidance=f"rename every {_CVD} of the script to {_NRVC} together, with values "
+                    "that are one index or a range `a-b`",
+                ))
+                continue
             out.append(TextReport(
-                ns, ve,
-                f"`{assignment}` selects GPUs; NeuronCores are selected with `{_NRVC}={cores}`",
-                replacement=replacement,
-                safety=Safety.SAFE,
-                description=f"{'add' if accelerator else 'use'} {_NRVC}={cores}",
+                *fix_span, message, replacement=replacement, safety=level, guidance=guidance,
+                description=f"use {_NRVC}",
             ))
-        if accelerator:
-            return out  # reads of the CUDA variable keep working next to the Neuron one
-        if not any_assignment:
-            read_safety = None
-        for m in _CVD_USE_RE.finditer(text):
+        for m in reads:
             name_start = m.end() - len(_CVD)
-            if name_start in handled:
-                continue
-            state = doc.states[m.start()]
-            is_expansion = m.group(0).startswith("$")
-            if not (state == CODE or (is_expansion and state == DQUOTE)):
-                continue
-            if not is_expansion and not doc.at_word_start(m.start()):
-                continue
             message = f"reads `{_CVD}`; the Neuron runtime uses `{_NRVC}`"
-            if read_safety is None:
+            if doc.in_substitution(m.start()):
+                # `$(echo $CUDA_VISIBLE_DEVICES | tr , '\n' | wc -l)` counts a comma list; the
+                # Neuron value is a range (`0-3`), so the computation would silently change.
+                message += " (computed with: a range `a-b` does not split on commas)"
+            if level is None or not plans:
                 out.append(TextReport(
                     m.start(), m.end(), message,
                     guidance=f"set and read `{_NRVC}` (one index or a range `a-b`) instead",
                 ))
-            else:
-                out.append(TextReport(
-                    name_start, m.end(), message,
-                    replacement=_NRVC,
-                    safety=read_safety,
-                    description=f"rename to {_NRVC} with its assignment",
-                ))
+                continue
+            out.append(TextReport(
+                name_start, m.end(), message, replacement=_NRVC, safety=level,
+                description=f"rename to {_NRVC} with its assignment",
+            ))
         return out
+
+
+def _is_read(doc: ShellScript, m: re.Match[str], assignment_starts: set[int]) -> bool:
+    """``$CUDA_VISIBLE_DEVICES`` in code or double quotes, or the bare name after export/unset."""
+    name_start = m.end() - len(_CVD)
+    if name_start in assignment_starts:
+        return False
+    state = doc.states[m.start()]
+    if m.group(0).startswith("$"):
+        return state in (CODE, DQUOTE)
+    return state == CODE and doc.at_word_start(m.start())
+
+
+def _add_neuron_variable(doc: ShellScript, assignments) -> list[TextReport]:
+    """--target accelerator: keep the CUDA variable and set the Neuron one next to it."""
+    text = doc.text
+    out: list[TextReport] = []
+    for ns, ne, vs, ve in assignments:
+        _, line_end = doc.line_bounds(ns)
+        if _NRVC in text[ne:line_end]:
+            continue  # already sets both: portable as it is
+        word = text[vs:ve]
+        value = unquote(word)
+        assignment = text[ns:ve]
+        cores, why = visible_cores(value) if value is not None else (None, "the value is computed at run time")
+        if cores is None:
+            out.append(TextReport(
+                ns, ve,
+                f"`{assignment}` selects GPUs; Trainium reads {_NRVC}, and {why}",
+                guidance=f"add `{_NRVC}=<one index or a range a-b>` next to it",
+            ))
+            continue
+        quote = word[0] if word[:1] in ("'", '"') else ""
+        out.append(TextReport(
+            ns, ve,
+            f"`{assignment}` selects GPUs only; add `{_NRVC}={cores}` for Trainium",
+            replacement=f"{assignment} {_NRVC}={quote}{cores}{quote}",
+            safety=Safety.SAFE,
+            description=f"add {_NRVC}={cores}",
+        ))
+    return out
 
 
 _NVIDIA_SMI_RE = re.compile(r"(?<![\w.-])nvidia-smi(?![\w-])")

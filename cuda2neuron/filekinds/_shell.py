@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-__all__ = ["CODE", "ShellScript", "is_gpu_count", "scan", "unquote", "word_end"]
+__all__ = ["CODE", "ShellScript", "is_gpu_count", "scan", "scan_full", "unquote", "word_end"]
 
 # Per-character states.
 CODE, COMMENT, SQUOTE, DQUOTE, HEREDOC = "c", "k", "s", "d", "h"
@@ -28,8 +28,14 @@ _ASSIGN_RE = re.compile(r"(?<![\w$])([A-Za-z_]\w*)=")
 
 def scan(text: str) -> str:
     """One state letter per character of ``text``."""
+    return scan_full(text)[0]
+
+
+def scan_full(text: str) -> tuple[str, list[bool]]:
+    """States, and for each character whether it sits inside ``$(...)`` or backticks."""
     n = len(text)
     out = [CODE] * n
+    nested = [False] * n
     # Contexts: "top" (script level), "sub" ($( or a paren inside one), "bt" (backticks), "dq".
     stack = ["top"]
     heredocs: list[tuple[str, bool]] = []
@@ -37,6 +43,8 @@ def scan(text: str) -> str:
     while i < n:
         ch = text[i]
         ctx = stack[-1]
+        if len(stack) > 1 and any(c != "dq" for c in stack[1:]):
+            nested[i] = True
         if ctx == "dq":
             out[i] = DQUOTE
             if ch == "\\" and i + 1 < n:
@@ -104,7 +112,7 @@ def scan(text: str) -> str:
             heredocs = []
             continue
         i += 1
-    return "".join(out)
+    return "".join(out), nested
 
 
 def _skip_heredocs(text: str, i: int, heredocs: list[tuple[str, bool]], out: list[str]) -> int:
@@ -175,8 +183,16 @@ class ShellScript:
     text: str
 
     @cached_property
+    def _scanned(self) -> tuple[str, list[bool]]:
+        return scan_full(self.text)
+
+    @property
     def states(self) -> str:
-        return scan(self.text)
+        return self._scanned[0]
+
+    def in_substitution(self, i: int) -> bool:
+        """Inside ``$(...)`` or backticks: the value is computed with, not just passed on."""
+        return self._scanned[1][i]
 
     def is_code(self, i: int) -> bool:
         return self.states[i] == CODE

@@ -102,6 +102,19 @@ def test_rewrites(source, expected, config):
 
 
 UNTOUCHED = [
+    # One assignment without a range form blocks the others: renaming only some would leave a
+    # later read of an unset variable.
+    pytest.param(
+        "export CUDA_VISIBLE_DEVICES=0,1\nCUDA_VISIBLE_DEVICES=0,2 python b.py\necho $CUDA_VISIBLE_DEVICES\n",
+        UNSAFE,
+        id="mixed-script-all-or-nothing",
+    ),
+    # A computed read makes the whole rename unsafe; without the opt-in nothing moves.
+    pytest.param(
+        "export CUDA_VISIBLE_DEVICES=0,1\nN=$(echo $CUDA_VISIBLE_DEVICES | tr , ' ' | wc -w)\n",
+        NEURON,
+        id="computed-read-needs-unsafe",
+    ),
     pytest.param("export CUDA_VISIBLE_DEVICES=0,2\necho $CUDA_VISIBLE_DEVICES\n", NEURON, id="non-consecutive"),
     pytest.param("CUDA_VISIBLE_DEVICES=1,0 python a.py\n", NEURON, id="descending-order-remaps"),
     pytest.param("CUDA_VISIBLE_DEVICES=GPU-8a3f python a.py\n", NEURON, id="uuid"),
