@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from cuda2neuron.engine import Config, Finding, Rule, rules_for
@@ -12,14 +13,27 @@ from ._text import TextItem, run_text_rules, to_finding
 
 __all__ = ["is_shell_script", "process_shell_findings", "shell_items", "shell_rules"]
 
-# Only suffixes: discovery calls this for every file of a tree, so it must not open files
-# (extensionless scripts with a shebang are not picked up; name them on the command line as
-# *.sh or rename them).
 SHELL_SUFFIXES = frozenset({".sh", ".bash"})
+_SHEBANG_RE = re.compile(rb"#![ \t]*\S*/(?:env[ \t]+(?:-\S+[ \t]+)*)?(?:ba)?sh(?:[ \t]|\r?$)")
 
 
 def is_shell_script(path: Path) -> bool:
-    return path.suffix in SHELL_SUFFIXES
+    """``*.sh`` / ``*.bash``, or an extensionless file whose shebang runs sh or bash.
+
+    Discovery asks this of every file in a tree, so only files without a suffix (bin/train,
+    scripts/launch) are opened, and only their first line is read. ``zsh``, ``python`` and
+    other interpreters do not count.
+    """
+    if path.suffix in SHELL_SUFFIXES:
+        return True
+    if path.suffix or path.name.startswith("."):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(256)
+    except OSError:
+        return False
+    return _SHEBANG_RE.match(first.rstrip(b"\n")) is not None
 
 
 def shell_rules(config: Config, path: str) -> tuple[type[Rule], ...]:

@@ -156,3 +156,27 @@ def test_poetry_tables_are_read():
     lines = text.splitlines()
     found = [lines[f.line - 1][f.span.start_col : f.span.end_col] for f in lint_source(text, "pyproject.toml", Config())]
     assert found == ["bitsandbytes", "pynvml"]
+
+
+@pytest.mark.parametrize(
+    ("first_line", "shell"),
+    [
+        pytest.param("#!/bin/bash", True, id="bin-bash"),
+        pytest.param("#!/bin/sh -e", True, id="bin-sh-with-flag"),
+        pytest.param("#!/usr/bin/env bash", True, id="env-bash"),
+        pytest.param("#!/usr/bin/env -S bash -x", True, id="env-with-option"),
+        pytest.param("#! /bin/bash\r", True, id="space-and-crlf"),
+        pytest.param("#!/usr/bin/env zsh", False, id="zsh"),
+        pytest.param("#!/usr/bin/env python3", False, id="python"),
+        pytest.param("#!/bin/dash", False, id="dash-is-not-sh"),
+        pytest.param("echo hi", False, id="no-shebang"),
+    ],
+)
+def test_extensionless_scripts_are_recognised_by_shebang(tmp_path, first_line, shell):
+    script = tmp_path / "launch"
+    script.write_text(first_line + "\nnvidia-smi\n", encoding="utf-8")
+    handler = handler_for(script)
+    assert (handler is not None and handler.name == "shell") == shell
+    (tmp_path / "LICENSE.txt").write_text("#!/bin/bash\n")
+    assert handler_for(tmp_path / "LICENSE.txt") is None  # a suffix decides without opening
+    assert handler_for(tmp_path / "missing") is None
