@@ -1,0 +1,196 @@
+"""Helpers private to the torch.cuda API (CN2xx) and AMP (CN3xx) rule families.
+
+* The move table ``cuda_api.toml`` loaded once per process into frozen rows.
+* ``is_reference`` — whether a ``Name`` node is a *use* of a name (not an import alias, an
+  attribute's member name, a keyword or a binding): ``x.synchronize`` must not resolve the bare
+  ``synchronize`` through ``from torch.cuda import synchronize``.
+* ``import_to_drop`` — the from-import a rewrite may leave unused, for ``unused_imports``.
+* ``dtype_expr`` / ``keyword_arg`` — small node builders shared by the AMP rules.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import libcst as cst
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - pyproject pulls tomli on 3.10
+    import tomli as tomllib
+
+from cuda2neuron.engine import Rule
+
+__all__ = [
+    "ApiMove",
+    "AMP_DTYPE_NAMES",
+    "MOVES_FILE",
+    "accelerator_name_for",
+    "dtype_expr",
+    "import_to_drop",
+    "is_reference",
+    "keyword_arg",
+    "load_moves",
+    "parse_version",
+]
+
+MOVES_FILE = "cuda_api.toml"
+AMP_DTYPE_NAMES = {"bfloat16": "torch.bfloat16", "float16": "torch.float16"}
+
+_ROW_KEYS = {
+    "modules",
+    "accelerator",
+    "accelerator-safety",
+    "accelerator-keywords",
+    "accelerator-positional",
+    "accelerator-note",
+    "neuron-note",
+}
+
+
+@dataclass(frozen=True)
+class ApiMove:
+    """One row of cuda_api.toml: torch.cuda.<name> -> torch.neuron.<name>."""
+
+    name: str
+    # torch.cuda submodules that also export the name (torch.cuda.memory.empty_cache).
+    modules: tuple[str, ...] = ()
+    # ((min torch, qualified name), ...) sorted by version.
+    accelerator: tuple[tuple[tuple[int, int], str], ...] = ()
+    accelerator_unsafe: bool = False
+    accelerator_keywords: frozenset[str] = frozenset()
+    accelerator_positional: bool = True
+    accelerator_note: str = ""
+    neuron_note: str = ""
+
+    @property
+    def cuda_names(self) -> tuple[str, ...]:
+        return (f"torch.cuda.{self.name}", *(f"torch.cuda.{m}.{self.name}" for m in self.modules))
+
+    @property
+    def neuron_name(self) -> str:
+        return f"torch.neuron.{self.name}"
+
+
+class MoveTableError(ValueError):
+    """cuda_api.toml is malformed (raised at import, like a malformed rule)."""
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    major, _, minor = text.partition(".")
+    if not (major.isdigit() and minor.isdigit()):
+        raise MoveTableError(f"{MOVES_FILE}: bad torch version {text!r} (expected MAJOR.MINOR)")
+    return int(major), int(minor)
+
+
+@lru_cache(maxsize=1)
+def load_moves() -> dict[str, ApiMove]:
+    """Rows keyed by every qualified CUDA name they cover."""
+    raw = tomllib.loads(Path(__file__).with_name(MOVES_FILE).read_text(encoding="utf-8"))
+    rows: dict[str, ApiMove] = {}
+    for name, row in raw.get("api", {}).items():
+        unknown = set(row) - _ROW_KEYS
+        if unknown:
+            raise MoveTableError(f"{MOVES_FILE}: [api.{name}] has unknown keys {sorted(unknown)}")
+        safety = row.get("accelerator-safety", "safe")
+        if safety not in ("safe", "unsafe"):
+            raise MoveTableError(f"{MOVES_FILE}: [api.{name}] accelerator-safety must be safe or unsafe")
+        move = ApiMove(
+            name=name,
+            modules=tuple(row.get("modules", ())),
+            accelerator=tuple(
+                sorted((parse_version(v), q) for v, q in row.get("accelerator", {}).items())
+            ),
+            accelerator_unsafe=safety == "unsafe",
+            accelerator_keywords=frozenset(row.get("accelerator-keywords", ())),
+            accelerator_positional=bool(row.get("accelerator-positional", True)),
+            accelerator_note=row.get("accelerator-note", ""),
+            neuron_note=row.get("neuron-note", ""),
+        )
+        if not move.accelerator and not move.accelerator_note:
+            raise MoveTableError(f"{MOVES_FILE}: [api.{name}] needs an accelerator name or note")
+        for qualified in move.cuda_names:
+            rows[qualified] = move
+    return rows
+
+
+def accelerator_name_for(move: ApiMove, min_torch: tuple[int, int]) -> str | None:
+    """The accelerator spelling valid for every torch >= ``min_torch``, or None."""
+    best = None
+    for version, qualified in move.accelerator:
+        if version <= min_torch:
+            best = qualified
+    return best
+
+
+# Parents under which a Name is not a use of what the name is bound to.
+_NOT_A_USE = (
+    cst.ImportAlias,
+    cst.ImportFrom,
+    cst.Import,
+    cst.FunctionDef,
+    cst.ClassDef,
+    cst.Param,
+    cst.AssignTarget,
+    cst.Global,
+    cst.Nonlocal,
+)
+
+
+def is_reference(rule: Rule, node: cst.Name) -> bool:
+    """True when ``node`` reads the binding of its name (and so may resolve to an import)."""
+    parent = rule.context.parent
+    if parent is None:
+        return True
+    if isinstance(parent, _NOT_A_USE):
+        return False
+    # `obj.synchronize`: the member name is not the imported `synchronize`.
+    if isinstance(parent, cst.Attribute) and parent.attr is node:
+        return False
+    # `f(synchronize=...)`: a keyword, not a use.
+    if isinstance(parent, cst.Arg) and parent.keyword is node:
+        return False
+    if isinstance(parent, cst.NameItem):  # global/nonlocal lists
+        return False
+    return True
+
+
+def import_to_drop(rule: Rule, expr: cst.BaseExpression) -> tuple[tuple[str, str | None], ...]:
+    """The from-import that ``expr`` depends on and a rewrite may leave unused.
+
+    ``amp.autocast`` after ``from torch.cuda import amp`` -> (("torch.cuda", "amp"),);
+    ``autocast`` after ``from torch.cuda.amp import autocast`` -> (("torch.cuda.amp", "autocast"),).
+    ``import torch`` is never dropped (the rewrite usually needs it). The engine removes the
+    import only if nothing else uses it.
+    """
+    head = expr
+    while isinstance(head, cst.Attribute):
+        head = head.value
+    if not isinstance(head, cst.Name):
+        return ()
+    qualified = rule.qualname(head)
+    if qualified is None or "." not in qualified:
+        return ()
+    module, _, obj = qualified.rpartition(".")
+    if obj != head.value:
+        return ()  # an `as` alias: RemoveImportsVisitor would need the asname; leave it
+    return ((module, obj),)
+
+
+def dtype_expr(rule: Rule) -> tuple[cst.BaseExpression, tuple[tuple[str, str | None], ...]] | None:
+    """``torch.bfloat16`` / ``torch.float16`` per settings.amp_dtype, spelled with the user's alias."""
+    return rule.spell(AMP_DTYPE_NAMES[rule.context.settings.amp_dtype])
+
+
+def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    """``name=value`` without spaces around ``=`` (PEP 8 for keywords)."""
+    return cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
