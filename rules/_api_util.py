@@ -25,8 +25,18 @@ else:  # pragma: no cover - pyproject pulls tomli on 3.10
 from cuda2neuron.engine import Rule
 
 __all__ = [
-    "ApiMove",
+    "AUTOCAST",
     "AMP_DTYPE_NAMES",
+    "ApiMove",
+    "FLOAT16_NAMES",
+    "LEGACY_AUTOCAST",
+    "LEGACY_SCALER",
+    "SCALER",
+    "as_keywords",
+    "find_keyword",
+    "is_float16",
+    "mentions_cuda_literal",
+    "without_comma",
     "MOVES_FILE",
     "accelerator_name_for",
     "dtype_expr",
@@ -194,3 +204,59 @@ def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
             whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
         ),
     )
+
+
+# -- AMP -------------------------------------------------------------------------------------
+
+LEGACY_AUTOCAST = frozenset({"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"})
+AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})
+LEGACY_SCALER = frozenset({"torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"})
+SCALER = frozenset({"torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler"})
+FLOAT16_NAMES = frozenset({"torch.float16", "torch.half"})
+
+
+def without_comma(arg: cst.Arg) -> cst.Arg:
+    """The argument with its comma reset, so a rebuilt argument list gets fresh separators."""
+    return arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+
+
+def as_keywords(call: cst.Call, params: tuple[str, ...]) -> list[cst.Arg] | None:
+    """The call's arguments with positional ones turned into keywords named by ``params``.
+
+    None when that is impossible (``*args``/``**kwargs`` or more positionals than parameters):
+    the meaning of positions then cannot be read from the source.
+    """
+    out: list[cst.Arg] = []
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if position >= len(params):
+                return None
+            out.append(keyword_arg(params[position], arg.value))
+            position += 1
+        else:
+            out.append(without_comma(arg))
+    return out
+
+
+def find_keyword(args: list[cst.Arg], name: str) -> cst.Arg | None:
+    for arg in args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def is_float16(rule: Rule, expr: cst.BaseExpression) -> bool:
+    return rule.qualname(expr) in FLOAT16_NAMES
+
+
+def mentions_cuda_literal(rule: Rule) -> bool:
+    """Whether the module still holds a ``"cuda..."`` string literal (computed once per file)."""
+    cached = getattr(rule, "_mentions_cuda", None)
+    if cached is None:
+        code = rule.context.module.code
+        cached = "'cuda" in code or '"cuda' in code
+        rule._mentions_cuda = cached  # type: ignore[attr-defined]
+    return cached
