@@ -167,10 +167,14 @@ class GradScalerDevice(Rule):
         head = [keyword_arg("device", device) if device_keyword else cst.Arg(device)]
         if self.context.settings.amp_dtype == "bfloat16":
             enabled = find_keyword(rest, "enabled")
-            if not (enabled is not None and isinstance(enabled.value, cst.Name) and enabled.value.value == "False"):
+            already_off = enabled is not None and isinstance(enabled.value, cst.Name) and enabled.value.value == "False"
+            message += f"; {BF16_NOTE}"
+            if not already_off:
                 rest = [a for a in rest if a is not enabled]
                 rest.append(keyword_arg("enabled", cst.Name("False")))
-            message += f"; {BF16_NOTE}"
+                if enabled is not None:
+                    # Say what was dropped: `enabled=(dtype == "float16")` decided at run time.
+                    message += f" (replaces `enabled={self.context.code(enabled.value)}`)"
         else:
             message += f"; {FP16_WARNING}"
         new_func, more = spelled
