@@ -36,7 +36,6 @@ __all__ = [
     "find_keyword",
     "is_float16",
     "mentions_cuda_literal",
-    "without_comma",
     "MOVES_FILE",
     "accelerator_name_for",
     "dtype_expr",
@@ -215,11 +214,6 @@ SCALER = frozenset({"torch.amp.GradScaler", "torch.amp.grad_scaler.GradScaler"})
 FLOAT16_NAMES = frozenset({"torch.float16", "torch.half"})
 
 
-def without_comma(arg: cst.Arg) -> cst.Arg:
-    """The argument with its comma reset, so a rebuilt argument list gets fresh separators."""
-    return arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)
-
-
 def as_keywords(call: cst.Call, params: tuple[str, ...]) -> list[cst.Arg] | None:
     """The call's arguments with positional ones turned into keywords named by ``params``.
 
@@ -234,10 +228,11 @@ def as_keywords(call: cst.Call, params: tuple[str, ...]) -> list[cst.Arg] | None
         if arg.keyword is None:
             if position >= len(params):
                 return None
-            out.append(keyword_arg(params[position], arg.value))
+            # Keep the argument's own comma: comments after it live in the comma's whitespace.
+            out.append(keyword_arg(params[position], arg.value).with_changes(comma=arg.comma))
             position += 1
         else:
-            out.append(without_comma(arg))
+            out.append(arg)
     return out
 
 

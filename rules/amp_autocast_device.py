@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Invalid, Rule, Safety, Valid
 
-from ._api_util import AMP_DTYPE_NAMES, AUTOCAST, dtype_expr, is_float16, keyword_arg, without_comma
+from ._api_util import AMP_DTYPE_NAMES, AUTOCAST, dtype_expr, is_float16, keyword_arg
 from ._target import device_type_expr
 from ._util import arg_by_name, string_value
 
@@ -119,7 +119,8 @@ class AutocastCudaDevice(Rule):
             # Keep the user's quote style.
             quote = device_arg.value.value[-1] if isinstance(device_arg.value, cst.SimpleString) else '"'
             device = cst.SimpleString(f"{quote}neuron{quote}")
-        args = [without_comma(a) for a in node.args]
+        # Arguments keep their commas (and the comments in them); new ones get default commas.
+        args = list(node.args)
         index = node.args.index(device_arg)
         args[index] = args[index].with_changes(value=device)
         dtype_arg = arg_by_name(node, "dtype", position=1)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._api_util import find_keyword, import_to_drop, is_reference, keyword_arg, without_comma
+from ._api_util import find_keyword, import_to_drop, is_reference, keyword_arg
 from ._target import device_type_expr
 from ._util import string_value
 
@@ -142,7 +142,7 @@ class CustomFwdBwd(Rule):
             self._report_only(node, qualified)
             return
         func, device, imports = built
-        args = [without_comma(a) for a in node.args]
+        args = list(node.args)
         split = sum(1 for a in args if a.keyword is None)
         args.insert(split, keyword_arg("device_type", device))
         self.report(
@@ -191,7 +191,7 @@ class CustomFwdBwd(Rule):
             self._report_only(node, qualified)
             return
         func, device, imports = built
-        rest = [without_comma(a) for a in node.args[1:] if not (a.keyword and a.keyword.value == "device_type")]
+        rest = [a for a in node.args[1:] if not (a.keyword and a.keyword.value == "device_type")]
         args = [cst.Arg(func), keyword_arg("device_type", device), *rest]
         self.report(
             node,
