@@ -38,6 +38,7 @@ __all__ = [
     "mentions_cuda_literal",
     "MOVES_FILE",
     "accelerator_name_for",
+    "aliased_members",
     "dtype_expr",
     "import_to_drop",
     "is_reference",
@@ -138,6 +139,7 @@ def accelerator_name_for(move: ApiMove, min_torch: tuple[int, int]) -> str | Non
 # Parents under which a Name is not a use of what the name is bound to.
 _NOT_A_USE = (
     cst.ImportAlias,
+    cst.AsName,
     cst.ImportFrom,
     cst.Import,
     cst.FunctionDef,
@@ -255,3 +257,28 @@ def mentions_cuda_literal(rule: Rule) -> bool:
         cached = "'cuda" in code or '"cuda' in code
         rule._mentions_cuda = cached  # type: ignore[attr-defined]
     return cached
+
+
+def aliased_members(node: cst.ImportFrom, members: frozenset[str]) -> list[str]:
+    """Local names that ``from torch... import member as alias`` binds to one of ``members``.
+
+    Rules pre-filter Name nodes by their text (O(1)); an ``as`` alias would slip through that
+    filter, so rules collect aliases as the import is visited (imports precede their uses).
+    """
+    if node.relative or isinstance(node.names, cst.ImportStar) or node.module is None:
+        return []
+    head = node.module
+    while isinstance(head, cst.Attribute):
+        head = head.value
+    if not (isinstance(head, cst.Name) and head.value == "torch"):
+        return []
+    out = []
+    for alias in node.names:
+        if (
+            alias.asname is not None
+            and isinstance(alias.name, cst.Name)
+            and alias.name.value in members
+            and isinstance(alias.asname.name, cst.Name)
+        ):
+            out.append(alias.asname.name.value)
+    return out

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._api_util import ApiMove, accelerator_name_for, import_to_drop, is_reference, load_moves
+from ._api_util import aliased_members, ApiMove, accelerator_name_for, import_to_drop, is_reference, load_moves
 
 __all__ = ["CudaApiMove"]
 
@@ -61,6 +61,8 @@ class CudaApiMove(Rule):
 
     code = "CN201"
     name = "cuda-api-move"
+    # Local names bound by `from torch... import <member> as <alias>` (see aliased_members).
+    _aliases: frozenset[str] = frozenset()
     triggers = ("cuda",)
     # Every qualified name this rule can write (checked against the emulated backend and torch).
     emits = tuple(
@@ -160,8 +162,13 @@ class CudaApiMove(Rule):
             return
         self._check(node)
 
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        # `from torch.cuda import synchronize as sync`: remember `sync` for the Name filter.
+        for alias in aliased_members(node, _MEMBERS):
+            self._aliases = self._aliases | {alias}
+
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value not in _MEMBERS or not is_reference(self, node):
+        if (node.value not in _MEMBERS and node.value not in self._aliases) or not is_reference(self, node):
             return
         self._check(node)
 

@@ -8,7 +8,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Valid
 
-from ._api_util import is_reference
+from ._api_util import aliased_members, is_reference
 
 __all__ = ["CudaApiUnavailable"]
 
@@ -96,6 +96,8 @@ class CudaApiUnavailable(Rule):
 
     code = "CN202"
     name = "cuda-api-unavailable"
+    # Local names bound by `from torch... import <member> as <alias>` (see aliased_members).
+    _aliases: frozenset[str] = frozenset()
     triggers = ("cuda",)
     VALID = (
         "import torch\ntorch.neuron.get_device_properties(0).total_memory\n",
@@ -121,8 +123,13 @@ class CudaApiUnavailable(Rule):
         if node.attr.value in _MEMBERS:
             self._check(node)
 
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        # `from torch.cuda import synchronize as sync`: remember `sync` for the Name filter.
+        for alias in aliased_members(node, _MEMBERS):
+            self._aliases = self._aliases | {alias}
+
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in _MEMBERS and is_reference(self, node):
+        if (node.value in _MEMBERS or node.value in self._aliases) and is_reference(self, node):
             self._check(node)
 
     def _check(self, node: cst.Attribute | cst.Name) -> None:
