@@ -70,7 +70,13 @@ class DevicePropertiesFields(Rule):
         self._holders: set[tuple[int, str]] = set()
 
     def _is_properties_call(self, node: cst.BaseExpression) -> bool:
-        return isinstance(node, cst.Call) and self.qualname(node.func) in _PROPERTY_CALLS
+        if not isinstance(node, cst.Call):
+            return False
+        func = node.func
+        # Cheap text check first; `from torch.cuda import get_device_properties as gdp` is the
+        # rare alias this misses.
+        member = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        return member == "get_device_properties" and self.qualname(func) in _PROPERTY_CALLS
 
     def visit_Assign(self, node: cst.Assign) -> None:
         holds = self._is_properties_call(node.value)
