@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
@@ -76,7 +76,8 @@ class Report:
     # Imports the replacement may leave unused: (module, name-or-None); removed only if unused.
     unused_imports: tuple[tuple[str, str | None], ...] = ()
     description: str = ""
-    extra: dict[str, str] = field(default_factory=dict)
+    # The reported node's ancestors, root first: where to rebuild, and what overlaps.
+    ancestors: tuple[cst.CSTNode, ...] = ()
 
 
 class Rule:
@@ -128,8 +129,10 @@ class Rule:
     def summary(cls) -> str:
         """First sentence of 'What it does'."""
         doc = cls.docs()
-        body = doc.split("## What it does", 1)[1].split("##", 1)[0].strip()
-        return " ".join(body.split(".")[0].split()) + "."
+        body = " ".join(doc.split("## What it does", 1)[1].split("##", 1)[0].split())
+        # A sentence ends at a period followed by a space: `.cuda()` has dots inside.
+        match = re.match(r"(.+?\.)(\s|$)", body)
+        return match.group(1) if match else body
 
     # -- reporting ------------------------------------------------------------------------------
     def report(
@@ -159,6 +162,7 @@ class Rule:
                 imports=tuple(imports),
                 unused_imports=tuple(unused_imports),
                 description=description,
+                ancestors=tuple(self.context.ancestors),
             )
         )
 
