@@ -87,11 +87,12 @@ class CustomFwdBwd(Rule):
         ),
         Invalid(
             "from torch.cuda.amp import custom_fwd\n@custom_fwd(cast_inputs=torch.float32)\ndef f(ctx, x):\n    return x\n",
-            'import torch\n\n@torch.amp.custom_fwd(device_type="neuron", cast_inputs=torch.float32)\ndef f(ctx, x):\n    return x\n',
+            # The engine keeps a from-import whose name still appears in the file.
+            'from torch.cuda.amp import custom_fwd\nimport torch\n\n@torch.amp.custom_fwd(device_type="neuron", cast_inputs=torch.float32)\ndef f(ctx, x):\n    return x\n',
         ),
         Invalid(
             "import torch\nfrom torch.cuda import amp\n@amp.custom_bwd\ndef b(ctx, g):\n    return g\n",
-            'import torch\n@torch.amp.custom_bwd(device_type="neuron")\ndef b(ctx, g):\n    return g\n',
+            'import torch\nfrom torch.cuda import amp\n@torch.amp.custom_bwd(device_type="neuron")\ndef b(ctx, g):\n    return g\n',
         ),
         Invalid(
             'import torch\n@torch.amp.custom_bwd(device_type="cuda")\ndef b(ctx, g):\n    return g\n',
@@ -213,13 +214,15 @@ class CustomFwdBwd(Rule):
             return
         built = self._new_decorator(qualified)
         if built is None:
-            self._report_only(expr, qualified)
+            self._report_only(node, qualified)
             return
         func, device, imports = built
+        # Report the visited Decorator itself: the engine rebuilds the path to the reported
+        # node from the ancestors of the node being visited.
         self.report(
-            expr,
+            node,
             f"`{qualified}` is CUDA-only (and deprecated)",
-            replacement=cst.Call(func=func, args=[keyword_arg("device_type", device)]),
+            replacement=node.with_changes(decorator=cst.Call(func=func, args=[keyword_arg("device_type", device)])),
             safety=Safety.SAFE,
             imports=imports,
             unused_imports=import_to_drop(self, expr),
