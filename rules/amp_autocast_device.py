@@ -18,9 +18,9 @@ FP16_ADVICE = "the explicit float16 is kept (it works on Neuron, but bfloat16 is
 class AutocastCudaDevice(Rule):
     """
     ## What it does
-    Rewrites the ``"cuda"`` device type of ``torch.autocast`` / ``torch.amp.autocast`` (context
-    manager or decorator, positional or ``device_type=``) to the target device, and makes the
-    dtype explicit: ``torch.autocast("neuron", dtype=torch.bfloat16, ...)``. Disabled regions
+    Rewrites ``torch.autocast("cuda")`` to the target device and makes the dtype explicit.
+    ``torch.autocast`` / ``torch.amp.autocast`` as context manager or decorator, device
+    positional or ``device_type=``, become ``torch.autocast("neuron", dtype=torch.bfloat16, ...)``. Disabled regions
     (``enabled=False``) are rewritten too.
 
     ## Why is this bad?
@@ -53,7 +53,7 @@ class AutocastCudaDevice(Rule):
     code = "CN302"
     name = "autocast-cuda-device"
     triggers = ("autocast",)
-    emits = ("torch.autocast", *AMP_DTYPE_NAMES.values())
+    emits = ("torch.autocast", "torch.accelerator.current_accelerator", *AMP_DTYPE_NAMES.values())
     VALID = (
         "import torch\nwith torch.autocast('cpu', dtype=torch.bfloat16):\n    pass\n",
         "import torch\nwith torch.autocast('neuron', dtype=torch.bfloat16):\n    pass\n",

@@ -33,8 +33,8 @@ def _member(func: cst.BaseExpression) -> str | None:
 class CustomFwdBwd(Rule):
     """
     ## What it does
-    Rewrites the AMP decorators of custom autograd functions to the device-generic API with the
-    target device: ``@torch.cuda.amp.custom_fwd`` / ``@custom_fwd(cast_inputs=torch.float32)`` /
+    Rewrites CUDA ``custom_fwd``/``custom_bwd`` to ``torch.amp.custom_fwd(device_type=<device>)``.
+    ``@torch.cuda.amp.custom_fwd`` / ``@custom_fwd(cast_inputs=torch.float32)`` /
     ``@torch.amp.custom_bwd(device_type="cuda")`` /
     ``functools.partial(torch.amp.custom_bwd, device_type="cuda")`` become
     ``torch.amp.custom_fwd(device_type="neuron", ...)`` (``cast_inputs=`` kept).
@@ -68,7 +68,7 @@ class CustomFwdBwd(Rule):
     code = "CN306"
     name = "cuda-custom-fwd-bwd"
     triggers = ("custom_fwd", "custom_bwd")
-    emits = ("torch.amp.custom_fwd", "torch.amp.custom_bwd")
+    emits = ("torch.amp.custom_fwd", "torch.amp.custom_bwd", "torch.accelerator.current_accelerator")
     VALID = (
         'import torch\n@torch.amp.custom_fwd(device_type="neuron")\ndef f(ctx, x):\n    return x\n',
         'import torch\n@torch.amp.custom_bwd(device_type="cpu")\ndef b(ctx, g):\n    return g\n',

@@ -37,8 +37,9 @@ def _is_variable(expr: cst.BaseExpression) -> bool:
 class AmpDeviceVariable(Rule):
     """
     ## What it does
-    Reports ``torch.autocast(device_type=<variable>)`` and ``torch.amp.GradScaler(<variable>)``
-    when the file still contains a ``"cuda"`` string literal.
+    Reports autocast and GradScaler device types held in variables while the file still says "cuda".
+    That is ``torch.autocast(device_type=<variable>)`` and ``torch.amp.GradScaler(<variable>)``
+    in a file that still contains a ``"cuda"`` string literal.
 
     ## Why is this bad?
     The device-type trap: training scripts compute

@@ -17,8 +17,9 @@ _FP16 = (("amp_dtype", "float16"),)
 class Fp16LiveScaler(Rule):
     """
     ## What it does
-    Warns about ``torch.amp.GradScaler("neuron")`` (or the accelerator's device type) that is
-    not disabled, when the port's ``amp-dtype`` is float16.
+    Warns about a live GradScaler on the target device when ``amp-dtype`` is float16.
+    That is ``torch.amp.GradScaler("neuron")`` (or the accelerator's device type) without
+    ``enabled=False``.
 
     ## Why is this bad?
     Dynamic loss scaling with float16 on Neuron is not covered by AWS's documentation (bfloat16

@@ -30,7 +30,8 @@ BF16_NOTE = "bfloat16 needs no loss scaling: the scaler stays in place as a disa
 class GradScalerDevice(Rule):
     """
     ## What it does
-    Rewrites ``torch.cuda.amp.GradScaler(...)`` (also via ``from torch.cuda import amp`` /
+    Rewrites CUDA GradScalers to ``torch.amp.GradScaler(<device>)``, disabled under bfloat16.
+    That is ``torch.cuda.amp.GradScaler(...)`` (also via ``from torch.cuda import amp`` /
     ``from torch.cuda.amp import GradScaler``) and ``torch.amp.GradScaler("cuda")`` — whose
     device defaults to ``"cuda"`` when omitted — to ``torch.amp.GradScaler(<device>, ...)``.
     With the default ``amp-dtype`` bfloat16 the scaler is disabled:
@@ -72,7 +73,7 @@ class GradScalerDevice(Rule):
     code = "CN304"
     name = "cuda-grad-scaler"
     triggers = ("GradScaler",)
-    emits = ("torch.amp.GradScaler",)
+    emits = ("torch.amp.GradScaler", "torch.accelerator.current_accelerator")
     VALID = (
         'import torch\nscaler = torch.amp.GradScaler("neuron", enabled=False)\n',
         'import torch\nscaler = torch.amp.GradScaler("cpu")\n',

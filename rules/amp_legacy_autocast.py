@@ -30,9 +30,9 @@ FP16_ADVICE = "the explicit float16 is kept (it works on Neuron, but bfloat16 is
 class LegacyAutocast(Rule):
     """
     ## What it does
-    Rewrites ``torch.cuda.amp.autocast(...)`` — also through ``from torch.cuda import amp`` or
-    ``from torch.cuda.amp import autocast``, and as a decorator — to
-    ``torch.autocast("neuron", dtype=torch.bfloat16, ...)``. Positional arguments become keywords
+    Rewrites ``torch.cuda.amp.autocast(...)`` to ``torch.autocast("neuron", dtype=..., ...)``.
+    Also through ``from torch.cuda import amp`` or ``from torch.cuda.amp import autocast``, and
+    as a decorator. Positional arguments become keywords
     (the old API takes ``enabled`` first). The dtype comes from the ``amp-dtype`` setting
     (``bfloat16`` unless set to ``float16``) unless the call names one, which is kept.
 
@@ -61,7 +61,7 @@ class LegacyAutocast(Rule):
     code = "CN301"
     name = "cuda-amp-autocast"
     triggers = ("autocast",)
-    emits = ("torch.autocast", *AMP_DTYPE_NAMES.values())
+    emits = ("torch.autocast", "torch.accelerator.current_accelerator", *AMP_DTYPE_NAMES.values())
     VALID = (
         "import torch\nwith torch.autocast('neuron', dtype=torch.bfloat16):\n    pass\n",
         "import torch\nwith torch.autocast(device_type='cpu'):\n    pass\n",

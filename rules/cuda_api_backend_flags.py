@@ -36,7 +36,8 @@ _CALL_MEMBERS = frozenset(q.rpartition(".")[2] for q in _CALLS)
 class CudnnTf32Flags(Rule):
     """
     ## What it does
-    Reports assignments to cuDNN and TF32 switches (``torch.backends.cudnn.benchmark``,
+    Reports cuDNN and TF32 switches, which do nothing on Neuron; unsafe fixes delete them.
+    That is assignments to ``torch.backends.cudnn.benchmark``,
     ``.deterministic``, ``.enabled``, ``.allow_tf32``, ``torch.backends.cuda.matmul.allow_tf32``)
     and calls of ``torch.set_float32_matmul_precision(...)``; with ``--unsafe-fixes`` the whole
     statement is removed. ``torch.use_deterministic_algorithms`` works on Neuron and is left alone.

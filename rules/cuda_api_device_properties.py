@@ -25,9 +25,9 @@ _DEFAULT_GUIDANCE = (
 class DevicePropertiesFields(Rule):
     """
     ## What it does
-    Reports reads of device-property fields other than ``.name`` and ``.total_memory`` —
-    ``.major``, ``.minor``, ``.multi_processor_count``, ``.uuid``, ... — on the result of
-    ``torch.cuda.get_device_properties(i)`` (or the already moved ``torch.neuron`` call), read
+    Reports device-property fields that Neuron devices lack (all but ``.name`` and
+    ``.total_memory``). That is ``.major``, ``.minor``, ``.multi_processor_count``, ``.uuid``
+    and the rest, read on the result of ``torch.cuda.get_device_properties(i)`` (or the already moved ``torch.neuron`` call), read
     directly or through a variable assigned from it in the same scope.
 
     ## Why is this bad?

@@ -22,11 +22,12 @@ def _version(v: tuple[int, int]) -> str:
 class CudaApiMove(Rule):
     """
     ## What it does
-    Moves every ``torch.cuda`` API that TorchNeuron provides under the same name (device count,
-    current/set device, synchronize, seeding and RNG state, streams and events, memory
-    statistics, ``empty_cache``, ``is_bf16_supported``, device name/properties, ...) to
-    ``torch.neuron``; with ``--target accelerator`` to ``torch.accelerator`` (the name valid for
-    ``min-torch``). Calls and plain references (``isinstance(s, torch.cuda.Stream)``) alike, through
+    Moves the ``torch.cuda`` APIs TorchNeuron provides under the same name to ``torch.neuron``
+    (``torch.accelerator`` with ``--target accelerator``). The list — device count, current/set
+    device, synchronize, seeding and RNG state, streams and events, memory statistics,
+    ``empty_cache``, ``is_bf16_supported``, device name/properties — is the data file
+    ``rules/cuda_api.toml``; for the accelerator target it holds the name valid for each
+    ``min-torch``. Calls and plain references (``isinstance(s, torch.cuda.Stream)``) alike, through
     ``import torch as th``, ``from torch import cuda`` and ``from torch.cuda import X``.
 
     ## Why is this bad?

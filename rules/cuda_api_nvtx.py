@@ -28,10 +28,10 @@ _GUIDANCE = {
 class NvtxRange(Rule):
     """
     ## What it does
-    Rewrites ``torch.cuda.nvtx.range("name")`` (context manager or decorator) to
-    ``torch.profiler.record_function("name")`` and reports the other NVTX calls
-    (``range_push``/``range_pop``, ``range_start``/``range_end``, ``mark``) with the
-    ``record_function`` form to use instead.
+    Rewrites NVTX ranges to ``torch.profiler.record_function`` and reports the other NVTX calls.
+    ``torch.cuda.nvtx.range("name")`` (context manager or decorator) is rewritten;
+    ``range_push``/``range_pop``, ``range_start``/``range_end`` and ``mark`` are reported with
+    the ``record_function`` form to use instead.
 
     ## Why is this bad?
     NVTX annotates the CUDA timeline for Nsight; there is no NVTX on Trainium.

@@ -72,9 +72,9 @@ _MEMBERS = frozenset(q.rpartition(".")[2] for q in _GAPS)
 class CudaApiUnavailable(Rule):
     """
     ## What it does
-    Reports ``torch.cuda`` APIs that TorchNeuron does not provide — ``get_device_capability``,
-    ``mem_get_info``, ``ipc_collect``, ``get_arch_list``, ``torch.version.cuda`` and CUDA graphs
-    (``CUDAGraph``, ``graph``, ``make_graphed_callables``) — each with what to write instead.
+    Reports ``torch.cuda`` APIs with no TorchNeuron equivalent, each with what to write instead.
+    They are ``get_device_capability``, ``mem_get_info``, ``ipc_collect``, ``get_arch_list``,
+    ``torch.version.cuda`` and CUDA graphs (``CUDAGraph``, ``graph``, ``make_graphed_callables``).
 
     ## Why is this bad?
     These calls raise or return meaningless values on Trainium, and code that branches on them

@@ -163,3 +163,21 @@ def test_unused_from_import_is_removed():
     source = "from torch.cuda import synchronize\nsynchronize()\n"
     fixed, _ = fix_source(source, "t.py", _config("neuron"))
     assert fixed == "import torch\n\ntorch.neuron.synchronize()\n"
+
+
+def _family_emits():
+    from cuda2neuron.engine import all_rules
+
+    for code, rule in all_rules().items():
+        if code.startswith(("CN2", "CN3")):
+            for qualified in rule.emits:
+                # torch.neuron.* is checked against the emulated backend above.
+                if not qualified.startswith("torch.neuron."):
+                    yield pytest.param(qualified, id=f"{code}-{qualified}")
+
+
+@pytest.mark.parametrize("qualified", list(_family_emits()))
+def test_emitted_torch_names_exist(qualified):
+    """Names outside torch.neuron must exist in torch itself."""
+    pytest.importorskip("torch")
+    _resolve(qualified)
