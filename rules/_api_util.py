@@ -44,6 +44,8 @@ __all__ = [
     "is_reference",
     "keyword_arg",
     "load_moves",
+    "MoveTableError",
+    "parse_moves",
     "parse_version",
 ]
 
@@ -98,8 +100,16 @@ def parse_version(text: str) -> tuple[int, int]:
 
 @lru_cache(maxsize=1)
 def load_moves() -> dict[str, ApiMove]:
-    """Rows keyed by every qualified CUDA name they cover."""
-    raw = tomllib.loads(Path(__file__).with_name(MOVES_FILE).read_text(encoding="utf-8"))
+    """Rows of the shipped cuda_api.toml keyed by every qualified CUDA name they cover."""
+    return parse_moves(Path(__file__).with_name(MOVES_FILE).read_text(encoding="utf-8"))
+
+
+def parse_moves(text: str) -> dict[str, ApiMove]:
+    """Parse a move table; a malformed one raises MoveTableError naming the row and problem."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise MoveTableError(f"{MOVES_FILE}: {exc}") from exc
     rows: dict[str, ApiMove] = {}
     for name, row in raw.get("api", {}).items():
         unknown = set(row) - _ROW_KEYS

@@ -181,3 +181,21 @@ def test_emitted_torch_names_exist(qualified):
     """Names outside torch.neuron must exist in torch itself."""
     pytest.importorskip("torch")
     _resolve(qualified)
+
+
+BAD_TABLES = [
+    ("unknown-key", '[api.synchronize]\naccelerator = { "2.6" = "torch.accelerator.synchronize" }\nneuron = "x"\n', "unknown keys ['neuron']"),
+    ("bad-version", '[api.synchronize]\naccelerator = { "two" = "torch.accelerator.synchronize" }\n', "bad torch version 'two'"),
+    ("bad-safety", '[api.seed]\naccelerator = { "2.0" = "torch.seed" }\naccelerator-safety = "maybe"\n', "[api.seed] accelerator-safety"),
+    ("no-accelerator-column-or-note", "[api.init]\n", "[api.init] needs an accelerator name or note"),
+    ("not-toml", "[api.init\n", "cuda_api.toml:"),
+]
+
+
+@pytest.mark.parametrize(("text", "fragment"), [b[1:] for b in BAD_TABLES], ids=[b[0] for b in BAD_TABLES])
+def test_malformed_move_table_is_a_clear_error(text: str, fragment: str):
+    from cuda2neuron.rules._api_util import MoveTableError, parse_moves
+
+    with pytest.raises(MoveTableError) as info:
+        parse_moves(text)
+    assert fragment in str(info.value)
