@@ -5,7 +5,8 @@
   attribute's member name, a keyword or a binding): ``x.synchronize`` must not resolve the bare
   ``synchronize`` through ``from torch.cuda import synchronize``.
 * ``import_to_drop`` — the from-import a rewrite may leave unused, for ``unused_imports``.
-* ``dtype_expr`` / ``keyword_arg`` — small node builders shared by the AMP rules.
+* ``aliased_members`` — ``as`` aliases of imported API names, for the rules' cheap Name filter.
+* ``dtype_expr`` / ``keyword_arg`` / ``as_keywords`` — node builders shared by the AMP rules.
 """
 
 from __future__ import annotations
@@ -17,34 +18,34 @@ from pathlib import Path
 
 import libcst as cst
 
+from cuda2neuron.engine import Rule
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - pyproject pulls tomli on 3.10
     import tomli as tomllib
 
-from cuda2neuron.engine import Rule
-
 __all__ = [
-    "AUTOCAST",
     "AMP_DTYPE_NAMES",
+    "AUTOCAST",
     "ApiMove",
     "FLOAT16_NAMES",
     "LEGACY_AUTOCAST",
     "LEGACY_SCALER",
-    "SCALER",
-    "as_keywords",
-    "find_keyword",
-    "is_float16",
-    "mentions_cuda_literal",
     "MOVES_FILE",
+    "MoveTableError",
+    "SCALER",
     "accelerator_name_for",
     "aliased_members",
+    "as_keywords",
     "dtype_expr",
+    "find_keyword",
     "import_to_drop",
+    "is_float16",
     "is_reference",
     "keyword_arg",
     "load_moves",
-    "MoveTableError",
+    "mentions_cuda_literal",
     "parse_moves",
     "parse_version",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Invalid, Rule, Safety, Valid
+from cuda2neuron.engine import Invalid, Rule, Safety
 
 from ._api_util import AMP_DTYPE_NAMES, AUTOCAST, dtype_expr, is_float16, keyword_arg
 from ._target import device_type_expr

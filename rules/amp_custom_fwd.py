@@ -129,7 +129,7 @@ class CustomFwdBwd(Rule):
                 self._legacy_call(node, qualified)
                 return
             if qualified in _CURRENT:
-                self._cuda_keyword(node, node)
+                self._cuda_keyword(node)
                 return
         if member == "partial" and node.args and self.qualname(node.func) == _PARTIAL:
             self._partial(node)
@@ -156,7 +156,8 @@ class CustomFwdBwd(Rule):
             description=f"use `{_LEGACY[qualified]}(device_type=...)`",
         )
 
-    def _cuda_keyword(self, report_on: cst.Call, call: cst.Call) -> None:
+    def _cuda_keyword(self, call: cst.Call) -> None:
+        """``device_type="cuda"`` in a torch.amp.custom_fwd/bwd call or a functools.partial of one."""
         arg = find_keyword(list(call.args), "device_type")
         if arg is None or string_value(arg.value) != "cuda":
             return
@@ -169,7 +170,7 @@ class CustomFwdBwd(Rule):
             device = cst.SimpleString(f"{quote}neuron{quote}")
         args = [a.with_changes(value=device) if a is arg else a for a in call.args]
         self.report(
-            report_on,
+            call,
             "custom_fwd/custom_bwd for the CUDA device",
             replacement=call.with_changes(args=args),
             safety=Safety.SAFE,
@@ -183,7 +184,7 @@ class CustomFwdBwd(Rule):
             return
         qualified = self.qualname(first.value)
         if qualified in _CURRENT:
-            self._cuda_keyword(node, node)
+            self._cuda_keyword(node)
             return
         if qualified not in _LEGACY:
             return
