@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -46,6 +47,7 @@ __all__ = [
     "keyword_arg",
     "load_moves",
     "mentions_cuda_literal",
+    "mentions_float16",
     "parse_moves",
     "parse_version",
 ]
@@ -293,3 +295,19 @@ def aliased_members(node: cst.ImportFrom, members: frozenset[str]) -> list[str]:
         ):
             out.append(alias.asname.name.value)
     return out
+
+
+_FLOAT16_WORDS = re.compile(r"float16|\bhalf\b")
+
+
+def mentions_float16(rule: Rule) -> bool:
+    """Whether the module mentions float16 (``torch.float16``, ``"float16"``, ``torch.half``, ``.half()``).
+
+    Computed once per file. A GradScaler is only made a no-op where nothing in its file may run
+    float16: unscaled float16 gradients underflow.
+    """
+    cached = getattr(rule, "_mentions_float16", None)
+    if cached is None:
+        cached = _FLOAT16_WORDS.search(rule.context.module.code) is not None
+        rule._mentions_float16 = cached  # type: ignore[attr-defined]
+    return cached

@@ -14,6 +14,7 @@ from ._api_util import (
     import_to_drop,
     is_reference,
     keyword_arg,
+    mentions_float16,
 )
 from ._target import device_type_expr
 from ._util import string_value
@@ -24,6 +25,9 @@ __all__ = ["GradScalerDevice"]
 _LEGACY_PARAMS = ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled")
 _PARAMS = ("device", *_LEGACY_PARAMS)
 FP16_WARNING = "float16 with a live GradScaler on Neuron is unverified: check the port with `cuda2neuron validate`"
+FP16_KEPT_NOTE = (
+    "kept as written (not disabled): this file also mentions float16, whose gradients need loss scaling"
+)
 BF16_NOTE = "bfloat16 needs no loss scaling: the scaler stays in place as a disabled no-op (scale/step/update keep working)"
 
 
@@ -35,7 +39,8 @@ class GradScalerDevice(Rule):
     ``from torch.cuda.amp import GradScaler``) and ``torch.amp.GradScaler("cuda")`` — whose
     device defaults to ``"cuda"`` when omitted — to ``torch.amp.GradScaler(<device>, ...)``.
     With the default ``amp-dtype`` bfloat16 the scaler is disabled:
-    ``torch.amp.GradScaler("neuron", enabled=False)``; with ``amp-dtype float16`` it stays live
+    ``torch.amp.GradScaler("neuron", enabled=False)`` — unless its file mentions float16, where
+    it keeps the user's ``enabled=`` (see Fix safety). With ``amp-dtype float16`` it stays live
     and the finding carries a warning (see CN305).
 
     ## Why is this bad?
@@ -62,12 +67,16 @@ class GradScalerDevice(Rule):
 
     ## Fix safety
     Safe: it follows the port's precision policy (``amp-dtype``): under bfloat16 the autocast
-    rules emit bf16 regions, for which scaling is unnecessary; the user's ``enabled=`` expression
-    is replaced by ``False`` (the message says so). Positional arguments of the old API are moved
-    to keywords (the new API takes the device first). Calls with ``*args``/``**kwargs`` are
-    reported only; so are references that are not calls, annotations or ``isinstance`` checks.
-    Caveat: a region the user explicitly runs in float16 under a bf16 port keeps float16; give
-    that project ``amp-dtype = "float16"`` to keep its scaler live.
+    rules emit bf16 regions, for which scaling is unnecessary, so the user's ``enabled=``
+    expression is replaced by ``False`` (the message says so). The trap: the port keeps a dtype
+    the user wrote, so a file that still runs float16 (``dtype=torch.float16``, or a runtime
+    choice such as nanoGPT's ``enabled=(dtype == "float16")``) would lose the loss scaling its
+    float16 gradients need. When the scaler's file mentions float16 (``float16``/``half``) the
+    scaler is therefore only moved to the target device, ``enabled=`` kept as written. A float16
+    dtype chosen in *another* file (a config) is not seen: set ``amp-dtype = "float16"`` for such
+    a project. Positional arguments of the old API are moved to keywords (the new API takes the
+    device first). Calls with ``*args``/``**kwargs`` are reported only; so are references that
+    are not calls, annotations or ``isinstance`` checks.
     """
 
     code = "CN304"
@@ -90,8 +99,18 @@ class GradScalerDevice(Rule):
             'import torch\nscaler = torch.amp.GradScaler("neuron", enabled=False)\n',
         ),
         Invalid(
-            "import torch\nscaler = torch.cuda.amp.GradScaler(enabled=(dtype == 'float16'))\n",
+            "import torch\nscaler = torch.cuda.amp.GradScaler(enabled=use_amp)\n",
             'import torch\nscaler = torch.amp.GradScaler("neuron", enabled=False)\n',
+        ),
+        # The file may run float16 (nanoGPT's runtime choice): the user's enabled= stays.
+        Invalid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler(enabled=(dtype == 'float16'))\n",
+            "import torch\nscaler = torch.amp.GradScaler(\"neuron\", enabled=(dtype == 'float16'))\n",
+        ),
+        Invalid(
+            "import torch\nwith torch.autocast('cuda', dtype=torch.half):\n    pass\nscaler = torch.amp.GradScaler('cuda')\n",
+            # (the autocast line is CN302's)
+            "import torch\nwith torch.autocast('cuda', dtype=torch.half):\n    pass\nscaler = torch.amp.GradScaler('neuron')\n",
         ),
         # Trap 5: `from torch.cuda import amp` then `amp.GradScaler()`.
         Invalid(
@@ -167,7 +186,11 @@ class GradScalerDevice(Rule):
             device = cst.SimpleString(f"{quote}neuron{quote}")
         rest = [a for a in args if a is not old_device]
         head = [keyword_arg("device", device) if device_keyword else cst.Arg(device)]
-        if self.context.settings.amp_dtype == "bfloat16":
+        if self.context.settings.amp_dtype == "bfloat16" and mentions_float16(self):
+            # The file may still run float16 regions (an explicit dtype the port keeps, or a
+            # runtime choice such as `enabled=(dtype == "float16")`): keep the scaler as written.
+            message += f"; {FP16_KEPT_NOTE}"
+        elif self.context.settings.amp_dtype == "bfloat16":
             enabled = find_keyword(rest, "enabled")
             already_off = enabled is not None and isinstance(enabled.value, cst.Name) and enabled.value.value == "False"
             message += f"; {BF16_NOTE}"

@@ -151,3 +151,28 @@ def test_ported_file_checks_clean():
     assert any(f.code == "CN303" and not f.applied for f in findings)
     ported = fixed.replace("'cuda'", "'neuron'")
     assert lint_source(ported, "t.py", _config()) == ()
+
+
+SCALER_POLICY = [
+    # (id, amp dtype setting, extra file content, scaler call, expected scaler)
+    ("bf16-file-without-fp16", "bfloat16", "", "torch.cuda.amp.GradScaler(enabled=use_amp)",
+     'torch.amp.GradScaler("neuron", enabled=False)'),
+    ("bf16-file-runs-fp16-at-runtime", "bfloat16", "dtype = 'float16'\n",
+     "torch.cuda.amp.GradScaler(enabled=(dtype == 'float16'))",
+     "torch.amp.GradScaler(\"neuron\", enabled=(dtype == 'float16'))"),
+    ("bf16-file-with-half", "bfloat16", "y = x.half()\n", "torch.cuda.amp.GradScaler()",
+     'torch.amp.GradScaler("neuron")'),
+    ("fp16-setting", "float16", "", "torch.cuda.amp.GradScaler(enabled=use_amp)",
+     'torch.amp.GradScaler("neuron", enabled=use_amp)'),
+    ("already-disabled", "bfloat16", "", "torch.cuda.amp.GradScaler(enabled=False)",
+     'torch.amp.GradScaler("neuron", enabled=False)'),
+]
+
+
+@pytest.mark.parametrize(
+    ("amp_dtype", "extra", "call", "expected"), [p[1:] for p in SCALER_POLICY], ids=[p[0] for p in SCALER_POLICY]
+)
+def test_grad_scaler_is_disabled_only_where_nothing_runs_float16(amp_dtype, extra, call, expected):
+    source = f"import torch\n{extra}scaler = {call}\n"
+    fixed, _ = fix_source(source, "t.py", _config(amp_dtype=amp_dtype))
+    assert fixed == f"import torch\n{extra}scaler = {expected}\n"
