@@ -224,10 +224,15 @@ class CudaApiMove(Rule):
         if not (isinstance(parent, cst.Call) and parent.func is node):
             return ""
         for arg in parent.args:
-            if arg.keyword is None and not arg.star and not move.accelerator_positional:
+            if arg.star == "**":
+                return "`**kwargs` may name parameters the accelerator API spells differently"
+            if arg.keyword is None and not move.accelerator_positional:
                 return move.accelerator_note or "positional arguments change meaning"
             if arg.keyword is not None and arg.keyword.value not in move.accelerator_keywords:
-                return f"the accelerator API has no `{arg.keyword.value}=` parameter (torch.accelerator takes `device_index`)"
+                keyword = arg.keyword.value
+                if keyword == "device":
+                    return "torch.accelerator functions take `device_index=`, not `device=`; pass the index positionally"
+                return f"the accelerator API has no `{keyword}=` parameter"
         return ""
 
     def _report_accelerator_gap(self, node: cst.CSTNode, move: ApiMove, message: str) -> None:

@@ -199,3 +199,9 @@ def test_malformed_move_table_is_a_clear_error(text: str, fragment: str):
     with pytest.raises(MoveTableError) as info:
         parse_moves(text)
     assert fragment in str(info.value)
+
+
+def test_accelerator_reports_kwargs_splat():
+    source = "import torch\ntorch.cuda.synchronize(**opts)\n"
+    fixed, findings = fix_source(source, "t.py", _config("accelerator"))
+    assert fixed == source and findings[0].fix is None and "**kwargs" in findings[0].message
