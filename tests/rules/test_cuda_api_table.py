@@ -1,4 +1,4 @@
-"""Every row of rules/cuda_api.toml checked three ways (plain, aliased, from-imports) on both targets.
+"""Every row of rules/cuda_api.toml checked in five import shapes (plain, aliased, from-imports) on both targets.
 
 The expected output is derived from the row itself (torch.cuda.X -> torch.neuron.X, or the
 accelerator name valid for min-torch), so a new row is tested the moment it is added.
@@ -33,8 +33,9 @@ def _config(target: str, unsafe: bool = False, min_torch=MIN_TORCH) -> Config:
     return Config(select=("CN201",), unsafe_fixes=unsafe, settings=settings)
 
 
-def _expected(template: str, alias: str | None, qualified: str) -> str:
-    first_line = template.split("\n")[0]
+def _expected(source: str, alias: str | None, qualified: str) -> str:
+    """The output for ``source`` (one import line, then ``f = <reference>``)."""
+    first_line = source.split("\n")[0]
     if first_line.startswith("from torch.cuda import "):
         name = first_line.rsplit(" ", 1)[1]
         # The engine keeps a from-import while its name still appears as a word in the file; the
@@ -44,8 +45,8 @@ def _expected(template: str, alias: str | None, qualified: str) -> str:
             return f"{first_line}\nimport torch\n\nf = {qualified}\n"
     if alias is not None:
         head, _, rest = qualified.partition(".")
-        return template.split("\n")[0] + f"\nf = {alias}.{rest}\n"
-    if template.startswith("import torch.cuda as tc"):
+        return f"{first_line}\nf = {alias}.{rest}\n"
+    if first_line == "import torch.cuda as tc":
         # `import torch.cuda as tc` binds no name `torch`: the rewrite asks for `import torch`;
         # the aliased import stays (removing it would need its asname; it is harmless).
         return f"import torch.cuda as tc\nimport torch\n\nf = {qualified}\n"
@@ -63,7 +64,7 @@ def test_neuron_target_moves_every_row(move: ApiMove, template: str, alias: str 
     source = template.format(name=move.name)
     fixed, findings = fix_source(source, "t.py", _config("neuron"))
     assert [f.code for f in findings] == ["CN201"]
-    assert fixed == _expected(template.format(name=move.name), alias, move.neuron_name)
+    assert fixed == _expected(source, alias, move.neuron_name)
     assert fix_source(fixed, "t.py", _config("neuron"))[0] == fixed
 
 
@@ -77,7 +78,7 @@ def test_accelerator_target_moves_or_reports_every_row(move: ApiMove, template: 
         assert fixed == source, "an API torch.accelerator lacks must be reported, not rewritten"
         assert findings[0].guidance, "a report needs guidance"
         return
-    assert fixed == _expected(template.format(name=move.name), alias, target)
+    assert fixed == _expected(source, alias, target)
     if move.accelerator_unsafe:
         safe_only, _ = fix_source(source, "t.py", _config("accelerator", unsafe=False))
         assert safe_only == source
