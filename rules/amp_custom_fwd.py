@@ -87,12 +87,11 @@ class CustomFwdBwd(Rule):
         ),
         Invalid(
             "from torch.cuda.amp import custom_fwd\n@custom_fwd(cast_inputs=torch.float32)\ndef f(ctx, x):\n    return x\n",
-            # The engine keeps a from-import whose name still appears in the file.
-            'from torch.cuda.amp import custom_fwd\nimport torch\n\n@torch.amp.custom_fwd(device_type="neuron", cast_inputs=torch.float32)\ndef f(ctx, x):\n    return x\n',
+            'import torch\n\n@torch.amp.custom_fwd(device_type="neuron", cast_inputs=torch.float32)\ndef f(ctx, x):\n    return x\n',
         ),
         Invalid(
             "import torch\nfrom torch.cuda import amp\n@amp.custom_bwd\ndef b(ctx, g):\n    return g\n",
-            'import torch\nfrom torch.cuda import amp\n@torch.amp.custom_bwd(device_type="neuron")\ndef b(ctx, g):\n    return g\n',
+            'import torch\n@torch.amp.custom_bwd(device_type="neuron")\ndef b(ctx, g):\n    return g\n',
         ),
         Invalid(
             'import torch\n@torch.amp.custom_bwd(device_type="cuda")\ndef b(ctx, g):\n    return g\n',

@@ -115,12 +115,11 @@ class GradScalerDevice(Rule):
         # Trap 5: `from torch.cuda import amp` then `amp.GradScaler()`.
         Invalid(
             "import torch\nfrom torch.cuda import amp\nscaler = amp.GradScaler()\n",
-            # The engine keeps a from-import whose name still appears in the file (`torch.amp`).
-            'import torch\nfrom torch.cuda import amp\nscaler = torch.amp.GradScaler("neuron", enabled=False)\n',
+            'import torch\nscaler = torch.amp.GradScaler("neuron", enabled=False)\n',
         ),
         Invalid(
             "from torch.cuda.amp import GradScaler\nscaler = GradScaler(2.0**16)\n",
-            'from torch.cuda.amp import GradScaler\nimport torch\n\nscaler = torch.amp.GradScaler("neuron", init_scale=2.0**16, enabled=False)\n',
+            'import torch\n\nscaler = torch.amp.GradScaler("neuron", init_scale=2.0**16, enabled=False)\n',
         ),
         Invalid(
             "import torch\nscaler = torch.amp.GradScaler('cuda')\n",

@@ -94,12 +94,11 @@ class LegacyAutocast(Rule):
         # Trap 5: aliases and decorators.
         Invalid(
             "from torch.cuda.amp import autocast\n\n@autocast(enabled=False)\ndef f(x):\n    return x\n",
-            # The engine keeps a from-import whose name still appears in the file (`torch.autocast`).
-            'from torch.cuda.amp import autocast\nimport torch\n\n@torch.autocast("neuron", dtype=torch.bfloat16, enabled=False)\ndef f(x):\n    return x\n',
+            'import torch\n\n@torch.autocast("neuron", dtype=torch.bfloat16, enabled=False)\ndef f(x):\n    return x\n',
         ),
         Invalid(
             "import torch\nfrom torch.cuda import amp\nwith amp.autocast(enabled=cfg.amp):\n    pass\n",
-            'import torch\nfrom torch.cuda import amp\nwith torch.autocast("neuron", dtype=torch.bfloat16, enabled=cfg.amp):\n    pass\n',
+            'import torch\nwith torch.autocast("neuron", dtype=torch.bfloat16, enabled=cfg.amp):\n    pass\n',
         ),
         Invalid(
             "import torch as th\nwith th.cuda.amp.autocast():\n    pass\n",

@@ -96,8 +96,7 @@ class CudaApiMove(Rule):
         Invalid("import torch as th\nth.cuda.manual_seed_all(0)\n", "import torch as th\nth.neuron.manual_seed_all(0)\n"),
         Invalid(
             "from torch.cuda import empty_cache\nempty_cache()\n",
-            # The engine keeps a from-import whose name still appears (`torch.neuron.empty_cache`).
-            "from torch.cuda import empty_cache\nimport torch\n\ntorch.neuron.empty_cache()\n",
+            "import torch\n\ntorch.neuron.empty_cache()\n",
         ),
         Invalid(
             "from torch import cuda\nn = cuda.device_count()\n",
@@ -113,7 +112,7 @@ class CudaApiMove(Rule):
         ),
         Invalid(
             "from torch.cuda.memory import memory_allocated\nm = memory_allocated(0)\n",
-            "from torch.cuda.memory import memory_allocated\nimport torch\n\nm = torch.neuron.memory_allocated(0)\n",
+            "import torch\n\nm = torch.neuron.memory_allocated(0)\n",
         ),
         Invalid(
             "import torch\nname = torch.cuda.get_device_name(0)\n",

@@ -66,9 +66,7 @@ def test_rewrite(source: str, expected: str):
     assert fix_source(fixed, "t.py", _config())[0] == fixed
 
 
-# Imports the port leaves unused. The engine's cheap pre-check keeps a from-import while its name
-# still appears as a word anywhere, and `torch.amp.GradScaler` / `torch.autocast` contain the very
-# names imported: these stay until its pattern ignores attribute names (a (?<![.\\w]) look-behind).
+# Imports the port leaves unused are dropped; one still used is kept.
 IMPORT_DROPS = [
     (
         "both-names-dropped-from-one-import",
@@ -83,7 +81,6 @@ IMPORT_DROPS = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="engine keeps from-imports whose name appears as an attribute")
 @pytest.mark.parametrize(("source", "expected"), [r[1:] for r in IMPORT_DROPS], ids=[r[0] for r in IMPORT_DROPS])
 def test_unused_from_imports_are_dropped(source: str, expected: str):
     assert fix_source(source, "t.py", _config())[0] == expected

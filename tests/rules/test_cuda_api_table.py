@@ -7,7 +7,6 @@ accelerator name valid for min-torch), so a new row is tested the moment it is a
 from __future__ import annotations
 
 import importlib
-import re
 from dataclasses import replace
 
 import pytest
@@ -36,13 +35,6 @@ def _config(target: str, unsafe: bool = False, min_torch=MIN_TORCH) -> Config:
 def _expected(source: str, alias: str | None, qualified: str) -> str:
     """The output for ``source`` (one import line, then ``f = <reference>``)."""
     first_line = source.split("\n")[0]
-    if first_line.startswith("from torch.cuda import "):
-        name = first_line.rsplit(" ", 1)[1]
-        # The engine keeps a from-import while its name still appears as a word in the file; the
-        # move writes `torch.neuron.<name>`, so the import stays (see
-        # test_unused_from_import_is_removed for the behaviour we want).
-        if re.search(rf"\b{re.escape(name)}\b", qualified):
-            return f"{first_line}\nimport torch\n\nf = {qualified}\n"
     if alias is not None:
         head, _, rest = qualified.partition(".")
         return f"{first_line}\nf = {alias}.{rest}\n"
@@ -155,12 +147,8 @@ def test_lint_never_reports_accelerator_code_on_accelerator_target():
     assert lint_source(source, "t.py", _config("accelerator")) == ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine _fix_imports._maybe_unused counts `torch.neuron.synchronize` as a use of the "
-    "from-imported `synchronize`; a (?<![.\\w]) look-behind in its pattern fixes it",
-)
 def test_unused_from_import_is_removed():
+    """`torch.neuron.synchronize` is not a use of the from-imported `synchronize`."""
     source = "from torch.cuda import synchronize\nsynchronize()\n"
     fixed, _ = fix_source(source, "t.py", _config("neuron"))
     assert fixed == "import torch\n\ntorch.neuron.synchronize()\n"
