@@ -32,6 +32,7 @@ __all__ = [
     "reported_at",
     "rename_kwarg",
     "terminal_name",
+    "true_on_neuron",
 ]
 
 _NO_SPACE = cst.SimpleWhitespace("")
@@ -232,6 +233,24 @@ def sdpa_bshd(
     sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     args = [a.with_changes(comma=sep) for a in args[:-1]] + [args[-1]]
     return method_on(cst.Call(func=func, args=args), "transpose", 1, 2), imports
+
+
+def true_on_neuron(node: cst.BaseExpression, rule: Rule) -> bool:
+    """True when ``node`` can only be True on the neuron device: ``not <false_on_neuron>``,
+    ``x.device.type != "cuda"``, or an ``or`` with such an operand."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return false_on_neuron(node.expression, rule)
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        op = node.comparisons[0].operator
+        right = node.comparisons[0].comparator
+        if isinstance(op, (cst.NotEqual, cst.IsNot)):
+            return (_is_device_type(node.left) and _is_cuda_literal(right)) or (
+                _is_cuda_literal(node.left) and _is_device_type(right)
+            )
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
+        return true_on_neuron(node.left, rule) or true_on_neuron(node.right, rule)
+    return False
+
 
 
 def compares_to_cuda(node: cst.BaseExpression, rule: Rule) -> bool:

@@ -8,7 +8,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety
 
-from ._eco_util import cuda_only_module, false_on_neuron, module_name, reported_at
+from ._eco_util import cuda_only_module, false_on_neuron, module_name, reported_at, true_on_neuron
 
 __all__ = ["CudaOnlyFastPath"]
 
@@ -34,6 +34,8 @@ class _Candidate:
     node: cst.If | cst.IfExp
     # The guard's ancestors (root first, parent last), kept for the report made at the end.
     ancestors: tuple[cst.CSTNode, ...]
+    # An early exit to the fallback (`if not x.is_cuda: return ref(x)`) guards what follows it.
+    early_exit: bool = False
 
     @property
     def parent(self) -> cst.CSTNode | None:
@@ -64,7 +66,8 @@ def _names_in(*nodes: cst.CSTNode) -> set[str]:
 class CudaOnlyFastPath(Rule):
     """
     ## What it does
-    Finds ``if`` statements (and ``a if cond else b`` expressions) whose condition asks whether
+    Finds ``if`` statements (and ``a if cond else b`` expressions, and early exits such as
+    ``if not x.is_cuda: return fallback(x)`` before a CUDA path) whose condition asks whether
     a tensor is on a CUDA device (``x.is_cuda``, ``x.device.type == "cuda"``) or whether CUDA
     exists (``torch.cuda.is_available()``), also inside an ``and``, and whose branch reaches CUDA-only code: a CUDA C++ extension, a Triton kernel,
     flash-attn, xformers, apex, bitsandbytes... directly or through a function or class of the
@@ -147,6 +150,13 @@ class CudaOnlyFastPath(Rule):
             "import xformers.ops as xops\n\ny = xops.memory_efficient_attention(q, k, v) if q.is_cuda else ref(q, k, v)\n",
             "import xformers.ops as xops\n\ny = ref(q, k, v)\n",
         ),
+        # The early-exit shape: the fallback returns first, the CUDA path follows.
+        Invalid(
+            "import triton\n\n@triton.jit\ndef _k(p):\n    pass\n\n"
+            'def f(x):\n    if x.device.type != "cuda":\n        return x + 1\n    _k[(1,)](x)\n    return x\n',
+            "import triton\n\n@triton.jit\ndef _k(p):\n    pass\n\n"
+            "def f(x):\n    return x + 1\n",
+        ),
         Invalid(
             "import xformers.ops as xops\n\ndef f(q):\n    if q.is_cuda:\n        return xops.memory_efficient_attention(q, q, q)\n    return q\n",
             "import xformers.ops as xops\n\ndef f(q):\n    if q.is_cuda:  " + _PIN + "\n"
@@ -227,6 +237,8 @@ class CudaOnlyFastPath(Rule):
     def visit_If(self, node: cst.If) -> None:
         if false_on_neuron(node.test, self):
             self._candidates.append(_Candidate(node, tuple(self.context.ancestors)))
+        elif node.orelse is None and _exits(node) and true_on_neuron(node.test, self):
+            self._candidates.append(_Candidate(node, tuple(self.context.ancestors), early_exit=True))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         if false_on_neuron(node.test, self):
@@ -237,7 +249,11 @@ class CudaOnlyFastPath(Rule):
             return
         bad = self._cuda_names | self._closure()
         for cand in self._candidates:
-            if not (_names_in(cand.node.test, cand.node.body) & bad):
+            if cand.early_exit:
+                rest = _after(cand)
+                if not rest or not (_names_in(*rest) & bad):
+                    continue
+            elif not (_names_in(cand.node.test, cand.node.body) & bad):
                 continue
             self._report_guard(cand)
 
@@ -298,9 +314,36 @@ class CudaOnlyFastPath(Rule):
         reported_at(self, cand.ancestors)
 
 
+def _exits(node: cst.If) -> bool:
+    """The `if` body always leaves the block (ends in return/raise)."""
+    body = node.body
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return False
+    last = body.body[-1]
+    return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Raise))
+
+
+def _after(cand: _Candidate) -> list[cst.BaseStatement]:
+    """The statements that follow an early-exit guard in its block."""
+    parent = cand.parent
+    if not isinstance(parent, cst.IndentedBlock):
+        return []
+    index = next(i for i, s in enumerate(parent.body) if s is cand.node)
+    return list(parent.body[index + 1 :])
+
+
 def _take_fallback(cand: _Candidate) -> tuple[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel] | None:
     """(node to replace, replacement) that leaves only the fallback of the guard."""
     node, parent = cand.node, cand.parent
+    if cand.early_exit:
+        # `if not x.is_cuda: return ref(x)` + the CUDA path: on Neuron the exit is always taken,
+        # so its body replaces the `if` and the CUDA path after it goes.
+        assert isinstance(parent, cst.IndentedBlock) and isinstance(node, cst.If)
+        assert isinstance(node.body, cst.IndentedBlock)
+        stmts = list(node.body.body)
+        stmts[0] = stmts[0].with_changes(leading_lines=[*node.leading_lines, *stmts[0].leading_lines])
+        index = next(i for i, s in enumerate(parent.body) if s is node)
+        return parent, parent.with_changes(body=[*parent.body[:index], *stmts])
     if isinstance(node, cst.IfExp):
         return node, node.orelse.with_changes(lpar=node.lpar, rpar=node.rpar) if node.lpar else node.orelse
     if isinstance(parent, cst.If) and parent.orelse is node:

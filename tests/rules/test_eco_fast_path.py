@@ -101,6 +101,14 @@ CASES = [
         id="conditional-expression",
     ),
     pytest.param(
+        PLUGIN.replace(
+            '    if x.device.type == "cuda":\n        return _Fn.apply(x)\n    return x * 2\n',
+            "    if not x.is_cuda:\n        return x * 2\n    y = _Fn.apply(x)\n    return y\n",
+        ),
+        PLUGIN.replace('    if x.device.type == "cuda":\n        return _Fn.apply(x)\n', ""),
+        id="early-exit-to-the-fallback",
+    ),
+    pytest.param(
         "import torch\n\ndef opt(ps, device):\n"
         '    return torch.optim.AdamW(ps, lr=1e-3, fused=device.type == "cuda")\n',
         "import torch\n\ndef opt(ps, device):\n    return torch.optim.AdamW(ps, lr=1e-3)\n",
