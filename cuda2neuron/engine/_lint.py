@@ -150,6 +150,13 @@ def fix_module(
             # A fix that changes nothing would loop forever; treat it as not applicable.
             return _outcome(module, reports, applied, path)
         applied.extend(_Applied(r, module) for r in chosen)
+        # A fix may write a suppression comment (to protect code from other rules): honour it
+        # from the next round on.
+        if not may_suppress and any(
+            isinstance(r.replacement, cst.CSTNode) and "cuda2neuron:" in module.code_for_node(r.replacement)
+            for r in chosen
+        ):
+            may_suppress = True
         module = new_module
     raise ConvergenceError(
         f"fixes did not converge after {MAX_ITERATIONS} rounds "

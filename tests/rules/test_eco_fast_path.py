@@ -170,11 +170,6 @@ def test_accelerator_target_keeps_the_kernel_branch_and_its_cuda_check():
     assert not [f for f in remaining if f.code == "CN603"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine: fix_module honours suppression comments only if the *input* had one "
-    "(may_suppress); the CN1 pin added by CN603 is ignored in the next round",
-)
 def test_accelerator_pin_is_honoured_through_file_processing():
     output, _ = _port(PLUGIN, target="accelerator")
     assert 'if x.device.type == "cuda":' in output
