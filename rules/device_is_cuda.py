@@ -1,0 +1,108 @@
+"""CN104: ``.is_cuda`` on tensors and storages."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
+
+from ._device_util import Use, UseKind, comparison_safety
+from ._target import NEURON, device_type_expr
+
+__all__ = ["IsCudaAttribute"]
+
+_GUIDANCE = (
+    "this test picks a code path written for CUDA; if the branch calls CUDA-only code keep its "
+    "fallback for Neuron, otherwise test `.is_neuron` (apply with --unsafe-fixes)"
+)
+
+
+class IsCudaAttribute(Rule):
+    """
+    ## What it does
+    Rewrites ``x.is_cuda`` to ``x.is_neuron`` (``--target accelerator``:
+    ``x.device.type == torch.accelerator.current_accelerator().type``).
+
+    ## Why is this bad?
+    On Trainium ``is_cuda`` is always false, so every check built on it takes the CPU path.
+    TorchNeuron generates ``is_neuron`` for tensors, modules and storages.
+
+    ## Example
+    ```python
+    pin = batch.is_cuda
+    ```
+    becomes
+    ```python
+    pin = batch.is_neuron
+    ```
+
+    ## Fix safety
+    As for device comparisons (CN103): safe where the flag is a value (assigned, passed,
+    asserted); unsafe as the test of an ``if``/``while`` or of a conditional expression with
+    computed branches, because such a branch was written for CUDA and may call CUDA-only
+    kernels whose fallback is what Neuron needs. Attributes resolved to a module
+    (``utils.is_cuda``) and assignments to a project's own ``self.is_cuda`` are left alone.
+    """
+
+    code = "CN104"
+    name = "is-cuda-attribute"
+    triggers = ("is_cuda",)
+    emits = ("torch.accelerator.current_accelerator",)
+    VALID = (
+        "x.is_neuron\n",
+        "from utils import is_cuda\nif is_cuda:\n    pass\n",
+        "import utils\nflag = utils.is_cuda\n",
+        "self.is_cuda = True\n",
+        "def is_cuda(x):\n    return False\n",
+    )
+    INVALID = (
+        Invalid("pin = batch.is_cuda\n", "pin = batch.is_neuron\n"),
+        Invalid("assert x.is_cuda, 'expected a device tensor'\n", "assert x.is_neuron, 'expected a device tensor'\n"),
+        Invalid("loader = make(pin_memory=not x.is_cuda)\n", "loader = make(pin_memory=not x.is_neuron)\n"),
+        Invalid(
+            "if x.is_cuda:\n    y = ext.fused(x)\n",
+            "if x.is_neuron:\n    y = ext.fused(x)\n",
+            unsafe=True,
+        ),
+        Invalid("y = ext.fused(x) if x.is_cuda else ref(x)\n", None),
+        Invalid(
+            "import torch\npin = batch.is_cuda\n",
+            "import torch\npin = (batch.device.type == torch.accelerator.current_accelerator().type)\n",
+            target="accelerator",
+        ),
+    )
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value != "is_cuda":
+            return
+        if self.qualname(node) is not None:
+            return  # a module attribute (utils.is_cuda), not the tensor property
+        parent = self.context.parent
+        if isinstance(parent, cst.AssignTarget) and parent.target is node:
+            return  # the project's own attribute being defined
+        if self.context.settings.target == NEURON:
+            replacement: cst.BaseExpression = node.with_changes(attr=cst.Name("is_neuron"))
+            imports: tuple = ()
+        else:
+            built = device_type_expr(self)
+            if built is None:
+                self.report(node, "`.is_cuda` tests for a CUDA device", guidance="test `x.device.type` against the accelerator's type")
+                return
+            type_expr, imports = built
+            replacement = cst.Comparison(
+                left=cst.Attribute(value=cst.Attribute(value=node.value, attr=cst.Name("device")), attr=cst.Name("type")),
+                comparisons=[cst.ComparisonTarget(operator=cst.Equal(), comparator=type_expr)],
+                lpar=[cst.LeftParen()],
+                rpar=[cst.RightParen()],
+            )
+        safety = comparison_safety(Use(UseKind.COMPARISON, node, tuple(self.context.ancestors)))
+        self.report(
+            node,
+            "`.is_cuda` tests for a CUDA device",
+            replacement=replacement,
+            safety=safety,
+            imports=imports,
+            guidance="" if safety is Safety.SAFE else _GUIDANCE,
+            effort=Effort.NONE if safety is Safety.SAFE else Effort.LOW,
+            description="test for the target device",
+        )
