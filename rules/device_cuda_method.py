@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.engine import Invalid, Rule, Safety, Valid
 
 from ._target import device_expr
-from ._util import arg_by_name
+from ._util import arg_by_name, positional_args
 
 __all__ = ["CudaMethodCall"]
 
@@ -36,7 +36,9 @@ class CudaMethodCall(Rule):
     ```
 
     ## Fix safety
-    Safe: ``.to(device)`` is what ``.cuda(device)`` does for tensors and modules. A receiver that
+    Safe: ``.to(device)`` is what ``.cuda(device)`` does for tensors and modules. Storages take
+    the device only by keyword (``UntypedStorage.to(*, device)``), so inside a ``map_location``
+    lambda — where the receiver is a storage — the fix writes ``.to(device=...)``. A receiver that
     is not a torch object but has its own ``cuda`` method would be changed too; such classes are
     rare enough that suppressing the line (``# cuda2neuron: ignore[CN101]``) is the remedy.
     """
@@ -64,6 +66,11 @@ class CudaMethodCall(Rule):
             'y = y.cuda(cfg["gpu"])\n',
             'import torch\n\ny = y.to(torch.device("neuron", cfg["gpu"]))\n',
         ),
+        # map_location lambdas receive storages, whose .to() takes the device by keyword only.
+        Invalid(
+            "s = torch.load(p, map_location=lambda storage, loc: storage.cuda(gpu))\n",
+            's = torch.load(p, map_location=lambda storage, loc: storage.to(device=f"neuron:{gpu}"))\n',
+        ),
         Invalid(
             "import torch\nm.cuda()\n",
             "import torch\nm.to(torch.accelerator.current_accelerator())\n",
@@ -90,7 +97,16 @@ class CudaMethodCall(Rule):
             for a in node.args
             if a is not device_arg
         ]
-        new_args = [cst.Arg(expr), *rest]
+        if self._in_map_location():
+            nospace = cst.SimpleWhitespace("")
+            first = cst.Arg(
+                expr,
+                keyword=cst.Name("device"),
+                equal=cst.AssignEqual(whitespace_before=nospace, whitespace_after=nospace),
+            )
+        else:
+            first = cst.Arg(expr)
+        new_args = [first, *rest]
         replacement = node.with_changes(
             func=func.with_changes(attr=cst.Name("to")), args=new_args
         )
@@ -102,3 +118,19 @@ class CudaMethodCall(Rule):
             imports=imports,
             description="replace `.cuda(...)` with `.to(<device>)`",
         )
+
+    def _in_map_location(self) -> bool:
+        """Inside ``map_location=lambda storage, loc: ...`` (or torch.load's 2nd argument)?"""
+        ancestors = self.context.ancestors
+        for i in range(len(ancestors) - 1, 0, -1):
+            node = ancestors[i]
+            if isinstance(node, cst.Lambda):
+                arg = ancestors[i - 1]
+                if isinstance(arg, cst.Arg) and arg.keyword is not None and arg.keyword.value == "map_location":
+                    return True
+                if isinstance(arg, cst.Arg) and i >= 2 and isinstance(ancestors[i - 2], cst.Call):
+                    call = ancestors[i - 2]
+                    if self.qualname(call.func) in ("torch.load", "torch.jit.load"):
+                        return arg.keyword is None and positional_args(call).index(arg) == 1
+                return False
+        return False
