@@ -87,8 +87,13 @@ class CudaDeviceContext(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        if name != "device" or self.qualname(func) != "torch.cuda.device":
+        # Cheap test first; a bare name may be an alias (from torch.cuda import device as cd).
+        if isinstance(func, cst.Attribute):
+            if func.attr.value != "device":
+                return
+        elif not isinstance(func, cst.Name):
+            return
+        if self.qualname(func) != "torch.cuda.device":
             return
         message = "`torch.cuda.device(...)` selects a CUDA device"
         unused = (("torch.cuda", "device"),) if isinstance(func, cst.Name) else ()
