@@ -120,7 +120,7 @@ class CudaDeviceComparison(Rule):
         safety = comparison_safety(use)
         self.report(
             node,
-            f"`{self.context.code(use.user)}` tests for a CUDA device",
+            f"`{self.context.code(use.user)}` checks a device against \"cuda\"",
             replacement=replacement,
             safety=safety,
             imports=imports,
