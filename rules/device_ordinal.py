@@ -29,6 +29,7 @@ _INT_CALLS = frozenset(
         "torch.accelerator.device_count",
     }
 )
+_INT_CALL_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in _INT_CALLS)
 # Calls that return the *current* device index: "neuron" with no index means the same.
 _CURRENT = frozenset({"torch.cuda.current_device", "torch.neuron.current_device"})
 _INT_OPS = (cst.Modulo, cst.FloorDivide, cst.Add, cst.Subtract, cst.Multiply)
@@ -194,7 +195,9 @@ class IntegerDeviceOrdinal(Rule):
             func = node.func
             if isinstance(func, cst.Name) and func.value in ("int", "len"):
                 return self.qualname(func) is None  # the builtin, not an import
-            return self.qualname(func) in _INT_CALLS
+            # Cheap test on the last name before resolving (this runs for every assignment).
+            last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+            return last in _INT_CALL_NAMES and self.qualname(func) in _INT_CALLS
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _INT_OPS):
             return self._is_int(node.left) and self._is_int(node.right)
         return False
