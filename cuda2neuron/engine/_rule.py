@@ -128,8 +128,10 @@ class Rule:
     def summary(cls) -> str:
         """First sentence of 'What it does'."""
         doc = cls.docs()
-        body = doc.split("## What it does", 1)[1].split("##", 1)[0].strip()
-        return " ".join(body.split(".")[0].split()) + "."
+        body = " ".join(doc.split("## What it does", 1)[1].split("##", 1)[0].split())
+        # A sentence ends at a period followed by a space: `.cuda()` has dots inside.
+        match = re.match(r"(.+?\.)(\s|$)", body)
+        return match.group(1) if match else body
 
     # -- reporting ------------------------------------------------------------------------------
     def report(

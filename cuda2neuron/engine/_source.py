@@ -24,15 +24,20 @@ class SourceError(Exception):
         self.col = col
 
 
+_LOCATION_RE = re.compile(r"error at (\d+):(\d+)")
+
+
 def parse_bytes(data: bytes) -> cst.Module:
     if b"\x00" in data:
         raise SourceError("decode", "file contains NUL bytes (binary file?)")
     try:
         return cst.parse_module(data)
     except cst.ParserSyntaxError as exc:
-        raise SourceError(
-            "parse", f"syntax error: {exc.message}", exc.raw_line, exc.raw_column
-        ) from None
+        # The message's "error at L:C" is the reliable location; libcst's raw_line is off by one
+        # at end of file.
+        where = _LOCATION_RE.search(exc.message)
+        line, col = (int(where.group(1)), int(where.group(2)) + 1) if where else (exc.raw_line, exc.raw_column)
+        raise SourceError("parse", f"syntax error: {exc.message}", line, col) from None
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         # LookupError: an unknown encoding named in the PEP 263 cookie.
         raise SourceError("decode", f"cannot decode source: {exc}") from None
