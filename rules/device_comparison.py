@@ -20,7 +20,8 @@ _GUIDANCE = (
 class CudaDeviceComparison(Rule):
     """
     ## What it does
-    Rewrites the "cuda" side of device tests: ``x.device.type == "cuda"``, ``device == "cuda"``,
+    Rewrites the "cuda" side of tests on a device (``==``, ``!=``, ``in``, ``startswith``,
+    ``replace``). For example ``x.device.type == "cuda"``, ``device == "cuda"``,
     ``device != "cuda:0"``, ``"cuda" in device``, ``device in ("cuda", "mps")``,
     ``device.startswith("cuda")``, ``str(device).replace("cuda:", "")`` — when the other side
     is named like a device (``device``, ``device_type``, ``args.device``, ``x.device.type``,

@@ -15,8 +15,7 @@ __all__ = ["CudaDeviceContext"]
 class CudaDeviceContext(Rule):
     """
     ## What it does
-    Rewrites ``torch.cuda.device(i)`` (the context manager that selects the current device) to
-    ``torch.neuron.device(i)``. With ``--target accelerator`` it becomes
+    Rewrites the ``torch.cuda.device(i)`` context manager to ``torch.neuron.device(i)``. With ``--target accelerator`` it becomes
     ``torch.accelerator.device_index(i)`` when the oldest supported torch is 2.8 or newer and
     the argument is an integer literal.
 

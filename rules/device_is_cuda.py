@@ -20,8 +20,8 @@ _GUIDANCE = (
 class IsCudaAttribute(Rule):
     """
     ## What it does
-    Rewrites ``x.is_cuda`` to ``x.is_neuron`` (``--target accelerator``:
-    ``x.device.type == torch.accelerator.current_accelerator().type``).
+    Rewrites ``x.is_cuda`` to ``x.is_neuron``. With ``--target accelerator`` it becomes
+    ``x.device.type == torch.accelerator.current_accelerator().type``.
 
     ## Why is this bad?
     On Trainium ``is_cuda`` is always false, so every check built on it takes the CPU path.

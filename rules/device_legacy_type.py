@@ -34,8 +34,8 @@ def _kw(name: str, value: cst.BaseExpression) -> cst.Arg:
 class LegacyCudaTensorType(Rule):
     """
     ## What it does
-    Replaces the legacy CUDA tensor types ``torch.cuda.FloatTensor``, ``HalfTensor``,
-    ``LongTensor``, ... with factories that name a dtype and a device:
+    Replaces legacy CUDA tensor types (``torch.cuda.FloatTensor``, ``HalfTensor``,
+    ``LongTensor`` and the rest) with factories that name a dtype and a device. The fixed forms are:
 
     * ``torch.cuda.FloatTensor(2, 3)`` (integer sizes) → ``torch.empty(2, 3, dtype=torch.float32, device="neuron")``
     * ``torch.cuda.LongTensor([1, 2])`` (literal data) → ``torch.tensor([1, 2], dtype=torch.int64, device="neuron")``
@@ -73,7 +73,13 @@ class LegacyCudaTensorType(Rule):
     code = "CN106"
     name = "legacy-cuda-tensor-type"
     triggers = ("cuda",)
-    emits = ("torch.empty", "torch.tensor", "torch.Tensor", "torch.accelerator.current_accelerator")
+    emits = (
+        "torch.empty",
+        "torch.tensor",
+        "torch.Tensor",
+        "torch.accelerator.current_accelerator",
+        *(f"torch.{dtype}" for dtype in _DTYPES.values()),
+    )
     VALID = (
         "import torch\nx = torch.FloatTensor(2, 3)\n",
         "import torch\nx = torch.empty(2, 3, dtype=torch.float32, device='neuron')\n",

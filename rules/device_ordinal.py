@@ -54,9 +54,10 @@ def _ordinal_hint(node: cst.BaseExpression) -> bool:
 class IntegerDeviceOrdinal(Rule):
     """
     ## What it does
-    Rewrites an integer device index passed as a device — ``.to(local_rank)``, ``.to(0)``,
-    ``device=rank``, ``device=torch.cuda.current_device()`` — into an explicit device:
-    ``.to(f"neuron:{local_rank}")``, ``.to("neuron:0")``, ``device="neuron"``.
+    Rewrites integer device indices passed as a device into an explicit device. For example
+    ``.to(local_rank)``, ``.to(0)``, ``device=rank`` and ``device=torch.cuda.current_device()``
+    become ``.to(f"neuron:{local_rank}")``, ``.to("neuron:0")``, ``device=f"neuron:{rank}"`` and
+    ``device="neuron"``.
 
     An argument counts as an index when the file proves it: an integer literal; ``int(...)``;
     ``dist.get_rank()``, ``torch.cuda.current_device()``/``device_count()``; arithmetic

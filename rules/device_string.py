@@ -16,8 +16,9 @@ _GUIDANCE = 'write the target device instead ("neuron", "neuron:N", or torch.acc
 class CudaDeviceString(Rule):
     """
     ## What it does
-    Rewrites ``"cuda"``, ``"cuda:N"``, ``f"cuda:{rank}"``, ``"cuda:%d" % i`` and
-    ``"cuda:{}".format(i)`` where they name a device: ``torch.device(...)``, ``.to(...)``,
+    Rewrites CUDA device strings where they name a device. The shapes are ``"cuda"``,
+    ``"cuda:N"``, ``f"cuda:{rank}"``, ``"cuda:%d" % i`` and ``"cuda:{}".format(i)``; the
+    positions are ``torch.device(...)``, ``.to(...)``,
     ``device=`` and ``map_location=`` arguments of any call, ``torch.load(f, "cuda")``,
     ``torch.Generator``, parameter defaults and assignments whose name says device
     (``device``, ``self.device``, ``args.device``, ``cfg["device"]``, ``device_type``), argparse
