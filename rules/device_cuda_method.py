@@ -6,10 +6,17 @@ import libcst as cst
 
 from cuda2neuron.engine import Invalid, Rule, Safety, Valid
 
+from ._device_util import is_device_word
 from ._target import device_expr
 from ._util import arg_by_name, positional_args
 
 __all__ = ["CudaMethodCall"]
+
+
+def _holds_device(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Name):
+        return is_device_word(node.value)
+    return isinstance(node, cst.Attribute) and is_device_word(node.attr.value)
 
 
 class CudaMethodCall(Rule):
@@ -38,7 +45,9 @@ class CudaMethodCall(Rule):
     ## Fix safety
     Safe: ``.to(device)`` is what ``.cuda(device)`` does for tensors and modules. Storages take
     the device only by keyword (``UntypedStorage.to(*, device)``), so inside a ``map_location``
-    lambda — where the receiver is a storage — the fix writes ``.to(device=...)``. A receiver that
+    lambda — where the receiver is a storage — the fix writes ``.to(device=...)``. An argument
+    named like a device (``.cuda(device)``) may hold a ``torch.device``, so it is passed through
+    as ``.to(device)`` rather than formatted into ``f"neuron:{device}"``. A receiver that
     is not a torch object but has its own ``cuda`` method would be changed too; such classes are
     rare enough that suppressing the line (``# cuda2neuron: ignore[CN101]``) is the remedy.
     """
@@ -59,6 +68,9 @@ class CudaMethodCall(Rule):
         Invalid("y = y.cuda(0)\n", 'y = y.to("neuron:0")\n'),
         Invalid("y = y.cuda(rank)\n", 'y = y.to(f"neuron:{rank}")\n'),
         Invalid("y = y.cuda(device=args.gpu)\n", 'y = y.to(f"neuron:{args.gpu}")\n'),
+        # A device variable may hold a torch.device: passed through, not formatted into a string.
+        Invalid("model.cuda(device)\n", "model.to(device)\n"),
+        Invalid("x = x.cuda(self.device, non_blocking=True)\n", "x = x.to(self.device, non_blocking=True)\n"),
         Invalid("z = torch.zeros(3).cuda()\n", 'z = torch.zeros(3).to("neuron")\n'),
         Invalid("y = y.cuda(cfg['gpu'])\n", "y = y.to(f\"neuron:{cfg['gpu']}\")\n"),
         # A nested double quote cannot go inside an f-string before Python 3.12.
@@ -87,7 +99,14 @@ class CudaMethodCall(Rule):
             return
         device_arg = arg_by_name(node, "device", position=0)
         index = device_arg.value if device_arg is not None else None
-        built = device_expr(self, index)
+        if index is not None and _holds_device(index):
+            # `.cuda(device)` with a variable named like a device: it may hold a torch.device
+            # (f"neuron:{device}" would read "neuron:cuda:0"); its definition is ported by the
+            # device-string rules, so pass it through. An int there means the current
+            # accelerator's index in torch >= 2.5, which is the neuron device on Trainium.
+            built = (index, ())
+        else:
+            built = device_expr(self, index)
         if built is None:
             self.report(node, "`.cuda()` places the tensor on a CUDA device")
             return

@@ -51,6 +51,10 @@ def _ordinal_hint(node: cst.BaseExpression) -> bool:
     return (parts[-1] in _ORDINAL_WORDS or parts[0] == "gpu") and not is_device_word(word)
 
 
+def _is_self_attr(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+
+
 class IntegerDeviceOrdinal(Rule):
     """
     ## What it does
@@ -62,8 +66,8 @@ class IntegerDeviceOrdinal(Rule):
     An argument counts as an index when the file proves it: an integer literal; ``int(...)``;
     ``dist.get_rank()``, ``torch.cuda.current_device()``/``device_count()``; arithmetic
     (``rank % torch.cuda.device_count()``) of such values; a name assigned only from such values
-    (``local_rank = int(os.environ["LOCAL_RANK"])``); or ``args.X`` where ``X`` is an argparse
-    option declared ``type=int``.
+    (``local_rank = int(os.environ["LOCAL_RANK"])``) or a parameter annotated ``int``; the same
+    for ``self.X``; or ``args.X`` where ``X`` is an argparse option declared ``type=int``.
 
     ## Why is this bad?
     No "cuda" appears, yet the integer means a GPU (trap 3). PyTorch 2.5+ maps a bare index to
@@ -131,6 +135,12 @@ class IntegerDeviceOrdinal(Rule):
             'x = x.to(f"neuron:{args.local_rank}", non_blocking=True)\n',
         ),
         Invalid("x = x.to(device=3)\n", 'x = x.to(device="neuron:3")\n'),
+        Invalid(
+            "class T:\n    def __init__(self, model, gpu_id: int):\n        self.gpu_id = gpu_id\n"
+            "        self.model = model.to(self.gpu_id)\n",
+            "class T:\n    def __init__(self, model, gpu_id: int):\n        self.gpu_id = gpu_id\n"
+            '        self.model = model.to(f"neuron:{self.gpu_id}")\n',
+        ),
         Invalid("def run(rank):\n    x = x.to(rank)\n", 'def run(rank):\n    x = x.to(f"neuron:{rank}")\n', unsafe=True),
         Invalid("x = torch.ones(2, device=args.gpu)\n", 'x = torch.ones(2, device=f"neuron:{args.gpu}")\n', unsafe=True),
         Invalid("rank = int(r)\nbuild(device=rank)\n", 'rank = int(r)\nbuild(device=f"neuron:{rank}")\n', unsafe=True),
@@ -170,9 +180,13 @@ class IntegerDeviceOrdinal(Rule):
             self._learn(node.name, cst.Integer("0"))
 
     def _learn(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        if not isinstance(target, cst.Name):
+        # Plain names, and attributes of self (``self.local_rank = int(os.environ[...])``).
+        if isinstance(target, cst.Name):
+            name = target.value
+        elif _is_self_attr(target):
+            name = f"self.{target.attr.value}"  # type: ignore[attr-defined]
+        else:
             return
-        name = target.value
         if name in self._dropped:
             return
         if isinstance(value, (cst.SimpleString, cst.FormattedString)) or (
@@ -191,6 +205,8 @@ class IntegerDeviceOrdinal(Rule):
         if isinstance(node, cst.Name):
             return node.value in self._ints
         if isinstance(node, cst.Attribute):
+            if _is_self_attr(node):
+                return f"self.{node.attr.value}" in self._ints
             return isinstance(node.value, cst.Name) and node.attr.value in self._int_options
         if isinstance(node, cst.Call):
             func = node.func
