@@ -96,6 +96,9 @@ def says_device(node: cst.BaseExpression, rule: Rule | None = None) -> bool:
 class UseKind(enum.Enum):
     PLACEMENT = "placement"  # the value is a device: argument, default, assignment, dict value
     COMPARISON = "comparison"  # the value is tested against a device: ==, in, startswith
+    # The value is bound to a name that does not say device (``arg = "cuda:0"``); it is a
+    # device only if that name is later used in a device position (``torch.device(arg)``).
+    BINDING = "binding"
 
 
 @dataclass(frozen=True)
@@ -159,8 +162,12 @@ def find_use(rule: Rule, node: cst.BaseExpression) -> Use | None:
                 return Use(UseKind.PLACEMENT, anc, above)
             return None
         if isinstance(anc, cst.Assign):
-            if child is anc.value and any(says_device(t.target, rule) for t in anc.targets):
+            if child is not anc.value:
+                return None
+            if any(says_device(t.target, rule) for t in anc.targets):
                 return Use(UseKind.PLACEMENT, anc, above)
+            if len(anc.targets) == 1 and isinstance(anc.targets[0].target, cst.Name):
+                return Use(UseKind.BINDING, anc, above, what=anc.targets[0].target.value)
             return None
         if isinstance(anc, cst.AnnAssign):
             if child is anc.value and says_device(anc.target, rule):

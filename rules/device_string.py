@@ -24,7 +24,8 @@ class CudaDeviceString(Rule):
     (``device``, ``self.device``, ``args.device``, ``cfg["device"]``, ``device_type``), argparse
     ``add_argument("--device", default="cuda")`` and config dicts ``{"device": "cuda"}``. The
     string is followed through ``"cuda" if ... else "cpu"``, ``args.device or "cuda"`` and
-    tuples/lists. In a ``map_location`` dict only the *values* change: the keys say where a
+    tuples/lists, and through a plain name (``arg = "cuda:0"`` ... ``torch.device(arg)`` in
+    the same scope). In a ``map_location`` dict only the *values* change: the keys say where a
     checkpoint was saved, and checkpoints from CUDA runs keep saying ``"cuda:0"``.
 
     ## Why is this bad?
@@ -69,6 +70,8 @@ class CudaDeviceString(Rule):
         "import torch\ndevice = torch.accelerator.current_accelerator()\nx.to(device)\n",
         "from utils import get_device\nmodel.to(get_device())\n",
         'name = "cuda" if fast else "ref"\n',
+        'kind = "cuda"\nrun(kind)\n',  # bound to a name never used as a device
+        'def f():\n    where = "cuda"\n\n\ndef g(m):\n    return m.to(where)\n',  # another scope
         'd = {"cuda": "nccl", "cpu": "gloo"}\n',
         'torch.load(path, map_location={"cuda:0": "cpu"})\n',
         'x.to("neuron")\n',
@@ -121,6 +124,12 @@ class CudaDeviceString(Rule):
             'device_type = "neuron" if "cuda" in device else "cpu"\n',
         ),
         Invalid('run(x, device_type="cuda")\n', 'run(x, device_type="neuron")\n'),
+        # A plain name bound to a device string and later used as a device (the literal is followed).
+        Invalid(
+            'import torch\nif ok:\n    arg = "cuda:0"\nelse:\n    arg = "cpu"\nd = torch.device(arg)\n',
+            'import torch\nif ok:\n    arg = "neuron:0"\nelse:\n    arg = "cpu"\nd = torch.device(arg)\n',
+        ),
+        Invalid('def f(m):\n    where = "cuda"\n    return m.to(where)\n', 'def f(m):\n    where = "neuron"\n    return m.to(where)\n'),
         Invalid(
             'import torch\nd = torch.device("cuda")\n',
             "import torch\nd = torch.device(torch.accelerator.current_accelerator().type)\n",
@@ -158,10 +167,39 @@ class CudaDeviceString(Rule):
         if built is not None:
             self._report(node, built)
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # ``arg = "cuda:0"`` ... ``torch.device(arg)``: strings bound to a name that does not say
+        # device wait here, keyed by (scope, name), until the name shows up in a device position
+        # in the same scope; they are reported when the module is left.
+        self._pending: dict[tuple[int, str], list[tuple[cst.BaseExpression, tuple]]] = {}
+        self._used_as_device: set[tuple[int, str]] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if not self._pending:  # cheap: most files bind no cuda string to a plain name
+            return
+        key = (id(self.context.scope), node.value)
+        if key not in self._pending or key in self._used_as_device:
+            return
+        use = find_use(self, node)
+        if use is not None and use.kind is UseKind.PLACEMENT and use.what != "map-key":
+            self._used_as_device.add(key)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for key in self._used_as_device:
+            for node, built in self._pending[key]:
+                self._emit(node, built)
+
     def _report(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple]) -> None:
         use = find_use(self, node)
+        if use is not None and use.kind is UseKind.BINDING:
+            self._pending.setdefault((id(self.context.scope), use.what), []).append((node, built))
+            return
         if use is None or use.kind is not UseKind.PLACEMENT or use.what == "map-key":
             return
+        self._emit(node, built)
+
+    def _emit(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple]) -> None:
         replacement, imports = built
         self.report(
             node,
