@@ -129,6 +129,8 @@ class LegacyCudaTensorType(Rule):
         self._visit_ref(node)
 
     def visit_Name(self, node: cst.Name) -> None:
+        if node.value not in _DTYPES:  # cheap test first: this runs for every name in the file
+            return
         parent = self.context.parent
         if isinstance(parent, (cst.Attribute, cst.ImportAlias)):
             return  # the tail of torch.cuda.X is visited as the Attribute; imports are no use

@@ -190,7 +190,10 @@ class IntegerDeviceOrdinal(Rule):
         if name in self._dropped:
             return
         if isinstance(value, (cst.SimpleString, cst.FormattedString)) or (
-            isinstance(value, cst.Call) and self.qualname(value.func) == "torch.device"
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "device"
+            and self.qualname(value.func) == "torch.device"
         ):
             self._not_index.add(name)
         if self._is_int(value):
