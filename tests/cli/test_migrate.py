@@ -48,6 +48,7 @@ def test_out_writes_a_complete_copy_and_leaves_source(project, run, tmp_path):
     assert code == 1  # broken.py
     assert _tree(project) == before
     copy = _tree(out_dir)
+    assert copy.pop(".cuda2neuron-port.json")
     assert copy["pkg/train.py"] == b'import torch\nmodel = Net().to("neuron")\n'
     # Untouched files are byte-identical, non-Python files included.
     for name in ("pkg/plain.py", "pkg/broken.py", "notes.txt"):
@@ -60,6 +61,17 @@ def test_out_must_be_empty(project, run, tmp_path):
     (tmp_path / "ported" / "x").write_text("x")
     code, _, err = run("migrate", str(project), "--out", str(tmp_path / "ported"))
     assert code == 2 and "not empty" in err
+    assert (tmp_path / "ported" / "x").read_text() == "x"
+
+
+def test_out_can_be_rewritten_by_the_same_command(project, run, tmp_path):
+    out_dir = tmp_path / "ported"
+    run("migrate", str(project), "--out", str(out_dir))
+    (out_dir / "stale.py").write_text("x = 1\n")
+    code, _, _ = run("migrate", str(project), "--out", str(out_dir))
+    assert code == 1  # broken.py, as before
+    assert not (out_dir / "stale.py").exists()
+    assert (out_dir / "pkg" / "train.py").read_text() == 'import torch\nmodel = Net().to("neuron")\n'
 
 
 @pytest.mark.parametrize(
