@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -29,6 +30,7 @@ __all__ = [
     "find_use",
     "is_bare_prefix",
     "looks_like_cuda_fstring",
+    "reported_at",
     "is_device_word",
     "retarget_fstring",
     "retarget_string",
@@ -354,3 +356,14 @@ def retarget_fstring(rule: Rule, node: cst.FormattedString) -> tuple[cst.BaseExp
 def looks_like_cuda_fstring(node: cst.FormattedString) -> bool:
     first = node.parts[0] if node.parts else None
     return isinstance(first, cst.FormattedStringText) and first.value == _PREFIX
+
+
+def reported_at(rule: Rule, ancestors: Sequence[cst.CSTNode]) -> None:
+    """Give the report just made the ancestor chain (root first) of the node it names.
+
+    ``Rule.report`` records the ancestors of the node being *visited*; the engine rebuilds the
+    tree along that chain and orders overlapping fixes by it. A rule that reports a child or
+    parent of the visited node, or a node remembered until ``leave_Module``, must say where that
+    node sits, or its fix lands nowhere.
+    """
+    rule.reports[-1].ancestors = tuple(ancestors)

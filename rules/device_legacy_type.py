@@ -6,6 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Invalid, Rule, Safety, Valid
 
+from ._device_util import reported_at
 from ._target import NEURON, device_expr, device_type_expr
 from ._util import positional_args
 
@@ -154,9 +155,11 @@ class LegacyCudaTensorType(Rule):
         if isinstance(parent, cst.Call) and parent.func is node:
             built = self._constructor(parent, dtype)
             target_node: cst.CSTNode = parent
+            above = ancestors[:-1]
         elif isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
             built = self._as_argument(grand, parent, dtype)
             target_node = grand
+            above = ancestors[:-2]
         if built is None:
             self.report(node, message, guidance=guidance)
             return
@@ -171,6 +174,7 @@ class LegacyCudaTensorType(Rule):
             guidance=guidance,
             description=f"name dtype torch.{dtype} and the device",
         )
+        reported_at(self, above)  # the fix replaces the enclosing call, not the visited name
 
     def _pieces(self, dtype: str) -> tuple[cst.BaseExpression, cst.BaseExpression, tuple] | None:
         dev = device_expr(self)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._device_util import is_device_word
+from ._device_util import is_device_word, reported_at
 from ._target import device_expr
 from ._util import arg_by_name, positional_args, string_value
 
@@ -242,17 +242,17 @@ class IntegerDeviceOrdinal(Rule):
         if isinstance(func, cst.Attribute) and func.attr.value == "to" and self.qualname(func) is None:
             arg = arg_by_name(node, "device", position=0)
             if arg is not None:
-                self._check(arg, trusted=True)
+                self._check(node, arg, trusted=True)
             return
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value == "device":
                 qualified = self.qualname(func)
                 if qualified is not None and qualified.startswith(_INDEX_APIS):
                     return
-                self._check(arg, trusted=qualified is not None and qualified.startswith("torch."))
+                self._check(node, arg, trusted=qualified is not None and qualified.startswith("torch."))
                 return
 
-    def _check(self, arg: cst.Arg, *, trusted: bool) -> None:
+    def _check(self, call: cst.Call, arg: cst.Arg, *, trusted: bool) -> None:
         value = arg.value
         message = f"`{self.context.code(value)}` is an integer device index, which means a CUDA device"
         if isinstance(value, cst.Call) and self.qualname(value.func) in _CURRENT:
@@ -271,8 +271,11 @@ class IntegerDeviceOrdinal(Rule):
         else:
             return
         guidance = f'pass a device: `f"neuron:{{{self.context.code(value)}}}"` if it is an index'
+        # The visited node is the call; the finding names its argument's value.
+        above = (*self.context.ancestors, call, arg)
         if built is None:
             self.report(value, message, guidance=guidance)
+            reported_at(self, above)
             return
         expr, imports = built
         self.report(
@@ -285,3 +288,4 @@ class IntegerDeviceOrdinal(Rule):
             effort=Effort.NONE if safety is Safety.SAFE else Effort.LOW,
             description="name the device explicitly",
         )
+        reported_at(self, above)

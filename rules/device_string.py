@@ -6,7 +6,15 @@ import libcst as cst
 
 from cuda2neuron.engine import Invalid, Rule, Safety, Valid
 
-from ._device_util import UseKind, find_use, is_bare_prefix, looks_like_cuda_fstring, retarget_fstring, retarget_string
+from ._device_util import (
+    UseKind,
+    find_use,
+    is_bare_prefix,
+    looks_like_cuda_fstring,
+    reported_at,
+    retarget_fstring,
+    retarget_string,
+)
 
 __all__ = ["CudaDeviceString"]
 
@@ -172,8 +180,11 @@ class CudaDeviceString(Rule):
         # ``arg = "cuda:0"`` ... ``torch.device(arg)``: strings bound to a name that does not say
         # device wait here, keyed by (scope, name), until the name shows up in a device position
         # in the same scope; they are reported when the module is left.
-        self._pending: dict[tuple[int, str], list[tuple[cst.BaseExpression, tuple]]] = {}
+        self._pending: dict[tuple[int, str], list[tuple[cst.BaseExpression, tuple, tuple]]] = {}
         self._used_as_device: set[tuple[int, str]] = set()
+        # Scopes are made while walking; holding them keeps their id() from being reused by a
+        # later scope (which would join two unrelated functions' names).
+        self._scopes: list[object] = []
 
     def visit_Name(self, node: cst.Name) -> None:
         if not self._pending:  # cheap: most files bind no cuda string to a plain name
@@ -187,13 +198,16 @@ class CudaDeviceString(Rule):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for key in self._used_as_device:
-            for node, built in self._pending[key]:
+            for node, built, ancestors in self._pending[key]:
                 self._emit(node, built)
+                reported_at(self, ancestors)  # reported after the walk: say where the node sits
 
     def _report(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple]) -> None:
         use = find_use(self, node)
         if use is not None and use.kind is UseKind.BINDING:
-            self._pending.setdefault((id(self.context.scope), use.what), []).append((node, built))
+            self._scopes.append(self.context.scope)
+            entry = (node, built, tuple(self.context.ancestors))
+            self._pending.setdefault((id(self.context.scope), use.what), []).append(entry)
             return
         if use is None or use.kind is not UseKind.PLACEMENT or use.what == "map-key":
             return

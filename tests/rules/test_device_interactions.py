@@ -42,8 +42,8 @@ REWRITES = [
         id="aliased-torch-several-rules-one-file",
     ),
     pytest.param(
-        "from torch.cuda import device, FloatTensor\n"
-        "with device(1):\n"
+        "from torch.cuda import FloatTensor\n"
+        "with torch.cuda.device(1):\n"
         "    buf = FloatTensor(4)\n",
         "import torch\n\n"
         "with torch.neuron.device(1):\n"
