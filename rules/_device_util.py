@@ -198,11 +198,15 @@ def is_bare_prefix(node: cst.BaseExpression) -> bool:
 
 def _arg_use(rule: Rule, call: cst.Call, arg: cst.Arg, above: tuple[cst.CSTNode, ...]) -> Use | None:
     func = call.func
-    # device.startswith("cuda"), device.replace("cuda:", "")
+    # device.startswith("cuda"), device.replace("cuda:", ""). The bare "cuda:" prefix is a
+    # device prefix whatever the receiver is called (no selector or log text ends in "cuda:"),
+    # so ``spec.startswith("cuda:")`` and ``spec[len("cuda:"):]`` change together (trap 9).
     if isinstance(func, cst.Attribute) and func.attr.value in _STRING_TESTS and arg.keyword is None:
-        if positional_args(call)[:1] == [arg] and says_device(func.value, rule):
+        if positional_args(call)[:1] == [arg] and (is_bare_prefix(arg.value) or says_device(func.value, rule)):
             return Use(UseKind.COMPARISON, call, above)
         return None
+    if isinstance(func, cst.Name) and func.value == "len" and is_bare_prefix(arg.value) and len(call.args) == 1:
+        return Use(UseKind.COMPARISON, call, above)
     qualified = rule.qualname(func)
     if qualified is not None and qualified.startswith(_AMP_PREFIXES):
         return None
@@ -285,7 +289,14 @@ def comparison_safety(use: Use) -> Safety:
     return Safety.SAFE
 
 
+# Methods that only move or view data: ``t.to(rank) if not t.is_cuda else t`` picks data.
+_DATA_METHODS = frozenset({"to", "cuda", "cpu", "pin_memory", "contiguous", "detach", "float", "half", "bfloat16"})
+
+
 def _is_data(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Call):
+        func = node.func
+        return isinstance(func, cst.Attribute) and func.attr.value in _DATA_METHODS and _is_data(func.value)
     return isinstance(
         node, (cst.SimpleString, cst.FormattedString, cst.Integer, cst.Float, cst.Name, cst.Attribute, cst.ConcatenatedString)
     )

@@ -6,7 +6,15 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._device_util import UseKind, comparison_safety, find_use, looks_like_cuda_fstring, retarget_fstring, retarget_string
+from ._device_util import (
+    UseKind,
+    comparison_safety,
+    find_use,
+    is_bare_prefix,
+    looks_like_cuda_fstring,
+    retarget_fstring,
+    retarget_string,
+)
 
 __all__ = ["CudaDeviceComparison"]
 
@@ -46,11 +54,12 @@ class CudaDeviceComparison(Rule):
 
     ## Fix safety
     Safe when the test selects *data* (it is assigned, passed, returned, or picks between two
-    plain values). Unsafe when it selects *code* — the test of an ``if``/``while`` or of a
+    plain values or data moves such as ``t.to(rank) if ... else t``). Unsafe when it selects *code* — the test of an ``if``/``while`` or of a
     conditional expression with computed branches: ``if x.device.type == "cuda": fused(x)``
     often guards a CUDA-only kernel with a pure-PyTorch fallback, and the fallback is what must
     run on Neuron (trap 12). Those are reported with guidance and rewritten only with
-    ``--unsafe-fixes``. Comparisons with a name that does not say device
+    ``--unsafe-fixes``. Tests of the bare ``"cuda:"`` prefix are input parsing and always safe,
+    so ``spec.startswith("cuda:")`` and ``spec[len("cuda:"):]`` change together. Comparisons with a name that does not say device
     (``impl in ["ref", "cuda"]``) are never touched.
     """
 
@@ -64,6 +73,7 @@ class CudaDeviceComparison(Rule):
         'if kernel == "cuda":\n    pass\n',
         'print("cuda" in message)\n',
         'if name.startswith("cuda"):\n    pass\n',
+        'n = len("cuda")\n',
         'pin = x.device.type == "neuron"\n',
         "import torch\nis_acc = x.device.type == torch.accelerator.current_accelerator().type\n",
         'device = "cuda"\n',  # a placement: CN102
@@ -76,6 +86,16 @@ class CudaDeviceComparison(Rule):
         Invalid('is_gpu = str(x.device).startswith("cuda")\n', 'is_gpu = str(x.device).startswith("neuron")\n'),
         Invalid('gpu = device in ("cuda", "mps")\n', 'gpu = device in ("neuron", "mps")\n'),
         Invalid('index = int(device.replace("cuda:", ""))\n', 'index = int(device.replace("neuron:", ""))\n'),
+        # The bare prefix is a device prefix on any receiver; both literals change together.
+        Invalid(
+            'if spec.startswith("cuda:"):\n    spec = spec[len("cuda:"):]\n',
+            'if spec.startswith("neuron:"):\n    spec = spec[len("neuron:"):]\n',
+        ),
+        Invalid('spec = spec.removeprefix("cuda:")\n', 'spec = spec.removeprefix("neuron:")\n'),
+        Invalid(
+            "batch = [t.to(rank) if t.device.type != 'cuda' else t for t in batch]\n",
+            "batch = [t.to(rank) if t.device.type != 'neuron' else t for t in batch]\n",
+        ),
         Invalid(
             'device_type = "cuda" if "cuda" in device else "cpu"\n',
             'device_type = "cuda" if "neuron" in device else "cpu"\n',
@@ -118,7 +138,9 @@ class CudaDeviceComparison(Rule):
         if use is None or use.kind is not UseKind.COMPARISON:
             return
         replacement, imports = built
-        safety = comparison_safety(use)
+        # Parsing a "cuda:" prefix off user input is string handling, not a CUDA code path; its
+        # test and its slice (spec[len("cuda:"):]) must change together, so both are safe.
+        safety = Safety.SAFE if is_bare_prefix(node) else comparison_safety(use)
         self.report(
             node,
             f"`{self.context.code(use.user)}` checks a device against \"cuda\"",

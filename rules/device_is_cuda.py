@@ -17,6 +17,15 @@ _GUIDANCE = (
 )
 
 
+def _compared_with_is_cuda(node: cst.Attribute, parent: cst.CSTNode | None) -> bool:
+    def flag(expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Attribute) and expr.attr.value == "is_cuda"
+
+    if isinstance(parent, cst.Comparison) and len(parent.comparisons) == 1:
+        return flag(parent.left) and flag(parent.comparisons[0].comparator)
+    return False
+
+
 class IsCudaAttribute(Rule):
     """
     ## What it does
@@ -39,8 +48,10 @@ class IsCudaAttribute(Rule):
     ## Fix safety
     As for device comparisons (CN103): safe where the flag is a value (assigned, passed,
     asserted); unsafe as the test of an ``if``/``while`` or of a conditional expression with
-    computed branches, because such a branch was written for CUDA and may call CUDA-only
-    kernels whose fallback is what Neuron needs. Attributes resolved to a module
+    computed branches (other than data moves like ``t.to(rank) if not t.is_cuda else t``),
+    because such a branch was written for CUDA and may call CUDA-only
+    kernels whose fallback is what Neuron needs. ``a.is_cuda != b.is_cuda`` is safe anywhere:
+    both sides change together. Attributes resolved to a module
     (``utils.is_cuda``) and assignments to a project's own ``self.is_cuda`` are left alone.
     """
 
@@ -65,6 +76,14 @@ class IsCudaAttribute(Rule):
             unsafe=True,
         ),
         Invalid("y = ext.fused(x) if x.is_cuda else ref(x)\n", None),
+        Invalid(
+            "if a.is_cuda != b.is_cuda:\n    a = a.to(b.device)\n",
+            "if a.is_neuron != b.is_neuron:\n    a = a.to(b.device)\n",
+        ),
+        Invalid(
+            "batch = tuple(t.to(rank) if not t.is_cuda else t for t in batch)\n",
+            "batch = tuple(t.to(rank) if not t.is_neuron else t for t in batch)\n",
+        ),
         Invalid(
             "import torch\npin = batch.is_cuda\n",
             "import torch\npin = (batch.device.type == torch.accelerator.current_accelerator().type)\n",
@@ -96,6 +115,9 @@ class IsCudaAttribute(Rule):
                 rpar=[cst.RightParen()],
             )
         safety = comparison_safety(Use(UseKind.COMPARISON, node, tuple(self.context.ancestors)))
+        if _compared_with_is_cuda(node, self.context.parent):
+            # a.is_cuda != b.is_cuda: both sides change together, the answer cannot change.
+            safety = Safety.SAFE
         self.report(
             node,
             "`.is_cuda` tests for a CUDA device",
