@@ -45,7 +45,9 @@ class LegacyCudaTensorType(Rule):
       ``(isinstance(x, torch.Tensor) and x.is_neuron and x.dtype == torch.float32)``
 
     Any other use (``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor``, a
-    constructor called with a variable) is reported with the factory to write instead.
+    constructor called with a variable) is reported with the factory to write instead, and so
+    are the uses of such an alias — ``.type(Tensor)``, ``Tensor(n)`` — in the same file or
+    imported from a project module (``from utils import FloatTensor``).
 
     ## Why is this bad?
     The legacy types exist only for CUDA and CPU; there is no ``torch.neuron.FloatTensor``.
@@ -73,7 +75,8 @@ class LegacyCudaTensorType(Rule):
 
     code = "CN106"
     name = "legacy-cuda-tensor-type"
-    triggers = ("cuda",)
+    # The type names too: an alias imported from a project module has no "cuda" in the file.
+    triggers = ("cuda", *_DTYPES)
     emits = (
         "torch.empty",
         "torch.tensor",
@@ -86,6 +89,8 @@ class LegacyCudaTensorType(Rule):
         "import torch\nx = torch.empty(2, 3, dtype=torch.float32, device='neuron')\n",
         "from torch.cuda import FloatTensor\n",  # the import alone is not a use
         "class FloatTensor: pass\ny = FloatTensor(3)\n",
+        "import torch\nm = (a == b).type(torch.FloatTensor)\n",  # torch's CPU type
+        "from torch import FloatTensor\nm = (a == b).type(FloatTensor)\n",
     )
     INVALID = (
         Invalid(
@@ -110,6 +115,11 @@ class LegacyCudaTensorType(Rule):
         ),
         Invalid("import torch\nTensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"),
         Invalid("import torch\nmask = torch.cuda.ByteTensor(n)\n"),
+        # Uses of an alias are reported too: the alias may live in another module.
+        Invalid("from utils import FloatTensor\nm = (a == b).type(FloatTensor)\n"),
+        Invalid(
+            "import torch\nLT = torch.cuda.LongTensor if cuda else torch.LongTensor\npos = LT(n)\n"
+        ),
         Invalid(
             "import torch\nx = torch.cuda.FloatTensor(4)\n",
             "import torch\nx = torch.empty(4, dtype=torch.float32, device=torch.accelerator.current_accelerator())\n",
@@ -129,13 +139,62 @@ class LegacyCudaTensorType(Rule):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._visit_ref(node)
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # ``FloatTensor = torch.cuda.FloatTensor if use_cuda else torch.FloatTensor``: names
+        # bound to a legacy CUDA type in this file, by name -> dtype; their uses are reported.
+        self._aliases: dict[str, str] = {}
+
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value not in _DTYPES:  # cheap test first: this runs for every name in the file
+        # cheap test first: this runs for every name in the file
+        if node.value not in _DTYPES and node.value not in self._aliases:
             return
         parent = self.context.parent
         if isinstance(parent, (cst.Attribute, cst.ImportAlias)):
             return  # the tail of torch.cuda.X is visited as the Attribute; imports are no use
+        if self._resolve(node) is None:
+            self._visit_alias_use(node)
+            return
         self._visit_ref(node)
+
+    def _visit_alias_use(self, node: cst.Name) -> None:
+        """``x.type(FloatTensor)`` / ``FloatTensor(n)`` where the name is an alias of a legacy
+        CUDA type: bound in this file, or imported from a project module (``from utils import
+        FloatTensor``) — torch's own CPU types (``torch.FloatTensor``) are not aliases."""
+        name = node.value
+        dtype = self._aliases.get(name)
+        if dtype is None:
+            qualified = self.qualname(node)
+            if qualified is None or qualified.startswith("torch"):
+                return
+            dtype = _DTYPES[name]
+        ancestors = self.context.ancestors
+        parent = ancestors[-1] if ancestors else None
+        grand = ancestors[-2] if len(ancestors) >= 2 else None
+        is_call = isinstance(parent, cst.Call) and parent.func is node
+        is_type_arg = (
+            isinstance(parent, cst.Arg)
+            and isinstance(grand, cst.Call)
+            and isinstance(grand.func, cst.Attribute)
+            and grand.func.attr.value == "type"
+        )
+        if not (is_call or is_type_arg):
+            return
+        self.report(
+            node,
+            f"`{name}` is an alias of a legacy CUDA tensor type",
+            guidance=f"use `x.to(device, dtype=torch.{dtype})` instead of `.type({name})`, and "
+            f"`torch.empty(sizes, dtype=torch.{dtype}, device=device)` instead of `{name}(sizes)`",
+        )
+
+    def _remember_alias(self, node: cst.BaseExpression, dtype: str) -> None:
+        """Bound by ``name = <expr with torch.cuda.X>`` (through ``a if c else b``)?"""
+        for anc in reversed(self.context.ancestors):
+            if isinstance(anc, cst.IfExp):
+                continue
+            if isinstance(anc, cst.Assign) and len(anc.targets) == 1 and isinstance(anc.targets[0].target, cst.Name):
+                self._aliases[anc.targets[0].target.value] = dtype
+            return
 
     def _visit_ref(self, node: cst.BaseExpression) -> None:
         dtype = self._resolve(node)
@@ -162,6 +221,7 @@ class LegacyCudaTensorType(Rule):
             above = ancestors[:-2]
         if built is None:
             self.report(node, message, guidance=guidance)
+            self._remember_alias(node, dtype)
             return
         replacement, imports = built
         self.report(

@@ -33,8 +33,9 @@ class CudaDeviceString(Rule):
     ``add_argument("--device", default="cuda")`` and config dicts ``{"device": "cuda"}``. The
     string is followed through ``"cuda" if ... else "cpu"``, ``args.device or "cuda"`` and
     tuples/lists, and through a plain name (``arg = "cuda:0"`` ... ``torch.device(arg)`` in
-    the same scope). In a ``map_location`` dict only the *values* change: the keys say where a
-    checkpoint was saved, and checkpoints from CUDA runs keep saying ``"cuda:0"``.
+    the same scope). In a ``map_location`` dict the values change, and each CUDA key gains a
+    target twin (``{"cuda:0": "neuron:1", "neuron:0": "neuron:1"}``): a key says where a
+    checkpoint was *saved*, and a port loads both checkpoints saved on CUDA and its own.
 
     ## Why is this bad?
     A ``"cuda"`` device fails on a machine without CUDA. TorchNeuron names its device
@@ -81,7 +82,8 @@ class CudaDeviceString(Rule):
         'kind = "cuda"\nrun(kind)\n',  # bound to a name never used as a device
         'def f():\n    where = "cuda"\n\n\ndef g(m):\n    return m.to(where)\n',  # another scope
         'd = {"cuda": "nccl", "cpu": "gloo"}\n',
-        'torch.load(path, map_location={"cuda:0": "cpu"})\n',
+        # a second run: the CUDA key already has its target twin
+        'torch.load(path, map_location={"cuda:0": "cpu", "neuron:0": "cpu"})\n',
         'x.to("neuron")\n',
         'import torch\nwith torch.autocast("cuda"):\n    pass\n',
         "if device == 'cuda':\n    pass\n",  # a comparison: CN103
@@ -121,7 +123,11 @@ class CudaDeviceString(Rule):
         Invalid('s = torch.load(p, map_location="cuda:%d" % rank)\n', 's = torch.load(p, map_location="neuron:%d" % rank)\n'),
         Invalid(
             "s = torch.load(p, map_location={'cuda:%d' % 0: 'cuda:%d' % rank})\n",
-            "s = torch.load(p, map_location={'cuda:%d' % 0: 'neuron:%d' % rank})\n",
+            "s = torch.load(p, map_location={'cuda:%d' % 0: 'neuron:%d' % rank, 'neuron:%d' % 0: 'neuron:%d' % rank})\n",
+        ),
+        Invalid(
+            'torch.load(path, map_location={"cuda:0": "cpu"})\n',
+            'torch.load(path, map_location={"cuda:0": "cpu", "neuron:0": "cpu"})\n',
         ),
         Invalid(
             'import torch\ns = torch.load(p, map_location=torch.device("cuda"))\n',
@@ -209,9 +215,51 @@ class CudaDeviceString(Rule):
             entry = (node, built, tuple(self.context.ancestors))
             self._pending.setdefault((id(self.context.scope), use.what), []).append(entry)
             return
-        if use is None or use.kind is not UseKind.PLACEMENT or use.what == "map-key":
+        if use is None or use.kind is not UseKind.PLACEMENT:
+            return
+        if use.what == "map-key":
+            self._twin_key(node, built, use)
             return
         self._emit(node, built)
+
+    def _twin_key(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple], use) -> None:
+        """``map_location={"cuda:0": dst}`` gains ``"neuron:0": dst`` next to the CUDA key.
+
+        The key names where a checkpoint was *saved*: checkpoints from CUDA runs hold "cuda:0"
+        storages, checkpoints saved by the port hold "neuron:0" ones. Renaming the key would
+        break the first kind, keeping it the second; both keys load both.
+        """
+        element = use.user
+        dictionary = use.above[-1] if use.above else None
+        if not isinstance(element, cst.DictElement) or not isinstance(dictionary, cst.Dict):
+            return
+        replacement, imports = built
+        new_key = element.key.deep_replace(node, replacement) if element.key is not node else replacement
+        new_code = cst.Module([]).code_for_node(new_key)
+        if any(
+            isinstance(e, cst.DictElement) and cst.Module([]).code_for_node(e.key) == new_code
+            for e in dictionary.elements
+        ):
+            return  # already twinned (second run)
+        elements: list[cst.BaseDictElement] = []
+        for e in dictionary.elements:
+            if e is element:
+                comma = e.comma
+                elements.append(e.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+                elements.append(e.with_changes(key=new_key, comma=comma))
+            else:
+                elements.append(e)
+        self.report(
+            dictionary,
+            f"`{self.context.code(element.key)}` in map_location names a CUDA device; checkpoints "
+            "saved by the port hold the target device instead",
+            replacement=dictionary.with_changes(elements=elements),
+            safety=Safety.SAFE,
+            imports=imports,
+            guidance="keep the CUDA key for checkpoints saved on CUDA and add the target key",
+            description="map the target device's key too",
+        )
+        reported_at(self, use.above[:-1])  # the fix rebuilds the dict around the visited key
 
     def _emit(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple]) -> None:
         replacement, imports = built

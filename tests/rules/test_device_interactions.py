@@ -70,7 +70,7 @@ REWRITES = [
         "import os\n"
         "local_rank = int(os.environ['LOCAL_RANK'])\n"
         'model = model.to(f"neuron:{local_rank}")\n'
-        "state = torch.load(p, map_location={'cuda:0': f'neuron:{local_rank}'})\n"
+        "state = torch.load(p, map_location={'cuda:0': f'neuron:{local_rank}', 'neuron:0': f'neuron:{local_rank}'})\n"
         'net.load_state_dict(torch.load(p, map_location=lambda s, loc: s.to(device=f"neuron:{local_rank}")))\n',
         False,
         id="ddp-ordinals-and-map-location-forms",
