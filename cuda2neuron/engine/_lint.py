@@ -196,7 +196,8 @@ def _module_binds(module: cst.Module, mod: str, obj: str | None) -> bool:
 def _maybe_unused(code: str, local: str) -> bool:
     # The import helpers' scope analysis is expensive; only pay it when the name no longer
     # appears outside import lines (a mention in a string keeps the import: the safe side).
-    pattern = re.compile(rf"\b{re.escape(local)}\b")
+    # `torch.neuron.synchronize` is not a use of a from-imported `synchronize`: no dot before.
+    pattern = re.compile(rf"(?<![.\w]){re.escape(local)}\b")
     for line in code.splitlines():
         stripped = line.lstrip()
         if stripped.startswith(("import ", "from ")):
