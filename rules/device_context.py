@@ -61,11 +61,10 @@ class CudaDeviceContext(Rule):
             "import torch as th\nwith th.cuda.device(0):\n    pass\n",
             "import torch as th\nwith th.neuron.device(0):\n    pass\n",
         ),
-        # The engine keeps an import whose name still appears as a word in the file (here in
-        # `torch.neuron.device`): the safe side of its cheap unused-import test.
+        # The from-import left unused is removed (`torch.neuron.device` is no use of it).
         Invalid(
             "from torch.cuda import device\nwith device(1):\n    pass\n",
-            "from torch.cuda import device\nimport torch\n\nwith torch.neuron.device(1):\n    pass\n",
+            "import torch\n\nwith torch.neuron.device(1):\n    pass\n",
         ),
         Invalid(
             "import torch\nwith torch.cuda.device(1):\n    pass\n",
