@@ -267,25 +267,72 @@ def _dict_use(rule: Rule, element: cst.DictElement, child: cst.CSTNode, above: t
     return None
 
 
-def comparison_safety(use: Use) -> Safety:
-    """SAFE when the comparison selects *data*; UNSAFE when it selects *code*.
+def comparison_safety(use: Use, rule: Rule) -> Safety | None:
+    """How safe it is to retarget a device test; None: leave it alone entirely.
 
-    ``pin = device.type == "cuda"`` or ``"cuda" if "cuda" in device else "cpu"`` only pick values:
-    on the port they must test for the new device. ``if x.device.type == "cuda": fused_kernel(x)``
-    picks a code path written for CUDA (custom kernels, Triton, cuDNN-only tricks); turning the
-    guard to "neuron" sends Neuron tensors into it, where the old fallback was the right branch
-    (trap 12). Such guards are only rewritten on request (--unsafe-fixes).
+    A test that selects *data* (``pin = device.type == "cuda"``, ``"cuda" if "cuda" in device
+    else "cpu"``, ``t.to(rank) if not t.is_cuda else t``, an ``if`` whose branches only move
+    tensors) must test for the new device: SAFE. A test that selects *code* is a guard written
+    for CUDA:
+
+    * branches that call only torch (``torch.cuda.synchronize()``, moved by CN2xx) or move data
+      → UNSAFE: usually right on Neuron, but it changes which code runs;
+    * branches that call anything else (``_FusedOp.apply``, a Triton kernel, flash-attn) →
+      DISPLAY_ONLY: the guard protects a CUDA-only kernel whose fallback is what Neuron needs
+      (trap 12); turning it to "neuron" would send Neuron tensors into the kernel.
+
+    A test feeding ``fused=`` (``fused=device.type == "cuda"``, ``use_fused = ...``) is left
+    alone: False on Neuron is right, there is no fused Neuron kernel (the ecosystem rules
+    report ``fused=``).
     """
     child: cst.CSTNode = use.user
     for anc in reversed(use.above):
         if isinstance(anc, (cst.BooleanOperation, cst.UnaryOperation)):
             child = anc
             continue
+        if isinstance(anc, cst.Arg) and anc.keyword is not None and "fused" in anc.keyword.value:
+            return None
+        if isinstance(anc, cst.Assign) and any(
+            isinstance(t.target, cst.Name) and "fused" in t.target.value.lower() for t in anc.targets
+        ):
+            return None
         if isinstance(anc, (cst.If, cst.While)) and child is anc.test:
-            return Safety.UNSAFE
+            return _guard_safety(rule, [anc.body, *([anc.orelse] if anc.orelse is not None else [])])
         if isinstance(anc, cst.IfExp) and child is anc.test:
-            return Safety.SAFE if _is_data(anc.body) and _is_data(anc.orelse) else Safety.UNSAFE
+            if _is_data(anc.body) and _is_data(anc.orelse):
+                return Safety.SAFE
+            return _guard_safety(rule, [anc.body, anc.orelse])
         return Safety.SAFE
+    return Safety.SAFE
+
+
+class _CallKinds(cst.CSTVisitor):
+    """Sorts the calls under a guard: data moves, torch calls, anything else."""
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+        self.torch = False
+        self.other = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _DATA_METHODS:
+            return
+        qualified = self.rule.qualname(func)
+        if qualified is not None and qualified.startswith("torch.") and "cpp_extension" not in qualified:
+            self.torch = True
+        else:
+            self.other = True
+
+
+def _guard_safety(rule: Rule, branches: list[cst.CSTNode]) -> Safety:
+    kinds = _CallKinds(rule)
+    for branch in branches:
+        branch.visit(kinds)
+    if kinds.other:
+        return Safety.DISPLAY_ONLY
+    if kinds.torch:
+        return Safety.UNSAFE
     return Safety.SAFE
 
 

@@ -19,9 +19,9 @@ from ._device_util import (
 __all__ = ["CudaDeviceComparison"]
 
 _GUIDANCE = (
-    "this test picks a code path written for CUDA; if the branch calls CUDA-only code (custom "
-    "kernels, Triton, cuDNN tricks) keep its fallback for Neuron, otherwise compare with "
-    '"neuron" (apply with --unsafe-fixes)'
+    "this test picks a code path written for CUDA: if the branch calls CUDA-only code (custom "
+    "kernels, Triton, flash-attn) keep the test as is so that the fallback runs on Neuron; "
+    'otherwise compare with "neuron"'
 )
 
 
@@ -53,14 +53,18 @@ class CudaDeviceComparison(Rule):
     ```
 
     ## Fix safety
-    Safe when the test selects *data* (it is assigned, passed, returned, or picks between two
-    plain values or data moves such as ``t.to(rank) if ... else t``). Unsafe when it selects *code* — the test of an ``if``/``while`` or of a
-    conditional expression with computed branches: ``if x.device.type == "cuda": fused(x)``
-    often guards a CUDA-only kernel with a pure-PyTorch fallback, and the fallback is what must
-    run on Neuron (trap 12). Those are reported with guidance and rewritten only with
-    ``--unsafe-fixes``. Tests of the bare ``"cuda:"`` prefix are input parsing and always safe,
-    so ``spec.startswith("cuda:")`` and ``spec[len("cuda:"):]`` change together. Comparisons with a name that does not say device
-    (``impl in ["ref", "cuda"]``) are never touched.
+    Depends on what the test selects. *Data* — it is assigned, passed or returned, picks between
+    plain values or data moves (``t.to(rank) if ... else t``), or guards an ``if`` whose branches
+    only move tensors (``x.pin_memory().to(device)``): safe. *Code* — the test of an
+    ``if``/``while`` or conditional expression whose branches call torch (``torch.cuda.synchronize()``):
+    unsafe, applied with ``--unsafe-fixes``. Branches that call anything else (``fused(x)``, a
+    Triton kernel, flash-attn): display-only, because such a guard usually protects a CUDA-only
+    kernel whose pure-PyTorch fallback is what must run on Neuron (trap 12). A test that feeds
+    ``fused=`` (``use_fused = device_type == "cuda"``) is left alone: False on Neuron picks the
+    plain optimizer, which is right. Tests of the bare ``"cuda:"`` prefix are input parsing and
+    always safe, so ``spec.startswith("cuda:")`` and ``spec[len("cuda:"):]`` change together.
+    Comparisons with a name that does not say device (``impl in ["ref", "cuda"]``) are never
+    touched.
     """
 
     code = "CN103"
@@ -74,6 +78,9 @@ class CudaDeviceComparison(Rule):
         'print("cuda" in message)\n',
         'if name.startswith("cuda"):\n    pass\n',
         'n = len("cuda")\n',
+        # feeds fused=: False on Neuron is right (no fused Neuron kernel; CN6xx reports fused=)
+        'use_fused = fused_available and device_type == "cuda"\n',
+        'opt = torch.optim.AdamW(params, fused=device.type == "cuda")\n',
         'pin = x.device.type == "neuron"\n',
         "import torch\nis_acc = x.device.type == torch.accelerator.current_accelerator().type\n",
         'device = "cuda"\n',  # a placement: CN102
@@ -82,7 +89,7 @@ class CudaDeviceComparison(Rule):
         Invalid('pin = x.device.type == "cuda"\n', 'pin = x.device.type == "neuron"\n'),
         Invalid('on_gpu = device == "cuda"\n', 'on_gpu = device == "neuron"\n'),
         Invalid('ok = "cuda:0" != args.device\n', 'ok = "neuron:0" != args.device\n'),
-        Invalid('use_fused = "cuda" in device\n', 'use_fused = "neuron" in device\n'),
+        Invalid('pin = "cuda" in device\n', 'pin = "neuron" in device\n'),
         Invalid('is_gpu = str(x.device).startswith("cuda")\n', 'is_gpu = str(x.device).startswith("neuron")\n'),
         Invalid('gpu = device in ("cuda", "mps")\n', 'gpu = device in ("neuron", "mps")\n'),
         Invalid('index = int(device.replace("cuda:", ""))\n', 'index = int(device.replace("neuron:", ""))\n'),
@@ -101,16 +108,19 @@ class CudaDeviceComparison(Rule):
             'device_type = "cuda" if "neuron" in device else "cpu"\n',
         ),
         Invalid("x = dict(pin_memory=device_type == 'cuda')\n", "x = dict(pin_memory=device_type == 'neuron')\n"),
+        # A guard around torch-only code: usually right to retarget, but it changes control flow.
         Invalid(
-            'if x.device.type == "cuda":\n    y = fused_kernel(x)\n',
-            'if x.device.type == "neuron":\n    y = fused_kernel(x)\n',
+            'import torch\nif x.device.type == "cuda":\n    torch.cuda.synchronize()\n',
+            'import torch\nif x.device.type == "neuron":\n    torch.cuda.synchronize()\n',
             unsafe=True,
         ),
-        Invalid('while not device.startswith("cuda"):\n    pass\n', None),
+        # A guard around a project kernel: the fallback is the port (trap 12); advice only.
+        Invalid('if x.device.type == "cuda":\n    y = fused_kernel(x)\n', None, unsafe=True),
+        Invalid('y = fused(x) if x.device.type == "cuda" else slow(x)\n', None, unsafe=True),
+        # A guard whose branches only move data is a data choice.
         Invalid(
-            'y = fused(x) if x.device.type == "cuda" else slow(x)\n',
-            'y = fused(x) if x.device.type == "neuron" else slow(x)\n',
-            unsafe=True,
+            'if device_type == "cuda":\n    x = x.pin_memory().to(device, non_blocking=True)\nelse:\n    x = x.to(device)\n',
+            'if device_type == "neuron":\n    x = x.pin_memory().to(device, non_blocking=True)\nelse:\n    x = x.to(device)\n',
         ),
         Invalid(
             'import torch\npin = x.device.type == "cuda"\n',
@@ -140,7 +150,9 @@ class CudaDeviceComparison(Rule):
         replacement, imports = built
         # Parsing a "cuda:" prefix off user input is string handling, not a CUDA code path; its
         # test and its slice (spec[len("cuda:"):]) must change together, so both are safe.
-        safety = Safety.SAFE if is_bare_prefix(node) else comparison_safety(use)
+        safety = Safety.SAFE if is_bare_prefix(node) else comparison_safety(use, self)
+        if safety is None:
+            return
         self.report(
             node,
             f"`{self.context.code(use.user)}` checks a device against \"cuda\"",
@@ -148,6 +160,6 @@ class CudaDeviceComparison(Rule):
             safety=safety,
             imports=imports,
             guidance="" if safety is Safety.SAFE else _GUIDANCE,
-            effort=Effort.NONE if safety is Safety.SAFE else Effort.LOW,
+            effort={Safety.SAFE: Effort.NONE, Safety.UNSAFE: Effort.LOW}.get(safety, Effort.MEDIUM),
             description="test for the target device",
         )

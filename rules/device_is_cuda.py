@@ -46,13 +46,13 @@ class IsCudaAttribute(Rule):
     ```
 
     ## Fix safety
-    As for device comparisons (CN103): safe where the flag is a value (assigned, passed,
-    asserted); unsafe as the test of an ``if``/``while`` or of a conditional expression with
-    computed branches (other than data moves like ``t.to(rank) if not t.is_cuda else t``),
-    because such a branch was written for CUDA and may call CUDA-only
-    kernels whose fallback is what Neuron needs. ``a.is_cuda != b.is_cuda`` is safe anywhere:
-    both sides change together. Attributes resolved to a module
-    (``utils.is_cuda``) and assignments to a project's own ``self.is_cuda`` are left alone.
+    As for device comparisons (CN103): safe where the flag selects data (assigned, passed,
+    asserted, or a data move such as ``t.to(rank) if not t.is_cuda else t``); unsafe as the test
+    of a branch that calls torch; display-only as the test of a branch that calls anything else
+    (a CUDA-only kernel whose fallback is what Neuron needs, trap 12); untouched where it feeds
+    ``fused=``. ``a.is_cuda != b.is_cuda`` is safe anywhere: both sides change together.
+    Attributes resolved to a module (``utils.is_cuda``) and assignments to a project's own
+    ``self.is_cuda`` are left alone.
     """
 
     code = "CN104"
@@ -71,10 +71,11 @@ class IsCudaAttribute(Rule):
         Invalid("assert x.is_cuda, 'expected a device tensor'\n", "assert x.is_neuron, 'expected a device tensor'\n"),
         Invalid("loader = make(pin_memory=not x.is_cuda)\n", "loader = make(pin_memory=not x.is_neuron)\n"),
         Invalid(
-            "if x.is_cuda:\n    y = ext.fused(x)\n",
-            "if x.is_neuron:\n    y = ext.fused(x)\n",
+            "import torch\nif x.is_cuda:\n    torch.cuda.synchronize()\n",
+            "import torch\nif x.is_neuron:\n    torch.cuda.synchronize()\n",
             unsafe=True,
         ),
+        Invalid("if x.is_cuda:\n    y = ext.fused(x)\n", None, unsafe=True),  # trap 12: advice only
         Invalid("y = ext.fused(x) if x.is_cuda else ref(x)\n", None),
         Invalid(
             "if a.is_cuda != b.is_cuda:\n    a = a.to(b.device)\n",
@@ -114,7 +115,9 @@ class IsCudaAttribute(Rule):
                 lpar=[cst.LeftParen()],
                 rpar=[cst.RightParen()],
             )
-        safety = comparison_safety(Use(UseKind.COMPARISON, node, tuple(self.context.ancestors)))
+        safety = comparison_safety(Use(UseKind.COMPARISON, node, tuple(self.context.ancestors)), self)
+        if safety is None:
+            return  # feeds fused=: False on Neuron is right
         if _compared_with_is_cuda(node, self.context.parent):
             # a.is_cuda != b.is_cuda: both sides change together, the answer cannot change.
             safety = Safety.SAFE
@@ -125,6 +128,6 @@ class IsCudaAttribute(Rule):
             safety=safety,
             imports=imports,
             guidance="" if safety is Safety.SAFE else _GUIDANCE,
-            effort=Effort.NONE if safety is Safety.SAFE else Effort.LOW,
+            effort={Safety.SAFE: Effort.NONE, Safety.UNSAFE: Effort.LOW}.get(safety, Effort.MEDIUM),
             description="test for the target device",
         )

@@ -76,10 +76,17 @@ REWRITES = [
         id="ddp-ordinals-and-map-location-forms",
     ),
     pytest.param(
-        'if x.device.type == "cuda":\n    y = ext.fused(x)\nelse:\n    y = ref(x)\n',
-        'if x.device.type == "neuron":\n    y = ext.fused(x)\nelse:\n    y = ref(x)\n',
+        'import torch\nif x.device.type == "cuda":\n    torch.cuda.synchronize()\n',
+        'import torch\nif x.device.type == "neuron":\n    torch.cuda.synchronize()\n',
         True,
-        id="guard-rewritten-only-with-unsafe-fixes",
+        id="torch-only-guard-rewritten-with-unsafe-fixes",
+    ),
+    pytest.param(
+        # Trap 12: a kernel guarded by a device test with a fallback; the fallback is the port.
+        'if x.device.type == "cuda":\n    y = ext.fused(x)\nelse:\n    y = ref(x)\n',
+        'if x.device.type == "cuda":\n    y = ext.fused(x)\nelse:\n    y = ref(x)\n',
+        True,
+        id="kernel-guard-never-rewritten",
     ),
 ]
 
@@ -175,4 +182,5 @@ def test_guard_is_reported_as_manual_action_without_unsafe_fixes():
     assert fixed == source
     [finding] = findings
     assert finding.code == "CN103" and not finding.applied
+    assert finding.fix is not None and finding.fix.safety.value == "display-only"
     assert "fallback" in finding.guidance
