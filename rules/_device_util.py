@@ -286,10 +286,20 @@ def comparison_safety(use: Use, rule: Rule) -> Safety | None:
     report ``fused=``).
     """
     child: cst.CSTNode = use.user
+    library_guard = False
     for anc in reversed(use.above):
-        if isinstance(anc, (cst.BooleanOperation, cst.UnaryOperation)):
+        if isinstance(anc, cst.BooleanOperation):
+            other = anc.right if child is anc.left else anc.left
+            library_guard = library_guard or (isinstance(anc.operator, cst.And) and _optional_library_check(other))
             child = anc
             continue
+        if isinstance(anc, cst.UnaryOperation):
+            child = anc
+            continue
+        if library_guard and isinstance(anc, (cst.If, cst.While, cst.IfExp)) and child is anc.test:
+            # `if flash_attn_func is not None and q.is_cuda:` / `if HAS_TRITON and x.is_cuda:`
+            # select a CUDA-only library's code path: False on Neuron picks the fallback.
+            return Safety.DISPLAY_ONLY
         if isinstance(anc, cst.Arg) and anc.keyword is not None and "fused" in anc.keyword.value:
             return None
         if isinstance(anc, cst.Assign) and any(
@@ -304,6 +314,18 @@ def comparison_safety(use: Use, rule: Rule) -> Safety | None:
             return _guard_safety(rule, [anc.body, anc.orelse])
         return Safety.SAFE
     return Safety.SAFE
+
+
+def _optional_library_check(node: cst.BaseExpression) -> bool:
+    """``flash_attn_func is not None``, ``HAS_TRITON``, ``xformers_available``: a test that an
+    optional (CUDA-only) library was importable."""
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        target = node.comparisons[0]
+        return isinstance(target.operator, cst.IsNot) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None"
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        word = (node.value if isinstance(node, cst.Name) else node.attr.value).lower()
+        return word.startswith("has_") or "available" in word
+    return False
 
 
 class _CallKinds(cst.CSTVisitor):

@@ -59,7 +59,9 @@ class CudaDeviceComparison(Rule):
     ``if``/``while`` or conditional expression whose branches call torch (``torch.cuda.synchronize()``):
     unsafe, applied with ``--unsafe-fixes``. Branches that call anything else (``fused(x)``, a
     Triton kernel, flash-attn): display-only, because such a guard usually protects a CUDA-only
-    kernel whose pure-PyTorch fallback is what must run on Neuron (trap 12). A test that feeds
+    kernel whose pure-PyTorch fallback is what must run on Neuron (trap 12); the same for a test
+    joined with a check that an optional library is present (``if HAS_TRITON and
+    x.device.type == "cuda"``). A test that feeds
     ``fused=`` (``use_fused = device_type == "cuda"``) is left alone: False on Neuron picks the
     plain optimizer, which is right. Tests of the bare ``"cuda:"`` prefix are input parsing and
     always safe, so ``spec.startswith("cuda:")`` and ``spec[len("cuda:"):]`` change together.

@@ -49,7 +49,9 @@ class IsCudaAttribute(Rule):
     As for device comparisons (CN103): safe where the flag selects data (assigned, passed,
     asserted, or a data move such as ``t.to(rank) if not t.is_cuda else t``); unsafe as the test
     of a branch that calls torch; display-only as the test of a branch that calls anything else
-    (a CUDA-only kernel whose fallback is what Neuron needs, trap 12); untouched where it feeds
+    (a CUDA-only kernel whose fallback is what Neuron needs, trap 12) or of a test that an
+    optional library is present (``if flash_attn_func is not None and q.is_cuda``); untouched
+    where it feeds
     ``fused=``. ``a.is_cuda != b.is_cuda`` is safe anywhere: both sides change together.
     Attributes resolved to a module (``utils.is_cuda``) and assignments to a project's own
     ``self.is_cuda`` are left alone.
@@ -76,6 +78,9 @@ class IsCudaAttribute(Rule):
             unsafe=True,
         ),
         Invalid("if x.is_cuda:\n    y = ext.fused(x)\n", None, unsafe=True),  # trap 12: advice only
+        # an optional CUDA-only library's guard: False on Neuron picks the fallback
+        Invalid("if flash_attn_func is not None and q.is_cuda:\n    kind = \"flash_attn\"\n", None, unsafe=True),
+        Invalid("if HAS_TRITON and x.is_cuda:\n    y = 1\n", None, unsafe=True),
         Invalid("y = ext.fused(x) if x.is_cuda else ref(x)\n", None),
         Invalid(
             "if a.is_cuda != b.is_cuda:\n    a = a.to(b.device)\n",
