@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Invalid, Rule, Safety, Valid
+from cuda2neuron.engine import Invalid, Rule, Safety
 
 from ._target import NEURON
 from ._util import arg_by_name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.engine import Effort, Invalid, Rule, Safety
 
 from ._device_util import is_device_word, reported_at
 from ._target import device_expr
