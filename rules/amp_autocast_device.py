@@ -94,7 +94,7 @@ class AutocastCudaDevice(Rule):
         ),
         Invalid(
             "import torch\nwith torch.autocast('cuda'):\n    pass\n",
-            "import torch\nwith torch.autocast(torch.accelerator.current_accelerator().type, dtype=torch.bfloat16):\n    pass\n",
+            "import torch\nwith torch.autocast((torch.accelerator.current_accelerator() or torch.get_default_device()).type, dtype=torch.bfloat16):\n    pass\n",
             target="accelerator",
         ),
     )

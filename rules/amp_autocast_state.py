@@ -87,7 +87,7 @@ class AutocastState(Rule):
         ),
         Invalid(
             "import torch\nok = torch.is_autocast_enabled()\n",
-            "import torch\nok = torch.is_autocast_enabled(torch.accelerator.current_accelerator().type)\n",
+            "import torch\nok = torch.is_autocast_enabled((torch.accelerator.current_accelerator() or torch.get_default_device()).type)\n",
             target="accelerator",
         ),
     )

@@ -112,7 +112,8 @@ class CustomFwdBwd(Rule):
         ),
         Invalid(
             "import torch\n@torch.cuda.amp.custom_fwd\ndef f(ctx, x):\n    return x\n",
-            "import torch\n@torch.amp.custom_fwd(device_type=torch.accelerator.current_accelerator().type)\n"
+            "import torch\n@torch.amp.custom_fwd(device_type="
+            "(torch.accelerator.current_accelerator() or torch.get_default_device()).type)\n"
             "def f(ctx, x):\n    return x\n",
             target="accelerator",
         ),

@@ -138,7 +138,7 @@ class GradScalerDevice(Rule):
         ),
         Invalid(
             "import torch\nscaler = torch.cuda.amp.GradScaler()\n",
-            "import torch\nscaler = torch.amp.GradScaler(torch.accelerator.current_accelerator().type, enabled=False)\n",
+            "import torch\nscaler = torch.amp.GradScaler((torch.accelerator.current_accelerator() or torch.get_default_device()).type, enabled=False)\n",
             target="accelerator",
         ),
         Invalid(

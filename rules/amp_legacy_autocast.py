@@ -106,7 +106,7 @@ class LegacyAutocast(Rule):
         ),
         Invalid(
             "import torch\nwith torch.cuda.amp.autocast():\n    pass\n",
-            "import torch\nwith torch.autocast(torch.accelerator.current_accelerator().type, dtype=torch.bfloat16):\n    pass\n",
+            "import torch\nwith torch.autocast((torch.accelerator.current_accelerator() or torch.get_default_device()).type, dtype=torch.bfloat16):\n    pass\n",
             target="accelerator",
         ),
         Invalid("import torch\nwith torch.cuda.amp.autocast(**amp_kwargs):\n    pass\n"),

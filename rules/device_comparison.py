@@ -126,7 +126,7 @@ class CudaDeviceComparison(Rule):
         ),
         Invalid(
             'import torch\npin = x.device.type == "cuda"\n',
-            "import torch\npin = x.device.type == torch.accelerator.current_accelerator().type\n",
+            "import torch\npin = x.device.type == (torch.accelerator.current_accelerator() or torch.get_default_device()).type\n",
             target="accelerator",
         ),
     )

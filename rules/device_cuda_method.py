@@ -85,7 +85,7 @@ class CudaMethodCall(Rule):
         ),
         Invalid(
             "import torch\nm.cuda()\n",
-            "import torch\nm.to(torch.accelerator.current_accelerator())\n",
+            "import torch\nm.to(torch.accelerator.current_accelerator() or torch.get_default_device())\n",
             target="accelerator",
         ),
     )

@@ -92,7 +92,7 @@ class IsCudaAttribute(Rule):
         ),
         Invalid(
             "import torch\npin = batch.is_cuda\n",
-            "import torch\npin = (batch.device.type == torch.accelerator.current_accelerator().type)\n",
+            "import torch\npin = (batch.device.type == (torch.accelerator.current_accelerator() or torch.get_default_device()).type)\n",
             target="accelerator",
         ),
     )

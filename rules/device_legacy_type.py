@@ -122,7 +122,7 @@ class LegacyCudaTensorType(Rule):
         ),
         Invalid(
             "import torch\nx = torch.cuda.FloatTensor(4)\n",
-            "import torch\nx = torch.empty(4, dtype=torch.float32, device=torch.accelerator.current_accelerator())\n",
+            "import torch\nx = torch.empty(4, dtype=torch.float32, device=torch.accelerator.current_accelerator() or torch.get_default_device())\n",
             target="accelerator",
         ),
     )

@@ -146,7 +146,7 @@ class IntegerDeviceOrdinal(Rule):
         Invalid("rank = int(r)\nbuild(device=rank)\n", 'rank = int(r)\nbuild(device=f"neuron:{rank}")\n', unsafe=True),
         Invalid(
             "import torch\nx = x.to(0)\n",
-            'import torch\nx = x.to(torch.device(torch.accelerator.current_accelerator().type, 0))\n',
+            'import torch\nx = x.to(torch.device((torch.accelerator.current_accelerator() or torch.get_default_device()).type, 0))\n',
             target="accelerator",
         ),
     )

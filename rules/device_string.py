@@ -146,22 +146,22 @@ class CudaDeviceString(Rule):
         Invalid('def f(m):\n    where = "cuda"\n    return m.to(where)\n', 'def f(m):\n    where = "neuron"\n    return m.to(where)\n'),
         Invalid(
             'import torch\nd = torch.device("cuda")\n',
-            "import torch\nd = torch.device(torch.accelerator.current_accelerator().type)\n",
+            "import torch\nd = torch.device((torch.accelerator.current_accelerator() or torch.get_default_device()).type)\n",
             target="accelerator",
         ),
         Invalid(
             'import torch\nx.to("cuda:1")\n',
-            'import torch\nx.to(f"{torch.accelerator.current_accelerator().type}:1")\n',
+            'import torch\nx.to(f"{(torch.accelerator.current_accelerator() or torch.get_default_device()).type}:1")\n',
             target="accelerator",
         ),
         Invalid(
             'import torch\nx.to(f"cuda:{rank}")\n',
-            'import torch\nx.to(f"{torch.accelerator.current_accelerator().type}:{rank}")\n',
+            'import torch\nx.to(f"{(torch.accelerator.current_accelerator() or torch.get_default_device()).type}:{rank}")\n',
             target="accelerator",
         ),
         Invalid(
             'import torch\nx.to("cuda:{}".format(i))\n',
-            'import torch\nx.to(f"{torch.accelerator.current_accelerator().type}:{{}}".format(i))\n',
+            'import torch\nx.to(f"{(torch.accelerator.current_accelerator() or torch.get_default_device()).type}:{{}}".format(i))\n',
             target="accelerator",
         ),
     )

@@ -145,18 +145,18 @@ def test_device_family_leaves_non_devices_alone(source):
     [
         pytest.param(
             'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n',
-            "import torch\ndevice = torch.accelerator.current_accelerator().type if torch.cuda.is_available() else \"cpu\"\n",
+            "import torch\ndevice = (torch.accelerator.current_accelerator() or torch.get_default_device()).type if torch.cuda.is_available() else \"cpu\"\n",
             id="accelerator-device-default",
         ),
         pytest.param(
             "import torch\nx = x.to(f'cuda:{rank}')\nok = x.is_cuda\n",
-            "import torch\nx = x.to(f'{torch.accelerator.current_accelerator().type}:{rank}')\n"
-            "ok = (x.device.type == torch.accelerator.current_accelerator().type)\n",
+            "import torch\nx = x.to(f'{(torch.accelerator.current_accelerator() or torch.get_default_device()).type}:{rank}')\n"
+            "ok = (x.device.type == (torch.accelerator.current_accelerator() or torch.get_default_device()).type)\n",
             id="accelerator-fstring-and-is-cuda",
         ),
         pytest.param(
             "x = x.to('cuda')\n",
-            "import torch\n\nx = x.to(torch.accelerator.current_accelerator().type)\n",
+            "import torch\n\nx = x.to((torch.accelerator.current_accelerator() or torch.get_default_device()).type)\n",
             id="accelerator-adds-import-torch",
         ),
     ],
