@@ -200,7 +200,9 @@ def import_to_drop(rule: Rule, expr: cst.BaseExpression) -> tuple[tuple[str, str
         return ()
     module, _, obj = qualified.rpartition(".")
     if obj != head.value:
-        return ()  # an `as` alias: RemoveImportsVisitor would need the asname; leave it
+        # An `as` alias: `from module import obj as x` or `import module.obj as x`; the engine
+        # finds the alias name and removes whichever exists, if unused.
+        return ((module, obj), (qualified, None))
     return ((module, obj),)
 
 

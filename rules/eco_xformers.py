@@ -62,9 +62,8 @@ class XformersAttention(Rule):
         Invalid(
             "import xformers.ops as xops\nimport torch.nn.functional as F\n"
             "y = xops.memory_efficient_attention(q, k, v, p=p)\n",
-            # An aliased module import stays (the engine removes `module`/`from` imports only);
-            # its own finding remains until the user deletes it.
-            "import xformers.ops as xops\nimport torch.nn.functional as F\n"
+            # The aliased module import, now unused, is removed with the call.
+            "import torch.nn.functional as F\n"
             "y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), "
             "v.transpose(1, 2), dropout_p=p).transpose(1, 2)\n",
             unsafe=True,
@@ -72,7 +71,7 @@ class XformersAttention(Rule):
         Invalid(
             "import xformers.ops as xops\nimport torch.nn.functional as F\n"
             "y = xops.memory_efficient_attention(q, k, v, attn_bias=xops.LowerTriangularMask())\n",
-            "import xformers.ops as xops\nimport torch.nn.functional as F\n"
+            "import torch.nn.functional as F\n"
             "y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), "
             "v.transpose(1, 2), is_causal=True).transpose(1, 2)\n",
             unsafe=True,

@@ -224,10 +224,36 @@ def _fix_imports(module: cst.Module, reports: list[Report]) -> cst.Module:
         module = AddImportsVisitor(context).transform_module(module)
     if removes:
         code = module.code
-        candidates = {(m, o) for m, o in removes if _maybe_unused(code, o or m.split(".")[-1])}
+        candidates = {
+            (mod, obj, alias)
+            for mod, obj in removes
+            for alias in _aliases(module, mod, obj)
+            if _maybe_unused(code, alias or obj or mod.split(".")[0])
+        }
         if candidates:
             context = CodemodContext()
-            for mod, obj in sorted(candidates, key=str):
-                RemoveImportsVisitor.remove_unused_import(context, mod, obj)
+            for mod, obj, alias in sorted(candidates, key=str):
+                RemoveImportsVisitor.remove_unused_import(context, mod, obj, alias)
             module = RemoveImportsVisitor(context).transform_module(module)
     return module
+
+
+def _aliases(module: cst.Module, mod: str, obj: str | None) -> set[str | None]:
+    """The ``as`` names under which ``mod`` (or ``obj`` from it) is imported at module level
+    (None for an import without ``as``): the import helper removes an alias only by its name."""
+    found: set[str | None] = set()
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if obj is None and isinstance(small, cst.Import):
+                names = [a for a in small.names if module.code_for_node(a.name) == mod]
+            elif obj is not None and isinstance(small, cst.ImportFrom) and small.module is not None:
+                if module.code_for_node(small.module) != mod or isinstance(small.names, cst.ImportStar):
+                    continue
+                names = [a for a in small.names if module.code_for_node(a.name) == obj]
+            else:
+                continue
+            for a in names:
+                found.add(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name) else None)
+    return found

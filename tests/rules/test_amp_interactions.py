@@ -18,7 +18,7 @@ REWRITES = [
     (
         "submodule-alias",
         "import torch.cuda.amp as cuda_amp\nwith cuda_amp.autocast():\n    pass\n",
-        'import torch.cuda.amp as cuda_amp\nimport torch\n\nwith torch.autocast("neuron", dtype=torch.bfloat16):\n    pass\n',
+        'import torch\n\nwith torch.autocast("neuron", dtype=torch.bfloat16):\n    pass\n',
     ),
     (
         "from-import-still-used-is-kept",

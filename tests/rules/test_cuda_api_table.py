@@ -38,10 +38,8 @@ def _expected(source: str, alias: str | None, qualified: str) -> str:
     if alias is not None:
         head, _, rest = qualified.partition(".")
         return f"{first_line}\nf = {alias}.{rest}\n"
-    if first_line == "import torch.cuda as tc":
-        # `import torch.cuda as tc` binds no name `torch`: the rewrite asks for `import torch`;
-        # the aliased import stays (removing it would need its asname; it is harmless).
-        return f"import torch.cuda as tc\nimport torch\n\nf = {qualified}\n"
+    # `import torch.cuda as tc` binds no name `torch`: the rewrite asks for `import torch`, and
+    # the aliased import, now unused, is removed.
     return f"import torch\n\nf = {qualified}\n"
 
 
