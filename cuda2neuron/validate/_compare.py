@@ -29,6 +29,15 @@ def to_tensor(rec: dict[str, Any]) -> torch.Tensor:
     return t
 
 
+def _effective(rec: dict[str, Any]) -> str:
+    """The precision a tensor was really computed in: its dtype, or the autocast dtype in force
+    (a float32 residual stream fed by bf16 matmuls carries bf16 error)."""
+    dtype, amp = rec["dtype"], rec.get("amp")
+    if amp in _EPS and dtype in _EPS and _EPS[amp] > _EPS[dtype]:
+        return amp
+    return dtype
+
+
 def _dtype_verdict(ref: str, port: str) -> str | None:
     """None when the dtypes may differ legitimately, else the reason they may not."""
     if ref == port:
@@ -91,21 +100,21 @@ def compare_records(
     metrics = dict(max_abs=max_abs, max_rel=max_rel, cosine=cosine, nonfinite_mismatch=nonfinite_mismatch)
     if nonfinite_mismatch:
         return done(Verdict.FAIL, f"{nonfinite_mismatch} NaN/Inf values appear in only one run", **metrics)
-    port_dtype = port["dtype"]
+    port_dtype, ref_dtype = _effective(port), _effective(ref)
     floor = tol.floor(port_dtype)
     if g64 is not None:
         gf = g64[finite]
         scale = max(float(gf.abs().max()) if gf.numel() else 0.0, 1e-30)
         ref_err = float((rf - gf.reshape(-1)).abs().max()) / scale if gf.numel() else 0.0
         port_err = float((pf - gf.reshape(-1)).abs().max()) / scale if gf.numel() else 0.0
-        ratio = _EPS.get(port_dtype, 1.0) / _EPS.get(ref["dtype"], 1.0)
+        ratio = _EPS.get(port_dtype, 1.0) / _EPS.get(ref_dtype, 1.0)
         basis = max(ref_err * max(ratio, 1.0), floor)
         against = "golden"
     else:
         scale = max(float(r64[finite].abs().max()) if finite.any() else 0.0, 1e-30)
         ref_err = None
         port_err = max_abs / scale
-        basis = max(floor, tol.floor(ref["dtype"]))
+        basis = max(floor, tol.floor(ref_dtype))
         against = "reference"
     allowed = tol.pass_factor * basis
     metrics.update(ref_error=ref_err, port_error=port_err, allowed=allowed)

@@ -287,7 +287,12 @@ def install(golden: bool = False, source: str = "cuda") -> DeviceRedirectMode:
     if _INSTALLED:
         return _INSTALLED[0]
     _AUTOCAST[golden] = _make_autocast(golden, source)
-    _SCALER.append(_make_scaler(source))
+    if golden:
+        from cuda2neuron.validate._golden_scaler import GoldenGradScaler
+
+        _SCALER.append(GoldenGradScaler)
+    else:
+        _SCALER.append(_make_scaler(source))
     torch.autocast = _AUTOCAST[golden]
     torch.amp.autocast = _AUTOCAST[golden]
     torch.amp.autocast_mode.autocast = _AUTOCAST[golden]

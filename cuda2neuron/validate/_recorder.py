@@ -27,6 +27,17 @@ class StopRun(BaseException):
     """
 
 
+def _amp_dtype() -> str | None:
+    """The autocast dtype in force right now on any device type, or None."""
+    for dev in ("cpu", "cuda", torch._C._get_privateuse1_backend_name()):
+        try:
+            if torch.is_autocast_enabled(dev):
+                return str(torch.get_autocast_dtype(dev)).replace("torch.", "")
+        except (RuntimeError, ValueError):
+            continue
+    return None
+
+
 def tensor_record(t: torch.Tensor) -> dict[str, Any]:
     """Raw bytes of a tensor: copying only its own elements (pickling a view would copy the whole
     underlying storage), in any dtype including bfloat16 (which numpy lacks)."""
@@ -98,6 +109,7 @@ class Recorder:
         self.classes_sent: set[type] = set()
         self.records = 0
         self.paused = False
+        self.amp: str | None = None
         self._handles: list[Any] = []
         self._orig_backward: Any = None
         self._in_backward = False
@@ -139,8 +151,12 @@ class Recorder:
         if self.paused:
             return
         rec = tensor_record(t)
+        amp = _amp_dtype()
+        # Sticky: gradients and losses computed outside the autocast block still carry the
+        # precision of the forward that produced them.
+        self.amp = amp or self.amp
         rec.update(type="tensor", key=key, kind=kind, step=self.step, module_path=module_path,
-                   module_class=module_class)
+                   module_class=module_class, amp=self.amp)
         self.records += 1
         self.emit(rec)
 

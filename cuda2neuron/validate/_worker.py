@@ -228,8 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(cfg.get("threads", 1))
-        # Before the shim: this imports torch._inductor, whose dynamo rules snapshot torch.cuda.
-        torch.use_deterministic_algorithms(True, warn_only=True)
+        # The C switch, not torch.use_deterministic_algorithms(): that one also imports
+        # torch._inductor (~2 s per run) only to set a config flag for compiled code.
+        torch._C._set_deterministic_algorithms(True, warn_only=True)
         label, accounting = _setup_device(role, cfg.get("port_device", "neuron"))
         emit({"type": "hello", "role": role, "device": label})
         seed = cfg.get("seed", 0)
