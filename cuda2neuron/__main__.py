@@ -1,0 +1,5 @@
+import sys
+
+from cuda2neuron.cli import main
+
+sys.exit(main())

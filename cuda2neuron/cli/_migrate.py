@@ -1,0 +1,111 @@
+"""`cuda2neuron migrate`: rewrite a project in place, as a diff, or into a copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from cuda2neuron.engine import (
+    FileStatus,
+    discover,
+    handler_for,
+    process_files,
+    write_copy,
+    write_in_place,
+)
+from cuda2neuron.report import build_report, write_report
+
+from ._common import EXIT_CLEAN, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
+from ._git import git_state
+from ._options import apply_overrides, rule_options
+from ._render import print_diff, print_summary
+
+__all__ = ["migrate_command"]
+
+# Below this many files a progress bar is noise.
+_PROGRESS_MIN_FILES = 50
+
+
+def run_with_progress(files, config, fix: bool, jobs: int | None, quiet: bool):
+    if quiet or len(files) < _PROGRESS_MIN_FILES or not err_console.is_terminal:
+        return process_files(files, config, fix=fix, jobs=jobs)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        task = progress.add_task("migrating", total=len(files))
+        return process_files(files, config, fix=fix, jobs=jobs, progress=lambda _r: progress.advance(task))
+
+
+@click.command("migrate")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff and write nothing.")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write a migrated copy of the tree here; the source is untouched.")
+@click.option("--allow-dirty", is_flag=True, help="Rewrite files that have uncommitted git changes.")
+@click.option("--allow-no-vcs", is_flag=True, help="Rewrite in place outside a git work tree (no way back!).")
+@click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write the full report: .md, .json or .sarif.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
+@click.option("--quiet", "-q", is_flag=True, help="Only errors on stderr.")
+@rule_options
+def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report_path, jobs, quiet, **opts):
+    """Port CUDA-specific PyTorch code in PATHS to the neuron device.
+
+    Rewrites in place (git-tracked, clean files only), or with --diff shows the changes, or with
+    --out writes a migrated copy. Never imports or runs your code. Exit 0 when every file was
+    processed, 1 when a file failed, 2 on usage or configuration errors.
+    """
+    if show_diff and out_dir is not None:
+        raise UsageError("--diff and --out exclude each other")
+    if report_path is not None and report_path.suffix.lower() not in (".md", ".markdown", ".json", ".sarif"):
+        raise UsageError(f"{report_path}: report format is chosen by extension: .md, .json or .sarif")
+    if out_dir is not None and out_dir.exists() and any(out_dir.iterdir()):
+        raise UsageError(f"{out_dir}: output folder exists and is not empty")
+    config = apply_overrides(load_run_config(list(paths), opts.pop("config_file")), opts)
+    found = discover(
+        paths,
+        exclude=config.exclude,
+        wanted=lambda p: handler_for(p) is not None,
+        extra_pruned=[out_dir] if out_dir is not None else [],
+    )
+    errors = [s for s in found.skipped if s.error]
+    if errors:
+        raise UsageError("; ".join(f"{s.path}: {s.reason}" for s in errors))
+    results = run_with_progress(list(found.files), config, fix=True, jobs=jobs, quiet=quiet)
+    changed = [r for r in results if r.status is FileStatus.CHANGED]
+    if show_diff:
+        for r in changed:
+            print_diff(out_console, r)
+        wrote = "would change"
+    elif out_dir is not None:
+        results = write_copy(results, found.roots, out_dir)
+        wrote = f"changed (written to {out_dir})"
+    else:
+        _guard_in_place([Path(r.path) for r in changed], allow_dirty, allow_no_vcs)
+        results = write_in_place(results)
+        wrote = "changed"
+    report = build_report("migrate", config.settings.target, results, found.skipped)
+    if report_path is not None:
+        write_report(report, report_path)
+    if not quiet:
+        print_summary(err_console, report, wrote)
+    return EXIT_FINDINGS if report.failed else EXIT_CLEAN
+
+
+def _guard_in_place(files: list[Path], allow_dirty: bool, allow_no_vcs: bool) -> None:
+    if not files or (allow_dirty and allow_no_vcs):
+        return
+    state = git_state(files)
+    if state.outside and not allow_no_vcs:
+        raise UsageError(
+            f"refusing to rewrite {len(state.outside)} file(s) outside a git work tree "
+            f"(e.g. {state.outside[0]}): there would be no way back. Use --out DIR, --diff, "
+            "or --allow-no-vcs."
+        )
+    if state.dirty and not allow_dirty:
+        listed = ", ".join(state.dirty[:5]) + (" ..." if len(state.dirty) > 5 else "")
+        raise UsageError(
+            f"refusing to rewrite files with uncommitted changes: {listed}. Commit or stash them, "
+            "or use --allow-dirty."
+        )
+
+

@@ -1,0 +1,54 @@
+"""`cuda2neuron rules [CODE]`: the catalog, or one rule's documentation."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.markdown import Markdown
+from rich.table import Table
+
+from cuda2neuron.engine import all_rules
+
+from ._common import EXIT_CLEAN, UsageError, out_console
+
+__all__ = ["rules_command"]
+
+
+def _fix_kind(rule) -> str:
+    safeties = sorted(
+        {("unsafe" if getattr(ex, "unsafe", False) else "safe") for ex in rule.INVALID if getattr(ex, "expected", None)}
+    )
+    return "/".join(safeties) if safeties else "report"
+
+
+@click.command("rules")
+@click.argument("code", required=False)
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rules_command(code, output_format):
+    """List the rule catalog, or show the documentation of rule CODE (or name)."""
+    catalog = all_rules()
+    if code:
+        matches = [r for c, r in catalog.items() if c == code.upper() or r.name == code]
+        if not matches:
+            raise UsageError(f"no rule {code!r}; run `cuda2neuron rules` for the list")
+        rule = matches[0]
+        if output_format == "json":
+            out_console.file.write(json.dumps({"code": rule.code, "name": rule.name, "docs": rule.docs()}, indent=2) + "\n")
+        else:
+            out_console.print(f"[bold]{rule.code}[/] {rule.name}")
+            out_console.print(Markdown(rule.docs()))
+        return EXIT_CLEAN
+    if output_format == "json":
+        data = [{"code": c, "name": r.name, "summary": r.summary(), "fix": _fix_kind(r)} for c, r in catalog.items()]
+        out_console.file.write(json.dumps(data, indent=2) + "\n")
+        return EXIT_CLEAN
+    table = Table(show_edge=False)
+    table.add_column("code")
+    table.add_column("name")
+    table.add_column("fix")
+    table.add_column("what it does", overflow="fold")
+    for c, r in catalog.items():
+        table.add_row(c, r.name, _fix_kind(r), r.summary())
+    out_console.print(table)
+    return EXIT_CLEAN

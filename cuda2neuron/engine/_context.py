@@ -1,0 +1,93 @@
+"""What a rule can see while it visits a file: settings, scopes and ancestors."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ._names import Scope, ScopeIndex, dotted_name
+from ._settings import Settings
+
+__all__ = ["RuleContext"]
+
+
+class RuleContext:
+    def __init__(self, path: str, module: cst.Module, scopes: ScopeIndex, settings: Settings) -> None:
+        self.path = path
+        self.module = module
+        self.settings = settings
+        self._scopes = scopes
+        self._scope_stack: list[Scope] = [scopes.scope_for(module)]
+        # Nodes from the module down to (excluding) the node being visited.
+        self.ancestors: list[cst.CSTNode] = []
+
+    @property
+    def scope(self) -> Scope:
+        return self._scope_stack[-1]
+
+    # Called by the dispatcher when it enters/leaves a scope-owning body.
+    def enter_scope(self, owner: cst.CSTNode) -> bool:
+        scope = self._scopes.by_owner.get(owner)
+        if scope is None:
+            return False
+        self._scope_stack.append(scope)
+        return True
+
+    def leave_scope(self) -> None:
+        self._scope_stack.pop()
+
+    @property
+    def parent(self) -> cst.CSTNode | None:
+        return self.ancestors[-1] if self.ancestors else None
+
+    def qualname(self, node: cst.BaseExpression) -> str | None:
+        """Fully qualified name of a dotted expression, resolved through imports in scope.
+
+        None when the head is not an import binding (a local, a parameter, a builtin) or the
+        chain passes through a call or subscript.
+        """
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        resolved = self.scope.lookup(head)
+        if resolved is None:
+            return None
+        return f"{resolved}.{rest}" if rest else resolved
+
+    def spell(
+        self, qualified: str
+    ) -> tuple[cst.BaseExpression, tuple[tuple[str, str | None], ...]] | None:
+        """An expression for ``qualified`` valid at this point, and the imports it needs.
+
+        Reuses the user's alias (``th.neuron`` after ``import torch as th``); otherwise spells the
+        full name and asks for ``import <top>``. None if the top-level name is shadowed here.
+        """
+        parts = qualified.split(".")
+        for cut in range(len(parts), 0, -1):
+            prefix = ".".join(parts[:cut])
+            local = self.scope.local_name_for(prefix)
+            if local is not None:
+                return _attr_chain([local, *parts[cut:]]), ()
+        top = parts[0]
+        if self.scope.lookup(top) is None and _bound_locally(self.scope, top):
+            return None
+        return _attr_chain(parts), ((top, None),)
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+
+def _bound_locally(scope: Scope, name: str) -> bool:
+    s: Scope | None = scope
+    while s is not None:
+        if name in s.bindings:
+            return True
+        s = s.parent
+    return False
+
+
+def _attr_chain(parts: list[str]) -> cst.BaseExpression:
+    expr: cst.BaseExpression = cst.Name(parts[0])
+    for part in parts[1:]:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr

@@ -1,0 +1,138 @@
+"""Which files a run looks at: walk the given paths, honour .gitignore and `exclude`, skip
+virtualenvs and build folders, never follow symlinks.
+
+A symlink is reported as skipped rather than followed: following it could leave the project root
+and writing through it would modify a file elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+__all__ = ["Discovered", "SkippedPath", "discover", "PRUNED_DIRS"]
+
+PRUNED_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox", ".venv", "venv",
+        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", "site-packages",
+        "build", "dist", ".eggs",
+    }
+)
+
+
+@dataclass(frozen=True)
+class SkippedPath:
+    path: str
+    reason: str
+    # True when the user named this path and it cannot be used: a usage error, not a skip.
+    error: bool = False
+
+
+@dataclass(frozen=True)
+class Discovered:
+    files: tuple[Path, ...]
+    # The root each file was found under (for --out mirroring), same order as files.
+    roots: tuple[Path, ...]
+    skipped: tuple[SkippedPath, ...]
+
+
+def _is_venv(folder: Path) -> bool:
+    return (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir()
+
+
+def _gitignore_spec(folder: Path) -> pathspec.PathSpec | None:
+    f = folder / ".gitignore"
+    if not f.is_file():
+        return None
+    try:
+        lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def discover(
+    paths: Iterable[Path],
+    exclude: Iterable[str] = (),
+    wanted=lambda p: p.suffix in (".py", ".pyi"),
+    extra_pruned: Iterable[Path] = (),
+) -> Discovered:
+    """Files to process under ``paths``; ``wanted`` decides which file kinds count."""
+    exclude_spec = pathspec.GitIgnoreSpec.from_lines(list(exclude))
+    pruned_abs = {p.resolve() for p in extra_pruned}
+    files: list[Path] = []
+    roots: list[Path] = []
+    skipped: list[SkippedPath] = []
+    seen: set[Path] = set()
+    for given in paths:
+        if given.is_symlink():
+            skipped.append(SkippedPath(str(given), "symlink: not followed"))
+            continue
+        if not given.exists():
+            skipped.append(SkippedPath(str(given), "path does not exist", error=True))
+            continue
+        if given.is_file():
+            # An explicitly named file is processed whatever the ignore files say (ruff does
+            # the same); pre-commit passes exactly the files it wants checked.
+            if given.resolve() not in seen:
+                seen.add(given.resolve())
+                files.append(given)
+                roots.append(given.parent)
+            continue
+        _walk(given, exclude_spec, wanted, pruned_abs, files, roots, skipped, seen)
+    return Discovered(tuple(files), tuple(roots), tuple(skipped))
+
+
+def _walk(root, exclude_spec, wanted, pruned_abs, files, roots, skipped, seen) -> None:
+    # (folder, [(base folder of a .gitignore, its spec), ...])
+    stack: list[tuple[Path, list[tuple[Path, pathspec.PathSpec]]]] = [(root, [])]
+    while stack:
+        folder, specs = stack.pop()
+        own = _gitignore_spec(folder)
+        if own is not None:
+            specs = [*specs, (folder, own)]
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append(SkippedPath(str(folder), f"cannot list folder: {exc.strerror}"))
+            continue
+        subdirs: list[Path] = []
+        for entry in entries:
+            path = Path(entry.path)
+            rel_root = path.relative_to(root).as_posix()
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if _ignored(path, is_dir, specs) or exclude_spec.match_file(rel_root + ("/" if is_dir else "")):
+                continue
+            if entry.is_symlink():
+                if wanted(path):
+                    skipped.append(SkippedPath(str(path), "symlink: not followed"))
+                continue
+            if is_dir:
+                if entry.name in PRUNED_DIRS or entry.name.endswith(".egg-info") or _is_venv(path):
+                    continue
+                if path.resolve() in pruned_abs:
+                    continue
+                subdirs.append(path)
+            elif entry.is_file(follow_symlinks=False) and wanted(path):
+                resolved = path.resolve()
+                if resolved not in seen:
+                    seen.add(resolved)
+                    files.append(path)
+                    roots.append(root)
+        for sub in reversed(subdirs):
+            stack.append((sub, specs))
+
+
+def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.PathSpec]]) -> bool:
+    ignored = False
+    for base, spec in specs:
+        rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
+        result = spec.check_file(rel)
+        if result.include is not None:
+            ignored = result.include
+    return ignored

@@ -1,0 +1,143 @@
+"""One file in, one typed ``FileResult`` out. Nothing here raises for a bad file.
+
+Besides Python sources, other file kinds (notebooks, launch scripts, requirements) register a
+handler with ``register_handler``; the python path is the default for ``*.py`` / ``*.pyi``.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ._config import Config
+from ._lint import ConvergenceError, fix_module, lint_module
+from ._model import FileError, FileResult, FileStatus, Finding
+from ._rule import Rule, all_rules
+from ._source import SourceError, has_trigger, parse_bytes, trigger_pattern
+
+__all__ = [
+    "Handler",
+    "handler_for",
+    "process_bytes",
+    "process_python",
+    "register_handler",
+    "rules_for",
+]
+
+Processor = Callable[[str, bytes, Config, bool], FileResult]
+
+
+@dataclass(frozen=True)
+class Handler:
+    name: str
+    matches: Callable[[Path], bool]
+    process: Processor
+
+
+_HANDLERS: list[Handler] = []
+
+
+def register_handler(handler: Handler) -> Handler:
+    _HANDLERS.append(handler)
+    return handler
+
+
+def handler_for(path: Path) -> Handler | None:
+    _load_file_kinds()
+    for handler in _HANDLERS:
+        if handler.matches(path):
+            return handler
+    return None
+
+
+@lru_cache(maxsize=1)
+def _load_file_kinds() -> None:
+    # Handlers for notebooks, launch scripts and requirements live outside the engine and
+    # register themselves on import.
+    try:
+        import cuda2neuron.filekinds  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if exc.name != "cuda2neuron.filekinds":
+            raise
+
+
+def rules_for(config: Config, path: str | None = None) -> tuple[type[Rule], ...]:
+    return tuple(
+        rule
+        for code, rule in all_rules().items()
+        if config.selects(code, path) and config.settings.target in rule.targets
+    )
+
+
+@lru_cache(maxsize=64)
+def _pattern(rule_types: tuple[type[Rule], ...]):
+    return trigger_pattern({t for r in rule_types if "python" in r.file_kinds for t in r.triggers})
+
+
+def process_python_findings(
+    path: str, data: bytes, config: Config, fix: bool
+) -> tuple[bytes | None, list[Finding]]:
+    """Lint (and fix) Python source bytes; raises SourceError / ConvergenceError."""
+    rule_types = tuple(r for r in rules_for(config, path) if "python" in r.file_kinds)
+    if not rule_types or not has_trigger(data, _pattern(rule_types)):
+        return None, []
+    module = parse_bytes(data)
+    if not fix:
+        return None, lint_module(module, rule_types, path, config.settings)
+    outcome = fix_module(module, rule_types, path, config.settings, unsafe=config.unsafe_fixes)
+    new = outcome.module.bytes
+    findings = outcome.applied + outcome.remaining
+    if new == data:
+        return None, findings
+    # Never hand back output that does not parse: that would be a rule bug written to disk.
+    parse_bytes(new)
+    return new, findings
+
+
+def process_python(path: str, data: bytes, config: Config, fix: bool) -> FileResult:
+    return guarded(path, data, config, fix, process_python_findings)
+
+
+def guarded(
+    path: str,
+    data: bytes,
+    config: Config,
+    fix: bool,
+    body: Callable[[str, bytes, Config, bool], tuple[bytes | None, list[Finding]]],
+) -> FileResult:
+    """Run ``body`` turning every failure into a typed per-file error."""
+    try:
+        new, findings = body(path, data, config, fix)
+    except SourceError as exc:
+        return FileResult(path, FileStatus.FAILED, error=FileError(exc.kind, exc.message, exc.line, exc.col))
+    except ConvergenceError as exc:
+        return FileResult(path, FileStatus.FAILED, error=FileError("convergence", str(exc)))
+    except RecursionError:
+        return FileResult(path, FileStatus.FAILED, error=FileError("internal", "source nests too deeply"))
+    except Exception as exc:  # a rule bug must cost one file, not the run
+        return FileResult(
+            path,
+            FileStatus.FAILED,
+            error=FileError("internal", f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()),
+        )
+    ordered = tuple(sorted(findings, key=lambda f: (not f.applied, f.span, f.code)))
+    if new is None:
+        return FileResult(path, FileStatus.UNCHANGED, findings=ordered)
+    return FileResult(path, FileStatus.CHANGED, findings=ordered, new_bytes=new, old_bytes=data)
+
+
+register_handler(Handler("python", lambda p: p.suffix in (".py", ".pyi"), process_python))
+
+
+def process_bytes(path: str, data: bytes, config: Config, fix: bool) -> FileResult:
+    handler = handler_for(Path(path))
+    if handler is None:
+        return FileResult(path, FileStatus.SKIPPED, skip_reason="not a file kind cuda2neuron handles")
+    return handler.process(path, data, config, fix)
+
+
+def findings_only(results: Sequence[FileResult]) -> list[Finding]:
+    return [f for r in results for f in r.findings]

@@ -1,0 +1,28 @@
+"""Per-run settings that change what rules emit (not which rules run)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["AMP_DTYPES", "Settings", "TARGETS"]
+
+AMP_DTYPES = ("bfloat16", "float16")
+TARGETS = ("neuron", "accelerator")
+
+
+@dataclass(frozen=True)
+class Settings:
+    # "neuron" emits TorchNeuron names; "accelerator" emits device-agnostic torch.accelerator code.
+    target: str = "neuron"
+    # dtype emitted for autocast; bf16 is what AWS recommends and needs no loss scaling.
+    amp_dtype: str = "bfloat16"
+    # Oldest torch the user's code must run on (accelerator target gates names by it).
+    min_torch: tuple[int, int] = (2, 9)
+
+    def __post_init__(self) -> None:
+        if self.target not in TARGETS:
+            raise ValueError(f"unknown target {self.target!r}; expected one of {', '.join(TARGETS)}")
+        if self.amp_dtype not in AMP_DTYPES:
+            raise ValueError(
+                f"unknown amp dtype {self.amp_dtype!r}; expected one of {', '.join(AMP_DTYPES)}"
+            )

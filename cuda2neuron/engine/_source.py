@@ -1,0 +1,53 @@
+"""Turning file bytes into a libcst module and back, keeping every byte outside an edit.
+
+libcst keeps the PEP 263 cookie, a UTF-8 BOM (as the ``utf-8-sig`` encoding) and each line's own
+ending (CRLF stays CRLF), so ``module.bytes`` round-trips the input exactly. What we add here is
+typed errors: undecodable bytes, NUL bytes (a binary named .py) and syntax errors become
+``SourceError`` with a location instead of exceptions from deep inside the parser.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+__all__ = ["SourceError", "has_trigger", "parse_bytes", "trigger_pattern"]
+
+
+class SourceError(Exception):
+    def __init__(self, kind: str, message: str, line: int | None = None, col: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.line = line
+        self.col = col
+
+
+_LOCATION_RE = re.compile(r"error at (\d+):(\d+)")
+
+
+def parse_bytes(data: bytes) -> cst.Module:
+    if b"\x00" in data:
+        raise SourceError("decode", "file contains NUL bytes (binary file?)")
+    try:
+        return cst.parse_module(data)
+    except cst.ParserSyntaxError as exc:
+        # The message's "error at L:C" is the reliable location; libcst's raw_line is off by one
+        # at end of file.
+        where = _LOCATION_RE.search(exc.message)
+        line, col = (int(where.group(1)), int(where.group(2)) + 1) if where else (exc.raw_line, exc.raw_column)
+        raise SourceError("parse", f"syntax error: {exc.message}", line, col) from None
+    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
+        # LookupError: an unknown encoding named in the PEP 263 cookie.
+        raise SourceError("decode", f"cannot decode source: {exc}") from None
+
+
+def trigger_pattern(words: set[str] | frozenset[str]) -> re.Pattern[bytes]:
+    return re.compile(b"|".join(re.escape(w.encode()) for w in sorted(words, key=len, reverse=True)))
+
+
+def has_trigger(data: bytes, pattern: re.Pattern[bytes]) -> bool:
+    # Searched on raw bytes: every trigger word is ASCII, and ASCII bytes mean the same in every
+    # encoding a Python source may declare (UTF-16 sources are not valid Python files).
+    return pattern.search(data) is not None

@@ -1,0 +1,49 @@
+"""`# cuda2neuron: ignore[CN101, CN2]` suppression comments (bare `ignore` silences every rule)."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from ._model import Span
+
+__all__ = ["Suppressions"]
+
+_COMMENT_RE = re.compile(r"#\s*cuda2neuron:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
+
+
+class Suppressions:
+    def __init__(self, by_line: dict[int, frozenset[str] | None]) -> None:
+        # line -> codes (prefixes allowed) or None for "every rule"
+        self.by_line = by_line
+
+    @classmethod
+    def from_module(cls, module: cst.Module) -> Suppressions:
+        return cls.from_text(module.code)
+
+    @classmethod
+    def from_text(cls, text: str) -> Suppressions:
+        by_line: dict[int, frozenset[str] | None] = {}
+        if "cuda2neuron:" not in text:
+            return cls(by_line)
+        for number, line in enumerate(text.splitlines(), start=1):
+            m = _COMMENT_RE.search(line)
+            if m is None:
+                continue
+            codes = m.group(1)
+            by_line[number] = (
+                None if codes is None else frozenset(c.strip() for c in codes.split(",") if c.strip())
+            )
+        return cls(by_line)
+
+    def suppressed(self, code: str, span: Span) -> bool:
+        # A comment on any line the finding spans counts: multi-line calls usually carry the
+        # comment on their first or last line.
+        for line in range(span.start_line, span.end_line + 1):
+            if line not in self.by_line:
+                continue
+            codes = self.by_line[line]
+            if codes is None or any(code.startswith(c) for c in codes):
+                return True
+        return False

@@ -1,0 +1,100 @@
+"""What a migrate/check run amounts to: counts, edits per rule, manual actions, coverage."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cuda2neuron.engine import Effort, FileResult, FileStatus, Finding, SkippedPath
+
+__all__ = ["EFFORT_POINTS", "FileSummary", "RunReport", "build_report"]
+
+# Points per manual finding, summed per file into an effort level (SYCLomatic-style estimate).
+EFFORT_POINTS = {Effort.NONE: 0, Effort.LOW: 1, Effort.MEDIUM: 3, Effort.HIGH: 8}
+
+
+def _level(points: int) -> str:
+    if points == 0:
+        return "none"
+    if points <= 3:
+        return "low"
+    if points <= 10:
+        return "medium"
+    return "high"
+
+
+@dataclass(frozen=True)
+class FileSummary:
+    path: str
+    status: str
+    edits: int
+    manual: int
+    coverage: float | None  # share of CUDA-specific constructs migrated automatically
+    effort: str
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class RunReport:
+    command: str
+    target: str
+    results: tuple[FileResult, ...]
+    skipped: tuple[SkippedPath, ...]
+    files: tuple[FileSummary, ...]
+
+    @property
+    def scanned(self) -> int:
+        return sum(1 for r in self.results if r.status is not FileStatus.SKIPPED)
+
+    @property
+    def changed(self) -> int:
+        return sum(1 for r in self.results if r.status is FileStatus.CHANGED)
+
+    @property
+    def failed(self) -> tuple[FileResult, ...]:
+        return tuple(r for r in self.results if r.status is FileStatus.FAILED)
+
+    @property
+    def edits(self) -> tuple[Finding, ...]:
+        return tuple(f for r in self.results for f in r.findings if f.applied)
+
+    @property
+    def manual(self) -> tuple[Finding, ...]:
+        return tuple(f for r in self.results for f in r.findings if not f.applied)
+
+    @property
+    def edits_per_rule(self) -> dict[str, int]:
+        counts = Counter(f"{f.code} {f.name}" for f in self.edits)
+        return dict(sorted(counts.items()))
+
+    @property
+    def coverage(self) -> float | None:
+        total = len(self.edits) + len(self.manual)
+        return None if total == 0 else len(self.edits) / total
+
+    @property
+    def effort(self) -> str:
+        return _level(sum(EFFORT_POINTS[f.effort] for f in self.manual))
+
+
+def build_report(
+    command: str, target: str, results: Sequence[FileResult], skipped: Sequence[SkippedPath] = ()
+) -> RunReport:
+    files = []
+    for r in results:
+        edits = sum(1 for f in r.findings if f.applied)
+        manual = sum(1 for f in r.findings if not f.applied)
+        total = edits + manual
+        files.append(
+            FileSummary(
+                path=r.path,
+                status=r.status.value,
+                edits=edits,
+                manual=manual,
+                coverage=None if total == 0 else edits / total,
+                effort=_level(sum(EFFORT_POINTS[f.effort] for f in r.findings if not f.applied)),
+                error="" if r.error is None else f"{r.error.kind}: {r.error.message}",
+            )
+        )
+    return RunReport(command, target, tuple(results), tuple(skipped), tuple(files))

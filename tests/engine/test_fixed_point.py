@@ -1,0 +1,78 @@
+"""Fixes apply outer-first, the engine loops to a fixed point, and fighting rules fail the file."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from cuda2neuron.engine import Rule, Safety, Settings
+from cuda2neuron.engine._lint import ConvergenceError, fix_module
+
+
+class _WrapCalls(Rule):
+    """Test rule: f(x) -> g(x) (an outer replacement built from the original node)."""
+
+    abstract = True  # not part of the catalog
+    code, name, triggers = "CN990", "wrap", ("f",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "f":
+            self.report(node, "f", replacement=node.with_changes(func=cst.Name("g")))
+
+
+class _Flip(Rule):
+    """Test rule that never converges: a <-> b."""
+
+    abstract = True
+    code, name, triggers = "CN991", "flip", ("a", "b")
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in ("a", "b"):
+            self.report(node, "flip", replacement=cst.Name("b" if node.value == "a" else "a"))
+
+
+class _Remove(Rule):
+    """Test rule removing `drop()` statements (the engine must keep blocks non-empty)."""
+
+    abstract = True
+    code, name, triggers = "CN992", "remove", ("drop",)
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        if "drop()" in cst.Module([]).code_for_node(node):
+            self.report(node, "drop", replacement=cst.RemovalSentinel.REMOVE, safety=Safety.UNSAFE)
+
+
+def _fix(source: str, rules, unsafe: bool = False) -> str:
+    return fix_module(cst.parse_module(source), rules, "t.py", Settings(), unsafe=unsafe).module.code
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param("f(f(f(1)))\n", "g(g(g(1)))\n", id="nested-needs-three-rounds"),
+        pytest.param("x = [f(1), f(2)]\n", "x = [g(1), g(2)]\n", id="siblings-one-round"),
+    ],
+)
+def test_nested_fixes_converge(source, expected):
+    assert _fix(source, [_WrapCalls]) == expected
+
+
+def test_non_convergence_is_an_error():
+    with pytest.raises(ConvergenceError):
+        _fix("a\n", [_Flip])
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param("def f():\n    drop()\n", "def f():\n    pass\n", id="only-statement-becomes-pass"),
+        pytest.param("def f():\n    x = 1\n    drop()\n", "def f():\n    x = 1\n", id="other-statements-stay"),
+    ],
+)
+def test_statement_removal_keeps_blocks_valid(source, expected):
+    assert _fix(source, [_Remove], unsafe=True) == expected
+
+
+def test_unsafe_fix_needs_opt_in():
+    source = "def f():\n    drop()\n"
+    assert _fix(source, [_Remove], unsafe=False) == source
