@@ -246,9 +246,11 @@ def _make_cuda_amp_scaler() -> type:
 
 
 def _make_generator() -> type:
-    class ShimGenerator(torch.Generator):
+    base = torch.Generator  # captured: torch.Generator is this subclass once installed
+
+    class ShimGenerator(base):  # type: ignore[misc, valid-type]
         def __new__(cls, device: Any = "cpu") -> "ShimGenerator":
-            return torch.Generator.__new__(cls, device="cpu")
+            return base.__new__(cls, device="cpu")
 
         def __init__(self, device: Any = "cpu") -> None:
             pass
