@@ -113,6 +113,7 @@ class Recorder:
         self._handles: list[Any] = []
         self._orig_backward: Any = None
         self._in_backward = False
+        self._scaled: tuple[torch.Tensor, torch.Tensor] | None = None
 
     # -- installation -------------------------------------------------------------------------
     def install(self) -> None:
@@ -137,6 +138,18 @@ class Recorder:
                 recorder._in_backward = False
 
         torch.Tensor.backward = backward  # type: ignore[method-assign]
+        # The loss is recorded before loss scaling: a bf16 port legitimately disables the
+        # GradScaler that the fp16 original runs with, so scaled losses would never agree.
+        self._scaler_classes = [torch.amp.grad_scaler.GradScaler]
+        try:
+            from cuda2neuron.validate._golden_scaler import GoldenGradScaler
+
+            self._scaler_classes.append(GoldenGradScaler)
+        except ImportError:  # pragma: no cover
+            pass
+        self._orig_scale = [cls.scale for cls in self._scaler_classes]
+        for cls, orig_scale in zip(self._scaler_classes, self._orig_scale):
+            cls.scale = _scale_wrapper(recorder, orig_scale)  # type: ignore[method-assign]
 
     def uninstall(self) -> None:
         for h in self._handles:
@@ -144,6 +157,8 @@ class Recorder:
         self._handles.clear()
         if self._orig_backward is not None:
             torch.Tensor.backward = self._orig_backward  # type: ignore[method-assign]
+            for cls, orig_scale in zip(self._scaler_classes, self._orig_scale):
+                cls.scale = orig_scale  # type: ignore[method-assign]
 
     # -- recording ----------------------------------------------------------------------------
     def send_tensor(self, key: str, kind: str, t: torch.Tensor, module_path: str | None = None,
@@ -208,6 +223,9 @@ class Recorder:
     def on_backward(self, loss: torch.Tensor) -> None:
         if self.stop_after_steps and self.step >= self.steps:
             raise StopRun()
+        if self._scaled is not None and self._scaled[0] is loss:
+            loss = self._scaled[1]
+        self._scaled = None
         if loss.numel() == 1:
             self.send_tensor(f"s{self.step}/loss#{self.loss_calls}", "loss", loss)
         self.loss_calls += 1
@@ -228,6 +246,16 @@ class Recorder:
         for idx, root in enumerate(self.roots):
             for path, p in root.named_parameters():
                 self.send_tensor(f"final/param/{idx}:{path}", "param", p, f"{idx}:{path}")
+
+
+def _scale_wrapper(recorder: Recorder, orig_scale: Any) -> Any:
+    def scale(self: Any, outputs: Any) -> Any:
+        scaled = orig_scale(self, outputs)
+        if isinstance(outputs, torch.Tensor) and isinstance(scaled, torch.Tensor):
+            recorder._scaled = (scaled, outputs)
+        return scaled
+
+    return scale
 
 
 def _load_state(module: nn.Module, state: dict[str, dict[str, Any]]) -> None:

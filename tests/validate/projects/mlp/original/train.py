@@ -31,6 +31,8 @@ def main() -> None:
             loss = loss_fn(model(x), y)
         opt.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         scaler.step(opt)
         scaler.update()
         torch.cuda.synchronize()
