@@ -17,7 +17,8 @@ subprocess, before any user code is imported. It maps:
 Randomness: validate draws every random number from the one CPU default generator in every run
 (the port run moves random ops off the device, see `_rng.py`), so a seeded "cuda generator" has
 nothing to seed: `torch.cuda.manual_seed*` are no-ops here exactly as `torch.neuron.manual_seed*`
-are without effect in the port run. Limits (also in docs/validate.md): `x.is_cuda` is False and
+are without effect in the port run. `x.is_cuda` is True for every tensor, and the legacy
+`torch.cuda.FloatTensor`-style classes are their CPU twins. Limits (also in docs/validate.md):
 `x.device.type == "cuda"` is false, so code that branches on the *observed* device takes its CPU
 branch; CPU autocast casts a smaller op list than CUDA autocast; custom CUDA kernels, Triton,
 CUDA graphs and NCCL-only features cannot run.
@@ -176,6 +177,12 @@ def _patch_device_module(golden: bool, source: str) -> None:
         "set_stream": noop,
         "device": lambda device=None: contextlib.nullcontext(),
     }
+    # Legacy typed-tensor classes (torch.cuda.FloatTensor & co.) -> their CPU twins, so that
+    # constructors, `x.type(torch.cuda.FloatTensor)` and isinstance checks work.
+    for legacy in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool"):
+        name = f"{legacy}Tensor"
+        if hasattr(torch, name):
+            values[name] = getattr(torch, name)
     for name, value in values.items():
         if isinstance(value, types.FunctionType):
             # A distinct function object per name: torch._dynamo's trace rules assert that one
@@ -278,6 +285,38 @@ def _patch_distributed() -> None:
     dist.is_nccl_available = lambda: True
 
 
+def _patch_is_device(source: str) -> None:
+    """`t.is_cuda` is True: every tensor of the original "lives on the GPU" under the shim.
+
+    The C property stays intact on torch's own base class; the override sits on torch.Tensor.
+    """
+    setattr(torch.Tensor, f"is_{source}", property(lambda self: True))
+    if source == "cuda":
+        torch.nn.Module.is_cuda = property(lambda self: True)  # type: ignore[attr-defined]
+
+
+def _patch_load(source: str) -> None:
+    """torch.load: storages saved on (or mapped to) the source device are restored on the CPU.
+
+    Trap: without a map_location a checkpoint saved on CUDA restores to CUDA — and the patched
+    `torch.cuda.is_available()` would let torch try.
+    """
+    original = torch.load
+
+    def remap(loc: Any) -> Any:
+        if loc is None or _is_source(loc, source):
+            return "cpu"
+        if isinstance(loc, dict):
+            return {k: ("cpu" if _is_source(v, source) else v) for k, v in loc.items()} | {
+                k: "cpu" for k in loc if isinstance(k, str) and k.startswith(source)}
+        return loc
+
+    def load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return original(f, remap(map_location), *args, **kwargs)
+
+    torch.load = load
+
+
 _INSTALLED: list[DeviceRedirectMode] = []
 
 
@@ -304,6 +343,8 @@ def install(golden: bool = False, source: str = "cuda") -> DeviceRedirectMode:
         torch.GradScaler = _SCALER[0]
     torch.Generator = _make_generator()
     _patch_device_module(golden, source)
+    _patch_load(source)
+    _patch_is_device(source)
     if source == "cuda":
         _patch_distributed()
     mode = DeviceRedirectMode(source)
