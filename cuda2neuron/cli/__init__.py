@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 
 import click
@@ -18,7 +17,13 @@ __all__ = ["cli", "entry", "main"]
 _LAZY = {
     "validate": ("cuda2neuron.validate._command", "validate_command"),
     "emulate": ("cuda2neuron.backend._emulate", "emulate_command"),
-    "build-backend": ("cuda2neuron.backend._cli", "build_backend_command"),
+    "build-backend": ("cuda2neuron.backend._emulate", "build_backend_command"),
+}
+# Shown by --help without importing the command (which would import torch).
+_LAZY_HELP = {
+    "validate": "Prove a port: run original and port side by side and compare (runs your code).",
+    "emulate": "Run a program with the emulated neuron device loaded (e.g. -- python train.py).",
+    "build-backend": "Compile the emulated neuron device now (it is cached per torch version).",
 }
 _EAGER = {
     "migrate": ("cuda2neuron.cli._migrate", "migrate_command"),
@@ -27,23 +32,40 @@ _EAGER = {
 }
 
 
-def _available(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
+def _needs_torch(name: str, missing: str) -> click.Command:
+    @click.command(name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    def command() -> None:
+        raise click.ClickException(
+            f"`cuda2neuron {name}` needs {missing}, which is not installed. "
+            'Install the extra: pip install "cuda2neuron[validate]" (and torch for your platform).'
+        )
+
+    command.help = f"(needs {missing}: pip install 'cuda2neuron[validate]')"
+    return command
 
 
 class _Group(click.Group):
     def list_commands(self, ctx):
-        names = list(_EAGER) + [n for n, (mod, _) in _LAZY.items() if _available(mod)]
-        return names
+        return [*_EAGER, *_LAZY]
+
+    def format_commands(self, ctx, formatter) -> None:
+        rows = [(name, getattr(self.get_command(ctx, name), "get_short_help_str", lambda: "")()) for name in _EAGER]
+        rows += [(name, _LAZY_HELP[name]) for name in _LAZY]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def get_command(self, ctx, name):
         spec = _EAGER.get(name) or _LAZY.get(name)
-        if spec is None or not _available(spec[0]):
+        if spec is None:
             return None
-        return getattr(importlib.import_module(spec[0]), spec[1])
+        try:
+            module = importlib.import_module(spec[0])
+        except ModuleNotFoundError as exc:
+            # Only a missing optional dependency is turned into advice; our own bugs propagate.
+            if exc.name is None or exc.name.split(".")[0] == "cuda2neuron":
+                raise
+            return _needs_torch(name, exc.name.split(".")[0])
+        return getattr(module, spec[1])
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

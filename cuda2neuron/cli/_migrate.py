@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import click
@@ -22,7 +24,7 @@ from ._git import git_state
 from ._options import apply_overrides, rule_options
 from ._render import print_diff, print_summary
 
-__all__ = ["migrate_command"]
+__all__ = ["PORT_MARKER", "migrate_command"]
 
 # Below this many files a progress bar is noise.
 _PROGRESS_MIN_FILES = 50
@@ -58,8 +60,8 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
         raise UsageError("--diff and --out exclude each other")
     if report_path is not None and report_path.suffix.lower() not in (".md", ".markdown", ".json", ".sarif"):
         raise UsageError(f"{report_path}: report format is chosen by extension: .md, .json or .sarif")
-    if out_dir is not None and out_dir.exists() and any(out_dir.iterdir()):
-        raise UsageError(f"{out_dir}: output folder exists and is not empty")
+    if out_dir is not None:
+        _prepare_out_dir(out_dir)
     config = apply_overrides(load_run_config(list(paths), opts.pop("config_file")), opts)
     found = discover(
         paths,
@@ -78,6 +80,9 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
         wrote = "would change"
     elif out_dir is not None:
         results = write_copy(results, found.roots, out_dir)
+        (out_dir / PORT_MARKER).write_text(
+            json.dumps({"source": [str(p.resolve()) for p in paths], "target": config.settings.target}) + "\n"
+        )
         wrote = f"changed (written to {out_dir})"
     else:
         _guard_in_place([Path(r.path) for r in changed], allow_dirty, allow_no_vcs)
@@ -89,6 +94,19 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
     if not quiet:
         print_summary(err_console, report, wrote)
     return EXIT_FINDINGS if report.failed else EXIT_CLEAN
+
+
+# Marks a folder as written by `migrate --out`, so running the same command again may replace it
+# (any other non-empty folder is refused: it could be the user's work).
+PORT_MARKER = ".cuda2neuron-port.json"
+
+
+def _prepare_out_dir(out_dir: Path) -> None:
+    if not out_dir.exists() or not any(out_dir.iterdir()):
+        return
+    if not (out_dir / PORT_MARKER).is_file():
+        raise UsageError(f"{out_dir}: output folder exists, is not empty and was not written by `migrate --out`")
+    shutil.rmtree(out_dir)
 
 
 def _guard_in_place(files: list[Path], allow_dirty: bool, allow_no_vcs: bool) -> None:

@@ -12,7 +12,7 @@ from cuda2neuron.engine import all_rules
 
 from ._common import EXIT_CLEAN, UsageError, out_console
 
-__all__ = ["rules_command"]
+__all__ = ["catalog_markdown", "rules_command"]
 
 
 def _fix_kind(rule) -> str:
@@ -22,9 +22,17 @@ def _fix_kind(rule) -> str:
     return "/".join(safeties) if safeties else "report"
 
 
+def catalog_markdown(catalog) -> str:
+    """The rule table for README.md (a test keeps the README in sync with the catalog)."""
+    lines = ["| code | name | fix | what it does |", "|---|---|---|---|"]
+    for c, r in catalog.items():
+        lines.append(f"| {c} | `{r.name}` | {_fix_kind(r)} | {r.summary().replace('|', chr(92) + '|')} |")
+    return "\n".join(lines) + "\n"
+
+
 @click.command("rules")
 @click.argument("code", required=False)
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output-format", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 def rules_command(code, output_format):
     """List the rule catalog, or show the documentation of rule CODE (or name)."""
     catalog = all_rules()
@@ -38,6 +46,9 @@ def rules_command(code, output_format):
         else:
             out_console.print(f"[bold]{rule.code}[/] {rule.name}")
             out_console.print(Markdown(rule.docs()))
+        return EXIT_CLEAN
+    if output_format == "markdown":
+        out_console.file.write(catalog_markdown(catalog))
         return EXIT_CLEAN
     if output_format == "json":
         data = [{"code": c, "name": r.name, "summary": r.summary(), "fix": _fix_kind(r)} for c, r in catalog.items()]

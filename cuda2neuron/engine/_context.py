@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ._names import Scope, ScopeIndex, dotted_name
+from ._names import Scope, dotted_name
 from ._settings import Settings
 
 __all__ = ["RuleContext"]
 
 
 class RuleContext:
-    def __init__(self, path: str, module: cst.Module, scopes: ScopeIndex, settings: Settings) -> None:
+    def __init__(self, path: str, module: cst.Module, settings: Settings) -> None:
         self.path = path
         self.module = module
         self.settings = settings
-        self._scopes = scopes
-        self._scope_stack: list[Scope] = [scopes.scope_for(module)]
+        self._scope_stack: list[Scope] = [Scope(parent=None)]
         # Nodes from the module down to (excluding) the node being visited.
         self.ancestors: list[cst.CSTNode] = []
 
@@ -24,15 +23,11 @@ class RuleContext:
     def scope(self) -> Scope:
         return self._scope_stack[-1]
 
-    # Called by the dispatcher when it enters/leaves a scope-owning body.
-    def enter_scope(self, owner: cst.CSTNode) -> bool:
-        scope = self._scopes.by_owner.get(owner)
-        if scope is None:
-            return False
+    # Called by the walker when it enters/leaves a function, lambda or class body.
+    def push_scope(self, scope: Scope) -> None:
         self._scope_stack.append(scope)
-        return True
 
-    def leave_scope(self) -> None:
+    def pop_scope(self) -> None:
         self._scope_stack.pop()
 
     @property
@@ -69,21 +64,12 @@ class RuleContext:
             if local is not None:
                 return _attr_chain([local, *parts[cut:]]), ()
         top = parts[0]
-        if self.scope.lookup(top) is None and _bound_locally(self.scope, top):
+        if self.scope.lookup(top) is None and self.scope.bound_anywhere(top):
             return None
         return _attr_chain(parts), ((top, None),)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
-
-
-def _bound_locally(scope: Scope, name: str) -> bool:
-    s: Scope | None = scope
-    while s is not None:
-        if name in s.bindings:
-            return True
-        s = s.parent
-    return False
 
 
 def _attr_chain(parts: list[str]) -> cst.BaseExpression:

@@ -1,30 +1,33 @@
 """Run rules over one module and apply their fixes to a fixed point.
 
-Rules run batched in a single traversal (one dispatcher calls every rule's visit_/leave_ methods)
-so the cost per file is one parse, one scope pre-pass and one walk, whatever the catalog size.
-Positions are computed only when something was reported.
+Cost per file: one parse (by the caller), then per round one walk (all rules batched) and one
+code generation that also yields the reported nodes' spans. Fixes rebuild only the paths to the
+replaced nodes. Real files converge in two rounds: one that applies, one that finds nothing new.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ._context import RuleContext
 from ._model import Finding, Fix, Safety, Span
-from ._names import build_scope_index
+from ._positions import spans_and_code
+from ._rebuild import rebuild
 from ._rule import Report, Rule
 from ._settings import Settings
 from ._suppress import Suppressions
+from ._walk import walk_rules
 
 __all__ = ["MAX_ITERATIONS", "ConvergenceError", "FixOutcome", "fix_module", "lint_module"]
 
-# A fix built from an original node can hide an inner fix, so we re-lint after applying; real
-# files converge in 2-3 rounds. Reaching the cap means two rules fight: a bug, not a result.
+# A fix built from an original node can hide an inner fix, so we re-lint after applying.
+# Reaching the cap means two rules fight: a bug, not a result.
 MAX_ITERATIONS = 10
 
 
@@ -32,126 +35,82 @@ class ConvergenceError(RuntimeError):
     pass
 
 
-class _Dispatcher(cst.CSTVisitor):
-    def __init__(self, rules: Sequence[Rule], context: RuleContext) -> None:
-        self.context = context
-        self._visit: dict[str, list[Callable[[cst.CSTNode], object]]] = {}
-        self._leave: dict[str, list[Callable[[cst.CSTNode], object]]] = {}
-        for rule in rules:
-            for attr in dir(type(rule)):
-                if attr.startswith("visit_") and "_" not in attr[6:]:
-                    self._visit.setdefault(attr[6:], []).append(getattr(rule, attr))
-                elif attr.startswith("leave_") and "_" not in attr[6:]:
-                    self._leave.setdefault(attr[6:], []).append(getattr(rule, attr))
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        for method in self._visit.get(type(node).__name__, ()):
-            method(node)
-        self.context.ancestors.append(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.context.ancestors.pop()
-        for method in self._leave.get(type(original_node).__name__, ()):
-            method(original_node)
-
-    # Function and lambda bodies open a scope; parameters and defaults stay in the outer one.
-    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        if attribute == "body" and isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            self.context.enter_scope(node.body)
-
-    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        if attribute == "body" and isinstance(original_node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            if self.context._scopes.by_owner.get(original_node.body) is not None:
-                self.context.leave_scope()
-
-
-def _collect(
-    module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings
-) -> list[Report]:
-    context = RuleContext(path, module, build_scope_index(module), settings)
-    rules = [
-        rt(context) for rt in rule_types if settings.target in rt.targets and "python" in rt.file_kinds
-    ]
-    module.visit(_Dispatcher(rules, context))
+def _collect(module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings) -> list[Report]:
+    context = RuleContext(path, module, settings)
+    rules = [rt(context) for rt in rule_types if settings.target in rt.targets and "python" in rt.file_kinds]
+    walk_rules(module, rules, context)
     return [report for rule in rules for report in rule.reports]
 
 
-def _replacement_text(module: cst.Module, report: Report) -> str:
-    if report.replacement is None:
-        return ""
-    if isinstance(report.replacement, cst.RemovalSentinel):
-        return ""
-    return module.code_for_node(report.replacement)
+def _finding(report: Report, span: Span, path: str, module: cst.Module, applied: bool = False) -> Finding:
+    fix = None
+    if report.replacement is not None:
+        text = "" if isinstance(report.replacement, cst.RemovalSentinel) else module.code_for_node(report.replacement)
+        fix = Fix(report.safety, text, report.description)
+    return Finding(
+        code=report.rule.code,
+        name=report.rule.name,
+        message=report.message,
+        path=path,
+        span=span,
+        fix=fix,
+        applied=applied,
+        guidance=report.guidance,
+        effort=report.effort,
+    )
 
 
-def _to_findings(
-    module: cst.Module, reports: list[Report], path: str, suppressions: Suppressions
-) -> list[tuple[Report, Finding]]:
+def _findings(
+    module: cst.Module, reports: list[Report], path: str
+) -> tuple[list[tuple[Report, Finding]], str | None]:
+    """Findings sorted by position (suppressed ones dropped) and the module's code."""
     if not reports:
-        return []
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    out: list[tuple[Report, Finding]] = []
-    for report in reports:
-        pos = positions[report.node]
-        span = Span(pos.start.line, pos.start.column, pos.end.line, pos.end.column)
-        rule = report.rule
-        if suppressions.suppressed(rule.code, span):
-            continue
-        fix = None
-        if report.replacement is not None:
-            fix = Fix(report.safety, _replacement_text(module, report), report.description)
-        finding = Finding(
-            code=rule.code,
-            name=rule.name,
-            message=report.message,
-            path=path,
-            span=span,
-            fix=fix,
-            guidance=report.guidance,
-            effort=report.effort,
-        )
-        out.append((report, finding))
+        return [], None
+    spans, code = spans_and_code(module, [r.node for r in reports])
+    suppressions = Suppressions.from_text(code)
+    out = [
+        (r, _finding(r, spans[id(r.node)], path, module))
+        for r in reports
+        if not suppressions.suppressed(r.rule.code, spans[id(r.node)])
+    ]
     out.sort(key=lambda pair: (pair[1].span, pair[1].code))
-    return out
+    return out, code
 
 
-def lint_module(
-    module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings
-) -> list[Finding]:
+def lint_module(module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings) -> list[Finding]:
     """Findings for ``module`` without changing it."""
-    reports = _collect(module, rule_types, path, settings)
-    return [f for _, f in _to_findings(module, reports, path, Suppressions.from_module(module))]
+    pairs, _ = _findings(module, _collect(module, rule_types, path, settings), path)
+    return [f for _, f in pairs]
 
 
-class _Apply(cst.CSTTransformer):
-    def __init__(self, replacements: dict[int, cst.CSTNode | cst.RemovalSentinel]) -> None:
-        self.replacements = replacements
-
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[override]
-        replacement = self.replacements.get(id(original_node))
-        if replacement is not None:
-            return replacement
-        return updated_node
-
-    # Removing the only statement of a block would leave invalid code: put `pass` there.
-    def leave_IndentedBlock(
-        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
-    ) -> cst.IndentedBlock:
-        if not updated_node.body:
-            return updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
-        return updated_node
-
-
+@dataclass
 class FixOutcome:
-    def __init__(self, module: cst.Module, applied: list[Finding], remaining: list[Finding]) -> None:
-        self.module = module
-        self.applied = applied
-        self.remaining = remaining
+    module: cst.Module
+    applied: list[Finding]
+    remaining: list[Finding]
+    # The final module's code when a round already generated it (saves one code generation).
+    code: str | None = None
+
+    @property
+    def bytes(self) -> bytes:
+        if self.code is None:
+            return self.module.bytes
+        return self.code.encode(self.module.encoding)
 
 
 def _allowed(safety: Safety, unsafe: bool) -> bool:
     return safety is Safety.SAFE or (unsafe and safety is Safety.UNSAFE)
+
+
+def _overlaps(a: Report, b: Report) -> bool:
+    # Two fixes overlap when one node contains the other (or they are the same node).
+    return a.node is b.node or any(n is b.node for n in a.ancestors) or any(n is a.node for n in b.ancestors)
+
+
+@dataclass
+class _Applied:
+    report: Report
+    module: cst.Module  # the module the fix was applied to (for the fallback span)
 
 
 def fix_module(
@@ -160,55 +119,107 @@ def fix_module(
     path: str,
     settings: Settings,
     unsafe: bool = False,
+    may_suppress: bool = True,
 ) -> FixOutcome:
-    """Apply non-overlapping fixes, re-lint, repeat until nothing applies."""
-    applied: list[Finding] = []
+    """Apply non-overlapping fixes, re-lint, repeat until nothing applies.
+
+    Spans cost a code generation, so rounds that apply fixes compute none unless suppression
+    comments may exist (``may_suppress``); the last round's code generation yields the output and
+    the spans of every remaining finding and of every applied replacement. An applied edit is
+    located where its replacement sits in the *output*; a removed statement where it was.
+    """
+    applied: list[_Applied] = []
     for _ in range(MAX_ITERATIONS):
-        suppressions = Suppressions.from_module(module)
-        pairs = _to_findings(module, _collect(module, rule_types, path, settings), path, suppressions)
-        chosen: list[tuple[Report, Finding]] = []
-        for report, finding in pairs:
-            if finding.fix is None or not _allowed(finding.fix.safety, unsafe):
+        reports = _collect(module, rule_types, path, settings)
+        if may_suppress and reports:
+            pairs, _ = _findings(module, reports, path)
+            reports = [r for r, _ in pairs]
+        chosen: list[Report] = []
+        # Outer-first: a fix inside another fix's node waits for the next round.
+        for report in sorted(reports, key=lambda r: len(r.ancestors)):
+            if report.replacement is None or not _allowed(report.safety, unsafe):
                 continue
-            # Outer-first (pairs are sorted by span); an overlapping fix waits for the next round.
-            if any(finding.span.overlaps(c.span) for _, c in chosen):
+            if any(_overlaps(report, c) for c in chosen):
                 continue
-            chosen.append((report, finding))
+            chosen.append(report)
         if not chosen:
-            return FixOutcome(module, applied, [f for _, f in pairs])
-        replacements = {id(r.node): r.replacement for r, _ in chosen}
-        new_module = module.visit(_Apply(replacements))  # type: ignore[arg-type]
-        new_module = _fix_imports(new_module, [r for r, _ in chosen])
-        if new_module.code == module.code:
+            return _outcome(module, reports, applied, path)
+        new_module = rebuild(module, {id(r.node): r.replacement for r in chosen}, [r.ancestors for r in chosen])  # type: ignore[misc]
+        new_module = _fix_imports(new_module, chosen)
+        if new_module.deep_equals(module):
             # A fix that changes nothing would loop forever; treat it as not applicable.
-            return FixOutcome(module, applied, [f for _, f in pairs])
-        applied.extend(_mark_applied(f) for _, f in chosen)
+            return _outcome(module, reports, applied, path)
+        applied.extend(_Applied(r, module) for r in chosen)
         module = new_module
     raise ConvergenceError(
         f"fixes did not converge after {MAX_ITERATIONS} rounds "
-        f"(last rules: {', '.join(sorted({f.code for f in applied[-5:]}))})"
+        f"(last rules: {', '.join(sorted({a.report.rule.code for a in applied[-5:]}))})"
     )
 
 
-def _mark_applied(finding: Finding) -> Finding:
-    from dataclasses import replace
+def _outcome(module: cst.Module, remaining: list[Report], applied: list[_Applied], path: str) -> FixOutcome:
+    replacement_nodes = [
+        a.report.replacement for a in applied if isinstance(a.report.replacement, cst.CSTNode)
+    ]
+    if not remaining and not applied:
+        return FixOutcome(module, [], [], None)
+    spans, code = spans_and_code(module, [r.node for r in remaining] + replacement_nodes)  # type: ignore[list-item]
+    done: list[Finding] = []
+    for a in applied:
+        span = spans.get(id(a.report.replacement))
+        if span is None:
+            # Removed, or replaced again by a later round: locate it where it was.
+            span = spans_and_code(a.module, [a.report.node])[0][id(a.report.node)]
+        done.append(_finding(a.report, span, path, a.module, applied=True))
+    left = [_finding(r, spans[id(r.node)], path, module) for r in remaining]
+    done.sort(key=lambda f: (f.span, f.code))
+    left.sort(key=lambda f: (f.span, f.code))
+    return FixOutcome(module, done, left, code)
 
-    return replace(finding, applied=True)
+
+def _module_binds(module: cst.Module, mod: str, obj: str | None) -> bool:
+    """Cheap check that ``import mod`` / ``from mod import obj`` is already at module level."""
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if obj is None and isinstance(small, cst.Import):
+                if any(a.asname is None and module.code_for_node(a.name) == mod for a in small.names):
+                    return True
+            if obj is not None and isinstance(small, cst.ImportFrom) and small.module is not None:
+                if module.code_for_node(small.module) == mod and not isinstance(small.names, cst.ImportStar):
+                    if any(a.asname is None and module.code_for_node(a.name) == obj for a in small.names):
+                        return True
+    return False
+
+
+def _maybe_unused(code: str, local: str) -> bool:
+    # The import helpers' scope analysis is expensive; only pay it when the name no longer
+    # appears outside import lines (a mention in a string keeps the import: the safe side).
+    pattern = re.compile(rf"\b{re.escape(local)}\b")
+    for line in code.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith(("import ", "from ")):
+            continue
+        if pattern.search(line):
+            return False
+    return True
 
 
 def _fix_imports(module: cst.Module, reports: list[Report]) -> cst.Module:
-    adds = {imp for r in reports for imp in r.imports}
+    adds = {imp for r in reports for imp in r.imports if not _module_binds(module, *imp)}
     removes = {imp for r in reports for imp in r.unused_imports}
-    if not adds and not removes:
-        return module
-    context = CodemodContext()
-    for mod, obj in sorted(adds, key=str):
-        AddImportsVisitor.add_needed_import(context, mod, obj)
     if adds:
+        context = CodemodContext()
+        for mod, obj in sorted(adds, key=str):
+            AddImportsVisitor.add_needed_import(context, mod, obj)
         module = AddImportsVisitor(context).transform_module(module)
     if removes:
-        context = CodemodContext()
-        for mod, obj in sorted(removes, key=str):
-            RemoveImportsVisitor.remove_unused_import(context, mod, obj)
-        module = RemoveImportsVisitor(context).transform_module(module)
+        code = module.code
+        candidates = {(m, o) for m, o in removes if _maybe_unused(code, o or m.split(".")[-1])}
+        if candidates:
+            context = CodemodContext()
+            for mod, obj in sorted(candidates, key=str):
+                RemoveImportsVisitor.remove_unused_import(context, mod, obj)
+            module = RemoveImportsVisitor(context).transform_module(module)
     return module

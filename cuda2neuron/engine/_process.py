@@ -6,6 +6,7 @@ handler with ``register_handler``; the python path is the default for ``*.py`` /
 
 from __future__ import annotations
 
+import ast
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -87,13 +88,27 @@ def process_python_findings(
     module = parse_bytes(data)
     if not fix:
         return None, lint_module(module, rule_types, path, config.settings)
-    outcome = fix_module(module, rule_types, path, config.settings, unsafe=config.unsafe_fixes)
-    new = outcome.module.bytes
+    outcome = fix_module(
+        module, rule_types, path, config.settings, unsafe=config.unsafe_fixes, may_suppress=b"cuda2neuron:" in data
+    )
     findings = outcome.applied + outcome.remaining
+    if not outcome.applied:
+        return None, findings
+    new = outcome.bytes
     if new == data:
         return None, findings
-    # Never hand back output that does not parse: that would be a rule bug written to disk.
-    parse_bytes(new)
+    # Never hand back output that does not compile: that would be a rule bug written to disk.
+    # CPython's parser checks this in a fraction of libcst's parse time.
+    try:
+        ast.parse(new, filename=path)
+    except SyntaxError as exc:
+        # Newer syntax than this interpreter knows is still fine if libcst reads it back.
+        try:
+            parse_bytes(new)
+        except SourceError:
+            raise RuntimeError(
+                f"internal error: the rewrite does not parse ({exc.msg}, line {exc.lineno})"
+            ) from None
     return new, findings
 
 

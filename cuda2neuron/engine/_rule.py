@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
@@ -76,7 +76,8 @@ class Report:
     # Imports the replacement may leave unused: (module, name-or-None); removed only if unused.
     unused_imports: tuple[tuple[str, str | None], ...] = ()
     description: str = ""
-    extra: dict[str, str] = field(default_factory=dict)
+    # The reported node's ancestors, root first: where to rebuild, and what overlaps.
+    ancestors: tuple[cst.CSTNode, ...] = ()
 
 
 class Rule:
@@ -161,6 +162,7 @@ class Rule:
                 imports=tuple(imports),
                 unused_imports=tuple(unused_imports),
                 description=description,
+                ancestors=tuple(self.context.ancestors),
             )
         )
 

@@ -11,7 +11,7 @@ import torch.nn as nn
 
 from model import build_model
 
-__all__ = ["build", "example_batch", "train_step"]
+__all__ = ["build", "build_train_step", "example_batch", "train_step"]
 
 device = torch.device("cuda")
 
@@ -39,3 +39,22 @@ def example_batch():
     images = torch.randn(4, 3, 32, 32).cuda()
     labels = torch.randint(0, 10, (4,), device="cuda")
     return images, labels
+
+
+def build_train_step():
+    """For `--entry validate_entry:build_train_step`: returns step(), which does one optimizer
+    step per call exactly as train.py does (fp16 autocast + GradScaler + SGD with momentum)."""
+    model, _ = build()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    scaler = torch.cuda.amp.GradScaler()
+    batch = example_batch()
+
+    def step() -> torch.Tensor:
+        loss = train_step(model, batch)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    return step

@@ -6,23 +6,39 @@ import libcst as cst
 import pytest
 
 from cuda2neuron.engine._context import RuleContext
-from cuda2neuron.engine._lint import _Dispatcher
-from cuda2neuron.engine._names import build_scope_index
 from cuda2neuron.engine._settings import Settings
+from cuda2neuron.engine._walk import walk_rules
 
 
 def _resolve_all(source: str) -> dict[str, str | None]:
     """Every Call's func, by its code, mapped to what the resolver says it is."""
     module = cst.parse_module(source)
-    context = RuleContext("t.py", module, build_scope_index(module), Settings())
+    context = RuleContext("t.py", module, Settings())
     seen: dict[str, str | None] = {}
 
     class Probe:
         def visit_Call(self, node: cst.Call) -> None:
             seen[module.code_for_node(node.func)] = context.qualname(node.func)
 
-    module.visit(_Dispatcher([Probe()], context))  # type: ignore[list-item]
+    walk_rules(module, [Probe()], context)
     return seen
+
+
+def _context_at(source: str, marker: str = "x") -> RuleContext:
+    """The context as a rule sees it at the call `marker()`."""
+    module = cst.parse_module(source)
+    context = RuleContext("t.py", module, Settings())
+    captured: list[RuleContext] = []
+
+    class Probe:
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == marker:
+                snapshot = RuleContext("t.py", module, Settings())
+                snapshot._scope_stack = list(context._scope_stack)
+                captured.append(snapshot)
+
+    walk_rules(module, [Probe()], context)
+    return captured[0]
 
 
 CASES = [
@@ -61,16 +77,11 @@ SPELL = [
 
 @pytest.mark.parametrize(("source", "qualified", "code", "imports"), [c[1:] for c in SPELL], ids=[c[0] for c in SPELL])
 def test_spell(source, qualified, code, imports):
-    module = cst.parse_module(source)
-    context = RuleContext("t.py", module, build_scope_index(module), Settings())
+    context = _context_at(source)
     expr, needed = context.spell(qualified)
-    assert module.code_for_node(expr) == code
+    assert cst.Module([]).code_for_node(expr) == code
     assert needed == imports
 
 
 def test_spell_refuses_when_top_name_is_shadowed():
-    module = cst.parse_module("def f(torch):\n    x()\n")
-    context = RuleContext("t.py", module, build_scope_index(module), Settings())
-    fn = module.body[0]
-    assert context.enter_scope(fn.body)
-    assert context.spell("torch.neuron.synchronize") is None
+    assert _context_at("def f(torch):\n    x()\n").spell("torch.neuron.synchronize") is None

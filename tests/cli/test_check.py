@@ -1,0 +1,114 @@
+"""`check`: linter exit codes and machine-readable output."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param("x = 1\n", 0, id="clean"),
+        pytest.param("x = y.cuda()\n", 1, id="findings"),
+        pytest.param("x = y.cuda(\ndef (:\n", 2, id="syntax-error"),
+    ],
+)
+def test_exit_codes(tmp_path, run, source, expected):
+    f = tmp_path / "a.py"
+    f.write_text(source)
+    assert run("check", str(f))[0] == expected
+
+
+def test_no_files_is_clean(run):
+    code, _, err = run("check")
+    assert code == 0 and "no files" in err
+
+
+def test_json_output(tmp_path, run):
+    f = tmp_path / "a.py"
+    f.write_text("x = y.cuda()\n")
+    code, out, _ = run("check", str(f), "--output-format", "json")
+    data = json.loads(out)
+    assert code == 1
+    assert data["manual_actions"][0]["code"] == "CN101"
+    assert data["manual_actions"][0]["fix"]["safety"] == "safe"
+
+
+def test_sarif_output(tmp_path, run):
+    f = tmp_path / "a.py"
+    f.write_text("x = y.cuda()\n")
+    _, out, _ = run("check", str(f), "--output-format", "sarif")
+    sarif = json.loads(out)
+    result = sarif["runs"][0]["results"][0]
+    assert result["ruleId"] == "CN101"
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
+    assert sarif["runs"][0]["tool"]["driver"]["rules"][0]["id"] == "CN101"
+
+
+def test_fix_rewrites_and_exits_one(tmp_path, run):
+    f = tmp_path / "a.py"
+    f.write_text("x = y.cuda()\n")
+    assert run("check", "--fix", str(f))[0] == 1
+    assert f.read_text() == 'x = y.to("neuron")\n'
+    assert run("check", str(f))[0] == 0
+
+
+@pytest.mark.parametrize("fix", [False, True], ids=["report", "fix"])
+def test_stdin(monkeypatch, run, fix):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x = y.cuda()\n")))
+    args = ["check", "-", "--stdin-filename", "mod.py"] + (["--fix"] if fix else [])
+    code, out, err = run(*args)
+    if fix:
+        assert out == 'x = y.to("neuron")\n' and code == 0
+    else:
+        assert "mod.py:1:5: CN101" in out and code == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--select", "CN1", "--ignore", "CN101"], None, id="ignore-more-specific"),
+        pytest.param(["--select", "CN2"], None, id="select-other-family"),
+    ],
+)
+def test_selection(tmp_path, run, args, message):
+    f = tmp_path / "a.py"
+    f.write_text("x = y.cuda()\n")
+    assert run("check", str(f), *args)[0] == 0
+
+
+def test_suppression_comment(tmp_path, run):
+    f = tmp_path / "a.py"
+    f.write_text("x = y.cuda()  # cuda2neuron: ignore[CN101]\nz = w.cuda()  # cuda2neuron: ignore\n")
+    assert run("check", str(f))[0] == 0
+
+
+def test_config_errors_name_file_and_key(tmp_path, run):
+    (tmp_path / "pyproject.toml").write_text("[tool.cuda2neuron]\nselcet = ['CN1']\n")
+    f = tmp_path / "a.py"
+    f.write_text("x = 1\n")
+    code, _, err = run("check", str(f))
+    assert code == 2
+    assert "pyproject.toml" in err and "selcet" in err
+
+
+def test_config_is_read(tmp_path, run):
+    (tmp_path / "pyproject.toml").write_text("[tool.cuda2neuron]\nignore = ['CN101']\n")
+    f = tmp_path / "a.py"
+    f.write_text("x = y.cuda()\n")
+    assert run("check", str(f))[0] == 0
+
+
+def test_per_file_ignores(tmp_path, run):
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.cuda2neuron]\n[tool.cuda2neuron.per-file-ignores]\n'legacy/*.py' = ['CN1']\n"
+    )
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "a.py").write_text("x = y.cuda()\n")
+    (tmp_path / "b.py").write_text("x = y.cuda()\n")
+    assert run("check", str(tmp_path / "legacy" / "a.py"))[0] == 0
+    assert run("check", str(tmp_path / "b.py"))[0] == 1

@@ -1,0 +1,58 @@
+"""[tool.cuda2neuron] parsing and rule selection."""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda2neuron.engine import Config, ConfigError, load_config
+from cuda2neuron.engine._config import config_from_table
+
+
+@pytest.mark.parametrize(
+    ("select", "ignore", "code", "expected"),
+    [
+        pytest.param(("CN",), (), "CN101", True, id="default-all"),
+        pytest.param(("CN2",), (), "CN101", False, id="not-selected"),
+        pytest.param(("CN",), ("CN1",), "CN101", False, id="ignored-family"),
+        pytest.param(("CN101",), ("CN1",), "CN101", True, id="specific-select-beats-broad-ignore"),
+        pytest.param(("CN1",), ("CN101",), "CN102", True, id="ignore-one-keeps-siblings"),
+    ],
+)
+def test_selection(select, ignore, code, expected):
+    assert Config(select=select, ignore=ignore).selects(code) is expected
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        pytest.param({"selct": ["CN1"]}, "unknown key 'selct'", id="typo-key"),
+        pytest.param({"select": "CN1, 3"}, None, id="string-select-ok"),
+        pytest.param({"select": [1]}, "expected a list of strings", id="bad-select"),
+        pytest.param({"amp-dtype": "fp8"}, "amp-dtype", id="bad-dtype"),
+        pytest.param({"target": "xla"}, "target", id="bad-target"),
+        pytest.param({"min-torch": "two"}, "min-torch", id="bad-version"),
+        pytest.param({"unsafe-fixes": "yes"}, "unsafe-fixes", id="bad-bool"),
+        pytest.param({"per-file-ignores": ["a"]}, "per-file-ignores", id="bad-per-file"),
+    ],
+)
+def test_bad_values_name_file_and_key(table, message):
+    if message is None:
+        config_from_table(table, "p/pyproject.toml")
+        return
+    with pytest.raises(ConfigError) as exc:
+        config_from_table(table, "p/pyproject.toml")
+    assert "p/pyproject.toml" in str(exc.value) and message in str(exc.value)
+
+
+def test_invalid_toml_names_file(tmp_path):
+    f = tmp_path / "pyproject.toml"
+    f.write_text("[tool.cuda2neuron\n")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load_config(f)
+
+
+def test_values_reach_settings(tmp_path):
+    f = tmp_path / "pyproject.toml"
+    f.write_text('[tool.cuda2neuron]\ntarget = "accelerator"\namp-dtype = "float16"\nmin-torch = "2.7"\n')
+    cfg = load_config(f)
+    assert (cfg.settings.target, cfg.settings.amp_dtype, cfg.settings.min_torch) == ("accelerator", "float16", (2, 7))

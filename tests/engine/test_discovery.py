@@ -1,0 +1,69 @@
+"""Which files a run sees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cuda2neuron.engine import discover
+
+
+def _names(root: Path, **kw) -> set[str]:
+    found = discover([root], **kw)
+    return {p.relative_to(root).as_posix() for p in found.files}
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    files = {
+        "a.py": "",
+        "pkg/b.py": "",
+        "pkg/gen/out.py": "",
+        "pkg/keep.log.py": "",
+        "venv_custom/lib/x.py": "",
+        "venv_custom/pyvenv.cfg": "",
+        "build/lib/y.py": "",
+        "node_modules/z.py": "",
+        "pkg/__pycache__/c.py": "",
+        "sub/.gitignore": "local_*.py\n",
+        "sub/local_a.py": "",
+        "sub/kept.py": "",
+        ".gitignore": "pkg/gen/\n*.log.py\n",
+        "readme.md": "",
+        "third_party/vendored.py": "",
+    }
+    for name, text in files.items():
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return tmp_path
+
+
+def test_ignores_and_pruned_folders(tree):
+    assert _names(tree) == {"a.py", "pkg/b.py", "sub/kept.py", "third_party/vendored.py"}
+
+
+def test_exclude_globs(tree):
+    assert "third_party/vendored.py" not in _names(tree, exclude=["third_party/"])
+
+
+def test_explicit_file_is_taken_even_if_ignored(tree):
+    found = discover([tree / "pkg" / "gen" / "out.py"])
+    assert [p.name for p in found.files] == ["out.py"]
+
+
+def test_missing_path_is_an_error(tmp_path):
+    found = discover([tmp_path / "missing"])
+    assert found.skipped[0].error and "does not exist" in found.skipped[0].reason
+
+
+def test_symlinks_are_reported_not_followed(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "m.py").write_text("")
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "link.py").symlink_to(tmp_path / "real" / "m.py")
+    (tmp_path / "proj" / "linkdir").symlink_to(tmp_path / "real")
+    found = discover([tmp_path / "proj"])
+    assert found.files == ()
+    assert [Path(s.path).name for s in found.skipped] == ["link.py"]

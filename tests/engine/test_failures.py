@@ -1,0 +1,79 @@
+"""Failures belong to one file, keep their traceback, and never leave a torn file behind."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from cuda2neuron.engine import Config, FileStatus, Rule, process_files
+from cuda2neuron.engine import _process
+from cuda2neuron.engine._write import atomic_write
+
+
+class _Crash(Rule):
+    """Test rule that raises on a marked call."""
+
+    abstract = True
+    code, name, triggers = "CN993", "crash", ("boom",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "boom":
+            raise ValueError("rule bug")
+
+
+def test_a_crashing_rule_fails_only_its_file(tmp_path, monkeypatch):
+    real = _process.rules_for
+    monkeypatch.setattr(_process, "rules_for", lambda config, path=None: (*real(config, path), _Crash))
+    bad = tmp_path / "bad.py"
+    bad.write_text("boom()\nx = y.cuda()\n")
+    good = tmp_path / "good.py"
+    good.write_text("x = y.cuda()\n")
+    results = {Path(r.path).name: r for r in process_files([bad, good], Config(), fix=True, jobs=1)}
+    assert results["bad.py"].status is FileStatus.FAILED
+    assert results["bad.py"].error.kind == "internal"
+    assert "rule bug" in results["bad.py"].error.traceback
+    assert results["good.py"].status is FileStatus.CHANGED
+
+
+def test_unreadable_file_is_a_typed_failure(tmp_path, monkeypatch):
+    f = tmp_path / "a.py"
+    f.write_text("x = y.cuda()\n")
+    original = Path.read_bytes
+
+    def deny(self):
+        if self == f:
+            raise PermissionError(13, "Permission denied")
+        return original(self)
+
+    monkeypatch.setattr(Path, "read_bytes", deny)
+    [result] = process_files([f], Config(), fix=True, jobs=1)
+    assert result.status is FileStatus.FAILED
+    assert result.error.kind == "io" and "Permission denied" in result.error.message
+
+
+def test_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
+    f = tmp_path / "a.py"
+    f.write_bytes(b"old\n")
+
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(f, b"new\n")
+    assert f.read_bytes() == b"old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]  # no temp file left
+
+
+def test_parallel_run_returns_the_same_results(tmp_path):
+    files = []
+    for i in range(40):
+        f = tmp_path / f"m{i}.py"
+        f.write_text("x = y.cuda()\n" if i % 2 else "x = 1\n")
+        files.append(f)
+    serial = process_files(files, Config(), fix=True, jobs=1)
+    parallel = process_files(files, Config(), fix=True, jobs=2)
+    assert [(r.path, r.status, r.new_bytes) for r in serial] == [(r.path, r.status, r.new_bytes) for r in parallel]

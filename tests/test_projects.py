@@ -1,0 +1,58 @@
+"""Every realistic fixture project through `migrate --out`: outputs compile, a second run
+changes nothing, files without edits stay byte-identical, nothing crashes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cuda2neuron.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECTS = sorted(p for p in (ROOT / "tests" / "fixtures" / "projects").iterdir() if p.is_dir())
+PROJECTS.append(ROOT / "examples" / "cnn_cuda")
+IDS = [p.name for p in PROJECTS]
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _migrate(src: Path, out: Path, *extra: str) -> dict:
+    report = out.parent / f"{out.name}.json"
+    code = main(["migrate", str(src), "--out", str(out), "--report", str(report), "-q", *extra])
+    data = json.loads(report.read_text())
+    assert code == 0, data["failures"]
+    return data
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
+@pytest.mark.parametrize("project", PROJECTS, ids=IDS)
+def test_project_migrates_cleanly(project, unsafe, tmp_path):
+    extra = ("--unsafe-fixes",) if unsafe else ()
+    first = _migrate(project, tmp_path / "port", *extra)
+    before, after = _files(project), _files(tmp_path / "port")
+    assert after.pop(".cuda2neuron-port.json")
+    assert set(before) == set(after)
+    changed = {f["path"] for f in first["files"] if f["status"] == "changed"}
+    for name, data in before.items():
+        if not any(c.endswith(name) for c in changed):
+            assert after[name] == data, f"{name} has no edits but changed"
+    for name, data in after.items():
+        if name.endswith(".py"):
+            compile(data, name, "exec")
+    second = _migrate(tmp_path / "port", tmp_path / "port2", *extra)
+    assert second["summary"]["files_changed"] == 0, [f["path"] for f in second["files"] if f["status"] == "changed"]
+
+
+def test_non_device_strings_come_out_byte_identical(tmp_path):
+    project = ROOT / "tests" / "fixtures" / "projects" / "not_device_strings"
+    for extra in ((), ("--unsafe-fixes",)):
+        out = tmp_path / f"port{len(extra)}"
+        data = _migrate(project, out, *extra)
+        assert data["summary"]["edits"] == 0, data["edits"]
+        copy = _files(out)
+        copy.pop(".cuda2neuron-port.json")
+        assert copy == _files(project)
