@@ -41,7 +41,21 @@ def _amp_dtype() -> str | None:
 def tensor_record(t: torch.Tensor) -> dict[str, Any]:
     """Raw bytes of a tensor: copying only its own elements (pickling a view would copy the whole
     underlying storage), in any dtype including bfloat16 (which numpy lacks)."""
-    host = t.detach().to("cpu").contiguous()
+    from cuda2neuron.validate._accounting import paused
+
+    with paused():
+        return _tensor_record(t)
+
+
+def _tensor_record(t: torch.Tensor) -> dict[str, Any]:
+    t = t.detach()
+    if t.device.type == "cpu":
+        host = t.contiguous()
+    elif _CPU_ALIAS is not None and t.device.type == torch._C._get_privateuse1_backend_name():
+        # The emulator's memory is host memory: read it in place, no device copy to count.
+        host = _CPU_ALIAS(t).contiguous()
+    else:
+        host = t.to("cpu").contiguous()
     if host.dtype.is_complex:
         host = torch.view_as_real(host)
     return {
@@ -52,6 +66,14 @@ def tensor_record(t: torch.Tensor) -> dict[str, Any]:
         "host_dtype": str(host.dtype).replace("torch.", ""),
         "host_shape": tuple(host.shape),
     }
+
+
+_CPU_ALIAS: Any = None
+
+
+def use_cpu_alias(fn: Any) -> None:
+    global _CPU_ALIAS
+    _CPU_ALIAS = fn
 
 
 def flatten(obj: Any, prefix: str = "") -> list[tuple[str, torch.Tensor]]:
@@ -198,7 +220,10 @@ class Recorder:
                 msg = self.receive()
                 if not msg or msg.get("root") != idx:
                     raise RuntimeError(f"validate: expected the reference's initial weights for module #{idx}")
-                _load_state(module, msg["state"])
+                from cuda2neuron.validate._accounting import paused
+
+                with paused():  # validate's copy, not the port's work
+                    _load_state(module, msg["state"])
         finally:
             self.paused = False
         return idx

@@ -125,7 +125,7 @@ def to_rich(result: ValidationResult) -> list[Any]:
     head.append(f"{result.verdict.value}", style=_STYLE[result.verdict])
     head.append(f"  {result.mode} `{result.target}`  —  {len(result.comparisons)} tensors: "
                 f"{counts['PASS']} pass, {counts['WARN']} warn, {counts['FAIL']} fail")
-    lines = [head]
+    lines = [head, Text(f"original  {result.original}", style="dim"), Text(f"port      {result.port}", style="dim")]
     for run in result.runs:
         lines.append(Text(f"{run.role:9s} {run.device}  ({run.records} records, {run.seconds:.1f} s)", style="dim"))
     for note in result.notes:

@@ -57,6 +57,13 @@ class CpuRandomMode(TorchDispatchMode):
         device = _device_of(args, kwargs)
         if device is None:
             return func(*args, **kwargs)
+        from cuda2neuron.validate._accounting import paused
+
+        # validate's own CPU work: not the port's residency
+        with paused():
+            return self._on_cpu(func, device, args, kwargs)
+
+    def _on_cpu(self, func: Any, device: torch.device, args: Any, kwargs: dict[str, Any]) -> Any:
         cpu_args = tree_map(lambda t: t.to(_CPU) if isinstance(t, torch.Tensor) else t, args)
         cpu_kwargs = tree_map(lambda t: t.to(_CPU) if isinstance(t, torch.Tensor) else t, kwargs)
         if "device" in cpu_kwargs:

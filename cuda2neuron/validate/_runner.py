@@ -95,7 +95,9 @@ def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path) -> _R
     env = dict(os.environ)
     # Each run gets its own TMPDIR: scripts that checkpoint to tempfile.gettempdir() would race.
     env.update(TMPDIR=str(tmp), PYTHONHASHSEED=str(request.seed), OMP_NUM_THREADS="1",
-               CUBLAS_WORKSPACE_CONFIG=":4096:8", PYTHONUNBUFFERED="1")
+               CUBLAS_WORKSPACE_CONFIG=":4096:8", PYTHONUNBUFFERED="1",
+               # no __pycache__ folders in the user's trees
+               PYTHONDONTWRITEBYTECODE="1")
     out_path, err_path = workdir / f"{role}.stdout", workdir / f"{role}.stderr"
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(

@@ -28,8 +28,8 @@ class _EntryError(Exception):
         self.kind = kind
 
 
-def _setup_device(role: str, port_device: str) -> tuple[str, Any]:
-    """Prepare torch for this run; returns (device label, accounting context or None)."""
+def _setup_device(role: str, port_device: str) -> tuple[str, bool]:
+    """Prepare torch for this run; returns (device label, whether op accounting is wanted)."""
     import torch
 
     if role == "golden":
@@ -37,17 +37,17 @@ def _setup_device(role: str, port_device: str) -> tuple[str, Any]:
 
         _cuda_shim.install(golden=True)
         _golden.install()
-        return "cpu (float64 golden, CUDA-on-CPU shim)", None
+        return "cpu (float64 golden, CUDA-on-CPU shim)", False
     if role == "reference":
         if torch.cuda.is_available():
             from cuda2neuron.validate._rng import CpuRandomMode
 
             CpuRandomMode().__enter__()
-            return f"cuda ({torch.cuda.get_device_name(0)})", None
+            return f"cuda ({torch.cuda.get_device_name(0)})", False
         from cuda2neuron.validate import _cuda_shim
 
         _cuda_shim.install()
-        return "cpu (CUDA-on-CPU shim)", None
+        return "cpu (CUDA-on-CPU shim)", False
     # port
     if port_device == "cpu":
         # Test-only: run a port on the CPU by redirecting "neuron" devices (no emulator needed).
@@ -55,7 +55,7 @@ def _setup_device(role: str, port_device: str) -> tuple[str, Any]:
 
         torch.utils.rename_privateuse1_backend("neuron")  # so that "neuron" strings parse
         _cuda_shim.install(source="neuron")
-        return "cpu (neuron redirected, test mode)", None
+        return "cpu (neuron redirected, test mode)", False
     import importlib.util
 
     from cuda2neuron.validate._rng import CpuRandomMode
@@ -63,22 +63,17 @@ def _setup_device(role: str, port_device: str) -> tuple[str, Any]:
     if importlib.util.find_spec("torch_neuronx") is not None:
         import torch_neuronx  # noqa: F401  (real TorchNeuron: the emulator stands down)
 
-        label = "neuron (torch_neuronx)"
-        accounting = None
+        label, accounting = "neuron (torch_neuronx)", False
     else:
         from cuda2neuron import backend
+        from cuda2neuron.validate._recorder import use_cpu_alias
 
-        if not hasattr(backend, "activate"):
-            raise _EntryError("setup", "the emulated neuron device (cuda2neuron.backend.activate) is not available in this build")
-        backend.activate()
-        label = "neuron (cuda2neuron emulator)"
-        accounting = None
         try:
-            from cuda2neuron.backend.accounting import OpAccounting
-
-            accounting = OpAccounting()
-        except ImportError:
-            accounting = None
+            backend.activate()
+        except Exception as exc:  # noqa: BLE001 - BackendUnavailable, no compiler, torch out of range
+            raise _EntryError("setup", f"the emulated neuron device cannot start: {exc}") from exc
+        use_cpu_alias(backend.cpu_alias)
+        label, accounting = "neuron (cuda2neuron emulator)", True
     CpuRandomMode().__enter__()
     return label, accounting
 
@@ -222,7 +217,6 @@ def main(argv: list[str] | None = None) -> int:
     role = cfg["role"]
     t0 = time.perf_counter()
     recorder = None
-    accounting = None
     try:
         import numpy as np
         import torch
@@ -244,19 +238,20 @@ def main(argv: list[str] | None = None) -> int:
         recorder = Recorder(emit, lambda: read_frame(inp), role, cfg["steps"], cfg["tree"],
                             stop_after_steps=cfg["mode"] == "script")
         recorder.install()
-        if accounting is not None:
-            accounting.__enter__()
+        from cuda2neuron.validate import _accounting
+
+        if accounting:
+            _accounting.start()
         try:
             if cfg["mode"] == "entry":
                 _run_entry(cfg, recorder)
             else:
                 _run_script(cfg, recorder)
         finally:
-            if accounting is not None:
-                accounting.__exit__(None, None, None)
+            report = _accounting.finish()
             recorder.uninstall()
-        if accounting is not None:
-            emit({"type": "audit", "report": _report_dict(accounting.report(), cfg["tree"])})
+        if report is not None:
+            emit({"type": "audit", "report": _report_dict(report, cfg["tree"])})
         emit({"type": "done", "seconds": time.perf_counter() - t0, "records": recorder.records})
         return 0
     except _EntryError as exc:
