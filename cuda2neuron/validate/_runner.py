@@ -11,6 +11,7 @@ arrive. Nothing is written to disk but each run's stdout/stderr.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import queue
@@ -217,8 +218,28 @@ class _Comparator:
         return ordered + extra
 
 
+def _prepare_emulator(request: ValidateRequest) -> RunFailure | None:
+    """Build the emulated device before the clock starts: a cold build (tens of seconds, under a
+    file lock shared with other processes) must not eat the runs' timeout."""
+    if request.port_device != "neuron" or importlib.util.find_spec("torch_neuronx") is not None:
+        return None
+    try:
+        from cuda2neuron import backend
+
+        backend.build()
+    except Exception as exc:  # noqa: BLE001 - no compiler, unsupported torch: one clear error
+        return RunFailure("port", "setup", f"the emulated neuron device cannot be built: {exc}")
+    return None
+
+
 def run_validation(request: ValidateRequest) -> ValidationResult:
     request = dataclasses.replace(request, original=request.original.resolve(), port=request.port.resolve())
+    setup_failure = _prepare_emulator(request)
+    if setup_failure is not None:
+        return ValidationResult(verdict=Verdict.ERROR, mode=request.mode, target=request.target,
+                                original=request.original_label or str(request.original),
+                                port=request.port_label or str(request.port), golden_used=False,
+                                failures=(setup_failure,))
     q: queue.Queue[tuple[str, Any]] = queue.Queue()
     roles = [r for r in ROLES if r != "golden" or request.golden]
     trees = {"reference": request.original, "golden": request.original, "port": request.port}

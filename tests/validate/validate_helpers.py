@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,9 +27,19 @@ def port_device() -> str:
     if not hasattr(backend, "activate"):
         return "cpu"
     try:
-        return "neuron" if backend.is_available() else "cpu"
+        if not backend.is_available():
+            return "cpu"
     except Exception:  # noqa: BLE001 - no compiler etc.: fall back to the redirect
         return "cpu"
+    # The emulator must really train a layer (it is built on first use, in a subprocess so this
+    # test process stays free of the PrivateUse1 registration).
+    probe = ("import torch, cuda2neuron.backend as b; b.activate(); m = torch.nn.Linear(4, 2).to('neuron');"
+             "m(torch.randn(3, 4, device='neuron')).sum().backward(); print('ok')")
+    try:
+        proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        return "cpu"
+    return "neuron" if proc.returncode == 0 and proc.stdout.strip().endswith("ok") else "cpu"
 
 
 PORT_DEVICE = port_device()
