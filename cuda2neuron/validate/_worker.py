@@ -135,6 +135,8 @@ def _run_entry(cfg: dict[str, Any], recorder: Any) -> None:
     import torch
     import torch.nn as nn
 
+    from cuda2neuron.validate._recorder import flatten
+
     build = _resolve_entry(cfg["entry"], cfg["tree"])
     steps = cfg["steps"]
     recorder.paused = True  # build() may call modules; nothing is compared before the weights agree
@@ -170,18 +172,12 @@ def _run_entry(cfg: dict[str, Any], recorder: Any) -> None:
     for s in range(steps):
         optimizer.zero_grad(set_to_none=True)
         out = _call(model, inputs)
-        for suffix, t in recorder_flatten(out):
+        for suffix, t in flatten(out):
             recorder.send_tensor(f"s{s}/output{suffix}", "output", t)
         loss = _loss_of(out)
         loss.backward()
         optimizer.step()
     recorder.send_params()
-
-
-def recorder_flatten(out: Any) -> list[Any]:
-    from cuda2neuron.validate._recorder import flatten
-
-    return flatten(out)
 
 
 def _run_script(cfg: dict[str, Any], recorder: Any) -> None:

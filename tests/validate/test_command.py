@@ -109,4 +109,4 @@ def test_git_revision_mode(mlp, tmp_path):
     assert result.exit_code == 0, result.output
     assert "at HEAD" in result.output
     status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
-    assert sorted(status.split()) == ["M", "entry.py"]
+    assert sorted(status.split()) == ["M", "M", "entry.py", "model.py"]  # no __pycache__, nothing else

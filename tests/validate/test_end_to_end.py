@@ -78,7 +78,7 @@ DEFECTS = [
     ("missing-zero-grad", SCRIPT, (("train.py", "        opt.zero_grad(set_to_none=True)\n", ""),), "s1/grad/", False),
     ("autocast-dropped", SCRIPT_AMP, (("train.py", "enabled=args.amp):", "enabled=False):"),), "s0/fwd/0:inp", False),
     ("unscale-before-clipping-dropped", SCRIPT_AMP, (("train.py", "        scaler.unscale_(opt)\n", ""),), "s0/grad/", False),
-    ("tensor-left-on-cpu", ENTRY, (("model.py", "torch.ones(x.shape[-1], device=x.device)", "torch.ones(x.shape[-1])"),),
+    ("tensor-left-on-cpu", ENTRY, (("model.py", 'torch.ones(x.shape[-1]).to("neuron")', "torch.ones(x.shape[-1])"),),
      None, True),
     ("wrong-device-index", ENTRY, (("entry.py", 'x = torch.randn(4, 8, device="neuron")', 'x = torch.randn(4, 8, device="neuron:1")'),),
      None, True),
@@ -99,6 +99,17 @@ def test_seeded_defect_is_flagged(mlp, tmp_path, mode, patches, first, emulator)
     if first is not None:
         assert r.verdict is Verdict.FAIL and r.exit_code == 1
         assert r.divergence is not None and r.divergence.key.startswith(first), r.divergence
+
+
+def test_divergence_names_the_responsible_migrate_edit(mlp, tmp_path):
+    """A wrong rewrite of the line CN101 ported: the finding at that line in the original is named."""
+    port = copy_with_patches(mlp / "port", tmp_path / "port",
+                             (("model.py", 'torch.ones(x.shape[-1]).to("neuron")', 'torch.full((x.shape[-1],), 2.0).to("neuron")'),))
+    r = validate(mlp / "original", port, entry="entry:build", golden=False)
+    d = r.divergence
+    assert d is not None and d.module_path == "0:blocks.0" and d.module_class == "Block"
+    line = next(i for i, text in enumerate((mlp / "original" / "model.py").read_text().splitlines(), 1) if ".cuda()" in text)
+    assert [(f.code, f.path, f.line) for f in d.findings] == [("CN101", "model.py", line)]
 
 
 def test_divergence_names_module_class_and_source(mlp, tmp_path):
@@ -138,3 +149,19 @@ def test_errors(mlp, tmp_path, orig_patches, port_patches, kw, role, kind):
     if kind == "crash":
         assert "ValueError: broken" in failure.message
         assert "entry.py" in failure.traceback  # the user's own traceback is shown
+
+
+def test_model_compute_left_on_cpu_is_a_residency_finding(mlp, tmp_path):
+    """Values stay right (the port moves the result back), but the work ran on the host."""
+    if PORT_DEVICE != "neuron":
+        pytest.skip("needs the emulated neuron device (op accounting)")
+    port = copy_with_patches(mlp / "port", tmp_path / "port", (
+        ("model.py", "        return x + self.drop(F.gelu(self.norm(self.fc(x)))) * scale",
+         "        h = self.drop(F.gelu(self.norm(self.fc(x))))\n"
+         "        return (x.cpu() + h.cpu() * scale.cpu()).to(x.device)"),
+    ))
+    r = validate(mlp / "original", port, entry="entry:build", golden=False)
+    assert r.audit is not None and r.audit.available
+    assert r.audit.verdict in (Verdict.WARN, Verdict.FAIL)
+    assert any("model.py" in reason for reason in r.audit.reasons)
+    assert r.verdict in (Verdict.WARN, Verdict.FAIL)

@@ -15,7 +15,7 @@ class Block(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        scale = torch.ones(x.shape[-1], device=x.device)
+        scale = torch.ones(x.shape[-1]).to("neuron")
         return x + self.drop(F.gelu(self.norm(self.fc(x)))) * scale
 
 
