@@ -1,7 +1,9 @@
 """Device-residency audit of the port run, from the emulator's op accounting.
 
-Policy (docs/validate.md): an op that ran on the CPU from inside the source of one of the port's
-nn.Module classes is model compute left on the host -> WARN; when the CPU share of all elements
+Counting starts at the first forward of the model (after the reference's weights are loaded):
+building a model and its data on the host is not a porting bug. Policy (docs/validate.md): an op
+that ran on the CPU from inside the source of one of the port's nn.Module classes (outside
+`__init__`) is model compute left on the host -> WARN; when the CPU share of all elements
 processed exceeds `residency_fail_share` -> FAIL. CPU work elsewhere (data loading, building
 inputs on the host before `.to("neuron")`) is listed but not judged. float64/complex ops -> WARN:
 Trainium computes float64 in float32 and has no complex dtypes.
@@ -25,16 +27,22 @@ def _split(loc: str) -> tuple[str, int]:
         return loc, 0
 
 
-def _in_model_code(loc: str, tree: str, class_ranges: list[tuple[str, int, int]]) -> bool:
+ClassRange = tuple[str, int, int, tuple[tuple[int, int], ...]]
+
+
+def _in_model_code(loc: str, tree: str, class_ranges: list[ClassRange]) -> bool:
+    """Inside an nn.Module class of the port, outside its __init__ (parameters are created on
+    the host and moved, which is ordinary PyTorch)."""
     path, line = _split(loc)
     full = os.path.realpath(path if os.path.isabs(path) else os.path.join(tree, path))
-    for rel, start, end in class_ranges:
+    for rel, start, end, init_ranges in class_ranges:
         if os.path.realpath(os.path.join(tree, rel)) == full and start <= line <= end:
-            return True
+            if not any(a <= line <= b for a, b in init_ranges):
+                return True
     return False
 
 
-def audit_from_report(report: dict[str, Any] | None, tree: str, class_ranges: list[tuple[str, int, int]],
+def audit_from_report(report: dict[str, Any] | None, tree: str, class_ranges: list[ClassRange],
                       tol: Tolerances, note: str = "") -> ResidencyAudit:
     if report is None:
         return ResidencyAudit(False, note or "op accounting unavailable (no emulated device in this run)")

@@ -102,7 +102,15 @@ def _class_info(cls: type, tree_root: str) -> dict[str, Any] | None:
     root = os.path.realpath(tree_root)
     if not path.startswith(root + os.sep):
         return None  # a library class (torch.nn.Linear ...): no migrate edits to point at
-    return {"file": os.path.relpath(path, root), "start": start, "end": start + len(lines) - 1}
+    init_lines: list[tuple[int, int]] = []
+    init = cls.__dict__.get("__init__")
+    if init is not None:
+        try:
+            ilines, istart = inspect.getsourcelines(init)
+            init_lines.append((istart, istart + len(ilines) - 1))
+        except (OSError, TypeError):
+            pass
+    return {"file": os.path.relpath(path, root), "start": start, "end": start + len(lines) - 1, "init": init_lines}
 
 
 class Recorder:
@@ -114,6 +122,7 @@ class Recorder:
         steps: int,
         tree_root: str,
         stop_after_steps: bool,
+        on_first_root: Callable[[], None] | None = None,
     ) -> None:
         self.emit = emit
         self.receive = receive
@@ -121,6 +130,7 @@ class Recorder:
         self.steps = steps
         self.tree_root = tree_root
         self.stop_after_steps = stop_after_steps
+        self.on_first_root = on_first_root
         self.step = 0
         self.depth = 0
         self.roots: list[nn.Module] = []
@@ -226,6 +236,10 @@ class Recorder:
                     _load_state(module, msg["state"])
         finally:
             self.paused = False
+        if idx == 0 and self.on_first_root is not None:
+            # Residency is measured from here on: building the model and its data on the host
+            # before moving them to the device is how PyTorch code is written, not a porting bug.
+            self.on_first_root()
         return idx
 
     def _pre(self, module: nn.Module, args: Any) -> None:

@@ -249,7 +249,7 @@ def run_validation(request: ValidateRequest) -> ValidationResult:
     ref_on_cuda = [False]
     comparator = _Comparator(request, ref_on_cuda)
     classes: dict[str, dict[str, Any]] = {}
-    port_classes: list[tuple[str, int, int]] = []
+    port_classes: list[tuple[str, int, int, tuple[tuple[int, int], ...]]] = []
     notes: list[str] = []
     t0 = time.perf_counter()
     timed_out: list[str] = []
@@ -296,7 +296,8 @@ def run_validation(request: ValidateRequest) -> ValidationResult:
                 if role == "reference":
                     classes.setdefault(frame["class"], frame)
                 elif role == "port":
-                    port_classes.append((frame["file"], frame["start"], frame["end"]))
+                    port_classes.append((frame["file"], frame["start"], frame["end"],
+                                         tuple(tuple(r) for r in frame.get("init", ()))))
             elif kind == "hello":
                 run.device = frame["device"]
                 if role == "reference" and frame["device"].startswith("cuda"):

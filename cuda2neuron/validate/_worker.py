@@ -231,13 +231,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, cfg["tree"])
         from cuda2neuron.validate._recorder import Recorder
 
-        recorder = Recorder(emit, lambda: read_frame(inp), role, cfg["steps"], cfg["tree"],
-                            stop_after_steps=cfg["mode"] == "script")
-        recorder.install()
         from cuda2neuron.validate import _accounting
 
-        if accounting:
-            _accounting.start()
+        recorder = Recorder(emit, lambda: read_frame(inp), role, cfg["steps"], cfg["tree"],
+                            stop_after_steps=cfg["mode"] == "script",
+                            on_first_root=_accounting.start if accounting else None)
+        recorder.install()
         try:
             if cfg["mode"] == "entry":
                 _run_entry(cfg, recorder)

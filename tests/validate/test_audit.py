@@ -8,7 +8,7 @@ from cuda2neuron.validate._audit import audit_from_report
 from cuda2neuron.validate._model import Tolerances, Verdict
 
 TREE = "/proj"
-CLASSES = [("model.py", 10, 30)]  # one nn.Module class in the port tree
+CLASSES = [("model.py", 10, 30, ((11, 14),))]  # one nn.Module class in the port tree, __init__ at 11-14
 
 
 def report(cpu_ops=(), device_el=1000, cpu_el=0, f64=0, cplx=0):
@@ -25,8 +25,10 @@ CASES = [
      Verdict.PASS, ""),
     ("model-op-on-cpu-warns", report([("aten::mul", 3, 48, ["/proj/model.py:20"])], cpu_el=48), Verdict.WARN,
      "inside model code"),
-    ("relative-location-resolved-against-tree", report([("aten::mul", 1, 8, ["model.py:11"])], cpu_el=8), Verdict.WARN,
-     "model.py:11"),
+    ("relative-location-resolved-against-tree", report([("aten::mul", 1, 8, ["model.py:21"])], cpu_el=8), Verdict.WARN,
+     "model.py:21"),
+    ("parameter-init-in-dunder-init-is-fine", report([("aten::uniform_", 4, 64, ["/proj/model.py:12"])], cpu_el=64),
+     Verdict.PASS, ""),
     ("large-cpu-share-fails", report([("aten::mm", 5, 900, ["/proj/train.py:40"])], cpu_el=900), Verdict.FAIL,
      "processed on the CPU"),
     ("float64-warns", report(f64=4), Verdict.WARN, "float64"),
