@@ -66,9 +66,9 @@ def reports(mlp, tmp_path_factory):
 def test_passing_port_exits_0_with_json_report(reports):
     result, data, _ = reports["pass"]
     assert result.exit_code == 0, result.output
-    assert data["verdict"] == "PASS" and data["exit_code"] == 0
-    assert data["counts"]["FAIL"] == 0 and data["counts"]["PASS"] > 10
-    assert "PASS" in result.output
+    assert data["verdict"] in ("PASS", "WARN") and data["exit_code"] == 0
+    assert data["counts"]["FAIL"] == 0 and data["counts"]["WARN"] == 0 and data["counts"]["PASS"] > 10
+    assert data["verdict"] in result.output
 
 
 def test_failing_port_exits_1_and_names_the_module(reports):

@@ -68,6 +68,22 @@ def test_bf16_autocast_budget_uses_the_autocast_dtype():
     assert amp.verdict is Verdict.PASS
 
 
+AUTOCAST_CASES = [
+    # CPU autocast (shim) keeps layer_norm in fp16, CUDA/neuron autocast runs it in fp32
+    ("autocast-policies-differ", BASE.half(), "float16", BASE, "bfloat16", Verdict.PASS, "<="),
+    ("autocast-dropped-in-port", BASE.half(), "float16", BASE, None, Verdict.FAIL, "none in the port"),
+    ("autocast-added-in-port", BASE, None, BASE.bfloat16(), "bfloat16", Verdict.FAIL, "none in the original"),
+]
+
+
+@pytest.mark.parametrize(("ref", "ref_amp", "port", "port_amp", "expected", "fragment"), [c[1:] for c in AUTOCAST_CASES],
+                         ids=[c[0] for c in AUTOCAST_CASES])
+def test_autocast_rules(ref, ref_amp, port, port_amp, expected, fragment):
+    out = compare_records("k", rec(ref, amp=ref_amp), rec(port, amp=port_amp), rec(BASE.double()), Tolerances(), False)
+    assert out.verdict is expected, out.reason
+    assert fragment in out.reason
+
+
 def test_left_on_cpu_when_reference_ran_on_cuda():
     out = compare_records("k", rec(BASE, device="cuda"), rec(BASE, device="cpu"), None, Tolerances(), True)
     assert out.verdict is Verdict.FAIL and "CPU" in out.reason

@@ -9,7 +9,7 @@ import pytest
 
 from cuda2neuron.validate import ValidateRequest, Verdict, run_validation
 
-from validate_helpers import PORT_DEVICE, copy_with_patches
+from validate_helpers import PORT_DEVICE, assert_correct_port, copy_with_patches
 
 
 def validate(original: Path, port: Path, **kw):
@@ -33,8 +33,8 @@ def script_pass(mlp):
 
 def test_correct_port_passes_in_entry_mode(entry_pass):
     r = entry_pass
-    assert r.verdict is Verdict.PASS, [c.reason for c in r.comparisons if c.verdict is not Verdict.PASS]
-    assert r.exit_code == 0 and r.golden_used and not r.failures
+    assert_correct_port(r)
+    assert r.golden_used
     kinds = {c.kind for c in r.comparisons}
     assert kinds == {"forward", "output", "loss", "grad", "param"}
     # 3 optimizer steps (the default), each with the gradients of all 12 parameters (inp, 2 x (fc, norm), head)
@@ -43,7 +43,7 @@ def test_correct_port_passes_in_entry_mode(entry_pass):
 
 def test_correct_port_passes_in_script_mode_with_amp(script_pass):
     r = script_pass
-    assert r.verdict is Verdict.PASS, [c.reason for c in r.comparisons if c.verdict is not Verdict.PASS]
+    assert_correct_port(r)
     steps = {c.step for c in r.comparisons if c.kind == "grad"}
     assert steps == {0, 1, 2}  # stopped after --steps (default 3) although the script wanted 5
     assert any(c.kind == "loss" for c in r.comparisons)
@@ -61,7 +61,7 @@ VARIANTS = [
 def test_correct_variant_passes(mlp, tmp_path, patch):
     port = copy_with_patches(mlp / "port", tmp_path / "port", (patch,))
     r = validate(mlp / "original", port, script="train.py", args=("--steps", "3", "--amp"))
-    assert r.verdict is Verdict.PASS, [c.reason for c in r.comparisons if c.verdict is not Verdict.PASS]
+    assert_correct_port(r)
 
 
 # Seeded defects: (id, mode kwargs, patches to the correct port, expected first divergent key

@@ -11,7 +11,7 @@ import pytest
 
 from cuda2neuron.validate import ValidateRequest, Verdict, run_validation
 from fixture_ports import migrate_fixture
-from validate_helpers import PORT_DEVICE, REPO
+from validate_helpers import PORT_DEVICE, REPO, assert_correct_port
 
 SOURCES = {
     "cnn_cuda": REPO / "examples" / "cnn_cuda",
@@ -40,8 +40,7 @@ CASES = [(name, mode) for name in SOURCES for mode in ("entry", "script")]
 def test_correct_port_passes(ports, name, mode):
     kw = ENTRY if mode == "entry" else SCRIPT
     r = run_validation(ValidateRequest(original=SOURCES[name], port=ports[name], port_device=PORT_DEVICE, **kw))
-    problems = [(c.key, c.reason) for c in r.comparisons if c.verdict is not Verdict.PASS]
-    assert r.verdict is Verdict.PASS, (r.failures, problems[:5])
+    assert_correct_port(r)
     assert r.golden_used and len(r.comparisons) > 20
 
 

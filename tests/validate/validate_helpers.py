@@ -55,3 +55,18 @@ def copy_with_patches(src: Path, dst: Path, patches: tuple[tuple[str, str, str],
         assert text.count(old) == 1, f"patch target not unique in {rel}: {old!r}"
         path.write_text(text.replace(old, new))
     return dst
+
+
+def assert_correct_port(result) -> None:
+    """Every tensor PASSes and nothing failed; a WARN may only come from the residency audit
+    (e.g. float64 ops inside torch's own GradScaler on the device)."""
+    from cuda2neuron.validate import Verdict
+
+    problems = [(c.key, c.reason) for c in result.comparisons if c.verdict is not Verdict.PASS]
+    assert not result.failures, result.failures
+    assert not problems, problems[:5]
+    assert result.verdict in (Verdict.PASS, Verdict.WARN)
+    if result.verdict is Verdict.WARN:
+        assert result.audit is not None and result.audit.verdict is Verdict.WARN, result.audit
+        assert all("float64" in r or "complex" in r for r in result.audit.reasons), result.audit.reasons
+    assert result.exit_code == 0
