@@ -8,7 +8,6 @@ JSON by extension) for machines and reviews. Exit codes: 0 pass (warnings allowe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 

@@ -221,6 +221,10 @@ class Recorder:
                     self.emit({"type": "class", "class": cls.__qualname__, **info})
         for path, p in module.named_parameters():
             self.param_names.setdefault(id(p), f"{idx}:{path}")
+        shared: dict[int, list[str]] = defaultdict(list)
+        for path, p in module.named_parameters(remove_duplicate=False):
+            shared[id(p)].append(path)
+        self.emit({"type": "ties", "root": idx, "groups": sorted(tuple(g) for g in shared.values() if len(g) > 1)})
         self.paused = True
         try:
             if self.role == "reference":

@@ -251,6 +251,7 @@ def run_validation(request: ValidateRequest) -> ValidationResult:
     classes: dict[str, dict[str, Any]] = {}
     port_classes: list[tuple[str, int, int, tuple[tuple[int, int], ...]]] = []
     notes: list[str] = []
+    ties: dict[str, dict[int, list[Any]]] = {}
     t0 = time.perf_counter()
     timed_out: list[str] = []
     try:
@@ -298,6 +299,8 @@ def run_validation(request: ValidateRequest) -> ValidationResult:
                 elif role == "port":
                     port_classes.append((frame["file"], frame["start"], frame["end"],
                                          tuple(tuple(r) for r in frame.get("init", ()))))
+            elif kind == "ties":
+                ties.setdefault(role, {})[frame["root"]] = frame["groups"]
             elif kind == "hello":
                 run.device = frame["device"]
                 if role == "reference" and frame["device"].startswith("cuda"):
@@ -334,6 +337,14 @@ def run_validation(request: ValidateRequest) -> ValidationResult:
         failures = [f for f in failures if f.role != "golden"]
         golden_used = False
         notes.append("float64 golden run timed out; the port was compared with the reference")
+    for root, groups in ties.get("reference", {}).items():
+        port_groups = ties.get("port", {}).get(root)
+        if port_groups is not None and port_groups != groups:
+            untied = [", ".join(g) for g in groups if g not in port_groups]
+            notes.append(
+                f"weights shared in the original are separate parameters in the port ({'; '.join(untied)}): moving a "
+                "module to a PrivateUse1 device such as neuron re-creates its parameters module by module, which "
+                "unties shared weights — tie them again after .to(...)")
     ref_ok = runs["reference"].finished and runs["reference"].failure is None
     port_ok = runs["port"].finished and runs["port"].failure is None
     comparisons = tuple(comparator.finish(port_ok, ref_ok))

@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             report = _accounting.finish()
             recorder.uninstall()
         if report is not None:
-            emit({"type": "audit", "report": _report_dict(report, cfg["tree"])})
+            emit({"type": "audit", "report": _report_dict(report)})
         emit({"type": "done", "seconds": time.perf_counter() - t0, "records": recorder.records})
         return 0
     except _EntryError as exc:
@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             pass
 
 
-def _report_dict(report: Any, tree: str) -> dict[str, Any]:
+def _report_dict(report: Any) -> dict[str, Any]:
     details = []
     for op in getattr(report, "cpu_op_details", ()):
         details.append({"op": op.op, "count": op.count, "elements": op.elements, "locations": tuple(op.locations)})

@@ -80,7 +80,7 @@ DEFECTS = [
     ("unscale-before-clipping-dropped", SCRIPT_AMP, (("train.py", "        scaler.unscale_(opt)\n", ""),), "s0/grad/", False),
     ("tensor-left-on-cpu", ENTRY, (("model.py", 'torch.ones(x.shape[-1]).to("neuron")', "torch.ones(x.shape[-1])"),),
      None, True),
-    ("wrong-device-index", ENTRY, (("entry.py", 'x = torch.randn(4, 8, device="neuron")', 'x = torch.randn(4, 8, device="neuron:1")'),),
+    ("wrong-device-index", ENTRY, (("entry.py", '    model.eval()\n    x = torch.randn(4, 8, device="neuron")', '    model.eval()\n    x = torch.randn(4, 8, device="neuron:1")'),),
      None, True),
 ]
 

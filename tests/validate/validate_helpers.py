@@ -70,3 +70,14 @@ def assert_correct_port(result) -> None:
         assert result.audit is not None and result.audit.verdict is Verdict.WARN, result.audit
         assert all("float64" in r or "complex" in r for r in result.audit.reasons), result.audit.reasons
     assert result.exit_code == 0
+
+
+def xfail_on_emulator_gap(result) -> None:
+    """Known gaps of the emulated device (reported to the backend), not of validate: an aten op
+    the emulator does not implement yet, or weights untied by moving a module to neuron."""
+    for f in result.failures:
+        if f.role == "port" and "NotImplementedError: Could not run 'aten::" in f.message:
+            pytest.xfail(f"emulator gap: {f.message.split(' with arguments')[0]}")
+    for note in result.notes:
+        if note.startswith("weights shared in the original are separate parameters in the port"):
+            pytest.xfail(f"emulator/PrivateUse1 gap: {note[:120]}")
