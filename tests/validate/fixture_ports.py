@@ -30,6 +30,7 @@ COMPLEMENT: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("validate_entry.py", 'torch.device("cuda")', 'torch.device("neuron")'),
         ("validate_entry.py", "torch.cuda.amp.autocast():", f"{_AC16}):"),
         ("validate_entry.py", 'device="cuda"', 'device="neuron"'),
+        ("validate_entry.py", "torch.cuda.amp.GradScaler()", 'torch.amp.GradScaler("neuron", enabled=False)'),
     ),
     "gpt_trainer": (
         ("train.py", 'backend = "nccl"', 'backend = "neuron"'),
@@ -46,6 +47,8 @@ COMPLEMENT: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("config/train_small.py", 'backend = "nccl"', 'backend = "neuron"'),
         ("validate_entry.py", 'device = "cuda"', 'device = "neuron"'),
         ("validate_entry.py", 'torch.amp.autocast(device_type="cuda"', 'torch.amp.autocast(device_type="neuron"'),
+        ("validate_entry.py", '(0.9, 0.95), device_type="cuda")', '(0.9, 0.95), device_type="neuron")'),
+        ("validate_entry.py", "torch.cuda.amp.GradScaler(enabled=False)", 'torch.amp.GradScaler("neuron", enabled=False)'),
     ),
     "lstm_tagger": (
         ("validate_entry.py", "model.cuda(0)", 'model.to("neuron:0")'),

@@ -45,6 +45,17 @@ def test_correct_port_passes(ports, name, mode):
     assert r.golden_used and len(r.comparisons) > 20
 
 
+@pytest.mark.parametrize("name", ["cnn_cuda", "gpt_trainer"])
+def test_training_step_protocol(ports, name):
+    """`build_train_step()` returns step(): validate calls it --steps times."""
+    r = run_validation(ValidateRequest(original=SOURCES[name], port=ports[name], port_device=PORT_DEVICE, mode="entry",
+                                       entry="validate_entry:build_train_step", steps=2))
+    xfail_on_emulator_gap(r)
+    assert_correct_port(r)
+    assert {c.step for c in r.comparisons if c.kind == "grad"} == {0, 1}
+    assert any(c.key.endswith("returned-loss") for c in r.comparisons)
+
+
 DEFECTS = [
     # BatchNorm + Dropout in eval(): the evaluation after the 3 steps diverges
     ("cnn-dropped-eval-in-evaluate", "cnn_cuda", SCRIPT, (("train.py", "    model.eval()\n", ""),), "s3/fwd/"),
