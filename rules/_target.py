@@ -23,15 +23,37 @@ def _int_literal(node: cst.BaseExpression | None) -> int | None:
     return None
 
 
+def _accelerator_or_cpu(rule: Rule, parenthesized: bool) -> tuple[cst.BooleanOperation, Imports] | None:
+    """``torch.accelerator.current_accelerator() or torch.get_default_device()``.
+
+    ``current_accelerator()`` is None on a machine without an accelerator; the port must still
+    run there (a CPU-only CI, a laptop), so the fallback is spelled out. The fallback has no
+    string literal so that it can sit inside an f-string of either quote style (Python < 3.12).
+    """
+    acc = rule.spell("torch.accelerator.current_accelerator")
+    dev = rule.spell("torch.get_default_device")
+    if acc is None or dev is None:
+        return None
+    (acc_func, imports), (dev_func, more) = acc, dev
+    expr = cst.BooleanOperation(
+        left=cst.Call(func=acc_func),
+        operator=cst.Or(),
+        right=cst.Call(func=dev_func),
+        lpar=[cst.LeftParen()] if parenthesized else [],
+        rpar=[cst.RightParen()] if parenthesized else [],
+    )
+    return expr, tuple(dict.fromkeys(imports + more))
+
+
 def device_type_expr(rule: Rule) -> tuple[cst.BaseExpression, Imports] | None:
     """An expression for the device *type* string ("neuron", or the accelerator's type)."""
     if rule.context.settings.target == NEURON:
         return cst.SimpleString('"neuron"'), ()
-    spelled = rule.spell("torch.accelerator.current_accelerator")
-    if spelled is None:
+    built = _accelerator_or_cpu(rule, parenthesized=True)
+    if built is None:
         return None
-    func, imports = spelled
-    return cst.Attribute(value=cst.Call(func=func), attr=cst.Name("type")), imports
+    expr, imports = built
+    return cst.Attribute(value=expr, attr=cst.Name("type")), imports
 
 
 def device_expr(
@@ -58,18 +80,14 @@ def device_expr(
             )
         return cst.parse_expression(f"f{q}neuron:{{{code}}}{q}"), ()
     # accelerator target
-    spelled = rule.spell("torch.accelerator.current_accelerator")
-    if spelled is None:
-        return None
-    func, imports = spelled
-    acc = cst.Call(func=func)
     if index is None:
-        return acc, imports
+        return _accelerator_or_cpu(rule, parenthesized=False)
+    kind = device_type_expr(rule)
     dev = rule.spell("torch.device")
-    if dev is None:
+    if kind is None or dev is None:
         return None
-    dev_func, more = dev
+    (kind_expr, imports), (dev_func, more) = kind, dev
     return (
-        cst.Call(func=dev_func, args=[cst.Arg(cst.Attribute(value=acc, attr=cst.Name("type"))), cst.Arg(index)]),
-        imports + more,
+        cst.Call(func=dev_func, args=[cst.Arg(kind_expr), cst.Arg(index)]),
+        tuple(dict.fromkeys(imports + more)),
     )

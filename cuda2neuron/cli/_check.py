@@ -32,7 +32,11 @@ def check_command(paths, fix, output_format, stdin_filename, jobs, **opts):
     internal errors. With no PATHS nothing is checked (pre-commit may call it with no files).
     Never imports or runs your code.
     """
-    config = apply_overrides(load_run_config([p for p in paths if str(p) != "-"], opts.pop("config_file")), opts)
+    config = apply_overrides(
+        load_run_config([p for p in paths if str(p) != "-"], opts.pop("config_file")),
+        opts,
+        [p for p in paths if str(p) != "-"],
+    )
     if not paths:
         err_console.print("no files to check")
         return EXIT_CLEAN

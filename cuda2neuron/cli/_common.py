@@ -26,7 +26,7 @@ class UsageError(click.ClickException):
     exit_code = EXIT_ERROR
 
     def show(self, file=None) -> None:  # noqa: ARG002 - click's signature
-        err_console.print(f"[bold red]error:[/] {escape(self.message)}")
+        err_console.print(f"[bold red]error:[/] {escape(self.message)}", soft_wrap=True)
 
 
 def load_run_config(paths: list[Path], config_file: Path | None) -> Config:

@@ -62,7 +62,7 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
         raise UsageError(f"{report_path}: report format is chosen by extension: .md, .json or .sarif")
     if out_dir is not None:
         _prepare_out_dir(out_dir)
-    config = apply_overrides(load_run_config(list(paths), opts.pop("config_file")), opts)
+    config = apply_overrides(load_run_config(list(paths), opts.pop("config_file")), opts, list(paths))
     found = discover(
         paths,
         exclude=config.exclude,

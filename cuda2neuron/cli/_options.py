@@ -37,12 +37,15 @@ def rule_options(func):
     return wrapper
 
 
-def apply_overrides(config: Config, opts: dict) -> Config:
+def apply_overrides(config: Config, opts: dict, paths: list[Path] | None = None) -> Config:
     min_torch = opts.pop("min_torch", None)
     try:
         parsed = parse_min_torch(min_torch, "--min-torch") if min_torch else None
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    if parsed is None and not config.min_torch_given and paths:
+        # The oldest torch the project supports, as its own requirements declare it.
+        parsed = _min_torch_of_project(config, paths)
     return config.with_overrides(
         select=_codes(opts.pop("select", None)),
         ignore=_codes(opts.pop("ignore", None)),
@@ -51,3 +54,13 @@ def apply_overrides(config: Config, opts: dict) -> Config:
         amp_dtype=opts.pop("amp_dtype", None),
         min_torch=parsed,
     )
+
+
+def _min_torch_of_project(config: Config, paths: list[Path]) -> tuple[int, int] | None:
+    from cuda2neuron.filekinds import min_torch_from_requirements
+
+    root = Path(config.source).parent if config.source else None
+    if root is None:
+        first = paths[0]
+        root = first if first.is_dir() else first.parent
+    return min_torch_from_requirements(root)

@@ -39,6 +39,9 @@ class Config:
     source: str = ""
     # The `[tool.cuda2neuron.validate]` table, passed through untouched for `validate`.
     validate: tuple[tuple[str, Any], ...] = ()
+    # Whether min-torch was given (config or command line) rather than defaulted: otherwise the
+    # CLI may read it from the project's requirements.
+    min_torch_given: bool = False
 
     def selects(self, code: str, path: str | None = None) -> bool:
         if not any(code.startswith(p) for p in self.select):
@@ -147,6 +150,7 @@ def config_from_table(table: Mapping[str, Any], source: str) -> Config:
         settings["target"] = table["target"]
     if "min-torch" in table:
         settings["min_torch"] = parse_min_torch(table["min-torch"], f"{where}.min-torch")
+        kw["min_torch_given"] = True
     cfg = replace(cfg, **kw)
     if settings:
         cfg = replace(cfg, settings=replace(cfg.settings, **settings))

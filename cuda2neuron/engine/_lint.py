@@ -150,6 +150,13 @@ def fix_module(
             # A fix that changes nothing would loop forever; treat it as not applicable.
             return _outcome(module, reports, applied, path)
         applied.extend(_Applied(r, module) for r in chosen)
+        # A fix may write a suppression comment (to protect code from other rules): honour it
+        # from the next round on.
+        if not may_suppress and any(
+            isinstance(r.replacement, cst.CSTNode) and "cuda2neuron:" in module.code_for_node(r.replacement)
+            for r in chosen
+        ):
+            may_suppress = True
         module = new_module
     raise ConvergenceError(
         f"fixes did not converge after {MAX_ITERATIONS} rounds "
@@ -196,7 +203,8 @@ def _module_binds(module: cst.Module, mod: str, obj: str | None) -> bool:
 def _maybe_unused(code: str, local: str) -> bool:
     # The import helpers' scope analysis is expensive; only pay it when the name no longer
     # appears outside import lines (a mention in a string keeps the import: the safe side).
-    pattern = re.compile(rf"\b{re.escape(local)}\b")
+    # `torch.neuron.synchronize` is not a use of a from-imported `synchronize`: no dot before.
+    pattern = re.compile(rf"(?<![.\w]){re.escape(local)}\b")
     for line in code.splitlines():
         stripped = line.lstrip()
         if stripped.startswith(("import ", "from ")):

@@ -112,3 +112,14 @@ def test_per_file_ignores(tmp_path, run):
     (tmp_path / "b.py").write_text("x = y.cuda()\n")
     assert run("check", str(tmp_path / "legacy" / "a.py"))[0] == 0
     assert run("check", str(tmp_path / "b.py"))[0] == 1
+
+
+def test_min_torch_defaults_to_the_projects_requirements(tmp_path):
+    from cuda2neuron.cli._options import apply_overrides
+    from cuda2neuron.engine import Config
+
+    (tmp_path / "requirements.txt").write_text("torch>=2.6\n")
+    assert apply_overrides(Config(), {}, [tmp_path]).settings.min_torch == (2, 6)
+    # An explicit value wins over the requirements.
+    assert apply_overrides(Config(), {"min_torch": "2.8"}, [tmp_path]).settings.min_torch == (2, 8)
+    assert apply_overrides(Config(min_torch_given=True), {}, [tmp_path]).settings.min_torch == (2, 9)

@@ -76,3 +76,18 @@ def test_statement_removal_keeps_blocks_valid(source, expected):
 def test_unsafe_fix_needs_opt_in():
     source = "def f():\n    drop()\n"
     assert _fix(source, [_Remove], unsafe=False) == source
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "unused"),
+    [
+        pytest.param("from m import sync\nx = torch.neuron.sync()\n", "sync", True, id="attribute-is-not-a-use"),
+        pytest.param("from m import sync\nsync()\n", "sync", False, id="call-is-a-use"),
+        pytest.param("from m import sync\nx = [sync]\n", "sync", False, id="reference-is-a-use"),
+        pytest.param("from m import sync\nprint('sync')\n", "sync", False, id="string-mention-keeps-it"),
+    ],
+)
+def test_unused_import_precheck(code, name, unused):
+    from cuda2neuron.engine._lint import _maybe_unused
+
+    assert _maybe_unused(code, name) is unused

@@ -1,0 +1,449 @@
+"""Helpers private to the device family (CN1xx): where a "cuda" string is a *device*.
+
+A "cuda" literal is only rewritten in a device position; everywhere else ("impl='cuda'",
+log text, ``--cuda`` flags, ``USE_CUDA``) it is a word, not a device. The position of a string
+is found by walking up ``context.ancestors`` through nodes that only *pass a value on*
+(``a if c else b``, ``a or b``, tuple/list elements, ``"cuda:%d" % i``, ``"cuda:{}".format(i)``)
+until a node that *uses* it: a call argument, a parameter default, an assignment, a dict value,
+a comparison. Every step is O(1) per ancestor, and the walk only starts on strings that already
+look like a CUDA device, so files pay nothing for it.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from cuda2neuron.engine import Rule, Safety
+
+from ._target import NEURON, Imports, device_type_expr
+from ._util import positional_args, string_value
+
+__all__ = [
+    "Use",
+    "UseKind",
+    "comparison_safety",
+    "find_use",
+    "is_bare_prefix",
+    "looks_like_cuda_fstring",
+    "reported_at",
+    "is_device_word",
+    "retarget_fstring",
+    "retarget_string",
+    "says_device",
+]
+
+# "cuda", "cuda:1", and the templates of "cuda:%d" % i / "cuda:{}".format(i).
+_DEVICE_RE = re.compile(r"^cuda(:(\d+|%[dis]|\{[^{}]*\}))?$")
+# A bare "cuda:" is a prefix: meaningful only for startswith/replace on a device string.
+_PREFIX = "cuda:"
+
+# Calls whose positional argument N is a device, by qualified name (keyword in the second slot).
+_DEVICE_PARAMS: dict[str, tuple[int, str]] = {
+    "torch.device": (0, "type"),
+    "torch.Generator": (0, "device"),
+    "torch.load": (1, "map_location"),
+    "torch.jit.load": (1, "map_location"),
+    "torch.set_default_device": (0, "device"),
+    "torch.cuda.device": (0, "device"),
+    "torch.neuron.device": (0, "device"),
+}
+# Keywords that hold a device in any call.
+_DEVICE_KEYWORDS = frozenset({"device", "map_location"})
+# String methods that test or strip a device name: trap 9 strips a "cuda:" prefix from input.
+_STRING_TESTS = frozenset({"startswith", "endswith", "removeprefix", "replace", "split", "partition", "find", "index"})
+# Calls owned by the AMP family (CN3xx): their device_type/device arguments are rewritten there.
+_AMP_PREFIXES = ("torch.amp.", "torch.cuda.amp.", "torch.cpu.amp.", "torch.autocast")
+
+
+def is_device_word(word: str) -> bool:
+    """Does an identifier name a device? ``device``, ``DEVICE``, ``device_type``, ``dev``,
+    ``train_device``, ``self.device``... but not ``cuda``, ``impl`` or ``backend``."""
+    parts = word.lower().strip("_").split("_")
+    return "device" in parts or "devices" in parts or parts[-1] == "dev" or parts[0] == "dev"
+
+
+def says_device(node: cst.BaseExpression, rule: Rule | None = None) -> bool:
+    """Is ``node`` an expression whose name says it holds a device (or a device type)?"""
+    if isinstance(node, cst.Name):
+        return is_device_word(node.value)
+    if isinstance(node, cst.Attribute):
+        if node.attr.value == "type":
+            # x.device.type, torch.device(d).type
+            value = node.value
+            if isinstance(value, cst.Call) and rule is not None:
+                return rule.qualname(value.func) == "torch.device"
+            return says_device(value, rule)
+        return is_device_word(node.attr.value)
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        index = node.slice[0].slice
+        if isinstance(index, cst.Index):
+            key = string_value(index.value)
+            return key is not None and is_device_word(key)
+        return False
+    if isinstance(node, cst.Call):
+        func = node.func
+        # str(device), device.lower(), str(x.device).lower()
+        if isinstance(func, cst.Name) and func.value == "str" and len(node.args) == 1:
+            return says_device(node.args[0].value, rule)
+        if isinstance(func, cst.Attribute) and func.attr.value in ("lower", "strip") and not node.args:
+            return says_device(func.value, rule)
+    return False
+
+
+class UseKind(enum.Enum):
+    PLACEMENT = "placement"  # the value is a device: argument, default, assignment, dict value
+    COMPARISON = "comparison"  # the value is tested against a device: ==, in, startswith
+    # The value is bound to a name that does not say device (``arg = "cuda:0"``); it is a
+    # device only if that name is later used in a device position (``torch.device(arg)``).
+    BINDING = "binding"
+
+
+@dataclass(frozen=True)
+class Use:
+    kind: UseKind
+    # The node that consumes the value: the Comparison, the string-test Call, or the user node.
+    user: cst.CSTNode
+    # Ancestors above ``user`` (outermost first), for safety decisions on comparisons.
+    above: tuple[cst.CSTNode, ...]
+    # A map_location dict *key* names where a checkpoint was saved, not where it goes.
+    what: str = ""
+
+
+def _is_string_template(node: cst.CSTNode) -> bool:
+    return isinstance(node, (cst.SimpleString, cst.FormattedString))
+
+
+def find_use(rule: Rule, node: cst.BaseExpression) -> Use | None:
+    """Where the device-looking ``node`` is used, if that is a device position; else None."""
+    ancestors = rule.context.ancestors
+    child: cst.CSTNode = node
+    i = len(ancestors) - 1
+    while i >= 0:
+        anc = ancestors[i]
+        # -- nodes that only pass the value on ---------------------------------------------
+        if isinstance(anc, cst.IfExp):
+            if child is anc.test:
+                return None
+            child, i = anc, i - 1
+            continue
+        if isinstance(anc, cst.BooleanOperation):
+            child, i = anc, i - 1
+            continue
+        if isinstance(anc, cst.Element) and i >= 1 and isinstance(ancestors[i - 1], (cst.Tuple, cst.List, cst.Set)):
+            child, i = ancestors[i - 1], i - 2
+            continue
+        if (
+            isinstance(anc, cst.BinaryOperation)
+            and child is anc.left
+            and isinstance(anc.operator, cst.Modulo)
+            and _is_string_template(child)
+        ):
+            child, i = anc, i - 1
+            continue
+        if (
+            isinstance(anc, cst.Attribute)
+            and anc.attr.value == "format"
+            and child is anc.value
+            and i >= 1
+            and isinstance(ancestors[i - 1], cst.Call)
+            and _is_string_template(child)
+        ):
+            child, i = ancestors[i - 1], i - 2
+            continue
+        # -- nodes that use the value ------------------------------------------------------
+        above = tuple(ancestors[:i])
+        if isinstance(anc, cst.Arg) and i >= 1 and isinstance(ancestors[i - 1], cst.Call):
+            return _arg_use(rule, ancestors[i - 1], anc, above[:-1])
+        if isinstance(anc, cst.Param):
+            if child is anc.default and is_device_word(anc.name.value):
+                return Use(UseKind.PLACEMENT, anc, above)
+            return None
+        if isinstance(anc, cst.Assign):
+            if child is not anc.value:
+                return None
+            if any(says_device(t.target, rule) for t in anc.targets):
+                return Use(UseKind.PLACEMENT, anc, above)
+            if len(anc.targets) == 1 and isinstance(anc.targets[0].target, cst.Name):
+                return Use(UseKind.BINDING, anc, above, what=anc.targets[0].target.value)
+            return None
+        if isinstance(anc, cst.AnnAssign):
+            if child is anc.value and says_device(anc.target, rule):
+                return Use(UseKind.PLACEMENT, anc, above)
+            return None
+        if isinstance(anc, cst.DictElement):
+            return _dict_use(rule, anc, child, above)
+        if isinstance(anc, cst.Comparison):
+            if child is anc.left and len(anc.comparisons) == 1 and says_device(anc.comparisons[0].comparator, rule):
+                return Use(UseKind.COMPARISON, anc, above)
+            return None
+        if isinstance(anc, cst.ComparisonTarget) and i >= 1:
+            comparison = ancestors[i - 1]
+            if isinstance(comparison, cst.Comparison) and len(comparison.comparisons) == 1:
+                if says_device(comparison.left, rule):
+                    return Use(UseKind.COMPARISON, comparison, above[:-1])
+            return None
+        return None
+    return None
+
+
+def is_bare_prefix(node: cst.BaseExpression) -> bool:
+    """The bare "cuda:" prefix: a device only inside string tests (startswith, replace...)."""
+    return isinstance(node, cst.SimpleString) and string_value(node) == _PREFIX
+
+
+def _arg_use(rule: Rule, call: cst.Call, arg: cst.Arg, above: tuple[cst.CSTNode, ...]) -> Use | None:
+    func = call.func
+    # device.startswith("cuda"), device.replace("cuda:", ""). The bare "cuda:" prefix is a
+    # device prefix whatever the receiver is called (no selector or log text ends in "cuda:"),
+    # so ``spec.startswith("cuda:")`` and ``spec[len("cuda:"):]`` change together (trap 9).
+    if isinstance(func, cst.Attribute) and func.attr.value in _STRING_TESTS and arg.keyword is None:
+        if positional_args(call)[:1] == [arg] and (is_bare_prefix(arg.value) or says_device(func.value, rule)):
+            return Use(UseKind.COMPARISON, call, above)
+        return None
+    if isinstance(func, cst.Name) and func.value == "len" and is_bare_prefix(arg.value) and len(call.args) == 1:
+        return Use(UseKind.COMPARISON, call, above)
+    qualified = rule.qualname(func)
+    if qualified is not None and qualified.startswith(_AMP_PREFIXES):
+        return None
+    if arg.keyword is not None:
+        kw = arg.keyword.value
+        if kw in _DEVICE_KEYWORDS or (kw.endswith("_device") and kw != "output_device"):
+            return Use(UseKind.PLACEMENT, call, above)
+        if kw == "device_type" and (qualified is None or not qualified.startswith("torch")):
+            # A project's own function with a device_type parameter (trap 1 follows it here).
+            return Use(UseKind.PLACEMENT, call, above)
+        if qualified is not None and qualified in _DEVICE_PARAMS and _DEVICE_PARAMS[qualified][1] == kw:
+            return Use(UseKind.PLACEMENT, call, above)
+        if kw == "default" and _is_device_option(call):
+            return Use(UseKind.PLACEMENT, call, above)
+        return None
+    positions = positional_args(call)
+    if arg not in positions:
+        return None
+    index = positions.index(arg)
+    if qualified is None and isinstance(func, cst.Attribute) and func.attr.value == "to":
+        return Use(UseKind.PLACEMENT, call, above) if index == 0 else None
+    if qualified is not None and qualified in _DEVICE_PARAMS and _DEVICE_PARAMS[qualified][0] == index:
+        return Use(UseKind.PLACEMENT, call, above)
+    return None
+
+
+def _is_device_option(call: cst.Call) -> bool:
+    """``parser.add_argument("--device", default=...)`` (any of its option strings)."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "add_argument"):
+        return False
+    for a in positional_args(call):
+        option = string_value(a.value)
+        if option is not None and is_device_word(option.lstrip("-").replace("-", "_")):
+            return True
+    return False
+
+
+def _dict_use(rule: Rule, element: cst.DictElement, child: cst.CSTNode, above: tuple[cst.CSTNode, ...]) -> Use | None:
+    key = string_value(element.key)
+    if child is element.value and key is not None and is_device_word(key):
+        return Use(UseKind.PLACEMENT, element, above)
+    # {"cuda:0": "cuda:1"} as map_location: values are where storages go (a device position);
+    # keys are where the checkpoint was *saved* — a CUDA checkpoint stays keyed by "cuda:0".
+    if len(above) >= 2 and isinstance(above[-1], cst.Dict):
+        arg = above[-2]
+        if isinstance(arg, cst.Arg) and len(above) >= 3 and isinstance(above[-3], cst.Call):
+            call = above[-3]
+            is_map = (arg.keyword is not None and arg.keyword.value == "map_location") or (
+                arg.keyword is None
+                and rule.qualname(call.func) in ("torch.load", "torch.jit.load")
+                and positional_args(call).index(arg) == 1
+            )
+            if is_map:
+                if child is element.value:
+                    return Use(UseKind.PLACEMENT, element, above)
+                return Use(UseKind.PLACEMENT, element, above, what="map-key")
+    return None
+
+
+def comparison_safety(use: Use, rule: Rule) -> Safety | None:
+    """How safe it is to retarget a device test; None: leave it alone entirely.
+
+    A test that selects *data* (``pin = device.type == "cuda"``, ``"cuda" if "cuda" in device
+    else "cpu"``, ``t.to(rank) if not t.is_cuda else t``, an ``if`` whose branches only move
+    tensors) must test for the new device: SAFE. A test that selects *code* is a guard written
+    for CUDA:
+
+    * branches that call only torch (``torch.cuda.synchronize()``, moved by CN2xx) or move data
+      → UNSAFE: usually right on Neuron, but it changes which code runs;
+    * branches that call anything else (``_FusedOp.apply``, a Triton kernel, flash-attn) →
+      DISPLAY_ONLY: the guard protects a CUDA-only kernel whose fallback is what Neuron needs
+      (trap 12); turning it to "neuron" would send Neuron tensors into the kernel.
+
+    A test feeding ``fused=`` (``fused=device.type == "cuda"``, ``use_fused = ...``) is left
+    alone: False on Neuron is right, there is no fused Neuron kernel (the ecosystem rules
+    report ``fused=``).
+    """
+    child: cst.CSTNode = use.user
+    library_guard = False
+    for anc in reversed(use.above):
+        if isinstance(anc, cst.BooleanOperation):
+            other = anc.right if child is anc.left else anc.left
+            library_guard = library_guard or (isinstance(anc.operator, cst.And) and _optional_library_check(other))
+            child = anc
+            continue
+        if isinstance(anc, cst.UnaryOperation):
+            child = anc
+            continue
+        if library_guard and isinstance(anc, (cst.If, cst.While, cst.IfExp)) and child is anc.test:
+            # `if flash_attn_func is not None and q.is_cuda:` / `if HAS_TRITON and x.is_cuda:`
+            # select a CUDA-only library's code path: False on Neuron picks the fallback.
+            return Safety.DISPLAY_ONLY
+        if isinstance(anc, cst.Arg) and anc.keyword is not None and "fused" in anc.keyword.value:
+            return None
+        if isinstance(anc, cst.Assign) and any(
+            isinstance(t.target, cst.Name) and "fused" in t.target.value.lower() for t in anc.targets
+        ):
+            return None
+        if isinstance(anc, (cst.If, cst.While)) and child is anc.test:
+            return _guard_safety(rule, [anc.body, *([anc.orelse] if anc.orelse is not None else [])])
+        if isinstance(anc, cst.IfExp) and child is anc.test:
+            if _is_data(anc.body) and _is_data(anc.orelse):
+                return Safety.SAFE
+            return _guard_safety(rule, [anc.body, anc.orelse])
+        return Safety.SAFE
+    return Safety.SAFE
+
+
+def _optional_library_check(node: cst.BaseExpression) -> bool:
+    """``flash_attn_func is not None``, ``HAS_TRITON``, ``xformers_available``: a test that an
+    optional (CUDA-only) library was importable."""
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        target = node.comparisons[0]
+        return isinstance(target.operator, cst.IsNot) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None"
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        word = (node.value if isinstance(node, cst.Name) else node.attr.value).lower()
+        return word.startswith("has_") or "available" in word
+    return False
+
+
+class _CallKinds(cst.CSTVisitor):
+    """Sorts the calls under a guard: data moves, torch calls, anything else."""
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+        self.torch = False
+        self.other = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _DATA_METHODS:
+            return
+        qualified = self.rule.qualname(func)
+        if qualified is not None and qualified.startswith("torch.") and "cpp_extension" not in qualified:
+            self.torch = True
+        else:
+            self.other = True
+
+
+def _guard_safety(rule: Rule, branches: list[cst.CSTNode]) -> Safety:
+    kinds = _CallKinds(rule)
+    for branch in branches:
+        branch.visit(kinds)
+    if kinds.other:
+        return Safety.DISPLAY_ONLY
+    if kinds.torch:
+        return Safety.UNSAFE
+    return Safety.SAFE
+
+
+# Methods that only move or view data: ``t.to(rank) if not t.is_cuda else t`` picks data.
+_DATA_METHODS = frozenset({"to", "cuda", "cpu", "pin_memory", "contiguous", "detach", "float", "half", "bfloat16"})
+
+
+def _is_data(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Call):
+        func = node.func
+        return isinstance(func, cst.Attribute) and func.attr.value in _DATA_METHODS and _is_data(func.value)
+    return isinstance(
+        node, (cst.SimpleString, cst.FormattedString, cst.Integer, cst.Float, cst.Name, cst.Attribute, cst.ConcatenatedString)
+    )
+
+
+# -- building the replacement -------------------------------------------------------------------
+
+
+def _quote_of(token: str) -> tuple[str, str, str]:
+    """(prefix, quote, body) of a string token."""
+    i = 0
+    while token[i] not in "'\"":
+        i += 1
+    prefix, rest = token[:i], token[i:]
+    quote = rest[:3] if rest[:3] in ('"""', "'''") else rest[0]
+    return prefix, quote, rest[len(quote) : -len(quote)]
+
+
+def retarget_string(rule: Rule, node: cst.SimpleString) -> tuple[cst.BaseExpression, Imports] | None:
+    """``"cuda..."`` → ``"neuron..."``, or the accelerator's type for ``--target accelerator``."""
+    value = string_value(node)
+    if value is None or not (value == _PREFIX or _DEVICE_RE.match(value)):
+        return None
+    rest = value[len("cuda") :]
+    prefix, quote, body = _quote_of(node.value)
+    if not body.startswith("cuda"):
+        return None  # escapes in the literal: leave it alone rather than guess
+    if rule.context.settings.target == NEURON:
+        return node.with_changes(value=f"{prefix}{quote}neuron{body[4:]}{quote}"), ()
+    built = device_type_expr(rule)
+    if built is None:
+        return None
+    type_expr, imports = built
+    if not rest:
+        return type_expr, imports
+    # f"{acc.type}:1" — and "cuda:%d" % i / "cuda:{}".format(i) keep their shape: the f-string
+    # is evaluated first and yields the old template (braces doubled so .format still sees them).
+    text = rest.replace("{", "{{").replace("}", "}}")
+    q = '"' if quote in ('"', '"""') else "'"
+    fstring = cst.FormattedString(
+        parts=[cst.FormattedStringExpression(expression=type_expr), cst.FormattedStringText(text)],
+        start=f"f{q}",
+        end=q,
+    )
+    return fstring, imports
+
+
+def retarget_fstring(rule: Rule, node: cst.FormattedString) -> tuple[cst.BaseExpression, Imports] | None:
+    """``f"cuda:{rank}"`` → ``f"neuron:{rank}"`` (or the accelerator's type)."""
+    parts = node.parts
+    if not (
+        len(parts) == 2
+        and isinstance(parts[0], cst.FormattedStringText)
+        and parts[0].value == _PREFIX
+        and isinstance(parts[1], cst.FormattedStringExpression)
+    ):
+        return None
+    if rule.context.settings.target == NEURON:
+        return node.with_changes(parts=[cst.FormattedStringText("neuron:"), parts[1]]), ()
+    built = device_type_expr(rule)
+    if built is None:
+        return None
+    type_expr, imports = built
+    new_parts = [cst.FormattedStringExpression(expression=type_expr), cst.FormattedStringText(":"), parts[1]]
+    return node.with_changes(parts=new_parts), imports
+
+
+def looks_like_cuda_fstring(node: cst.FormattedString) -> bool:
+    first = node.parts[0] if node.parts else None
+    return isinstance(first, cst.FormattedStringText) and first.value == _PREFIX
+
+
+def reported_at(rule: Rule, ancestors: Sequence[cst.CSTNode]) -> None:
+    """Give the report just made the ancestor chain (root first) of the node it names.
+
+    ``Rule.report`` records the ancestors of the node being *visited*; the engine rebuilds the
+    tree along that chain and orders overlapping fixes by it. A rule that reports a child or
+    parent of the visited node, or a node remembered until ``leave_Module``, must say where that
+    node sits, or its fix lands nowhere.
+    """
+    rule.reports[-1].ancestors = tuple(ancestors)

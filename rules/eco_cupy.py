@@ -1,0 +1,64 @@
+"""CN612: CuPy arrays and kernels."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.engine import Effort, Invalid, Rule
+
+from ._eco_util import call_qualname, in_package, module_name
+
+__all__ = ["Cupy"]
+
+_GUIDANCE = (
+    "Express the computation with torch tensors on the neuron "
+    "device (or NumPy on the host); cupy.RawKernel/ElementwiseKernel code must be ported to "
+    "PyTorch or NKI. DLPack hand-offs (cupy.from_dlpack/toDlpack) go away with it."
+)
+
+
+class Cupy(Rule):
+    """
+    ## What it does
+    Reports ``cupy`` imports and calls.
+
+    ## Why is this bad?
+    CuPy allocates CUDA memory and launches CUDA kernels; it has no Trainium backend.
+
+    ## Example
+    ```python
+    import cupy as cp
+    y = cp.asarray(x.cpu().numpy()) * 2
+    ```
+
+    ## Fix safety
+    No fix: array code must be re-expressed in torch (or NumPy), and raw kernels ported.
+    """
+
+    code = "CN612"
+    name = "cupy"
+    triggers = ("cupy",)
+    VALID = ("import numpy as np\ny = np.asarray(x)\n", "use_cupy = False\n")
+    INVALID = (
+        Invalid("import cupy as cp\n"),
+        Invalid("import cupy as cp\ny = cp.asarray(x)\n"),
+        Invalid("from cupy import RawKernel\nk = RawKernel(src, 'f')\n"),
+    )
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            if in_package(module_name(alias.name), ("cupy", "cupyx")):
+                self._report(node, "CuPy is CUDA-only", Effort.LOW)
+                return
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if not node.relative and node.module is not None and in_package(module_name(node.module), ("cupy", "cupyx")):
+            self._report(node, "CuPy is CUDA-only", Effort.LOW)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = call_qualname(self, node)
+        if in_package(qualified, ("cupy", "cupyx")):
+            self._report(node, f"`{qualified}` runs on a CUDA device", Effort.MEDIUM)
+
+    def _report(self, node: cst.CSTNode, message: str, effort: Effort) -> None:
+        self.report(node, message, guidance=_GUIDANCE, effort=effort)

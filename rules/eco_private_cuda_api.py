@@ -1,0 +1,89 @@
+"""CN614: private ``torch.cuda._*`` and ``torch._C._cuda*`` APIs."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.engine import Effort, Invalid, Rule
+
+__all__ = ["PrivateCudaApi"]
+
+_GUIDANCE = (
+    "Private CUDA internals have no Neuron counterpart (torch.neuron exposes only the public "
+    "names). Use the public API (torch.neuron.* / torch.accelerator.*) or remove the call; "
+    "_lazy_call/_lazy_init hooks are unnecessary for the neuron device."
+)
+
+
+class PrivateCudaApi(Rule):
+    """
+    ## What it does
+    Reports uses of private CUDA internals: ``torch.cuda._lazy_call``, ``torch.cuda._sleep``,
+    ``torch.cuda._utils._get_device_index``, ``torch._C._cuda_getDevice``,
+    ``torch._C._cudart``...
+
+    ## Why is this bad?
+    They reach into the CUDA runtime binding; the neuron device module implements the public
+    surface only, so these names do not exist after a rename and there is nothing to rename to.
+
+    ## Example
+    ```python
+    torch.cuda._lazy_call(lambda: torch.cuda.manual_seed_all(seed))
+    ```
+    could become ``torch.neuron.manual_seed_all(seed)``.
+
+    ## Fix safety
+    No fix: each private call needs a decision about what it was for.
+    """
+
+    code = "CN614"
+    name = "private-cuda-api"
+    triggers = ("cuda._", "_C._cuda", "_C._nccl", "torch.cuda import")
+    VALID = (
+        "import torch\ntorch.cuda.synchronize()\n",
+        "import torch\nn = torch._C._get_tracing_state()\n",
+        "import mylib\nmylib.cuda._helper()\n",
+    )
+    INVALID = (
+        Invalid("import torch\ntorch.cuda._lazy_call(cb)\n"),
+        Invalid("import torch\nd = torch._C._cuda_getDevice()\n"),
+        Invalid("from torch.cuda import _sleep\n_sleep(100)\n"),
+        Invalid("import torch\ni = torch.cuda._utils._get_device_index(dev)\n"),
+    )
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        attr = node.attr.value
+        if not attr.startswith("_"):
+            return
+        qualified = self.qualname(node)
+        if qualified is None or not _private_cuda(qualified):
+            return
+        if _private_cuda(qualified.rsplit(".", 1)[0]):
+            # Report the first private segment only: `torch.cuda._utils._get_device_index` once.
+            return
+        self._report(node, qualified)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if not node.value.startswith("_"):
+            return
+        # Only a name used on its own (`_sleep(1)` after `from torch.cuda import _sleep`): not
+        # the attribute part of `torch.cuda._sleep` and not the name inside the import.
+        parent = self.context.parent
+        if isinstance(parent, cst.ImportAlias) or (isinstance(parent, cst.Attribute) and parent.attr is node):
+            return
+        # A bare name is its own qualified-name head: one scope lookup, no string building.
+        qualified = self.context.scope.lookup(node.value)
+        if qualified is not None and _private_cuda(qualified):
+            self._report(node, qualified)
+
+    def _report(self, node: cst.CSTNode, qualified: str) -> None:
+        self.report(node, f"`{qualified}` is a private CUDA internal", guidance=_GUIDANCE, effort=Effort.MEDIUM)
+
+
+def _private_cuda(qualified: str) -> bool:
+    if qualified.startswith("torch.cuda._"):
+        return True
+    if qualified.startswith("torch._C._"):
+        segment = qualified.split(".")[2]
+        return segment.startswith(("_cuda", "_nccl", "_cudart"))
+    return False
