@@ -1,0 +1,74 @@
+"""Device-residency audit of the port run, from the emulator's op accounting.
+
+Counting starts at the first forward of the model (after the reference's weights are loaded):
+building a model and its data on the host is not a porting bug. Policy (docs/validate.md): an op
+that ran on the CPU from inside the source of one of the port's nn.Module classes (outside
+`__init__`) is model compute left on the host -> WARN; when the CPU share of all elements
+processed exceeds `residency_fail_share` -> FAIL. CPU work elsewhere (data loading, building
+inputs on the host before `.to("neuron")`) is listed but not judged. float64/complex ops -> WARN:
+Trainium computes float64 in float32 and has no complex dtypes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from cuda2neuron.validate._model import CpuOpFinding, ResidencyAudit, Tolerances, Verdict
+
+__all__ = ["audit_from_report"]
+
+
+def _split(loc: str) -> tuple[str, int]:
+    path, _, line = loc.rpartition(":")
+    try:
+        return path, int(line)
+    except ValueError:
+        return loc, 0
+
+
+ClassRange = tuple[str, int, int, tuple[tuple[int, int], ...]]
+
+
+def _in_model_code(loc: str, tree: str, class_ranges: list[ClassRange]) -> bool:
+    """Inside an nn.Module class of the port, outside its __init__ (parameters are created on
+    the host and moved, which is ordinary PyTorch)."""
+    path, line = _split(loc)
+    full = os.path.realpath(path if os.path.isabs(path) else os.path.join(tree, path))
+    for rel, start, end, init_ranges in class_ranges:
+        if os.path.realpath(os.path.join(tree, rel)) == full and start <= line <= end:
+            if not any(a <= line <= b for a, b in init_ranges):
+                return True
+    return False
+
+
+def audit_from_report(report: dict[str, Any] | None, tree: str, class_ranges: list[ClassRange],
+                      tol: Tolerances, note: str = "") -> ResidencyAudit:
+    if report is None:
+        return ResidencyAudit(False, note or "op accounting unavailable (no emulated device in this run)")
+    details = tuple(
+        CpuOpFinding(d["op"], int(d["count"]), int(d["elements"]), tuple(d["locations"]))
+        for d in report.get("cpu_op_details", ())
+    )
+    reasons: list[str] = []
+    verdict = Verdict.PASS
+    total_el = report["device_elements"] + report["cpu_elements"]
+    share = report["cpu_elements"] / total_el if total_el else 0.0
+    model_cpu = [d for d in details if any(_in_model_code(loc, tree, class_ranges) for loc in d.locations)]
+    if model_cpu:
+        verdict = Verdict.WARN
+        where = ", ".join(sorted({loc for d in model_cpu for loc in d.locations if _in_model_code(loc, tree, class_ranges)})[:5])
+        reasons.append(f"{sum(d.count for d in model_cpu)} op(s) inside model code ran on the CPU ({where})")
+    if share > tol.residency_fail_share:
+        verdict = Verdict.FAIL
+        reasons.append(f"{share:.1%} of all elements were processed on the CPU (limit {tol.residency_fail_share:.0%})")
+    if report["float64_ops"]:
+        verdict = max(verdict, Verdict.WARN, key=lambda v: v.rank)
+        reasons.append(f"{report['float64_ops']} float64 op(s): Trainium computes float64 in float32")
+    if report["complex_ops"]:
+        verdict = max(verdict, Verdict.WARN, key=lambda v: v.rank)
+        reasons.append(f"{report['complex_ops']} complex op(s): complex dtypes are unsupported on Trainium")
+    return ResidencyAudit(
+        True, note, report["device_ops"], report["cpu_ops"], report["device_elements"], report["cpu_elements"],
+        report["float64_ops"], report["complex_ops"], details, verdict, tuple(reasons),
+    )

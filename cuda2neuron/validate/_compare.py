@@ -1,0 +1,139 @@
+"""Per-tensor comparison and dtype-aware verdicts.
+
+Each recorded tensor of the port is measured against the float64 golden (the original computed
+in float64, autocast off) and so is the reference's: the port passes when its error stays within
+a small factor of the reference's own error — so a bf16 autocast port is judged against what
+mixed precision costs, not by fp32 tolerances. The reference's error is rescaled by the ratio of
+machine epsilons when the port legitimately runs a different 16-bit type (fp16 -> bf16 autocast).
+Without a golden (it failed to run) the port is compared to the reference with per-dtype floors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from cuda2neuron.validate._model import TensorComparison, Tolerances, Verdict
+
+__all__ = ["compare_records", "to_tensor"]
+
+_EPS = {"float64": 2.2e-16, "float32": 1.2e-7, "float16": 9.8e-4, "bfloat16": 7.8e-3}
+_HALF = {"float16", "bfloat16"}
+
+
+def to_tensor(rec: dict[str, Any]) -> torch.Tensor:
+    raw = rec["data"]
+    host = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+    t = host.view(getattr(torch, rec["host_dtype"])).reshape(rec["host_shape"])
+    return t
+
+
+def _effective(rec: dict[str, Any]) -> str:
+    """The precision a tensor was really computed in: its dtype, or the autocast dtype in force
+    (a float32 residual stream fed by bf16 matmuls carries bf16 error)."""
+    dtype, amp = rec["dtype"], rec.get("amp")
+    if amp in _EPS and dtype in _EPS and _EPS[amp] > _EPS[dtype]:
+        return amp
+    return dtype
+
+
+_AUTOCAST_FLOATS = {"float16", "bfloat16", "float32"}
+
+
+def _dtype_verdict(ref: dict[str, Any], port: dict[str, Any]) -> str | None:
+    """None when the dtypes may differ legitimately, else the reason they may not."""
+    ref_amp, port_amp = ref.get("amp"), port.get("amp")
+    if ref_amp and not port_amp:
+        return f"autocast ({ref_amp}) in the original, none in the port"
+    if port_amp and not ref_amp:
+        return f"autocast ({port_amp}) in the port, none in the original"
+    r, p = ref["dtype"], port["dtype"]
+    if r == p:
+        return None
+    if r in _HALF and p in _HALF:
+        return None  # fp16 autocast ported to bf16 autocast: judged by the error rule instead
+    if ref_amp and port_amp and r in _AUTOCAST_FLOATS and p in _AUTOCAST_FLOATS:
+        # Autocast on both sides, but CPU autocast (the shim's reference) and CUDA/neuron
+        # autocast cast different op lists (layer_norm runs in fp32 on CUDA): judged by the
+        # error rule with the less precise of the two.
+        return None
+    return f"dtype {r} -> {p}"
+
+
+def compare_records(
+    key: str,
+    ref: dict[str, Any],
+    port: dict[str, Any] | None,
+    golden: dict[str, Any] | None,
+    tol: Tolerances,
+    ref_on_cuda: bool,
+) -> TensorComparison:
+    base = dict(
+        key=key, kind=ref["kind"], step=ref["step"], module_path=ref.get("module_path"),
+        module_class=ref.get("module_class"), shape_ref=tuple(ref["shape"]), dtype_ref=ref["dtype"],
+        device_ref=ref["device"],
+    )
+    if port is None:
+        return TensorComparison(**base, shape_port=None, dtype_port=None, device_port=None, max_abs=float("nan"),
+                                max_rel=float("nan"), cosine=float("nan"), ref_error=None, port_error=None, allowed=None,
+                                nonfinite_mismatch=0, verdict=Verdict.FAIL, reason="not produced by the port")
+    base.update(shape_port=tuple(port["shape"]), dtype_port=port["dtype"], device_port=port["device"])
+
+    def done(verdict: Verdict, reason: str, **metrics: Any) -> TensorComparison:
+        full = dict(max_abs=float("nan"), max_rel=float("nan"), cosine=float("nan"), ref_error=None, port_error=None,
+                    allowed=None, nonfinite_mismatch=0)
+        full.update(metrics)
+        return TensorComparison(**base, **full, verdict=verdict, reason=reason)
+
+    if tuple(ref["shape"]) != tuple(port["shape"]):
+        return done(Verdict.FAIL, f"shape {tuple(ref['shape'])} -> {tuple(port['shape'])}")
+    dtype_problem = _dtype_verdict(ref, port)
+    if dtype_problem:
+        return done(Verdict.FAIL, dtype_problem)
+    if ref_on_cuda and ref["device"] == "cuda" and port["device"] == "cpu":
+        return done(Verdict.FAIL, "left on the CPU (the original had it on the GPU)")
+    r, p = to_tensor(ref), to_tensor(port)
+    if not (r.is_floating_point() or r.is_complex()):
+        mismatches = int((r != p).sum()) if r.numel() else 0
+        return done(Verdict.PASS if mismatches == 0 else Verdict.FAIL,
+                    "exact" if mismatches == 0 else f"{mismatches} of {r.numel()} values differ",
+                    max_abs=float((r.double() - p.double()).abs().max()) if r.numel() else 0.0, max_rel=0.0, cosine=1.0)
+    r64, p64 = r.double(), p.double()
+    g64 = to_tensor(golden).double() if golden is not None and tuple(golden["shape"]) == tuple(ref["shape"]) else None
+    bad_r, bad_p = ~torch.isfinite(r64), ~torch.isfinite(p64)
+    nonfinite_mismatch = int((bad_r != bad_p).sum())
+    finite = ~(bad_r | bad_p)
+    diff = (r64 - p64)[finite].abs()
+    max_abs = float(diff.max()) if diff.numel() else 0.0
+    denom = r64[finite].abs().clamp_min(1e-12)
+    max_rel = float((diff / denom).max()) if diff.numel() else 0.0
+    rf, pf = r64[finite].reshape(-1), p64[finite].reshape(-1)
+    nr, np_ = float(rf.norm()), float(pf.norm())
+    cosine = float((rf @ pf) / (nr * np_)) if nr > 0 and np_ > 0 else (1.0 if nr == np_ else 0.0)
+    metrics = dict(max_abs=max_abs, max_rel=max_rel, cosine=cosine, nonfinite_mismatch=nonfinite_mismatch)
+    if nonfinite_mismatch:
+        return done(Verdict.FAIL, f"{nonfinite_mismatch} NaN/Inf values appear in only one run", **metrics)
+    port_dtype, ref_dtype = _effective(port), _effective(ref)
+    floor = tol.floor(port_dtype)
+    if g64 is not None:
+        gf = g64[finite]
+        scale = max(float(gf.abs().max()) if gf.numel() else 0.0, 1e-30)
+        ref_err = float((rf - gf.reshape(-1)).abs().max()) / scale if gf.numel() else 0.0
+        port_err = float((pf - gf.reshape(-1)).abs().max()) / scale if gf.numel() else 0.0
+        ratio = _EPS.get(port_dtype, 1.0) / _EPS.get(ref_dtype, 1.0)
+        basis = max(ref_err * max(ratio, 1.0), floor)
+        against = "golden"
+    else:
+        scale = max(float(r64[finite].abs().max()) if finite.any() else 0.0, 1e-30)
+        ref_err = None
+        port_err = max_abs / scale
+        basis = max(floor, tol.floor(ref_dtype))
+        against = "reference"
+    allowed = tol.pass_factor * basis
+    metrics.update(ref_error=ref_err, port_error=port_err, allowed=allowed)
+    if port_err <= allowed:
+        return done(Verdict.PASS, f"error {port_err:.2e} <= {allowed:.2e} (vs {against})", **metrics)
+    if port_err <= tol.warn_factor * basis:
+        return done(Verdict.WARN, f"error {port_err:.2e} > {allowed:.2e} (vs {against})", **metrics)
+    return done(Verdict.FAIL, f"error {port_err:.2e} > {tol.warn_factor * basis:.2e} (vs {against})", **metrics)

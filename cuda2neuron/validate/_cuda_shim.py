@@ -1,0 +1,353 @@
+"""CUDA-on-CPU shim: run unchanged CUDA PyTorch code on the CPU for the reference run.
+
+Installed in the reference subprocess (when no real GPU is present) and in the float64 golden
+subprocess, before any user code is imported. It maps:
+
+* "cuda" / "cuda:N" / torch.device("cuda", N) / bare integer device indices in factories,
+  `Tensor.to`, `Tensor.cuda()`, `nn.Module.to/.cuda()` -> cpu (a TorchFunctionMode);
+* `torch.cuda.*` queries: is_available() -> True, device_count() -> 1, current_device() -> 0,
+  set_device / synchronize / empty_cache / init -> no-ops, memory statistics -> 0, Event with
+  wall-clock `elapsed_time`, streams -> no-op context managers, manual_seed* -> no-ops (see below);
+* `torch.autocast("cuda")` / `torch.cuda.amp.autocast` -> CPU autocast with the same dtype
+  (float16 when none is given, like CUDA);
+* `torch.amp.GradScaler("cuda")` / `torch.cuda.amp.GradScaler` -> a working CPU GradScaler;
+* `torch.distributed.init_process_group("nccl")` -> gloo; `Tensor.pin_memory()` -> identity;
+* `torch.Generator(device="cuda")` -> a CPU generator.
+
+Randomness: validate draws every random number from the one CPU default generator in every run
+(the port run moves random ops off the device, see `_rng.py`), so a seeded "cuda generator" has
+nothing to seed: `torch.cuda.manual_seed*` are no-ops here exactly as `torch.neuron.manual_seed*`
+are without effect in the port run. `x.is_cuda` is True for every tensor, and the legacy
+`torch.cuda.FloatTensor`-style classes are their CPU twins. Limits (also in docs/validate.md):
+`x.device.type == "cuda"` is false, so code that branches on the *observed* device takes its CPU
+branch; CPU autocast casts a smaller op list than CUDA autocast; custom CUDA kernels, Triton,
+CUDA graphs and NCCL-only features cannot run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import types
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+__all__ = ["install", "DeviceRedirectMode"]
+
+_CPU = torch.device("cpu")
+
+
+def _is_source(device: Any, source: str) -> bool:
+    if isinstance(device, torch.device):
+        return device.type == source
+    if isinstance(device, str):
+        return device.split(":", 1)[0].strip() == source
+    # A bare integer device index means "the accelerator" (trap: `.to(local_rank)`).
+    return isinstance(device, int) and not isinstance(device, bool)
+
+
+def _map(device: Any, source: str) -> Any:
+    return _CPU if device is not None and _is_source(device, source) else device
+
+
+class DeviceRedirectMode(TorchFunctionMode):
+    """Rewrites device arguments of the `source` device type to cpu."""
+
+    def __init__(self, source: str = "cuda") -> None:
+        super().__init__()
+        self.source = source
+
+    def __torch_function__(self, func, types_, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        name = getattr(func, "__name__", "")
+        # `.cuda()` (or `.neuron()` for the test-only neuron redirect) and pinning are identities
+        # on the CPU; the method objects differ between torch versions, so match by name.
+        if name in (self.source, "pin_memory") and args and isinstance(args[0], torch.Tensor):
+            return args[0]
+        if "device" in kwargs:
+            kwargs["device"] = _map(kwargs["device"], self.source)
+        if func is torch.Tensor.to and len(args) > 1:
+            args = (args[0], _map(args[1], self.source), *args[2:]) if not isinstance(args[1], (torch.dtype, torch.Tensor)) else args
+        return func(*args, **kwargs)
+
+
+class _Event:
+    """torch.cuda.Event with wall-clock timing (everything is synchronous on the CPU)."""
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
+        self._t: float | None = None
+
+    def record(self, stream: Any = None) -> None:
+        self._t = time.perf_counter()
+
+    def synchronize(self) -> None:
+        return None
+
+    def wait(self, stream: Any = None) -> None:
+        return None
+
+    def query(self) -> bool:
+        return True
+
+    def elapsed_time(self, end: "_Event") -> float:
+        if self._t is None or end._t is None:
+            raise RuntimeError("Event.elapsed_time: both events must be recorded first")
+        return (end._t - self._t) * 1000.0
+
+
+class _Stream:
+    def __init__(self, device: Any = None, priority: int = 0, **_: Any) -> None:
+        self.device = _CPU
+
+    def synchronize(self) -> None:
+        return None
+
+    def wait_stream(self, other: Any) -> None:
+        return None
+
+    def wait_event(self, event: Any) -> None:
+        return None
+
+    def record_event(self, event: Any = None) -> _Event:
+        event = event or _Event()
+        event.record()
+        return event
+
+    def query(self) -> bool:
+        return True
+
+
+def _props(device: Any = None) -> types.SimpleNamespace:
+    return types.SimpleNamespace(name="cuda2neuron CUDA-on-CPU shim", total_memory=0, major=8, minor=0,
+                                 multi_processor_count=1)
+
+
+def _patch_device_module(golden: bool, source: str) -> None:
+    if source == "cuda":
+        cuda = torch.cuda
+    else:
+        # Test-only: a stand-in `torch.neuron` so hand-written ports run without the emulator.
+        cuda = getattr(torch, source, None) or types.ModuleType(f"torch.{source}")
+        setattr(torch, source, cuda)
+    noop = lambda *a, **k: None  # noqa: E731
+    zero = lambda *a, **k: 0  # noqa: E731
+    values: dict[str, Any] = {
+        "is_available": lambda: True,
+        "is_initialized": lambda: True,
+        "init": noop,
+        "device_count": lambda: 1,
+        "current_device": lambda: 0,
+        "set_device": noop,
+        "synchronize": noop,
+        "empty_cache": noop,
+        "ipc_collect": noop,
+        "manual_seed": noop,
+        "manual_seed_all": noop,
+        "seed": noop,
+        "seed_all": noop,
+        "initial_seed": lambda: torch.initial_seed(),
+        "get_rng_state": lambda device=None: torch.get_rng_state(),
+        "set_rng_state": lambda state, device=None: None,
+        "get_rng_state_all": lambda: [torch.get_rng_state()],
+        "set_rng_state_all": lambda states: None,
+        "memory_allocated": zero,
+        "max_memory_allocated": zero,
+        "memory_reserved": zero,
+        "max_memory_reserved": zero,
+        "memory_cached": zero,
+        "max_memory_cached": zero,
+        "reset_peak_memory_stats": noop,
+        "reset_max_memory_allocated": noop,
+        "reset_accumulated_memory_stats": noop,
+        "memory_stats": lambda device=None: {},
+        "memory_summary": lambda *a, **k: "(CUDA-on-CPU shim: no device memory)",
+        "mem_get_info": lambda device=None: (0, 0),
+        "is_bf16_supported": lambda *a, **k: True,
+        "get_device_name": lambda device=None: "cuda2neuron CUDA-on-CPU shim",
+        "get_device_capability": lambda device=None: (8, 0),
+        "get_device_properties": _props,
+        "get_amp_supported_dtype": lambda: [torch.float16, torch.bfloat16, torch.float32],
+        "Event": _Event,
+        "Stream": _Stream,
+        "current_stream": lambda device=None: _Stream(),
+        "default_stream": lambda device=None: _Stream(),
+        "stream": lambda s=None: contextlib.nullcontext(),
+        "set_stream": noop,
+        "device": lambda device=None: contextlib.nullcontext(),
+    }
+    # Legacy typed-tensor classes (torch.cuda.FloatTensor & co.) -> their CPU twins, so that
+    # constructors, `x.type(torch.cuda.FloatTensor)` and isinstance checks work.
+    for legacy in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool"):
+        name = f"{legacy}Tensor"
+        if hasattr(torch, name):
+            values[name] = getattr(torch, name)
+    for name, value in values.items():
+        if isinstance(value, types.FunctionType):
+            # A distinct function object per name: torch._dynamo's trace rules assert that one
+            # object is not registered under two names.
+            value = types.FunctionType(value.__code__, value.__globals__, name, value.__defaults__, value.__closure__)
+        setattr(cuda, name, value)
+    if source != "cuda":
+        return
+    cuda.amp.autocast = _make_cuda_amp_autocast(golden)
+    cuda.amp.GradScaler = _make_cuda_amp_scaler()
+
+
+def _make_autocast(golden: bool, source: str) -> type:
+    base = torch.amp.autocast_mode.autocast
+
+    class ShimAutocast(base):  # type: ignore[misc, valid-type]
+        def __init__(self, device_type: str, dtype: torch.dtype | None = None, enabled: bool = True,
+                     cache_enabled: bool | None = None) -> None:
+            if device_type == source:
+                # CUDA's default autocast dtype is float16; keep it rather than CPU's bfloat16.
+                device_type, dtype = "cpu", dtype or torch.float16
+            if golden:
+                # The golden is the float64 answer: mixed precision is switched off there.
+                enabled = False
+            super().__init__(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    return ShimAutocast
+
+
+_AUTOCAST: dict[bool, type] = {}
+
+
+def _make_cuda_amp_autocast(golden: bool) -> type:
+    shim = _AUTOCAST[golden]
+
+    class CudaAmpAutocast(shim):  # type: ignore[misc, valid-type]
+        # Trap: the old API's first positional parameter is `enabled`, not a device type.
+        def __init__(self, enabled: bool = True, dtype: torch.dtype = torch.float16, cache_enabled: bool = True) -> None:
+            super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    return CudaAmpAutocast
+
+
+def _make_scaler(source: str) -> type:
+    base = torch.amp.grad_scaler.GradScaler
+
+    class ShimGradScaler(base):  # type: ignore[misc, valid-type]
+        def __init__(self, device: str = "cuda", *args: Any, **kwargs: Any) -> None:
+            if str(device).split(":")[0] == source:
+                device = "cpu"
+            super().__init__(device, *args, **kwargs)
+
+    return ShimGradScaler
+
+
+_SCALER: list[type] = []
+
+
+def _make_cuda_amp_scaler() -> type:
+    shim = _SCALER[0]
+
+    class CudaAmpGradScaler(shim):  # type: ignore[misc, valid-type]
+        def __init__(self, init_scale: float = 65536.0, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                     growth_interval: int = 2000, enabled: bool = True) -> None:
+            super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+
+    return CudaAmpGradScaler
+
+
+def _make_generator() -> type:
+    base = torch.Generator  # captured: torch.Generator is this subclass once installed
+
+    class ShimGenerator(base):  # type: ignore[misc, valid-type]
+        def __new__(cls, device: Any = "cpu") -> "ShimGenerator":
+            return base.__new__(cls, device="cpu")
+
+        def __init__(self, device: Any = "cpu") -> None:
+            pass
+
+    return ShimGenerator
+
+
+def _patch_distributed() -> None:
+    try:
+        import torch.distributed as dist
+    except ImportError:  # pragma: no cover - torch built without distributed
+        return
+    if not dist.is_available():  # pragma: no cover
+        return
+    original = dist.init_process_group
+
+    def init_process_group(backend: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(backend, str) and "nccl" in backend:
+            backend = backend.replace("nccl", "gloo")
+        if isinstance(kwargs.get("backend"), str):
+            kwargs["backend"] = kwargs["backend"].replace("nccl", "gloo")
+        return original(backend, *args, **kwargs)
+
+    dist.init_process_group = init_process_group
+    dist.is_nccl_available = lambda: True
+
+
+def _patch_is_device(source: str) -> None:
+    """`t.is_cuda` is True: every tensor of the original "lives on the GPU" under the shim.
+
+    The C property stays intact on torch's own base class; the override sits on torch.Tensor.
+    """
+    setattr(torch.Tensor, f"is_{source}", property(lambda self: True))
+    if source == "cuda":
+        torch.nn.Module.is_cuda = property(lambda self: True)  # type: ignore[attr-defined]
+
+
+def _patch_load(source: str) -> None:
+    """torch.load: storages saved on (or mapped to) the source device are restored on the CPU.
+
+    Trap: without a map_location a checkpoint saved on CUDA restores to CUDA — and the patched
+    `torch.cuda.is_available()` would let torch try.
+    """
+    original = torch.load
+
+    def remap(loc: Any) -> Any:
+        if loc is None or _is_source(loc, source):
+            return "cpu"
+        if isinstance(loc, dict):
+            return {k: ("cpu" if _is_source(v, source) else v) for k, v in loc.items()} | {
+                k: "cpu" for k in loc if isinstance(k, str) and k.startswith(source)}
+        return loc
+
+    def load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return original(f, remap(map_location), *args, **kwargs)
+
+    torch.load = load
+
+
+_INSTALLED: list[DeviceRedirectMode] = []
+
+
+def install(golden: bool = False, source: str = "cuda") -> DeviceRedirectMode:
+    """Install the shim in this process (idempotent) and return the active device mode.
+
+    `source="neuron"` is a test-only variant that runs a hand-written port on the CPU.
+    """
+    if _INSTALLED:
+        return _INSTALLED[0]
+    _AUTOCAST[golden] = _make_autocast(golden, source)
+    if golden:
+        from cuda2neuron.validate._golden_scaler import GoldenGradScaler
+
+        _SCALER.append(GoldenGradScaler)
+    else:
+        _SCALER.append(_make_scaler(source))
+    torch.autocast = _AUTOCAST[golden]
+    torch.amp.autocast = _AUTOCAST[golden]
+    torch.amp.autocast_mode.autocast = _AUTOCAST[golden]
+    torch.amp.GradScaler = _SCALER[0]
+    torch.amp.grad_scaler.GradScaler = _SCALER[0]
+    if hasattr(torch, "GradScaler"):
+        torch.GradScaler = _SCALER[0]
+    torch.Generator = _make_generator()
+    _patch_device_module(golden, source)
+    _patch_load(source)
+    _patch_is_device(source)
+    if source == "cuda":
+        _patch_distributed()
+    mode = DeviceRedirectMode(source)
+    mode.__enter__()
+    _INSTALLED.append(mode)
+    return mode

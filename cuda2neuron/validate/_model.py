@@ -1,0 +1,220 @@
+"""Frozen result types of `cuda2neuron validate`: the engine returns these, only the CLI prints."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+__all__ = [
+    "Verdict",
+    "Tolerances",
+    "TensorComparison",
+    "EditFinding",
+    "Divergence",
+    "CpuOpFinding",
+    "ResidencyAudit",
+    "RunFailure",
+    "RunInfo",
+    "ValidationResult",
+]
+
+
+class Verdict(str, enum.Enum):
+    PASS = "PASS"
+    WARN = "WARN"
+    FAIL = "FAIL"
+    ERROR = "ERROR"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+
+_RANK = {Verdict.PASS: 0, Verdict.WARN: 1, Verdict.FAIL: 2, Verdict.ERROR: 3}
+
+
+def worst(verdicts) -> Verdict:
+    result = Verdict.PASS
+    for v in verdicts:
+        if v.rank > result.rank:
+            result = v
+    return result
+
+
+# Normalised-error floors per dtype: below this, differences are rounding noise of that dtype
+# even when the reference happens to agree with the golden to the last bit.
+_DEFAULT_FLOORS = (
+    ("float64", 1e-12),
+    ("float32", 2e-5),
+    ("float16", 2e-3),
+    ("bfloat16", 1.6e-2),
+)
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """How far the port may be from the float64 golden, relative to the reference's own error.
+
+    PASS when port_error <= pass_factor * max(reference_error scaled to the port's dtype,
+    floor[dtype]); WARN up to warn_factor; FAIL beyond. Errors are normalised by the largest
+    magnitude of the golden tensor so one threshold serves logits, activations and gradients.
+    """
+
+    pass_factor: float = 4.0
+    warn_factor: float = 32.0
+    floors: tuple[tuple[str, float], ...] = _DEFAULT_FLOORS
+    # Residency policy (see docs/validate.md): share of the port's elementwise work that ran on CPU.
+    residency_warn_share: float = 0.0
+    residency_fail_share: float = 0.10
+
+    def floor(self, dtype: str) -> float:
+        for name, value in self.floors:
+            if name == dtype:
+                return value
+        return 0.0
+
+    def with_overrides(self, **overrides: float) -> "Tolerances":
+        floors = dict(self.floors)
+        plain: dict[str, float] = {}
+        for key, value in overrides.items():
+            if key.startswith("floor_"):
+                floors[key[len("floor_"):]] = float(value)
+            elif key in {"pass_factor", "warn_factor", "residency_warn_share", "residency_fail_share"}:
+                plain[key] = float(value)
+            else:
+                raise ValueError(f"unknown tolerance {key!r}")
+        return Tolerances(**{**self.__dict__, **plain, "floors": tuple(floors.items())})
+
+
+@dataclass(frozen=True)
+class TensorComparison:
+    """One recorded tensor, compared across the runs."""
+
+    key: str
+    kind: str  # forward | output | loss | grad | param
+    step: int
+    module_path: str | None
+    module_class: str | None
+    shape_ref: tuple[int, ...]
+    shape_port: tuple[int, ...] | None
+    dtype_ref: str
+    dtype_port: str | None
+    device_ref: str
+    device_port: str | None
+    max_abs: float
+    max_rel: float
+    cosine: float
+    ref_error: float | None  # normalised error of the reference vs the golden
+    port_error: float | None  # normalised error of the port vs the golden (or vs the reference)
+    allowed: float | None
+    nonfinite_mismatch: int
+    verdict: Verdict
+    reason: str
+
+
+@dataclass(frozen=True)
+class EditFinding:
+    """A migrate finding (rule code and location in the ORIGINAL tree) tied to a divergence."""
+
+    code: str
+    name: str
+    message: str
+    path: str
+    line: int
+    col: int
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first recorded tensor that failed, and where in the user's code to look."""
+
+    key: str
+    kind: str
+    step: int
+    module_path: str | None
+    module_class: str | None
+    class_file: str | None
+    class_lines: tuple[int, int] | None
+    findings: tuple[EditFinding, ...]
+    findings_scope: str  # which code the findings were collected from
+    reason: str
+
+
+@dataclass(frozen=True)
+class CpuOpFinding:
+    op: str
+    count: int
+    elements: int
+    locations: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ResidencyAudit:
+    available: bool
+    note: str
+    device_ops: int = 0
+    cpu_ops: int = 0
+    device_elements: int = 0
+    cpu_elements: int = 0
+    float64_ops: int = 0
+    complex_ops: int = 0
+    cpu_op_details: tuple[CpuOpFinding, ...] = ()
+    verdict: Verdict = Verdict.PASS
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def op_share_on_device(self) -> float:
+        total = self.device_ops + self.cpu_ops
+        return self.device_ops / total if total else 1.0
+
+    @property
+    def element_share_on_device(self) -> float:
+        total = self.device_elements + self.cpu_elements
+        return self.device_elements / total if total else 1.0
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    role: str  # reference | golden | port | harness
+    kind: str  # crash | timeout | entry-not-found | no-training-loop | bad-entry | setup
+    message: str
+    traceback: str = ""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    role: str
+    tree: str
+    device: str
+    seconds: float
+    records: int
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    verdict: Verdict
+    mode: str  # entry | script
+    target: str  # "module:callable" or "script.py ARGS"
+    original: str
+    port: str
+    golden_used: bool
+    comparisons: tuple[TensorComparison, ...] = ()
+    divergence: Divergence | None = None
+    audit: ResidencyAudit | None = None
+    failures: tuple[RunFailure, ...] = ()
+    runs: tuple[RunInfo, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def exit_code(self) -> int:
+        if self.verdict is Verdict.ERROR:
+            return 2
+        if self.verdict is Verdict.FAIL:
+            return 1
+        return 0
+
+    def counts(self) -> dict[str, int]:
+        out = {v.value: 0 for v in Verdict if v is not Verdict.ERROR}
+        for c in self.comparisons:
+            out[c.verdict.value] = out.get(c.verdict.value, 0) + 1
+        return out

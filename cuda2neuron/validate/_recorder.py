@@ -1,0 +1,312 @@
+"""Global hooks that record a run: every nn.Module forward output, each loss, the gradients seen
+by each optimizer step, and the initial weights hand-over between runs.
+
+The same recorder serves entry mode (the harness drives the loop) and script mode (the user's
+loop runs unmodified): module forward hooks, optimizer step pre/post hooks and a wrapper around
+`Tensor.backward` are process-global, so no user code changes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections import defaultdict
+from typing import Any, Callable
+
+import torch
+import torch.nn as nn
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+__all__ = ["Recorder", "StopRun", "tensor_record", "flatten"]
+
+
+class StopRun(BaseException):
+    """Raised inside user code to end a script after K training steps.
+
+    A BaseException so that a user's `except Exception:` cannot swallow it.
+    """
+
+
+def _amp_dtype() -> str | None:
+    """The autocast dtype in force right now on any device type, or None."""
+    for dev in ("cpu", "cuda", torch._C._get_privateuse1_backend_name()):
+        try:
+            if torch.is_autocast_enabled(dev):
+                return str(torch.get_autocast_dtype(dev)).replace("torch.", "")
+        except (RuntimeError, ValueError):
+            continue
+    return None
+
+
+def tensor_record(t: torch.Tensor) -> dict[str, Any]:
+    """Raw bytes of a tensor: copying only its own elements (pickling a view would copy the whole
+    underlying storage), in any dtype including bfloat16 (which numpy lacks)."""
+    from cuda2neuron.validate._accounting import paused
+
+    with paused():
+        return _tensor_record(t)
+
+
+def _tensor_record(t: torch.Tensor) -> dict[str, Any]:
+    t = t.detach()
+    if t.device.type == "cpu":
+        host = t.contiguous()
+    elif _CPU_ALIAS is not None and t.device.type == torch._C._get_privateuse1_backend_name():
+        # The emulator's memory is host memory: read it in place, no device copy to count.
+        host = _CPU_ALIAS(t).contiguous()
+    else:
+        host = t.to("cpu").contiguous()
+    if host.dtype.is_complex:
+        host = torch.view_as_real(host)
+    return {
+        "dtype": str(t.dtype).replace("torch.", ""),
+        "shape": tuple(t.shape),
+        "device": t.device.type,
+        "data": host.reshape(-1).view(torch.uint8).numpy().tobytes(),
+        "host_dtype": str(host.dtype).replace("torch.", ""),
+        "host_shape": tuple(host.shape),
+    }
+
+
+_CPU_ALIAS: Any = None
+
+
+def use_cpu_alias(fn: Any) -> None:
+    global _CPU_ALIAS
+    _CPU_ALIAS = fn
+
+
+def flatten(obj: Any, prefix: str = "") -> list[tuple[str, torch.Tensor]]:
+    """Tensor leaves of a module output: tensors, tuples/lists, dicts, ModelOutput-style objects."""
+    out: list[tuple[str, torch.Tensor]] = []
+    if isinstance(obj, torch.Tensor):
+        out.append((prefix, obj))
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            out.extend(flatten(v, f"{prefix}.{k}"))
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            out.extend(flatten(v, f"{prefix}.{i}"))
+    return out
+
+
+def _class_info(cls: type, tree_root: str) -> dict[str, Any] | None:
+    try:
+        path = inspect.getsourcefile(cls)
+        lines, start = inspect.getsourcelines(cls)
+    except (OSError, TypeError):
+        return None
+    if not path:
+        return None
+    path = os.path.realpath(path)
+    root = os.path.realpath(tree_root)
+    if not path.startswith(root + os.sep):
+        return None  # a library class (torch.nn.Linear ...): no migrate edits to point at
+    init_lines: list[tuple[int, int]] = []
+    init = cls.__dict__.get("__init__")
+    if init is not None:
+        try:
+            ilines, istart = inspect.getsourcelines(init)
+            init_lines.append((istart, istart + len(ilines) - 1))
+        except (OSError, TypeError):
+            pass
+    return {"file": os.path.relpath(path, root), "start": start, "end": start + len(lines) - 1, "init": init_lines}
+
+
+class Recorder:
+    def __init__(
+        self,
+        emit: Callable[[dict[str, Any]], None],
+        receive: Callable[[], Any],
+        role: str,
+        steps: int,
+        tree_root: str,
+        stop_after_steps: bool,
+        on_first_root: Callable[[], None] | None = None,
+    ) -> None:
+        self.emit = emit
+        self.receive = receive
+        self.role = role
+        self.steps = steps
+        self.tree_root = tree_root
+        self.stop_after_steps = stop_after_steps
+        self.on_first_root = on_first_root
+        self.step = 0
+        self.depth = 0
+        self.roots: list[nn.Module] = []
+        self.names: dict[int, tuple[int, str]] = {}
+        self.param_names: dict[int, str] = {}
+        self.calls: dict[str, int] = defaultdict(int)
+        self.loss_calls = 0
+        self.classes_sent: set[type] = set()
+        self.records = 0
+        self.paused = False
+        self.amp: str | None = None
+        self._handles: list[Any] = []
+        self._orig_backward: Any = None
+        self._in_backward = False
+        self._scaled: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    # -- installation -------------------------------------------------------------------------
+    def install(self) -> None:
+        self._handles.append(nn.modules.module.register_module_forward_pre_hook(self._pre))
+        self._handles.append(nn.modules.module.register_module_forward_hook(self._post, always_call=True))
+        self._handles.append(register_optimizer_step_pre_hook(self._opt_pre))
+        self._handles.append(register_optimizer_step_post_hook(self._opt_post))
+        self._orig_backward = torch.Tensor.backward
+        recorder = self
+        orig = self._orig_backward
+
+        def backward(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            # Trap: with a TorchFunctionMode active, Tensor.backward re-dispatches through the
+            # mode and lands here again — count the user's call once.
+            if recorder._in_backward:
+                return orig(self, *args, **kwargs)
+            recorder.on_backward(self)
+            recorder._in_backward = True
+            try:
+                return orig(self, *args, **kwargs)
+            finally:
+                recorder._in_backward = False
+
+        torch.Tensor.backward = backward  # type: ignore[method-assign]
+        # The loss is recorded before loss scaling: a bf16 port legitimately disables the
+        # GradScaler that the fp16 original runs with, so scaled losses would never agree.
+        self._scaler_classes = [torch.amp.grad_scaler.GradScaler]
+        try:
+            from cuda2neuron.validate._golden_scaler import GoldenGradScaler
+
+            self._scaler_classes.append(GoldenGradScaler)
+        except ImportError:  # pragma: no cover
+            pass
+        self._orig_scale = [cls.scale for cls in self._scaler_classes]
+        for cls, orig_scale in zip(self._scaler_classes, self._orig_scale):
+            cls.scale = _scale_wrapper(recorder, orig_scale)  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+        if self._orig_backward is not None:
+            torch.Tensor.backward = self._orig_backward  # type: ignore[method-assign]
+            for cls, orig_scale in zip(self._scaler_classes, self._orig_scale):
+                cls.scale = orig_scale  # type: ignore[method-assign]
+
+    # -- recording ----------------------------------------------------------------------------
+    def send_tensor(self, key: str, kind: str, t: torch.Tensor, module_path: str | None = None,
+                    module_class: str | None = None) -> None:
+        if self.paused:
+            return
+        rec = tensor_record(t)
+        amp = _amp_dtype()
+        # Sticky: gradients and losses computed outside the autocast block still carry the
+        # precision of the forward that produced them.
+        self.amp = amp or self.amp
+        rec.update(type="tensor", key=key, kind=kind, step=self.step, module_path=module_path,
+                   module_class=module_class, amp=self.amp)
+        self.records += 1
+        self.emit(rec)
+
+    def adopt_root(self, module: nn.Module) -> int:
+        """Register a top-level module; hand the reference's initial weights to the other runs."""
+        idx = len(self.roots)
+        self.roots.append(module)
+        for path, sub in module.named_modules():
+            self.names.setdefault(id(sub), (idx, path))
+            cls = type(sub)
+            if cls not in self.classes_sent:
+                self.classes_sent.add(cls)
+                info = _class_info(cls, self.tree_root)
+                if info is not None:
+                    self.emit({"type": "class", "class": cls.__qualname__, **info})
+        for path, p in module.named_parameters():
+            self.param_names.setdefault(id(p), f"{idx}:{path}")
+        shared: dict[int, list[str]] = defaultdict(list)
+        for path, p in module.named_parameters(remove_duplicate=False):
+            shared[id(p)].append(path)
+        self.emit({"type": "ties", "root": idx, "groups": sorted(tuple(g) for g in shared.values() if len(g) > 1)})
+        self.paused = True
+        try:
+            if self.role == "reference":
+                state = {k: tensor_record(v) for k, v in module.state_dict().items()}
+                self.emit({"type": "init_state", "root": idx, "state": state})
+            else:
+                msg = self.receive()
+                if not msg or msg.get("root") != idx:
+                    raise RuntimeError(f"validate: expected the reference's initial weights for module #{idx}")
+                from cuda2neuron.validate._accounting import paused
+
+                with paused():  # validate's copy, not the port's work
+                    _load_state(module, msg["state"])
+        finally:
+            self.paused = False
+        if idx == 0 and self.on_first_root is not None:
+            # Residency is measured from here on: building the model and its data on the host
+            # before moving them to the device is how PyTorch code is written, not a porting bug.
+            self.on_first_root()
+        return idx
+
+    def _pre(self, module: nn.Module, args: Any) -> None:
+        if self.depth == 0 and not self.paused and id(module) not in self.names:
+            self.adopt_root(module)
+        self.depth += 1
+
+    def _post(self, module: nn.Module, args: Any, output: Any) -> None:
+        self.depth = max(0, self.depth - 1)
+        if self.paused:
+            return
+        root, path = self.names.get(id(module), (-1, f"?{type(module).__name__}"))
+        name = f"{root}:{path}"
+        n = self.calls[name]
+        self.calls[name] += 1
+        cls = type(module).__qualname__
+        for suffix, t in flatten(output):
+            self.send_tensor(f"s{self.step}/fwd/{name}#{n}{suffix}", "forward", t, name, cls)
+
+    def on_backward(self, loss: torch.Tensor) -> None:
+        if self.stop_after_steps and self.step >= self.steps:
+            raise StopRun()
+        if self._scaled is not None and self._scaled[0] is loss:
+            loss = self._scaled[1]
+        self._scaled = None
+        if loss.numel() == 1:
+            self.send_tensor(f"s{self.step}/loss#{self.loss_calls}", "loss", loss)
+        self.loss_calls += 1
+
+    def _opt_pre(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        for gi, group in enumerate(optimizer.param_groups):
+            for pi, p in enumerate(group["params"]):
+                if p.grad is not None:
+                    name = self.param_names.get(id(p), f"?group{gi}.{pi}")
+                    self.send_tensor(f"s{self.step}/grad/{name}", "grad", p.grad, name)
+
+    def _opt_post(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        self.step += 1
+        self.calls.clear()
+        self.loss_calls = 0
+
+    def send_params(self) -> None:
+        for idx, root in enumerate(self.roots):
+            for path, p in root.named_parameters():
+                self.send_tensor(f"final/param/{idx}:{path}", "param", p, f"{idx}:{path}")
+
+
+def _scale_wrapper(recorder: Recorder, orig_scale: Any) -> Any:
+    def scale(self: Any, outputs: Any) -> Any:
+        scaled = orig_scale(self, outputs)
+        if isinstance(outputs, torch.Tensor) and isinstance(scaled, torch.Tensor):
+            recorder._scaled = (scaled, outputs)
+        return scaled
+
+    return scale
+
+
+def _load_state(module: nn.Module, state: dict[str, dict[str, Any]]) -> None:
+    tensors = {}
+    for k, rec in state.items():
+        host = torch.frombuffer(bytearray(rec["data"]), dtype=torch.uint8) if rec["data"] else torch.empty(0, dtype=torch.uint8)
+        t = host.view(getattr(torch, rec["host_dtype"])).reshape(rec["host_shape"])
+        tensors[k] = t
+    # load_state_dict copies into the existing parameters in place (casting dtype, moving device),
+    # so an optimizer that already holds them keeps working.
+    module.load_state_dict(tensors, strict=True)

@@ -1,0 +1,282 @@
+"""The subprocess side of validate: one run (reference, golden or port) of the user's code.
+
+    python -m cuda2neuron.validate._worker '<json config>'
+
+Records go to the file descriptor named in the config as length-prefixed frames; the reference's
+initial weights come back on stdin for the golden and port runs. User code's stdout/stderr are
+left alone (the parent redirects them to files and shows them on failure).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import random
+import runpy
+import sys
+import time
+import traceback
+from typing import Any
+
+__all__ = ["main"]
+
+
+class _EntryError(Exception):
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _setup_device(role: str, port_device: str) -> tuple[str, bool]:
+    """Prepare torch for this run; returns (device label, whether op accounting is wanted)."""
+    import torch
+
+    if role == "golden":
+        from cuda2neuron.validate import _cuda_shim, _golden
+
+        _cuda_shim.install(golden=True)
+        _golden.install()
+        return "cpu (float64 golden, CUDA-on-CPU shim)", False
+    if role == "reference":
+        if torch.cuda.is_available():
+            from cuda2neuron.validate._rng import CpuRandomMode
+
+            CpuRandomMode().__enter__()
+            return f"cuda ({torch.cuda.get_device_name(0)})", False
+        from cuda2neuron.validate import _cuda_shim
+
+        _cuda_shim.install()
+        return "cpu (CUDA-on-CPU shim)", False
+    # port
+    if port_device == "cpu":
+        # Test-only: run a port on the CPU by redirecting "neuron" devices (no emulator needed).
+        from cuda2neuron.validate import _cuda_shim
+
+        torch.utils.rename_privateuse1_backend("neuron")  # so that "neuron" strings parse
+        _cuda_shim.install(source="neuron")
+        return "cpu (neuron redirected, test mode)", False
+    import importlib.util
+
+    from cuda2neuron.validate._rng import CpuRandomMode
+
+    if importlib.util.find_spec("torch_neuronx") is not None:
+        import torch_neuronx  # noqa: F401  (real TorchNeuron: the emulator stands down)
+
+        label, accounting = "neuron (torch_neuronx)", False
+    else:
+        from cuda2neuron import backend
+        from cuda2neuron.validate._recorder import use_cpu_alias
+
+        try:
+            backend.activate()
+        except Exception as exc:  # noqa: BLE001 - BackendUnavailable, no compiler, torch out of range
+            raise _EntryError("setup", f"the emulated neuron device cannot start: {exc}") from exc
+        use_cpu_alias(backend.cpu_alias)
+        label, accounting = "neuron (cuda2neuron emulator)", True
+    CpuRandomMode().__enter__()
+    return label, accounting
+
+
+def _resolve_entry(entry: str, tree: str) -> Any:
+    if ":" not in entry:
+        raise _EntryError("bad-entry", f"--entry must be 'module:callable', got {entry!r}")
+    mod_name, _, attr = entry.partition(":")
+    try:
+        module = importlib.import_module(mod_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (exc.name == mod_name or mod_name.startswith(exc.name + ".")):
+            raise _EntryError("entry-not-found", f"entry module {mod_name!r} not found in {tree}") from exc
+        raise
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            path = getattr(module, "__file__", mod_name)
+            raise _EntryError("entry-not-found", f"{path}: has no attribute {attr!r} (entry {entry!r})")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise _EntryError("bad-entry", f"entry {entry!r} is not callable")
+    return obj
+
+
+def _call(model: Any, inputs: Any) -> Any:
+    import torch
+
+    if isinstance(inputs, torch.Tensor):
+        return model(inputs)
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    if isinstance(inputs, (list, tuple)):
+        return model(*inputs)
+    return model(inputs)
+
+
+def _loss_of(output: Any) -> Any:
+    """Scalar output, else the first scalar in a tuple/dict output, else the sum of all outputs."""
+    import torch
+
+    from cuda2neuron.validate._recorder import flatten
+
+    if isinstance(output, torch.Tensor) and output.numel() == 1:
+        return output.reshape(())
+    leaves = [t for _, t in flatten(output) if t.is_floating_point()]
+    for t in leaves:
+        if t.numel() == 1 and t.requires_grad:
+            return t.reshape(())
+    if not leaves:
+        raise _EntryError("bad-entry", "the model output holds no floating-point tensor to build a loss from")
+    total = leaves[0].float().sum()
+    for t in leaves[1:]:
+        total = total + t.float().sum()
+    return total
+
+
+def _run_entry(cfg: dict[str, Any], recorder: Any) -> None:
+    import torch
+    import torch.nn as nn
+
+    from cuda2neuron.validate._recorder import flatten
+
+    build = _resolve_entry(cfg["entry"], cfg["tree"])
+    steps = cfg["steps"]
+    recorder.paused = True  # build() may call modules; nothing is compared before the weights agree
+    try:
+        built = build()
+    finally:
+        recorder.paused = False
+    if callable(built) and not isinstance(built, nn.Module):
+        # Training-step protocol: build() returned step(); each call does one optimizer step.
+        for _ in range(steps):
+            before = recorder.step
+            loss = built()
+            if recorder.step == before:
+                raise _EntryError("no-training-loop", "the training-step function returned without calling optimizer.step()")
+            if isinstance(loss, torch.Tensor):
+                recorder.send_tensor(f"s{before}/returned-loss", "loss", loss)
+        recorder.send_params()
+        return
+    optimizer = None
+    if isinstance(built, dict):
+        model, inputs, optimizer = built.get("model"), built.get("inputs"), built.get("optimizer")
+    elif isinstance(built, (tuple, list)) and len(built) in (2, 3):
+        model, inputs = built[0], built[1]
+        optimizer = built[2] if len(built) == 3 else None
+    else:
+        raise _EntryError("bad-entry", f"{cfg['entry']} must return (model, inputs), (model, inputs, optimizer), "
+                          f"a dict with 'model' and 'inputs', or a training-step function; got {type(built).__name__}")
+    if not isinstance(model, nn.Module):
+        raise _EntryError("bad-entry", f"{cfg['entry']}: the first element is not an nn.Module ({type(model).__name__})")
+    recorder.adopt_root(model)
+    if optimizer is None:
+        optimizer = torch.optim.SGD(model.parameters(), lr=cfg.get("lr", 0.01))
+    for s in range(steps):
+        optimizer.zero_grad(set_to_none=True)
+        out = _call(model, inputs)
+        for suffix, t in flatten(out):
+            recorder.send_tensor(f"s{s}/output{suffix}", "output", t)
+        loss = _loss_of(out)
+        loss.backward()
+        optimizer.step()
+    recorder.send_params()
+
+
+def _run_script(cfg: dict[str, Any], recorder: Any) -> None:
+    script = os.path.join(cfg["tree"], cfg["script"])
+    if not os.path.isfile(script):
+        raise _EntryError("entry-not-found", f"script {cfg['script']!r} not found in {cfg['tree']}")
+    sys.argv = [script, *cfg.get("args", [])]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    from cuda2neuron.validate._recorder import StopRun
+
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except StopRun:
+        return
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise
+    if recorder.step == 0:
+        raise _EntryError("no-training-loop", f"{cfg['script']} finished without a training step: script mode needs a "
+                          "loop that calls optimizer.step() (use --entry for inference-only code)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    cfg = json.loads(argv[0])
+    out = os.fdopen(cfg["fd"], "wb", buffering=1 << 16)
+    inp = sys.stdin.buffer
+    from cuda2neuron.validate._wire import read_frame, write_frame
+
+    def emit(obj: dict[str, Any]) -> None:
+        write_frame(out, obj)
+
+    role = cfg["role"]
+    t0 = time.perf_counter()
+    recorder = None
+    try:
+        import numpy as np
+        import torch
+
+        torch.set_num_threads(cfg.get("threads", 1))
+        # The C switch, not torch.use_deterministic_algorithms(): that one also imports
+        # torch._inductor (~2 s per run) only to set a config flag for compiled code.
+        torch._C._set_deterministic_algorithms(True, warn_only=True)
+        label, accounting = _setup_device(role, cfg.get("port_device", "neuron"))
+        emit({"type": "hello", "role": role, "device": label})
+        seed = cfg.get("seed", 0)
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        os.chdir(cfg["tree"])
+        sys.path.insert(0, cfg["tree"])
+        from cuda2neuron.validate._recorder import Recorder
+
+        from cuda2neuron.validate import _accounting
+
+        recorder = Recorder(emit, lambda: read_frame(inp), role, cfg["steps"], cfg["tree"],
+                            stop_after_steps=cfg["mode"] == "script",
+                            on_first_root=_accounting.start if accounting else None)
+        recorder.install()
+        try:
+            if cfg["mode"] == "entry":
+                _run_entry(cfg, recorder)
+            else:
+                _run_script(cfg, recorder)
+        finally:
+            report = _accounting.finish()
+            recorder.uninstall()
+        if report is not None:
+            emit({"type": "audit", "report": _report_dict(report)})
+        emit({"type": "done", "seconds": time.perf_counter() - t0, "records": recorder.records})
+        return 0
+    except _EntryError as exc:
+        emit({"type": "error", "kind": exc.kind, "message": str(exc), "traceback": ""})
+        return 2
+    except BaseException as exc:  # noqa: BLE001 - every failure of user code is reported, typed
+        emit({"type": "error", "kind": "crash", "message": f"{type(exc).__name__}: {exc}",
+              "traceback": traceback.format_exc()})
+        return 2
+    finally:
+        try:
+            out.flush()
+        except OSError:
+            pass
+
+
+def _report_dict(report: Any) -> dict[str, Any]:
+    details = []
+    for op in getattr(report, "cpu_op_details", ()):
+        details.append({"op": op.op, "count": op.count, "elements": op.elements, "locations": tuple(op.locations)})
+    return {
+        "device_ops": report.device_ops,
+        "device_elements": report.device_elements,
+        "cpu_ops": report.cpu_ops,
+        "cpu_elements": report.cpu_elements,
+        "float64_ops": report.float64_ops,
+        "complex_ops": report.complex_ops,
+        "cpu_op_details": details,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The residency policy on accounting reports (synthetic reports: the policy is pure data)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda2neuron.validate._audit import audit_from_report
+from cuda2neuron.validate._model import Tolerances, Verdict
+
+TREE = "/proj"
+CLASSES = [("model.py", 10, 30, ((11, 14),))]  # one nn.Module class in the port tree, __init__ at 11-14
+
+
+def report(cpu_ops=(), device_el=1000, cpu_el=0, f64=0, cplx=0):
+    return {
+        "device_ops": 100, "device_elements": device_el, "cpu_ops": sum(c for _, c, _, _ in cpu_ops),
+        "cpu_elements": cpu_el, "float64_ops": f64, "complex_ops": cplx,
+        "cpu_op_details": [{"op": op, "count": c, "elements": e, "locations": locs} for op, c, e, locs in cpu_ops],
+    }
+
+
+CASES = [
+    ("all-on-device", report(), Verdict.PASS, ""),
+    ("data-prep-on-cpu-is-listed-not-judged", report([("aten::randn", 2, 64, ["/proj/train.py:12"])], cpu_el=64),
+     Verdict.PASS, ""),
+    ("model-op-on-cpu-warns", report([("aten::mul", 3, 48, ["/proj/model.py:20"])], cpu_el=48), Verdict.WARN,
+     "inside model code"),
+    ("relative-location-resolved-against-tree", report([("aten::mul", 1, 8, ["model.py:21"])], cpu_el=8), Verdict.WARN,
+     "model.py:21"),
+    ("parameter-init-in-dunder-init-is-fine", report([("aten::uniform_", 4, 64, ["/proj/model.py:12"])], cpu_el=64),
+     Verdict.PASS, ""),
+    ("large-cpu-share-fails", report([("aten::mm", 5, 900, ["/proj/train.py:40"])], cpu_el=900), Verdict.FAIL,
+     "processed on the CPU"),
+    ("float64-warns", report(f64=4), Verdict.WARN, "float64"),
+    ("complex-warns", report(cplx=1), Verdict.WARN, "complex"),
+]
+
+
+@pytest.mark.parametrize(("rep", "expected", "fragment"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_policy(rep, expected, fragment):
+    audit = audit_from_report(rep, TREE, CLASSES, Tolerances())
+    assert audit.available and audit.verdict is expected
+    assert fragment in " ".join(audit.reasons)
+    assert len(audit.cpu_op_details) == len(rep["cpu_op_details"])
+
+
+def test_shares():
+    audit = audit_from_report(report([("aten::add", 1, 250, ["/proj/train.py:1"])], device_el=750, cpu_el=250),
+                              TREE, CLASSES, Tolerances().with_overrides(residency_fail_share=0.5))
+    assert audit.element_share_on_device == pytest.approx(0.75)
+    assert audit.op_share_on_device == pytest.approx(100 / 101)
+    assert audit.verdict is Verdict.PASS
+
+
+def test_unavailable_without_accounting():
+    audit = audit_from_report(None, TREE, CLASSES, Tolerances(), "no emulator")
+    assert not audit.available and audit.note == "no emulator"

@@ -1,0 +1,112 @@
+"""Per-tensor verdicts: a table of (reference, port, golden) triples and the verdict each must get."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from cuda2neuron.validate._compare import compare_records
+from cuda2neuron.validate._model import Tolerances, Verdict
+from cuda2neuron.validate._recorder import tensor_record
+
+BASE = torch.linspace(-2.0, 3.0, 64).reshape(8, 8)
+
+
+def rec(t: torch.Tensor, amp: str | None = None, device: str | None = None) -> dict:
+    r = tensor_record(t)
+    r.update(kind="forward", step=0, module_path="0:layer", module_class="Layer", amp=amp)
+    if device:
+        r["device"] = device
+    return r
+
+
+def fp32_noise(t: torch.Tensor) -> torch.Tensor:
+    return (t.double() + 1e-7 * torch.cos(torch.arange(t.numel(), dtype=torch.float64)).reshape(t.shape)).float()
+
+
+CASES = [
+    # id, ref, port, golden, expected verdict, reason fragment
+    ("identical-fp32", BASE, BASE.clone(), BASE.double(), Verdict.PASS, "<="),
+    ("fp32-rounding-noise", BASE, fp32_noise(BASE), BASE.double(), Verdict.PASS, "<="),
+    ("op-changed", BASE, torch.relu(BASE), BASE.double(), Verdict.FAIL, ">"),
+    ("small-drift-warns", BASE, BASE * (1 + 1e-4), BASE.double(), Verdict.WARN, ">"),
+    ("shape-mismatch", BASE, BASE.reshape(4, 16), BASE.double(), Verdict.FAIL, "shape"),
+    ("fp32-to-fp64", BASE, BASE.double(), BASE.double(), Verdict.FAIL, "dtype float32 -> float64"),
+    ("fp32-to-bf16", BASE, BASE.bfloat16(), BASE.double(), Verdict.FAIL, "dtype float32 -> bfloat16"),
+    ("fp16-autocast-to-bf16-ok", BASE.half(), BASE.bfloat16(), BASE.double(), Verdict.PASS, "<="),
+    ("nan-only-in-port", BASE, torch.where(BASE > 2.5, torch.nan, BASE), BASE.double(), Verdict.FAIL, "NaN/Inf"),
+    ("int-exact", torch.arange(10), torch.arange(10), None, Verdict.PASS, "exact"),
+    ("int-differs", torch.arange(10), torch.arange(10).flip(0), None, Verdict.FAIL, "values differ"),
+    ("no-golden-fp32-same", BASE, BASE.clone(), None, Verdict.PASS, "reference"),
+    ("no-golden-fp32-off", BASE, BASE + 0.5, None, Verdict.FAIL, "reference"),
+]
+
+
+@pytest.mark.parametrize(("ref", "port", "golden", "expected", "fragment"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_verdicts(ref, port, golden, expected, fragment):
+    out = compare_records("k", rec(ref), rec(port), rec(golden) if golden is not None else None, Tolerances(), False)
+    assert out.verdict is expected, out.reason
+    assert fragment in out.reason
+
+
+def test_missing_in_port_fails():
+    out = compare_records("k", rec(BASE), None, None, Tolerances(), False)
+    assert out.verdict is Verdict.FAIL and "not produced by the port" in out.reason
+
+
+def test_bf16_autocast_budget_uses_the_autocast_dtype():
+    """A float32 tensor computed under bf16 autocast gets a bf16-sized budget, and only then."""
+    golden = BASE.double()
+    ref = (BASE.half().float())  # fp16-ish error in the reference
+    port = BASE.bfloat16().float()  # bf16-ish error in the port
+    strict = compare_records("k", rec(ref), rec(port), rec(golden), Tolerances(), False)
+    amp = compare_records("k", rec(ref, amp="float16"), rec(port, amp="bfloat16"), rec(golden), Tolerances(), False)
+    assert strict.verdict is not Verdict.PASS
+    assert amp.verdict is Verdict.PASS
+
+
+AUTOCAST_CASES = [
+    # CPU autocast (shim) keeps layer_norm in fp16, CUDA/neuron autocast runs it in fp32
+    ("autocast-policies-differ", BASE.half(), "float16", BASE, "bfloat16", Verdict.PASS, "<="),
+    ("autocast-dropped-in-port", BASE.half(), "float16", BASE, None, Verdict.FAIL, "none in the port"),
+    ("autocast-added-in-port", BASE, None, BASE.bfloat16(), "bfloat16", Verdict.FAIL, "none in the original"),
+]
+
+
+@pytest.mark.parametrize(("ref", "ref_amp", "port", "port_amp", "expected", "fragment"), [c[1:] for c in AUTOCAST_CASES],
+                         ids=[c[0] for c in AUTOCAST_CASES])
+def test_autocast_rules(ref, ref_amp, port, port_amp, expected, fragment):
+    out = compare_records("k", rec(ref, amp=ref_amp), rec(port, amp=port_amp), rec(BASE.double()), Tolerances(), False)
+    assert out.verdict is expected, out.reason
+    assert fragment in out.reason
+
+
+def test_left_on_cpu_when_reference_ran_on_cuda():
+    out = compare_records("k", rec(BASE, device="cuda"), rec(BASE, device="cpu"), None, Tolerances(), True)
+    assert out.verdict is Verdict.FAIL and "CPU" in out.reason
+
+
+def test_metrics_are_measured():
+    out = compare_records("k", rec(BASE), rec(BASE + 0.25), rec(BASE.double()), Tolerances(), False)
+    assert math.isclose(out.max_abs, 0.25, rel_tol=1e-6)
+    assert 0.9 < out.cosine < 1.0
+    assert out.port_error is not None and out.ref_error == 0.0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [({"pass_factor": 1e6}, Verdict.PASS), ({"warn_factor": 4.0, "floor_float32": 1e-9}, Verdict.FAIL)],
+    ids=["loose-pass-factor", "tight-floor"],
+)
+def test_tolerances_are_overridable(overrides, expected):
+    tol = Tolerances().with_overrides(**overrides)
+    out = compare_records("k", rec(BASE), rec(BASE * (1 + 1e-4)), rec(BASE.double()), tol, False)
+    assert out.verdict is expected
+
+
+def test_unknown_tolerance_is_rejected():
+    with pytest.raises(ValueError, match="unknown tolerance"):
+        Tolerances().with_overrides(fudge=1.0)

@@ -1,0 +1,90 @@
+"""The CUDA-on-CPU shim: a table of CUDA idioms, each run under the shim and checked.
+
+The shim patches torch process-wide, so all snippets run in one subprocess (one torch import)
+that reports each snippet's value or error as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SNIPPETS = {
+    "factory-device-kw": ("torch.zeros(2, device='cuda').device.type", "cpu"),
+    "factory-device-obj": ("torch.ones(2, device=torch.device('cuda', 0)).sum().item()", 2.0),
+    "tensor-cuda-method": ("torch.ones(2).cuda().device.type", "cpu"),
+    "tensor-to-string": ("torch.ones(2).to('cuda:0', non_blocking=True).device.type", "cpu"),
+    "tensor-to-int-index": ("torch.ones(2).to(0).device.type", "cpu"),
+    "tensor-to-dtype-untouched": ("str(torch.ones(2).to(torch.float16).dtype)", "torch.float16"),
+    "module-cuda": ("next(torch.nn.Linear(2, 2).cuda().parameters()).device.type", "cpu"),
+    "module-to-device": ("next(torch.nn.Linear(2, 2).to(torch.device('cuda')).parameters()).device.type", "cpu"),
+    "pin-memory": ("torch.ones(2).pin_memory().sum().item()", 2.0),
+    "is-available": ("torch.cuda.is_available()", True),
+    "device-count": ("torch.cuda.device_count()", 1),
+    "current-device": ("torch.cuda.current_device()", 0),
+    "set-device-sync": ("(torch.cuda.set_device(0), torch.cuda.synchronize(), 'ok')[-1]", "ok"),
+    "memory-stats": ("torch.cuda.max_memory_allocated() + torch.cuda.memory_allocated()", 0),
+    "event-timing": (
+        "(lambda a, b: (a.record(), b.record(), b.synchronize(), a.elapsed_time(b) >= 0)[-1])"
+        "(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))", True),
+    "manual-seed-is-noop": (
+        "(torch.manual_seed(3), torch.rand(1).item())[1] == (torch.manual_seed(3), torch.cuda.manual_seed_all(9), torch.rand(1).item())[2]",
+        True),
+    "autocast-cuda-fp16": (
+        "(lambda m: str(m(torch.ones(2, 2, device='cuda')).dtype))(lambda x: _ac(x))", "torch.float16"),
+    "old-amp-autocast-positional-enabled": ("_old_ac(False)", "torch.float32"),
+    "grad-scaler-cuda": ("_scaler(torch.amp.GradScaler('cuda'))", True),
+    "grad-scaler-old-api": ("_scaler(torch.cuda.amp.GradScaler())", True),
+    "cudnn-flags": ("(setattr(torch.backends.cudnn, 'benchmark', True), torch.backends.cudnn.benchmark)[1]", True),
+    "generator-cuda": ("torch.Generator(device='cuda').device.type", "cpu"),
+    "properties": ("torch.cuda.get_device_properties(0).major", 8),
+}
+
+HELPERS = textwrap.dedent(
+    """
+    def _ac(x):
+        with torch.autocast("cuda"):
+            return x @ x
+    def _old_ac(flag):
+        with torch.cuda.amp.autocast(flag):
+            return str((torch.ones(2, 2) @ torch.ones(2, 2)).dtype)
+    def _scaler(s):
+        p = torch.nn.Parameter(torch.ones(2, device="cuda"))
+        opt = torch.optim.SGD([p], lr=0.1)
+        s.scale((p * 2).sum()).backward()
+        s.step(opt)
+        s.update()
+        return bool(torch.allclose(p.detach(), torch.full((2,), 0.8)))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def results() -> dict:
+    program = "\n".join([
+        "import json, torch",
+        "from cuda2neuron.validate import _cuda_shim",
+        "_cuda_shim.install()",
+        HELPERS,
+        "out = {}",
+        f"for name, (expr, _) in {SNIPPETS!r}.items():",
+        "    try:",
+        "        out[name] = {'value': eval(expr)}",
+        "    except Exception as exc:",
+        "        out[name] = {'error': f'{type(exc).__name__}: {exc}'}",
+        "print(json.dumps(out))",
+    ])
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", list(SNIPPETS), ids=list(SNIPPETS))
+def test_cuda_idiom_runs_on_cpu(results, name):
+    got = results[name]
+    assert "error" not in got, got.get("error")
+    assert got["value"] == SNIPPETS[name][1]

@@ -1,0 +1,80 @@
+"""migrate -> validate on every runnable fixture project, in both modes, plus seeded defects
+in the fixtures' ports. (`not_device_strings` and `kernels_ecosystem` have no training entry:
+they are libraries / kernel collections, exercised by the engine's tests.)"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cuda2neuron.validate import ValidateRequest, Verdict, run_validation
+from fixture_ports import migrate_fixture
+from validate_helpers import PORT_DEVICE, REPO, assert_correct_port, xfail_on_emulator_gap
+
+SOURCES = {
+    "cnn_cuda": REPO / "examples" / "cnn_cuda",
+    "gpt_trainer": REPO / "tests" / "fixtures" / "projects" / "gpt_trainer",
+    "lstm_tagger": REPO / "tests" / "fixtures" / "projects" / "lstm_tagger",
+}
+ENTRY = {"mode": "entry", "entry": "validate_entry:build"}
+SCRIPT = {"mode": "script", "script": "train.py", "args": ("--steps", "3")}
+
+
+@pytest.fixture(scope="module")
+def ports(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("ports")
+    return {name: _port(src, root / name, name) for name, src in SOURCES.items()}
+
+
+def _port(src: Path, dst: Path, name: str) -> Path:
+    migrate_fixture(src, dst, name)
+    return dst
+
+
+CASES = [(name, mode) for name in SOURCES for mode in ("entry", "script")]
+
+
+@pytest.mark.parametrize(("name", "mode"), CASES, ids=[f"{n}-{m}" for n, m in CASES])
+def test_correct_port_passes(ports, name, mode):
+    kw = ENTRY if mode == "entry" else SCRIPT
+    r = run_validation(ValidateRequest(original=SOURCES[name], port=ports[name], port_device=PORT_DEVICE, **kw))
+    xfail_on_emulator_gap(r)
+    assert_correct_port(r)
+    assert r.golden_used and len(r.comparisons) > 20
+
+
+@pytest.mark.parametrize("name", ["cnn_cuda", "gpt_trainer"])
+def test_training_step_protocol(ports, name):
+    """`build_train_step()` returns step(): validate calls it --steps times."""
+    r = run_validation(ValidateRequest(original=SOURCES[name], port=ports[name], port_device=PORT_DEVICE, mode="entry",
+                                       entry="validate_entry:build_train_step", steps=2))
+    xfail_on_emulator_gap(r)
+    assert_correct_port(r)
+    assert {c.step for c in r.comparisons if c.kind == "grad"} == {0, 1}
+    assert any(c.key.endswith("returned-loss") for c in r.comparisons)
+
+
+DEFECTS = [
+    # BatchNorm + Dropout in eval(): the evaluation after the 3 steps diverges
+    ("cnn-dropped-eval-in-evaluate", "cnn_cuda", SCRIPT, (("train.py", "    model.eval()\n", ""),), "s3/fwd/"),
+    ("gpt-missing-zero-grad", "gpt_trainer", SCRIPT, (("train.py", "        optimizer.zero_grad(set_to_none=True)\n", ""),),
+     "s1/grad/"),
+    ("lstm-embedding-dropout-dropped", "lstm_tagger", ENTRY, (("model.py", "emb = self.dropout(self.embed(tokens))", "emb = self.embed(tokens)"),), None),
+]
+
+
+@pytest.mark.parametrize(("name", "kw", "patches", "first"), [d[1:] for d in DEFECTS], ids=[d[0] for d in DEFECTS])
+def test_seeded_defect_in_fixture_port(ports, tmp_path, name, kw, patches, first):
+    port = tmp_path / "port"
+    shutil.copytree(ports[name], port)
+    for rel, old, new in patches:
+        text = (port / rel).read_text()
+        assert text.count(old) == 1, (rel, old)
+        (port / rel).write_text(text.replace(old, new))
+    r = run_validation(ValidateRequest(original=SOURCES[name], port=port, port_device=PORT_DEVICE, golden=False, **kw))
+    xfail_on_emulator_gap(r)
+    assert r.verdict is Verdict.FAIL and r.exit_code == 1, r.failures
+    if first is not None:
+        assert r.divergence is not None and r.divergence.key.startswith(first), r.divergence

@@ -1,0 +1,103 @@
+"""Which trees are compared, and the [tool.cuda2neuron.validate] table."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cuda2neuron.validate._config import ConfigError, load_project_config
+from cuda2neuron.validate._trees import TreeError, resolve_trees
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "proj").mkdir(parents=True)
+    (root / "proj" / "model.py").write_text("device = 'cuda'\n")
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "commit", "-qm", "original")
+    # the in-place migrate, not committed
+    (root / "proj" / "model.py").write_text("device = 'neuron'\n")
+    return root
+
+
+def test_pair_of_paths(tmp_path: Path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    trees = resolve_trees((tmp_path / "a", tmp_path / "b"))
+    assert (trees.original, trees.port) == ((tmp_path / "a").resolve(), (tmp_path / "b").resolve())
+    assert trees.tempdir is None
+
+
+@pytest.mark.parametrize("sub", [".", "proj"], ids=["repo-root", "subfolder"])
+def test_git_revision_is_extracted_without_touching_the_work_tree(repo: Path, sub: str):
+    path = repo / sub
+    trees = resolve_trees((path,))
+    try:
+        rel = Path("proj/model.py") if sub == "." else Path("model.py")
+        assert (trees.original / rel).read_text() == "device = 'cuda'\n"
+        assert trees.port == path.resolve()
+        assert (path / rel).read_text() == "device = 'neuron'\n"
+        assert "HEAD" in trees.original_label
+    finally:
+        trees.cleanup()
+    assert not trees.original.exists()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
+    assert status.strip() == "M proj/model.py"
+
+
+@pytest.mark.parametrize(
+    ("make", "fragment"),
+    [
+        (lambda tmp: (tmp / "missing", tmp), "not a directory"),
+        (lambda tmp: (tmp,), "not inside a git repository"),
+        (lambda tmp: (tmp, tmp, tmp), "give ORIGINAL PORT"),
+    ],
+    ids=["missing-path", "single-path-no-git", "three-paths"],
+)
+def test_bad_trees(tmp_path: Path, make, fragment):
+    with pytest.raises(TreeError, match=fragment):
+        resolve_trees(make(tmp_path))
+
+
+def test_unknown_revision(repo: Path):
+    with pytest.raises(TreeError, match="revision 'nope' not found"):
+        resolve_trees((repo / "proj",), "nope")
+
+
+CONFIGS = [
+    ("absent", "", {}),
+    ("entry-and-steps", '[tool.cuda2neuron.validate]\nentry = "m:build"\nsteps = 2\n', {"entry": "m:build", "steps": 2}),
+    ("tolerances", '[tool.cuda2neuron.validate.tolerances]\npass_factor = 8\n', {"tolerances": {"pass_factor": 8}}),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), [c[1:] for c in CONFIGS], ids=[c[0] for c in CONFIGS])
+def test_config(tmp_path: Path, text: str, expected: dict):
+    (tmp_path / "pyproject.toml").write_text(text)
+    assert load_project_config(tmp_path) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("[tool.cuda2neuron.validate]\nentri = 'x'\n", "unknown key"),
+        ("[tool.cuda2neuron.validate]\nsteps = 0\n", "steps must be a positive integer"),
+        ("[tool.cuda2neuron.validate.tolerances]\npass_factor = 'big'\n", "must map names to numbers"),
+        ("[tool.cuda2neuron.validate\n", "invalid TOML"),
+    ],
+    ids=["typo", "zero-steps", "non-numeric-tolerance", "broken-toml"],
+)
+def test_bad_config_names_the_file(tmp_path: Path, text: str, fragment: str):
+    (tmp_path / "pyproject.toml").write_text(text)
+    with pytest.raises(ConfigError, match=fragment) as info:
+        load_project_config(tmp_path)
+    assert str(tmp_path / "pyproject.toml") in str(info.value)
