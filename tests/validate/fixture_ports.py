@@ -58,11 +58,10 @@ COMPLEMENT: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("validate_entry.py", 'torch.device("cuda", 0)', 'torch.device("neuron", 0)'),
         # Legacy typed tensors have no Neuron twin and no automatic fix: ported by hand.
         ("utils.py", "use_cuda = torch.cuda.is_available()", "use_cuda = torch.neuron.is_available()"),
-        ("utils.py", "    positions = torch.arange(max_len).type(LongTensor)\n    if lengths.is_cuda != positions.is_cuda:\n"
+        ("utils.py", "    positions = torch.arange(max_len).type(LongTensor)\n    if lengths.is_neuron != positions.is_neuron:\n"
                      "        lengths = lengths.type(LongTensor)\n    return (positions[None, :] < lengths[:, None]).type(FloatTensor)",
          "    positions = torch.arange(max_len, device=lengths.device)\n"
          "    return (positions[None, :] < lengths[:, None]).float()"),
-        ("utils.py", "t.to(rank, non_blocking=True) if not t.is_cuda", 't.to(f"neuron:{rank}", non_blocking=True) if not t.is_neuron'),
         ("train.py", 'def accuracy(model, corpus, device=torch.device("cuda", 0))', 'def accuracy(model, corpus, device=torch.device("neuron", 0))'),
         ("train.py", "(pred == tags).type(FloatTensor)", "(pred == tags).float()"),
         ("train.py", 'device = torch.device("cuda", args.gpu)', 'device = torch.device("neuron", args.gpu)'),
