@@ -1,1 +1,67 @@
-"""Emulated neuron device."""
+"""The bundled, emulated ``neuron`` device: a PrivateUse1 backend on host memory.
+
+Importing this package registers nothing and does not import torch (the rewrite commands must
+stay torch-free). :func:`activate` builds/loads the C++ extension and registers the device;
+``python -m cuda2neuron.backend build`` prebuilds it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._api import NEURON_MODULE_API
+from ._errors import BackendUnavailable
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    import torch
+
+__all__ = [
+    "NEURON_MODULE_API",
+    "SUPPORTED_TORCH",
+    "BackendUnavailable",
+    "activate",
+    "build",
+    "cpu_alias",
+    "is_active",
+    "is_available",
+]
+
+#: Inclusive lower, exclusive upper bound of the torch versions the emulator supports (tested: 2.13.0).
+SUPPORTED_TORCH = ((2, 10), (2, 15))
+
+
+def activate(*, strict: bool | None = None) -> ModuleType:
+    """Register the emulated ``neuron`` device (idempotent) and return ``torch.neuron``."""
+    from ._registration import activate as _activate
+
+    return _activate(strict=strict)
+
+
+def is_active() -> bool:
+    """True once :func:`activate` registered the device in this process."""
+    from ._registration import is_active as _is_active
+
+    return _is_active()
+
+
+def is_available() -> bool:
+    """True when the device can be built or loaded here; has no side effects."""
+    from ._registration import is_available as _is_available
+
+    return _is_available()
+
+
+def build(*, verbose: bool = False) -> Any:
+    """Compile the C++ extension into the cache (if needed) in a subprocess; returns the library path."""
+    from ._registration import prebuild
+
+    return prebuild(verbose=verbose)
+
+
+def cpu_alias(t: torch.Tensor) -> torch.Tensor:
+    """A CPU tensor sharing ``t``'s memory (same sizes, strides, offset): zero copy."""
+    from ._registration import extension
+
+    return extension().cpu_alias(t)

@@ -1,0 +1,128 @@
+"""activate(): register the emulated neuron device with torch, once per process."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+
+from ._errors import BackendUnavailable
+
+__all__ = ["activate", "extension", "is_active", "is_available", "prebuild"]
+
+_lock = threading.RLock()
+_ext: ModuleType | None = None
+_module: ModuleType | None = None
+
+
+def _parse_version(v: str) -> tuple[int, int]:
+    m = re.match(r"(\d+)\.(\d+)", v)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def _check_refusals() -> None:
+    # The real TorchNeuron autoloads on `import torch` and registers PrivateUse1 itself: the
+    # emulator must never compete with it (two backends cannot share PrivateUse1).
+    if importlib.util.find_spec("torch_neuronx") is not None:
+        raise BackendUnavailable(
+            "the real TorchNeuron backend (torch_neuronx) is installed in this environment; the emulated "
+            "neuron device refuses to load next to it. Run on the real device, or use an environment "
+            "without torch_neuronx for emulated validation.")
+    from . import SUPPORTED_TORCH
+
+    import torch
+
+    lo, hi = SUPPORTED_TORCH
+    have = _parse_version(torch.__version__)
+    if not (lo <= have < hi):
+        raise BackendUnavailable(
+            f"the emulated neuron device supports torch >= {lo[0]}.{lo[1]} and < {hi[0]}.{hi[1]} "
+            f"(tested: 2.13.0); this environment has torch {torch.__version__}")
+    name = torch._C._get_privateuse1_backend_name()
+    if name not in ("privateuseone", "neuron"):
+        raise BackendUnavailable(
+            f"another PrivateUse1 backend ({name!r}) is already registered in this process; the emulated "
+            "neuron device cannot be registered next to it")
+    if name == "neuron" and getattr(torch, "neuron", None) is not None:
+        raise BackendUnavailable(
+            "a 'neuron' device module that is not the emulator is already registered (the real "
+            "TorchNeuron?); the emulated neuron device refuses to replace it")
+
+
+def extension() -> ModuleType:
+    """The loaded C++ extension (activates the device first)."""
+    activate()
+    assert _ext is not None
+    return _ext
+
+
+def is_active() -> bool:
+    return _module is not None
+
+
+def activate(*, strict: bool | None = None) -> ModuleType:
+    global _ext, _module
+    with _lock:
+        if _module is None:
+            _check_refusals()
+            import torch
+
+            from ._build import build
+
+            ext = build()
+            ext._register_runtime()
+            torch.utils.rename_privateuse1_backend("neuron")
+            from . import _device_module
+
+            _device_module._bind(ext)
+            torch._register_device_module("neuron", _device_module)
+            torch.utils.generate_methods_for_privateuse1_backend(
+                for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
+            from . import _compile, _rnn
+
+            _compile.register()
+            _rnn.install()
+            _ext = ext
+            _module = _device_module
+            if strict is None:
+                strict = os.environ.get("CUDA2NEURON_STRICT", "") not in ("", "0")
+        if strict is not None:
+            _ext.set_strict(bool(strict))  # type: ignore[union-attr]
+        return _module
+
+
+def is_available() -> bool:
+    """Can the device be built or loaded here? No import of torch, no registration."""
+    if importlib.util.find_spec("torch_neuronx") is not None:
+        return False
+    if importlib.util.find_spec("torch") is None:
+        return False
+    from . import SUPPORTED_TORCH
+
+    have = _parse_version(importlib.metadata.version("torch"))
+    if not (SUPPORTED_TORCH[0] <= have < SUPPORTED_TORCH[1]):
+        return False
+    from ._build import can_build, cached_library
+
+    return cached_library() is not None or can_build()
+
+
+def prebuild(*, verbose: bool = False) -> Path:
+    """Build the extension in a fresh interpreter (loading it registers kernels) and return its path."""
+    from ._build import BackendBuildError, cached_library
+
+    lib = cached_library()
+    if lib is not None:
+        return lib
+    cmd = [sys.executable, "-m", "cuda2neuron.backend", "build"] + (["--verbose"] if verbose else [])
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    lib = cached_library()
+    if proc.returncode != 0 or lib is None:
+        raise BackendBuildError("building the neuron emulator failed (see the messages above)")
+    return lib

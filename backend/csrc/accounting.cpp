@@ -1,0 +1,152 @@
+// Op accounting: counts the outermost aten ops per thread, classified as device ops (a neuron
+// tensor or device among the inputs) or CPU ops (only CPU tensors). Counting happens in a global
+// RecordFunction callback that exists only while accounting is on, so it costs nothing when off.
+// Ops that kernels call internally (depth > 0) are not counted: the user-level op is the unit.
+#include "neuron.h"
+#include "accounting.h"
+
+#include <ATen/record_function.h>
+
+#include <map>
+#include <mutex>
+
+namespace neuron {
+
+std::atomic<bool> g_accounting{false};
+
+namespace {
+
+constexpr int64_t kLocatedOccurrences = 16;  // capture Python frames only for the first few
+constexpr size_t kMaxLocations = 4;
+
+struct Totals {
+  std::atomic<int64_t> device_ops{0}, device_elements{0}, cpu_ops{0}, cpu_elements{0}, f64{0}, complex{0};
+};
+Totals g_totals;
+std::mutex g_mu;
+std::map<std::string, CpuOpEntry> g_cpu_ops;
+std::optional<at::CallbackHandle> g_handle;
+LocateFn g_locate = nullptr;
+
+enum class Kind : uint8_t { None, Device, Cpu };
+
+thread_local int t_depth = 0;
+thread_local Kind t_kind = Kind::None;
+thread_local int64_t t_elements = 0;
+thread_local bool t_f64 = false;
+thread_local bool t_complex = false;
+
+inline void look(const at::Tensor& t, bool& dev, bool& cpu, int64_t& elems, bool& cplx) {
+  if (!t.defined()) return;
+  if (t.device().type() == kDev) {
+    dev = true;
+    if (c10::isComplexType(t.scalar_type())) cplx = true;
+  } else if (t.is_cpu()) {
+    cpu = true;
+  }
+  elems = std::max<int64_t>(elems, t.numel());
+}
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  if (t_depth++ > 0) return nullptr;
+  bool dev = false, cpu = false, cplx = false;
+  int64_t elems = 0;
+  for (const c10::IValue& v : fn.inputs()) {
+    if (v.isTensor()) {
+      look(v.toTensor(), dev, cpu, elems, cplx);
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) look(t, dev, cpu, elems, cplx);
+    } else if (v.isDevice() && v.toDevice().type() == kDev) {
+      dev = true;
+    }
+  }
+  t_kind = dev ? Kind::Device : (cpu ? Kind::Cpu : Kind::None);
+  t_elements = elems;
+  t_f64 = false;
+  t_complex = cplx;
+  return nullptr;
+}
+
+void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  if (--t_depth > 0) return;
+  if (t_kind == Kind::Device) {
+    g_totals.device_ops++;
+    g_totals.device_elements += t_elements;
+    if (t_f64) g_totals.f64++;
+    if (t_complex) g_totals.complex++;
+  } else if (t_kind == Kind::Cpu) {
+    g_totals.cpu_ops++;
+    g_totals.cpu_elements += t_elements;
+    std::string name = fn.name();
+    bool want_location = false;
+    {
+      std::lock_guard<std::mutex> lk(g_mu);
+      auto& e = g_cpu_ops[name];
+      e.count++;
+      e.elements += t_elements;
+      want_location = g_locate && e.count <= kLocatedOccurrences && e.locations.size() < kMaxLocations;
+    }
+    if (want_location) {
+      std::string loc = g_locate();
+      if (!loc.empty()) {
+        std::lock_guard<std::mutex> lk(g_mu);
+        auto& e = g_cpu_ops[name];
+        if (e.locations.size() < kMaxLocations &&
+            std::find(e.locations.begin(), e.locations.end(), loc) == e.locations.end())
+          e.locations.push_back(loc);
+      }
+    }
+  }
+  t_kind = Kind::None;
+}
+
+}  // namespace
+
+void note_unsupported_dtype(c10::ScalarType st) {
+  if (st == at::kDouble) t_f64 = true;
+  else if (c10::isComplexType(st)) t_complex = true;
+}
+
+void accounting_set_locator(LocateFn fn) { g_locate = fn; }
+
+void accounting_start() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (g_handle) return;
+  g_handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(&on_start, &on_end).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+  g_accounting = true;
+}
+
+void accounting_stop() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (!g_handle) return;
+  at::removeCallback(*g_handle);
+  g_handle.reset();
+  g_accounting = false;
+}
+
+void accounting_reset() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  g_totals.device_ops = 0;
+  g_totals.device_elements = 0;
+  g_totals.cpu_ops = 0;
+  g_totals.cpu_elements = 0;
+  g_totals.f64 = 0;
+  g_totals.complex = 0;
+  g_cpu_ops.clear();
+}
+
+AccountingSnapshot accounting_snapshot() {
+  AccountingSnapshot s;
+  s.device_ops = g_totals.device_ops;
+  s.device_elements = g_totals.device_elements;
+  s.cpu_ops = g_totals.cpu_ops;
+  s.cpu_elements = g_totals.cpu_elements;
+  s.float64_ops = g_totals.f64;
+  s.complex_ops = g_totals.complex;
+  std::lock_guard<std::mutex> lk(g_mu);
+  for (const auto& [k, v] : g_cpu_ops) s.cpu_ops_detail.emplace_back(k, v);
+  return s;
+}
+
+}  // namespace neuron

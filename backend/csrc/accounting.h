@@ -1,0 +1,33 @@
+// Op accounting interface shared by accounting.cpp and the Python binding.
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace neuron {
+
+struct CpuOpEntry {
+  int64_t count = 0;
+  int64_t elements = 0;
+  std::vector<std::string> locations;
+};
+
+struct AccountingSnapshot {
+  int64_t device_ops = 0, device_elements = 0, cpu_ops = 0, cpu_elements = 0, float64_ops = 0, complex_ops = 0;
+  std::vector<std::pair<std::string, CpuOpEntry>> cpu_ops_detail;
+};
+
+using LocateFn = std::string (*)();
+
+void note_unsupported_dtype(c10::ScalarType st);
+void accounting_set_locator(LocateFn fn);
+void accounting_start();
+void accounting_stop();
+void accounting_reset();
+AccountingSnapshot accounting_snapshot();
+
+}  // namespace neuron

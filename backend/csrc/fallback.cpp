@@ -1,0 +1,341 @@
+// The zero-copy boxed fallback: an op on neuron tensors runs the CPU kernel on CPU aliases of the
+// very same memory. Aliases share the neuron StorageImpl (so a kernel that resizes an out= tensor
+// reallocates through the neuron allocator), fresh CPU results are adopted as neuron memory.
+#include "neuron.h"
+#include "accounting.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/library.h>
+
+namespace neuron {
+
+std::atomic<bool> g_strict{false};
+
+namespace {
+
+// A CPU TensorImpl over a neuron StorageImpl. TensorImpl's public constructors take the device
+// from the storage, which would make the alias a neuron tensor again; the subclass sets storage_
+// directly and keeps device CPU.
+struct CpuAliasImpl final : c10::TensorImpl {
+  CpuAliasImpl(const c10::Storage& s, caffe2::TypeMeta dt)
+      : c10::TensorImpl(c10::DispatchKeySet(c10::DispatchKey::CPU), dt, c10::Device(c10::kCPU)) {
+    storage_ = s;
+  }
+};
+
+struct DeviceScope {
+  c10::DeviceIndex prev;
+  explicit DeviceScope(c10::DeviceIndex d) : prev(current_device()) {
+    if (d != prev) set_device(d);
+  }
+  ~DeviceScope() {
+    if (current_device() != prev) set_device(prev);
+  }
+};
+
+bool is_index_op(const c10::OperatorHandle& op) {
+  const auto& n = op.schema().name();
+  return n == "aten::index" || n == "aten::index_put_" || n == "aten::index_put" ||
+         n == "aten::_index_put_impl_" || n == "aten::_unsafe_index" || n == "aten::_unsafe_index_put";
+}
+
+bool is_generator_type(const c10::TypePtr& t) {
+  if (t->kind() == c10::TypeKind::GeneratorType) return true;
+  if (auto o = t->cast<c10::OptionalType>()) return o->getElementType()->kind() == c10::TypeKind::GeneratorType;
+  return false;
+}
+
+// Copies an mt19937 generator's full state (engine + cached normal samples).
+void copy_gen_state(at::CPUGeneratorImpl* dst, at::CPUGeneratorImpl* src) {
+  dst->set_engine(src->engine());
+  dst->set_next_float_normal_sample(src->next_float_normal_sample());
+  dst->set_next_double_normal_sample(src->next_double_normal_sample());
+}
+
+struct GenSwap {
+  at::Generator neuron_gen;
+  at::Generator twin;
+};
+
+struct Scan {
+  std::optional<c10::Device> dev;
+  std::optional<c10::Device> other;  // first non-scalar tensor on another device
+};
+
+inline void scan_tensor(const at::Tensor& t, Scan& s) {
+  if (!t.defined()) return;
+  auto d = t.device();
+  if (d.type() == kDev) {
+    if (!s.dev) s.dev = d;
+    else if (*s.dev != d && !s.other) s.other = d;
+  } else if (d.is_cpu() && t.dim() == 0) {
+    // 0-dim CPU tensors are scalars, allowed next to device tensors as on CUDA.
+  } else if (!s.other) {
+    s.other = d;
+  }
+}
+
+void neuron_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const auto& args = schema.arguments();
+  const size_t nargs = args.size();
+  const size_t base = stack->size() - nargs;
+  Scan scan;
+  bool has_gen = false;
+  int device_arg = -1;
+  for (size_t i = 0; i < nargs; ++i) {
+    auto& v = (*stack)[base + i];
+    if (v.isTensor()) {
+      scan_tensor(v.toTensor(), scan);
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) scan_tensor(t, scan);
+    } else if (v.isOptionalTensorList()) {
+      if (is_index_op(op)) continue;  // CPU index tensors are accepted on devices, as on CUDA
+      for (const auto& ot : v.toOptionalTensorList()) {
+        std::optional<at::Tensor> t = ot;
+        if (t) scan_tensor(*t, scan);
+      }
+    } else if (v.isGenerator()) {
+      has_gen = true;
+    } else if (v.isDevice() && v.toDevice().type() == kDev) {
+      device_arg = static_cast<int>(i);
+    }
+  }
+  if (!scan.dev) {
+    if (device_arg >= 0) {
+      auto d = (*stack)[base + device_arg].toDevice();
+      scan.dev = c10::Device(kDev, d.has_index() ? d.index() : current_device());
+    } else if (has_gen) {
+      TORCH_CHECK(false, op.schema().name(), ": expected a 'cpu' device type for generator but found 'neuron'");
+    } else {
+      TORCH_CHECK(false, op.schema().name(), " reached the neuron backend without a neuron tensor");
+    }
+  }
+  if (scan.other) raise_device_mismatch(*scan.dev, *scan.other);
+  const c10::Device dev = *scan.dev;
+  DeviceScope scope(dev.index());
+
+  // Replace neuron tensors by CPU aliases; remember which alias belongs to which original.
+  // The aliases are kept alive here: the kernel pops its arguments off the stack.
+  c10::SmallVector<std::pair<at::Tensor, at::Tensor>, 8> originals;
+  auto alias_of = [&](const at::Tensor& t) -> at::Tensor {
+    if (!t.defined() || t.device().type() != kDev) return t;
+    if (g_strict.load(std::memory_order_relaxed)) check_dtype(t.scalar_type(), op.schema().name().c_str());
+    at::Tensor a = cpu_alias(t);
+    originals.emplace_back(a, t);
+    return a;
+  };
+  c10::SmallVector<GenSwap, 2> gens;
+  const bool seeded = op.hasTag(at::Tag::nondeterministic_seeded);
+  bool saw_gen_param = false;
+  for (size_t i = 0; i < nargs; ++i) {
+    auto& v = (*stack)[base + i];
+    if (v.isTensor()) {
+      v = alias_of(v.toTensor());
+    } else if (v.isTensorList()) {
+      auto list = v.toTensorList();
+      c10::List<at::Tensor> out;
+      out.reserve(list.size());
+      for (const at::Tensor& t : list) out.push_back(alias_of(t));
+      v = out;
+    } else if (v.isOptionalTensorList()) {
+      auto list = v.toOptionalTensorList();
+      c10::List<std::optional<at::Tensor>> out;
+      out.reserve(list.size());
+      for (const auto& ot : list) {
+        std::optional<at::Tensor> t = ot;
+        out.push_back(t ? std::optional<at::Tensor>(alias_of(*t)) : std::nullopt);
+      }
+      v = out;
+    } else if (device_arg == static_cast<int>(i)) {
+      v = c10::IValue(c10::Device(c10::kCPU));
+    } else if (seeded && (v.isGenerator() || v.isNone()) && is_generator_type(args[i].type())) {
+      saw_gen_param = true;
+      at::Generator g = v.isGenerator() ? v.toGenerator() : default_generator(dev.index());
+      if (g.device().type() != kDev) continue;  // a CPU generator: the CPU kernel takes it as is
+      at::Generator twin = at::make_generator<at::CPUGeneratorImpl>();
+      {
+        std::lock_guard<std::mutex> lk(g.mutex());
+        copy_gen_state(twin.get<at::CPUGeneratorImpl>(), g.get<at::CPUGeneratorImpl>());
+      }
+      v = c10::IValue(twin);
+      gens.push_back({g, twin});
+    } else if (v.isGenerator() && v.toGenerator().device().type() == kDev) {
+      at::Generator g = v.toGenerator();
+      at::Generator twin = at::make_generator<at::CPUGeneratorImpl>();
+      {
+        std::lock_guard<std::mutex> lk(g.mutex());
+        copy_gen_state(twin.get<at::CPUGeneratorImpl>(), g.get<at::CPUGeneratorImpl>());
+      }
+      v = c10::IValue(twin);
+      gens.push_back({g, twin});
+    }
+  }
+
+  // Seeded ops without a generator parameter (native_dropout, ...) draw from the CPU default
+  // generator: lend it the neuron generator's state for the call. Trap: another thread drawing
+  // from the CPU default generator at the same moment would see the neuron state.
+  std::optional<GenSwap> global_swap;
+  if (seeded && !saw_gen_param) {
+    at::Generator cpu_default = at::detail::getDefaultCPUGenerator();
+    at::Generator saved = at::make_generator<at::CPUGeneratorImpl>();
+    at::Generator ng = default_generator(dev.index());
+    {
+      std::lock_guard<std::mutex> lk(cpu_default.mutex());
+      copy_gen_state(saved.get<at::CPUGeneratorImpl>(), cpu_default.get<at::CPUGeneratorImpl>());
+      std::lock_guard<std::mutex> lk2(ng.mutex());
+      copy_gen_state(cpu_default.get<at::CPUGeneratorImpl>(), ng.get<at::CPUGeneratorImpl>());
+    }
+    global_swap = GenSwap{ng, saved};
+  }
+
+  try {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  } catch (...) {
+    if (global_swap) {
+      at::Generator cpu_default = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lk(cpu_default.mutex());
+      copy_gen_state(cpu_default.get<at::CPUGeneratorImpl>(), global_swap->twin.get<at::CPUGeneratorImpl>());
+    }
+    throw;
+  }
+
+  for (auto& gs : gens) {
+    std::lock_guard<std::mutex> lk(gs.neuron_gen.mutex());
+    copy_gen_state(gs.neuron_gen.get<at::CPUGeneratorImpl>(), gs.twin.get<at::CPUGeneratorImpl>());
+  }
+  if (global_swap) {
+    at::Generator cpu_default = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lk(cpu_default.mutex());
+    {
+      std::lock_guard<std::mutex> lk2(global_swap->neuron_gen.mutex());
+      copy_gen_state(global_swap->neuron_gen.get<at::CPUGeneratorImpl>(), cpu_default.get<at::CPUGeneratorImpl>());
+    }
+    copy_gen_state(cpu_default.get<at::CPUGeneratorImpl>(), global_swap->twin.get<at::CPUGeneratorImpl>());
+  }
+
+  // Mutated arguments: a kernel may have changed their metadata (resize_, as_strided_, out=).
+  bool any_write = false;
+  for (const auto& a : args) {
+    if (a.alias_info() && a.alias_info()->isWrite()) { any_write = true; break; }
+  }
+  auto find_orig = [&](const at::Tensor& t) -> const at::Tensor* {
+    for (auto& p : originals)
+      if (p.first.unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) return &p.second;
+    return nullptr;
+  };
+  if (any_write) {
+    for (auto& p : originals) sync_back(p.second, p.first);
+  }
+
+  const size_t nret = schema.returns().size();
+  const size_t rbase = stack->size() - nret;
+  auto convert = [&](const at::Tensor& t) -> at::Tensor {
+    if (!t.defined()) return t;
+    if (const at::Tensor* o = find_orig(t)) return *o;
+    if (t.device().type() == kDev) return t;
+    return to_neuron_result(t, dev.index());
+  };
+  for (size_t i = 0; i < nret; ++i) {
+    auto& v = (*stack)[rbase + i];
+    if (v.isTensor()) {
+      v = convert(v.toTensor());
+    } else if (v.isTensorList()) {
+      auto list = v.toTensorList();
+      c10::List<at::Tensor> out;
+      out.reserve(list.size());
+      for (const at::Tensor& t : list) out.push_back(convert(t));
+      v = out;
+    }
+  }
+}
+
+}  // namespace
+
+at::Tensor cpu_alias(const at::Tensor& t) {
+  TORCH_CHECK(t.device().type() == kDev, "cpu_alias expects a neuron tensor, got ", t.device());
+  auto impl = c10::make_intrusive<CpuAliasImpl>(t.storage(), t.dtype());
+  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  if (t.is_conj()) impl->_set_conj(true);
+  if (t.is_neg()) impl->_set_neg(true);
+  return at::Tensor(std::move(impl));
+}
+
+at::Tensor to_neuron_result(const at::Tensor& cpu_in, c10::DeviceIndex idx) {
+  at::Tensor cpu = cpu_in;
+  if (cpu.scalar_type() == at::kDouble) {
+    check_dtype(at::kDouble, "result");
+    cpu = cpu.to(at::kFloat);
+  }
+  c10::Storage storage = cpu.storage();
+  if (storage.device().type() != kDev) {
+    // Adopt only memory nobody else sees: `storage` (local) + the tensor's own reference.
+    if (storage.use_count() != 2) {
+      cpu = cpu.clone();
+      storage = cpu.storage();
+    }
+    adopt_cpu_storage(storage.unsafeGetStorageImpl(), idx);
+  }
+  auto impl = c10::make_intrusive<c10::TensorImpl>(std::move(storage),
+                                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), cpu.dtype());
+  impl->set_sizes_and_strides(cpu.sizes(), cpu.strides(), cpu.storage_offset());
+  if (cpu.is_conj()) impl->_set_conj(true);
+  if (cpu.is_neg()) impl->_set_neg(true);
+  return at::Tensor(std::move(impl));
+}
+
+void sync_back(const at::Tensor& neuron_t, const at::Tensor& alias) {
+  auto* n = neuron_t.unsafeGetTensorImpl();
+  auto* a = alias.unsafeGetTensorImpl();
+  if (a->storage().unsafeGetStorageImpl() != n->storage().unsafeGetStorageImpl()) {
+    c10::Storage s = a->storage();
+    if (s.device().type() != kDev) {
+      if (s.use_count() <= 2) {
+        adopt_cpu_storage(s.unsafeGetStorageImpl(), neuron_t.device().index());
+      } else {
+        at::Tensor copy = to_neuron_result(alias.clone(), neuron_t.device().index());
+        n->set_storage_keep_dtype(copy.storage());
+        n->set_sizes_and_strides(copy.sizes(), copy.strides(), copy.storage_offset());
+        return;
+      }
+    }
+    n->set_storage_keep_dtype(s);
+  }
+  if (n->sizes() != a->sizes() || n->strides() != a->strides() || n->storage_offset() != a->storage_offset()) {
+    n->set_sizes_and_strides(a->sizes(), a->strides(), a->storage_offset());
+  }
+}
+
+void raise_device_mismatch(const c10::Device& a, const c10::Device& b) {
+  TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ",
+              a, " and ", b, "!");
+}
+
+c10::Device check_same_device(std::initializer_list<const at::Tensor*> ts, const char* op) {
+  Scan s;
+  for (const at::Tensor* t : ts)
+    if (t) scan_tensor(*t, s);
+  TORCH_CHECK(s.dev.has_value(), op, ": expected a neuron tensor");
+  if (s.other) raise_device_mismatch(*s.dev, *s.other);
+  return *s.dev;
+}
+
+void check_dtype(c10::ScalarType st, const char* op) {
+  if (g_accounting.load(std::memory_order_relaxed)) note_unsupported_dtype(st);
+  if (st == at::kDouble) {
+    TORCH_CHECK(!g_strict.load(), "neuron (strict mode): ", op,
+                " needs float64, which the device does not support; use float32");
+    TORCH_WARN_ONCE("neuron: float64 is not supported on the device; it is stored and computed as "
+                    "float32 (set CUDA2NEURON_STRICT=1 to make this an error)");
+  } else if (c10::isComplexType(st)) {
+    TORCH_CHECK(!g_strict.load(), "neuron (strict mode): ", op, " uses ", st,
+                "; complex dtypes are not supported on the device");
+  }
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&neuron_fallback>());
+}
+
+}  // namespace neuron

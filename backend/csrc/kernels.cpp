@@ -1,0 +1,187 @@
+// Hand-written neuron kernels: allocation, views, copies, set_, convolution. Each one repeats the
+// same-device check of the fallback: a kernel that skipped it would silently compute on CPU data.
+#include "neuron.h"
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/view_native.h>
+#include <ATen/ops/convolution_backward.h>
+#include <ATen/ops/convolution.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/library.h>
+
+namespace neuron {
+namespace {
+
+c10::DeviceIndex target_index(std::optional<c10::Device> d) {
+  if (d && d->has_index()) {
+    check_index(d->index());
+    return d->index();
+  }
+  return current_device();
+}
+
+// The device stores float64 as float32 (warned once) and refuses float64/complex in strict mode.
+c10::ScalarType storable(c10::ScalarType st) {
+  if (st == at::kDouble || c10::isComplexType(st)) check_dtype(st, "allocation");
+  return st == at::kDouble ? at::kFloat : st;
+}
+
+struct IndexScope {
+  c10::DeviceIndex prev;
+  explicit IndexScope(c10::DeviceIndex d) : prev(current_device()) { if (d != prev) set_device(d); }
+  ~IndexScope() { if (current_device() != prev) set_device(prev); }
+};
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool>, std::optional<c10::MemoryFormat> memory_format) {
+  TORCH_CHECK(!layout || *layout == c10::kStrided, "neuron supports only strided tensors, got layout ", *layout);
+  IndexScope scope(target_index(device));
+  auto st = storable(c10::dtype_or_default(dtype));
+  return at::detail::empty_generic(size, device_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                   st, memory_format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                         std::optional<c10::Layout> layout, std::optional<c10::Device> device, std::optional<bool>) {
+  TORCH_CHECK(!layout || *layout == c10::kStrided, "neuron supports only strided tensors, got layout ", *layout);
+  IndexScope scope(target_index(device));
+  auto st = storable(c10::dtype_or_default(dtype));
+  return at::detail::empty_strided_generic(size, stride, device_allocator(),
+                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st);
+}
+
+at::Tensor as_strided(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride,
+                      std::optional<int64_t> offset) {
+  check_same_device({&self}, "as_strided");
+  return at::native::as_strided_tensorimpl(self, size, stride, offset);
+}
+
+at::Tensor view(const at::Tensor& self, c10::IntArrayRef size) {
+  check_same_device({&self}, "view");
+  return at::native::view(self, size);
+}
+
+at::Tensor reshape_alias(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride) {
+  check_same_device({&self}, "_reshape_alias");
+  return at::native::_reshape_alias(self, size, stride);
+}
+
+at::Tensor host_view(const at::Tensor& t) { return t.device().type() == kDev ? cpu_alias(t) : t; }
+
+// Copies between neuron and host (either direction) and between neuron devices: all host memory,
+// so the CPU copy kernel does the work (dtype conversion, broadcasting, strides) on aliases.
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  TORCH_CHECK(self.device().type() == kDev || self.is_cpu(), "neuron: cannot copy from ", self.device());
+  TORCH_CHECK(dst.device().type() == kDev || dst.is_cpu(), "neuron: cannot copy to ", dst.device());
+  if (dst.device().type() == kDev && dst.scalar_type() == at::kDouble) check_dtype(at::kDouble, "copy");
+  at::Tensor d = host_view(dst);
+  d.copy_(host_view(self), non_blocking);
+  if (dst.device().type() == kDev) sync_back(dst, d);
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  at::Tensor d = host_view(dst);
+  d.resize_(self.sizes());
+  d.copy_(host_view(self));
+  if (dst.device().type() == kDev) sync_back(dst, d);
+  return dst;
+}
+
+void ensure_storage(at::Tensor& self, int64_t offset, c10::IntArrayRef size, c10::IntArrayRef stride) {
+  int64_t numel = 1, max_index = 0;
+  for (size_t i = 0; i < size.size(); ++i) {
+    numel *= size[i];
+    if (size[i] > 0) max_index += (size[i] - 1) * stride[i];
+  }
+  if (numel == 0) return;
+  size_t need = static_cast<size_t>(offset + max_index + 1) * self.dtype().itemsize();
+  c10::Storage s = self.storage();
+  if (need > s.nbytes()) {
+    at::detail::getPrivateUse1Hooks().resizePrivateUse1Bytes(s, need);
+  }
+}
+
+at::Tensor& set_storage_offset(at::Tensor& self, c10::Storage source, int64_t offset, c10::IntArrayRef size,
+                               c10::IntArrayRef stride) {
+  check_same_device({&self}, "set_");
+  if (source.device().type() != kDev) raise_device_mismatch(self.device(), source.device());
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_storage_keep_dtype(std::move(source));
+  std::vector<int64_t> strides;
+  if (stride.empty()) {
+    auto cs = c10::contiguous_strides(size);
+    strides.assign(cs.begin(), cs.end());
+  } else {
+    TORCH_CHECK(stride.size() == size.size(), "set_: sizes and strides must have the same length");
+    strides.assign(stride.begin(), stride.end());
+  }
+  impl->set_sizes_and_strides(size, strides, offset);
+  ensure_storage(self, offset, size, strides);
+  return self;
+}
+
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source) {
+  size_t n = source.nbytes() / self.dtype().itemsize();
+  int64_t numel = static_cast<int64_t>(n);
+  return set_storage_offset(self, std::move(source), 0, {numel}, {});
+}
+
+at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) {
+  check_same_device({&self, &source}, "set_");
+  if (self.unsafeGetTensorImpl() == source.unsafeGetTensorImpl()) return self;
+  return set_storage_offset(self, source.storage(), source.storage_offset(), source.sizes(), source.strides());
+}
+
+// PrivateUse1 convolutions route here (ConvBackend::Overrideable); run the CPU convolution on aliases.
+at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
+                                    const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
+                                    c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
+                                    c10::IntArrayRef output_padding, int64_t groups) {
+  const at::Tensor* b = bias && bias->defined() ? &*bias : nullptr;
+  auto dev = check_same_device({&input, &weight, b}, "convolution");
+  IndexScope scope(dev.index());
+  std::optional<at::Tensor> hb;
+  if (b) hb = host_view(*b);
+  at::Tensor out = at::convolution(host_view(input), host_view(weight), hb, stride, padding, dilation, transposed,
+                                   output_padding, groups);
+  return to_neuron_result(out, dev.index());
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::IntArrayRef stride,
+    c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding,
+    int64_t groups, std::array<bool, 3> output_mask) {
+  auto dev = check_same_device({&grad_output, &input, &weight}, "convolution_backward");
+  IndexScope scope(dev.index());
+  std::vector<int64_t> bias_sizes{grad_output.size(1)};
+  auto [gi, gw, gb] = at::convolution_backward(
+      host_view(grad_output), host_view(input), host_view(weight),
+      output_mask[2] ? c10::OptionalIntArrayRef(bias_sizes) : c10::OptionalIntArrayRef(), stride, padding,
+      dilation, transposed, output_padding, groups, output_mask);
+  auto back = [&](const at::Tensor& t) { return t.defined() ? to_neuron_result(t, dev.index()) : t; };
+  return {back(gi), back(gw), back(gb)};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
+  m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("as_strided", TORCH_FN(as_strided));
+  m.impl("view", TORCH_FN(view));
+  m.impl("_reshape_alias", TORCH_FN(reshape_alias));
+  m.impl("_copy_from", TORCH_FN(copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("set_.source_Storage", TORCH_FN(set_storage));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage_offset));
+  m.impl("set_.source_Tensor", TORCH_FN(set_tensor));
+  m.impl("convolution_overrideable", TORCH_FN(convolution_overrideable));
+  m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward_overrideable));
+}
+
+}  // namespace neuron

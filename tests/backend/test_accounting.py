@@ -1,0 +1,78 @@
+"""Op accounting: device vs CPU ops, elements, float64/complex, CPU op source locations."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from cuda2neuron.backend.accounting import AccountingReport, CpuOp, OpAccounting
+
+
+def test_counts_device_and_cpu_ops():
+    a = torch.randn(10, 10, device="neuron")
+    c = torch.randn(10, 10)
+    with OpAccounting() as acc:
+        a + a  # device op
+        torch.mm(a, a)  # device op
+        c * 2  # left on the CPU
+    rep = acc.report()
+    assert isinstance(rep, AccountingReport)
+    assert rep.device_ops == 2 and rep.device_elements == 200
+    assert rep.cpu_ops == 1 and rep.cpu_elements == 100
+    (mul,) = rep.cpu_op_details
+    assert isinstance(mul, CpuOp) and mul.op == "aten::mul" and mul.count == 1 and mul.elements == 100
+    assert len(mul.locations) == 1
+    assert mul.locations[0].endswith(f"test_accounting.py:{_line_of('c * 2  # left on the CPU')}")
+
+
+def _line_of(text: str) -> int:
+    with open(__file__) as f:
+        for number, line in enumerate(f, start=1):
+            if text in line and "_line_of" not in line:
+                return number
+    raise AssertionError(text)
+
+
+def test_cpu_op_locations_are_distinct_and_capped():
+    c = torch.randn(4)
+    with OpAccounting() as acc:
+        for _ in range(50):
+            c.exp()
+        c.exp()
+    (op,) = [o for o in acc.report().cpu_op_details if o.op == "aten::exp"]
+    assert op.count == 51
+    assert 1 <= len(op.locations) <= 4 and len(set(op.locations)) == len(op.locations)
+
+
+def test_off_by_default_and_after_exit():
+    with OpAccounting() as acc:
+        pass
+    torch.randn(3) + 1
+    assert acc.report().cpu_ops == 0
+
+
+def test_float64_and_complex_ops_are_counted():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with OpAccounting() as acc:
+            torch.zeros(3, dtype=torch.float64, device="neuron")
+            z = torch.ones(2, dtype=torch.complex64, device="neuron")
+            z * z
+    rep = acc.report()
+    assert rep.float64_ops >= 1 and rep.complex_ops >= 1
+
+
+def test_backward_ops_are_device_ops():
+    w = torch.randn(4, 4, device="neuron", requires_grad=True)
+    with OpAccounting() as acc:
+        (w @ w).sum().backward()
+    rep = acc.report()
+    assert rep.cpu_ops == 0 and rep.device_ops >= 3
+
+
+def test_nesting_is_refused():
+    with OpAccounting(), pytest.raises(RuntimeError, match="already active"):
+        with OpAccounting():
+            pass
