@@ -1,0 +1,313 @@
+"""The ``neuron`` process-group backend of the emulated device: gloo on zero-copy host aliases.
+
+``dist.init_process_group("neuron")`` creates a :class:`NeuronProcessGroup`. Every collective maps
+its neuron tensors to CPU tensors that share their memory (``cpu_alias``) and runs gloo on those,
+so results land directly in the neuron tensors: no staging copies, and the emulator's memory
+statistics stay honest.
+
+Why a ``ProcessGroup`` subclass and not a c10d ``Backend``: torch does not let Python construct a
+``Backend`` subclass ("No constructor defined"), while ``ProcessGroup`` has a trampoline, so the
+C++ callers (the DDP reducer's bucket all-reduce, ``_broadcast_coalesced``,
+``_verify_params_across_processes``) reach these Python methods too.
+
+CPU tensors are accepted as well: torch's object collectives (``all_gather_object``,
+``broadcast_object_list``) and ``barrier`` pick the CPU for a group that reports no device types,
+which a Python process group does.
+
+TorchNeuron's rule, not enforced here: create no neuron tensor and call no
+``torch.neuron.set_device`` before ``init_process_group("neuron")`` (the real backend asserts that
+its runtime is not yet initialised); then ``torch.neuron.set_device(local_rank)``.
+
+:func:`register` is idempotent and does not activate the device (``activate()`` calls it; calling
+``activate()`` from here would re-enter the activation).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from ._errors import BackendUnavailable
+
+if TYPE_CHECKING:
+    import torch
+    import torch.distributed as dist
+
+__all__ = ["BACKEND_NAME", "is_registered", "register"]
+
+#: The name passed to ``init_process_group`` (TorchNeuron's backend name).
+BACKEND_NAME = "neuron"
+
+_lock = threading.Lock()
+_registered = False
+
+
+def is_registered() -> bool:
+    """True once :func:`register` ran in this process."""
+    return _registered
+
+
+def register() -> None:
+    """Register the ``neuron`` process-group backend with ``torch.distributed`` (idempotent)."""
+    global _registered
+    with _lock:
+        if _registered:
+            return
+        import torch.distributed as dist
+
+        if not dist.is_available() or not dist.is_gloo_available():
+            raise BackendUnavailable(
+                "the emulated 'neuron' process group runs on gloo, which this torch build lacks "
+                "(torch.distributed.is_gloo_available() is False)")
+        existing = dist.Backend._plugins.get(BACKEND_NAME.upper())
+        if existing is not None and existing.creator_fn is not _create:
+            raise BackendUnavailable(
+                "another 'neuron' process-group backend is already registered in this process (the real "
+                "TorchNeuron?); the emulated one refuses to replace it")
+        if existing is None:
+            dist.Backend.register_backend(BACKEND_NAME, _create, devices=[BACKEND_NAME])
+        _registered = True
+
+
+def _create(store: dist.Store, rank: int, world_size: int, timeout: timedelta) -> dist.ProcessGroup:
+    """The creator torch calls for ``init_process_group("neuron")`` / ``new_group(backend="neuron")``."""
+    return _process_group_class()(store, rank, world_size, timeout)
+
+
+_pg_class: type | None = None
+
+
+def _process_group_class() -> type:
+    # Built on first use: subclassing dist.ProcessGroup at import time would import torch here,
+    # and `cuda2neuron.backend` must stay importable without torch.
+    global _pg_class
+    if _pg_class is None:
+        _pg_class = _define_process_group()
+    return _pg_class
+
+
+def _alias(t: torch.Tensor) -> torch.Tensor:
+    if t.device.type == BACKEND_NAME:
+        from . import cpu_alias
+
+        return cpu_alias(t)
+    if t.device.type == "cpu":
+        return t
+    raise RuntimeError(f"the 'neuron' process group got a tensor on {t.device}; it handles neuron (and CPU) "
+                       "tensors only")
+
+
+def _aliases(ts: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    return [_alias(t) for t in ts]
+
+
+def _nested_aliases(tss: Sequence[Sequence[torch.Tensor]]) -> list[list[torch.Tensor]]:
+    return [_aliases(ts) for ts in tss]
+
+
+def _flat(tss: Sequence[Sequence[torch.Tensor]]) -> list[torch.Tensor]:
+    return [t for ts in tss for t in ts]
+
+
+def _work_done_with(works: Sequence[Any], result: list[torch.Tensor],
+                    then: Callable[[], None] | None = None) -> Any:
+    """A Work that completes when all gloo ``works`` do, whose value is ``result`` (the neuron tensors).
+
+    The trap: gloo's own future holds the CPU aliases, and the DDP reducer reads the bucket back
+    from the future's value; a future that holds neuron tensors must also be created with the neuron
+    devices, or torch rejects it ("Expected all data ptrs to be on a device of type cpu").
+    """
+    import torch
+    from torch._C._distributed_c10d import _create_work_from_future
+
+    devices = sorted({t.device for t in result if t.device.type == BACKEND_NAME}, key=lambda d: d.index or 0)
+    fut: torch.futures.Future[list[torch.Tensor]] = torch.futures.Future(devices=devices or None)
+    pending = [w.get_future() for w in works]
+    all_done = torch.futures.collect_all(pending) if len(pending) != 1 else pending[0]
+
+    def finish(f: torch.futures.Future[Any]) -> None:
+        try:
+            done = f.value()
+            if isinstance(done, list) and done and isinstance(done[0], torch.futures.Future):
+                for d in done:
+                    d.value()  # re-raises the first collective's error
+            if then is not None:
+                then()
+        except Exception as exc:  # noqa: BLE001 - handed to whoever waits on the work
+            fut.set_exception(exc)
+            return
+        fut.set_result(result)
+
+    all_done.add_done_callback(finish)
+    return _create_work_from_future(fut)
+
+
+def _define_process_group() -> type:
+    import torch
+    import torch.distributed as dist
+
+    class NeuronProcessGroup(dist.ProcessGroup):
+        """A process group for neuron tensors that runs gloo on their CPU aliases."""
+
+        def __init__(self, store: dist.Store, rank: int, world_size: int, timeout: timedelta) -> None:
+            super().__init__(rank, world_size)
+            self._gloo = dist.ProcessGroupGloo(store, rank, world_size, timeout=timeout)
+            self._coalesced: list[Any] | None = None
+
+        def __repr__(self) -> str:
+            return f"NeuronProcessGroup(rank={self.rank()}, size={self.size()}, emulated on gloo)"
+
+        def getBackendName(self) -> str:  # noqa: N802 - torch's name
+            return BACKEND_NAME
+
+        def name(self) -> str:
+            return BACKEND_NAME
+
+        # -- plumbing ---------------------------------------------------------------------------
+        def _issue(self, works: Sequence[Any], result: list[torch.Tensor],
+                   then: Callable[[], None] | None = None) -> Any:
+            work = _work_done_with(works, result, then)
+            if self._coalesced is not None:
+                self._coalesced.append(work)
+            return work
+
+        def _start_coalescing(self, device: torch.device) -> None:  # noqa: ARG002 - torch's signature
+            # Ops inside a coalescing block run eagerly (gloo queues them in order); the block's
+            # work completes when all of them have.
+            self._coalesced = []
+
+        def _end_coalescing(self, device: torch.device) -> Any:  # noqa: ARG002
+            works, self._coalesced = self._coalesced or [], None
+            return _work_done_with(works, [])
+
+        # -- reductions -------------------------------------------------------------------------
+        def allreduce(self, tensors: Any, opts: Any = None) -> Any:
+            # pybind exposes allreduce(tensors, opts), (tensors, op) and (tensor, op).
+            tensors = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+            if opts is None or isinstance(opts, dist.ReduceOp | dist.ReduceOp.RedOpType):
+                op, opts = opts, dist.AllreduceOptions()
+                if op is not None:
+                    opts.reduceOp = op
+            return self._issue([self._gloo.allreduce(_aliases(tensors), opts)], tensors)
+
+        def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any = None) -> Any:
+            opts = opts if opts is not None else dist.AllreduceCoalescedOptions()
+            return self._issue([self._gloo.allreduce_coalesced(_aliases(tensors), opts)], list(tensors))
+
+        def reduce(self, tensors: list[torch.Tensor], opts: Any) -> Any:
+            return self._issue([self._gloo.reduce(_aliases(tensors), opts)], list(tensors))
+
+        def broadcast(self, tensors: Any, opts: Any) -> Any:
+            tensors = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+            if isinstance(opts, int):  # the (tensor, root) overload
+                root, opts = opts, dist.BroadcastOptions()
+                opts.rootRank = root
+            return self._issue([self._gloo.broadcast(_aliases(tensors), opts)], tensors)
+
+        # -- gathers ----------------------------------------------------------------------------
+        def allgather(self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any = None) -> Any:
+            opts = opts if opts is not None else dist.AllgatherOptions()
+            work = self._gloo.allgather(_nested_aliases(outputs), _aliases(inputs), opts)
+            return self._issue([work], _flat(outputs))
+
+        def allgather_coalesced(self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor],
+                                opts: Any = None) -> Any:
+            opts = opts if opts is not None else dist.AllgatherOptions()
+            work = self._gloo.allgather_coalesced(_nested_aliases(outputs), _aliases(inputs), opts)
+            return self._issue([work], _flat(outputs))
+
+        def all_gather_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> Any:  # noqa: A002
+            opts = opts if opts is not None else dist.AllgatherOptions()
+            return self._issue([self._gloo._allgather_base(_alias(output), _alias(input), opts)], [output])
+
+        _allgather_base = all_gather_single
+
+        def all_gather_single_coalesced(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor],
+                                        opts: Any = None) -> Any:
+            opts = opts if opts is not None else dist.AllgatherOptions()
+            works = [self._gloo._allgather_base(_alias(o), _alias(i), opts) for o, i in zip(outputs, inputs, strict=True)]
+            return self._issue(works, list(outputs))
+
+        allgather_into_tensor_coalesced = all_gather_single_coalesced
+
+        def gather(self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any) -> Any:
+            work = self._gloo.gather(_nested_aliases(outputs), _aliases(inputs), opts)
+            return self._issue([work], _flat(outputs) + list(inputs))
+
+        def scatter(self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]], opts: Any) -> Any:
+            work = self._gloo.scatter(_aliases(outputs), _nested_aliases(inputs), opts)
+            return self._issue([work], list(outputs))
+
+        # -- reduce-scatter ---------------------------------------------------------------------
+        def reduce_scatter(self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]], opts: Any = None) -> Any:
+            opts = opts if opts is not None else dist.ReduceScatterOptions()
+            work = self._gloo.reduce_scatter(_aliases(outputs), _nested_aliases(inputs), opts)
+            return self._issue([work], list(outputs))
+
+        def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> Any:  # noqa: A002
+            opts = opts if opts is not None else dist.ReduceScatterOptions()
+            return self._issue([self._gloo._reduce_scatter_base(_alias(output), _alias(input), opts)], [output])
+
+        _reduce_scatter_base = reduce_scatter_single
+
+        def reduce_scatter_single_coalesced(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor],
+                                            opts: Any = None) -> Any:
+            opts = opts if opts is not None else dist.ReduceScatterOptions()
+            works = [self._gloo._reduce_scatter_base(_alias(o), _alias(i), opts)
+                     for o, i in zip(outputs, inputs, strict=True)]
+            return self._issue(works, list(outputs))
+
+        reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
+
+        # -- all-to-all -------------------------------------------------------------------------
+        def all_to_all_single(self, output: torch.Tensor, input: torch.Tensor,  # noqa: A002
+                              output_split_sizes: list[int] | None, input_split_sizes: list[int] | None,
+                              opts: Any = None) -> Any:
+            opts = opts if opts is not None else dist.AllToAllOptions()
+            work = self._gloo.alltoall_base(_alias(output), _alias(input), list(output_split_sizes or []),
+                                            list(input_split_sizes or []), opts)
+            return self._issue([work], [output])
+
+        alltoall_base = all_to_all_single
+
+        def alltoall(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None) -> Any:
+            # Gloo has no list all-to-all: exchange one flat buffer with per-peer split sizes, then
+            # scatter the received buffer into the outputs (a copy, done once the exchange completes).
+            opts = opts if opts is not None else dist.AllToAllOptions()
+            flat_in = torch.cat([_alias(t).reshape(-1) for t in inputs])
+            out_sizes = [t.numel() for t in outputs]
+            flat_out = torch.empty(sum(out_sizes), dtype=flat_in.dtype)
+            work = self._gloo.alltoall_base(flat_out, flat_in, out_sizes, [t.numel() for t in inputs], opts)
+
+            def unpack() -> None:
+                for t, part in zip(outputs, flat_out.split(out_sizes), strict=True):
+                    _alias(t).copy_(part.view(t.shape))
+
+            return self._issue([work], list(outputs), then=unpack)
+
+        # -- synchronisation and point to point ---------------------------------------------------
+        def barrier(self, opts: Any = None) -> Any:
+            return self._gloo.barrier(opts if opts is not None else dist.BarrierOptions())
+
+        def send(self, tensors: list[torch.Tensor], dst: int, tag: int = 0) -> Any:
+            work = self._gloo.send(_aliases(tensors), dst, tag)
+            if self._coalesced is not None:
+                self._coalesced.append(work)
+            return work
+
+        def recv(self, tensors: list[torch.Tensor], src: int, tag: int = 0) -> Any:
+            work = self._gloo.recv(_aliases(tensors), src, tag)
+            if self._coalesced is not None:
+                self._coalesced.append(work)
+            return work
+
+        def recv_anysource(self, tensors: list[torch.Tensor], tag: int = 0) -> Any:
+            work = self._gloo.recv_anysource(_aliases(tensors), tag)
+            if self._coalesced is not None:
+                self._coalesced.append(work)
+            return work
+
+    NeuronProcessGroup.__module__ = __name__
+    return NeuronProcessGroup
