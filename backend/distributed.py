@@ -111,6 +111,13 @@ def _flat(tss: Sequence[Sequence[torch.Tensor]]) -> list[torch.Tensor]:
     return [t for ts in tss for t in ts]
 
 
+def _future_of(work: Any) -> torch.futures.Future[Any] | None:
+    try:
+        return work.get_future()
+    except RuntimeError:  # some gloo works (reduce_scatter, send/recv) have none
+        return None
+
+
 def _work_done_with(works: Sequence[Any], result: list[torch.Tensor],
                     then: Callable[[], None] | None = None) -> Any:
     """A Work that completes when all gloo ``works`` do, whose value is ``result`` (the neuron tensors).
@@ -122,17 +129,16 @@ def _work_done_with(works: Sequence[Any], result: list[torch.Tensor],
     import torch
     from torch._C._distributed_c10d import _create_work_from_future
 
-    devices = sorted({t.device for t in result if t.device.type == BACKEND_NAME}, key=lambda d: d.index or 0)
-    fut: torch.futures.Future[list[torch.Tensor]] = torch.futures.Future(devices=devices or None)
-    pending = [w.get_future() for w in works]
-    all_done = torch.futures.collect_all(pending) if len(pending) != 1 else pending[0]
+    futures = [_future_of(w) for w in works]
+    if any(f is None for f in futures):
+        return _waiting_work_class()(works, result, then)
+    fut: torch.futures.Future[list[torch.Tensor]] = torch.futures.Future(devices=_devices(result) or None)
+    all_done = torch.futures.collect_all(futures)
 
     def finish(f: torch.futures.Future[Any]) -> None:
         try:
-            done = f.value()
-            if isinstance(done, list) and done and isinstance(done[0], torch.futures.Future):
-                for d in done:
-                    d.value()  # re-raises the first collective's error
+            for done in f.value():
+                done.value()  # re-raises the collective's error
             if then is not None:
                 then()
         except Exception as exc:  # noqa: BLE001 - handed to whoever waits on the work
@@ -142,6 +148,80 @@ def _work_done_with(works: Sequence[Any], result: list[torch.Tensor],
 
     all_done.add_done_callback(finish)
     return _create_work_from_future(fut)
+
+
+def _devices(result: Sequence[torch.Tensor]) -> list[torch.device]:
+    return sorted({t.device for t in result if t.device.type == BACKEND_NAME}, key=lambda d: d.index or 0)
+
+
+_waiting_work: type | None = None
+
+
+def _waiting_work_class() -> type:
+    """A Work over gloo works that offer no future: ``wait`` waits on them, then finishes the op."""
+    global _waiting_work
+    if _waiting_work is not None:
+        return _waiting_work
+    import torch
+    import torch.distributed as dist
+
+    class _WaitingWork(dist.Work):
+        def __init__(self, works: Sequence[Any], result: list[torch.Tensor],
+                     then: Callable[[], None] | None) -> None:
+            super().__init__()
+            self._works, self._result, self._then = list(works), result, then
+            self._finished = False
+            self._lock = threading.Lock()
+
+        def wait(self, timeout: timedelta | None = None) -> bool:  # noqa: ARG002 - gloo applies its own
+            with self._lock:
+                if not self._finished:
+                    for w in self._works:
+                        w.wait()
+                    if self._then is not None:
+                        self._then()
+                    self._finished = True
+            return True
+
+        def is_completed(self) -> bool:
+            return self._finished or all(w.is_completed() for w in self._works)
+
+        def is_success(self) -> bool:
+            return self.is_completed()
+
+        def result(self) -> list[torch.Tensor]:
+            self.wait()
+            return self._result
+
+        def get_future(self) -> torch.futures.Future[list[torch.Tensor]]:
+            # Completed on a helper thread, so a caller chaining .then() does not block here.
+            fut: torch.futures.Future[list[torch.Tensor]] = torch.futures.Future(devices=_devices(self._result) or None)
+
+            def complete() -> None:
+                try:
+                    self.wait()
+                except Exception as exc:  # noqa: BLE001 - handed to the future's waiter
+                    fut.set_exception(exc)
+                    return
+                fut.set_result(self._result)
+
+            threading.Thread(target=complete, daemon=True, name="neuron-pg-work").start()
+            return fut
+
+    _waiting_work = _WaitingWork
+    return _waiting_work
+
+
+def _stacked_as_rows(big: torch.Tensor, chunk: torch.Tensor, world: int) -> torch.Tensor:
+    """View a stacked ``(world, *chunk.shape)`` buffer as ``(world * chunk.shape[0], ...)``.
+
+    all_gather_into_tensor / reduce_scatter_tensor accept both layouts (NCCL does), but gloo
+    checks each of its chunks against the chunk's shape and rejects the stacked one.
+    """
+    stacked = (world, *chunk.shape)
+    if chunk.dim() > 0 and tuple(big.shape) == stacked and big.is_contiguous():
+        return big.view(world * chunk.shape[0], *chunk.shape[1:])
+    return big
 
 
 def _define_process_group() -> type:
@@ -220,14 +300,16 @@ def _define_process_group() -> type:
 
         def all_gather_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> Any:  # noqa: A002
             opts = opts if opts is not None else dist.AllgatherOptions()
-            return self._issue([self._gloo._allgather_base(_alias(output), _alias(input), opts)], [output])
+            out = _stacked_as_rows(_alias(output), input, self.size())
+            return self._issue([self._gloo._allgather_base(out, _alias(input), opts)], [output])
 
         _allgather_base = all_gather_single
 
         def all_gather_single_coalesced(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor],
                                         opts: Any = None) -> Any:
             opts = opts if opts is not None else dist.AllgatherOptions()
-            works = [self._gloo._allgather_base(_alias(o), _alias(i), opts) for o, i in zip(outputs, inputs, strict=True)]
+            works = [self._gloo._allgather_base(_stacked_as_rows(_alias(o), i, self.size()), _alias(i), opts)
+                     for o, i in zip(outputs, inputs, strict=True)]
             return self._issue(works, list(outputs))
 
         allgather_into_tensor_coalesced = all_gather_single_coalesced
@@ -248,14 +330,15 @@ def _define_process_group() -> type:
 
         def reduce_scatter_single(self, output: torch.Tensor, input: torch.Tensor, opts: Any = None) -> Any:  # noqa: A002
             opts = opts if opts is not None else dist.ReduceScatterOptions()
-            return self._issue([self._gloo._reduce_scatter_base(_alias(output), _alias(input), opts)], [output])
+            inp = _stacked_as_rows(_alias(input), output, self.size())
+            return self._issue([self._gloo._reduce_scatter_base(_alias(output), inp, opts)], [output])
 
         _reduce_scatter_base = reduce_scatter_single
 
         def reduce_scatter_single_coalesced(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor],
                                             opts: Any = None) -> Any:
             opts = opts if opts is not None else dist.ReduceScatterOptions()
-            works = [self._gloo._reduce_scatter_base(_alias(o), _alias(i), opts)
+            works = [self._gloo._reduce_scatter_base(_alias(o), _stacked_as_rows(_alias(i), o, self.size()), opts)
                      for o, i in zip(outputs, inputs, strict=True)]
             return self._issue(works, list(outputs))
 
@@ -273,9 +356,12 @@ def _define_process_group() -> type:
         alltoall_base = all_to_all_single
 
         def alltoall(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any = None) -> Any:
-            # Gloo has no list all-to-all: exchange one flat buffer with per-peer split sizes, then
-            # scatter the received buffer into the outputs (a copy, done once the exchange completes).
+            # Gloo's list all-to-all needs equal shapes, NCCL's does not: for uneven ones, exchange
+            # one flat buffer with per-peer split sizes, then copy the received parts into the
+            # outputs once the exchange completes.
             opts = opts if opts is not None else dist.AllToAllOptions()
+            if len({tuple(t.shape) for t in [*outputs, *inputs]}) == 1:
+                return self._issue([self._gloo.alltoall(_aliases(outputs), _aliases(inputs), opts)], list(outputs))
             flat_in = torch.cat([_alias(t).reshape(-1) for t in inputs])
             out_sizes = [t.numel() for t in outputs]
             flat_out = torch.empty(sum(out_sizes), dtype=flat_in.dtype)
