@@ -84,10 +84,11 @@ def activate(*, strict: bool | None = None) -> ModuleType:
             torch._register_device_module("neuron", _device_module)
             torch.utils.generate_methods_for_privateuse1_backend(
                 for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
-            from . import _compile, _rnn
+            from . import _compile, _printing, _rnn
 
             _compile.register()
             _rnn.install()
+            _printing.install()
             _ext = ext
             _module = _device_module
             if strict is None:

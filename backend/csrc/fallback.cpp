@@ -14,15 +14,50 @@ std::atomic<bool> g_strict{false};
 
 namespace {
 
-// A CPU TensorImpl over a neuron StorageImpl. TensorImpl's public constructors take the device
-// from the storage, which would make the alias a neuron tensor again; the subclass sets storage_
-// directly and keeps device CPU.
-struct CpuAliasImpl final : c10::TensorImpl {
-  CpuAliasImpl(const c10::Storage& s, caffe2::TypeMeta dt)
-      : c10::TensorImpl(c10::DispatchKeySet(c10::DispatchKey::CPU), dt, c10::Device(c10::kCPU)) {
-    storage_ = s;
+// The context of an alias storage's DataPtr: it keeps the neuron StorageImpl (and so its memory)
+// alive while CPU views of it exist, and lets results that are views be mapped back to it.
+struct AliasCtx {
+  c10::intrusive_ptr<c10::StorageImpl> target;
+};
+
+void delete_alias_ctx(void* ctx) { delete static_cast<AliasCtx*>(ctx); }
+
+// Allocator of alias storages: host memory, marked so that sync_back recognises a resized alias.
+struct AliasAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t n) override { return c10::GetAllocator(c10::kCPU)->allocate(n); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
   }
 };
+AliasAllocator g_alias_allocator;
+
+// The neuron StorageImpl a CPU storage aliases, or nullptr.
+c10::StorageImpl* alias_target(const c10::StorageImpl* s) {
+  if (s->data_ptr().get_deleter() != &delete_alias_ctx) return nullptr;
+  return static_cast<AliasCtx*>(s->data_ptr().get_context())->target.get();
+}
+
+// A CPU StorageImpl over a neuron storage's memory. Trap: sharing the neuron StorageImpl itself
+// would not do — a CPU kernel's internal views (as_strided, view) take their device from the
+// storage and would come out as neuron tensors mixed with CPU ones.
+c10::Storage alias_storage(const c10::Storage& neuron_storage) {
+  auto* impl = neuron_storage.unsafeGetStorageImpl();
+  auto* ctx = new AliasCtx{c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(impl)};
+  c10::DataPtr ptr(const_cast<void*>(impl->data()), ctx, &delete_alias_ctx, c10::Device(c10::kCPU));
+  // Resizable through the CPU allocator: a kernel resizing an out= alias gets fresh host memory,
+  // which sync_back then moves into the neuron storage (as a device resize would).
+  return c10::Storage(c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), impl->nbytes(),
+                                                            std::move(ptr), &g_alias_allocator, true));
+}
+
+at::Tensor neuron_tensor_on(c10::Storage storage, const at::Tensor& like) {
+  auto impl = c10::make_intrusive<c10::TensorImpl>(std::move(storage),
+                                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), like.dtype());
+  impl->set_sizes_and_strides(like.sizes(), like.strides(), like.storage_offset());
+  if (like.is_conj()) impl->_set_conj(true);
+  if (like.is_neg()) impl->_set_neg(true);
+  return at::Tensor(std::move(impl));
+}
 
 struct DeviceScope {
   c10::DeviceIndex prev;
@@ -255,7 +290,8 @@ void neuron_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::
 
 at::Tensor cpu_alias(const at::Tensor& t) {
   TORCH_CHECK(t.device().type() == kDev, "cpu_alias expects a neuron tensor, got ", t.device());
-  auto impl = c10::make_intrusive<CpuAliasImpl>(t.storage(), t.dtype());
+  auto impl = c10::make_intrusive<c10::TensorImpl>(alias_storage(t.storage()),
+                                                   c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
   impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
   if (t.is_conj()) impl->_set_conj(true);
   if (t.is_neg()) impl->_set_neg(true);
@@ -264,43 +300,43 @@ at::Tensor cpu_alias(const at::Tensor& t) {
 
 at::Tensor to_neuron_result(const at::Tensor& cpu_in, c10::DeviceIndex idx) {
   at::Tensor cpu = cpu_in;
+  if (auto* target = alias_target(cpu.storage().unsafeGetStorageImpl())) {
+    // A view of a neuron tensor (a CPU kernel returned a view of its input).
+    return neuron_tensor_on(c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(target)), cpu);
+  }
+  if (cpu.storage().device().type() == kDev) return neuron_tensor_on(cpu.storage(), cpu);
   if (cpu.scalar_type() == at::kDouble) {
     check_dtype(at::kDouble, "result");
     cpu = cpu.to(at::kFloat);
   }
   c10::Storage storage = cpu.storage();
-  if (storage.device().type() != kDev) {
-    // Adopt only memory nobody else sees: `storage` (local) + the tensor's own reference.
-    if (storage.use_count() != 2) {
-      cpu = cpu.clone();
-      storage = cpu.storage();
-    }
-    adopt_cpu_storage(storage.unsafeGetStorageImpl(), idx);
+  // Adopt only memory nobody else sees: `storage` (local) + the tensor's own reference.
+  if (storage.use_count() != 2) {
+    cpu = cpu.clone();
+    storage = cpu.storage();
   }
-  auto impl = c10::make_intrusive<c10::TensorImpl>(std::move(storage),
-                                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), cpu.dtype());
-  impl->set_sizes_and_strides(cpu.sizes(), cpu.strides(), cpu.storage_offset());
-  if (cpu.is_conj()) impl->_set_conj(true);
-  if (cpu.is_neg()) impl->_set_neg(true);
-  return at::Tensor(std::move(impl));
+  adopt_cpu_storage(storage.unsafeGetStorageImpl(), idx);
+  return neuron_tensor_on(std::move(storage), cpu);
 }
 
 void sync_back(const at::Tensor& neuron_t, const at::Tensor& alias) {
   auto* n = neuron_t.unsafeGetTensorImpl();
   auto* a = alias.unsafeGetTensorImpl();
-  if (a->storage().unsafeGetStorageImpl() != n->storage().unsafeGetStorageImpl()) {
-    c10::Storage s = a->storage();
-    if (s.device().type() != kDev) {
-      if (s.use_count() <= 2) {
-        adopt_cpu_storage(s.unsafeGetStorageImpl(), neuron_t.device().index());
-      } else {
-        at::Tensor copy = to_neuron_result(alias.clone(), neuron_t.device().index());
-        n->set_storage_keep_dtype(copy.storage());
-        n->set_sizes_and_strides(copy.sizes(), copy.strides(), copy.storage_offset());
-        return;
-      }
-    }
-    n->set_storage_keep_dtype(s);
+  c10::StorageImpl* as = a->storage().unsafeGetStorageImpl();
+  c10::StorageImpl* ns = n->storage().unsafeGetStorageImpl();
+  if (c10::StorageImpl* target = alias_target(as)) {
+    if (target != ns) n->set_storage_keep_dtype(c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(target)));
+  } else if (as->allocator() == &g_alias_allocator) {
+    // The kernel resized the alias (fresh host memory from the alias allocator): move the memory
+    // into the neuron storage in place, so every view of it sees the resize (as on a device).
+    size_t nbytes = as->nbytes();
+    adopt_cpu_storage(as, neuron_t.device().index());
+    ns->set_data_ptr_noswap(as->set_data_ptr(c10::DataPtr()));
+    ns->set_nbytes(nbytes);
+  } else {
+    // The kernel set_ the alias to another CPU storage: the neuron tensor gets device memory of its own.
+    at::Tensor moved = to_neuron_result(alias, neuron_t.device().index());
+    n->set_storage_keep_dtype(moved.storage());
   }
   if (n->sizes() != a->sizes() || n->strides() != a->strides() || n->storage_offset() != a->storage_offset()) {
     n->set_sizes_and_strides(a->sizes(), a->strides(), a->storage_offset());

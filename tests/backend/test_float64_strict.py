@@ -7,7 +7,7 @@ import warnings
 import pytest
 import torch
 
-from .conftest import run_python
+from neuron_testutil import run_python
 
 F64_CASES = {
     "factory": lambda: torch.zeros(3, dtype=torch.float64, device="neuron"),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import run_python
+from neuron_testutil import run_python
 
 ACTIVATE = """
     import cuda2neuron.backend as b

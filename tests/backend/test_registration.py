@@ -8,7 +8,7 @@ import torch
 import cuda2neuron.backend as backend
 from cuda2neuron.backend import NEURON_MODULE_API
 
-from .conftest import run_python
+from neuron_testutil import run_python
 
 CUDA_ONLY = ["get_device_capability", "mem_get_info", "ipc_collect", "nvtx", "CUDAGraph", "graph",
              "make_graphed_callables", "get_arch_list", "amp", "caching_allocator_alloc"]
