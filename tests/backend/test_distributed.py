@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from neuron_testutil import REPO
 
 
 
@@ -24,7 +25,7 @@ dist = pytest.importorskip("torch.distributed")
 from cuda2neuron.backend import BackendUnavailable  # noqa: E402
 from cuda2neuron.backend import distributed as neuron_dist  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
+
 FIXTURES = REPO / "tests" / "fixtures" / "ddp"
 TIMEOUT = 300  # seconds for a whole multi-process run; 2 shared cores make startup slow
 
