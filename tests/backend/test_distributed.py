@@ -98,7 +98,7 @@ def test_collective_matches_gloo_on_cpu(collective_reports: dict[int, dict[str, 
         assert any(v for v in collective_reports[1][name]["values"]), "the reference produced no values"
 
 
-def test_covers_the_collectives_ddp_and_fsdp_use() -> None:
+def test_covers_the_collectives_data_parallel_and_fsdp_use() -> None:
     needed = {"all_reduce_sum", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
               "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "barrier", "send_recv"}
     assert needed <= set(COLLECTIVE_NAMES)
@@ -182,6 +182,7 @@ def test_ddp_torchrun_under_emulate_matches_gloo_on_cpu() -> None:
     got_losses, got_devices = _losses(proc.stdout)
     print("gloo on CPU:", sorted(ref_losses.items()))
     print("neuron (emulated):", sorted(got_losses.items()))
+    assert got_losses, f"no losses printed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
     assert ref_devices == {"cpu"} and got_devices == {"neuron"}
     assert sorted(got_losses) == [(s, r) for s in range(3) for r in range(2)]
     for key, ref in ref_losses.items():
