@@ -39,22 +39,40 @@ def _script(tmp_path: Path, name: str, body: str) -> Path:
 
 # A ported script: it never imports cuda2neuron, it just uses the neuron device.
 PORTED = """
+    import os
     import sys
     import torch
 
     x = torch.arange(6, dtype=torch.float32).to("neuron")
     y = (x * 2).sum()
     print("DEVICE", y.device.type, torch.neuron.device_count(), float(y.cpu()))
-    print("IMPORTED", "cuda2neuron" in " ".join(sys.modules))
+    print("SITE", os.environ.get("SITE_MARK"))
 """
 
 
-def test_a_ported_script_runs_without_importing_cuda2neuron(tmp_path: Path) -> None:
-    proc = emulate(sys.executable, str(_script(tmp_path, "ported.py", PORTED)))
-    assert proc.returncode == 0, proc.stderr
-    device_line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("DEVICE"))
-    _, dev, count, value = device_line.split()
+@pytest.fixture(scope="module")
+def ported_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """PORTED under emulate, with a site's own sitecustomize on PYTHONPATH (one run, two checks)."""
+    tmp = tmp_path_factory.mktemp("ported")
+    site = tmp / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import os\nos.environ['SITE_MARK'] = 'chained'\n")
+    proc = emulate(sys.executable, str(_script(tmp, "ported.py", PORTED)), env=_clean_env(PYTHONPATH=str(site)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def _line(out: str, tag: str) -> list[str]:
+    return next(ln for ln in out.splitlines() if ln.startswith(tag + " ")).split()[1:]
+
+
+def test_a_ported_script_runs_without_importing_cuda2neuron(ported_run: subprocess.CompletedProcess[str]) -> None:
+    dev, count, value = _line(ported_run.stdout, "DEVICE")
     assert dev == "neuron" and int(count) >= 2 and float(value) == 30.0
+
+
+def test_an_existing_sitecustomize_still_runs(ported_run: subprocess.CompletedProcess[str]) -> None:
+    assert _line(ported_run.stdout, "SITE") == ["chained"]
 
 
 def test_without_emulate_the_same_script_has_no_neuron_device(tmp_path: Path) -> None:
@@ -64,53 +82,50 @@ def test_without_emulate_the_same_script_has_no_neuron_device(tmp_path: Path) ->
     assert "neuron" in proc.stderr
 
 
-SPAWN = """
+SPAWNER = """
     import multiprocessing as mp
     import torch
+    from torch.utils.data import DataLoader, Dataset
 
     def child(q):
         t = torch.ones(3, device="neuron") * 7
         q.put((t.device.type, t.sum().item()))
-
-    if __name__ == "__main__":
-        ctx = mp.get_context("spawn")
-        q = ctx.Queue()
-        p = ctx.Process(target=child, args=(q,))
-        p.start()
-        print("CHILD", *q.get(timeout=200))
-        p.join(timeout=200)
-        raise SystemExit(p.exitcode)
-"""
-
-DATALOADER = """
-    import torch
-    from torch.utils.data import DataLoader, Dataset
 
     class OnDevice(Dataset):
         def __len__(self):
             return 2
 
         def __getitem__(self, i):
-            # Runs in the worker: the device must exist there too.
-            return torch.tensor([float(i)], device="neuron").cpu() + torch.neuron.device_count()
+            # Runs in the worker process: the device must exist there too.
+            t = torch.tensor([float(i)], device="neuron")
+            return t.cpu() + 10 * (t.device.type == "neuron")
 
     if __name__ == "__main__":
+        ctx = mp.get_context("spawn")
+        q = ctx.Queue()
+        p = ctx.Process(target=child, args=(q,))
+        p.start()
+        print("PROCESS", *q.get(timeout=200), flush=True)
+        p.join(timeout=200)
         loader = DataLoader(OnDevice(), batch_size=2, num_workers=1, multiprocessing_context="spawn")
         (batch,) = list(loader)
-        print("CHILD", "neuron", batch.sum().item())
+        print("WORKER", batch.sum().item(), flush=True)
+        raise SystemExit(p.exitcode)
 """
 
 
-@pytest.mark.parametrize(("body", "expected"), [(SPAWN, "CHILD neuron 21.0"), (DATALOADER, None)],
-                         ids=["multiprocessing-spawn", "dataloader-spawn-worker"])
-def test_spawned_children_see_the_device(tmp_path: Path, body: str, expected: str | None) -> None:
-    proc = emulate(sys.executable, str(_script(tmp_path, "spawner.py", body)))
+@pytest.fixture(scope="module")
+def spawn_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    proc = emulate(sys.executable, str(_script(tmp_path_factory.mktemp("spawn"), "spawner.py", SPAWNER)))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("CHILD"))
-    if expected is not None:
-        assert line == expected
-    else:
-        assert line.split()[1] == "neuron" and float(line.split()[2]) >= 5.0  # 0+1 + 2*count, count >= 2
+    return proc
+
+
+@pytest.mark.parametrize(("tag", "expected"), [("PROCESS", ["neuron", "21.0"]), ("WORKER", ["21.0"])],
+                         ids=["multiprocessing-spawn-child", "dataloader-spawn-worker"])
+def test_spawned_children_see_the_device(spawn_run: subprocess.CompletedProcess[str], tag: str,
+                                         expected: list[str]) -> None:
+    assert _line(spawn_run.stdout, tag) == expected
 
 
 @pytest.mark.parametrize("code", [0, 3, 42], ids=["exit-0", "exit-3", "exit-42"])
@@ -123,17 +138,6 @@ def test_a_python_child_that_never_imports_torch_does_not_load_it() -> None:
     proc = emulate(sys.executable, "-c", "import sys, os; print(os.environ['CUDA2NEURON_EMULATE'], 'torch' in sys.modules)")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["1", "False"]
-
-
-def test_an_existing_sitecustomize_still_runs(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text("import os\nos.environ['SITE_MARK'] = 'chained'\n")
-    env = _clean_env(PYTHONPATH=str(site))
-    proc = emulate(sys.executable, "-c", "import os, torch; print(os.environ.get('SITE_MARK'), torch.neuron.device_count() > 0)",
-                   env=env)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["chained", "True"]
 
 
 def test_an_unknown_program_is_a_clear_error() -> None:
