@@ -49,18 +49,21 @@ def is_registered() -> bool:
     return _registered
 
 
-def register() -> None:
-    """Register the ``neuron`` process-group backend with ``torch.distributed`` (idempotent)."""
+def register() -> bool:
+    """Register the ``neuron`` process-group backend with ``torch.distributed`` (idempotent).
+
+    Returns False, registering nothing, when this torch build has no distributed package or no
+    gloo (then ``init_process_group("neuron")`` fails in torch as for any unknown backend); raises
+    :class:`BackendUnavailable` when another ``neuron`` backend is already registered.
+    """
     global _registered
     with _lock:
         if _registered:
-            return
+            return True
         import torch.distributed as dist
 
         if not dist.is_available() or not dist.is_gloo_available():
-            raise BackendUnavailable(
-                "the emulated 'neuron' process group runs on gloo, which this torch build lacks "
-                "(torch.distributed.is_gloo_available() is False)")
+            return False
         existing = dist.Backend._plugins.get(BACKEND_NAME.upper())
         if existing is not None and existing.creator_fn is not _create:
             raise BackendUnavailable(
@@ -69,6 +72,7 @@ def register() -> None:
         if existing is None:
             dist.Backend.register_backend(BACKEND_NAME, _create, devices=[BACKEND_NAME])
         _registered = True
+        return True
 
 
 def _create(store: dist.Store, rank: int, world_size: int, timeout: timedelta) -> dist.ProcessGroup:

@@ -107,13 +107,20 @@ def test_covers_the_collectives_data_parallel_and_fsdp_use() -> None:
 # -- in-process: registration and zero copy on a 1-rank group ------------------------------------
 
 def test_register_is_idempotent_and_maps_the_neuron_device() -> None:
-    neuron_dist.register()
-    neuron_dist.register()
+    assert neuron_dist.register() is True
+    assert neuron_dist.register() is True
     assert neuron_dist.is_registered()
     assert dist.Backend.NEURON == "neuron"
     assert dist.Backend.backend_capability["neuron"] == ["neuron"]
     assert dist.Backend.default_device_backend_map["neuron"] == "neuron"
     assert dist.Backend._plugins["NEURON"].creator_fn is neuron_dist._create
+
+
+def test_register_is_a_no_op_without_gloo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(neuron_dist, "_registered", False)
+    monkeypatch.setattr(dist, "is_gloo_available", lambda: False)
+    assert neuron_dist.register() is False
+    assert not neuron_dist.is_registered()
 
 
 def test_register_refuses_a_foreign_neuron_backend(monkeypatch: pytest.MonkeyPatch) -> None:
