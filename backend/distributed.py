@@ -238,6 +238,9 @@ def _define_process_group() -> type:
         def __init__(self, store: dist.Store, rank: int, world_size: int, timeout: timedelta) -> None:
             super().__init__(rank, world_size)
             self._gloo = dist.ProcessGroupGloo(store, rank, world_size, timeout=timeout)
+            # torch keeps a group's name in its backends: with none registered, `group_name`
+            # raises "ProcessGroup name not set" (DeviceMesh, hence FSDP2, reads it).
+            self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._gloo)
             self._coalesced: list[Any] | None = None
 
         def __repr__(self) -> str:

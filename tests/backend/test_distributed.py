@@ -164,18 +164,21 @@ def test_the_group_reports_its_backend_name(one_rank_group: Any) -> None:
     assert one_rank_group.size() == 1 and one_rank_group.rank() == 0
 
 
-# -- DDP: torchrun under `cuda2neuron emulate` against gloo on CPU ------------------------------
+# -- DDP and FSDP2: torchrun under `cuda2neuron emulate` against gloo on CPU ------------------------------
 
-_LOSS = re.compile(r"^LOSS (\d+) (\d+) (\S+) (\w+)$", re.M)
+_LOSS = re.compile(r"^LOSS (\w+) (\d+) (\d+) (\S+) (\w+)$", re.M)
 _SYNC = re.compile(r"^SYNC (\d+) (True|False) (\S+)$", re.M)
 
 
-def _losses(out: str) -> tuple[dict[tuple[int, int], float], set[str]]:
-    found = {(int(s), int(r)): float(v) for s, r, v, _ in _LOSS.findall(out)}
-    return found, {d for *_, d in _LOSS.findall(out)}
+def _losses(out: str) -> tuple[dict[tuple[str, int, int], float], set[str]]:
+    found = _LOSS.findall(out)
+    return {(w, int(s), int(r)): float(v) for w, s, r, v, _ in found}, {d for *_, d in found}
 
 
-def test_ddp_torchrun_under_emulate_matches_gloo_on_cpu() -> None:
+@pytest.fixture(scope="module")
+def training_runs() -> tuple[str, str]:
+    """stdout of train_ddp.py: gloo on CPU (ranks launched directly), then neuron under
+    `cuda2neuron emulate -- torchrun --nproc_per_node=2` (a ported script, no cuda2neuron import)."""
     script = FIXTURES / "train_ddp.py"
     reference = "".join(_launch_ranks(script, ["--backend", "gloo"], {}))
     cmd = [sys.executable, "-m", "cuda2neuron", "emulate", "--", sys.executable, "-m", "torch.distributed.run",
@@ -185,16 +188,28 @@ def test_ddp_torchrun_under_emulate_matches_gloo_on_cpu() -> None:
     env["OMP_NUM_THREADS"] = "1"
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, cwd=str(REPO), env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    ref_losses, ref_devices = _losses(reference)
-    got_losses, got_devices = _losses(proc.stdout)
-    print("gloo on CPU:", sorted(ref_losses.items()))
-    print("neuron (emulated):", sorted(got_losses.items()))
-    assert got_losses, f"no losses printed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    return reference, proc.stdout
+
+
+@pytest.mark.parametrize("wrapper", ["ddp", "fsdp"], ids=["DDP", "FSDP2-fully_shard"])
+def test_training_under_emulate_torchrun_matches_gloo_on_cpu(training_runs: tuple[str, str], wrapper: str) -> None:
+    reference, emulated = training_runs
+    ref_all, ref_devices = _losses(reference)
+    got_all, got_devices = _losses(emulated)
+    ref = {k: v for k, v in ref_all.items() if k[0] == wrapper}
+    got = {k: v for k, v in got_all.items() if k[0] == wrapper}
+    print(f"{wrapper} gloo on CPU:", sorted(ref.items()))
+    print(f"{wrapper} neuron (emulated):", sorted(got.items()))
+    assert got, f"no losses printed:\n{emulated[-2000:]}"
     assert ref_devices == {"cpu"} and got_devices == {"neuron"}
-    assert sorted(got_losses) == [(s, r) for s in range(3) for r in range(2)]
-    for key, ref in ref_losses.items():
-        assert got_losses[key] == pytest.approx(ref, rel=1e-6, abs=1e-7), key
-    syncs = _SYNC.findall(proc.stdout)
+    assert sorted(got) == [(wrapper, s, r) for s in range(3) for r in range(2)] == sorted(ref)
+    for key, value in ref.items():
+        assert got[key] == pytest.approx(value, rel=1e-6, abs=1e-7), key
+
+
+def test_ddp_ranks_end_in_sync_with_the_cpu_weights(training_runs: tuple[str, str]) -> None:
+    reference, emulated = training_runs
+    syncs = _SYNC.findall(emulated)
     assert len(syncs) == 2 and all(ok == "True" for _, ok, _ in syncs)
     ref_weights = {w for *_, w in _SYNC.findall(reference)}
     got_weights = {w for *_, w in syncs}
