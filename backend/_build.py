@@ -22,8 +22,9 @@ from types import ModuleType
 __all__ = ["BackendBuildError", "build", "cache_dir", "cached_library", "can_build"]
 
 _CSRC = Path(__file__).with_name("csrc")
-_SOURCES = ("allocator.cpp", "device.cpp", "fallback.cpp", "kernels.cpp", "autocast.cpp", "accounting.cpp",
-            "module.cpp")
+# Several translation units so ninja can use every core (each needs ~2 GB of compiler memory).
+_SOURCES = ("allocator.cpp", "device.cpp", "fallback.cpp", "kernels.cpp", "rnn.cpp", "autocast.cpp",
+            "accounting.cpp", "module.cpp")
 _HEADERS = ("neuron.h", "accounting.h")
 
 
@@ -167,7 +168,9 @@ def _compile(d: Path, *, verbose: bool) -> ModuleType:
         module = cpp_extension.load(
             name=_module_name(),
             sources=[str(_CSRC / s) for s in _SOURCES],
-            extra_cflags=["-O2", "-g0"],
+            # NDEBUG as in libtorch itself: inline debug-only asserts in torch headers (e.g.
+            # RecordFunction::inputs) would otherwise fire in the extension.
+            extra_cflags=["-O2", "-g0", "-DNDEBUG"],
             build_directory=str(build_dir),
             verbose=verbose,
         )

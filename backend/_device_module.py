@@ -180,12 +180,17 @@ class Stream(torch.Stream):
         return super().__new__(cls, device=torch.device("neuron", _index(device)), priority=priority, **kwargs)
 
 
-class Event(torch.Event):
-    """A neuron event; ``record`` takes the host time, so ``elapsed_time`` measures real time."""
+class Event:
+    """A neuron event; ``record`` takes the host time, so ``elapsed_time`` measures real time.
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> Event:
-        return super().__new__(cls, device=torch.device("neuron", current_device()), enable_timing=enable_timing,
-                               blocking=blocking, interprocess=interprocess)
+    Constructing one returns a ``torch.Event`` on the current neuron device: torch's event methods
+    (elapsed_time, wait, ...) accept only exact ``torch.Event`` objects, not subclasses.
+    """
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False,  # type: ignore[misc]
+                interprocess: bool = False) -> torch.Event:
+        return torch.Event(device=torch.device("neuron", current_device()), enable_timing=enable_timing,
+                           blocking=blocking, interprocess=interprocess)
 
 
 def current_stream(device: Any = None) -> torch.Stream:

@@ -375,3 +375,25 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 }
 
 }  // namespace neuron
+
+namespace neuron {
+namespace {
+
+// Structured ops reach PrivateUse1 through a generated composite that allocates the output on the
+// device and calls the out= variant. Running the CPU *functional* kernel through the fallback
+// instead is faster (one dispatch, no meta pass) and keeps the CPU semantics exactly: e.g.
+// mse_loss.out warns about resizing a 0-dim output, and sum(dtype=float64) would need a float64
+// output the device cannot store (the functional result is converted to float32 instead).
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  for (const char* name : {"add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "mm", "addmm", "bmm", "baddbmm",
+                           "mse_loss", "sum.dim_IntList", "mean.dim", "prod.dim_int", "cumsum", "cumprod",
+                           "linalg_vector_norm", "gelu", "gelu_backward", "tanh", "sigmoid", "exp",
+                           "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
+                           "threshold_backward", "addcmul", "addcdiv", "pow.Tensor_Scalar", "nll_loss_forward",
+                           "nll_loss_backward"}) {
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&neuron_fallback>());
+  }
+}
+
+}  // namespace
+}  // namespace neuron
