@@ -11,8 +11,8 @@ C++ callers (the DDP reducer's bucket all-reduce, ``_broadcast_coalesced``,
 ``_verify_params_across_processes``) reach these Python methods too.
 
 CPU tensors are accepted as well: torch's object collectives (``all_gather_object``,
-``broadcast_object_list``) and ``barrier`` pick the CPU for a group that reports no device types,
-which a Python process group does.
+``broadcast_object_list``) and ``barrier`` run on the CPU for this group, whose only c10d backend
+is its gloo instance, registered for the CPU (that registration also holds the group's name).
 
 TorchNeuron's rule, not enforced here: create no neuron tensor and call no
 ``torch.neuron.set_device`` before ``init_process_group("neuron")`` (the real backend asserts that

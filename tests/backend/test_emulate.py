@@ -140,6 +140,17 @@ def test_a_python_child_that_never_imports_torch_does_not_load_it() -> None:
     assert proc.stdout.split() == ["1", "False"]
 
 
+def test_the_emulate_parent_does_not_import_torch() -> None:
+    # The parent waits for the whole run: it must not hold a second torch in memory meanwhile.
+    probe = ("import sys\nfrom cuda2neuron.cli import main\n"
+             f"code = main(['emulate', '--', {sys.executable!r}, '-c', 'pass'])\n"
+             "print('CODE', code, 'TORCH', any(m == 'torch' or m.startswith('torch.') for m in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=TIMEOUT,
+                          env=_clean_env())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["CODE", "0", "TORCH", "False"]
+
+
 def test_an_unknown_program_is_a_clear_error() -> None:
     proc = emulate("no-such-program-c2n", "--flag")
     assert proc.returncode == _emulate.EXIT_NOT_FOUND
