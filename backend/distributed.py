@@ -127,8 +127,9 @@ def _work_done_with(works: Sequence[Any], result: list[torch.Tensor],
     """A Work that completes when all gloo ``works`` do, whose value is ``result`` (the neuron tensors).
 
     The trap: gloo's own future holds the CPU aliases, and the DDP reducer reads the bucket back
-    from the future's value; a future that holds neuron tensors must also be created with the neuron
-    devices, or torch rejects it ("Expected all data ptrs to be on a device of type cpu").
+    from the future's value, so handing gloo's work back would put CPU tensors where the caller
+    expects its neuron ones. The future is created with the neuron devices, as torch's device
+    futures are, so that waiting on it synchronises with those devices' current streams.
     """
     import torch
     from torch._C._distributed_c10d import _create_work_from_future
