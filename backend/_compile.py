@@ -8,6 +8,9 @@
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
+import sys
 from typing import Any
 
 __all__ = ["NeuronInductorUnsupported", "register"]
@@ -40,28 +43,63 @@ def _has_neuron_tensor(gm: Any, example_inputs: list[Any]) -> bool:
 
 
 def _guard_inductor() -> None:
-    import torch._inductor.compile_fx as compile_fx_module
+    # Guard torch.compile's inductor wrapper (defined in torch/__init__, already imported) rather
+    # than torch._inductor.compile_fx: importing inductor at activation would cost seconds.
+    import torch
 
-    original = compile_fx_module.compile_fx
+    wrapper = torch._TorchCompileInductorWrapper
+    original = wrapper.__call__
     if getattr(original, "_neuron_guard", False):
         return
 
-    def compile_fx(model_: Any, example_inputs_: list[Any], *args: Any, **kwargs: Any) -> Any:
-        if _has_neuron_tensor(model_, example_inputs_):
+    def __call__(self: Any, model_: Any, inputs_: list[Any], *args: Any, **kwargs: Any) -> Any:
+        if _has_neuron_tensor(model_, inputs_):
             raise NeuronInductorUnsupported(MESSAGE)
-        return original(model_, example_inputs_, *args, **kwargs)
+        return original(self, model_, inputs_, *args, **kwargs)
 
-    compile_fx._neuron_guard = True  # type: ignore[attr-defined]
-    compile_fx_module.compile_fx = compile_fx
+    __call__._neuron_guard = True  # type: ignore[attr-defined]
+    wrapper.__call__ = __call__  # type: ignore[method-assign]
+
+
+def _register_now(registry: Any) -> None:
+    if "neuron" not in registry._BACKENDS:
+        registry.register_backend(name="neuron")(_neuron_backend)
+
+
+class _RegisterWhenDynamoLoads(importlib.abc.MetaPathFinder):
+    """Registers the "neuron" dynamo backend when dynamo's registry is first imported.
+
+    Importing torch._dynamo at activation would cost seconds; torch.compile imports the registry
+    itself before looking the backend name up.
+    """
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != _REGISTRY:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_and_register(module: Any) -> None:
+            exec_module(module)
+            _register_now(module)
+
+        spec.loader.exec_module = exec_and_register  # type: ignore[method-assign]
+        return spec
+
+
+_REGISTRY = "torch._dynamo.backends.registry"
 
 
 def register() -> None:
     global _registered
     if _registered:
         return
-    from torch._dynamo.backends.registry import _BACKENDS, register_backend
-
-    if "neuron" not in _BACKENDS:
-        register_backend(name="neuron")(_neuron_backend)
+    if _REGISTRY in sys.modules:
+        _register_now(sys.modules[_REGISTRY])
+    else:
+        sys.meta_path.insert(0, _RegisterWhenDynamoLoads())
     _guard_inductor()
     _registered = True

@@ -156,6 +156,8 @@ void neuron_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::
   c10::SmallVector<std::pair<at::Tensor, at::Tensor>, 8> originals;
   auto alias_of = [&](const at::Tensor& t) -> at::Tensor {
     if (!t.defined() || t.device().type() != kDev) return t;
+    for (auto& p : originals)  // the same tensor twice (mm(a, a), out=self) gets the same alias
+      if (p.second.unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) return p.first;
     if (g_strict.load(std::memory_order_relaxed)) check_dtype(t.scalar_type(), op.schema().name().c_str());
     at::Tensor a = cpu_alias(t);
     originals.emplace_back(a, t);

@@ -167,9 +167,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   return {back(gi), back(gw), back(gb)};
 }
 
+// Dense CPU and dense neuron tensors can swap their TensorImpl contents (param.data = ...), as
+// CPU and CUDA can. Trap: c10's built-in answer leaves PrivateUse1 out, so nn.Module.to("neuron")
+// creates a new Parameter per module and silently unties tied weights (GPT's embedding/head).
+bool plain_dense(const at::Tensor& t) {
+  auto ks = t.key_set();
+  return ks.has(c10::DispatchKey::Dense) && !ks.has(c10::DispatchKey::Python) &&
+         !ks.has(c10::DispatchKey::Functionalize) && t.layout() == c10::kStrided &&
+         (ks.has_backend(c10::BackendComponent::CPUBit) || ks.has_backend(c10::BackendComponent::PrivateUse1Bit));
+}
+
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  if (plain_dense(self) && plain_dense(from)) return true;
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));
   m.impl("as_strided", TORCH_FN(as_strided));

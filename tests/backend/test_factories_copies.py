@@ -77,6 +77,18 @@ def test_module_to_moves_parameters_and_buffers():
     assert out.device.type == "neuron" and out.shape == (5, 4)
 
 
+@pytest.mark.parametrize("target", ["neuron", "neuron:1"])
+def test_module_to_keeps_tied_weights(target):
+    emb = torch.nn.Embedding(10, 4)
+    head = torch.nn.Linear(4, 10, bias=False)
+    head.weight = emb.weight
+    model = torch.nn.Sequential(emb, head).to(target)
+    assert model[1].weight is model[0].weight
+    assert model[0].weight.device == torch.device(target if ":" in target else "neuron:0")
+    model.to("cpu")
+    assert model[1].weight is model[0].weight and model[0].weight.device.type == "cpu"
+
+
 def test_item_and_tolist():
     d = torch.tensor([1.5, 2.5], device="neuron")
     assert d.sum().item() == 4.0

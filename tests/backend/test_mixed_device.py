@@ -35,6 +35,12 @@ KERNEL_CASES = {
     "set_.source_Tensor": lambda: _dev(3).set_(torch.randn(3)),
     "set_.source_Storage": lambda: _dev(3).set_(torch.randn(3).untyped_storage()),
     "set_.source_Storage_storage_offset": lambda: _dev(3).set_(torch.randn(3).untyped_storage(), 0, (3,), (1,)),
+    "_thnn_fused_lstm_cell": lambda: torch.ops.aten._thnn_fused_lstm_cell(_dev(2, 8), torch.randn(2, 8), _dev(2, 2)),
+    "_thnn_fused_lstm_cell_backward_impl": lambda: torch.ops.aten._thnn_fused_lstm_cell_backward_impl(
+        _dev(2, 2), None, _dev(2, 2), torch.randn(2, 2), _dev(2, 8), True),
+    "_thnn_fused_gru_cell": lambda: torch.ops.aten._thnn_fused_gru_cell(_dev(2, 6), _dev(2, 6), torch.randn(2, 2)),
+    "_thnn_fused_gru_cell_backward": lambda: torch.ops.aten._thnn_fused_gru_cell_backward(
+        torch.randn(2, 2), _dev(2, 10), True),
 }
 
 
