@@ -240,8 +240,11 @@ def _define_process_group() -> type:
             super().__init__(rank, world_size)
             self._gloo = dist.ProcessGroupGloo(store, rank, world_size, timeout=timeout)
             # torch keeps a group's name in its backends: with none registered, `group_name`
-            # raises "ProcessGroup name not set" (DeviceMesh, hence FSDP2, reads it).
-            self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._gloo)
+            # raises "ProcessGroup name not set" (DeviceMesh, hence FSDP2, reads it), and
+            # init_process_group(device_id=neuron:N) asks for the neuron device's backend. The
+            # collectives themselves never reach gloo directly: the methods below intercept them.
+            for device in ("cpu", BACKEND_NAME):
+                self._register_backend(torch.device(device), dist.ProcessGroup.BackendType.GLOO, self._gloo)
             self._coalesced: list[Any] | None = None
 
         def __repr__(self) -> str:
