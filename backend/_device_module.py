@@ -51,9 +51,7 @@ __all__ = [
     "set_stream",
     "stream",
     "synchronize",
-    "Stream",
 ]
-__all__ = sorted(set(__all__))
 
 _C: Any = None  # the C++ extension, bound by activate()
 
