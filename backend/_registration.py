@@ -86,9 +86,14 @@ def activate(*, strict: bool | None = None) -> ModuleType:
                 for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
             from . import _compile, _printing, _rnn
 
+            from .distributed import register as _register_process_group
+
             _compile.register()
             _rnn.install()
             _printing.install()
+            # init_process_group("neuron") must work after a plain activate(), not only under
+            # `cuda2neuron emulate`.
+            _register_process_group()
             _ext = ext
             _module = _device_module
             if strict is None:

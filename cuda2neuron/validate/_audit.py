@@ -3,9 +3,10 @@
 Counting starts at the first forward of the model (after the reference's weights are loaded):
 building a model and its data on the host is not a porting bug. Policy (docs/validate.md): an op
 that ran on the CPU from inside the source of one of the port's nn.Module classes (outside
-`__init__`) is model compute left on the host -> WARN; when the CPU share of all elements
-processed exceeds `residency_fail_share` -> FAIL. CPU work elsewhere (data loading, building
-inputs on the host before `.to("neuron")`) is listed but not judged. float64/complex ops -> WARN:
+`__init__`) is model compute left on the host -> WARN; when the CPU share of all elements processed exceeds
+`residency_fail_share` -> FAIL. Host-pipeline ops (views, pinning, collation, sampler draws) do
+not count towards that share: they run on the host with every accelerator. CPU work elsewhere is
+listed but not judged. float64/complex ops -> WARN:
 Trainium computes float64 in float32 and has no complex dtypes.
 """
 
@@ -17,6 +18,18 @@ from typing import Any
 from cuda2neuron.validate._model import CpuOpFinding, ResidencyAudit, Tolerances, Verdict
 
 __all__ = ["audit_from_report"]
+
+# Ops a data pipeline runs on the host whatever the device: indexing a dataset (views), the
+# DataLoader's collation and pinning, the sampler's random draws, scalar reads.
+_HOST_PIPELINE_OPS = frozenset(
+    f"aten::{op}"
+    for op in (
+        "select", "slice", "view", "as_strided", "set_", "alias", "unsqueeze", "squeeze", "expand",
+        "permute", "transpose", "t", "reshape", "_reshape_alias", "detach", "pin_memory",
+        "_pin_memory", "is_pinned", "item", "_local_scalar_dense", "random_", "randperm", "stack",
+        "empty", "empty_strided", "lift_fresh",
+    )
+)
 
 
 def _split(loc: str) -> tuple[str, int]:
@@ -52,8 +65,9 @@ def audit_from_report(report: dict[str, Any] | None, tree: str, class_ranges: li
     )
     reasons: list[str] = []
     verdict = Verdict.PASS
-    total_el = report["device_elements"] + report["cpu_elements"]
-    share = report["cpu_elements"] / total_el if total_el else 0.0
+    counted = sum(d.elements for d in details if d.op not in _HOST_PIPELINE_OPS)
+    total_el = report["device_elements"] + counted
+    share = counted / total_el if total_el else 0.0
     model_cpu = [d for d in details if any(_in_model_code(loc, tree, class_ranges) for loc in d.locations)]
     if model_cpu:
         verdict = Verdict.WARN

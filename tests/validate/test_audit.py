@@ -55,3 +55,20 @@ def test_shares():
 def test_unavailable_without_accounting():
     audit = audit_from_report(None, TREE, CLASSES, Tolerances(), "no emulator")
     assert not audit.available and audit.note == "no emulator"
+
+
+def test_host_pipeline_ops_do_not_count_towards_the_cpu_share():
+    from cuda2neuron.validate._audit import audit_from_report
+    from cuda2neuron.validate._model import Tolerances, Verdict
+
+    def report(op):
+        return {
+            "device_ops": 100, "cpu_ops": 300, "device_elements": 1000, "cpu_elements": 5000,
+            "float64_ops": 0, "complex_ops": 0,
+            "cpu_op_details": [{"op": op, "count": 300, "elements": 5000, "locations": ["data.py:29"]}],
+        }
+
+    # Indexing a dataset on the host is what every data pipeline does.
+    assert audit_from_report(report("aten::select"), "/proj", [], Tolerances()).verdict is Verdict.PASS
+    # The same amount of real compute on the host is a port that left work behind.
+    assert audit_from_report(report("aten::mm"), "/proj", [], Tolerances()).verdict is Verdict.FAIL
