@@ -36,7 +36,12 @@ def diff_text(result: FileResult) -> str:
 
 
 def print_diff(console: Console, result: FileResult) -> None:
-    for line in diff_text(result).splitlines():
+    text = diff_text(result)
+    if not console.is_terminal:
+        # Piped into a file or a patch tool: plain text, and no per-line styling cost.
+        console.file.write(text)
+        return
+    for line in text.splitlines():
         style = ""
         if line.startswith(("+++", "---")):
             style = "bold"
