@@ -19,7 +19,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import random
 import subprocess
 import sys
@@ -123,7 +122,6 @@ def main() -> int:
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(io.StringIO()):
                 code = cli_main(["migrate", "--diff", "--jobs", str(jobs), str(root)])
             dt = time.perf_counter() - t
-            changed = sink.getvalue().count("\n+++ ") + sink.getvalue().startswith("+++")
             print(
                 f"migrate --diff --jobs {jobs}: {dt:.2f} s (exit {code}), {len(all_files) / dt:.0f} files/s, "
                 f"{total_mb / dt:.2f} MB/s, {dt / parse_s:.2f}x parse time"

@@ -9,7 +9,7 @@ import click
 
 from cuda2neuron import __version__
 
-from ._common import EXIT_ERROR, err_console
+from ._common import err_console
 
 __all__ = ["cli", "entry", "main"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -153,6 +153,3 @@ def process_bytes(path: str, data: bytes, config: Config, fix: bool) -> FileResu
         return FileResult(path, FileStatus.SKIPPED, skip_reason="not a file kind cuda2neuron handles")
     return handler.process(path, data, config, fix)
 
-
-def findings_only(results: Sequence[FileResult]) -> list[Finding]:
-    return [f for r in results for f in r.findings]
