@@ -5,9 +5,17 @@ from __future__ import annotations
 import re
 
 from cuda2neuron.engine import Effort, Invalid, Safety, Valid
-from cuda2neuron.filekinds._shell import CODE, DQUOTE, ShellScript, is_gpu_count, unquote, word_end
+from cuda2neuron.filekinds._shell import (
+    CODE,
+    DQUOTE,
+    ShellScript,
+    is_gpu_count,
+    unquote,
+    word_end,
+)
 from cuda2neuron.filekinds._text import TextReport
 
+from ._dist_util import visible_cores as dist_visible_cores
 from ._files_util import TextRule
 
 __all__ = [
@@ -27,17 +35,17 @@ _CVD_USE_RE = re.compile(r"(?:\$\{?)?(?<![\w])CUDA_VISIBLE_DEVICES(?![\w=])")
 
 
 def visible_cores(value: str) -> tuple[str | None, str]:
-    """``"0,1,2"`` -> ``("0-2", "")``; ``(None, why)`` when there is no range form."""
-    parts = value.split(",")
+    """``"0,1,2"`` -> ``("0-2", "")``; ``(None, why)`` when there is no range form.
+
+    The conversion is the one the Python rule (CN405) uses; this adds the reason for scripts.
+    """
+    cores = dist_visible_cores(value)
+    if cores is not None:
+        return cores, ""
     if not value.strip():
         return None, "an empty value hides every GPU (a CPU-only run)"
-    if not all(p.strip().isdigit() for p in parts):
+    if not all(p.strip().isdigit() for p in value.split(",")):
         return None, "the value is not a list of device indices (GPU UUIDs and MIG names have no Neuron form)"
-    ints = [int(p) for p in parts]
-    if len(ints) == 1:
-        return str(ints[0]), ""
-    if all(b == a + 1 for a, b in zip(ints, ints[1:])):
-        return f"{ints[0]}-{ints[-1]}", ""
     return None, f"`{value}` is not a consecutive ascending list"
 
 
