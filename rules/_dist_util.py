@@ -11,9 +11,7 @@ Two questions come up in several CN4xx rules and are answered here once:
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -27,11 +25,9 @@ __all__ = [
     "EnvAccess",
     "EnvSite",
     "backend_expr",
-    "chain_above",
     "env_site",
     "env_keyword_site",
     "is_backend_named",
-    "report_at",
     "visible_cores",
 ]
 
@@ -93,28 +89,6 @@ def is_backend_named(node: cst.BaseExpression) -> bool:
     """True for names, attributes, calls and string-keyed lookups that say "backend"."""
     name = _name_of(node)
     return name is not None and "backend" in name.lower()
-
-
-def report_at(rule: Rule, chain: Sequence[cst.CSTNode], node: cst.CSTNode, message: str, **kwargs: object) -> None:
-    """``rule.report`` for a node other than the one being visited.
-
-    The engine records a report's ancestors from ``context.ancestors`` at report time and uses
-    them as the rebuild path and for the overlap test (outer fixes first). That is right for the
-    visited node; a report about one of its ancestors (``os.environ[K] = v`` reported from ``K``),
-    or one made later (a literal confirmed as a backend at the end of the module), must carry the
-    chain above *that* node, root first, or the engine would order and overlap it wrongly.
-    """
-    rule.report(node, message, **kwargs)  # type: ignore[arg-type]
-    rule.reports[-1] = dataclasses.replace(rule.reports[-1], ancestors=tuple(chain))
-
-
-def chain_above(rule: Rule, node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
-    """The current ancestors above ``node`` (which must be one of them), root first."""
-    ancestors = rule.context.ancestors
-    for i in range(len(ancestors) - 1, -1, -1):
-        if ancestors[i] is node:
-            return tuple(ancestors[:i])
-    return tuple(ancestors)
 
 
 # -- process-group backend values ---------------------------------------------------------------

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Invalid, Rule, Safety, Valid
 
-from ._dist_util import ACCELERATOR_BACKEND_EMITS, backend_expr, is_backend_named, report_at
+from ._dist_util import ACCELERATOR_BACKEND_EMITS, backend_expr, is_backend_named
 from ._util import arg_by_name
 
 __all__ = ["NcclBackend"]
@@ -260,14 +260,13 @@ class NcclBackend(Rule):
 
     def _report_literal(self, node: cst.SimpleString, plan: _Plan, chain: tuple[cst.CSTNode, ...]) -> None:
         if plan is None:
-            report_at(self, chain, node, _MESSAGE, guidance=_GUIDANCE)
+            self.report(node, _MESSAGE, ancestors=chain, guidance=_GUIDANCE)
             return
         replacement, imports = plan
-        report_at(
-            self,
-            chain,
+        self.report(
             node,
             _MESSAGE,
+            ancestors=chain,
             replacement=replacement,
             safety=Safety.SAFE,
             imports=imports,

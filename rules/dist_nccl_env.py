@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule
 
-from ._dist_util import env_site, report_at
+from ._dist_util import env_site
 
 __all__ = ["NcclEnvVar"]
 
@@ -82,11 +82,10 @@ class NcclEnvVar(Rule):
             self._report(node.keyword, node.keyword.value, (*self.context.ancestors, node))
 
     def _report(self, node: cst.CSTNode, key: str, chain: tuple[cst.CSTNode, ...] | None = None) -> None:
-        report_at(
-            self,
-            tuple(self.context.ancestors) if chain is None else chain,
+        self.report(
             node,
             f"`{key}` is an NCCL setting; it has no effect with the neuron process-group backend",
+            ancestors=tuple(self.context.ancestors) if chain is None else chain,
             guidance=_GUIDANCE,
             effort=Effort.LOW,
         )

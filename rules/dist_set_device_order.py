@@ -8,7 +8,6 @@ import libcst as cst
 
 from cuda2neuron.engine import Invalid, Rule, Safety
 
-from ._dist_util import report_at
 
 __all__ = ["SetDeviceBeforeInit"]
 
@@ -201,20 +200,19 @@ class SetDeviceBeforeInit(Rule):
             return
         common = chain[common_at]
         if isinstance(common, cst.SimpleStatementLine):
-            report_at(self, chain, set_device, _MESSAGE, guidance=_GUIDANCE)
+            self.report(set_device, _MESSAGE, ancestors=chain, guidance=_GUIDANCE)
             return
         if not isinstance(common, _BLOCKS):
             return  # different branches of an if/try: they do not both run in this order
         init_at = next(i for i, n in enumerate(init_chain) if n is common)
         fix = self._moved(common, chain[common_at + 1], init_chain[init_at + 1], set_device)
         if fix is None:
-            report_at(self, chain, set_device, _MESSAGE, guidance=_GUIDANCE)
+            self.report(set_device, _MESSAGE, ancestors=chain, guidance=_GUIDANCE)
             return
-        report_at(
-            self,
-            init_chain[:init_at],
+        self.report(
             common,
             _MESSAGE,
+            ancestors=init_chain[:init_at],
             replacement=fix,
             safety=Safety.SAFE,
             guidance=_GUIDANCE,

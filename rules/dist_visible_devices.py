@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._dist_util import EnvAccess, EnvSite, chain_above, env_keyword_site, env_site, report_at, visible_cores
+from ._dist_util import EnvAccess, EnvSite, env_keyword_site, env_site, visible_cores
 from ._util import make_string
 
 __all__ = ["CudaVisibleDevices"]
@@ -181,11 +181,10 @@ class CudaVisibleDevices(Rule):
             if literal is not None:
                 cores = visible_cores(literal)
                 if cores is None:
-                    report_at(
-                        self,
-                        chain_above(self, site.node),
+                    self.report(
                         site.node,
                         f"{_MESSAGE}, and {literal!r} is not one index or a consecutive range",
+                        ancestors=self.context.chain_above(site.node),
                         guidance=_HIDE_ALL_GUIDANCE if _hides_all(literal) else
                         f"{_RANGE_GUIDANCE} Pick a consecutive range, or start one process per core.",
                         effort=Effort.LOW,
@@ -204,11 +203,10 @@ class CudaVisibleDevices(Rule):
                 guidance = f"The value is split on commas here, which misreads a range. {_RANGE_GUIDANCE}"
         replacement = site.node.visit(_Swap(swaps))
         # site.node may be an ancestor of the visited key (the whole ``os.environ[K] = v``).
-        report_at(
-            self,
-            chain_above(self, site.node),
+        self.report(
             site.node,
             _MESSAGE,
+            ancestors=self.context.chain_above(site.node),
             replacement=replacement,  # type: ignore[arg-type]
             safety=safety,
             guidance=guidance,

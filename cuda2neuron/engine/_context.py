@@ -34,6 +34,14 @@ class RuleContext:
     def parent(self) -> cst.CSTNode | None:
         return self.ancestors[-1] if self.ancestors else None
 
+    def chain_above(self, node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+        """The chain above ``node``, root first: ``node`` is the node being visited or one of its
+        ancestors."""
+        for i in range(len(self.ancestors) - 1, -1, -1):
+            if self.ancestors[i] is node:
+                return tuple(self.ancestors[:i])
+        return tuple(self.ancestors)
+
     def qualname(self, node: cst.BaseExpression) -> str | None:
         """Fully qualified name of a dotted expression, resolved through imports in scope.
 

@@ -147,7 +147,16 @@ class Rule:
         imports: Sequence[tuple[str, str | None]] = (),
         unused_imports: Sequence[tuple[str, str | None]] = (),
         description: str = "",
+        ancestors: Sequence[cst.CSTNode] | None = None,
     ) -> None:
+        """Record a finding about ``node``.
+
+        ``ancestors`` (root first) is the chain above ``node``; it defaults to the chain above the
+        node being visited. A report about one of that node's ancestors (``os.environ[K] = v``
+        reported from ``K``: pass ``context.chain_above(stmt)``), or one made later (a literal
+        confirmed at the end of the module), must pass its own chain: the engine rebuilds along
+        it and orders overlapping fixes by it (outer first).
+        """
         if effort is None:
             effort = Effort.NONE if replacement is not None and safety is Safety.SAFE else Effort.LOW
         self.reports.append(
@@ -162,7 +171,7 @@ class Rule:
                 imports=tuple(imports),
                 unused_imports=tuple(unused_imports),
                 description=description,
-                ancestors=tuple(self.context.ancestors),
+                ancestors=tuple(self.context.ancestors if ancestors is None else ancestors),
             )
         )
 
