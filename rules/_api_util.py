@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ _ROW_KEYS = {
     "accelerator-keywords",
     "accelerator-positional",
     "accelerator-note",
+    "accelerator-no-device",
     "neuron-note",
 }
 
@@ -79,6 +81,9 @@ class ApiMove:
     accelerator_keywords: frozenset[str] = frozenset()
     accelerator_positional: bool = True
     accelerator_note: str = ""
+    # What the accelerator call stands for where no accelerator exists: "skip" (a call made for
+    # its effect) or a Python literal it returns instead; "" when it needs no guard.
+    accelerator_no_device: str = ""
     neuron_note: str = ""
 
     @property
@@ -131,6 +136,7 @@ def parse_moves(text: str) -> dict[str, ApiMove]:
             accelerator_keywords=frozenset(row.get("accelerator-keywords", ())),
             accelerator_positional=bool(row.get("accelerator-positional", True)),
             accelerator_note=row.get("accelerator-note", ""),
+            accelerator_no_device=_no_device_value(name, row.get("accelerator-no-device", "")),
             neuron_note=row.get("neuron-note", ""),
         )
         if not move.accelerator and not move.accelerator_note:
@@ -138,6 +144,18 @@ def parse_moves(text: str) -> dict[str, ApiMove]:
         for qualified in move.cuda_names:
             rows[qualified] = move
     return rows
+
+
+def _no_device_value(name: str, value: str) -> str:
+    if value in ("", "skip"):
+        return value
+    try:
+        ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        raise MoveTableError(
+            f"{MOVES_FILE}: [api.{name}] accelerator-no-device must be \"skip\" or a Python literal, not {value!r}"
+        ) from None
+    return value
 
 
 def accelerator_name_for(move: ApiMove, min_torch: tuple[int, int]) -> str | None:

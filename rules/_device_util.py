@@ -20,7 +20,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Rule, Safety
 
-from ._target import NEURON, Imports, device_type_expr
+from ._target import NEURON, Imports, compared_type_expr, device_type_expr
 from ._util import positional_args, string_value
 
 __all__ = [
@@ -110,7 +110,9 @@ class Use:
     user: cst.CSTNode
     # Ancestors above ``user`` (outermost first), for safety decisions on comparisons.
     above: tuple[cst.CSTNode, ...]
-    # A map_location dict *key* names where a checkpoint was saved, not where it goes.
+    # For a binding, the bound name; for a placement, "map_location" where torch.load restores
+    # storages to the device, "map-key" for a map_location dict *key* (where a checkpoint was
+    # saved, not where it goes), else "".
     what: str = ""
 
 
@@ -212,6 +214,8 @@ def _arg_use(rule: Rule, call: cst.Call, arg: cst.Arg, above: tuple[cst.CSTNode,
         return None
     if arg.keyword is not None:
         kw = arg.keyword.value
+        if kw == "map_location":
+            return Use(UseKind.PLACEMENT, call, above, what="map_location")
         if kw in _DEVICE_KEYWORDS or (kw.endswith("_device") and kw != "output_device"):
             return Use(UseKind.PLACEMENT, call, above)
         if kw == "device_type" and (qualified is None or not qualified.startswith("torch")):
@@ -229,7 +233,7 @@ def _arg_use(rule: Rule, call: cst.Call, arg: cst.Arg, above: tuple[cst.CSTNode,
     if qualified is None and isinstance(func, cst.Attribute) and func.attr.value == "to":
         return Use(UseKind.PLACEMENT, call, above) if index == 0 else None
     if qualified is not None and qualified in _DEVICE_PARAMS and _DEVICE_PARAMS[qualified][0] == index:
-        return Use(UseKind.PLACEMENT, call, above)
+        return Use(UseKind.PLACEMENT, call, above, what=_DEVICE_PARAMS[qualified][1])
     return None
 
 
@@ -262,7 +266,7 @@ def _dict_use(rule: Rule, element: cst.DictElement, child: cst.CSTNode, above: t
             )
             if is_map:
                 if child is element.value:
-                    return Use(UseKind.PLACEMENT, element, above)
+                    return Use(UseKind.PLACEMENT, element, above, what="map_location")
                 return Use(UseKind.PLACEMENT, element, above, what="map-key")
     return None
 
@@ -384,8 +388,11 @@ def _quote_of(token: str) -> tuple[str, str, str]:
     return prefix, quote, rest[len(quote) : -len(quote)]
 
 
-def retarget_string(rule: Rule, node: cst.SimpleString) -> tuple[cst.BaseExpression, Imports] | None:
-    """``"cuda..."`` → ``"neuron..."``, or the accelerator's type for ``--target accelerator``."""
+def retarget_string(
+    rule: Rule, node: cst.SimpleString, compared: bool = False
+) -> tuple[cst.BaseExpression, Imports] | None:
+    """``"cuda..."`` → ``"neuron..."``, or the accelerator's type for ``--target accelerator``
+    (``compared``: the form for a comparison, see ``compared_type_expr``)."""
     value = string_value(node)
     if value is None or not (value == _PREFIX or _DEVICE_RE.match(value)):
         return None
@@ -395,7 +402,10 @@ def retarget_string(rule: Rule, node: cst.SimpleString) -> tuple[cst.BaseExpress
         return None  # escapes in the literal: leave it alone rather than guess
     if rule.context.settings.target == NEURON:
         return node.with_changes(value=f"{prefix}{quote}neuron{body[4:]}{quote}"), ()
-    built = device_type_expr(rule)
+    q = '"' if quote in ('"', '"""') else "'"
+    other = "'" if q == '"' else '"'
+    # Inside the f-string built below for "cuda:1", the comparison form's literals take the other quote.
+    built = compared_type_expr(rule, other if rest else q) if compared else device_type_expr(rule)
     if built is None:
         return None
     type_expr, imports = built
@@ -404,7 +414,6 @@ def retarget_string(rule: Rule, node: cst.SimpleString) -> tuple[cst.BaseExpress
     # f"{acc.type}:1" — and "cuda:%d" % i / "cuda:{}".format(i) keep their shape: the f-string
     # is evaluated first and yields the old template (braces doubled so .format still sees them).
     text = rest.replace("{", "{{").replace("}", "}}")
-    q = '"' if quote in ('"', '"""') else "'"
     fstring = cst.FormattedString(
         parts=[cst.FormattedStringExpression(expression=type_expr), cst.FormattedStringText(text)],
         start=f"f{q}",
@@ -413,7 +422,9 @@ def retarget_string(rule: Rule, node: cst.SimpleString) -> tuple[cst.BaseExpress
     return fstring, imports
 
 
-def retarget_fstring(rule: Rule, node: cst.FormattedString) -> tuple[cst.BaseExpression, Imports] | None:
+def retarget_fstring(
+    rule: Rule, node: cst.FormattedString, compared: bool = False
+) -> tuple[cst.BaseExpression, Imports] | None:
     """``f"cuda:{rank}"`` → ``f"neuron:{rank}"`` (or the accelerator's type)."""
     parts = node.parts
     if not (
@@ -425,7 +436,8 @@ def retarget_fstring(rule: Rule, node: cst.FormattedString) -> tuple[cst.BaseExp
         return None
     if rule.context.settings.target == NEURON:
         return node.with_changes(parts=[cst.FormattedStringText("neuron:"), parts[1]]), ()
-    built = device_type_expr(rule)
+    inner_quote = "'" if '"' in node.start else '"'
+    built = compared_type_expr(rule, inner_quote) if compared else device_type_expr(rule)
     if built is None:
         return None
     type_expr, imports = built

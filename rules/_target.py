@@ -2,7 +2,10 @@
 
 * ``neuron``: literal strings, ``"neuron"`` / ``"neuron:1"`` / ``f"neuron:{rank}"``.
 * ``accelerator``: code that runs on CUDA and Trainium alike, built on
-  ``torch.accelerator.current_accelerator()`` (torch >= 2.6).
+  ``torch.accelerator.current_accelerator()`` (torch >= 2.6). It must also run where there is
+  no accelerator at all (a CPU-only CI): there the default device (the CPU) stands in for the
+  accelerator in device expressions, and calls that need a real accelerator (``synchronize``,
+  memory statistics) are guarded by ``torch.accelerator.is_available()`` (``guarded_call``).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Rule
 
-__all__ = ["Imports", "device_expr", "device_type_expr", "NEURON"]
+__all__ = ["NEURON", "Imports", "checked_for_accelerator", "checkpoint_device", "compared_type_expr", "device_expr", "device_type_expr", "guarded_call"]
 
 NEURON = "neuron"
 Imports = tuple[tuple[str, str | None], ...]
@@ -56,6 +59,32 @@ def device_type_expr(rule: Rule) -> tuple[cst.BaseExpression, Imports] | None:
     return cst.Attribute(value=expr, attr=cst.Name("type")), imports
 
 
+def compared_type_expr(rule: Rule, quote: str = '"') -> tuple[cst.BaseExpression, Imports] | None:
+    """The device type a comparison tests for (``x.device.type == <this>``).
+
+    On the accelerator target the CPU must not pass for the accelerator: code under
+    ``if x.device.type == "cuda":`` (``pin_memory()``, ``torch.cuda.*`` calls) fails on a machine
+    without one. So where there is none this is a string no device type equals, nor is part of
+    a device string (``in`` tests); ``quote`` is the quote its literals take (the other one
+    inside an f-string, for Python < 3.12).
+    """
+    if rule.context.settings.target == NEURON:
+        return cst.SimpleString(f"{quote}neuron{quote}"), ()
+    spelled = rule.spell("torch.accelerator.current_accelerator")
+    if spelled is None:
+        return None
+    func, imports = spelled
+    expr = cst.Call(
+        func=cst.Name("getattr"),
+        args=[
+            cst.Arg(cst.Call(func=func)),
+            cst.Arg(cst.SimpleString(f"{quote}type{quote}")),
+            cst.Arg(cst.SimpleString(f"{quote}no accelerator{quote}")),
+        ],
+    )
+    return expr, imports
+
+
 def device_expr(
     rule: Rule, index: cst.BaseExpression | None = None, quote_like: cst.BaseExpression | None = None
 ) -> tuple[cst.BaseExpression, Imports] | None:
@@ -91,3 +120,89 @@ def device_expr(
         cst.Call(func=dev_func, args=[cst.Arg(kind_expr), cst.Arg(index)]),
         tuple(dict.fromkeys(imports + more)),
     )
+
+
+def checkpoint_device(rule: Rule, built: tuple[cst.BaseExpression, Imports]) -> tuple[cst.BaseExpression, Imports]:
+    """A ``map_location`` device with an index (``"cuda:0"`` ported by ``device_expr``).
+
+    torch.load restores storages only to devices it knows by name: "cpu:0" is refused. On the
+    accelerator target, where there is no accelerator the port maps to "cpu" instead.
+    """
+    if rule.context.settings.target == NEURON:
+        return built
+    expr, imports = built
+    spelled = rule.spell("torch.accelerator.is_available")
+    if spelled is None:
+        return built
+    check, more = spelled
+    guarded = cst.IfExp(test=cst.Call(func=check), body=expr, orelse=cst.SimpleString('"cpu"'))
+    return guarded, tuple(dict.fromkeys(imports + more))
+
+
+# -- calls that need an accelerator -----------------------------------------------------------
+
+_AVAILABILITY_CHECKS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
+# Where a conditional expression reads as the whole value: no parentheses needed around it.
+_BARE_VALUE_PARENTS = (cst.Expr, cst.Assign, cst.AnnAssign, cst.Arg, cst.Return, cst.FormattedStringExpression)
+
+
+def _tests_availability(rule: Rule, test: cst.CSTNode) -> bool:
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call) and rule.qualname(node.func) in _AVAILABILITY_CHECKS:
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def checked_for_accelerator(rule: Rule, node: cst.CSTNode) -> bool:
+    """True if ``node`` only runs once ``is_available()`` said yes: it sits in the true branch of
+    an ``if`` / conditional expression, or right of an ``and``, whose test asks."""
+    chain = [*rule.context.ancestors, node]
+    for outer, inner in zip(chain, chain[1:]):
+        if isinstance(outer, (cst.If, cst.IfExp, cst.While)) and inner is outer.body and _tests_availability(rule, outer.test):
+            return True
+        if isinstance(outer, cst.BooleanOperation) and isinstance(outer.operator, cst.And) and inner is outer.right:
+            if _tests_availability(rule, outer.left):
+                return True
+    return False
+
+
+def guarded_call(
+    rule: Rule, call: cst.Call, moved: cst.Call, no_device: str
+) -> tuple[cst.CSTNode, cst.CSTNode, tuple[cst.CSTNode, ...], Imports] | None:
+    """``--target accelerator``: make ``moved`` (the port of ``call``) safe where no accelerator
+    exists, since torch.accelerator.* raises there and the port must run on a CPU-only machine.
+
+    ``no_device`` is what the call stands for without an accelerator: "skip" guards a call
+    statement with ``if torch.accelerator.is_available():``; otherwise the call becomes
+    ``(moved if torch.accelerator.is_available() else <no_device>)`` ("skip" -> None).
+    Returns (node to replace, replacement, that node's ancestors, imports); None when the call
+    is already behind an availability check or ``torch`` is shadowed.
+    """
+    if checked_for_accelerator(rule, call):
+        return None
+    spelled = rule.spell("torch.accelerator.is_available")
+    if spelled is None:
+        return None
+    check, imports = spelled
+    test = cst.Call(func=check)
+    ancestors = rule.context.chain_above(call)
+    parent = ancestors[-1] if ancestors else None
+    if no_device == "skip" and isinstance(parent, cst.Expr) and len(ancestors) >= 3:
+        line, block = ancestors[-2], ancestors[-3]
+        if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(block, (cst.IndentedBlock, cst.Module)):
+            inner = line.with_changes(leading_lines=[], body=[parent.with_changes(value=moved)])
+            guard = cst.If(test=test, body=cst.IndentedBlock(body=[inner]), leading_lines=line.leading_lines)
+            return line, guard, ancestors[:-2], imports
+    bare = isinstance(parent, _BARE_VALUE_PARENTS)
+    fallback = cst.parse_expression("None" if no_device == "skip" else no_device)
+    expr = cst.IfExp(
+        test=test,
+        body=moved,
+        orelse=fallback,
+        lpar=[] if bare else [cst.LeftParen()],
+        rpar=[] if bare else [cst.RightParen()],
+    )
+    return call, expr, ancestors, imports

@@ -7,6 +7,7 @@ import libcst as cst
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
 from ._api_util import aliased_members, ApiMove, accelerator_name_for, import_to_drop, is_reference, load_moves
+from ._target import guarded_call
 
 __all__ = ["CudaApiMove"]
 
@@ -48,7 +49,12 @@ class CudaApiMove(Rule):
     ``torch.accelerator.synchronize()``; ``torch.cuda.current_device()`` becomes
     ``torch.accelerator.current_device_index()`` (``current_device_idx()`` for 2.6), and
     ``torch.cuda.empty_cache()`` is reported until ``min-torch`` is 2.9
-    (``torch.accelerator.memory.empty_cache()``).
+    (``torch.accelerator.memory.empty_cache()``). The accelerator port must also run where there
+    is no accelerator, and ``torch.accelerator.*`` raises there: a call made for its effect
+    (``synchronize``, ``empty_cache``, ``set_device``, ...) is guarded by
+    ``if torch.accelerator.is_available():`` and a memory statistic reads 0 there, as CUDA's do
+    before CUDA is initialised (the ``accelerator-no-device`` column). Calls already behind an
+    ``is_available()`` check are left as they are.
 
     ## Fix safety
     Safe on the ``neuron`` target: ``torch.neuron.X`` has the signature of ``torch.cuda.X``
@@ -120,7 +126,23 @@ class CudaApiMove(Rule):
         ),
         Invalid(
             "import torch\ntorch.cuda.synchronize()\n",
-            "import torch\ntorch.accelerator.synchronize()\n",
+            "import torch\nif torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n",
+            target="accelerator",
+        ),
+        Invalid(
+            "import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
+            "import torch\nif torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n",
+            target="accelerator",
+        ),
+        Invalid(
+            "import torch\nmb = torch.cuda.max_memory_allocated() / 2**20\n",
+            "import torch\nmb = (torch.accelerator.memory.max_memory_allocated() if torch.accelerator.is_available() else 0) / 2**20\n",
+            target="accelerator",
+        ),
+        # Not a statement of its own: the guard is a conditional expression.
+        Invalid(
+            "import torch\nif flag: torch.cuda.synchronize()\n",
+            "import torch\nif flag: torch.accelerator.synchronize() if torch.accelerator.is_available() else None\n",
             target="accelerator",
         ),
         Invalid(
@@ -136,7 +158,7 @@ class CudaApiMove(Rule):
         ),
         Invalid(
             "import torch\ntorch.cuda.empty_cache()\n",
-            "import torch\ntorch.accelerator.memory.empty_cache()\n",
+            "import torch\nif torch.accelerator.is_available():\n    torch.accelerator.memory.empty_cache()\n",
             target="accelerator",
         ),
         # torch 2.8 has no torch.accelerator.memory: reported, not rewritten.
@@ -207,15 +229,25 @@ class CudaApiMove(Rule):
             self.report(node, message, guidance=f"Use `{target}` instead.")
             return
         expr, imports = spelled
+        at, replacement, ancestors, description = node, expr, None, f"use `{target}`"
+        call = self.context.parent
+        on_accelerator = self.context.settings.target != "neuron"
+        if on_accelerator and move.accelerator_no_device and isinstance(call, cst.Call) and call.func is node:
+            guarded = guarded_call(self, call, call.with_changes(func=expr), move.accelerator_no_device)
+            if guarded is not None:
+                at, replacement, ancestors, more = guarded
+                imports = tuple(dict.fromkeys((*imports, *more)))
+                description += " where an accelerator is available"
         self.report(
-            node,
+            at,
             f"{message}; {note}" if note else message,
-            replacement=expr,
+            replacement=replacement,
             safety=safety,
             imports=imports,
             unused_imports=import_to_drop(self, node),
             guidance=f"Use `{target}` instead." + (f" {note}" if note else ""),
-            description=f"use `{target}`",
+            description=description,
+            ancestors=ancestors,
         )
 
     def _argument_problem(self, node: cst.CSTNode, move: ApiMove) -> str:

@@ -126,7 +126,19 @@ class CudaDeviceComparison(Rule):
         ),
         Invalid(
             'import torch\npin = x.device.type == "cuda"\n',
-            "import torch\npin = x.device.type == (torch.accelerator.current_accelerator() or torch.get_default_device()).type\n",
+            'import torch\npin = x.device.type == getattr(torch.accelerator.current_accelerator(), "type", "no accelerator")\n',
+            target="accelerator",
+        ),
+        # The CPU of a machine without an accelerator must not pass the test: a string no
+        # device type equals or contains stands in for the accelerator's type there.
+        Invalid(
+            "import torch\nok = 'cuda' in device\n",
+            "import torch\nok = getattr(torch.accelerator.current_accelerator(), 'type', 'no accelerator') in device\n",
+            target="accelerator",
+        ),
+        Invalid(
+            'import torch\nsame = dev == f"cuda:{rank}"\n',
+            """import torch\nsame = dev == f"{getattr(torch.accelerator.current_accelerator(), 'type', 'no accelerator')}:{rank}"\n""",
             target="accelerator",
         ),
     )
@@ -134,20 +146,21 @@ class CudaDeviceComparison(Rule):
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "cuda" not in node.value:  # cheap test before any walking
             return
-        built = retarget_string(self, node)
-        if built is not None:
-            self._report(node, built)
+        self._check(node, retarget_string)
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         if not looks_like_cuda_fstring(node):
             return
-        built = retarget_fstring(self, node)
-        if built is not None:
-            self._report(node, built)
+        self._check(node, retarget_fstring)
 
-    def _report(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple]) -> None:
+    def _check(self, node: cst.BaseExpression, retarget) -> None:
         use = find_use(self, node)
         if use is None or use.kind is not UseKind.COMPARISON:
+            return
+        # A "cuda:" prefix parsed off a device string must match what its slice
+        # (spec[len("cuda:"):], not a comparison) becomes: both take the device form.
+        built = retarget(self, node, compared=not is_bare_prefix(node))
+        if built is None:
             return
         replacement, imports = built
         # Parsing a "cuda:" prefix off user input is string handling, not a CUDA code path; its

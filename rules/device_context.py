@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Invalid, Rule, Safety
 
-from ._target import NEURON
+from ._target import NEURON, checked_for_accelerator
 from ._util import arg_by_name
 
 __all__ = ["CudaDeviceContext"]
@@ -16,8 +16,9 @@ class CudaDeviceContext(Rule):
     """
     ## What it does
     Rewrites the ``torch.cuda.device(i)`` context manager to ``torch.neuron.device(i)``. With ``--target accelerator`` it becomes
-    ``torch.accelerator.device_index(i)`` when the oldest supported torch is 2.8 or newer and
-    the argument is an integer literal.
+    ``torch.accelerator.device_index(i if torch.accelerator.is_available() else None)`` when the
+    oldest supported torch is 2.8 or newer (``device_index(i)`` raises on a machine without an
+    accelerator; ``device_index(None)`` does nothing there).
 
     ## Why is this bad?
     ``torch.cuda.device`` initialises CUDA; on Trainium the device module is ``torch.neuron``,
@@ -68,14 +69,20 @@ class CudaDeviceContext(Rule):
         ),
         Invalid(
             "import torch\nwith torch.cuda.device(1):\n    pass\n",
-            "import torch\nwith torch.accelerator.device_index(1):\n    pass\n",
+            "import torch\nwith torch.accelerator.device_index(1 if torch.accelerator.is_available() else None):\n    pass\n",
             target="accelerator",
         ),
         Invalid(
             "import torch\nwith torch.cuda.device(d):\n    pass\n",
-            "import torch\nwith torch.accelerator.device_index(d):\n    pass\n",
+            "import torch\nwith torch.accelerator.device_index(d if torch.accelerator.is_available() else None):\n    pass\n",
             target="accelerator",
             unsafe=True,
+        ),
+        # Already behind an availability check: no second one.
+        Invalid(
+            "import torch\nif torch.cuda.is_available():\n    with torch.cuda.device(1):\n        pass\n",
+            "import torch\nif torch.cuda.is_available():\n    with torch.accelerator.device_index(1):\n        pass\n",
+            target="accelerator",
         ),
         Invalid(
             "import torch\nwith torch.cuda.device(1):\n    pass\n",
@@ -117,10 +124,19 @@ class CudaDeviceContext(Rule):
             self.report(node, message, guidance=f"use `{target}(...)`")
             return
         new_func, imports = spelled
+        replacement = node.with_changes(func=new_func)
+        if settings.target != NEURON and not checked_for_accelerator(self, node):
+            # device_index(i) raises where there is no accelerator; device_index(None) does nothing.
+            check = self.spell("torch.accelerator.is_available")
+            if check is not None:
+                index = cst.IfExp(test=cst.Call(func=check[0]), body=arg.value, orelse=cst.Name("None"))
+                replacement = replacement.with_changes(
+                    args=[a.with_changes(value=index) if a is arg else a for a in node.args]
+                )
         self.report(
             node,
             message,
-            replacement=node.with_changes(func=new_func),
+            replacement=replacement,
             safety=safety,
             imports=imports,
             unused_imports=unused,

@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety
 
 from ._device_util import Use, UseKind, comparison_safety
-from ._target import NEURON, device_type_expr
+from ._target import NEURON, compared_type_expr
 
 __all__ = ["IsCudaAttribute"]
 
@@ -30,7 +30,8 @@ class IsCudaAttribute(Rule):
     """
     ## What it does
     Rewrites ``x.is_cuda`` to ``x.is_neuron``. With ``--target accelerator`` it becomes
-    ``x.device.type == torch.accelerator.current_accelerator().type``.
+    ``x.device.type == getattr(torch.accelerator.current_accelerator(), "type", "no accelerator")``
+    (false on a machine without an accelerator, as ``is_cuda`` is there).
 
     ## Why is this bad?
     On Trainium ``is_cuda`` is always false, so every check built on it takes the CPU path.
@@ -92,7 +93,7 @@ class IsCudaAttribute(Rule):
         ),
         Invalid(
             "import torch\npin = batch.is_cuda\n",
-            "import torch\npin = (batch.device.type == (torch.accelerator.current_accelerator() or torch.get_default_device()).type)\n",
+            'import torch\npin = (batch.device.type == getattr(torch.accelerator.current_accelerator(), "type", "no accelerator"))\n',
             target="accelerator",
         ),
     )
@@ -109,7 +110,7 @@ class IsCudaAttribute(Rule):
             replacement: cst.BaseExpression = node.with_changes(attr=cst.Name("is_neuron"))
             imports: tuple = ()
         else:
-            built = device_type_expr(self)
+            built = compared_type_expr(self)
             if built is None:
                 self.report(node, "`.is_cuda` tests for a CUDA device", guidance="test `x.device.type` against the accelerator's type")
                 return

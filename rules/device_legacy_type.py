@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.engine import Invalid, Rule, Safety
 
 from ._device_util import reported_at
-from ._target import NEURON, device_expr, device_type_expr
+from ._target import NEURON, compared_type_expr, device_expr
 from ._util import positional_args
 
 __all__ = ["LegacyCudaTensorType"]
@@ -306,7 +306,7 @@ class LegacyCudaTensorType(Rule):
             if self.context.settings.target == NEURON:
                 on_device: cst.BaseExpression = cst.Attribute(value=subject, attr=cst.Name("is_neuron"))
             else:
-                built = device_type_expr(self)
+                built = compared_type_expr(self)
                 if built is None:
                     return None
                 on_device = cst.Comparison(

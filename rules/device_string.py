@@ -15,8 +15,14 @@ from ._device_util import (
     retarget_fstring,
     retarget_string,
 )
+from ._target import checkpoint_device
+from ._util import string_value
 
 __all__ = ["CudaDeviceString"]
+
+
+def _bare_device(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.SimpleString) and string_value(node) == "cuda"
 
 _GUIDANCE = 'write the target device instead ("neuron", "neuron:N", or torch.accelerator.current_accelerator())'
 
@@ -61,6 +67,8 @@ class CudaDeviceString(Rule):
     implementation selector (``impl="cuda"``), a ``--cuda`` flag, ``backend="cuda"`` of a
     non-torch call, log text — is not a device position and is never touched. Autocast and
     GradScaler device types belong to the AMP rules (CN3xx); comparisons to CN103.
+    On the accelerator target a ``map_location`` device with an index maps to ``"cpu"`` where no
+    accelerator exists (torch.load refuses "cpu:0").
     """
 
     code = "CN102"
@@ -160,6 +168,11 @@ class CudaDeviceString(Rule):
             target="accelerator",
         ),
         Invalid(
+            'import torch\nstate = torch.load(p, map_location="cuda:0")\n',
+            'import torch\nstate = torch.load(p, map_location=f"{(torch.accelerator.current_accelerator() or torch.get_default_device()).type}:0" if torch.accelerator.is_available() else "cpu")\n',
+            target="accelerator",
+        ),
+        Invalid(
             'import torch\nx.to("cuda:{}".format(i))\n',
             'import torch\nx.to(f"{(torch.accelerator.current_accelerator() or torch.get_default_device()).type}:{{}}".format(i))\n',
             target="accelerator",
@@ -220,6 +233,9 @@ class CudaDeviceString(Rule):
         if use.what == "map-key":
             self._twin_key(node, built, use)
             return
+        # Only a whole argument or dict value: `"cuda:%d" % rank` keeps its template shape.
+        if use.what == "map_location" and not _bare_device(node) and isinstance(self.context.parent, (cst.Arg, cst.DictElement)):
+            built = checkpoint_device(self, built)
         self._emit(node, built)
 
     def _twin_key(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple], use) -> None:

@@ -98,7 +98,17 @@ def test_accelerator_names_follow_min_torch(api, min_torch, expected):
         assert fixed == source
         assert "torch" in findings[0].message
     else:
-        assert fixed == f"import torch\n{expected}()\n"
+        assert fixed == f"import torch\n{_port_of_call_statement(load_moves()[f'torch.cuda.{api}'], expected)}"
+
+
+def _port_of_call_statement(move: ApiMove, name: str) -> str:
+    """``torch.cuda.X()`` as a statement, ported: guarded where the row says the call needs an
+    accelerator (``accelerator-no-device``)."""
+    if move.accelerator_no_device == "skip":
+        return f"if torch.accelerator.is_available():\n    {name}()\n"
+    if move.accelerator_no_device:
+        return f"{name}() if torch.accelerator.is_available() else {move.accelerator_no_device}\n"
+    return f"{name}()\n"
 
 
 def _resolve(qualified: str):
