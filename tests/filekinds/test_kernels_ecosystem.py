@@ -77,3 +77,14 @@ def test_quickcheck_style_is_not_jupyters():
     new = result.new_bytes or data
     assert "résumé".encode() in new and b"\\u00e9" not in new
     assert new.startswith(b'{\n  "nbformat": 4,')
+
+
+def test_cuda_source_reports_each_kernel_and_is_never_edited():
+    result = process_file(PROJECT / "csrc" / "fused_bias_act.cu", Config(), fix=True)
+    assert result.status is FileStatus.UNCHANGED
+    assert [f.message for f in result.findings] == [
+        "CUDA kernel `bias_act_fwd_kernel`",
+        "CUDA kernel `bias_act_bwd_kernel`",
+    ]
+    assert {(f.code, f.effort.value) for f in result.findings} == {("CN741", "high")}
+    assert all("NKI" in f.guidance for f in result.findings)
