@@ -26,7 +26,22 @@ def start() -> bool:
     acc = OpAccounting()
     acc.__enter__()
     _STATE["acc"] = acc
+    _restart()
     return True
+
+
+def _restart() -> None:
+    """(Re)start the backend's counter, treating validate's own frames like torch's: a CPU op
+    reached through one of validate's wrappers (`_host_api.py`) belongs to the user line that
+    called the wrapper, not to validate."""
+    import os
+
+    from cuda2neuron.backend._registration import extension
+    from cuda2neuron.backend.accounting import _skip_prefixes
+
+    ext = extension()
+    ext.accounting_stop()
+    ext.accounting_start([*_skip_prefixes(), os.path.dirname(os.path.abspath(__file__)) + os.sep])
 
 
 @contextlib.contextmanager
@@ -40,16 +55,14 @@ def paused() -> Iterator[None]:
             _STATE["depth"] -= 1
         return
     from cuda2neuron.backend._registration import extension
-    from cuda2neuron.backend.accounting import _skip_prefixes
 
-    ext = extension()
-    ext.accounting_stop()
+    extension().accounting_stop()
     _STATE["depth"] += 1
     try:
         yield
     finally:
         _STATE["depth"] -= 1
-        ext.accounting_start(_skip_prefixes())
+        _restart()
 
 
 def finish() -> Any | None:

@@ -8,6 +8,11 @@ that ran on the CPU from inside the source of one of the port's nn.Module classe
 not count towards that share: they run on the host with every accelerator. CPU work elsewhere is
 listed but not judged. float64/complex ops -> WARN:
 Trainium computes float64 in float32 and has no complex dtypes.
+
+API-mandated host work: on the lines where the port calls the packed-sequence API (collected at
+run time, `_host_api.py`), the host bookkeeping ops in `API_HOST_OPS` (sorting lengths, reading
+batch sizes) are reported as expected host work — PyTorch requires it on every device — and are
+neither a model-code WARN nor part of the CPU share. Real compute on such a line still counts.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 
 from cuda2neuron.validate._model import CpuOpFinding, ResidencyAudit, Tolerances, Verdict
 
-__all__ = ["audit_from_report"]
+__all__ = ["API_HOST_OPS", "audit_from_report"]
 
 # Ops a data pipeline runs on the host whatever the device: indexing a dataset (views), the
 # DataLoader's collation and pinning, the sampler's random draws, scalar reads.
@@ -28,6 +33,17 @@ _HOST_PIPELINE_OPS = frozenset(
         "permute", "transpose", "t", "reshape", "_reshape_alias", "detach", "pin_memory",
         "_pin_memory", "is_pinned", "item", "_local_scalar_dense", "random_", "randperm", "stack",
         "empty", "empty_strided", "lift_fresh",
+    )
+)
+
+
+# What the packed-sequence API does with its host lengths / batch sizes: sort them, copy them to
+# the host, read them one by one, index and slice them. Deliberately no arithmetic ops.
+API_HOST_OPS = frozenset(
+    f"aten::{op}"
+    for op in (
+        "sort", "argsort", "to", "_to_copy", "copy_", "item", "_local_scalar_dense", "select", "slice",
+        "index", "lift_fresh", "detach", "arange",
     )
 )
 
@@ -63,16 +79,35 @@ def audit_from_report(report: dict[str, Any] | None, tree: str, class_ranges: li
         CpuOpFinding(d["op"], int(d["count"]), int(d["elements"]), tuple(d["locations"]))
         for d in report.get("cpu_op_details", ())
     )
+    api_sites = {os.path.realpath(_split(s)[0]) + f":{_split(s)[1]}" for s in report.get("api_host_sites", ())}
+
+    def api_mandated(op: str, loc: str) -> bool:
+        path, line = _split(loc)
+        full = os.path.realpath(path if os.path.isabs(path) else os.path.join(tree, path))
+        return op in API_HOST_OPS and f"{full}:{line}" in api_sites
+
+    expected = [d for d in details if d.locations and all(api_mandated(d.op, loc) for loc in d.locations)]
     reasons: list[str] = []
     verdict = Verdict.PASS
-    counted = sum(d.elements for d in details if d.op not in _HOST_PIPELINE_OPS)
+    counted = sum(d.elements for d in details if d.op not in _HOST_PIPELINE_OPS and d not in expected)
     total_el = report["device_elements"] + counted
     share = counted / total_el if total_el else 0.0
-    model_cpu = [d for d in details if any(_in_model_code(loc, tree, class_ranges) for loc in d.locations)]
+    model_locs = {
+        d: sorted(loc for loc in d.locations if _in_model_code(loc, tree, class_ranges) and not api_mandated(d.op, loc))
+        for d in details
+    }
+    model_cpu = [d for d in details if model_locs[d]]
     if model_cpu:
         verdict = Verdict.WARN
-        where = ", ".join(sorted({loc for d in model_cpu for loc in d.locations if _in_model_code(loc, tree, class_ranges)})[:5])
+        where = ", ".join(sorted({loc for d in model_cpu for loc in model_locs[d]})[:5])
         reasons.append(f"{sum(d.count for d in model_cpu)} op(s) inside model code ran on the CPU ({where})")
+    expected_work: list[str] = []
+    api_used = sorted({loc for d in details for loc in d.locations if api_mandated(d.op, loc)})
+    if api_used:
+        ops = sorted({d.op.removeprefix("aten::") for d in details if any(api_mandated(d.op, loc) for loc in d.locations)})
+        expected_work.append(
+            f"packed-sequence API: host bookkeeping of lengths / batch sizes ({', '.join(ops)}) at "
+            f"{', '.join(api_used[:5])} — PyTorch requires it on the host on every device")
     if share > tol.residency_fail_share:
         verdict = Verdict.FAIL
         reasons.append(f"{share:.1%} of all elements were processed on the CPU (limit {tol.residency_fail_share:.0%})")
@@ -84,5 +119,5 @@ def audit_from_report(report: dict[str, Any] | None, tree: str, class_ranges: li
         reasons.append(f"{report['complex_ops']} complex op(s): complex dtypes are unsupported on Trainium")
     return ResidencyAudit(
         True, note, report["device_ops"], report["cpu_ops"], report["device_elements"], report["cpu_elements"],
-        report["float64_ops"], report["complex_ops"], details, verdict, tuple(reasons),
+        report["float64_ops"], report["complex_ops"], details, verdict, tuple(reasons), tuple(expected_work),
     )

@@ -102,6 +102,8 @@ def to_markdown(result: ValidationResult) -> str:
             out.append(f"- float64 ops: {a.float64_ops}, complex ops: {a.complex_ops}")
             for r in a.reasons:
                 out.append(f"- finding: {r}")
+            for r in a.expected_host_work:
+                out.append(f"- expected host work: {r}")
             if a.cpu_op_details:
                 out += ["", "| CPU op | count | elements | where |", "|---|---|---|---|"]
                 for op in a.cpu_op_details[:_MAX_ROWS]:
@@ -168,6 +170,8 @@ def to_rich(result: ValidationResult) -> list[Any]:
                      f"float64 ops {a.float64_ops}, complex ops {a.complex_ops}\n")
             for r in a.reasons:
                 t.append(f"  {r}\n")
+            for r in a.expected_host_work:
+                t.append(f"  expected host work: {r}\n", style="dim")
             for op in a.cpu_op_details[:10]:
                 t.append(f"  CPU {op.op} x{op.count} ({op.elements} el) at {', '.join(op.locations[:3])}\n", style="dim")
             parts.append(t)

@@ -237,6 +237,12 @@ def main(argv: list[str] | None = None) -> int:
                             stop_after_steps=cfg["mode"] == "script",
                             on_first_root=_accounting.start if accounting else None)
         recorder.install()
+        sites = None
+        if accounting:
+            from cuda2neuron.validate._host_api import SiteCollector
+
+            sites = SiteCollector()
+            sites.install()
         try:
             if cfg["mode"] == "entry":
                 _run_entry(cfg, recorder)
@@ -245,8 +251,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             report = _accounting.finish()
             recorder.uninstall()
+            if sites is not None:
+                sites.uninstall()
         if report is not None:
-            emit({"type": "audit", "report": _report_dict(report)})
+            emit({"type": "audit", "report": _report_dict(report, sites.sites if sites is not None else ())})
         emit({"type": "done", "seconds": time.perf_counter() - t0, "records": recorder.records})
         return 0
     except _EntryError as exc:
@@ -263,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             pass
 
 
-def _report_dict(report: Any) -> dict[str, Any]:
+def _report_dict(report: Any, api_sites: Any = ()) -> dict[str, Any]:
     details = []
     for op in getattr(report, "cpu_op_details", ()):
         details.append({"op": op.op, "count": op.count, "elements": op.elements, "locations": tuple(op.locations)})
@@ -275,6 +283,7 @@ def _report_dict(report: Any) -> dict[str, Any]:
         "float64_ops": report.float64_ops,
         "complex_ops": report.complex_ops,
         "cpu_op_details": details,
+        "api_host_sites": sorted(api_sites),
     }
 
 

@@ -2,17 +2,23 @@
 does not make yet (each taken from the project's EXPECTED.md).
 
 The complement is tolerant: a row whose `old` text is gone (because a rule now makes that edit)
-is skipped, so the table shrinks to nothing as the catalog grows — `test_fixture_projects.py`
-reports how many rows were still needed.
+is skipped, so the table shrinks to nothing as the catalog grows. Every row still applied must
+sit on a line migrate reported (`PortResult.silent`, asserted by `test_fixture_projects.py`), so
+the complement only finishes manual actions and can never hide a silent miss. Still needed at the
+time of writing: 2 rows, both lstm_tagger's legacy `.type(FloatTensor/LongTensor)` (CN106, manual).
 """
 
 from __future__ import annotations
 
+import difflib
+import json
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from cuda2neuron.cli import main as cli_main
 
-__all__ = ["COMPLEMENT", "migrate_fixture"]
+__all__ = ["COMPLEMENT", "PortResult", "migrate_fixture"]
 
 _AC16 = 'torch.autocast("neuron", dtype=torch.bfloat16'
 COMPLEMENT: dict[str, tuple[tuple[str, str, str], ...]] = {
@@ -73,15 +79,49 @@ COMPLEMENT: dict[str, tuple[tuple[str, str, str], ...]] = {
 }
 
 
-def migrate_fixture(src: Path, dst: Path, project: str) -> int:
-    """Write the port of `src` to `dst`; returns how many complement rows were still needed."""
-    rc = cli_main(["migrate", str(src), "--out", str(dst), "-q"])
+@dataclass(frozen=True)
+class PortResult:
+    needed: tuple[tuple[str, str], ...]  # (file, old) of the complement rows still applied
+    silent: tuple[tuple[str, str], ...]  # those of them on a line where migrate reported nothing
+
+
+def migrate_fixture(src: Path, dst: Path, project: str) -> PortResult:
+    """Write the port of `src` to `dst` and apply the complement rows still needed.
+
+    Every needed row must sit on a line where migrate reported a finding (a manual action or
+    an edit): otherwise the complement hides a silent miss of the catalog — returned in
+    `silent` for the caller to assert on.
+    """
+    report = dst.parent / f"{dst.name}.migrate.json"
+    rc = cli_main(["migrate", str(src), "--out", str(dst), "-q", "--report", str(report)])
     assert rc == 0, f"migrate failed on {src} (exit {rc})"
-    needed = 0
+    data = json.loads(report.read_text())
+    reported: dict[str, set[int]] = {}
+    for f in data["manual_actions"] + data["edits"]:
+        rel = os.path.relpath(f["path"], src)
+        reported.setdefault(rel, set()).update(range(f["line"], f.get("end_line", f["line"]) + 1))
+    needed: list[tuple[str, str]] = []
+    silent: list[tuple[str, str]] = []
     for rel, old, new in COMPLEMENT.get(project, ()):
         path = dst / rel
         text = path.read_text()
         if old in text:
+            lines = _original_lines(src / rel, text, old)
             path.write_text(text.replace(old, new))
-            needed += 1
-    return needed
+            needed.append((rel, old))
+            if not lines & reported.get(rel, set()):
+                silent.append((rel, old))
+    return PortResult(tuple(needed), tuple(silent))
+
+
+def _original_lines(original: Path, port_text: str, old: str) -> set[int]:
+    """Lines of the original file (1-based) that the port's `old` text came from."""
+    start = port_text[: port_text.index(old)].count("\n")
+    port_span = range(start, start + old.count("\n") + 1)
+    orig = original.read_text().splitlines()
+    out: set[int] = set()
+    matcher = difflib.SequenceMatcher(None, orig, port_text.splitlines(), autojunk=False)
+    for _tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if j1 < port_span.stop and port_span.start < max(j2, j1 + 1):
+            out.update(range(i1 + 1, max(i2, i1 + 1) + 1))
+    return out

@@ -72,3 +72,30 @@ def test_host_pipeline_ops_do_not_count_towards_the_cpu_share():
     assert audit_from_report(report("aten::select"), "/proj", [], Tolerances()).verdict is Verdict.PASS
     # The same amount of real compute on the host is a port that left work behind.
     assert audit_from_report(report("aten::mm"), "/proj", [], Tolerances()).verdict is Verdict.FAIL
+
+
+# The port called the packed-sequence API on model.py:20 (collected at run time by _host_api.py).
+API_SITE = ["/proj/model.py:20"]
+API_CASES = [
+    # pack_padded_sequence sorts host lengths and the packed RNN reads batch sizes: on CUDA too.
+    ("bookkeeping-at-api-site-is-expected", [("aten::sort", 3, 12, ["/proj/model.py:20"]),
+                                             ("aten::item", 6, 6, ["/proj/model.py:20"])], API_SITE, Verdict.PASS),
+    # The same ops on a model line that is not an API call: model work left on the host.
+    ("bookkeeping-elsewhere-in-model-warns", [("aten::sort", 3, 12, ["/proj/model.py:22"])], API_SITE, Verdict.WARN),
+    # Real compute on the API line (the RNN itself ran on the CPU) is never excused.
+    ("compute-at-api-site-warns", [("aten::lstm", 1, 4096, ["/proj/model.py:20"])], API_SITE, Verdict.WARN),
+    # Without the run-time sites (an older worker, another device) nothing is excused.
+    ("no-sites-no-excuse", [("aten::sort", 3, 12, ["/proj/model.py:20"])], [], Verdict.WARN),
+]
+
+
+@pytest.mark.parametrize(("ops", "sites", "expected"), [c[1:] for c in API_CASES], ids=[c[0] for c in API_CASES])
+def test_api_mandated_host_work(ops, sites, expected):
+    rep = {**report(list(ops), cpu_el=sum(e for _, _, e, _ in ops)), "api_host_sites": sites}
+    audit = audit_from_report(rep, TREE, CLASSES, Tolerances().with_overrides(residency_fail_share=1.0))
+    assert audit.verdict is expected, audit.reasons
+    # Excused or not, the host work is always reported.
+    assert len(audit.cpu_op_details) == len(ops)
+    if expected is Verdict.PASS:
+        assert audit.expected_host_work and "model.py:20" in audit.expected_host_work[0]
+        assert not audit.reasons

@@ -1,9 +1,12 @@
 """migrate -> validate on every runnable fixture project, in both modes, plus seeded defects
-in the fixtures' ports. (`not_device_strings` and `kernels_ecosystem` have no training entry:
-they are libraries / kernel collections, exercised by the engine's tests.)"""
+in the fixtures' ports. (`not_device_strings` has no model to run: it is a library of strings
+that merely look like devices, exercised by the engine's tests. `kernels_ecosystem` runs its
+pure-PyTorch fallbacks: Triton, apex and flash-attn are absent here, and its CUDA extension is
+never built.)"""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from pathlib import Path
 
@@ -17,9 +20,16 @@ SOURCES = {
     "cnn_cuda": REPO / "examples" / "cnn_cuda",
     "gpt_trainer": REPO / "tests" / "fixtures" / "projects" / "gpt_trainer",
     "lstm_tagger": REPO / "tests" / "fixtures" / "projects" / "lstm_tagger",
+    "kernels_ecosystem": REPO / "tests" / "fixtures" / "projects" / "kernels_ecosystem",
 }
 ENTRY = {"mode": "entry", "entry": "validate_entry:build"}
 SCRIPT = {"mode": "script", "script": "train.py", "args": ("--steps", "3")}
+# The tagger's gradients include entries near Adam's eps (1e-8), where one update step amplifies
+# rounding differences about lr/eps = 1e6-fold: the emulator's LSTM cell (another summation order
+# than the CPU kernel, as cuDNN or Trainium would have) then lands 1.4e-4 from the golden where the
+# CPU reference, sharing the golden's algorithm, lands 6e-6 — a WARN without any port defect.
+# A smaller learning rate keeps that amplification inside the float32 floor (see docs/validate.md).
+SCRIPT_ARGS = {"lstm_tagger": ("--steps", "3", "--lr", "0.001")}
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +39,10 @@ def ports(tmp_path_factory) -> dict[str, Path]:
 
 
 def _port(src: Path, dst: Path, name: str) -> Path:
-    migrate_fixture(src, dst, name)
+    result = migrate_fixture(src, dst, name)
+    # A hand edit may only complete what migrate reported (a manual action such as CN106's
+    # legacy tensor types); one on a line migrate said nothing about would hide a catalog miss.
+    assert not result.silent, f"{name}: complement rows on lines migrate did not report: {result.silent}"
     return dst
 
 
@@ -38,15 +51,17 @@ CASES = [(name, mode) for name in SOURCES for mode in ("entry", "script")]
 
 @pytest.mark.parametrize(("name", "mode"), CASES, ids=[f"{n}-{m}" for n, m in CASES])
 def test_correct_port_passes(ports, name, mode):
-    kw = ENTRY if mode == "entry" else SCRIPT
+    if name == "kernels_ecosystem" and any(importlib.util.find_spec(m) for m in ("triton", "apex", "flash_attn")):
+        pytest.skip("the CUDA-on-CPU reference must take the pure-PyTorch fallbacks: a GPU kernel package is installed")
+    kw = ENTRY if mode == "entry" else {**SCRIPT, "args": SCRIPT_ARGS.get(name, SCRIPT["args"])}
     r = run_validation(ValidateRequest(original=SOURCES[name], port=ports[name], port_device=PORT_DEVICE, **kw))
     xfail_on_emulator_gap(r)
-    if name == "lstm_tagger" and r.audit is not None and any("inside model code" in x for x in r.audit.reasons):
-        # pack_padded_sequence keeps lengths and batch sizes on the host, so the packed LSTM does
-        # host-side work inside the model: the audit reports it (WARN), which is the honest answer.
-        pytest.xfail("packed-sequence LSTM does host work inside the model (audit WARN)")
     assert_correct_port(r)
     assert r.golden_used and len(r.comparisons) > 20
+    if name == "lstm_tagger" and PORT_DEVICE == "neuron":
+        # pack_padded_sequence keeps lengths and batch sizes on the host on every device: the
+        # audit reports that work as expected host work, not as model code left on the CPU.
+        assert any("packed-sequence API" in w for w in r.audit.expected_host_work), r.audit
 
 
 @pytest.mark.parametrize("name", ["cnn_cuda", "gpt_trainer"])

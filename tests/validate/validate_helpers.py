@@ -33,8 +33,13 @@ def port_device() -> str:
         return "cpu"
     # The emulator must really train a layer (it is built on first use, in a subprocess so this
     # test process stays free of the PrivateUse1 registration).
-    probe = ("import torch, cuda2neuron.backend as b; b.activate(); m = torch.nn.Linear(4, 2).to('neuron');"
-             "m(torch.randn(3, 4, device='neuron')).sum().backward(); print('ok')")
+    # Trap: with torch 2.13 a process that ran backward on a device with its own autograd thread
+    # may abort at exit ("terminate called without an active exception", pytorch/pytorch#180701:
+    # the device thread can drop the last reference to the context `_engine_run_backward` stashes
+    # in TLS while the interpreter finalises). Judging the probe by its exit status made
+    # PORT_DEVICE flip between "neuron" and "cpu" run to run; it leaves through os._exit instead.
+    probe = ("import os, torch, cuda2neuron.backend as b; b.activate(); m = torch.nn.Linear(4, 2).to('neuron');"
+             "m(torch.randn(3, 4, device='neuron')).sum().backward(); print('ok', flush=True); os._exit(0)")
     try:
         proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:
