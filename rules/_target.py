@@ -14,7 +14,16 @@ import libcst as cst
 
 from cuda2neuron.engine import Rule
 
-__all__ = ["NEURON", "Imports", "checked_for_accelerator", "checkpoint_device", "compared_type_expr", "device_expr", "device_type_expr", "guarded_call"]
+__all__ = [
+    "NEURON",
+    "Imports",
+    "checked_for_accelerator",
+    "checkpoint_device",
+    "compared_type_expr",
+    "device_expr",
+    "device_type_expr",
+    "guarded_call",
+]
 
 NEURON = "neuron"
 Imports = tuple[tuple[str, str | None], ...]
@@ -161,9 +170,10 @@ def checked_for_accelerator(rule: Rule, node: cst.CSTNode) -> bool:
     an ``if`` / conditional expression, or right of an ``and``, whose test asks."""
     chain = [*rule.context.ancestors, node]
     for outer, inner in zip(chain, chain[1:]):
-        if isinstance(outer, (cst.If, cst.IfExp, cst.While)) and inner is outer.body and _tests_availability(rule, outer.test):
-            return True
-        if isinstance(outer, cst.BooleanOperation) and isinstance(outer.operator, cst.And) and inner is outer.right:
+        if isinstance(outer, (cst.If, cst.IfExp, cst.While)) and inner is outer.body:
+            if _tests_availability(rule, outer.test):
+                return True
+        elif isinstance(outer, cst.BooleanOperation) and isinstance(outer.operator, cst.And) and inner is outer.right:
             if _tests_availability(rule, outer.left):
                 return True
     return False
@@ -192,7 +202,8 @@ def guarded_call(
     parent = ancestors[-1] if ancestors else None
     if no_device == "skip" and isinstance(parent, cst.Expr) and len(ancestors) >= 3:
         line, block = ancestors[-2], ancestors[-3]
-        if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(block, (cst.IndentedBlock, cst.Module)):
+        own_line = isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1
+        if own_line and isinstance(block, (cst.IndentedBlock, cst.Module)):
             inner = line.with_changes(leading_lines=[], body=[parent.with_changes(value=moved)])
             guard = cst.If(test=test, body=cst.IndentedBlock(body=[inner]), leading_lines=line.leading_lines)
             return line, guard, ancestors[:-2], imports
