@@ -17,8 +17,15 @@ _CFG = "config/train.yaml"
 _DEVICE_VALUE_RE = re.compile(r"cuda(:\d+)?")
 
 
-def _rewrite(entry, new_value: str) -> str:
-    return f"{entry.quote}{new_value}{entry.quote}"
+def _report(entry, message: str, settings, neuron_value: str, description: str, accelerator_guidance: str) -> TextReport:
+    """The value rewritten on the neuron target; reported with guidance on the accelerator target."""
+    if settings.target == "neuron":
+        return TextReport(
+            entry.start, entry.end, message,
+            replacement=f"{entry.quote}{neuron_value}{entry.quote}",
+            description=description,
+        )
+    return TextReport(entry.start, entry.end, message, guidance=accelerator_guidance, effort=Effort.LOW)
 
 
 class CudaDeviceInConfig(TextRule):
@@ -69,25 +76,19 @@ class CudaDeviceInConfig(TextRule):
 
     @classmethod
     def check_text(cls, doc, settings):
-        reports = []
-        for entry in doc.entries:
-            if not is_device_word(entry.key) or not _DEVICE_VALUE_RE.fullmatch(entry.value):
-                continue
-            message = f"`{entry.key}: {entry.value}` names a CUDA device"
-            if settings.target == "neuron":
-                reports.append(TextReport(
-                    entry.start, entry.end, message,
-                    replacement=_rewrite(entry, "neuron" + entry.value[len("cuda"):]),
-                    description="name the neuron device",
-                ))
-            else:
-                reports.append(TextReport(
-                    entry.start, entry.end, message,
-                    guidance="a config value cannot name the current accelerator: choose the device in code with "
-                    "torch.accelerator.current_accelerator(), or keep one config per target",
-                    effort=Effort.LOW,
-                ))
-        return reports
+        return [
+            _report(
+                entry,
+                f"`{entry.key}: {entry.value}` names a CUDA device",
+                settings,
+                "neuron" + entry.value[len("cuda"):],
+                "name the neuron device",
+                "a config value cannot name the current accelerator: choose the device in code with "
+                "torch.accelerator.current_accelerator(), or keep one config per target",
+            )
+            for entry in doc.entries
+            if is_device_word(entry.key) and _DEVICE_VALUE_RE.fullmatch(entry.value)
+        ]
 
 
 class NcclBackendInConfig(TextRule):
@@ -134,22 +135,16 @@ class NcclBackendInConfig(TextRule):
 
     @classmethod
     def check_text(cls, doc, settings):
-        reports = []
-        for entry in doc.entries:
-            if "backend" not in entry.key.lower() or entry.value.lower() != "nccl":
-                continue
-            message = f"`{entry.key}: {entry.value}` selects the NCCL process-group backend"
-            if settings.target == "neuron":
-                reports.append(TextReport(
-                    entry.start, entry.end, message,
-                    replacement=_rewrite(entry, "neuron"),
-                    description='use the "neuron" process-group backend',
-                ))
-            else:
-                reports.append(TextReport(
-                    entry.start, entry.end, message,
-                    guidance="leave the backend out and let torch.distributed choose the one for the device "
-                    "(torch.distributed.get_default_backend_for_device)",
-                    effort=Effort.LOW,
-                ))
-        return reports
+        return [
+            _report(
+                entry,
+                f"`{entry.key}: {entry.value}` selects the NCCL process-group backend",
+                settings,
+                "neuron",
+                'use the "neuron" process-group backend',
+                "leave the backend out and let torch.distributed choose the one for the device "
+                "(torch.distributed.get_default_backend_for_device)",
+            )
+            for entry in doc.entries
+            if "backend" in entry.key.lower() and entry.value.lower() == "nccl"
+        ]
