@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ._context import RuleContext
+from ._convergence import MAX_ITERATIONS, ConvergenceError
 from ._model import Finding, Fix, Safety, Span
 from ._positions import spans_and_code
 from ._rebuild import rebuild
@@ -23,15 +24,6 @@ from ._suppress import Suppressions
 from ._walk import walk_rules
 
 __all__ = ["MAX_ITERATIONS", "ConvergenceError", "FixOutcome", "fix_module", "lint_module"]
-
-# A fix built from an original node can hide an inner fix, so we re-lint after applying.
-# Reaching the cap means two rules fight: a bug, not a result.
-MAX_ITERATIONS = 10
-
-
-class ConvergenceError(RuntimeError):
-    pass
-
 
 def _collect(module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings) -> list[Report]:
     context = RuleContext(path, module, settings)

@@ -14,10 +14,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from ._config import Config
-from ._lint import ConvergenceError, fix_module, lint_module
+from ._convergence import ConvergenceError
 from ._model import FileError, FileResult, FileStatus, Finding
 from ._rule import Rule, all_rules
 from ._source import SourceError, has_trigger, parse_bytes, trigger_pattern
+from ._triggers import may_trigger
 
 __all__ = [
     "Handler",
@@ -82,9 +83,14 @@ def process_python_findings(
     path: str, data: bytes, config: Config, fix: bool
 ) -> tuple[bytes | None, list[Finding]]:
     """Lint (and fix) Python source bytes; raises SourceError / ConvergenceError."""
+    if not may_trigger(data, "python"):
+        return None, []  # no rule can fire: the catalog and the parser stay unloaded
     rule_types = tuple(r for r in rules_for(config, path) if "python" in r.file_kinds)
     if not rule_types or not has_trigger(data, _pattern(rule_types)):
         return None, []
+    # The libcst engine, imported only for files that need it.
+    from ._lint import fix_module, lint_module
+
     module = parse_bytes(data)
     if not fix:
         return None, lint_module(module, rule_types, path, config.settings)

@@ -9,8 +9,10 @@ typed errors: undecodable bytes, NUL bytes (a binary named .py) and syntax error
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import libcst as cst
+if TYPE_CHECKING:
+    import libcst as cst
 
 __all__ = ["SourceError", "has_trigger", "parse_bytes", "trigger_pattern"]
 
@@ -28,6 +30,10 @@ _LOCATION_RE = re.compile(r"error at (\d+):(\d+)")
 
 
 def parse_bytes(data: bytes) -> cst.Module:
+    # Imported here, not at the top: callers decide from the triggers whether a file is parsed
+    # at all, and most files never are.
+    import libcst as cst
+
     if b"\x00" in data:
         raise SourceError("decode", "file contains NUL bytes (binary file?)")
     try:
