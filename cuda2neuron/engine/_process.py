@@ -48,22 +48,38 @@ def register_handler(handler: Handler) -> Handler:
 
 
 def handler_for(path: Path) -> Handler | None:
-    _load_file_kinds()
+    handler = _registered_handler(path)
+    if handler is None and _load_file_kinds():
+        handler = _registered_handler(path)
+    return handler
+
+
+def _registered_handler(path: Path) -> Handler | None:
     for handler in _HANDLERS:
         if handler.matches(path):
             return handler
     return None
 
 
-@lru_cache(maxsize=1)
-def _load_file_kinds() -> None:
-    # Handlers for notebooks, launch scripts and requirements live outside the engine and
-    # register themselves on import.
+_file_kinds_loaded = False
+
+
+def _load_file_kinds() -> bool:
+    """Import the other file kinds' handlers; True the first time (when there are new ones).
+
+    They live outside the engine and register themselves on import. Only a path no handler yet
+    claims loads them, so checking a ``.py`` file never does.
+    """
+    global _file_kinds_loaded
+    if _file_kinds_loaded:
+        return False
+    _file_kinds_loaded = True
     try:
         import cuda2neuron.filekinds  # noqa: F401
     except ModuleNotFoundError as exc:
         if exc.name != "cuda2neuron.filekinds":
             raise
+    return True
 
 
 def rules_for(config: Config, path: str | None = None) -> tuple[type[Rule], ...]:
