@@ -108,10 +108,18 @@ def process_python_findings(
     from ._lint import fix_module, lint_module
 
     module = parse_bytes(data)
+    # libcst round-trips the bytes exactly, so this is the module's code without a generation.
+    source = data.decode(module.encoding)
     if not fix:
-        return None, lint_module(module, rule_types, path, config.settings)
+        return None, lint_module(module, rule_types, path, config.settings, source)
     outcome = fix_module(
-        module, rule_types, path, config.settings, unsafe=config.unsafe_fixes, may_suppress=b"cuda2neuron:" in data
+        module,
+        rule_types,
+        path,
+        config.settings,
+        unsafe=config.unsafe_fixes,
+        may_suppress=b"cuda2neuron:" in data,
+        source=source,
     )
     findings = outcome.applied + outcome.remaining
     if not outcome.applied:
