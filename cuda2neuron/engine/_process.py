@@ -17,7 +17,7 @@ from ._config import Config
 from ._convergence import ConvergenceError
 from ._model import FileError, FileResult, FileStatus, Finding
 from ._rule import Rule, all_rules
-from ._source import SourceError, has_trigger, parse_bytes, trigger_pattern
+from ._source import SourceError, has_trigger, parse_bytes, trigger_words
 from ._triggers import may_trigger
 
 __all__ = [
@@ -91,8 +91,8 @@ def rules_for(config: Config, path: str | None = None) -> tuple[type[Rule], ...]
 
 
 @lru_cache(maxsize=64)
-def _pattern(rule_types: tuple[type[Rule], ...]):
-    return trigger_pattern({t for r in rule_types if "python" in r.file_kinds for t in r.triggers})
+def _python_triggers(rule_types: tuple[type[Rule], ...]) -> tuple[bytes, ...]:
+    return trigger_words({t for r in rule_types if "python" in r.file_kinds for t in r.triggers})
 
 
 def process_python_findings(
@@ -102,7 +102,7 @@ def process_python_findings(
     if not may_trigger(data, "python"):
         return None, []  # no rule can fire: the catalog and the parser stay unloaded
     rule_types = tuple(r for r in rules_for(config, path) if "python" in r.file_kinds)
-    if not rule_types or not has_trigger(data, _pattern(rule_types)):
+    if not rule_types or not has_trigger(data, _python_triggers(rule_types)):
         return None, []
     # The libcst engine, imported only for files that need it.
     from ._lint import fix_module, lint_module

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cuda2neuron.engine import Config, Finding, Rule, Span, rules_for
-from cuda2neuron.engine._process import _pattern, process_python_findings
+from cuda2neuron.engine._process import _python_triggers, process_python_findings
 from cuda2neuron.engine._source import SourceError, has_trigger, parse_bytes
 from cuda2neuron.engine._triggers import may_trigger
 
@@ -415,7 +415,7 @@ def process_notebook_findings(
 def _run_python(path: str, module: str, config: Config, fix: bool, check_syntax: bool):
     data = module.encode("utf-8")
     rules = tuple(r for r in rules_for(config, path) if "python" in r.file_kinds)
-    if check_syntax and "cuda" in module.lower() and not (rules and has_trigger(data, _pattern(rules))):
+    if check_syntax and "cuda" in module.lower() and not (rules and has_trigger(data, _python_triggers(rules))):
         # The engine will not parse this text (no rule can fire), but CN721 promises to say
         # which cells hide CUDA code from us: parse once here so a broken cell is reported.
         parse_bytes(data)
