@@ -21,6 +21,7 @@ import argparse
 import os
 import random
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -67,15 +68,23 @@ def _command() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "cuda2neuron"]
 
 
-def _time(argv: list[str], runs: int, cwd: Path) -> list[float]:
+def _time(argv: list[str], runs: int, cwd: Path) -> tuple[list[float], list[float]]:
+    """Wall-clock and CPU (user + system) seconds of each run.
+
+    CPU time is reported too because on a shared machine the wall clock also measures the
+    neighbours; CPU time moves much less with load.
+    """
     env = _env()
     subprocess.run(argv, capture_output=True, env=env, cwd=cwd, check=False)  # writes the .pyc files
-    times = []
+    wall, cpu = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         subprocess.run(argv, capture_output=True, env=env, cwd=cwd, check=False)
-        times.append(time.perf_counter() - t)
-    return times
+        wall.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def _libcst_import_ms() -> float:
@@ -87,8 +96,12 @@ def _libcst_import_ms() -> float:
     return cumulative[-1] / 1000 if cumulative else float("nan")
 
 
-def _line(label: str, times: list[float]) -> str:
-    return f"{label:<44} median {statistics.median(times):.3f} s   best {min(times):.3f} s   (n={len(times)})"
+def _line(label: str, times: tuple[list[float], list[float]]) -> str:
+    wall, cpu = times
+    return (
+        f"{label:<44} median {statistics.median(wall):.3f} s   best {min(wall):.3f} s   "
+        f"cpu median {statistics.median(cpu):.3f} s   (n={len(wall)})"
+    )
 
 
 def main() -> int:
