@@ -286,7 +286,7 @@ def mentions_cuda_literal(rule: Rule) -> bool:
     """Whether the module still holds a ``"cuda..."`` string literal (computed once per file)."""
     cached = getattr(rule, "_mentions_cuda", None)
     if cached is None:
-        code = rule.context.module.code
+        code = rule.context.source
         cached = "'cuda" in code or '"cuda' in code
         rule._mentions_cuda = cached  # type: ignore[attr-defined]
     return cached
@@ -328,6 +328,6 @@ def mentions_float16(rule: Rule) -> bool:
     """
     cached = getattr(rule, "_mentions_float16", None)
     if cached is None:
-        cached = _FLOAT16_WORDS.search(rule.context.module.code) is not None
+        cached = _FLOAT16_WORDS.search(rule.context.source) is not None
         rule._mentions_float16 = cached  # type: ignore[attr-defined]
     return cached

@@ -38,7 +38,8 @@ class CompileDynamic(Rule):
 
     code = "CN503"
     name = "compile-dynamic-shapes"
-    triggers = ("dynamic",)
+    # Only a torch.compile call can carry dynamic=, and no spelling of it avoids this word.
+    triggers = ("compile",)
     VALID = (
         'import torch\nm = torch.compile(m, backend="neuron")\n',
         'import torch\nm = torch.compile(m, backend="neuron", dynamic=False)\n',

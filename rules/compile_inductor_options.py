@@ -72,7 +72,8 @@ class CompileInductorOptions(Rule):
 
     code = "CN505"
     name = "compile-inductor-options"
-    triggers = ("options", "_inductor")
+    # options= only counts on a torch.compile call; the config assignments name torch._inductor.
+    triggers = ("compile", "_inductor")
     targets = frozenset({"neuron"})
     VALID = (
         'import torch\nm = torch.compile(m, backend="neuron")\n',

@@ -45,7 +45,8 @@ class CompileCudaMode(Rule):
 
     code = "CN502"
     name = "compile-cuda-mode"
-    triggers = ("mode",)
+    # Only a torch.compile call can carry the mode, and no spelling of it avoids this word.
+    triggers = ("compile",)
     VALID = (
         'import torch\nm = torch.compile(m, backend="neuron")\n',
         'import torch\nm = torch.compile(m, backend="neuron", mode="default")\n',

@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rv = cli.main(args=argv, prog_name="cuda2neuron", standalone_mode=False)
     except click.exceptions.Abort:
-        err_console.print("aborted")
+        err_console.say("aborted")
         return 130
     except click.ClickException as exc:
         exc.show()

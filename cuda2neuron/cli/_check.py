@@ -11,8 +11,8 @@ from cuda2neuron.engine import FileStatus, all_rules, discover, handler_for, pro
 from cuda2neuron.report import build_report, to_json, to_sarif
 
 from ._common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
-from ._migrate import run_with_progress
 from ._options import apply_overrides, rule_options
+from ._progress import run_with_progress
 from ._render import print_finding
 
 __all__ = ["check_command"]
@@ -38,7 +38,7 @@ def check_command(paths, fix, output_format, stdin_filename, jobs, **opts):
         [p for p in paths if str(p) != "-"],
     )
     if not paths:
-        err_console.print("no files to check")
+        err_console.say("no files to check")
         return EXIT_CLEAN
     if any(str(p) == "-" for p in paths):
         if len(paths) > 1:
@@ -93,7 +93,7 @@ def _emit(report, output_format: str) -> None:
     for r in report.failed:
         assert r.error is not None
         where = f"{r.path}:{r.error.line}" if r.error.line else r.path
-        err_console.print(f"[red]error[/] {where}: {r.error.kind}: {r.error.message}", markup=True)
+        err_console.say(("error", "red"), f" {where}: {r.error.kind}: {r.error.message}")
     fixed = len(report.edits)
     left = len(report.manual)
-    err_console.print(f"{left} finding(s)" + (f", {fixed} fixed" if fixed else "") + f" in {report.scanned} file(s)")
+    err_console.say(f"{left} finding(s)" + (f", {fixed} fixed" if fixed else "") + f" in {report.scanned} file(s)")

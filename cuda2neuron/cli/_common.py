@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
 from cuda2neuron.engine import Config, ConfigError, find_pyproject, load_config
+
+from ._console import Console
 
 __all__ = ["EXIT_CLEAN", "EXIT_ERROR", "EXIT_FINDINGS", "UsageError", "err_console", "load_run_config", "out_console"]
 
@@ -18,15 +18,15 @@ EXIT_FINDINGS = 1
 EXIT_ERROR = 2
 
 # Machine output (diffs, JSON, findings) goes to stdout; messages for people go to stderr.
-out_console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False)
+out_console = Console(soft_wrap=True)
+err_console = Console(stderr=True)
 
 
 class UsageError(click.ClickException):
     exit_code = EXIT_ERROR
 
     def show(self, file=None) -> None:  # noqa: ARG002 - click's signature
-        err_console.print(f"[bold red]error:[/] {escape(self.message)}", soft_wrap=True)
+        err_console.say(("error:", "bold red"), f" {self.message}", soft_wrap=True)
 
 
 def load_run_config(paths: list[Path], config_file: Path | None) -> Config:

@@ -7,13 +7,11 @@ import shutil
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from cuda2neuron.engine import (
     FileStatus,
     discover,
     handler_for,
-    process_files,
     write_copy,
     write_in_place,
 )
@@ -22,22 +20,10 @@ from cuda2neuron.report import build_report, write_report
 from ._common import EXIT_CLEAN, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
 from ._git import git_state
 from ._options import apply_overrides, rule_options
+from ._progress import run_with_progress
 from ._render import print_diff, print_summary
 
 __all__ = ["PORT_MARKER", "migrate_command"]
-
-# Below this many files a progress bar is noise.
-_PROGRESS_MIN_FILES = 50
-
-
-def run_with_progress(files, config, fix: bool, jobs: int | None, quiet: bool):
-    if quiet or len(files) < _PROGRESS_MIN_FILES or not err_console.is_terminal:
-        return process_files(files, config, fix=fix, jobs=jobs)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err_console, transient=True) as progress:
-        task = progress.add_task("migrating", total=len(files))
-        return process_files(files, config, fix=fix, jobs=jobs, progress=lambda _r: progress.advance(task))
-
 
 @click.command("migrate")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import difflib
-
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from cuda2neuron.engine import FileResult, Finding
-from cuda2neuron.report import RunReport
+
+from ._console import Console
+
+if TYPE_CHECKING:
+    from cuda2neuron.report import RunReport
 
 __all__ = ["diff_text", "print_diff", "print_finding", "print_summary"]
 
@@ -22,9 +23,9 @@ def finding_line(f: Finding) -> str:
 
 
 def print_finding(console: Console, f: Finding) -> None:
-    console.print(escape(finding_line(f)))
+    console.say(finding_line(f))
     if f.guidance and not f.applied:
-        console.print(f"    [dim]→ {escape(f.guidance)}[/]")
+        console.say((f"    → {f.guidance}", "dim"))
 
 
 def diff_text(result: FileResult) -> str:
@@ -51,10 +52,13 @@ def print_diff(console: Console, result: FileResult) -> None:
             style = "red"
         elif line.startswith("@@"):
             style = "cyan"
-        console.print(escape(line), style=style or None, soft_wrap=True)
+        console.say((line, style) if style else line, soft_wrap=True)
 
 
 def print_summary(console: Console, report: RunReport, wrote: str) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     cov = "n/a" if report.coverage is None else f"{report.coverage:.0%}"
     console.print(
         f"[bold]{report.scanned}[/] files scanned, [bold]{report.changed}[/] {wrote}, "

@@ -11,13 +11,25 @@ __all__ = ["RuleContext"]
 
 
 class RuleContext:
-    def __init__(self, path: str, module: cst.Module, settings: Settings) -> None:
+    def __init__(self, path: str, module: cst.Module, settings: Settings, source: str | None = None) -> None:
         self.path = path
         self.module = module
         self.settings = settings
+        self._source = source
         self._scope_stack: list[Scope] = [Scope(parent=None)]
         # Nodes from the module down to (excluding) the node being visited.
         self.ancestors: list[cst.CSTNode] = []
+
+    @property
+    def source(self) -> str:
+        """The module's text, for rules that search the whole file for a word.
+
+        ``module.code`` regenerates the text on every call (a tenth of a second for a few thousand
+        lines), so it is made once per walk and shared; the first round gets the file as read.
+        """
+        if self._source is None:
+            self._source = self.module.code
+        return self._source
 
     @property
     def scope(self) -> Scope:

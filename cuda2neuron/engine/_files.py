@@ -11,8 +11,10 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 __all__ = ["Discovered", "SkippedPath", "discover", "PRUNED_DIRS"]
 
@@ -53,6 +55,8 @@ def _gitignore_spec(folder: Path) -> pathspec.PathSpec | None:
         lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
@@ -63,7 +67,7 @@ def discover(
     extra_pruned: Iterable[Path] = (),
 ) -> Discovered:
     """Files to process under ``paths``; ``wanted`` decides which file kinds count."""
-    exclude_spec = pathspec.GitIgnoreSpec.from_lines(list(exclude))
+    exclude_spec = None
     pruned_abs = {p.resolve() for p in extra_pruned}
     files: list[Path] = []
     roots: list[Path] = []
@@ -84,6 +88,12 @@ def discover(
                 files.append(given)
                 roots.append(given.parent)
             continue
+        if exclude_spec is None:
+            # pathspec is imported only here: pre-commit and editors name files, and a named
+            # file is never matched against ignore patterns.
+            import pathspec
+
+            exclude_spec = pathspec.GitIgnoreSpec.from_lines(list(exclude))
         _walk(given, exclude_spec, wanted, pruned_abs, files, roots, skipped, seen)
     return Discovered(tuple(files), tuple(roots), tuple(skipped))
 

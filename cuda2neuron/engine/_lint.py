@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ._context import RuleContext
+from ._convergence import MAX_ITERATIONS, ConvergenceError
 from ._model import Finding, Fix, Safety, Span
 from ._positions import spans_and_code
 from ._rebuild import rebuild
@@ -24,17 +25,10 @@ from ._walk import walk_rules
 
 __all__ = ["MAX_ITERATIONS", "ConvergenceError", "FixOutcome", "fix_module", "lint_module"]
 
-# A fix built from an original node can hide an inner fix, so we re-lint after applying.
-# Reaching the cap means two rules fight: a bug, not a result.
-MAX_ITERATIONS = 10
-
-
-class ConvergenceError(RuntimeError):
-    pass
-
-
-def _collect(module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings) -> list[Report]:
-    context = RuleContext(path, module, settings)
+def _collect(
+    module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings, source: str | None = None
+) -> list[Report]:
+    context = RuleContext(path, module, settings, source)
     rules = [rt(context) for rt in rule_types if settings.target in rt.targets and "python" in rt.file_kinds]
     walk_rules(module, rules, context)
     return [report for rule in rules for report in rule.reports]
@@ -75,9 +69,11 @@ def _findings(
     return out, code
 
 
-def lint_module(module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings) -> list[Finding]:
-    """Findings for ``module`` without changing it."""
-    pairs, _ = _findings(module, _collect(module, rule_types, path, settings), path)
+def lint_module(
+    module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings, source: str | None = None
+) -> list[Finding]:
+    """Findings for ``module`` without changing it (``source``: its text, when the caller has it)."""
+    pairs, _ = _findings(module, _collect(module, rule_types, path, settings, source), path)
     return [f for _, f in pairs]
 
 
@@ -118,6 +114,7 @@ def fix_module(
     settings: Settings,
     unsafe: bool = False,
     may_suppress: bool = True,
+    source: str | None = None,
 ) -> FixOutcome:
     """Apply non-overlapping fixes, re-lint, repeat until nothing applies.
 
@@ -128,7 +125,8 @@ def fix_module(
     """
     applied: list[_Applied] = []
     for _ in range(MAX_ITERATIONS):
-        reports = _collect(module, rule_types, path, settings)
+        reports = _collect(module, rule_types, path, settings, source)
+        source = None  # later rounds walk a rewritten module
         if may_suppress and reports:
             pairs, _ = _findings(module, reports, path)
             reports = [r for r, _ in pairs]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from collections.abc import Sequence
 from dataclasses import replace
@@ -64,6 +63,8 @@ def write_copy(results: Sequence[FileResult], roots: Sequence[Path], out_dir: Pa
     Every file not rewritten is copied byte for byte (symlinks stay links), so the copy is a
     complete project that can be run and validated.
     """
+    import shutil  # only `migrate --out` copies a tree; check and diff never load it
+
     out: list[FileResult] = []
     distinct_roots = list(dict.fromkeys(r.resolve() for r in roots))
     single = len(distinct_roots) == 1

@@ -14,10 +14,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from ._config import Config
-from ._lint import ConvergenceError, fix_module, lint_module
+from ._convergence import ConvergenceError
 from ._model import FileError, FileResult, FileStatus, Finding
 from ._rule import Rule, all_rules
-from ._source import SourceError, has_trigger, parse_bytes, trigger_pattern
+from ._source import SourceError, has_trigger, parse_bytes, trigger_words
+from ._triggers import may_trigger
 
 __all__ = [
     "Handler",
@@ -47,22 +48,38 @@ def register_handler(handler: Handler) -> Handler:
 
 
 def handler_for(path: Path) -> Handler | None:
-    _load_file_kinds()
+    handler = _registered_handler(path)
+    if handler is None and _load_file_kinds():
+        handler = _registered_handler(path)
+    return handler
+
+
+def _registered_handler(path: Path) -> Handler | None:
     for handler in _HANDLERS:
         if handler.matches(path):
             return handler
     return None
 
 
-@lru_cache(maxsize=1)
-def _load_file_kinds() -> None:
-    # Handlers for notebooks, launch scripts and requirements live outside the engine and
-    # register themselves on import.
+_file_kinds_loaded = False
+
+
+def _load_file_kinds() -> bool:
+    """Import the other file kinds' handlers; True the first time (when there are new ones).
+
+    They live outside the engine and register themselves on import. Only a path no handler yet
+    claims loads them, so checking a ``.py`` file never does.
+    """
+    global _file_kinds_loaded
+    if _file_kinds_loaded:
+        return False
+    _file_kinds_loaded = True
     try:
         import cuda2neuron.filekinds  # noqa: F401
     except ModuleNotFoundError as exc:
         if exc.name != "cuda2neuron.filekinds":
             raise
+    return True
 
 
 def rules_for(config: Config, path: str | None = None) -> tuple[type[Rule], ...]:
@@ -74,22 +91,35 @@ def rules_for(config: Config, path: str | None = None) -> tuple[type[Rule], ...]
 
 
 @lru_cache(maxsize=64)
-def _pattern(rule_types: tuple[type[Rule], ...]):
-    return trigger_pattern({t for r in rule_types if "python" in r.file_kinds for t in r.triggers})
+def _python_triggers(rule_types: tuple[type[Rule], ...]) -> tuple[bytes, ...]:
+    return trigger_words({t for r in rule_types if "python" in r.file_kinds for t in r.triggers})
 
 
 def process_python_findings(
     path: str, data: bytes, config: Config, fix: bool
 ) -> tuple[bytes | None, list[Finding]]:
     """Lint (and fix) Python source bytes; raises SourceError / ConvergenceError."""
+    if not may_trigger(data, "python"):
+        return None, []  # no rule can fire: the catalog and the parser stay unloaded
     rule_types = tuple(r for r in rules_for(config, path) if "python" in r.file_kinds)
-    if not rule_types or not has_trigger(data, _pattern(rule_types)):
+    if not rule_types or not has_trigger(data, _python_triggers(rule_types)):
         return None, []
+    # The libcst engine, imported only for files that need it.
+    from ._lint import fix_module, lint_module
+
     module = parse_bytes(data)
+    # libcst round-trips the bytes exactly, so this is the module's code without a generation.
+    source = data.decode(module.encoding)
     if not fix:
-        return None, lint_module(module, rule_types, path, config.settings)
+        return None, lint_module(module, rule_types, path, config.settings, source)
     outcome = fix_module(
-        module, rule_types, path, config.settings, unsafe=config.unsafe_fixes, may_suppress=b"cuda2neuron:" in data
+        module,
+        rule_types,
+        path,
+        config.settings,
+        unsafe=config.unsafe_fixes,
+        may_suppress=b"cuda2neuron:" in data,
+        source=source,
     )
     findings = outcome.applied + outcome.remaining
     if not outcome.applied:

@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-import libcst as cst
-
 from ._model import Effort, Safety
+from ._triggers import admit
 
 if TYPE_CHECKING:
+    # Annotations only: defining rules must not cost the parser's import (the rules import it).
+    import libcst as cst
+
     from ._context import RuleContext
 
 __all__ = ["Invalid", "Report", "Rule", "RuleDefinitionError", "Valid", "all_rules"]
@@ -104,6 +106,11 @@ class Rule:
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("abstract", False):
+            # Test rules are abstract (kept out of the catalog) yet run through the engine: the
+            # coarse prefilter must let their words through.
+            triggers = cls.__dict__.get("triggers")
+            if isinstance(triggers, tuple) and all(isinstance(t, str) and t for t in triggers):
+                admit(cls.file_kinds, triggers)
             return
         _validate(cls)
         if cls.code in _REGISTRY and _REGISTRY[cls.code].__qualname__ != cls.__qualname__:
@@ -115,6 +122,8 @@ class Rule:
             if other.name == cls.name and other.code != cls.code:
                 raise RuleDefinitionError(f"rule name {cls.name!r} is used by {other.code} and {cls.code}")
         _REGISTRY[cls.code] = cls
+        # A rule from outside the catalog may use words the coarse prefilter does not know.
+        admit(cls.file_kinds, cls.triggers)
 
     def __init__(self, context: RuleContext) -> None:
         self.context = context

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from ._config import Config
@@ -46,6 +45,9 @@ def process_files(
             if progress:
                 progress(result)
         return results
+    # Imported here: a one-file run (pre-commit, editors) never starts a pool.
+    from concurrent.futures import ProcessPoolExecutor
+
     chunk = max(1, min(64, len(files) // (jobs * 8)))
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for result in pool.map(_worker, [(p, config, fix) for p in files], chunksize=chunk):

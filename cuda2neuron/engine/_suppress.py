@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from ._model import Span
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 __all__ = ["Suppressions"]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 __all__ = ["atomic_write"]
@@ -18,6 +17,9 @@ def atomic_write(path: Path, data: bytes, mode_from: Path | None = None) -> None
     except FileNotFoundError:
         mode = 0o644
     path.parent.mkdir(parents=True, exist_ok=True)
+    # Imported here: a check that writes nothing (the common case) skips tempfile's import.
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".c2n-tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -10,26 +10,38 @@ the shell rules on ``!`` lines and ``%%bash`` cells.
 from __future__ import annotations
 
 from functools import partial
+from importlib import import_module
 
 from cuda2neuron.engine import Handler, guarded, register_handler
 
 from ._min_torch import min_torch_from_requirements
-from ._notebook import is_notebook, process_notebook_findings
-from ._plain import is_config_file, is_cuda_source, process_config_findings, process_cuda_source_findings
-from ._requirements import is_dependency_file, process_dependencies_findings
-from ._shell_file import is_shell_script, process_shell_findings
 from ._text import TextReport
 
 __all__ = ["TextReport", "min_torch_from_requirements"]
 
 
-def _handler(name, matches, body) -> Handler:
-    # partial, not a lambda: handlers stay picklable for the process pool.
-    return register_handler(Handler(name, matches, partial(guarded, body=body)))
+class _Lazy:
+    """A function of one of this package's modules, imported on its first call.
+
+    The CLI imports this package for ``min_torch_from_requirements`` on every run; the notebook
+    and shell machinery loads only once a path of that kind turns up. A plain class, not a
+    lambda, so handlers stay picklable for the process pool.
+    """
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module = module
+        self.name = name
+
+    def __call__(self, *args):
+        return getattr(import_module(self.module, __name__), self.name)(*args)
 
 
-_handler("shell", is_shell_script, process_shell_findings)
-_handler("requirements", is_dependency_file, process_dependencies_findings)
-_handler("notebook", is_notebook, process_notebook_findings)
-_handler("config", is_config_file, process_config_findings)
-_handler("cuda-source", is_cuda_source, process_cuda_source_findings)
+def _handler(name: str, module: str, matches: str, body: str) -> Handler:
+    return register_handler(Handler(name, _Lazy(module, matches), partial(guarded, body=_Lazy(module, body))))
+
+
+_handler("shell", "._shell_file", "is_shell_script", "process_shell_findings")
+_handler("requirements", "._requirements", "is_dependency_file", "process_dependencies_findings")
+_handler("notebook", "._notebook", "is_notebook", "process_notebook_findings")
+_handler("config", "._plain", "is_config_file", "process_config_findings")
+_handler("cuda-source", "._plain", "is_cuda_source", "process_cuda_source_findings")

@@ -36,8 +36,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cuda2neuron.engine import Config, Finding, Rule, Span, rules_for
-from cuda2neuron.engine._process import _pattern, process_python_findings
+from cuda2neuron.engine._process import _python_triggers, process_python_findings
 from cuda2neuron.engine._source import SourceError, has_trigger, parse_bytes
+from cuda2neuron.engine._triggers import may_trigger
 
 from ._nbjson import CellLoc, NotebookShapeError, locate_cells, render_source
 from ._shell_file import shell_items
@@ -309,6 +310,8 @@ def process_notebook_findings(
     nb = _load(text)
     if _language(nb.top) != "python":
         return None, []  # an R or Julia notebook has no PyTorch to port
+    if not may_trigger(data, "notebook"):
+        return None, []  # no rule can fire on any cell: the catalog and the parser stay unloaded
     notebook_rules = _notebook_rules(config, path)
     masks: dict[int, str] = {}
     cells = [_classify(loc, masks) for loc in nb.cells if loc.cell_type == "code"]
@@ -412,7 +415,7 @@ def process_notebook_findings(
 def _run_python(path: str, module: str, config: Config, fix: bool, check_syntax: bool):
     data = module.encode("utf-8")
     rules = tuple(r for r in rules_for(config, path) if "python" in r.file_kinds)
-    if check_syntax and "cuda" in module.lower() and not (rules and has_trigger(data, _pattern(rules))):
+    if check_syntax and "cuda" in module.lower() and not (rules and has_trigger(data, _python_triggers(rules))):
         # The engine will not parse this text (no rule can fire), but CN721 promises to say
         # which cells hide CUDA code from us: parse once here so a broken cell is reported.
         parse_bytes(data)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from cuda2neuron.engine import Config, Finding, rules_for
 from cuda2neuron.engine._source import SourceError
+from cuda2neuron.engine._triggers import may_trigger
 
 from ._text import run_text_rules, to_finding
 
@@ -77,6 +78,8 @@ def _process(kind: str, path: str, data: bytes, config: Config, fix: bool) -> tu
         raise SourceError("decode", "file contains NUL bytes (binary file?)")
     # surrogateescape: bytes that are not UTF-8 (a Latin-1 comment) survive the round trip.
     text = data.decode("utf-8", "surrogateescape")
+    if not may_trigger(text, kind):
+        return None, []  # no rule of this kind can fire: the catalog stays unloaded
     rules = tuple(r for r in rules_for(config, path) if kind in r.file_kinds)
     rules = tuple(r for r in rules if any(t in text for t in r.triggers))
     if not rules:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from cuda2neuron.engine import Config, Finding, Rule, rules_for
 from cuda2neuron.engine._source import SourceError
+from cuda2neuron.engine._triggers import may_trigger
 
 from ._text import run_text_rules, to_finding
 
@@ -250,9 +251,6 @@ def dependency_rules(config: Config, path: str) -> tuple[type[Rule], ...]:
 def process_dependencies_findings(
     path: str, data: bytes, config: Config, fix: bool
 ) -> tuple[bytes | None, list[Finding]]:
-    rules = dependency_rules(config, path)
-    if not rules:
-        return None, []
     if b"\x00" in data:
         raise SourceError("decode", "file contains NUL bytes (binary file?)")
     try:
@@ -263,6 +261,14 @@ def process_dependencies_findings(
         parse = partial(parse_pyproject, path=path)
     else:
         parse = parse_requirements
+    if not may_trigger(data, "requirements"):
+        # No dependency rule can fire, so the catalog stays unloaded; the file is still read,
+        # because a broken pyproject.toml is an error whatever it declares.
+        parse(text)
+        return None, []
+    rules = dependency_rules(config, path)
+    if not rules:
+        return None, []
     new, items = run_text_rules(text, rules, parse, config.settings, fix=fix, unsafe=config.unsafe_fixes)
     findings = [to_finding(it, path, it.span) for it in items]
     # Dependency rules are report-only today; a future fix would come back through `new`.

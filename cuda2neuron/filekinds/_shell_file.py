@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cuda2neuron.engine import Config, Finding, Rule, rules_for
 from cuda2neuron.engine._source import SourceError
+from cuda2neuron.engine._triggers import may_trigger
 
 from ._shell import ShellScript
 from ._text import TextItem, run_text_rules, to_finding
@@ -43,6 +44,8 @@ def shell_rules(config: Config, path: str) -> tuple[type[Rule], ...]:
 def shell_items(
     text: str, config: Config, path: str, fix: bool
 ) -> tuple[str | None, list[TextItem]]:
+    if not may_trigger(text, "shell"):
+        return None, []  # no shell rule can fire: the catalog stays unloaded
     rules = shell_rules(config, path)
     # The cheap pre-check Python files get from triggers: most scripts mention none of them.
     rules = tuple(r for r in rules if any(t in text for t in r.triggers))

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from cuda2neuron.engine import Effort, Finding, Fix, Rule, Safety, Span
-from cuda2neuron.engine._lint import MAX_ITERATIONS, ConvergenceError
+from cuda2neuron.engine._convergence import MAX_ITERATIONS, ConvergenceError
 from cuda2neuron.engine._suppress import Suppressions
 
 __all__ = ["LineIndex", "TextItem", "TextReport", "apply_text_fixes", "run_text_rules", "to_finding"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +70,8 @@ def to_json(report: RunReport) -> str:
         ],
         "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
     }
+    import json  # here: text output (the common case) never needs it
+
     return json.dumps(data, indent=2) + "\n"
 
 
@@ -176,6 +177,8 @@ def to_sarif(report: RunReport, rules: dict[str, type] | None = None) -> str:
             }
         ],
     }
+    import json
+
     return json.dumps(sarif, indent=2) + "\n"
 
 

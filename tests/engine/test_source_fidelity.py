@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cuda2neuron.engine import Config, FileStatus, process_bytes
+from cuda2neuron.engine._source import parse_bytes
 
 CASES = [
     ("lf", b"import torch\nx = y.cuda()\n", b'import torch\nx = y.to("neuron")\n'),
@@ -60,3 +61,11 @@ def test_bad_sources_fail_typed(data, kind, line):
     assert result.new_bytes is None
     if line is not None:
         assert result.error.line == line
+
+
+@pytest.mark.parametrize("data", [c[1] for c in CASES], ids=[c[0] for c in CASES])
+def test_rules_see_the_module_code_without_a_code_generation(data):
+    # process_python hands rules the file as read (RuleContext.source) instead of regenerating
+    # module.code; that is only right if decoding gives exactly the generated text.
+    module = parse_bytes(data)
+    assert data.decode(module.encoding) == module.code

@@ -1,0 +1,61 @@
+"""The CLI's two output streams, with rich loaded only when it has something to do.
+
+rich costs tens of milliseconds to import, a large share of a one-file `check`. pre-commit,
+editors and CI read our output through pipes, where rich would only strip its own styling, so
+plain lines (``say``) are written straight to the stream unless it is a terminal. Tables,
+Markdown and progress bars (``print``, ``rich``) always go through rich.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import IO, Any
+
+__all__ = ["Console", "Part"]
+
+# A piece of a line: plain text, or (text, rich style) such as ("error", "red").
+Part = str | tuple[str, str]
+
+
+class Console:
+    def __init__(self, *, stderr: bool = False, **options: Any) -> None:
+        self._stderr = stderr
+        self._options = options
+        self._rich: Any = None
+
+    @property
+    def file(self) -> IO[str]:
+        # Looked up on every use, as rich does: tests and callers swap sys.stdout / sys.stderr.
+        return sys.stderr if self._stderr else sys.stdout
+
+    @property
+    def rich(self) -> Any:
+        """The rich Console behind this stream (imported on first use)."""
+        if self._rich is None:
+            from rich.console import Console as RichConsole
+
+            self._rich = RichConsole(stderr=self._stderr, highlight=False, **self._options)
+        return self._rich
+
+    @property
+    def is_terminal(self) -> bool:
+        # rich's answer whenever the environment may override the tty check (FORCE_COLOR and
+        # friends); a plain pipe needs no rich to tell.
+        if self._rich is not None or any(v in os.environ for v in ("FORCE_COLOR", "TTY_COMPATIBLE")):
+            return self.rich.is_terminal
+        isatty = getattr(self.file, "isatty", None)
+        return bool(isatty and isatty())
+
+    def say(self, *parts: Part, soft_wrap: bool | None = None) -> None:
+        """Write one line; styles apply on a terminal only. Text is never read as markup."""
+        if not self.is_terminal:
+            self.file.write("".join(p if isinstance(p, str) else p[0] for p in parts) + "\n")
+            return
+        from rich.text import Text
+
+        self.rich.print(Text.assemble(*parts), soft_wrap=soft_wrap)
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """rich's print: markup, tables, Markdown."""
+        self.rich.print(*objects, **kwargs)

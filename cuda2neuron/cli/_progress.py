@@ -1,0 +1,23 @@
+"""Processing files with a progress bar on stderr when a person is watching a long run."""
+
+from __future__ import annotations
+
+from cuda2neuron.engine import process_files
+
+from ._common import err_console
+
+__all__ = ["run_with_progress"]
+
+# Below this many files a progress bar is noise.
+_PROGRESS_MIN_FILES = 50
+
+
+def run_with_progress(files, config, fix: bool, jobs: int | None, quiet: bool):
+    if quiet or len(files) < _PROGRESS_MIN_FILES or not err_console.is_terminal:
+        return process_files(files, config, fix=fix, jobs=jobs)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err_console.rich, transient=True) as progress:
+        task = progress.add_task("migrating", total=len(files))
+        return process_files(files, config, fix=fix, jobs=jobs, progress=lambda _r: progress.advance(task))
