@@ -149,6 +149,8 @@ def _run_entry(cfg: dict[str, Any], recorder: Any) -> None:
         for _ in range(steps):
             before = recorder.step
             loss = built()
+            if recorder.step == before and not recorder.optimizer_seen:
+                recorder.end_manual_step()  # a step function that updates the parameters by hand
             if recorder.step == before:
                 raise _EntryError("no-training-loop", "the training-step function returned without calling optimizer.step()")
             if isinstance(loss, torch.Tensor):
@@ -195,9 +197,12 @@ def _run_script(cfg: dict[str, Any], recorder: Any) -> None:
     except SystemExit as exc:
         if exc.code not in (None, 0):
             raise
+    if not recorder.optimizer_seen:
+        recorder.end_manual_step()  # the last backward of a loop that updates parameters by hand
     if recorder.step == 0:
         raise _EntryError("no-training-loop", f"{cfg['script']} finished without a training step: script mode needs a "
-                          "loop that calls optimizer.step() (use --entry for inference-only code)")
+                          "loop that calls backward() and optimizer.step() or updates the parameters by hand "
+                          "(use --entry for inference-only code)")
 
 
 def main(argv: list[str] | None = None) -> int:
