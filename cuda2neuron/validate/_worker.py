@@ -19,7 +19,7 @@ import time
 import traceback
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["exit_process", "main"]
 
 
 class _EntryError(Exception):
@@ -292,5 +292,30 @@ def _report_dict(report: Any, api_sites: Any = ()) -> dict[str, Any]:
     }
 
 
+def exit_process(code: int) -> None:
+    """End the worker without interpreter finalisation.
+
+    Trap: with torch 2.13 a process whose backward ran on a device with its own autograd thread
+    (the emulated neuron device) can abort while the interpreter finalises — "terminate called
+    without an active exception" on stderr and SIGABRT instead of the exit status (the device
+    thread may drop the last reference to the context `_engine_run_backward` stashes in TLS;
+    pytorch/pytorch#180701). The run's result is already in the record pipe by then, so: run
+    the user's atexit handlers (and logging's), flush Python's streams, and leave through
+    os._exit with the status main() chose.
+    """
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001 - a failing handler must not change the run's status
+        traceback.print_exc()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed or broken by user code
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())
