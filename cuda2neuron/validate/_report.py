@@ -81,6 +81,10 @@ def to_markdown(result: ValidationResult) -> str:
                    f"- no migrate edits found in {d.findings_scope}")
         for e in d.findings:
             out.append(f"  - `{e.code}` {e.name} at `{e.path}:{e.line}:{e.col}` — {e.message}")
+        if d.hand_edits:
+            out.append("- port lines migrate did not write (edited by hand after migrate):")
+            for h in d.hand_edits:
+                out.append(f"  - `{h.path}:{h.line}` {h.kind}: `{h.text}`")
         out.append("")
     rows = _interesting(result)
     if rows:
@@ -149,6 +153,11 @@ def to_rich(result: ValidationResult) -> list[Any]:
         for e in d.findings:
             t.append(f"  {e.code} ", style="bold cyan")
             t.append(f"{e.path}:{e.line}:{e.col} {e.name} — {e.message}\n")
+        if d.hand_edits:
+            t.append("port lines migrate did not write (edited by hand after migrate):\n")
+            for h in d.hand_edits:
+                t.append(f"  {h.kind:7s} ", style="bold magenta")
+                t.append(f"{h.path}:{h.line}  {h.text}\n")
         parts.append(Panel(t, title="first divergence", border_style="red", expand=False))
     rows = _interesting(result)
     if rows:
