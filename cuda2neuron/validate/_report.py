@@ -46,6 +46,12 @@ def _fmt(x: float | None) -> str:
     return f"{x:.2e}"
 
 
+def _where(locations: tuple[str, ...]) -> str:
+    # An op with no user frame ran inside torch or a library, e.g. the step counters that
+    # torch.optim keeps on the host on every device.
+    return ", ".join(locations[:3]) if locations else "(no line of your code: inside torch or a library)"
+
+
 def _interesting(result: ValidationResult) -> list[Any]:
     bad = [c for c in result.comparisons if c.verdict is not Verdict.PASS]
     return bad[:_MAX_ROWS]
@@ -111,7 +117,7 @@ def to_markdown(result: ValidationResult) -> str:
             if a.cpu_op_details:
                 out += ["", "| CPU op | count | elements | where |", "|---|---|---|---|"]
                 for op in a.cpu_op_details[:_MAX_ROWS]:
-                    out.append(f"| `{op.op}` | {op.count} | {op.elements} | {', '.join(op.locations[:3])} |")
+                    out.append(f"| `{op.op}` | {op.count} | {op.elements} | {_where(op.locations)} |")
             out.append("")
     return "\n".join(out) + "\n"
 
@@ -182,6 +188,6 @@ def to_rich(result: ValidationResult) -> list[Any]:
             for r in a.expected_host_work:
                 t.append(f"  expected host work: {r}\n", style="dim")
             for op in a.cpu_op_details[:10]:
-                t.append(f"  CPU {op.op} x{op.count} ({op.elements} el) at {', '.join(op.locations[:3])}\n", style="dim")
+                t.append(f"  CPU {op.op} x{op.count} ({op.elements} el) at {_where(op.locations)}\n", style="dim")
             parts.append(t)
     return parts
