@@ -337,20 +337,21 @@ class _ManualSteps:
     clipping). Gradients left untouched mean accumulation: same step. Trap: waiting for the
     next backward to decide is what keeps an optimizer loop out of this — with a live fp16
     GradScaler the post-backward gradients are scaled and would never match a bf16 port.
-    Trap: an in-place change is detected by value, not by the version counter — under a
+    Trap: an in-place change is detected by value only, never by the version counter: under a
     TorchDispatchMode (the port's and the CUDA reference's CpuRandomMode) foreach ops such as
-    clip_grad_norm_'s `_foreach_mul_` leave the counter alone.
+    clip_grad_norm_'s `_foreach_mul_` leave the counter alone, so a clip by 1.0 (the norm was
+    under the limit) bumped it in the shim reference only and the runs split steps differently.
     """
 
     def __init__(self) -> None:
         self._grads: list[tuple[str, dict[str, Any]]] | None = None
         # The gradient tensor itself is held (not its id): a freed id can be reused.
-        self._marks: dict[int, tuple[torch.Tensor, int, bytes]] = {}
+        self._marks: dict[int, tuple[torch.Tensor, bytes]] = {}
 
     def snapshot(self, params: list[tuple[str, torch.Tensor]]) -> None:
         grads = [(name, p, p.grad) for name, p in params if p.grad is not None]
         self._grads = [(name, tensor_record(g)) for name, _, g in grads]
-        self._marks = {id(p): (g, g._version, rec["data"]) for (_, p, g), (_, rec) in zip(grads, self._grads)}
+        self._marks = {id(p): (g, rec["data"]) for (_, p, g), (_, rec) in zip(grads, self._grads)}
 
     def consumed(self, params: list[tuple[str, torch.Tensor]]) -> bool:
         if self._grads is None:
@@ -359,8 +360,8 @@ class _ManualSteps:
             mark = self._marks.get(id(p))
             if mark is None:
                 continue
-            grad, version, data = mark
-            if p.grad is not grad or grad._version != version or tensor_record(grad)["data"] != data:
+            grad, data = mark
+            if p.grad is not grad or tensor_record(grad)["data"] != data:
                 return True
         return False
 

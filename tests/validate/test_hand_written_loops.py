@@ -35,6 +35,10 @@ def _clip_under_dispatch_mode(p: torch.nn.Parameter) -> None:
         torch.nn.utils.clip_grad_norm_([p], 1e-3)
 
 
+def _clip_by_one(p: torch.nn.Parameter) -> None:
+    torch.nn.utils.clip_grad_norm_([p], 1e9)  # under the limit: multiplied by 1.0, values unchanged
+
+
 def _replace(p: torch.nn.Parameter) -> None:
     p.grad = p.grad.clone()
 
@@ -50,6 +54,8 @@ BETWEEN_BACKWARDS = [
     ("gradients-clipped", _clip, True),
     ("gradients-clipped-under-a-dispatch-mode", _clip_under_dispatch_mode, True),
     ("gradient-replaced", _replace, True),
+    # The version counter moved but no value did; under a dispatch mode it would not even move.
+    ("clipped-under-the-limit", _clip_by_one, False),
     ("untouched-gradient-accumulation", _untouched, False),
 ]
 
@@ -90,14 +96,18 @@ def test_hand_written_loop_passes_with_one_record_set_per_update(args):
     assert {c.step for c in r.comparisons if c.key.endswith("/fwd/0:embed#0")} == {0, 1, 2, 3}
 
 
-def test_hand_written_loop_runs_to_its_end_when_it_has_fewer_steps():
+# --clip 1e9: clipping multiplies by 1.0, which bumps the version counter in the shim reference
+# but not on the device; the eval forward must still land in the same step in both runs.
+@pytest.mark.parametrize("clip", ["0.25", "1e9"], ids=["clipping", "clip-under-the-limit"])
+def test_hand_written_loop_runs_to_its_end_when_it_has_fewer_steps(clip):
     r = run_validation(ValidateRequest(original=HANDLOOP / "original", port=HANDLOOP / "port", mode="script",
-                                       script="train.py", args=("--steps", "2"), steps=3, golden=False,
+                                       script="train.py", args=("--steps", "2", "--clip", clip), steps=3, golden=False,
                                        port_device=PORT_DEVICE))
     assert_correct_port(r)
     # the last update's gradients are closed at the script's end, and the eval forward is compared
     assert sorted({c.step for c in r.comparisons if c.kind == "grad"}) == [0, 1]
-    assert any(c.step == 2 and c.kind == "forward" for c in r.comparisons)
+    assert any(c.kind == "forward" and c.key.endswith("/fwd/0:embed#0") and c.step == (2 if clip == "0.25" else 1)
+               for c in r.comparisons)
 
 
 def test_a_wrong_hand_written_update_fails_at_the_next_forward(tmp_path):

@@ -27,6 +27,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--accum", type=int, default=1, help="backward passes per update")
     p.add_argument("--lr", type=float, default=0.5)
+    p.add_argument("--clip", type=float, default=0.25)
     args = p.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)
@@ -42,7 +43,7 @@ def main() -> None:
             logits, _ = model(x)
             loss = criterion(logits.view(-1, 12), y.view(-1))
             loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         for param in model.parameters():
             param.data.add_(param.grad, alpha=-args.lr)
         print(f"step {step} loss {loss.item():.4f}")
