@@ -3,7 +3,9 @@
 The diverging module's class source range is known from the reference run (file relative to the
 original tree, first and last line); the migrate rules are re-run on that ORIGINAL file and the
 findings inside the range are listed. A library module (nn.Linear) has no source of ours: the
-walk goes up the module path to the nearest user-defined ancestor.
+walk goes up the module path to the nearest user-defined ancestor for the source range, and on
+to the nearest one with findings for the edits. Edits made by hand after migrate have no
+finding: `_hand_edits.py` names those lines.
 """
 
 from __future__ import annotations
@@ -72,8 +74,11 @@ def localise(
                 engine_missing = True
                 break
             if found:
+                # The source shown is the nearest user class (where the diverging module lives);
+                # the findings may come from an enclosing class further up.
+                near = first_user[2]
                 return Divergence(comparison.key, comparison.kind, comparison.step, path,
-                                  klass or module_classes.get(path), info["file"], (info["start"], info["end"]), found,
+                                  klass or module_classes.get(path), near["file"], (near["start"], near["end"]), found,
                                   f"class {cls} ({candidate or 'model'})", comparison.reason)
     if fallback_file and not engine_missing:
         found = _findings_in(original, fallback_file, None, None, cache) or ()

@@ -10,6 +10,7 @@ __all__ = [
     "Tolerances",
     "TensorComparison",
     "EditFinding",
+    "HandEdit",
     "Divergence",
     "CpuOpFinding",
     "ResidencyAudit",
@@ -125,6 +126,16 @@ class EditFinding:
 
 
 @dataclass(frozen=True)
+class HandEdit:
+    """A line of the port that migrate would not have written (path and line in the PORT tree)."""
+
+    path: str
+    line: int
+    kind: str  # changed | added | removed (the text migrate wrote there is gone)
+    text: str
+
+
+@dataclass(frozen=True)
 class Divergence:
     """The first recorded tensor that failed, and where in the user's code to look."""
 
@@ -138,6 +149,8 @@ class Divergence:
     findings: tuple[EditFinding, ...]
     findings_scope: str  # which code the findings were collected from
     reason: str
+    # Port lines that differ from migrate's output for the original (edits made by hand).
+    hand_edits: tuple[HandEdit, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,10 @@ by each optimizer step, and the initial weights hand-over between runs.
 The same recorder serves entry mode (the harness drives the loop) and script mode (the user's
 loop runs unmodified): module forward hooks, optimizer step pre/post hooks and a wrapper around
 `Tensor.backward` are process-global, so no user code changes.
+
+Loops without a torch.optim optimizer (`p.data.add_(p.grad, alpha=-lr)`, common in older code)
+have no step hook: there a step ends with a backward whose gradients the loop then consumed
+(`_ManualSteps`).
 """
 
 from __future__ import annotations
@@ -146,6 +150,8 @@ class Recorder:
         self._orig_backward: Any = None
         self._in_backward = False
         self._scaled: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.optimizer_seen = False
+        self._manual = _ManualSteps()
 
     # -- installation -------------------------------------------------------------------------
     def install(self) -> None:
@@ -165,9 +171,11 @@ class Recorder:
             recorder.on_backward(self)
             recorder._in_backward = True
             try:
-                return orig(self, *args, **kwargs)
+                result = orig(self, *args, **kwargs)
             finally:
                 recorder._in_backward = False
+            recorder.after_backward()
+            return result
 
         torch.Tensor.backward = backward  # type: ignore[method-assign]
         # The loss is recorded before loss scaling: a bf16 port legitimately disables the
@@ -247,8 +255,13 @@ class Recorder:
         return idx
 
     def _pre(self, module: nn.Module, args: Any) -> None:
-        if self.depth == 0 and not self.paused and id(module) not in self.names:
-            self.adopt_root(module)
+        if self.depth == 0 and not self.paused:
+            # A hand-written loop zeroes its gradients before the next forward: the step ends
+            # there, so the next step's forward outputs are not filed under this one.
+            if not self.optimizer_seen and self._manual.consumed(self._root_params()):
+                self.end_manual_step()
+            if id(module) not in self.names:
+                self.adopt_root(module)
         self.depth += 1
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
@@ -263,7 +276,28 @@ class Recorder:
         for suffix, t in flatten(output):
             self.send_tensor(f"s{self.step}/fwd/{name}#{n}{suffix}", "forward", t, name, cls)
 
+    def _root_params(self) -> list[tuple[str, torch.Tensor]]:
+        return [(f"{idx}:{path}", p) for idx, root in enumerate(self.roots) for path, p in root.named_parameters()]
+
+    def after_backward(self) -> None:
+        if not self.optimizer_seen and not self.paused:
+            self._manual.snapshot(self._root_params())
+
+    def end_manual_step(self) -> None:
+        """Close a pending manual step: its gradients as they were right after its backward."""
+        grads = self._manual.take()
+        if grads is None:
+            return
+        for name, rec in grads:
+            rec.update(type="tensor", key=f"s{self.step}/grad/{name}", kind="grad", step=self.step,
+                       module_path=name, module_class=None, amp=self.amp)
+            self.records += 1
+            self.emit(rec)
+        self._opt_post(None, (), {})
+
     def on_backward(self, loss: torch.Tensor) -> None:
+        if not self.optimizer_seen and self._manual.consumed(self._root_params()):
+            self.end_manual_step()
         if self.stop_after_steps and self.step >= self.steps:
             raise StopRun()
         if self._scaled is not None and self._scaled[0] is loss:
@@ -274,13 +308,15 @@ class Recorder:
         self.loss_calls += 1
 
     def _opt_pre(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        self.optimizer_seen = True
+        self._manual.take()  # an optimizer defines the steps; the post-backward snapshot is moot
         for gi, group in enumerate(optimizer.param_groups):
             for pi, p in enumerate(group["params"]):
                 if p.grad is not None:
                     name = self.param_names.get(id(p), f"?group{gi}.{pi}")
                     self.send_tensor(f"s{self.step}/grad/{name}", "grad", p.grad, name)
 
-    def _opt_post(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    def _opt_post(self, optimizer: torch.optim.Optimizer | None, args: Any, kwargs: Any) -> None:
         self.step += 1
         self.calls.clear()
         self.loss_calls = 0
@@ -289,6 +325,49 @@ class Recorder:
         for idx, root in enumerate(self.roots):
             for path, p in root.named_parameters():
                 self.send_tensor(f"final/param/{idx}:{path}", "param", p, f"{idx}:{path}")
+
+
+class _ManualSteps:
+    """Step boundaries of a loop that updates parameters by hand.
+
+    After each backward (while no optimizer has stepped) the gradients are copied. At the next
+    top-level forward or backward the previous one was a finished step if the loop consumed its
+    gradients in between:
+    a gradient set to None or replaced (`zero_grad()`), or changed in place (`grad.zero_()`,
+    clipping). Gradients left untouched mean accumulation: same step. Trap: waiting for the
+    next backward to decide is what keeps an optimizer loop out of this — with a live fp16
+    GradScaler the post-backward gradients are scaled and would never match a bf16 port.
+    Trap: an in-place change is detected by value only, never by the version counter: under a
+    TorchDispatchMode (the port's and the CUDA reference's CpuRandomMode) foreach ops such as
+    clip_grad_norm_'s `_foreach_mul_` leave the counter alone, so a clip by 1.0 (the norm was
+    under the limit) bumped it in the shim reference only and the runs split steps differently.
+    """
+
+    def __init__(self) -> None:
+        self._grads: list[tuple[str, dict[str, Any]]] | None = None
+        # The gradient tensor itself is held (not its id): a freed id can be reused.
+        self._marks: dict[int, tuple[torch.Tensor, bytes]] = {}
+
+    def snapshot(self, params: list[tuple[str, torch.Tensor]]) -> None:
+        grads = [(name, p, p.grad) for name, p in params if p.grad is not None]
+        self._grads = [(name, tensor_record(g)) for name, _, g in grads]
+        self._marks = {id(p): (g, rec["data"]) for (_, p, g), (_, rec) in zip(grads, self._grads)}
+
+    def consumed(self, params: list[tuple[str, torch.Tensor]]) -> bool:
+        if self._grads is None:
+            return False
+        for _, p in params:
+            mark = self._marks.get(id(p))
+            if mark is None:
+                continue
+            grad, data = mark
+            if p.grad is not grad or tensor_record(grad)["data"] != data:
+                return True
+        return False
+
+    def take(self) -> list[tuple[str, dict[str, Any]]] | None:
+        grads, self._grads, self._marks = self._grads, None, {}
+        return grads
 
 
 def _scale_wrapper(recorder: Recorder, orig_scale: Any) -> Any:

@@ -46,6 +46,12 @@ def _fmt(x: float | None) -> str:
     return f"{x:.2e}"
 
 
+def _where(locations: tuple[str, ...]) -> str:
+    # An op with no user frame ran inside torch or a library, e.g. the step counters that
+    # torch.optim keeps on the host on every device.
+    return ", ".join(locations[:3]) if locations else "(no line of your code: inside torch or a library)"
+
+
 def _interesting(result: ValidationResult) -> list[Any]:
     bad = [c for c in result.comparisons if c.verdict is not Verdict.PASS]
     return bad[:_MAX_ROWS]
@@ -81,6 +87,10 @@ def to_markdown(result: ValidationResult) -> str:
                    f"- no migrate edits found in {d.findings_scope}")
         for e in d.findings:
             out.append(f"  - `{e.code}` {e.name} at `{e.path}:{e.line}:{e.col}` — {e.message}")
+        if d.hand_edits:
+            out.append("- port lines migrate did not write (edited by hand after migrate):")
+            for h in d.hand_edits:
+                out.append(f"  - `{h.path}:{h.line}` {h.kind}: `{h.text}`")
         out.append("")
     rows = _interesting(result)
     if rows:
@@ -107,7 +117,7 @@ def to_markdown(result: ValidationResult) -> str:
             if a.cpu_op_details:
                 out += ["", "| CPU op | count | elements | where |", "|---|---|---|---|"]
                 for op in a.cpu_op_details[:_MAX_ROWS]:
-                    out.append(f"| `{op.op}` | {op.count} | {op.elements} | {', '.join(op.locations[:3])} |")
+                    out.append(f"| `{op.op}` | {op.count} | {op.elements} | {_where(op.locations)} |")
             out.append("")
     return "\n".join(out) + "\n"
 
@@ -149,6 +159,11 @@ def to_rich(result: ValidationResult) -> list[Any]:
         for e in d.findings:
             t.append(f"  {e.code} ", style="bold cyan")
             t.append(f"{e.path}:{e.line}:{e.col} {e.name} — {e.message}\n")
+        if d.hand_edits:
+            t.append("port lines migrate did not write (edited by hand after migrate):\n")
+            for h in d.hand_edits:
+                t.append(f"  {h.kind:7s} ", style="bold magenta")
+                t.append(f"{h.path}:{h.line}  {h.text}\n")
         parts.append(Panel(t, title="first divergence", border_style="red", expand=False))
     rows = _interesting(result)
     if rows:
@@ -173,6 +188,6 @@ def to_rich(result: ValidationResult) -> list[Any]:
             for r in a.expected_host_work:
                 t.append(f"  expected host work: {r}\n", style="dim")
             for op in a.cpu_op_details[:10]:
-                t.append(f"  CPU {op.op} x{op.count} ({op.elements} el) at {', '.join(op.locations[:3])}\n", style="dim")
+                t.append(f"  CPU {op.op} x{op.count} ({op.elements} el) at {_where(op.locations)}\n", style="dim")
             parts.append(t)
     return parts

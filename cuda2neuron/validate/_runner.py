@@ -28,6 +28,7 @@ from typing import Any, BinaryIO
 
 from cuda2neuron.validate._audit import audit_from_report
 from cuda2neuron.validate._compare import compare_records
+from cuda2neuron.validate._hand_edits import hand_edits
 from cuda2neuron.validate._localize import localise
 from cuda2neuron.validate._model import (
     RunFailure,
@@ -353,6 +354,8 @@ def run_validation(request: ValidateRequest) -> ValidationResult:
     first_fail = next((c for c in comparisons if c.verdict is Verdict.FAIL), None)
     if first_fail is not None and ref_ok:
         divergence = localise(first_fail, request.original, classes, comparator.module_classes, fallback)
+        first_files = [f for f in (divergence.class_file, fallback) if f]
+        divergence = dataclasses.replace(divergence, hand_edits=hand_edits(request.original, request.port, first_files))
     audit = audit_from_report(runs["port"].audit, str(request.port), port_classes, request.tolerances,
                               "" if runs["port"].audit is not None else
                               f"op accounting unavailable on {runs['port'].device}")

@@ -19,7 +19,7 @@ import time
 import traceback
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["exit_process", "main"]
 
 
 class _EntryError(Exception):
@@ -149,6 +149,8 @@ def _run_entry(cfg: dict[str, Any], recorder: Any) -> None:
         for _ in range(steps):
             before = recorder.step
             loss = built()
+            if recorder.step == before and not recorder.optimizer_seen:
+                recorder.end_manual_step()  # a step function that updates the parameters by hand
             if recorder.step == before:
                 raise _EntryError("no-training-loop", "the training-step function returned without calling optimizer.step()")
             if isinstance(loss, torch.Tensor):
@@ -195,9 +197,12 @@ def _run_script(cfg: dict[str, Any], recorder: Any) -> None:
     except SystemExit as exc:
         if exc.code not in (None, 0):
             raise
+    if not recorder.optimizer_seen:
+        recorder.end_manual_step()  # the last backward of a loop that updates parameters by hand
     if recorder.step == 0:
         raise _EntryError("no-training-loop", f"{cfg['script']} finished without a training step: script mode needs a "
-                          "loop that calls optimizer.step() (use --entry for inference-only code)")
+                          "loop that calls backward() and optimizer.step() or updates the parameters by hand "
+                          "(use --entry for inference-only code)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,5 +292,30 @@ def _report_dict(report: Any, api_sites: Any = ()) -> dict[str, Any]:
     }
 
 
+def exit_process(code: int) -> None:
+    """End the worker without interpreter finalisation.
+
+    Trap: with torch 2.13 a process whose backward ran on a device with its own autograd thread
+    (the emulated neuron device) can abort while the interpreter finalises — "terminate called
+    without an active exception" on stderr and SIGABRT instead of the exit status (the device
+    thread may drop the last reference to the context `_engine_run_backward` stashes in TLS;
+    pytorch/pytorch#180701). The run's result is already in the record pipe by then, so: run
+    the user's atexit handlers (and logging's), flush Python's streams, and leave through
+    os._exit with the status main() chose.
+    """
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001 - a failing handler must not change the run's status
+        traceback.print_exc()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed or broken by user code
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())

@@ -121,6 +121,35 @@ def test_divergence_names_module_class_and_source(mlp, tmp_path):
     assert d.class_file == "model.py"
     text = (mlp / "original" / "model.py").read_text().splitlines()
     assert text[d.class_lines[0] - 1].startswith("class Block")
+    # the edit made by hand after migrate is named by its line in the port, the diverging class's
+    # file first (the fixture port has other hand edits: train.py keeps its GradScaler enabled)
+    line = next(i for i, t in enumerate((port / "model.py").read_text().splitlines(), 1) if "F.relu(" in t)
+    assert (d.hand_edits[0].path, d.hand_edits[0].line, d.hand_edits[0].kind) == ("model.py", line, "changed")
+
+
+def test_divergence_in_a_class_without_migrate_edits_shows_that_class_and_the_hand_edit(mlp, tmp_path):
+    """The source shown is the nearest user class of the diverging module, even when the migrate
+    findings listed come from an enclosing class; a dropped line outside the model is named."""
+    scaled = ("model.py", "class Block(nn.Module):",
+              "class Scaled(nn.Module):\n    def forward(self, x):\n        return x * 0.5\n\n\nclass Block(nn.Module):")
+    use = ("model.py", "self.drop = nn.Dropout(dropout)", "self.drop = Scaled()")
+    original = copy_with_patches(mlp / "original", tmp_path / "original", (scaled, use))
+    port = copy_with_patches(mlp / "port", tmp_path / "port", (scaled, use, ("model.py", "x * 0.5", "x * 0.25")))
+    r = validate(original, port, entry="entry:build", golden=False)
+    d = r.divergence
+    assert d is not None and d.module_path == "0:blocks.0.drop" and d.module_class == "Scaled", d
+    text = (original / "model.py").read_text().splitlines()
+    assert text[d.class_lines[0] - 1].startswith("class Scaled")
+    assert [f.code for f in d.findings] == ["CN101"] and d.findings_scope.startswith("class Block")
+    assert (d.hand_edits[0].path, d.hand_edits[0].line, d.hand_edits[0].text) == ("model.py", 12, "return x * 0.25")
+
+
+def test_a_dropped_line_in_the_entry_is_named_as_a_hand_edit(mlp, tmp_path):
+    port = copy_with_patches(mlp / "port", tmp_path / "port", (("entry.py", "    model.eval()\n", ""),))
+    r = validate(mlp / "original", port, entry="entry:build", golden=False)
+    assert r.divergence is not None
+    line = next(i for i, t in enumerate((port / "entry.py").read_text().splitlines(), 1) if "torch.randn" in t)
+    assert ("entry.py", line, "removed", "model.eval()") in [(h.path, h.line, h.kind, h.text) for h in r.divergence.hand_edits]
 
 
 # Errors: (id, patches to original, patches to port, request kwargs, failing role, kind)

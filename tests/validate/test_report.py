@@ -1,0 +1,32 @@
+"""Rendering of results: what people read in the summary and in --report FILE.md."""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+
+from cuda2neuron.validate import CpuOpFinding, ResidencyAudit, ValidationResult, Verdict
+from cuda2neuron.validate._report import to_markdown, to_rich
+
+# (id, op locations, text the CPU-op line must show)
+WHERE = [
+    ("user-lines", ("train.py:12", "train.py:13"), "train.py:12, train.py:13"),
+    ("no-user-frame", (), "(no line of your code: inside torch or a library)"),
+]
+
+
+def _result(locations: tuple[str, ...]) -> ValidationResult:
+    audit = ResidencyAudit(True, "", 10, 1, 100, 1, 0, 0, (CpuOpFinding("aten::_foreach_add_", 1, 1, locations),),
+                           Verdict.PASS, (), ())
+    return ValidationResult(verdict=Verdict.PASS, mode="entry", target="e:b", original="o", port="p",
+                            golden_used=True, audit=audit)
+
+
+@pytest.mark.parametrize(("locations", "shown"), [w[1:] for w in WHERE], ids=[w[0] for w in WHERE])
+def test_cpu_op_locations_are_never_blank(locations, shown):
+    result = _result(locations)
+    assert f"| {shown} |" in to_markdown(result)
+    console = Console(record=True, width=200)
+    for part in to_rich(result):
+        console.print(part)
+    assert f"at {shown}" in console.export_text()
