@@ -176,6 +176,9 @@ class ResidencyAudit:
     reasons: tuple[str, ...] = ()
     # Host work PyTorch's own API contract requires (packed-sequence lengths): reported, not judged.
     expected_host_work: tuple[str, ...] = ()
+    # When the audit is what failed: port lines migrate did not write (a hand edit that moved
+    # work to the CPU has no finding to point at; see _hand_edits.py).
+    hand_edits: tuple[HandEdit, ...] = ()
 
     @property
     def op_share_on_device(self) -> float:

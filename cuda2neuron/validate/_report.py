@@ -114,6 +114,10 @@ def to_markdown(result: ValidationResult) -> str:
                 out.append(f"- finding: {r}")
             for r in a.expected_host_work:
                 out.append(f"- expected host work: {r}")
+            if a.hand_edits:
+                out.append("- port lines migrate did not write (edited by hand after migrate):")
+                for h in a.hand_edits:
+                    out.append(f"  - `{h.path}:{h.line}` {h.kind}: `{h.text}`")
             if a.cpu_op_details:
                 out += ["", "| CPU op | count | elements | where |", "|---|---|---|---|"]
                 for op in a.cpu_op_details[:_MAX_ROWS]:
@@ -189,5 +193,10 @@ def to_rich(result: ValidationResult) -> list[Any]:
                 t.append(f"  expected host work: {r}\n", style="dim")
             for op in a.cpu_op_details[:10]:
                 t.append(f"  CPU {op.op} x{op.count} ({op.elements} el) at {_where(op.locations)}\n", style="dim")
+            if a.hand_edits:
+                t.append("  port lines migrate did not write (edited by hand after migrate):\n")
+                for h in a.hand_edits:
+                    t.append(f"    {h.kind:7s} ", style="bold magenta")
+                    t.append(f"{h.path}:{h.line}  {h.text}\n")
             parts.append(t)
     return parts

@@ -359,6 +359,12 @@ def run_validation(request: ValidateRequest) -> ValidationResult:
     audit = audit_from_report(runs["port"].audit, str(request.port), port_classes, request.tolerances,
                               "" if runs["port"].audit is not None else
                               f"op accounting unavailable on {runs['port'].device}")
+    if audit.available and audit.verdict is not Verdict.PASS and divergence is None and port_ok:
+        # Residency alone failed: name the edits made by hand after migrate, the files where
+        # work ran on the CPU first (a wrong device string moves everything there).
+        cpu_files = [_relative(loc, request.port) for d in audit.cpu_op_details for loc in d.locations]
+        first_files = [f for f in (*cpu_files, fallback) if f]
+        audit = dataclasses.replace(audit, hand_edits=hand_edits(request.original, request.port, first_files))
     verdicts = [c.verdict for c in comparisons] + ([audit.verdict] if audit.available else [])
     if failures:
         verdict = Verdict.ERROR
@@ -377,3 +383,12 @@ def run_validation(request: ValidateRequest) -> ValidationResult:
         golden_used=golden_used, comparisons=comparisons, divergence=divergence, audit=audit,
         failures=tuple(failures), runs=infos, notes=tuple(notes),
     )
+
+
+def _relative(location: str, tree: Path) -> str | None:
+    """``/abs/port/model.py:54`` -> ``model.py`` (None outside the tree)."""
+    path = location.rsplit(":", 1)[0]
+    try:
+        return os.path.relpath(os.path.realpath(path), os.path.realpath(tree)) if os.path.isabs(path) else path
+    except ValueError:
+        return None

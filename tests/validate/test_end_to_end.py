@@ -194,3 +194,8 @@ def test_model_compute_left_on_cpu_is_a_residency_finding(mlp, tmp_path):
     assert r.audit.verdict in (Verdict.WARN, Verdict.FAIL)
     assert any("model.py" in reason for reason in r.audit.reasons)
     assert r.verdict in (Verdict.WARN, Verdict.FAIL)
+    # No tensor diverged, so the audit itself names the lines edited after migrate.
+    assert r.divergence is None
+    line = next(i for i, t in enumerate((port / "model.py").read_text().splitlines(), 1) if "x.cpu()" in t)
+    assert ("model.py", line) in [(h.path, h.line) for h in r.audit.hand_edits]
+    assert r.audit.hand_edits[0].path == "model.py"  # where the CPU work ran is searched first
