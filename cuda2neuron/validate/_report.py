@@ -87,10 +87,7 @@ def to_markdown(result: ValidationResult) -> str:
                    f"- no migrate edits found in {d.findings_scope}")
         for e in d.findings:
             out.append(f"  - `{e.code}` {e.name} at `{e.path}:{e.line}:{e.col}` — {e.message}")
-        if d.hand_edits:
-            out.append("- port lines migrate did not write (edited by hand after migrate):")
-            for h in d.hand_edits:
-                out.append(f"  - `{h.path}:{h.line}` {h.kind}: `{h.text}`")
+        out += _hand_edits_md(d.hand_edits)
         out.append("")
     rows = _interesting(result)
     if rows:
@@ -114,16 +111,30 @@ def to_markdown(result: ValidationResult) -> str:
                 out.append(f"- finding: {r}")
             for r in a.expected_host_work:
                 out.append(f"- expected host work: {r}")
-            if a.hand_edits:
-                out.append("- port lines migrate did not write (edited by hand after migrate):")
-                for h in a.hand_edits:
-                    out.append(f"  - `{h.path}:{h.line}` {h.kind}: `{h.text}`")
+            out += _hand_edits_md(a.hand_edits)
             if a.cpu_op_details:
                 out += ["", "| CPU op | count | elements | where |", "|---|---|---|---|"]
                 for op in a.cpu_op_details[:_MAX_ROWS]:
                     out.append(f"| `{op.op}` | {op.count} | {op.elements} | {_where(op.locations)} |")
             out.append("")
     return "\n".join(out) + "\n"
+
+
+def _hand_edits_md(edits) -> list[str]:
+    if not edits:
+        return []
+    return ["- port lines migrate did not write (edited by hand after migrate):"] + [
+        f"  - `{h.path}:{h.line}` {h.kind}: `{h.text}`" for h in edits
+    ]
+
+
+def _hand_edits_rich(text, edits, indent: str) -> None:
+    if not edits:
+        return
+    text.append(f"{indent}port lines migrate did not write (edited by hand after migrate):\n")
+    for h in edits:
+        text.append(f"{indent}  {h.kind:7s} ", style="bold magenta")
+        text.append(f"{h.path}:{h.line}  {h.text}\n")
 
 
 _STYLE = {Verdict.PASS: "bold green", Verdict.WARN: "bold yellow", Verdict.FAIL: "bold red", Verdict.ERROR: "bold red"}
@@ -163,11 +174,7 @@ def to_rich(result: ValidationResult) -> list[Any]:
         for e in d.findings:
             t.append(f"  {e.code} ", style="bold cyan")
             t.append(f"{e.path}:{e.line}:{e.col} {e.name} — {e.message}\n")
-        if d.hand_edits:
-            t.append("port lines migrate did not write (edited by hand after migrate):\n")
-            for h in d.hand_edits:
-                t.append(f"  {h.kind:7s} ", style="bold magenta")
-                t.append(f"{h.path}:{h.line}  {h.text}\n")
+        _hand_edits_rich(t, d.hand_edits, "")
         parts.append(Panel(t, title="first divergence", border_style="red", expand=False))
     rows = _interesting(result)
     if rows:
@@ -193,10 +200,6 @@ def to_rich(result: ValidationResult) -> list[Any]:
                 t.append(f"  expected host work: {r}\n", style="dim")
             for op in a.cpu_op_details[:10]:
                 t.append(f"  CPU {op.op} x{op.count} ({op.elements} el) at {_where(op.locations)}\n", style="dim")
-            if a.hand_edits:
-                t.append("  port lines migrate did not write (edited by hand after migrate):\n")
-                for h in a.hand_edits:
-                    t.append(f"    {h.kind:7s} ", style="bold magenta")
-                    t.append(f"{h.path}:{h.line}  {h.text}\n")
+            _hand_edits_rich(t, a.hand_edits, "  ")
             parts.append(t)
     return parts

@@ -30,3 +30,18 @@ def test_cpu_op_locations_are_never_blank(locations, shown):
     for part in to_rich(result):
         console.print(part)
     assert f"at {shown}" in console.export_text()
+
+
+def test_audit_failure_shows_the_hand_edits_in_both_renderings():
+    from dataclasses import replace
+
+    from cuda2neuron.validate._model import HandEdit
+
+    result = _result(("main.py:67",))
+    audit = replace(result.audit, verdict=Verdict.FAIL, hand_edits=(HandEdit("main.py", 67, "changed", 'device = "cpu"'),))
+    result = replace(result, verdict=Verdict.FAIL, audit=audit)
+    assert '  - `main.py:67` changed: `device = "cpu"`' in to_markdown(result)
+    console = Console(record=True, width=200)
+    for part in to_rich(result):
+        console.print(part)
+    assert 'changed main.py:67  device = "cpu"' in console.export_text()
