@@ -49,6 +49,8 @@ COARSE_WORDS: dict[str, tuple[str, ...]] = {
     "notebook": (*_PYTHON, *_SHELL, "cuda"),
     "config": ("cuda", "nccl"),
     "cuda-source": ("cuda", "__global__"),
+    # RUN / ENV lines go to the shell rules; FROM lines to the Dockerfile's own.
+    "dockerfile": (*_SHELL, "cuda", "nvidia", "cu1"),
 }
 
 # Triggers of rules defined outside the catalog that the words above do not cover, by kind.

@@ -1,5 +1,5 @@
 """File kinds beyond ``.py``: shell launch scripts, requirements / pyproject dependencies,
-Jupyter notebooks, YAML configs and CUDA C++ sources.
+Jupyter notebooks, YAML configs, CUDA C++ sources and Dockerfiles.
 
 Importing this package registers one engine handler per kind (the engine imports it lazily from
 ``handler_for``). Each handler runs the rules whose ``file_kinds`` name its kind — CN7xx text rules
@@ -45,3 +45,4 @@ _handler("requirements", "._requirements", "is_dependency_file", "process_depend
 _handler("notebook", "._notebook", "is_notebook", "process_notebook_findings")
 _handler("config", "._plain", "is_config_file", "process_config_findings")
 _handler("cuda-source", "._plain", "is_cuda_source", "process_cuda_source_findings")
+_handler("dockerfile", "._dockerfile", "is_dockerfile", "process_dockerfile_findings")

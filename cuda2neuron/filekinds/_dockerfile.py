@@ -1,0 +1,116 @@
+"""The handler for Dockerfiles: their shell commands go to the shell rules, the base image to
+the Dockerfile rules.
+
+The shell rules read a copy of the file in which everything that is not shell is blanked out:
+instruction keywords, ``FROM`` / ``COPY`` / exec-form (JSON) lines. ``RUN`` and shell-form
+``CMD`` / ``ENTRYPOINT`` bodies stay as commands, and ``ENV`` / ``ARG`` become the assignments
+they are (``ENV CUDA_VISIBLE_DEVICES=0,1`` reads as ``CUDA_VISIBLE_DEVICES=0,1``). Blanking
+keeps every offset, so a shell fix lands on the same characters of the real file and the rest
+stays byte for byte.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuda2neuron.engine import Config, Finding, rules_for
+from cuda2neuron.engine._source import SourceError
+from cuda2neuron.engine._triggers import may_trigger
+
+from ._shell import ShellScript
+from ._text import run_text_rules, to_finding
+
+__all__ = ["Dockerfile", "is_dockerfile", "parse_dockerfile", "process_dockerfile_findings"]
+
+_NAMES = frozenset({"dockerfile", "containerfile"})
+# An instruction: its keyword at the start of a line (continuation lines belong to the one above).
+_INSTRUCTION_RE = re.compile(r"^([ \t]*)([A-Za-z]+)([ \t]+|$)", re.MULTILINE)
+_SHELL_BODIES = frozenset({"RUN", "CMD", "ENTRYPOINT"})
+_ASSIGNMENTS = frozenset({"ENV", "ARG"})
+
+
+def is_dockerfile(path: Path) -> bool:
+    """``Dockerfile``, ``Containerfile``, ``Dockerfile.gpu``, ``train.Dockerfile``."""
+    name = path.name.lower()
+    stem, dot, suffix = name.partition(".")
+    return name in _NAMES or bool(dot and stem in _NAMES and suffix.isidentifier()) or name.endswith(".dockerfile")
+
+
+@dataclass
+class Dockerfile(ShellScript):
+    """``text`` is the blanked shell view the shell rules read; ``raw`` the file itself."""
+
+    raw: str = ""
+
+    def instructions(self, keyword: str):
+        """``(body_start, body_end)`` of each instruction named ``keyword`` (continuations included)."""
+        for start, name, body_start, end in _instructions(self.raw):
+            if name == keyword:
+                yield body_start, end
+
+
+def _instructions(text: str):
+    """``(start, KEYWORD, body_start, end)`` for each instruction; ``end`` after its last line."""
+    found = []
+    pos = 0
+    while pos < len(text):
+        line_end = text.find("\n", pos)
+        line_end = len(text) if line_end == -1 else line_end
+        m = _INSTRUCTION_RE.match(text, pos, line_end)
+        if m is None or text[pos:line_end].lstrip().startswith("#"):
+            pos = line_end + 1
+            continue
+        end = line_end
+        # A trailing backslash continues the instruction on the next line.
+        while text[pos:end].rstrip(" \t\r").endswith("\\") and end < len(text):
+            nxt = text.find("\n", end + 1)
+            end = len(text) if nxt == -1 else nxt
+        found.append((pos, m.group(2).upper(), m.end(), end))
+        pos = end + 1
+    return found
+
+
+def _blank(text: str, start: int, end: int, out: list[str]) -> None:
+    for i in range(start, end):
+        if out[i] != "\n":
+            out[i] = " "
+
+
+def shell_view(text: str) -> str:
+    out = list(text)
+    kept = [False] * len(text)
+    for start, name, body_start, end in _instructions(text):
+        shell = name in _ASSIGNMENTS or (name in _SHELL_BODIES and not text[body_start:end].lstrip().startswith("["))
+        if shell:
+            for i in range(body_start, end):
+                kept[i] = True
+    for i, ch in enumerate(text):
+        if not kept[i] and ch != "\n" and not _in_comment_line(text, i):
+            out[i] = " "
+    return "".join(out)
+
+
+def _in_comment_line(text: str, i: int) -> bool:
+    line_start = text.rfind("\n", 0, i) + 1
+    return text[line_start:i + 1].lstrip().startswith("#")
+
+
+def parse_dockerfile(text: str) -> Dockerfile:
+    return Dockerfile(shell_view(text), raw=text)
+
+
+def process_dockerfile_findings(path: str, data: bytes, config: Config, fix: bool) -> tuple[bytes | None, list[Finding]]:
+    if b"\x00" in data:
+        raise SourceError("decode", "file contains NUL bytes (binary file?)")
+    text = data.decode("utf-8", "surrogateescape")
+    if not may_trigger(text, "dockerfile"):
+        return None, []  # no rule can fire: the catalog stays unloaded
+    rules = tuple(r for r in rules_for(config, path) if r.file_kinds & {"shell", "dockerfile"})
+    rules = tuple(r for r in rules if any(t in text for t in r.triggers))
+    if not rules:
+        return None, []
+    new, items = run_text_rules(text, rules, parse_dockerfile, config.settings, fix=fix, unsafe=config.unsafe_fixes)
+    findings = [to_finding(it, path, it.span) for it in items]
+    return (None if new is None else new.encode("utf-8", "surrogateescape")), findings
