@@ -25,6 +25,7 @@ from ._text import run_text_rules, to_finding
 __all__ = ["Dockerfile", "is_dockerfile", "parse_dockerfile", "process_dockerfile_findings"]
 
 _NAMES = frozenset({"dockerfile", "containerfile"})
+_NOT_DOCKERFILES = frozenset({"md", "rst", "txt"})  # Dockerfile.md documents one
 # An instruction: its keyword at the start of a line (continuation lines belong to the one above).
 _INSTRUCTION_RE = re.compile(r"^([ \t]*)([A-Za-z]+)([ \t]+|$)", re.MULTILINE)
 _SHELL_BODIES = frozenset({"RUN", "CMD", "ENTRYPOINT"})
@@ -35,7 +36,8 @@ def is_dockerfile(path: Path) -> bool:
     """``Dockerfile``, ``Containerfile``, ``Dockerfile.gpu``, ``train.Dockerfile``."""
     name = path.name.lower()
     stem, dot, suffix = name.partition(".")
-    return name in _NAMES or bool(dot and stem in _NAMES and suffix.isidentifier()) or name.endswith(".dockerfile")
+    variant = bool(dot) and stem in _NAMES and suffix.isidentifier() and suffix not in _NOT_DOCKERFILES
+    return name in _NAMES or variant or name.endswith(".dockerfile")
 
 
 @dataclass
