@@ -15,12 +15,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuda2neuron.engine import Config, Finding, rules_for
-from cuda2neuron.engine._source import SourceError
-from cuda2neuron.engine._triggers import may_trigger
+from cuda2neuron.engine import Config, Finding
 
+from ._plain import process_text_file
 from ._shell import ShellScript
-from ._text import run_text_rules, to_finding
 
 __all__ = ["Dockerfile", "is_dockerfile", "parse_dockerfile", "process_dockerfile_findings"]
 
@@ -30,6 +28,8 @@ _NOT_DOCKERFILES = frozenset({"md", "rst", "txt"})  # Dockerfile.md documents on
 _INSTRUCTION_RE = re.compile(r"^([ \t]*)([A-Za-z]+)([ \t]+|$)", re.MULTILINE)
 _SHELL_BODIES = frozenset({"RUN", "CMD", "ENTRYPOINT"})
 _ASSIGNMENTS = frozenset({"ENV", "ARG"})
+# The launch-script rules read the shell view; the Dockerfile's own rules read the file.
+_KINDS = frozenset({"shell", "dockerfile"})
 
 
 def is_dockerfile(path: Path) -> bool:
@@ -104,15 +104,4 @@ def parse_dockerfile(text: str) -> Dockerfile:
 
 
 def process_dockerfile_findings(path: str, data: bytes, config: Config, fix: bool) -> tuple[bytes | None, list[Finding]]:
-    if b"\x00" in data:
-        raise SourceError("decode", "file contains NUL bytes (binary file?)")
-    text = data.decode("utf-8", "surrogateescape")
-    if not may_trigger(text, "dockerfile"):
-        return None, []  # no rule can fire: the catalog stays unloaded
-    rules = tuple(r for r in rules_for(config, path) if r.file_kinds & {"shell", "dockerfile"})
-    rules = tuple(r for r in rules if any(t in text for t in r.triggers))
-    if not rules:
-        return None, []
-    new, items = run_text_rules(text, rules, parse_dockerfile, config.settings, fix=fix, unsafe=config.unsafe_fixes)
-    findings = [to_finding(it, path, it.span) for it in items]
-    return (None if new is None else new.encode("utf-8", "surrogateescape")), findings
+    return process_text_file("dockerfile", _KINDS, parse_dockerfile, path, data, config, fix)

@@ -25,6 +25,7 @@ __all__ = [
     "is_cuda_source",
     "process_config_findings",
     "process_cuda_source_findings",
+    "process_text_file",
 ]
 
 CONFIG_SUFFIXES = frozenset({".yaml", ".yml"})
@@ -73,25 +74,31 @@ def is_cuda_source(path: Path) -> bool:
     return path.suffix.lower() in CUDA_SUFFIXES
 
 
-def _process(kind: str, path: str, data: bytes, config: Config, fix: bool) -> tuple[bytes | None, list[Finding]]:
+def process_text_file(
+    kind: str, kinds: frozenset[str], parse, path: str, data: bytes, config: Config, fix: bool
+) -> tuple[bytes | None, list[Finding]]:
+    """A file read as text: the rules reading any of ``kinds`` run over ``parse(text)``.
+
+    ``kind`` names the file's own coarse prefilter words (engine/_triggers.py).
+    """
     if b"\x00" in data:
         raise SourceError("decode", "file contains NUL bytes (binary file?)")
     # surrogateescape: bytes that are not UTF-8 (a Latin-1 comment) survive the round trip.
     text = data.decode("utf-8", "surrogateescape")
     if not may_trigger(text, kind):
         return None, []  # no rule of this kind can fire: the catalog stays unloaded
-    rules = tuple(r for r in rules_for(config, path) if kind in r.file_kinds)
+    rules = tuple(r for r in rules_for(config, path) if r.file_kinds & kinds)
     rules = tuple(r for r in rules if any(t in text for t in r.triggers))
     if not rules:
         return None, []
-    new, items = run_text_rules(text, rules, PlainText, config.settings, fix=fix, unsafe=config.unsafe_fixes)
+    new, items = run_text_rules(text, rules, parse, config.settings, fix=fix, unsafe=config.unsafe_fixes)
     findings = [to_finding(it, path, it.span) for it in items]
     return (None if new is None else new.encode("utf-8", "surrogateescape")), findings
 
 
 def process_config_findings(path: str, data: bytes, config: Config, fix: bool) -> tuple[bytes | None, list[Finding]]:
-    return _process("config", path, data, config, fix)
+    return process_text_file("config", frozenset({"config"}), PlainText, path, data, config, fix)
 
 
 def process_cuda_source_findings(path: str, data: bytes, config: Config, fix: bool) -> tuple[bytes | None, list[Finding]]:
-    return _process("cuda-source", path, data, config, fix)
+    return process_text_file("cuda-source", frozenset({"cuda-source"}), PlainText, path, data, config, fix)
