@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from cuda2neuron.validate._audit import audit_from_report
-from cuda2neuron.validate._compare import compare_records
+from cuda2neuron.validate._compare import compare_records, noise_elements
 from cuda2neuron.validate._hand_edits import hand_edits
 from cuda2neuron.validate._localize import localise
 from cuda2neuron.validate._model import (
@@ -169,6 +169,8 @@ class _Comparator:
         self.extra_in_port: list[str] = []
         self.ref_on_cuda = ref_on_cuda
         self.module_classes: dict[str, str] = {}
+        # Per parameter ("0:fc.bias"): elements whose gradient was rounding noise at some step.
+        self.noisy: dict[str, Any] = {}  # bool tensors
 
     def add(self, role: str, rec: dict[str, Any]) -> None:
         key = rec["key"]
@@ -192,17 +194,27 @@ class _Comparator:
         if not final and "port" not in have:
             return
         golden = have.get("golden")
-        self.results[key] = compare_records(key, ref, have.get("port"), golden, self.request.tolerances,
-                                            self.ref_on_cuda[0])
+        port = have.get("port")
+        name = ref.get("module_path") or ""
+        ignore = self.noisy.get(name) if ref["kind"] == "param" else None
+        self.results[key] = compare_records(key, ref, port, golden, self.request.tolerances,
+                                            self.ref_on_cuda[0], ignore=ignore)
+        if ref["kind"] == "grad" and name:
+            noisy = noise_elements(ref, golden if golden is not None else port)
+            if noisy is not None:
+                self.noisy[name] = noisy if name not in self.noisy else self.noisy[name] | noisy
         self.pending.pop(key, None)
 
     def drop_role(self, role: str) -> None:
-        """A run ended: compare what can be compared without it."""
+        """A run ended: compare what no longer waits for it.
+
+        Only for that run: a key the still-running golden has not sent yet keeps waiting, or the
+        port finishing first would judge the last records (the final parameters) without the
+        golden, by the stricter reference-only floor.
+        """
         self.live.discard(role)
         for key in list(self.pending):
-            have = self.pending[key]
-            if "reference" in have and "port" in have:
-                self._try(key, final=True)
+            self._try(key)
 
     def finish(self, port_complete: bool, ref_complete: bool) -> list[TensorComparison]:
         for key in list(self.pending):

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from cuda2neuron.validate._compare import compare_records
+from cuda2neuron.validate._compare import compare_records, noise_elements
 from cuda2neuron.validate._model import Tolerances, Verdict
 from cuda2neuron.validate._recorder import tensor_record
 
@@ -110,3 +110,35 @@ def test_tolerances_are_overridable(overrides, expected):
 def test_unknown_tolerance_is_rejected():
     with pytest.raises(ValueError, match="unknown tolerance"):
         Tolerances().with_overrides(fudge=1.0)
+
+
+# Attention's key bias: softmax ignores it, so its true gradient is 0 and the computed one is
+# rounding noise; Adam turns noise into lr-sized steps in random directions.
+GRAD = torch.tensor([2e-3, -1e-3, 5e-4, 1e-11, -3e-11, 2e-11])
+GRAD_OTHER = torch.tensor([2e-3, -1e-3, 5e-4, -2e-11, 4e-11, 2e-11])  # the last agrees: kept
+
+
+def test_noise_elements_are_tiny_and_irreproducible():
+    noisy = noise_elements(rec(GRAD), rec(GRAD_OTHER.double()))
+    assert noisy is not None and noisy.tolist() == [False, False, False, True, True, False]
+    assert noise_elements(rec(GRAD), rec(GRAD.clone())) is None
+    # A large gradient that differs is a defect, never noise.
+    assert noise_elements(rec(GRAD), rec(GRAD * torch.tensor([1, 3, 1, 1, 1, 1.0]))) is None
+
+
+# (id, elements left out, expected verdict)
+IGNORED = [
+    ("noise-elements-left-out", torch.tensor([False, False, False, True, True, False]), Verdict.PASS),
+    ("nothing-left-out", None, Verdict.FAIL),
+    ("a-real-difference-stays-visible", torch.tensor([False, False, False, True, False, False]), Verdict.FAIL),
+]
+
+
+@pytest.mark.parametrize(("ignore", "expected"), [c[1:] for c in IGNORED], ids=[c[0] for c in IGNORED])
+def test_final_params_leave_out_noise_gradient_elements(ignore, expected):
+    ref = torch.tensor([0.5, -0.2, 0.1, 0.01, 0.02, 0.03])
+    port = ref + torch.tensor([0.0, 0.0, 0.0, 0.01, -0.01, 0.0])  # Adam's lr-sized steps on noise
+    out = compare_records("final/param/0:attn.bias", rec(ref), rec(port), rec(ref.double()), Tolerances(), False,
+                          ignore=ignore)
+    assert out.verdict is expected, out.reason
+    assert ("left out" in out.reason) is (ignore is not None)
