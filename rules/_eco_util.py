@@ -17,6 +17,7 @@ __all__ = [
     "add_kwarg",
     "call_qualname",
     "CUDA_ONLY_PACKAGES",
+    "PackageImports",
     "compares_to_cuda",
     "cuda_check",
     "cuda_only_module",
@@ -46,6 +47,24 @@ def in_package(qualified: str | None, packages: tuple[str, ...]) -> bool:
         if qualified.startswith(p) and (len(qualified) == len(p) or qualified[len(p)] == "."):
             return True
     return False
+
+
+class PackageImports:
+    """Mix-in for a rule about a CUDA-only package: each import statement of it is handed to
+    ``report_import`` once. Set ``packages`` (top-level module names)."""
+
+    packages: tuple[str, ...] = ()
+
+    def visit_Import(self, node: cst.Import) -> None:
+        if any(in_package(module_name(alias.name), self.packages) for alias in node.names):
+            self.report_import(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if not node.relative and node.module is not None and in_package(module_name(node.module), self.packages):
+            self.report_import(node)
+
+    def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
+        raise NotImplementedError
 
 
 def terminal_name(node: cst.BaseExpression) -> str | None:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety
 
-from ._eco_util import add_kwarg, call_qualname, in_package, kwarg, module_name, remove_arg
+from ._eco_util import PackageImports, add_kwarg, call_qualname, in_package, kwarg, remove_arg
 from ._util import positional_args
 
 __all__ = ["Apex"]
@@ -45,7 +45,7 @@ def _literal_bool(node: cst.BaseExpression) -> bool | None:
     return None
 
 
-class Apex(Rule):
+class Apex(PackageImports, Rule):
     """
     ## What it does
     Reports every apex import and call. Rewrites ``FusedAdam`` to ``torch.optim.AdamW`` (or
@@ -81,6 +81,7 @@ class Apex(Rule):
 
     code = "CN606"
     name = "apex"
+    packages = ("apex",)
     triggers = ("apex",)
     emits = ("torch.optim.AdamW", "torch.optim.Adam", "torch.optim.SGD", "torch.nn.LayerNorm", "torch.nn.RMSNorm")
     VALID = (
@@ -128,22 +129,13 @@ class Apex(Rule):
         Invalid("from apex.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"),
     )
 
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            if in_package(module_name(alias.name), ("apex",)):
-                self._import(node)
-                return
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not node.relative and node.module is not None and in_package(module_name(node.module), ("apex",)):
-            self._import(node)
-
-    def _import(self, node: cst.CSTNode) -> None:
+    def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
         self.report(node, "apex is CUDA-only and not available on Trainium", guidance=_IMPORT_GUIDANCE, effort=Effort.LOW)
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)
-        if not in_package(qualified, ("apex",)):
+        if not in_package(qualified, self.packages):
             return
         assert qualified is not None
         short = qualified.rsplit(".", 1)[-1]

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule
 
-from ._eco_util import call_qualname, in_package, module_name
+from ._eco_util import PackageImports, call_qualname, in_package
 
 __all__ = ["Bitsandbytes"]
 
@@ -26,7 +26,7 @@ _DEFAULT = (
 )
 
 
-class Bitsandbytes(Rule):
+class Bitsandbytes(PackageImports, Rule):
     """
     ## What it does
     Reports bitsandbytes imports and calls (8-bit optimizers, ``Linear8bitLt``/``Linear4bit``,
@@ -50,6 +50,7 @@ class Bitsandbytes(Rule):
 
     code = "CN607"
     name = "bitsandbytes"
+    packages = ("bitsandbytes",)
     triggers = ("bitsandbytes",)
     VALID = (
         "import torch\nopt = torch.optim.AdamW(ps)\n",
@@ -61,19 +62,12 @@ class Bitsandbytes(Rule):
         Invalid("from bitsandbytes.nn import Linear8bitLt\nlayer = Linear8bitLt(16, 16)\n"),
     )
 
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            if in_package(module_name(alias.name), ("bitsandbytes",)):
-                self._report(node, "bitsandbytes is CUDA-only and not available on Trainium", _DEFAULT)
-                return
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not node.relative and node.module is not None and in_package(module_name(node.module), ("bitsandbytes",)):
-            self._report(node, "bitsandbytes is CUDA-only and not available on Trainium", _DEFAULT)
+    def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
+        self._report(node, "bitsandbytes is CUDA-only and not available on Trainium", _DEFAULT)
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)
-        if not in_package(qualified, ("bitsandbytes",)):
+        if not in_package(qualified, self.packages):
             return
         assert qualified is not None
         section = qualified.split(".")[1] if qualified.count(".") >= 2 else ""

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule
 
-from ._eco_util import call_qualname, in_package, module_name
+from ._eco_util import PackageImports, call_qualname, in_package
 
 __all__ = ["Cupy"]
 
@@ -17,7 +17,7 @@ _GUIDANCE = (
 )
 
 
-class Cupy(Rule):
+class Cupy(PackageImports, Rule):
     """
     ## What it does
     Reports ``cupy`` imports and calls.
@@ -37,6 +37,7 @@ class Cupy(Rule):
 
     code = "CN612"
     name = "cupy"
+    packages = ("cupy", "cupyx")
     triggers = ("cupy",)
     VALID = ("import numpy as np\ny = np.asarray(x)\n", "use_cupy = False\n")
     INVALID = (
@@ -45,19 +46,12 @@ class Cupy(Rule):
         Invalid("from cupy import RawKernel\nk = RawKernel(src, 'f')\n"),
     )
 
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            if in_package(module_name(alias.name), ("cupy", "cupyx")):
-                self._report(node, "CuPy is CUDA-only", Effort.LOW)
-                return
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not node.relative and node.module is not None and in_package(module_name(node.module), ("cupy", "cupyx")):
-            self._report(node, "CuPy is CUDA-only", Effort.LOW)
+    def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
+        self._report(node, "CuPy is CUDA-only", Effort.LOW)
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)
-        if in_package(qualified, ("cupy", "cupyx")):
+        if in_package(qualified, self.packages):
             self._report(node, f"`{qualified}` runs on a CUDA device", Effort.MEDIUM)
 
     def _report(self, node: cst.CSTNode, message: str, effort: Effort) -> None:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety
 
-from ._eco_util import call_qualname, in_package, module_name, sdpa_bshd
+from ._eco_util import PackageImports, call_qualname, in_package, sdpa_bshd
 from ._util import arg_by_name
 
 __all__ = ["FlashAttention"]
@@ -23,7 +23,7 @@ _MAPPED = (("dropout_p", 3, "dropout_p"), ("softmax_scale", 4, "scale"), ("causa
 _KNOWN = frozenset({"q", "k", "v", "dropout_p", "softmax_scale", "causal"})
 
 
-class FlashAttention(Rule):
+class FlashAttention(PackageImports, Rule):
     """
     ## What it does
     Reports flash-attn imports and calls; rewrites ``flash_attn_func(q, k, v, dropout_p=...,
@@ -56,6 +56,7 @@ class FlashAttention(Rule):
 
     code = "CN604"
     name = "flash-attention"
+    packages = ("flash_attn",)
     triggers = ("flash_attn",)
     emits = ("torch.nn.functional.scaled_dot_product_attention",)
     VALID = (
@@ -89,17 +90,8 @@ class FlashAttention(Rule):
         ),
     )
 
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            if in_package(module_name(alias.name), ("flash_attn",)):
-                self._import(node)
-                return
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not node.relative and node.module is not None and in_package(module_name(node.module), ("flash_attn",)):
-            self._import(node)
-
-    def _import(self, node: cst.CSTNode) -> None:
+    def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
         self.report(
             node,
             "flash-attn is CUDA-only and not available on Trainium",
@@ -109,7 +101,7 @@ class FlashAttention(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)
-        if not in_package(qualified, ("flash_attn",)):
+        if not in_package(qualified, self.packages):
             return
         assert qualified is not None
         message = f"`{qualified.rsplit('.', 1)[-1]}` is a flash-attn CUDA kernel"

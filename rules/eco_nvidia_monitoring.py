@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule
 
-from ._eco_util import call_qualname, in_package, module_name
+from ._eco_util import PackageImports, call_qualname, in_package
 
 __all__ = ["NvidiaMonitoring"]
 
@@ -33,7 +33,7 @@ _RUNNERS = frozenset(
 )
 
 
-class NvidiaMonitoring(Rule):
+class NvidiaMonitoring(PackageImports, Rule):
     """
     ## What it does
     Reports NVML bindings (``pynvml``, ``nvidia_smi``, ``py3nvml``, ``gpustat``, ``GPUtil``,
@@ -55,6 +55,7 @@ class NvidiaMonitoring(Rule):
 
     code = "CN613"
     name = "nvidia-monitoring"
+    packages = _MODULES
     triggers = ("nvml", "nvidia", "gpustat", "GPUtil", "nvitop")
     VALID = (
         "import subprocess\nsubprocess.run(['neuron-ls'])\n",
@@ -69,21 +70,14 @@ class NvidiaMonitoring(Rule):
         Invalid("from subprocess import check_output as co\nout = co('nvidia-smi -L', shell=True)\n"),
     )
 
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            if in_package(module_name(alias.name), _MODULES):
-                self._report(node, "NVML monitoring needs NVIDIA drivers")
-                return
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not node.relative and node.module is not None and in_package(module_name(node.module), _MODULES):
-            self._report(node, "NVML monitoring needs NVIDIA drivers")
+    def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
+        self._report(node, "NVML monitoring needs NVIDIA drivers")
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)
         if qualified is None:
             return
-        if in_package(qualified, _MODULES):
+        if in_package(qualified, self.packages):
             self._report(node, f"`{qualified}` queries NVIDIA drivers")
         elif qualified in _RUNNERS and node.args and "nvidia-smi" in self.context.code(node.args[0].value):
             self._report(node, "runs `nvidia-smi`, which does not exist on Trainium")

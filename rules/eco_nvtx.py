@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety
 
-from ._eco_util import call_qualname, in_package, module_name
+from ._eco_util import PackageImports, call_qualname, in_package
 from ._util import arg_by_name
 
 __all__ = ["NvtxPackage"]
@@ -18,7 +18,7 @@ _GUIDANCE = (
 _DROPPABLE = frozenset({"message", "color", "domain", "category", "payload"})
 
 
-class NvtxPackage(Rule):
+class NvtxPackage(PackageImports, Rule):
     """
     ## What it does
     Reports the ``nvtx`` package and rewrites ``nvtx.annotate("name", color=...)`` (context
@@ -48,6 +48,7 @@ class NvtxPackage(Rule):
 
     code = "CN610"
     name = "nvtx-package"
+    packages = ("nvtx",)
     triggers = ("nvtx",)
     emits = ("torch.profiler.record_function",)
     VALID = (
@@ -67,19 +68,12 @@ class NvtxPackage(Rule):
         Invalid("import nvtx\nnvtx.push_range('fwd')\n"),
     )
 
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            if in_package(module_name(alias.name), ("nvtx",)):
-                self._report(node, "the nvtx package annotates NVIDIA tools only")
-                return
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not node.relative and node.module is not None and in_package(module_name(node.module), ("nvtx",)):
-            self._report(node, "the nvtx package annotates NVIDIA tools only")
+    def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
+        self._report(node, "the nvtx package annotates NVIDIA tools only")
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)
-        if not in_package(qualified, ("nvtx",)):
+        if not in_package(qualified, self.packages):
             return
         message = f"`{qualified}` is an NVTX range"
         if qualified == "nvtx.annotate":

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety
 
-from ._eco_util import call_qualname, in_package, module_name, sdpa_bshd
+from ._eco_util import PackageImports, call_qualname, in_package, sdpa_bshd
 from ._util import arg_by_name
 
 __all__ = ["XformersAttention"]
@@ -21,7 +21,7 @@ _MEA = frozenset({"xformers.ops.memory_efficient_attention", "xformers.ops.fmha.
 _CAUSAL = frozenset({"xformers.ops.LowerTriangularMask", "xformers.ops.fmha.attn_bias.LowerTriangularMask"})
 
 
-class XformersAttention(Rule):
+class XformersAttention(PackageImports, Rule):
     """
     ## What it does
     Reports xformers imports and calls; rewrites ``xops.memory_efficient_attention(q, k, v,
@@ -51,6 +51,7 @@ class XformersAttention(Rule):
 
     code = "CN605"
     name = "xformers-attention"
+    packages = ("xformers",)
     triggers = ("xformers",)
     emits = ("torch.nn.functional.scaled_dot_product_attention",)
     VALID = (
@@ -79,17 +80,8 @@ class XformersAttention(Rule):
         Invalid("import xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v, attn_bias=bias)\n"),
     )
 
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            if in_package(module_name(alias.name), ("xformers",)):
-                self._import(node)
-                return
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not node.relative and node.module is not None and in_package(module_name(node.module), ("xformers",)):
-            self._import(node)
-
-    def _import(self, node: cst.CSTNode) -> None:
+    def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
         self.report(
             node,
             "xformers is CUDA-only and not available on Trainium",
@@ -99,7 +91,7 @@ class XformersAttention(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)
-        if not in_package(qualified, ("xformers",)) or qualified in _CAUSAL:
+        if not in_package(qualified, self.packages) or qualified in _CAUSAL:
             return
         assert qualified is not None
         message = f"`{qualified.rsplit('.', 1)[-1]}` is an xformers CUDA kernel"
