@@ -5,7 +5,8 @@
   attribute's member name, a keyword or a binding): ``x.synchronize`` must not resolve the bare
   ``synchronize`` through ``from torch.cuda import synchronize``.
 * ``import_to_drop`` — the from-import a rewrite may leave unused, for ``unused_imports``.
-* ``aliased_members`` — ``as`` aliases of imported API names, for the rules' cheap Name filter.
+* ``aliased_members`` — ``as`` aliases of imported API names, for the rules' cheap Name filter;
+  ``MemberReferences`` — the visitors built on it, shared by the torch.cuda member rules.
 * ``dtype_expr`` / ``keyword_arg`` / ``as_keywords`` — node builders shared by the AMP rules.
 """
 
@@ -28,6 +29,7 @@ else:  # pragma: no cover - pyproject pulls tomli on 3.10
     import tomli as tomllib
 
 __all__ = [
+    "MemberReferences",
     "AMP_DTYPE_NAMES",
     "AUTOCAST",
     "ApiMove",
@@ -315,6 +317,31 @@ def aliased_members(node: cst.ImportFrom, members: frozenset[str]) -> list[str]:
         ):
             out.append(alias.asname.name.value)
     return out
+
+
+class MemberReferences:
+    """Mix-in for rules about ``torch.cuda`` members: ``check_reference(node)`` is called for
+    every Attribute or Name that may refer to one of ``members`` (last name components),
+    through ``from torch.cuda import X as Y`` aliases too. The qualified-name test is the rule's."""
+
+    members: frozenset[str] = frozenset()
+    # Local names bound by `from torch... import <member> as <alias>` (see aliased_members).
+    _aliases: frozenset[str] = frozenset()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in self.members:
+            self.check_reference(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        for alias in aliased_members(node, self.members):
+            self._aliases = self._aliases | {alias}
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if (node.value in self.members or node.value in self._aliases) and is_reference(self, node):
+            self.check_reference(node)
+
+    def check_reference(self, node: cst.Attribute | cst.Name) -> None:
+        raise NotImplementedError
 
 
 _FLOAT16_WORDS = re.compile(r"float16|\bhalf\b")

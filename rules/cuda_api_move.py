@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._api_util import aliased_members, ApiMove, accelerator_name_for, import_to_drop, is_reference, load_moves
+from ._api_util import MemberReferences, ApiMove, accelerator_name_for, import_to_drop, load_moves
 from ._target import guarded_call
 
 __all__ = ["CudaApiMove"]
@@ -20,7 +20,7 @@ def _version(v: tuple[int, int]) -> str:
     return f"{v[0]}.{v[1]}"
 
 
-class CudaApiMove(Rule):
+class CudaApiMove(MemberReferences, Rule):
     """
     ## What it does
     Moves the ``torch.cuda`` APIs TorchNeuron provides under the same name to ``torch.neuron``
@@ -68,8 +68,7 @@ class CudaApiMove(Rule):
 
     code = "CN201"
     name = "cuda-api-move"
-    # Local names bound by `from torch... import <member> as <alias>` (see aliased_members).
-    _aliases: frozenset[str] = frozenset()
+    members = _MEMBERS
     triggers = ("cuda",)
     # Every qualified name this rule can write (checked against the emulated backend and torch).
     emits = tuple(
@@ -180,22 +179,7 @@ class CudaApiMove(Rule):
         Invalid("import torch\ntorch.cuda.memory_summary()\n", target="accelerator"),
     )
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value not in _MEMBERS:
-            return
-        self._check(node)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        # `from torch.cuda import synchronize as sync`: remember `sync` for the Name filter.
-        for alias in aliased_members(node, _MEMBERS):
-            self._aliases = self._aliases | {alias}
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if (node.value not in _MEMBERS and node.value not in self._aliases) or not is_reference(self, node):
-            return
-        self._check(node)
-
-    def _check(self, node: cst.Attribute | cst.Name) -> None:
+    def check_reference(self, node: cst.Attribute | cst.Name) -> None:
         qualified = self.qualname(node)
         move = _MOVES.get(qualified) if qualified is not None else None
         if move is None:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
 
-from ._api_util import aliased_members, import_to_drop, is_reference
+from ._api_util import MemberReferences, import_to_drop
 from ._util import positional_args
 
 __all__ = ["NvtxRange"]
@@ -25,7 +25,7 @@ _GUIDANCE = {
 }
 
 
-class NvtxRange(Rule):
+class NvtxRange(MemberReferences, Rule):
     """
     ## What it does
     Rewrites NVTX ranges to ``torch.profiler.record_function`` and reports the other NVTX calls.
@@ -57,8 +57,7 @@ class NvtxRange(Rule):
 
     code = "CN204"
     name = "cuda-nvtx-range"
-    # Local names bound by `from torch... import <member> as <alias>` (see aliased_members).
-    _aliases: frozenset[str] = frozenset()
+    members = _MEMBERS
     triggers = ("nvtx",)
     emits = (_RECORD,)
     VALID = (
@@ -84,20 +83,7 @@ class NvtxRange(Rule):
         Invalid("import torch\nwith torch.cuda.nvtx.range('step {}', i):\n    pass\n"),
     )
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value in _MEMBERS:
-            self._check(node)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        # `from torch.cuda import synchronize as sync`: remember `sync` for the Name filter.
-        for alias in aliased_members(node, _MEMBERS):
-            self._aliases = self._aliases | {alias}
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if (node.value in _MEMBERS or node.value in self._aliases) and is_reference(self, node):
-            self._check(node)
-
-    def _check(self, node: cst.Attribute | cst.Name) -> None:
+    def check_reference(self, node: cst.Attribute | cst.Name) -> None:
         qualified = self.qualname(node)
         if qualified is None or not qualified.startswith(_NVTX):
             return

@@ -8,7 +8,7 @@ import libcst as cst
 
 from cuda2neuron.engine import Effort, Invalid, Rule, Valid
 
-from ._api_util import aliased_members, is_reference
+from ._api_util import MemberReferences
 
 __all__ = ["CudaApiUnavailable"]
 
@@ -69,7 +69,7 @@ _GAPS: dict[str, _Gap] = {
 _MEMBERS = frozenset(q.rpartition(".")[2] for q in _GAPS)
 
 
-class CudaApiUnavailable(Rule):
+class CudaApiUnavailable(MemberReferences, Rule):
     """
     ## What it does
     Reports ``torch.cuda`` APIs with no TorchNeuron equivalent, each with what to write instead.
@@ -96,8 +96,7 @@ class CudaApiUnavailable(Rule):
 
     code = "CN202"
     name = "cuda-api-unavailable"
-    # Local names bound by `from torch... import <member> as <alias>` (see aliased_members).
-    _aliases: frozenset[str] = frozenset()
+    members = _MEMBERS
     triggers = ("cuda",)
     VALID = (
         "import torch\ntorch.neuron.get_device_properties(0).total_memory\n",
@@ -119,20 +118,7 @@ class CudaApiUnavailable(Rule):
         Invalid("import torch\narchs = torch.cuda.get_arch_list()\n", target="accelerator"),
     )
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value in _MEMBERS:
-            self._check(node)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        # `from torch.cuda import synchronize as sync`: remember `sync` for the Name filter.
-        for alias in aliased_members(node, _MEMBERS):
-            self._aliases = self._aliases | {alias}
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if (node.value in _MEMBERS or node.value in self._aliases) and is_reference(self, node):
-            self._check(node)
-
-    def _check(self, node: cst.Attribute | cst.Name) -> None:
+    def check_reference(self, node: cst.Attribute | cst.Name) -> None:
         qualified = self.qualname(node)
         gap = _GAPS.get(qualified) if qualified is not None else None
         if gap is None:
