@@ -23,7 +23,9 @@ from pathlib import Path
 
 import libcst as cst
 
-from cuda2neuron.engine import Config, process_bytes, process_file
+from cuda2neuron.core import Config, RunOptions
+from cuda2neuron.kinds import process_bytes
+from cuda2neuron.workspace import SourceFile, process_file
 
 CUDA_CELL = """\
 x = torch.randn(64, 128).cuda()
@@ -79,7 +81,7 @@ REQUIREMENTS = "torch>=2.6\nnumpy\nflash-attn>=2.5\nxformers\ntriton\neinops\n"
 def timed(files, config, fix):
     start = time.perf_counter()
     for path in files:
-        result = process_file(path, config, fix)
+        result = process_file(SourceFile.at(path), config, RunOptions(fix=fix))
         assert result.error is None, (path, result.error)
     return time.perf_counter() - start
 
@@ -124,7 +126,7 @@ def main() -> None:
         for fix_mode in (False, True):
             start = time.perf_counter()
             for src in code_sources:
-                process_bytes("cells.py", src.encode(), config, fix_mode)
+                process_bytes("cells.py", src.encode(), config, RunOptions(fix=fix_mode))
             py[fix_mode] = time.perf_counter() - start
         lint = timed(notebooks, config, False)
         fix = timed(notebooks, config, True)

@@ -11,7 +11,7 @@ Code prefixes (the policy; a new rule takes the next free code in its family):
 * CN7xx files that are not Python: launch scripts, requirements
 * CN8xx numerics and processes the device handles differently: float64, complex, fork
 
-Rules register themselves by subclassing ``cuda2neuron.engine.Rule``; there is no list to keep
+Rules register themselves by subclassing ``cuda2neuron.core.Rule``; there is no list to keep
 in sync: every module in this package is imported here.
 """
 

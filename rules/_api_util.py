@@ -21,7 +21,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from cuda2neuron.engine import Rule
+from cuda2neuron.core import Rule
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from cuda2neuron.engine import Rule, Safety
+from cuda2neuron.core import Rule, Safety
 
 from ._target import NEURON, Imports, compared_type_expr, device_type_expr
 from ._util import positional_args, string_value

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from cuda2neuron.engine import Rule
+from cuda2neuron.core import Rule
 
 from ._target import NEURON, Imports
 

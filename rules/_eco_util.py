@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from cuda2neuron.engine import Rule
+from cuda2neuron.core import Rule
 
 from ._util import string_value
 

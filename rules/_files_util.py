@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cuda2neuron.engine import Rule
+from cuda2neuron.core import Rule
 
 __all__ = ["TextRule"]
 
@@ -11,7 +11,7 @@ class TextRule(Rule):
     """Base of rules run by a file handler instead of the libcst dispatcher.
 
     Subclasses set ``file_kinds`` and implement ``check_text(doc, settings)``, returning
-    ``cuda2neuron.filekinds.TextReport``s with offsets into ``doc.text``.
+    ``cuda2neuron.core.TextReport``s with offsets into ``doc.text``.
     """
 
     abstract = True

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Rule
+from cuda2neuron.core import Rule
 
 __all__ = [
     "NEURON",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Invalid, Rule, Safety
+from cuda2neuron.core import Invalid, Rule, Safety
 
 from ._api_util import AMP_DTYPE_NAMES, AUTOCAST, dtype_expr, is_float16, keyword_arg
 from ._target import device_type_expr
@@ -52,6 +52,7 @@ class AutocastCudaDevice(Rule):
 
     code = "CN302"
     name = "autocast-cuda-device"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("autocast",)
     emits = ("torch.autocast", "torch.accelerator.current_accelerator", *AMP_DTYPE_NAMES.values())
     VALID = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Invalid, Rule, Safety
+from cuda2neuron.core import Invalid, Rule, Safety
 
 from ._target import device_type_expr
 from ._util import positional_args, string_value
@@ -57,6 +57,7 @@ class AutocastState(Rule):
 
     code = "CN307"
     name = "cuda-autocast-state"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("autocast",)
     emits = (
         "torch.is_autocast_enabled",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
 from ._api_util import find_keyword, import_to_drop, is_reference, keyword_arg
 from ._target import device_type_expr
@@ -67,6 +67,7 @@ class CustomFwdBwd(Rule):
 
     code = "CN306"
     name = "cuda-custom-fwd-bwd"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("custom_fwd", "custom_bwd")
     emits = ("torch.amp.custom_fwd", "torch.amp.custom_bwd", "torch.accelerator.current_accelerator")
     VALID = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Valid
+from cuda2neuron.core import Effort, Invalid, Rule, Valid
 
 from ._api_util import AUTOCAST, SCALER, mentions_cuda_literal
 from ._util import arg_by_name

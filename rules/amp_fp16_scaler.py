@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Valid
+from cuda2neuron.core import Effort, Invalid, Rule, Valid
 
 from ._api_util import SCALER
 from ._util import arg_by_name, string_value

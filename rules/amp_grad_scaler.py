@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
 from ._api_util import (
     LEGACY_SCALER,
@@ -81,6 +81,7 @@ class GradScalerDevice(Rule):
 
     code = "CN304"
     name = "cuda-grad-scaler"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("GradScaler",)
     emits = ("torch.amp.GradScaler", "torch.accelerator.current_accelerator")
     VALID = (

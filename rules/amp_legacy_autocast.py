@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
 from ._api_util import (
     AMP_DTYPE_NAMES,
@@ -60,6 +60,7 @@ class LegacyAutocast(Rule):
 
     code = "CN301"
     name = "cuda-amp-autocast"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("autocast",)
     emits = ("torch.autocast", "torch.accelerator.current_accelerator", *AMP_DTYPE_NAMES.values())
     VALID = (

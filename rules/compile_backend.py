@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._eco_util import add_kwarg, is_torch_compile, kwarg, terminal_name
 from ._util import make_string, string_value
@@ -55,6 +55,7 @@ class CompileBackend(Rule):
 
     code = "CN501"
     name = "compile-backend"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("compile",)
     emits = ()
     VALID = (

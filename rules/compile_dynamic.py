@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._eco_util import is_torch_compile, kwarg
 
@@ -38,6 +38,7 @@ class CompileDynamic(Rule):
 
     code = "CN503"
     name = "compile-dynamic-shapes"
+    fixes = frozenset({Safety.UNSAFE})
     # Only a torch.compile call can carry dynamic=, and no spelling of it avoids this word.
     triggers = ("compile",)
     VALID = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._eco_util import add_kwarg, is_torch_compile, kwarg
 
@@ -38,6 +38,7 @@ class CompileFullgraph(Rule):
 
     code = "CN504"
     name = "compile-fullgraph"
+    fixes = frozenset({Safety.DISPLAY_ONLY})
     triggers = ("compile",)
     targets = frozenset({"neuron"})
     VALID = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._eco_util import is_torch_compile, kwarg, remove_arg
 from ._util import string_value
@@ -45,6 +45,7 @@ class CompileCudaMode(Rule):
 
     code = "CN502"
     name = "compile-cuda-mode"
+    fixes = frozenset({Safety.SAFE})
     # Only a torch.compile call can carry the mode, and no spelling of it avoids this word.
     triggers = ("compile",)
     VALID = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
 from ._api_util import import_to_drop
 
@@ -62,6 +62,7 @@ class CudnnTf32Flags(Rule):
 
     code = "CN205"
     name = "cudnn-tf32-flags"
+    fixes = frozenset({Safety.UNSAFE})
     triggers = ("cudnn", "allow_tf32", "reduced_precision_reduction", "set_float32_matmul_precision")
     targets = frozenset({"neuron"})
     VALID = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
 from ._api_util import MemberReferences, ApiMove, accelerator_name_for, import_to_drop, load_moves
 from ._target import guarded_call
@@ -68,6 +68,7 @@ class CudaApiMove(MemberReferences, Rule):
 
     code = "CN201"
     name = "cuda-api-move"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE})
     members = _MEMBERS
     triggers = ("cuda",)
     # Every qualified name this rule can write (checked against the emulated backend and torch).

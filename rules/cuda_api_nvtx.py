@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
 from ._api_util import MemberReferences, import_to_drop
 from ._util import positional_args
@@ -57,6 +57,7 @@ class NvtxRange(MemberReferences, Rule):
 
     code = "CN204"
     name = "cuda-nvtx-range"
+    fixes = frozenset({Safety.SAFE})
     members = _MEMBERS
     triggers = ("nvtx",)
     emits = (_RECORD,)

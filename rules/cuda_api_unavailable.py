@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Valid
+from cuda2neuron.core import Effort, Invalid, Rule, Valid
 
 from ._api_util import MemberReferences
 

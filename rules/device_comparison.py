@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._device_util import (
     UseKind,
@@ -71,6 +71,7 @@ class CudaDeviceComparison(Rule):
 
     code = "CN103"
     name = "cuda-device-comparison"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE, Safety.DISPLAY_ONLY})
     triggers = ("cuda",)
     emits = ("torch.accelerator.current_accelerator",)
     VALID = (

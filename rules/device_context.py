@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Invalid, Rule, Safety
+from cuda2neuron.core import Invalid, Rule, Safety
 
 from ._target import NEURON, checked_for_accelerator
 from ._util import arg_by_name
@@ -45,6 +45,7 @@ class CudaDeviceContext(Rule):
 
     code = "CN105"
     name = "cuda-device-context"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE})
     triggers = ("cuda",)
     emits = ("torch.neuron.device", "torch.accelerator.device_index")
     VALID = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Invalid, Rule, Safety, Valid
 
 from ._device_util import is_device_word
 from ._target import device_expr
@@ -54,6 +54,7 @@ class CudaMethodCall(Rule):
 
     code = "CN101"
     name = "cuda-method-call"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("cuda",)
     VALID = (
         "x.to('neuron')",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._device_util import Use, UseKind, comparison_safety
 from ._target import NEURON, compared_type_expr
@@ -60,6 +60,7 @@ class IsCudaAttribute(Rule):
 
     code = "CN104"
     name = "is-cuda-attribute"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE, Safety.DISPLAY_ONLY})
     triggers = ("is_cuda",)
     emits = ("torch.accelerator.current_accelerator",)
     VALID = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Invalid, Rule, Safety
+from cuda2neuron.core import Invalid, Rule, Safety
 
 from ._device_util import reported_at
 from ._target import NEURON, compared_type_expr, device_expr
@@ -75,6 +75,7 @@ class LegacyCudaTensorType(Rule):
 
     code = "CN106"
     name = "legacy-cuda-tensor-type"
+    fixes = frozenset({Safety.SAFE})
     # The type names too: an alias imported from a project module has no "cuda" in the file.
     triggers = ("cuda", *_DTYPES)
     emits = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._device_util import is_device_word, reported_at
 from ._target import device_expr
@@ -98,6 +98,7 @@ class IntegerDeviceOrdinal(Rule):
 
     code = "CN107"
     name = "integer-device-ordinal"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE})
     triggers = (".to(", "device")
     emits = ("torch.device", "torch.accelerator.current_accelerator")
     VALID = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Invalid, Rule, Safety
+from cuda2neuron.core import Invalid, Rule, Safety
 
 from ._device_util import (
     UseKind,
@@ -73,6 +73,7 @@ class CudaDeviceString(Rule):
 
     code = "CN102"
     name = "cuda-device-string"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("cuda",)
     emits = ("torch.accelerator.current_accelerator",)
     VALID = (

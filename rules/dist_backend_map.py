@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Invalid, Rule, Safety
+from cuda2neuron.core import Invalid, Rule, Safety
 
 from ._util import make_string
 
@@ -52,6 +52,7 @@ class BackendMapNeuronKey(Rule):
 
     code = "CN402"
     name = "backend-map-neuron-key"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("nccl", "NCCL")
     VALID = (
         'BACKENDS = {"cuda": "nccl", "neuron": "neuron", "cpu": "gloo"}\n',

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Invalid, Rule, Safety, Valid
 
 from ._dist_util import ACCELERATOR_BACKEND_EMITS, backend_expr
 
@@ -49,6 +49,7 @@ class IsNcclAvailable(Rule):
 
     code = "CN403"
     name = "is-nccl-available"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("is_nccl_available",)
     emits = ("torch.distributed.is_backend_available", *ACCELERATOR_BACKEND_EMITS)
     VALID = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Invalid, Rule, Safety, Valid
 
 from ._dist_util import ACCELERATOR_BACKEND_EMITS, backend_expr, is_backend_named
 from ._util import arg_by_name
@@ -109,6 +109,7 @@ class NcclBackend(Rule):
 
     code = "CN401"
     name = "nccl-backend"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("nccl", "NCCL")
     emits = ACCELERATOR_BACKEND_EMITS
     VALID = (

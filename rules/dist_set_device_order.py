@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from cuda2neuron.engine import Invalid, Rule, Safety
+from cuda2neuron.core import Invalid, Rule, Safety
 
 
 __all__ = ["SetDeviceBeforeInit"]
@@ -87,6 +87,7 @@ class SetDeviceBeforeInit(Rule):
 
     code = "CN404"
     name = "set-device-before-init"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("init_process_group",)
     VALID = (
         # the order TorchNeuron needs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
 from ._dist_util import EnvAccess, EnvSite, env_keyword_site, env_site, visible_cores
 from ._util import make_string
@@ -85,6 +85,7 @@ class CudaVisibleDevices(Rule):
 
     code = "CN405"
     name = "cuda-visible-devices"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE})
     triggers = (_CUDA,)
     VALID = (
         'os.environ["NEURON_RT_VISIBLE_CORES"] = "0-3"\n',

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._eco_util import PackageImports, add_kwarg, call_qualname, in_package, kwarg, remove_arg
 from ._util import positional_args
@@ -81,6 +81,7 @@ class Apex(PackageImports, Rule):
 
     code = "CN606"
     name = "apex"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE})
     packages = ("apex",)
     triggers = ("apex",)
     emits = ("torch.optim.AdamW", "torch.optim.Adam", "torch.optim.SGD", "torch.nn.LayerNorm", "torch.nn.RMSNorm")

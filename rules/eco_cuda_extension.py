@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Invalid, Rule
 
 from ._eco_util import call_qualname, kwarg, terminal_name
 

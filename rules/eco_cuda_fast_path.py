@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._eco_util import cuda_only_module, false_on_neuron, module_name, reported_at, true_on_neuron
 
@@ -108,6 +108,7 @@ class CudaOnlyFastPath(Rule):
 
     code = "CN603"
     name = "cuda-only-fast-path"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("is_cuda", "cuda")
     VALID = (
         # A device-dependent branch that is not a CUDA-only kernel: the device rules port it.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._eco_util import PackageImports, call_qualname, in_package, sdpa_bshd
 from ._util import arg_by_name
@@ -56,6 +56,7 @@ class FlashAttention(PackageImports, Rule):
 
     code = "CN604"
     name = "flash-attention"
+    fixes = frozenset({Safety.UNSAFE})
     packages = ("flash_attn",)
     triggers = ("flash_attn",)
     emits = ("torch.nn.functional.scaled_dot_product_attention",)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._eco_util import call_qualname, compares_to_cuda, in_package, kwarg, remove_arg, terminal_name
 
@@ -50,6 +50,7 @@ class FusedOptimizer(Rule):
 
     code = "CN608"
     name = "fused-optimizer"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("fused",)
     VALID = (
         "import torch\nopt = torch.optim.AdamW(ps, lr=1e-3)\n",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Invalid, Rule
 
 from ._eco_util import PackageImports, call_qualname, in_package
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._eco_util import PackageImports, call_qualname, in_package
 from ._util import arg_by_name
@@ -48,6 +48,7 @@ class NvtxPackage(PackageImports, Rule):
 
     code = "CN610"
     name = "nvtx-package"
+    fixes = frozenset({Safety.SAFE})
     packages = ("nvtx",)
     triggers = ("nvtx",)
     emits = ("torch.profiler.record_function",)

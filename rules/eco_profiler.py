@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._eco_util import call_qualname, in_package, kwarg, remove_arg
 from ._util import make_string, string_value
@@ -65,6 +65,7 @@ class CudaProfiling(Rule):
 
     code = "CN611"
     name = "cuda-profiling"
+    fixes = frozenset({Safety.SAFE})
     triggers = ("CUDA", "cuda_time", "cuda_memory", "use_cuda", "profiler")
     emits = ("torch.profiler.ProfilerActivity.CPU",)
     VALID = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._eco_util import call_qualname, reported_at, terminal_name
 
@@ -58,6 +58,7 @@ class SdpaKernelSelection(Rule):
 
     code = "CN609"
     name = "sdpa-kernel-selection"
+    fixes = frozenset({Safety.UNSAFE})
     triggers = ("sdp",)
     emits = ("contextlib.nullcontext",)
     VALID = (

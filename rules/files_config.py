@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from cuda2neuron.engine import Effort, Invalid, Valid
-from cuda2neuron.filekinds._text import TextReport
+from cuda2neuron.core import Effort, Invalid, Safety, Valid
+from cuda2neuron.core import TextReport
 
 from ._device_util import is_device_word
 from ._files_util import TextRule
@@ -59,6 +59,7 @@ class CudaDeviceInConfig(TextRule):
 
     code = "CN731"
     name = "config-cuda-device"
+    fixes = frozenset({Safety.SAFE})
     file_kinds = _CONFIG
     triggers = ("cuda",)
     VALID = (
@@ -120,6 +121,7 @@ class NcclBackendInConfig(TextRule):
 
     code = "CN732"
     name = "config-nccl-backend"
+    fixes = frozenset({Safety.SAFE})
     file_kinds = _CONFIG
     triggers = ("nccl",)
     VALID = (

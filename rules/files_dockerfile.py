@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from cuda2neuron.engine import Effort, Invalid, Valid
-from cuda2neuron.filekinds._text import TextReport
+from cuda2neuron.core import Effort, Invalid, Valid
+from cuda2neuron.core import TextReport
 
 from ._files_util import TextRule
 

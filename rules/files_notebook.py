@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from cuda2neuron.engine import Invalid, Rule, Valid
+from cuda2neuron.core import CellReport, Invalid, NotebookProblems, Rule, Valid
 
 __all__ = ["NotebookCellNotParsed", "NotebookMagicNotMigrated"]
 
@@ -66,6 +66,7 @@ class NotebookCellNotParsed(Rule):
     # The handler parses the cells (and so finds a broken one) only when the notebook mentions
     # CUDA in any case, or a word of a Python rule, which the notebook's prefilter holds too.
     triggers = ("cuda", "CUDA")
+    reads_unparsed_cells = True
     VALID = (
         Valid(_nb("%pip install numpy\nimport torch\n"), path="example.ipynb"),
         Valid(_nb("for i in range(2):\n    !echo $i\n"), path="example.ipynb"),
@@ -74,6 +75,18 @@ class NotebookCellNotParsed(Rule):
         Invalid(_nb("import torch\n", "pip install flash-attn\nx.cuda()\n"), path="example.ipynb"),
         Invalid(_nb("x = torch.zeros(3).cuda(\n"), path="example.ipynb"),
     )
+
+    @classmethod
+    def check_cells(cls, problems: NotebookProblems) -> list[CellReport]:
+        return [
+            CellReport(
+                p.cell,
+                p.line,
+                f"does not parse as Python ({p.detail}); the cell is not migrated",
+                "fix the syntax (or the IPython construct we could not mask) and run again",
+            )
+            for p in problems.unparsed
+        ]
 
 
 class NotebookMagicNotMigrated(Rule):
@@ -112,3 +125,10 @@ class NotebookMagicNotMigrated(Rule):
         Invalid(_nb("%%writefile kernel.cu\n__global__ void k() {}  // CUDA\n"), path="example.ipynb"),
         Invalid(_nb("%%timeit x = torch.ones(3).cuda()\nx + 1\n"), path="example.ipynb"),
     )
+
+    @classmethod
+    def check_cells(cls, problems: NotebookProblems) -> list[CellReport]:
+        return [
+            CellReport(p.cell, p.line, p.detail, "move the statement out of the magic (or edit it by hand) so it can be migrated")
+            for p in problems.in_magics
+        ]

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-from cuda2neuron.engine import Effort, Invalid, Valid
-from cuda2neuron.filekinds._requirements import DependencyDoc, normalise, requirement_name
-from cuda2neuron.filekinds._shell import ShellScript, unquote, word_end
-from cuda2neuron.filekinds._text import TextReport
+from cuda2neuron.core import Effort, Invalid, Valid
+from cuda2neuron.documents.requirements import DependencyDoc, normalise, requirement_name
+from cuda2neuron.documents.shell import ShellScript, unquote, word_end
+from cuda2neuron.core import TextReport
 
 from ._files_util import TextRule
 

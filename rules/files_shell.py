@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from cuda2neuron.engine import Effort, Invalid, Safety, Valid
-from cuda2neuron.filekinds._shell import (
+from cuda2neuron.core import Effort, Invalid, Safety, Valid
+from cuda2neuron.documents.shell import (
     CODE,
     DQUOTE,
     ShellScript,
@@ -13,7 +13,7 @@ from cuda2neuron.filekinds._shell import (
     unquote,
     word_end,
 )
-from cuda2neuron.filekinds._text import TextReport
+from cuda2neuron.core import TextReport
 
 from ._dist_util import visible_cores as dist_visible_cores
 from ._files_util import TextRule
@@ -83,6 +83,7 @@ class CudaVisibleDevicesInScript(TextRule):
 
     code = "CN701"
     name = "cuda-visible-devices-in-script"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE})
     file_kinds = _SHELL
     triggers = (_CVD,)
     VALID = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._util import positional_args
 
@@ -47,6 +47,7 @@ class Float64OnDevice(Rule):
 
     code = "CN801"
     name = "float64-on-device"
+    fixes = frozenset({Safety.UNSAFE})
     triggers = ("float64", "double")
     emits = ("torch.float32", "torch.float")
     VALID = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.engine import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from ._eco_util import call_qualname, kwarg
 from ._util import arg_by_name, make_string, string_value
@@ -53,6 +53,7 @@ class ForkAfterDevice(Rule):
 
     code = "CN803"
     name = "fork-after-device"
+    fixes = frozenset({Safety.UNSAFE})
     triggers = ("multiprocessing", "ProcessPoolExecutor", "fork")
     VALID = (
         "import multiprocessing as mp\nmp.set_start_method('spawn')\n",

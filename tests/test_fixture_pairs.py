@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda2neuron.engine import Config, Settings, fix_source
+from cuda2neuron.core import Config, Settings
+from cuda2neuron.workspace import fix_source
 
 PAIRS = Path(__file__).parent / "fixtures" / "pairs"
 IN_FILES = sorted(PAIRS.rglob("*.in.py"))

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
-from cuda2neuron.engine import FileStatus, all_rules, discover, handler_for, process_bytes, write_in_place
+from cuda2neuron.core import FileStatus, RunOptions
+from cuda2neuron.kinds import catalog, kind_of, process_kind
+from cuda2neuron.workspace import discover, write_in_place
 from cuda2neuron.report import build_report, to_json, to_sarif
 
 from ._common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
@@ -44,11 +46,12 @@ def check_command(paths, fix, output_format, stdin_filename, jobs, **opts):
         if len(paths) > 1:
             raise UsageError("'-' (stdin) cannot be combined with other paths")
         return _check_stdin(config, fix, output_format, stdin_filename or "<stdin>.py")
-    found = discover(paths, exclude=config.exclude, wanted=lambda p: handler_for(p) is not None)
+    found = discover(paths, exclude=config.exclude)
     errors = [s for s in found.skipped if s.error]
     if errors:
         raise UsageError("; ".join(f"{s.path}: {s.reason}" for s in errors))
-    results = run_with_progress(list(found.files), config, fix=fix, jobs=jobs, quiet=output_format != "text")
+    options = RunOptions.from_config(config, fix=fix)
+    results = run_with_progress(found.files, config, options, jobs=jobs, quiet=output_format != "text", verb="checking")
     if fix:
         results = write_in_place(results)
     report = build_report("check", config.settings.target, results, found.skipped)
@@ -62,9 +65,10 @@ def check_command(paths, fix, output_format, stdin_filename, jobs, **opts):
 
 def _check_stdin(config, fix: bool, output_format: str, name: str) -> int:
     data = sys.stdin.buffer.read()
-    result = process_bytes(name, data, config, fix)
-    if result.error is None and handler_for(Path(name)) is None:
+    kind = kind_of(Path(name))
+    if kind is None:
         raise UsageError(f"{name}: not a file kind cuda2neuron handles; pass --stdin-filename x.py")
+    result = process_kind(kind, name, data, config, RunOptions.from_config(config, fix=fix))
     report = build_report("check", config.settings.target, [result])
     if fix:
         # With --fix the fixed source is the output (editor integrations); findings go to stderr.
@@ -85,7 +89,7 @@ def _emit(report, output_format: str) -> None:
         out_console.file.write(to_json(report))
         return
     if output_format == "sarif":
-        out_console.file.write(to_sarif(report, all_rules()))
+        out_console.file.write(to_sarif(report, catalog()))
         return
     for r in report.results:
         for f in r.findings:

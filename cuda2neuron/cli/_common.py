@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cuda2neuron.engine import Config, ConfigError, find_pyproject, load_config
+from cuda2neuron.core import Config, ConfigError, find_pyproject, load_config
 
 from ._console import Console
 

@@ -8,13 +8,8 @@ from pathlib import Path
 
 import click
 
-from cuda2neuron.engine import (
-    FileStatus,
-    discover,
-    handler_for,
-    write_copy,
-    write_in_place,
-)
+from cuda2neuron.core import FileStatus, RunOptions
+from cuda2neuron.workspace import discover, write_copy, write_in_place
 from cuda2neuron.report import build_report, write_report
 
 from ._common import EXIT_CLEAN, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
@@ -52,20 +47,20 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
     found = discover(
         paths,
         exclude=config.exclude,
-        wanted=lambda p: handler_for(p) is not None,
         extra_pruned=[out_dir] if out_dir is not None else [],
     )
     errors = [s for s in found.skipped if s.error]
     if errors:
         raise UsageError("; ".join(f"{s.path}: {s.reason}" for s in errors))
-    results = run_with_progress(list(found.files), config, fix=True, jobs=jobs, quiet=quiet)
+    options = RunOptions.from_config(config, fix=True)
+    results = run_with_progress(found.files, config, options, jobs=jobs, quiet=quiet, verb="migrating")
     changed = [r for r in results if r.status is FileStatus.CHANGED]
     if show_diff:
         for r in changed:
             print_diff(out_console, r)
         wrote = "would change"
     elif out_dir is not None:
-        results = write_copy(results, found.roots, out_dir)
+        results = write_copy(results, found.files, out_dir)
         (out_dir / PORT_MARKER).write_text(
             json.dumps({"source": [str(p.resolve()) for p in paths], "target": config.settings.target}) + "\n"
         )

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import click
 
-from cuda2neuron.engine import Config
-from cuda2neuron.engine._config import ConfigError, parse_min_torch
-from cuda2neuron.engine._settings import AMP_DTYPES, TARGETS
+from cuda2neuron.core import AMP_DTYPES, TARGETS, Config, ConfigError, parse_min_torch
 
 from ._common import UsageError
 
@@ -57,7 +55,7 @@ def apply_overrides(config: Config, opts: dict, paths: list[Path] | None = None)
 
 
 def _min_torch_of_project(config: Config, paths: list[Path]) -> tuple[int, int] | None:
-    from cuda2neuron.filekinds import min_torch_from_requirements
+    from cuda2neuron.documents.min_torch import min_torch_from_requirements
 
     root = Path(config.source).parent if config.source else None
     if root is None:

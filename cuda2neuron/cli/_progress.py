@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from cuda2neuron.engine import process_files
+from cuda2neuron.core import RunOptions
+from cuda2neuron.workspace import process_files
 
 from ._common import err_console
 
@@ -12,12 +13,12 @@ __all__ = ["run_with_progress"]
 _PROGRESS_MIN_FILES = 50
 
 
-def run_with_progress(files, config, fix: bool, jobs: int | None, quiet: bool):
+def run_with_progress(files, config, options: RunOptions, jobs: int | None, quiet: bool, verb: str):
     if quiet or len(files) < _PROGRESS_MIN_FILES or not err_console.is_terminal:
-        return process_files(files, config, fix=fix, jobs=jobs)
+        return process_files(files, config, options, jobs=jobs)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err_console.rich, transient=True) as progress:
-        task = progress.add_task("migrating", total=len(files))
-        return process_files(files, config, fix=fix, jobs=jobs, progress=lambda _r: progress.advance(task))
+        task = progress.add_task(verb, total=len(files))
+        return process_files(files, config, options, jobs=jobs, progress=lambda _r: progress.advance(task))

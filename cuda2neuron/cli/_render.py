@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING
 
-from cuda2neuron.engine import FileResult, Finding
+from cuda2neuron.core import FileResult, Finding
 
 from ._console import Console
 

@@ -8,24 +8,26 @@ import click
 from rich.markdown import Markdown
 from rich.table import Table
 
-from cuda2neuron.engine import all_rules
+from cuda2neuron.core import Safety
+from cuda2neuron.kinds import catalog
 
 from ._common import EXIT_CLEAN, UsageError, out_console
 
 __all__ = ["catalog_markdown", "rules_command"]
 
 
+_SAFETY_ORDER = (Safety.SAFE, Safety.UNSAFE, Safety.DISPLAY_ONLY)
+
+
 def _fix_kind(rule) -> str:
-    safeties = sorted(
-        {("unsafe" if getattr(ex, "unsafe", False) else "safe") for ex in rule.INVALID if getattr(ex, "expected", None)}
-    )
-    return "/".join(safeties) if safeties else "report"
+    """The fixes the rule declares it can offer ("report" when it only reports)."""
+    return "/".join(s.value for s in _SAFETY_ORDER if s in rule.fixes) or "report"
 
 
-def catalog_markdown(catalog) -> str:
+def catalog_markdown(rules) -> str:
     """The rule table for README.md (a test keeps the README in sync with the catalog)."""
     lines = ["| code | name | fix | what it does |", "|---|---|---|---|"]
-    for c, r in catalog.items():
+    for c, r in rules.items():
         lines.append(f"| {c} | `{r.name}` | {_fix_kind(r)} | {r.summary().replace('|', chr(92) + '|')} |")
     return "\n".join(lines) + "\n"
 
@@ -35,9 +37,9 @@ def catalog_markdown(catalog) -> str:
 @click.option("--output-format", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 def rules_command(code, output_format):
     """List the rule catalog, or show the documentation of rule CODE (or name)."""
-    catalog = all_rules()
+    rules = catalog()
     if code:
-        matches = [r for c, r in catalog.items() if c == code.upper() or r.name == code]
+        matches = [r for c, r in rules.items() if c == code.upper() or r.name == code]
         if not matches:
             raise UsageError(f"no rule {code!r}; run `cuda2neuron rules` for the list")
         rule = matches[0]
@@ -48,10 +50,10 @@ def rules_command(code, output_format):
             out_console.print(Markdown(rule.docs()))
         return EXIT_CLEAN
     if output_format == "markdown":
-        out_console.file.write(catalog_markdown(catalog))
+        out_console.file.write(catalog_markdown(rules))
         return EXIT_CLEAN
     if output_format == "json":
-        data = [{"code": c, "name": r.name, "summary": r.summary(), "fix": _fix_kind(r)} for c, r in catalog.items()]
+        data = [{"code": c, "name": r.name, "summary": r.summary(), "fix": _fix_kind(r)} for c, r in rules.items()]
         out_console.file.write(json.dumps(data, indent=2) + "\n")
         return EXIT_CLEAN
     table = Table(show_edge=False)
@@ -59,7 +61,7 @@ def rules_command(code, output_format):
     table.add_column("name")
     table.add_column("fix")
     table.add_column("what it does", overflow="fold")
-    for c, r in catalog.items():
+    for c, r in rules.items():
         table.add_row(c, r.name, _fix_kind(r), r.summary())
     out_console.print(table)
     return EXIT_CLEAN

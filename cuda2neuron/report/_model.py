@@ -6,7 +6,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cuda2neuron.engine import Effort, FileResult, FileStatus, Finding, SkippedPath
+from cuda2neuron.core import Effort, FileResult, FileStatus, Finding
+from cuda2neuron.workspace import SkippedPath
 
 __all__ = ["EFFORT_POINTS", "FileSummary", "RunReport", "build_report"]
 

@@ -6,8 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda2neuron import __version__
-from cuda2neuron.engine import Finding
-from cuda2neuron.engine._write import atomic_write
+from cuda2neuron.core import Finding, atomic_write
 
 from ._model import RunReport
 

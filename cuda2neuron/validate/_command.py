@@ -79,7 +79,7 @@ def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | N
                      seed: int | None, tolerances: tuple[str, ...], no_golden: bool, port_device: str) -> None:
     from rich.console import Console
 
-    from cuda2neuron.validate._config import ConfigError, load_project_config
+    from cuda2neuron.core import ConfigError, load_validate_table
     from cuda2neuron.validate._model import Tolerances
     from cuda2neuron.validate._trees import TreeError, resolve_trees
 
@@ -95,7 +95,7 @@ def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | N
         raise click.UsageError(str(exc)) from None
     try:
         try:
-            config = load_project_config(trees.port)
+            config = load_validate_table(trees.port)
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from None
         if entry and script:

@@ -38,12 +38,12 @@ def _python_files(root: Path) -> Iterator[str]:
 
 
 def _configs(original: Path, port: Path) -> list[object]:
-    from cuda2neuron.engine import ConfigError, find_pyproject, load_config
+    from cuda2neuron.core import ConfigError, find_pyproject, load_config
 
     try:
         base = load_config(find_pyproject(original))
     except ConfigError:
-        from cuda2neuron.engine import Config
+        from cuda2neuron.core import Config
 
         base = Config()
     try:
@@ -72,7 +72,7 @@ def _diff(expected: str, actual: str, rel: str) -> list[HandEdit]:
 
 
 def _file_edits(original: Path, port: Path, rel: str, configs: list[object]) -> list[HandEdit]:
-    from cuda2neuron.engine import fix_source
+    from cuda2neuron.workspace import fix_source
 
     try:
         if (original / rel).stat().st_size > _MAX_BYTES or (port / rel).stat().st_size > _MAX_BYTES:

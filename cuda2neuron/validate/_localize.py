@@ -22,7 +22,7 @@ def _findings_in(original: Path, rel: str, start: int | None, end: int | None,
                  cache: dict[str, tuple[EditFinding, ...] | None]) -> tuple[EditFinding, ...] | None:
     if rel not in cache:
         try:
-            from cuda2neuron.engine import lint_source
+            from cuda2neuron.workspace import lint_source
         except ImportError:
             cache[rel] = None
             return None

@@ -116,7 +116,7 @@ def test_per_file_ignores(tmp_path, run):
 
 def test_min_torch_defaults_to_the_projects_requirements(tmp_path):
     from cuda2neuron.cli._options import apply_overrides
-    from cuda2neuron.engine import Config
+    from cuda2neuron.core import Config
 
     (tmp_path / "requirements.txt").write_text("torch>=2.6\n")
     assert apply_overrides(Config(), {}, [tmp_path]).settings.min_torch == (2, 6)

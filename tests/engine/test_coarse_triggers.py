@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from cuda2neuron.engine import all_rules
-from cuda2neuron.engine._triggers import COARSE_WORDS, covers, may_trigger
+from cuda2neuron.kinds import catalog
+from cuda2neuron.kinds import COARSE_WORDS, covers, may_trigger
 
-_CATALOG = all_rules()
+_CATALOG = catalog()
 
 
 def _kind_rows():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cuda2neuron.engine import Config, ConfigError, load_config
-from cuda2neuron.engine._config import config_from_table
+from cuda2neuron.core import Config, ConfigError, load_config
+from cuda2neuron.core import config_from_table
 
 
 @pytest.mark.parametrize(

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from cuda2neuron.engine import discover
+from cuda2neuron.workspace import discover
 
 
 def _names(root: Path, **kw) -> set[str]:
     found = discover([root], **kw)
-    return {p.relative_to(root).as_posix() for p in found.files}
+    return {f.path.relative_to(root).as_posix() for f in found.files if f.kind == "python"}
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_exclude_globs(tree):
 
 def test_explicit_file_is_taken_even_if_ignored(tree):
     found = discover([tree / "pkg" / "gen" / "out.py"])
-    assert [p.name for p in found.files] == ["out.py"]
+    assert [(f.path.name, f.root, f.kind) for f in found.files] == [("out.py", tree / "pkg" / "gen", "python")]
 
 
 def test_missing_path_is_an_error(tmp_path):
@@ -67,3 +67,15 @@ def test_symlinks_are_reported_not_followed(tmp_path):
     found = discover([tmp_path / "proj"])
     assert found.files == ()
     assert [Path(s.path).name for s in found.skipped] == ["link.py"]
+
+
+def test_each_file_carries_its_root_and_kind(tmp_path):
+    (tmp_path / "proj" / "scripts").mkdir(parents=True)
+    for name in ("train.py", "scripts/launch.sh", "requirements.txt", "notes.md"):
+        (tmp_path / "proj" / name).write_text("")
+    found = discover([tmp_path / "proj"])
+    assert sorted((f.path.relative_to(f.root).as_posix(), f.kind) for f in found.files) == [
+        ("requirements.txt", "requirements"),
+        ("scripts/launch.sh", "shell"),
+        ("train.py", "python"),
+    ]

@@ -8,9 +8,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from cuda2neuron.engine import Config, FileStatus, Rule, process_files
-from cuda2neuron.engine import _process
-from cuda2neuron.engine._write import atomic_write
+from cuda2neuron.core import Config, FileStatus, Rule, RunOptions, atomic_write
+from cuda2neuron.workspace import SourceFile, process_files
+from cuda2neuron.kinds import _python
 
 
 class _Crash(Rule):
@@ -25,13 +25,13 @@ class _Crash(Rule):
 
 
 def test_a_crashing_rule_fails_only_its_file(tmp_path, monkeypatch):
-    real = _process.rules_for
-    monkeypatch.setattr(_process, "rules_for", lambda config, path=None: (*real(config, path), _Crash))
+    real = _python.rules_for
+    monkeypatch.setattr(_python, "rules_for", lambda config, path=None: (*real(config, path), _Crash))
     bad = tmp_path / "bad.py"
     bad.write_text("boom()\nx = y.cuda()\n")
     good = tmp_path / "good.py"
     good.write_text("x = y.cuda()\n")
-    results = {Path(r.path).name: r for r in process_files([bad, good], Config(), fix=True, jobs=1)}
+    results = {Path(r.path).name: r for r in process_files([SourceFile.at(bad), SourceFile.at(good)], Config(), RunOptions(fix=True), jobs=1)}
     assert results["bad.py"].status is FileStatus.FAILED
     assert results["bad.py"].error.kind == "internal"
     assert "rule bug" in results["bad.py"].error.traceback
@@ -49,7 +49,7 @@ def test_unreadable_file_is_a_typed_failure(tmp_path, monkeypatch):
         return original(self)
 
     monkeypatch.setattr(Path, "read_bytes", deny)
-    [result] = process_files([f], Config(), fix=True, jobs=1)
+    [result] = process_files([SourceFile.at(f)], Config(), RunOptions(fix=True), jobs=1)
     assert result.status is FileStatus.FAILED
     assert result.error.kind == "io" and "Permission denied" in result.error.message
 
@@ -73,7 +73,7 @@ def test_parallel_run_returns_the_same_results(tmp_path):
     for i in range(40):
         f = tmp_path / f"m{i}.py"
         f.write_text("x = y.cuda()\n" if i % 2 else "x = 1\n")
-        files.append(f)
-    serial = process_files(files, Config(), fix=True, jobs=1)
-    parallel = process_files(files, Config(), fix=True, jobs=2)
+        files.append(SourceFile.at(f))
+    serial = process_files(files, Config(), RunOptions(fix=True), jobs=1)
+    parallel = process_files(files, Config(), RunOptions(fix=True), jobs=2)
     assert [(r.path, r.status, r.new_bytes) for r in serial] == [(r.path, r.status, r.new_bytes) for r in parallel]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from cuda2neuron.engine import Rule, Safety, Settings
-from cuda2neuron.engine._lint import ConvergenceError, fix_module
+from cuda2neuron.core import Rule, Safety, Settings
+from cuda2neuron.core import ConvergenceError
+from cuda2neuron.python import fix_module
 
 
 class _WrapCalls(Rule):
@@ -88,6 +89,6 @@ def test_unsafe_fix_needs_opt_in():
     ],
 )
 def test_unused_import_precheck(code, name, unused):
-    from cuda2neuron.engine._lint import _maybe_unused
+    from cuda2neuron.python._lint import _maybe_unused
 
     assert _maybe_unused(code, name) is unused

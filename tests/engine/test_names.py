@@ -5,9 +5,9 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from cuda2neuron.engine._context import RuleContext
-from cuda2neuron.engine._settings import Settings
-from cuda2neuron.engine._walk import walk_rules
+from cuda2neuron.python import RuleContext
+from cuda2neuron.core import Settings
+from cuda2neuron.python import walk_rules
 
 
 def _resolve_all(source: str) -> dict[str, str | None]:

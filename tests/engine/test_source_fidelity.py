@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cuda2neuron.engine import Config, FileStatus, process_bytes
-from cuda2neuron.engine._source import parse_bytes
+from cuda2neuron.core import Config, FileStatus, RunOptions
+from cuda2neuron.kinds import process_bytes
+from cuda2neuron.python import parse_bytes
 
 CASES = [
     ("lf", b"import torch\nx = y.cuda()\n", b'import torch\nx = y.to("neuron")\n'),
@@ -24,10 +25,10 @@ CASES = [
 
 @pytest.mark.parametrize(("data", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_rewrite_keeps_bytes(data, expected):
-    result = process_bytes("f.py", data, Config(), fix=True)
+    result = process_bytes("f.py", data, Config(), RunOptions(fix=True))
     assert result.status is FileStatus.CHANGED
     assert result.new_bytes == expected
-    again = process_bytes("f.py", result.new_bytes, Config(), fix=True)
+    again = process_bytes("f.py", result.new_bytes, Config(), RunOptions(fix=True))
     assert again.status is FileStatus.UNCHANGED
 
 
@@ -40,7 +41,7 @@ NOOP = [
 
 @pytest.mark.parametrize("data", [c[1] for c in NOOP], ids=[c[0] for c in NOOP])
 def test_untouched_sources(data):
-    result = process_bytes("f.py", data, Config(), fix=True)
+    result = process_bytes("f.py", data, Config(), RunOptions(fix=True))
     assert result.status is FileStatus.UNCHANGED
     assert result.new_bytes is None
 
@@ -55,7 +56,7 @@ FAILURES = [
 
 @pytest.mark.parametrize(("data", "kind", "line"), [c[1:] for c in FAILURES], ids=[c[0] for c in FAILURES])
 def test_bad_sources_fail_typed(data, kind, line):
-    result = process_bytes("bad.py", data, Config(), fix=True)
+    result = process_bytes("bad.py", data, Config(), RunOptions(fix=True))
     assert result.status is FileStatus.FAILED
     assert result.error is not None and result.error.kind == kind
     assert result.new_bytes is None

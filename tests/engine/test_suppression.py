@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuda2neuron.engine import fix_source, lint_source
+from cuda2neuron.workspace import fix_source, lint_source
 
 CASES = [
     pytest.param("x = y.cuda()  # cuda2neuron: ignore[CN101]\n", 0, id="exact-code"),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cuda2neuron.engine import Config, Settings, fix_source
+from cuda2neuron.core import Config, Settings
+from cuda2neuron.workspace import fix_source
 
 
 def _fix(source: str, unsafe: bool = False, target: str = "neuron"):

@@ -11,7 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from cuda2neuron.engine import Config, Settings, fix_source, lint_source
+from cuda2neuron.core import Config, Settings
+from cuda2neuron.workspace import fix_source, lint_source
 from cuda2neuron.rules._api_util import ApiMove, accelerator_name_for, load_moves
 
 ROWS = sorted({move.name: move for move in load_moves().values()}.values(), key=lambda m: m.name)
@@ -163,9 +164,9 @@ def test_unused_from_import_is_removed():
 
 
 def _family_emits():
-    from cuda2neuron.engine import all_rules
+    from cuda2neuron.kinds import catalog
 
-    for code, rule in all_rules().items():
+    for code, rule in catalog().items():
         if code.startswith(("CN2", "CN3")):
             for qualified in rule.emits:
                 # torch.neuron.* is checked against the emulated backend above.

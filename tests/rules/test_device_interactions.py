@@ -10,7 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from cuda2neuron.engine import Config, Settings, fix_source, lint_source
+from cuda2neuron.core import Config, Settings
+from cuda2neuron.workspace import fix_source, lint_source
 
 
 def _config(target: str = "neuron", unsafe: bool = False) -> Config:

@@ -11,7 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from cuda2neuron.engine import Config, Settings, fix_source, lint_source
+from cuda2neuron.core import Config, Settings
+from cuda2neuron.workspace import fix_source, lint_source
 
 from cuda2neuron.rules._dist_util import visible_cores
 

@@ -6,11 +6,11 @@ import importlib
 
 import pytest
 
-from cuda2neuron.engine import all_rules
+from cuda2neuron.kinds import catalog
 
 
 def _emitted():
-    for code, rule in all_rules().items():
+    for code, rule in catalog().items():
         if code.startswith(("CN5", "CN6", "CN8")):
             for name in rule.emits:
                 yield pytest.param(name, id=f"{code}-{name}")

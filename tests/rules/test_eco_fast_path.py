@@ -15,8 +15,9 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from cuda2neuron.engine import Invalid, Rule, Settings, all_rules
-from cuda2neuron.engine._lint import fix_module
+from cuda2neuron.core import Invalid, Rule, Settings
+from cuda2neuron.kinds import catalog
+from cuda2neuron.python import fix_module
 
 
 class _NaiveDeviceChecks(Rule):
@@ -46,7 +47,7 @@ class _NaiveDeviceChecks(Rule):
 
 
 def _port(source: str, target: str = "neuron", may_suppress: bool | None = None) -> tuple[str, list]:
-    rules = [r for r in all_rules().values() if r.code.startswith(("CN5", "CN6", "CN8"))]
+    rules = [r for r in catalog().values() if r.code.startswith(("CN5", "CN6", "CN8"))]
     if may_suppress is None:
         # What the engine's file processing passes: suppressions only if the input has one.
         may_suppress = "cuda2neuron:" in source
@@ -176,4 +177,4 @@ def test_accelerator_pin_is_honoured_through_file_processing():
 
 
 def test_stand_in_is_not_in_the_catalog():
-    assert all(rule is not _NaiveDeviceChecks for rule in all_rules().values())
+    assert all(rule is not _NaiveDeviceChecks for rule in catalog().values())

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from cuda2neuron.engine import Config, Effort, lint_source
+from cuda2neuron.core import Config, Effort
+from cuda2neuron.workspace import lint_source
 
 PACKAGES = [
     ("triton", "triton.language", "jit", "CN601"),

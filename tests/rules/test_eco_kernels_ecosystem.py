@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from cuda2neuron.engine import Config, all_rules, fix_source
+from cuda2neuron.core import Config
+from cuda2neuron.kinds import catalog
+from cuda2neuron.workspace import fix_source
 
 PROJECT = Path(__file__).parents[1] / "fixtures" / "projects" / "kernels_ecosystem"
 
@@ -85,7 +87,7 @@ UNTOUCHED = ["fastmlp/model.py", "fastmlp/__init__.py"]
 
 
 def _present(owner: str) -> bool:
-    codes = all_rules()
+    codes = catalog()
     if len(owner) == 5:
         return owner in codes
     return len([c for c in codes if c.startswith(owner) and c != "CN101"]) > 0

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cuda2neuron.engine import Config, fix_source, lint_source
+from cuda2neuron.core import Config
+from cuda2neuron.workspace import fix_source, lint_source
 
 
 def _codes(source: str) -> list[str]:

@@ -10,7 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from cuda2neuron.engine import Config, Invalid, Settings, Valid, all_rules, fix_source, lint_source
+from cuda2neuron.core import Config, Invalid, Settings, Valid
+from cuda2neuron.kinds import catalog
+from cuda2neuron.workspace import fix_source, lint_source
 
 
 def _config(code: str, target: str, options, unsafe: bool = False) -> Config:
@@ -19,7 +21,7 @@ def _config(code: str, target: str, options, unsafe: bool = False) -> Config:
 
 
 def _cases(kind: str, unsafe_only: bool = False):
-    for code, rule in all_rules().items():
+    for code, rule in catalog().items():
         examples = rule.VALID if kind == "valid" else rule.INVALID
         for i, ex in enumerate(examples):
             if unsafe_only and not (isinstance(ex, Invalid) and ex.unsafe and ex.expected):

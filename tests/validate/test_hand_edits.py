@@ -51,7 +51,8 @@ def test_lines_migrate_did_not_write_are_named(tmp_path, port_text, expected):
 
 
 def test_the_target_migrate_wrote_is_read_from_the_port_marker(tmp_path):
-    from cuda2neuron.engine import Config, fix_source
+    from cuda2neuron.core import Config
+    from cuda2neuron.workspace import fix_source
 
     accelerator, _ = fix_source(ORIGINAL, "entry.py", Config().with_overrides(target="accelerator"))
     original, port = _trees(tmp_path, accelerator, marker={"source": [], "target": "accelerator"})

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda2neuron.validate._config import ConfigError, load_project_config
+from cuda2neuron.core import ConfigError, load_validate_table
 from cuda2neuron.validate._trees import TreeError, resolve_trees
 
 
@@ -83,7 +83,7 @@ CONFIGS = [
 @pytest.mark.parametrize(("text", "expected"), [c[1:] for c in CONFIGS], ids=[c[0] for c in CONFIGS])
 def test_config(tmp_path: Path, text: str, expected: dict):
     (tmp_path / "pyproject.toml").write_text(text)
-    assert load_project_config(tmp_path) == expected
+    assert load_validate_table(tmp_path) == expected
 
 
 @pytest.mark.parametrize(
@@ -99,5 +99,5 @@ def test_config(tmp_path: Path, text: str, expected: dict):
 def test_bad_config_names_the_file(tmp_path: Path, text: str, fragment: str):
     (tmp_path / "pyproject.toml").write_text(text)
     with pytest.raises(ConfigError, match=fragment) as info:
-        load_project_config(tmp_path)
+        load_validate_table(tmp_path)
     assert str(tmp_path / "pyproject.toml") in str(info.value)

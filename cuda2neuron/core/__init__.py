@@ -1,0 +1,85 @@
+"""The bottom layer: the data every other layer shares, and nothing that parses or prints.
+
+Findings, fixes and per-file results; settings and run options; the one configuration loader;
+the rule base class and its registry; the text-rule protocol; suppression comments; trigger
+words. Importing this package costs neither libcst nor torch.
+"""
+
+from __future__ import annotations
+
+from ._config import (
+    Config,
+    ConfigError,
+    config_from_table,
+    find_pyproject,
+    load_config,
+    load_validate_table,
+    parse_min_torch,
+)
+from ._convergence import MAX_ITERATIONS, ConvergenceError
+from ._errors import SourceError
+from ._model import Effort, FileError, FileResult, FileStatus, Finding, Fix, Safety, Span
+from ._rule import Invalid, Report, Rule, RuleDefinitionError, Valid, example_fix_safeties, registered_rules
+from ._settings import AMP_DTYPES, TARGETS, RunOptions, Settings
+from ._suppress import Suppressions
+from ._text import (
+    CellProblem,
+    CellReport,
+    LineIndex,
+    NotebookProblems,
+    TextItem,
+    TextReport,
+    apply_text_fixes,
+    run_text_rules,
+    to_finding,
+)
+from ._triggers import admit, admitted, admitted_version, has_trigger, trigger_words
+from ._write import atomic_write
+
+__all__ = [
+    "AMP_DTYPES",
+    "MAX_ITERATIONS",
+    "TARGETS",
+    "CellProblem",
+    "CellReport",
+    "Config",
+    "ConfigError",
+    "ConvergenceError",
+    "Effort",
+    "FileError",
+    "FileResult",
+    "FileStatus",
+    "Finding",
+    "Fix",
+    "Invalid",
+    "LineIndex",
+    "NotebookProblems",
+    "Report",
+    "Rule",
+    "RuleDefinitionError",
+    "RunOptions",
+    "Safety",
+    "Settings",
+    "SourceError",
+    "Span",
+    "Suppressions",
+    "TextItem",
+    "TextReport",
+    "Valid",
+    "admit",
+    "admitted",
+    "admitted_version",
+    "apply_text_fixes",
+    "atomic_write",
+    "config_from_table",
+    "example_fix_safeties",
+    "find_pyproject",
+    "has_trigger",
+    "load_config",
+    "load_validate_table",
+    "parse_min_torch",
+    "registered_rules",
+    "run_text_rules",
+    "to_finding",
+    "trigger_words",
+]

@@ -1,0 +1,195 @@
+"""`[tool.cuda2neuron]` configuration: read, validated, merged with command-line options.
+
+A bad key or value is a ``ConfigError`` naming the file and the key: a typo must never silently
+disable a rule.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ._settings import AMP_DTYPES, TARGETS, Settings
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["Config", "ConfigError", "config_from_table", "find_pyproject", "load_config", "load_validate_table", "parse_min_torch"]
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Config:
+    select: tuple[str, ...] = ("CN",)
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    unsafe_fixes: bool = False
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    settings: Settings = field(default_factory=Settings)
+    # Where the config came from (for messages), or "" for defaults.
+    source: str = ""
+    # The `[tool.cuda2neuron.validate]` table, passed through untouched for `validate`.
+    validate: tuple[tuple[str, Any], ...] = ()
+    # Whether min-torch was given (config or command line) rather than defaulted: otherwise the
+    # CLI may read it from the project's requirements.
+    min_torch_given: bool = False
+
+    def selects(self, code: str, path: str | None = None) -> bool:
+        if not any(code.startswith(p) for p in self.select):
+            return False
+        if any(code.startswith(p) for p in self.ignore):
+            # A more specific select beats a broader ignore (ruff's rule): CN1 ignored, CN101 selected.
+            best_select = max((len(p) for p in self.select if code.startswith(p)), default=-1)
+            best_ignore = max(len(p) for p in self.ignore if code.startswith(p))
+            if best_ignore >= best_select:
+                return False
+        if path is not None:
+            for pattern, codes in self.per_file_ignores:
+                if _path_matches(path, pattern) and any(code.startswith(c) for c in codes):
+                    return False
+        return True
+
+    def with_overrides(self, **overrides: Any) -> Config:
+        settings_keys = {"target", "amp_dtype", "min_torch"}
+        s = {k: v for k, v in overrides.items() if k in settings_keys and v is not None}
+        c = {k: v for k, v in overrides.items() if k not in settings_keys and v is not None}
+        out = replace(self, **c)
+        if s:
+            out = replace(out, settings=replace(out.settings, **s))
+        return out
+
+
+def _path_matches(path: str, pattern: str) -> bool:
+    path = path.replace("\\", "/")
+    return fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(path, f"*/{pattern}")
+
+
+_KEYS = {
+    "select",
+    "ignore",
+    "exclude",
+    "unsafe-fixes",
+    "amp-dtype",
+    "target",
+    "min-torch",
+    "per-file-ignores",
+    "validate",
+}
+
+
+def find_pyproject(start: Path) -> Path | None:
+    start = start.resolve()
+    for folder in [start, *start.parents] if start.is_dir() else list(start.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _str_list(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def parse_min_torch(value: str, where: str = "min-torch") -> tuple[int, int]:
+    try:
+        major, minor = (int(p) for p in str(value).split(".")[:2])
+    except ValueError:
+        raise ConfigError(f"{where}: expected a version like '2.6', got {value!r}") from None
+    return (major, minor)
+
+
+def config_from_table(table: Mapping[str, Any], source: str) -> Config:
+    where = f"{source}: [tool.cuda2neuron]"
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})")
+    cfg = Config(source=source)
+    kw: dict[str, Any] = {}
+    if "select" in table:
+        kw["select"] = _str_list(table["select"], f"{where}.select")
+    if "ignore" in table:
+        kw["ignore"] = _str_list(table["ignore"], f"{where}.ignore")
+    if "exclude" in table:
+        kw["exclude"] = _str_list(table["exclude"], f"{where}.exclude")
+    if "unsafe-fixes" in table:
+        if not isinstance(table["unsafe-fixes"], bool):
+            raise ConfigError(f"{where}.unsafe-fixes: expected true or false")
+        kw["unsafe_fixes"] = table["unsafe-fixes"]
+    if "per-file-ignores" in table:
+        pfi = table["per-file-ignores"]
+        if not isinstance(pfi, dict):
+            raise ConfigError(f"{where}.per-file-ignores: expected a table of glob = [codes]")
+        kw["per_file_ignores"] = tuple(
+            (glob, _str_list(codes, f"{where}.per-file-ignores.{glob!r}")) for glob, codes in pfi.items()
+        )
+    if "validate" in table:
+        kw["validate"] = tuple(sorted(_validate_table(table["validate"], source).items()))
+    settings: dict[str, Any] = {}
+    if "amp-dtype" in table:
+        if table["amp-dtype"] not in AMP_DTYPES:
+            raise ConfigError(f"{where}.amp-dtype: expected one of {', '.join(AMP_DTYPES)}")
+        settings["amp_dtype"] = table["amp-dtype"]
+    if "target" in table:
+        if table["target"] not in TARGETS:
+            raise ConfigError(f"{where}.target: expected one of {', '.join(TARGETS)}")
+        settings["target"] = table["target"]
+    if "min-torch" in table:
+        settings["min_torch"] = parse_min_torch(table["min-torch"], f"{where}.min-torch")
+        kw["min_torch_given"] = True
+    cfg = replace(cfg, **kw)
+    if settings:
+        cfg = replace(cfg, settings=replace(cfg.settings, **settings))
+    return cfg
+
+
+# `[tool.cuda2neuron.validate]`: what validate runs and how it judges (docs/validate.md).
+_VALIDATE_KEYS = {"entry", "script", "args", "steps", "timeout", "seed", "tolerances"}
+
+
+def _validate_table(table: Any, source: str) -> dict[str, Any]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: [tool.cuda2neuron.validate] must be a table")
+    unknown = set(table) - _VALIDATE_KEYS
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) in [tool.cuda2neuron.validate]: {', '.join(sorted(unknown))}")
+    tol = table.get("tolerances", {})
+    if not isinstance(tol, dict) or not all(isinstance(v, (int, float)) for v in tol.values()):
+        raise ConfigError(f"{source}: [tool.cuda2neuron.validate.tolerances] must map names to numbers")
+    if "steps" in table and (not isinstance(table["steps"], int) or table["steps"] < 1):
+        raise ConfigError(f"{source}: steps must be a positive integer")
+    return dict(table)
+
+
+def load_validate_table(tree: Path) -> dict[str, Any]:
+    """The validate table of the pyproject.toml that governs ``tree`` (walking up), or {}."""
+    return dict(load_config(find_pyproject(tree)).validate)
+
+
+def load_config(pyproject: Path | None) -> Config:
+    if pyproject is None:
+        return Config()
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{pyproject}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{pyproject}: invalid TOML: {exc}") from None
+    table = data.get("tool", {}).get("cuda2neuron")
+    if table is None:
+        return Config(source=str(pyproject))
+    if not isinstance(table, dict):
+        raise ConfigError(f"{pyproject}: [tool.cuda2neuron] must be a table")
+    return config_from_table(table, str(pyproject))

@@ -1,0 +1,238 @@
+"""The rule base class: one self-describing unit per rule (Fixit/ruff style).
+
+A rule declares its code, kebab-case name, docs (fixed sections), trigger words and examples,
+and implements libcst visitor methods that *report* findings. Rules never mutate the tree: the
+engine decides which fixes to apply and loops to a fixed point. A malformed rule fails at import.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from ._model import Effort, Safety
+from ._triggers import admit
+
+if TYPE_CHECKING:
+    # Annotations only: defining rules must not cost the parser's import (the rules import it).
+    import libcst as cst
+
+    from cuda2neuron.python import RuleContext
+
+__all__ = ["Invalid", "Report", "Rule", "RuleDefinitionError", "Valid", "example_fix_safeties", "registered_rules"]
+
+_CODE_RE = re.compile(r"^CN\d{3}$")
+_NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+REQUIRED_SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Fix safety")
+
+_REGISTRY: dict[str, type[Rule]] = {}
+
+
+class RuleDefinitionError(TypeError):
+    """A rule class is malformed (raised at import, so a broken catalog never ships)."""
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Source the rule must not report."""
+
+    source: str
+    target: str = "neuron"
+    options: tuple[tuple[str, str], ...] = ()
+    # File name the example is checked as; its suffix picks the file kind (launch.sh, ...).
+    path: str = "example.py"
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Source the rule must report; ``expected`` is the output after fixing (None: report only).
+
+    ``unsafe`` marks examples whose fix is applied only with unsafe fixes enabled.
+    ``options`` are Settings overrides, e.g. (("amp_dtype", "float16"),).
+    """
+
+    source: str
+    expected: str | None = None
+    unsafe: bool = False
+    target: str = "neuron"
+    options: tuple[tuple[str, str], ...] = ()
+    path: str = "example.py"
+
+
+@dataclass
+class Report:
+    """What a rule hands the engine: a node, a message and an optional replacement node."""
+
+    rule: Rule
+    node: cst.CSTNode
+    message: str
+    replacement: cst.CSTNode | cst.RemovalSentinel | None
+    safety: Safety
+    guidance: str
+    effort: Effort
+    # Imports the replacement needs: (module, name-or-None) as for AddImportsVisitor.
+    imports: tuple[tuple[str, str | None], ...] = ()
+    # Imports the replacement may leave unused: (module, name-or-None); removed only if unused.
+    unused_imports: tuple[tuple[str, str | None], ...] = ()
+    description: str = ""
+    # The reported node's ancestors, root first: where to rebuild, and what overlaps.
+    ancestors: tuple[cst.CSTNode, ...] = ()
+
+
+class Rule:
+    """Base class of every rule. Subclasses are registered when defined."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    # Words whose absence from a file proves the rule cannot fire there (files without any
+    # trigger word of the selected rules are never parsed).
+    triggers: ClassVar[tuple[str, ...]]
+    VALID: ClassVar[Sequence[str | Valid]] = ()
+    INVALID: ClassVar[Sequence[str | Invalid]] = ()
+    # Targets this rule applies to; the same rule serves both unless it says otherwise.
+    targets: ClassVar[frozenset[str]] = frozenset({"neuron", "accelerator"})
+    # File kinds the rule reads. "python" rules are libcst visitors run by the engine's
+    # dispatcher; other kinds (e.g. "shell", "requirements") are run by their file handler.
+    file_kinds: ClassVar[frozenset[str]] = frozenset({"python"})
+    # Abstract helpers (mix-ins) set this to skip registration.
+    abstract: ClassVar[bool] = False
+    # Fully qualified names this rule can write into code (beyond its examples); a test checks
+    # each exists in the emulated backend or in torch itself.
+    emits: ClassVar[tuple[str, ...]] = ()
+    # The kinds of fix this rule can offer: empty for a rule that only reports. Declared, not
+    # inferred from examples (a display-only fix has no expected output); a test checks that
+    # every example's fix is one of these.
+    fixes: ClassVar[frozenset[Safety]] = frozenset()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("abstract", False):
+            # Test rules are abstract (kept out of the catalog) yet run through the engine: the
+            # coarse prefilter must let their words through.
+            triggers = cls.__dict__.get("triggers")
+            if isinstance(triggers, tuple) and all(isinstance(t, str) and t for t in triggers):
+                admit(cls.file_kinds, triggers)
+            return
+        _validate(cls)
+        if cls.code in _REGISTRY and _REGISTRY[cls.code].__qualname__ != cls.__qualname__:
+            raise RuleDefinitionError(
+                f"{cls.__module__}.{cls.__qualname__}: code {cls.code} is already used by "
+                f"{_REGISTRY[cls.code].__module__}.{_REGISTRY[cls.code].__qualname__}"
+            )
+        for other in _REGISTRY.values():
+            if other.name == cls.name and other.code != cls.code:
+                raise RuleDefinitionError(f"rule name {cls.name!r} is used by {other.code} and {cls.code}")
+        _REGISTRY[cls.code] = cls
+        # A rule from outside the catalog may use words the coarse prefilter does not know.
+        admit(cls.file_kinds, cls.triggers)
+
+    def __init__(self, context: RuleContext) -> None:
+        self.context = context
+        self.reports: list[Report] = []
+
+    # -- documentation ------------------------------------------------------------------------
+    @classmethod
+    def docs(cls) -> str:
+        return textwrap.dedent(cls.__doc__ or "").strip()
+
+    @classmethod
+    def summary(cls) -> str:
+        """First sentence of 'What it does'."""
+        doc = cls.docs()
+        body = " ".join(doc.split("## What it does", 1)[1].split("##", 1)[0].split())
+        # A sentence ends at a period followed by a space: `.cuda()` has dots inside.
+        match = re.match(r"(.+?\.)(\s|$)", body)
+        return match.group(1) if match else body
+
+    # -- reporting ------------------------------------------------------------------------------
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        replacement: cst.CSTNode | cst.RemovalSentinel | None = None,
+        safety: Safety = Safety.SAFE,
+        guidance: str = "",
+        effort: Effort | None = None,
+        imports: Sequence[tuple[str, str | None]] = (),
+        unused_imports: Sequence[tuple[str, str | None]] = (),
+        description: str = "",
+        ancestors: Sequence[cst.CSTNode] | None = None,
+    ) -> None:
+        """Record a finding about ``node``.
+
+        ``ancestors`` (root first) is the chain above ``node``; it defaults to the chain above the
+        node being visited. A report about one of that node's ancestors (``os.environ[K] = v``
+        reported from ``K``: pass ``context.chain_above(stmt)``), or one made later (a literal
+        confirmed at the end of the module), must pass its own chain: the engine rebuilds along
+        it and orders overlapping fixes by it (outer first).
+        """
+        if effort is None:
+            effort = Effort.NONE if replacement is not None and safety is Safety.SAFE else Effort.LOW
+        self.reports.append(
+            Report(
+                rule=self,
+                node=node,
+                message=message,
+                replacement=replacement,
+                safety=safety,
+                guidance=guidance,
+                effort=effort,
+                imports=tuple(imports),
+                unused_imports=tuple(unused_imports),
+                description=description,
+                ancestors=tuple(self.context.ancestors if ancestors is None else ancestors),
+            )
+        )
+
+    # -- name helpers (delegate to the context so scope tracking lives in one place) -----------
+    def qualname(self, node: cst.BaseExpression) -> str | None:
+        return self.context.qualname(node)
+
+    def spell(self, qualified: str) -> tuple[cst.BaseExpression, tuple[tuple[str, str | None], ...]] | None:
+        return self.context.spell(qualified)
+
+
+def _validate(cls: type[Rule]) -> None:
+    where = f"{cls.__module__}.{cls.__qualname__}"
+    code = cls.__dict__.get("code")
+    if not isinstance(code, str) or not _CODE_RE.match(code):
+        raise RuleDefinitionError(f"{where}: code must look like CN123, got {code!r}")
+    name = cls.__dict__.get("name")
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise RuleDefinitionError(f"{where}: name must be kebab-case, got {name!r}")
+    doc = textwrap.dedent(cls.__doc__ or "")
+    missing = [s for s in REQUIRED_SECTIONS if s not in doc]
+    if missing:
+        raise RuleDefinitionError(f"{where}: docstring lacks sections {missing}")
+    triggers = cls.__dict__.get("triggers")
+    if not triggers or not all(isinstance(t, str) and t for t in triggers):
+        raise RuleDefinitionError(f"{where}: triggers must be a non-empty tuple of words")
+    if not cls.__dict__.get("INVALID"):
+        raise RuleDefinitionError(f"{where}: needs at least one INVALID example")
+    if not cls.__dict__.get("VALID"):
+        raise RuleDefinitionError(f"{where}: needs at least one VALID example")
+    fixes = cls.fixes
+    if not isinstance(fixes, frozenset) or not all(isinstance(f, Safety) for f in fixes):
+        raise RuleDefinitionError(f"{where}: fixes must be a frozenset of Safety values")
+    shown = example_fix_safeties(cls)
+    if not shown <= fixes:
+        missing = ", ".join(sorted(s.value for s in shown - fixes))
+        raise RuleDefinitionError(f"{where}: examples apply {missing} fixes that `fixes` does not declare")
+
+
+def registered_rules() -> dict[str, type[Rule]]:
+    """Every rule registered so far, by code (``cuda2neuron.kinds.catalog`` loads the catalog)."""
+    return dict(sorted(_REGISTRY.items()))
+
+
+def example_fix_safeties(rule: type[Rule]) -> frozenset[Safety]:
+    """The fix safeties the rule's INVALID examples show being written."""
+    return frozenset(
+        Safety.UNSAFE if getattr(ex, "unsafe", False) else Safety.SAFE
+        for ex in rule.INVALID
+        if getattr(ex, "expected", None) is not None
+    )

@@ -1,0 +1,98 @@
+"""File kinds: which files cuda2neuron reads, and how one file's bytes become a ``FileResult``.
+
+One static table (``KINDS``) names every kind, how its files are recognised and the function
+that processes them: Python sources through the libcst engine, text files (launch scripts,
+dependency lists, YAML configs, CUDA sources, Dockerfiles) through the text-rule protocol,
+notebooks through both. A path is matched once, when it is found (``kind_of``); processing then
+goes straight to its kind. The rule catalog loads only when a file's coarse words say a rule
+could fire (``_prefilter``).
+
+To add a kind: a matcher and a ``process_*_findings`` function in a module here, a row in
+``KINDS``, its coarse words in ``_prefilter.COARSE_WORDS``, and rules with that kind in
+``file_kinds``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+
+from cuda2neuron.core import Config, FileResult, FileStatus, RunOptions
+
+from ._catalog import catalog, rules_for
+from ._guard import Body, guarded
+from ._prefilter import COARSE_WORDS, covers, may_trigger, words_for
+from ._python import is_python_source
+from ._text_files import is_config_file, is_cuda_source, is_dependency_file, is_dockerfile, is_shell_script
+
+__all__ = [
+    "COARSE_WORDS",
+    "KINDS",
+    "Kind",
+    "catalog",
+    "covers",
+    "guarded",
+    "kind_named",
+    "kind_of",
+    "may_trigger",
+    "process_bytes",
+    "process_kind",
+    "rules_for",
+    "words_for",
+]
+
+
+def is_notebook(path: Path) -> bool:
+    return path.suffix == ".ipynb"
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    matches: Callable[[Path], bool]
+    # "module:function" of the processing body, imported on first use: the notebook machinery
+    # loads only once a notebook turns up.
+    body: str
+
+    def process(self, path: str, data: bytes, config: Config, options: RunOptions) -> FileResult:
+        module, function = self.body.split(":")
+        body: Body = getattr(import_module(module, __name__), function)
+        return guarded(path, data, config, options, body)
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind("python", is_python_source, "._python:process_python_findings"),
+    Kind("shell", is_shell_script, "._text_files:process_shell_findings"),
+    Kind("requirements", is_dependency_file, "._text_files:process_dependencies_findings"),
+    Kind("notebook", is_notebook, "._notebook:process_notebook_findings"),
+    Kind("config", is_config_file, "._text_files:process_config_findings"),
+    Kind("cuda-source", is_cuda_source, "._text_files:process_cuda_source_findings"),
+    Kind("dockerfile", is_dockerfile, "._text_files:process_dockerfile_findings"),
+)
+_BY_NAME = {k.name: k for k in KINDS}
+
+
+def kind_of(path: Path) -> str | None:
+    """The name of the kind that reads ``path``, or None when cuda2neuron does not handle it."""
+    for kind in KINDS:
+        if kind.matches(path):
+            return kind.name
+    return None
+
+
+def kind_named(name: str) -> Kind:
+    return _BY_NAME[name]
+
+
+def process_kind(kind: str | None, path: str, data: bytes, config: Config, options: RunOptions) -> FileResult:
+    """Process bytes already known to be of ``kind`` (None: a file no kind reads)."""
+    if kind is None:
+        return FileResult(path, FileStatus.SKIPPED, skip_reason="not a file kind cuda2neuron handles")
+    return _BY_NAME[kind].process(path, data, config, options)
+
+
+def process_bytes(path: str, data: bytes, config: Config, options: RunOptions) -> FileResult:
+    """Process bytes, their kind taken from ``path``."""
+    return process_kind(kind_of(Path(path)), path, data, config, options)

@@ -1,0 +1,89 @@
+"""The coarse trigger prefilter: can any rule fire on this file at all?
+
+Reading the rules' own trigger words means importing the rule catalog, and the catalog imports
+libcst (about a quarter of a second). Most files of a project mention no CUDA word, so each kind
+keeps a few words of its own (``COARSE_WORDS``): a file that contains none of them is left alone
+with the catalog unloaded.
+
+The contract, enforced by tests/kinds/test_coarse_triggers.py: every trigger of every catalog
+rule contains one of the coarse words of each file kind the rule reads (case-insensitively, so
+"cuda" covers "is_cuda", "CUDA_VISIBLE_DEVICES" and "torch.cuda import"). A rule defined outside
+the catalog is admitted by ``cuda2neuron.core`` when its class is created; those of its words
+that no coarse word covers join the prefilter here. Matching ignores case: the few extra files
+this lets through only cost the exact per-rule check.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from cuda2neuron.core import admitted, admitted_version
+
+__all__ = ["COARSE_WORDS", "covers", "may_trigger", "words_for"]
+
+_PYTHON = (
+    "cuda", "cudnn", ".to(", "device",
+    # legacy tensor types (DoubleTensor is covered by "double")
+    "FloatTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor", "ShortTensor",
+    "IntTensor", "LongTensor", "BoolTensor",
+    "nvtx", "allow_tf32", "reduced_precision_reduction", "set_float32_matmul_precision",
+    "autocast", "GradScaler", "custom_fwd", "custom_bwd",
+    "nccl", "init_process_group",
+    "compile", "_inductor",
+    "triton", "cpp_extension", "flash_attn", "xformers", "apex", "bitsandbytes", "fused", "sdp",
+    "profiler", "cupy", "nvml", "nvidia", "gpustat", "GPUtil", "nvitop", "elapsed_time",
+    "float64", "double", "complex", "polar", "cfloat", "chalf", "view_as_real", "fft",
+    "multiprocessing", "ProcessPoolExecutor", "fork",
+)  # fmt: skip
+_SHELL = ("cuda", "cudnn", "cublas", "nvidia", "nccl", "nproc", "num_gpus", "num-gpus", "device", "install")
+_REQUIREMENTS = (
+    "cu", "apex", "flash", "xformers", "bitsandbytes", "triton", "nvidia", "nvml", "gpustat",
+    "tensorrt", "onnxruntime", "liger", "mamba", "conv1d",
+)  # fmt: skip
+
+# A notebook runs the Python rules on its code cells and the shell rules on `!` lines, so its
+# words include theirs; "cuda" is what its own rules (CN721, CN722) look for.
+COARSE_WORDS: dict[str, tuple[str, ...]] = {
+    "python": _PYTHON,
+    "shell": _SHELL,
+    "requirements": _REQUIREMENTS,
+    "notebook": (*_PYTHON, *_SHELL, "cuda"),
+    "config": ("cuda", "nccl"),
+    "cuda-source": ("cuda", "__global__"),
+    # RUN / ENV lines go to the shell rules; FROM lines to the Dockerfile's own.
+    "dockerfile": (*_SHELL, "cuda", "nvidia", "cu1"),
+}
+
+# Kinds whose files also run the rules of other kinds (a notebook runs Python and shell rules).
+_ALSO_RUN: dict[str, tuple[str, ...]] = {"notebook": ("python", "shell"), "dockerfile": ("shell",)}
+
+
+def covers(word: str, trigger: str) -> bool:
+    return word.lower() in trigger.lower()
+
+
+def words_for(kind: str) -> tuple[str, ...]:
+    own = COARSE_WORDS.get(kind, ())
+    lowered = [w.lower() for w in own]
+    extra = set()
+    for k in (kind, *_ALSO_RUN.get(kind, ())):
+        extra.update(t for t in admitted(k) if not any(w in t.lower() for w in lowered))
+    return own + tuple(sorted(extra))
+
+
+@lru_cache(maxsize=32)
+def _lowered(kind: str, text_type: type, version: int) -> tuple:  # noqa: ARG001 - cache key
+    words = {w.lower() for w in words_for(kind)}
+    return tuple(sorted(words) if text_type is str else sorted(w.encode("ascii") for w in words))
+
+
+def may_trigger(data: bytes | str, kind: str) -> bool:
+    """False only when no rule reading ``kind`` files can fire on ``data``.
+
+    One lowercase copy and a substring search per word: a case-insensitive regex alternation
+    of the same words is about fifteen times slower on a large file that holds none of them.
+    Bytes are searched raw: every word is ASCII, and ASCII bytes mean the same in every
+    encoding a source may declare (UTF-16 sources are not valid Python files).
+    """
+    lowered = data.lower()
+    return any(w in lowered for w in _lowered(kind, type(data), admitted_version()))  # type: ignore[operator]

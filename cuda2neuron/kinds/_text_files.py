@@ -1,0 +1,182 @@
+"""Files read as text: launch scripts, dependency lists, YAML configs, CUDA sources, Dockerfiles.
+
+Each is decoded, the rules reading its kind run over its parsed document (``cuda2neuron.documents``)
+and the fixed text is encoded back byte for byte outside the edits.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+from pathlib import Path
+
+from cuda2neuron.core import Config, Finding, Rule, RunOptions, SourceError, TextItem, run_text_rules, to_finding
+from cuda2neuron.documents.dockerfile import parse_dockerfile
+from cuda2neuron.documents.plaintext import PlainText
+from cuda2neuron.documents.requirements import parse_pyproject, parse_requirements
+from cuda2neuron.documents.shell import ShellScript
+
+from ._catalog import rules_for
+from ._prefilter import may_trigger
+
+__all__ = [
+    "is_config_file",
+    "is_cuda_source",
+    "is_dependency_file",
+    "is_dockerfile",
+    "is_shell_script",
+    "process_config_findings",
+    "process_cuda_source_findings",
+    "process_dependencies_findings",
+    "process_dockerfile_findings",
+    "process_shell_findings",
+    "shell_items",
+]
+
+CONFIG_SUFFIXES = frozenset({".yaml", ".yml"})
+CUDA_SUFFIXES = frozenset({".cu", ".cuh"})
+SHELL_SUFFIXES = frozenset({".sh", ".bash"})
+_SHEBANG_RE = re.compile(rb"#![ \t]*\S*/(?:env[ \t]+(?:-\S+[ \t]+)*)?(?:ba)?sh(?:[ \t]|\r?$)")
+_DOCKER_NAMES = frozenset({"dockerfile", "containerfile"})
+_NOT_DOCKERFILES = frozenset({"md", "rst", "txt"})  # Dockerfile.md documents one
+# The launch-script rules read a Dockerfile's shell view; the Dockerfile's own rules read the file.
+_DOCKER_KINDS = frozenset({"shell", "dockerfile"})
+
+
+def is_shell_script(path: Path) -> bool:
+    """``*.sh`` / ``*.bash``, or an extensionless file whose shebang runs sh or bash.
+
+    Discovery asks this of every file in a tree, so only files without a suffix (bin/train,
+    scripts/launch) are opened, and only their first line is read. ``zsh``, ``python`` and
+    other interpreters do not count.
+    """
+    if path.suffix in SHELL_SUFFIXES:
+        return True
+    if path.suffix or path.name.startswith("."):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(256)
+    except OSError:
+        return False
+    return _SHEBANG_RE.match(first.rstrip(b"\n")) is not None
+
+
+def shell_rules(config: Config, path: str) -> tuple[type[Rule], ...]:
+    return tuple(r for r in rules_for(config, path) if "shell" in r.file_kinds)
+
+
+def shell_items(
+    text: str, config: Config, path: str, options: RunOptions
+) -> tuple[str | None, list[TextItem]]:
+    if not may_trigger(text, "shell"):
+        return None, []  # no shell rule can fire: the catalog stays unloaded
+    rules = shell_rules(config, path)
+    # The cheap pre-check Python files get from triggers: most scripts mention none of them.
+    rules = tuple(r for r in rules if any(t in text for t in r.triggers))
+    if not rules:
+        return None, []
+    return run_text_rules(text, rules, ShellScript, config.settings, fix=options.fix, unsafe=options.unsafe)
+
+
+def process_shell_findings(
+    path: str, data: bytes, config: Config, options: RunOptions
+) -> tuple[bytes | None, list[Finding]]:
+    if b"\x00" in data:
+        raise SourceError("decode", "file contains NUL bytes (binary file?)")
+    # surrogateescape: a Latin-1 comment in a script must survive the round trip byte for byte.
+    text = data.decode("utf-8", "surrogateescape")
+    new, items = shell_items(text, config, path, options)
+    findings = [to_finding(it, path, it.span) for it in items]
+    return (None if new is None else new.encode("utf-8", "surrogateescape")), findings
+
+
+def is_dependency_file(path: Path) -> bool:
+    name = path.name
+    if name == "pyproject.toml":
+        return True
+    if not name.endswith(".txt"):
+        return False
+    # requirements.txt, requirements-dev.txt, dev-requirements.txt, requirements/train.txt
+    return name.startswith("requirements") or name.endswith("requirements.txt") or path.parent.name == "requirements"
+
+
+def dependency_rules(config: Config, path: str) -> tuple[type[Rule], ...]:
+    return tuple(r for r in rules_for(config, path) if "requirements" in r.file_kinds)
+
+
+def process_dependencies_findings(
+    path: str, data: bytes, config: Config, options: RunOptions
+) -> tuple[bytes | None, list[Finding]]:
+    if b"\x00" in data:
+        raise SourceError("decode", "file contains NUL bytes (binary file?)")
+    try:
+        text = data.decode("utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError("decode", f"not UTF-8: {exc}") from None
+    if Path(path).name == "pyproject.toml":
+        parse = partial(parse_pyproject, path=path)
+    else:
+        parse = parse_requirements
+    if not may_trigger(data, "requirements"):
+        # No dependency rule can fire, so the catalog stays unloaded; the file is still read,
+        # because a broken pyproject.toml is an error whatever it declares.
+        parse(text)
+        return None, []
+    rules = dependency_rules(config, path)
+    if not rules:
+        return None, []
+    new, items = run_text_rules(text, rules, parse, config.settings, fix=options.fix, unsafe=options.unsafe)
+    findings = [to_finding(it, path, it.span) for it in items]
+    # Dependency rules are report-only today; a future fix would come back through `new`.
+    return (None if new is None else new.encode("utf-8")), findings
+
+
+def is_config_file(path: Path) -> bool:
+    return path.suffix.lower() in CONFIG_SUFFIXES
+
+
+def is_cuda_source(path: Path) -> bool:
+    return path.suffix.lower() in CUDA_SUFFIXES
+
+
+def process_text_file(
+    kind: str, kinds: frozenset[str], parse, path: str, data: bytes, config: Config, options: RunOptions
+) -> tuple[bytes | None, list[Finding]]:
+    """A file read as text: the rules reading any of ``kinds`` run over ``parse(text)``.
+
+    ``kind`` names the file's own coarse prefilter words (kinds/_prefilter.py).
+    """
+    if b"\x00" in data:
+        raise SourceError("decode", "file contains NUL bytes (binary file?)")
+    # surrogateescape: bytes that are not UTF-8 (a Latin-1 comment) survive the round trip.
+    text = data.decode("utf-8", "surrogateescape")
+    if not may_trigger(text, kind):
+        return None, []  # no rule of this kind can fire: the catalog stays unloaded
+    rules = tuple(r for r in rules_for(config, path) if r.file_kinds & kinds)
+    rules = tuple(r for r in rules if any(t in text for t in r.triggers))
+    if not rules:
+        return None, []
+    new, items = run_text_rules(text, rules, parse, config.settings, fix=options.fix, unsafe=options.unsafe)
+    findings = [to_finding(it, path, it.span) for it in items]
+    return (None if new is None else new.encode("utf-8", "surrogateescape")), findings
+
+
+def process_config_findings(path: str, data: bytes, config: Config, options: RunOptions) -> tuple[bytes | None, list[Finding]]:
+    return process_text_file("config", frozenset({"config"}), PlainText, path, data, config, options)
+
+
+def process_cuda_source_findings(path: str, data: bytes, config: Config, options: RunOptions) -> tuple[bytes | None, list[Finding]]:
+    return process_text_file("cuda-source", frozenset({"cuda-source"}), PlainText, path, data, config, options)
+
+
+def is_dockerfile(path: Path) -> bool:
+    """``Dockerfile``, ``Containerfile``, ``Dockerfile.gpu``, ``train.Dockerfile``."""
+    name = path.name.lower()
+    stem, dot, suffix = name.partition(".")
+    variant = bool(dot) and stem in _DOCKER_NAMES and suffix.isidentifier() and suffix not in _NOT_DOCKERFILES
+    return name in _DOCKER_NAMES or variant or name.endswith(".dockerfile")
+
+
+def process_dockerfile_findings(path: str, data: bytes, config: Config, options: RunOptions) -> tuple[bytes | None, list[Finding]]:
+    return process_text_file("dockerfile", _DOCKER_KINDS, parse_dockerfile, path, data, config, options)

@@ -1,0 +1,61 @@
+"""Python sources: the libcst walk, name resolution, positions, rebuilding and the fixed point.
+
+Everything here sits on libcst, which costs about a quarter of a second to import; most files a
+run sees are never parsed (the kinds' prefilter drops them first), so the names below load on
+first use (PEP 562) and ``import cuda2neuron.python`` alone costs nothing.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._context import RuleContext
+    from ._lint import FixOutcome, fix_module, lint_module
+    from ._names import LOCAL, Scope, bind_import, bind_target, dotted_name
+    from ._positions import spans_and_code
+    from ._rebuild import rebuild
+    from ._source import parse_bytes
+    from ._walk import walk_rules
+
+__all__ = [
+    "LOCAL",
+    "FixOutcome",
+    "RuleContext",
+    "Scope",
+    "bind_import",
+    "bind_target",
+    "dotted_name",
+    "fix_module",
+    "lint_module",
+    "parse_bytes",
+    "rebuild",
+    "spans_and_code",
+    "walk_rules",
+]
+
+_HOME = {
+    "RuleContext": "_context",
+    "FixOutcome": "_lint",
+    "fix_module": "_lint",
+    "lint_module": "_lint",
+    "LOCAL": "_names",
+    "Scope": "_names",
+    "bind_import": "_names",
+    "bind_target": "_names",
+    "dotted_name": "_names",
+    "spans_and_code": "_positions",
+    "rebuild": "_rebuild",
+    "parse_bytes": "_source",
+    "walk_rules": "_walk",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,256 @@
+"""Run rules over one module and apply their fixes to a fixed point.
+
+Cost per file: one parse (by the caller), then per round one walk (all rules batched) and one
+code generation that also yields the reported nodes' spans. Fixes rebuild only the paths to the
+replaced nodes. Real files converge in two rounds: one that applies, one that finds nothing new.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from cuda2neuron.core import MAX_ITERATIONS, ConvergenceError, Finding, Fix, Report, Rule, Safety, Settings, Span, Suppressions
+
+from ._context import RuleContext
+from ._positions import spans_and_code
+from ._rebuild import rebuild
+from ._walk import walk_rules
+
+__all__ = ["FixOutcome", "fix_module", "lint_module"]
+
+def _collect(
+    module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings, source: str | None = None
+) -> list[Report]:
+    context = RuleContext(path, module, settings, source)
+    rules = [rt(context) for rt in rule_types if settings.target in rt.targets and "python" in rt.file_kinds]
+    walk_rules(module, rules, context)
+    return [report for rule in rules for report in rule.reports]
+
+
+def _finding(report: Report, span: Span, path: str, module: cst.Module, applied: bool = False) -> Finding:
+    fix = None
+    if report.replacement is not None:
+        text = "" if isinstance(report.replacement, cst.RemovalSentinel) else module.code_for_node(report.replacement)
+        fix = Fix(report.safety, text, report.description)
+    return Finding(
+        code=report.rule.code,
+        name=report.rule.name,
+        message=report.message,
+        path=path,
+        span=span,
+        fix=fix,
+        applied=applied,
+        guidance=report.guidance,
+        effort=report.effort,
+    )
+
+
+def _findings(
+    module: cst.Module, reports: list[Report], path: str
+) -> tuple[list[tuple[Report, Finding]], str | None]:
+    """Findings sorted by position (suppressed ones dropped) and the module's code."""
+    if not reports:
+        return [], None
+    spans, code = spans_and_code(module, [r.node for r in reports])
+    suppressions = Suppressions.from_text(code)
+    out = [
+        (r, _finding(r, spans[id(r.node)], path, module))
+        for r in reports
+        if not suppressions.suppressed(r.rule.code, spans[id(r.node)])
+    ]
+    out.sort(key=lambda pair: (pair[1].span, pair[1].code))
+    return out, code
+
+
+def lint_module(
+    module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings, source: str | None = None
+) -> list[Finding]:
+    """Findings for ``module`` without changing it (``source``: its text, when the caller has it)."""
+    pairs, _ = _findings(module, _collect(module, rule_types, path, settings, source), path)
+    return [f for _, f in pairs]
+
+
+@dataclass
+class FixOutcome:
+    module: cst.Module
+    applied: list[Finding]
+    remaining: list[Finding]
+    # The final module's code when a round already generated it (saves one code generation).
+    code: str | None = None
+
+    @property
+    def bytes(self) -> bytes:
+        if self.code is None:
+            return self.module.bytes
+        return self.code.encode(self.module.encoding)
+
+
+def _allowed(safety: Safety, unsafe: bool) -> bool:
+    return safety is Safety.SAFE or (unsafe and safety is Safety.UNSAFE)
+
+
+def _overlaps(a: Report, b: Report) -> bool:
+    # Two fixes overlap when one node contains the other (or they are the same node).
+    return a.node is b.node or any(n is b.node for n in a.ancestors) or any(n is a.node for n in b.ancestors)
+
+
+@dataclass
+class _Applied:
+    report: Report
+    module: cst.Module  # the module the fix was applied to (for the fallback span)
+
+
+def fix_module(
+    module: cst.Module,
+    rule_types: Sequence[type[Rule]],
+    path: str,
+    settings: Settings,
+    unsafe: bool = False,
+    may_suppress: bool = True,
+    source: str | None = None,
+) -> FixOutcome:
+    """Apply non-overlapping fixes, re-lint, repeat until nothing applies.
+
+    Spans cost a code generation, so rounds that apply fixes compute none unless suppression
+    comments may exist (``may_suppress``); the last round's code generation yields the output and
+    the spans of every remaining finding and of every applied replacement. An applied edit is
+    located where its replacement sits in the *output*; a removed statement where it was.
+    """
+    applied: list[_Applied] = []
+    for _ in range(MAX_ITERATIONS):
+        reports = _collect(module, rule_types, path, settings, source)
+        source = None  # later rounds walk a rewritten module
+        if may_suppress and reports:
+            pairs, _ = _findings(module, reports, path)
+            reports = [r for r, _ in pairs]
+        chosen: list[Report] = []
+        # Outer-first: a fix inside another fix's node waits for the next round.
+        for report in sorted(reports, key=lambda r: len(r.ancestors)):
+            if report.replacement is None or not _allowed(report.safety, unsafe):
+                continue
+            if any(_overlaps(report, c) for c in chosen):
+                continue
+            chosen.append(report)
+        if not chosen:
+            return _outcome(module, reports, applied, path)
+        new_module = rebuild(module, {id(r.node): r.replacement for r in chosen}, [r.ancestors for r in chosen])  # type: ignore[misc]
+        new_module = _fix_imports(new_module, chosen)
+        if new_module.deep_equals(module):
+            # A fix that changes nothing would loop forever; treat it as not applicable.
+            return _outcome(module, reports, applied, path)
+        applied.extend(_Applied(r, module) for r in chosen)
+        # A fix may write a suppression comment (to protect code from other rules): honour it
+        # from the next round on.
+        if not may_suppress and any(
+            isinstance(r.replacement, cst.CSTNode) and "cuda2neuron:" in module.code_for_node(r.replacement)
+            for r in chosen
+        ):
+            may_suppress = True
+        module = new_module
+    raise ConvergenceError(
+        f"fixes did not converge after {MAX_ITERATIONS} rounds "
+        f"(last rules: {', '.join(sorted({a.report.rule.code for a in applied[-5:]}))})"
+    )
+
+
+def _outcome(module: cst.Module, remaining: list[Report], applied: list[_Applied], path: str) -> FixOutcome:
+    replacement_nodes = [
+        a.report.replacement for a in applied if isinstance(a.report.replacement, cst.CSTNode)
+    ]
+    if not remaining and not applied:
+        return FixOutcome(module, [], [], None)
+    spans, code = spans_and_code(module, [r.node for r in remaining] + replacement_nodes)  # type: ignore[list-item]
+    done: list[Finding] = []
+    for a in applied:
+        span = spans.get(id(a.report.replacement))
+        if span is None:
+            # Removed, or replaced again by a later round: locate it where it was.
+            span = spans_and_code(a.module, [a.report.node])[0][id(a.report.node)]
+        done.append(_finding(a.report, span, path, a.module, applied=True))
+    left = [_finding(r, spans[id(r.node)], path, module) for r in remaining]
+    done.sort(key=lambda f: (f.span, f.code))
+    left.sort(key=lambda f: (f.span, f.code))
+    return FixOutcome(module, done, left, code)
+
+
+def _module_binds(module: cst.Module, mod: str, obj: str | None) -> bool:
+    """Cheap check that ``import mod`` / ``from mod import obj`` is already at module level."""
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if obj is None and isinstance(small, cst.Import):
+                if any(a.asname is None and module.code_for_node(a.name) == mod for a in small.names):
+                    return True
+            if obj is not None and isinstance(small, cst.ImportFrom) and small.module is not None:
+                if module.code_for_node(small.module) == mod and not isinstance(small.names, cst.ImportStar):
+                    if any(a.asname is None and module.code_for_node(a.name) == obj for a in small.names):
+                        return True
+    return False
+
+
+def _maybe_unused(code: str, local: str) -> bool:
+    # The import helpers' scope analysis is expensive; only pay it when the name no longer
+    # appears outside import lines (a mention in a string keeps the import: the safe side).
+    # `torch.neuron.synchronize` is not a use of a from-imported `synchronize`: no dot before.
+    pattern = re.compile(rf"(?<![.\w]){re.escape(local)}\b")
+    for line in code.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith(("import ", "from ")):
+            continue
+        if pattern.search(line):
+            return False
+    return True
+
+
+def _fix_imports(module: cst.Module, reports: list[Report]) -> cst.Module:
+    # libcst's codemod package costs ~0.3 s to import (its matchers): only when an import changes.
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+
+    adds = {imp for r in reports for imp in r.imports if not _module_binds(module, *imp)}
+    removes = {imp for r in reports for imp in r.unused_imports}
+    if adds:
+        context = CodemodContext()
+        for mod, obj in sorted(adds, key=str):
+            AddImportsVisitor.add_needed_import(context, mod, obj)
+        module = AddImportsVisitor(context).transform_module(module)
+    if removes:
+        code = module.code
+        candidates = {
+            (mod, obj, alias)
+            for mod, obj in removes
+            for alias in _aliases(module, mod, obj)
+            if _maybe_unused(code, alias or obj or mod.split(".")[0])
+        }
+        if candidates:
+            context = CodemodContext()
+            for mod, obj, alias in sorted(candidates, key=str):
+                RemoveImportsVisitor.remove_unused_import(context, mod, obj, alias)
+            module = RemoveImportsVisitor(context).transform_module(module)
+    return module
+
+
+def _aliases(module: cst.Module, mod: str, obj: str | None) -> set[str | None]:
+    """The ``as`` names under which ``mod`` (or ``obj`` from it) is imported at module level
+    (None for an import without ``as``): the import helper removes an alias only by its name."""
+    found: set[str | None] = set()
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if obj is None and isinstance(small, cst.Import):
+                names = [a for a in small.names if module.code_for_node(a.name) == mod]
+            elif obj is not None and isinstance(small, cst.ImportFrom) and small.module is not None:
+                if module.code_for_node(small.module) != mod or isinstance(small.names, cst.ImportStar):
+                    continue
+                names = [a for a in small.names if module.code_for_node(a.name) == obj]
+            else:
+                continue
+            for a in names:
+                found.add(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name) else None)
+    return found

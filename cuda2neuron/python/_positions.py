@@ -1,0 +1,75 @@
+"""Spans of a few nodes for the price of one code generation.
+
+libcst's ``PositionProvider`` records a position for every node; we need them for the handful of
+reported nodes only. A code-generation state that counts lines lazily, only when a wanted node
+starts or ends, costs about one plain ``module.code``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+from cuda2neuron.core import Span
+
+__all__ = ["spans_and_code"]
+
+
+class _SpanState(CodegenState):
+    def __init__(self, module: cst.Module, wanted: set[int]) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self._wanted = wanted
+        self._counted = 0
+        self._line = 1
+        self._col = 0
+        self._starts: dict[int, list[tuple[int, int]]] = {}
+        self.spans: dict[int, Span] = {}
+        self._syntactic: set[int] = set()
+
+    def _position(self) -> tuple[int, int]:
+        tokens = self.tokens
+        for i in range(self._counted, len(tokens)):
+            tok = tokens[i]
+            newlines = tok.count("\n")
+            if newlines:
+                self._line += newlines
+                self._col = len(tok) - tok.rfind("\n") - 1
+            else:
+                self._col += len(tok)
+        self._counted = len(tokens)
+        return self._line, self._col
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self._wanted:
+            self._starts.setdefault(id(node), []).append(self._position())
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        key = id(node)
+        if key in self._wanted:
+            start = self._starts[key].pop()
+            if key not in self._syntactic:
+                end = self._position()
+                self.spans[key] = Span(start[0], start[1], end[0], end[1])
+
+    @contextmanager
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None) -> Iterator[None]:  # type: ignore[override]
+        # Statements start after their leading comment lines: this is where a person looks.
+        key = id(node)
+        if key not in self._wanted:
+            yield
+            return
+        start = self._position()
+        yield
+        end = self._position()
+        self._syntactic.add(key)
+        self.spans[key] = Span(start[0], start[1], end[0], end[1])
+
+
+def spans_and_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[dict[int, Span], str]:
+    """Spans (keyed by ``id(node)``) of ``nodes`` in ``module``, and the module's code."""
+    state = _SpanState(module, {id(n) for n in nodes})
+    module._codegen(state)
+    return state.spans, "".join(state.tokens)
