@@ -9,7 +9,7 @@ import click
 
 from cuda2neuron.core import FileStatus, RunOptions
 from cuda2neuron.kinds import catalog, kind_of, process_kind
-from cuda2neuron.workspace import discover, write_in_place
+from cuda2neuron.workspace import discover, with_project_facts, write_in_place
 from cuda2neuron.report import build_report, to_json, to_sarif
 
 from ._common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
@@ -50,6 +50,7 @@ def check_command(paths, fix, output_format, stdin_filename, jobs, **opts):
     errors = [s for s in found.skipped if s.error]
     if errors:
         raise UsageError("; ".join(f"{s.path}: {s.reason}" for s in errors))
+    config = with_project_facts(config, found.files)
     options = RunOptions.from_config(config, fix=fix)
     results = run_with_progress(found.files, config, options, jobs=jobs, quiet=output_format != "text", verb="checking")
     if fix:

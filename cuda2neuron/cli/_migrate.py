@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from cuda2neuron.core import FileStatus, RunOptions
-from cuda2neuron.workspace import discover, write_copy, write_in_place
+from cuda2neuron.workspace import discover, with_project_facts, write_copy, write_in_place
 from cuda2neuron.report import build_report, write_report
 
 from ._common import EXIT_CLEAN, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
@@ -52,6 +52,7 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
     errors = [s for s in found.skipped if s.error]
     if errors:
         raise UsageError("; ".join(f"{s.path}: {s.reason}" for s in errors))
+    config = with_project_facts(config, found.files)
     options = RunOptions.from_config(config, fix=True)
     results = run_with_progress(found.files, config, options, jobs=jobs, quiet=quiet, verb="migrating")
     changed = [r for r in results if r.status is FileStatus.CHANGED]

@@ -20,7 +20,7 @@ from ._convergence import MAX_ITERATIONS, ConvergenceError
 from ._errors import SourceError
 from ._model import Effort, FileError, FileResult, FileStatus, Finding, Fix, Safety, Span
 from ._rule import Invalid, Report, Rule, RuleDefinitionError, Valid, example_fix_safeties, registered_rules
-from ._settings import AMP_DTYPES, TARGETS, RunOptions, Settings
+from ._settings import AMP_DTYPES, TARGETS, ProjectFacts, RunOptions, Settings
 from ._suppress import Suppressions
 from ._text import (
     CellProblem,
@@ -54,6 +54,7 @@ __all__ = [
     "Invalid",
     "LineIndex",
     "NotebookProblems",
+    "ProjectFacts",
     "Report",
     "Rule",
     "RuleDefinitionError",

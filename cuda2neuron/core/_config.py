@@ -59,7 +59,7 @@ class Config:
         return True
 
     def with_overrides(self, **overrides: Any) -> Config:
-        settings_keys = {"target", "amp_dtype", "min_torch"}
+        settings_keys = {"target", "amp_dtype", "min_torch", "project"}
         s = {k: v for k, v in overrides.items() if k in settings_keys and v is not None}
         c = {k: v for k, v in overrides.items() if k not in settings_keys and v is not None}
         out = replace(self, **c)

@@ -2,12 +2,38 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["AMP_DTYPES", "RunOptions", "Settings", "TARGETS"]
+__all__ = ["AMP_DTYPES", "ProjectFacts", "RunOptions", "Settings", "TARGETS"]
 
 AMP_DTYPES = ("bfloat16", "float16")
 TARGETS = ("neuron", "accelerator")
+
+
+@dataclass(frozen=True)
+class ProjectFacts:
+    """Names only the whole project knows, collected before any file is processed
+    (``cuda2neuron.workspace.project_facts``), so that the per-file rules can use them.
+
+    ``extension_modules``: compiled CUDA extensions the project builds (``CUDAExtension(name=
+    "selective_scan_cuda")`` in a setup.py, ``cpp_extension.load(name=...)`` with ``.cu``
+    sources), as the dotted names that import them. ``kernel_modules``: the project's own
+    modules that import a CUDA-only kernel language (Triton, TileLang, CUTLASS/CuTe), as dotted
+    module names relative to the root they were found under.
+    """
+
+    extension_modules: frozenset[str] = frozenset()
+    kernel_modules: frozenset[str] = frozenset()
+
+    def builds_extension(self, module: str) -> bool:
+        return module in self.extension_modules or module.rsplit(".", 1)[-1] in self.extension_modules
+
+    def kernel_module(self, module: str) -> bool:
+        """Whether ``module`` (dotted) is one of the project's kernel modules or inside one."""
+        return any(
+            module == k or module.startswith(k + ".") or ("." in module and k.endswith("." + module))
+            for k in self.kernel_modules
+        )
 
 
 @dataclass(frozen=True)
@@ -18,6 +44,8 @@ class Settings:
     amp_dtype: str = "bfloat16"
     # Oldest torch the user's code must run on (accelerator target gates names by it).
     min_torch: tuple[int, int] = (2, 9)
+    # What the project-level sweep found (empty for a lone source text).
+    project: ProjectFacts = field(default_factory=ProjectFacts)
 
     def __post_init__(self) -> None:
         if self.target not in TARGETS:

@@ -13,6 +13,7 @@ from cuda2neuron.kinds import kind_of, process_kind
 
 from ._discover import PRUNED_DIRS, Discovered, SkippedPath, SourceFile, discover
 from ._output import write_copy, write_in_place
+from ._project import project_facts, with_project_facts
 from ._runner import process_file, process_files
 
 __all__ = [
@@ -26,6 +27,9 @@ __all__ = [
     "lint_source",
     "process_file",
     "process_files",
+    "project_facts",
+    "write_copy",
+    "with_project_facts",
     "write_copy",
     "write_in_place",
 ]

@@ -1,0 +1,132 @@
+"""The project-level sweep: names that only the whole project knows, found before the per-file run.
+
+A file that imports ``selective_scan_cuda`` says nothing CUDA-specific by itself: only the
+project's setup.py, which builds it with ``CUDAExtension(name="selective_scan_cuda")``, does.
+Likewise ``from .ops.layer_norm import rms_norm`` calls a Triton kernel only because that module
+imports triton. The sweep reads what it needs with the standard library's ``ast`` (a small
+fraction of a libcst parse) and only from files whose bytes hold one of its words; the facts
+then travel to every file's rules inside ``Settings``, so the per-file engine and its process
+pool stay as they are.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from pathlib import Path
+
+from cuda2neuron.core import Config, ProjectFacts
+
+from ._discover import SourceFile
+
+__all__ = ["project_facts", "with_project_facts"]
+
+# Top-level packages of CUDA-only kernel languages: a project module importing one is a kernel.
+KERNEL_LANGUAGES = frozenset({"triton", "tilelang", "cutlass"})
+_WORDS = (b"CUDAExtension", b"cpp_extension", *(w.encode() for w in KERNEL_LANGUAGES))
+
+
+def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ()) -> ProjectFacts:
+    """What the Python files among ``files`` (and the setup.py of each of ``extra_roots``) tell.
+
+    ``extra_roots`` are folders whose setup.py must be read even when it is not among ``files``
+    (``check`` given a few files by pre-commit still knows the project's extensions).
+    """
+    extensions: set[str] = set()
+    kernels: set[str] = set()
+    seen: set[Path] = set()
+    candidates = [(f.path, f.root) for f in files if f.kind == "python"]
+    candidates += [(root / "setup.py", root) for root in extra_roots]
+    for path, root in candidates:
+        resolved = path.resolve()
+        if resolved in seen:
+            continue
+        seen.add(resolved)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue  # the per-file run reports unreadable files
+        if not any(w in data for w in _WORDS):
+            continue
+        try:
+            tree = ast.parse(data, filename=str(path))
+        except (SyntaxError, ValueError):
+            continue  # the per-file run reports the syntax error
+        extensions.update(_extension_names(tree))
+        if _imports_kernel_language(tree):
+            module = _module_of(path, root)
+            if module:
+                kernels.add(module)
+    return ProjectFacts(frozenset(extensions), frozenset(kernels))
+
+
+def _call_name(func: ast.expr) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _extension_names(tree: ast.AST) -> set[str]:
+    """``CUDAExtension(name=...)`` and ``load(name=..., sources=[... .cu ...])`` names."""
+    names = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        called = _call_name(node.func)
+        if called not in ("CUDAExtension", "load", "load_inline"):
+            continue
+        name = _keyword(node, "name") or (node.args[0] if node.args else None)
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value):
+            continue
+        if called != "CUDAExtension" and not _builds_cuda(node):
+            continue
+        names.add(name.value)
+    return names
+
+
+def _builds_cuda(call: ast.Call) -> bool:
+    """A JIT ``load`` builds CUDA when a source it names ends in .cu (or it passes cuda_sources)."""
+    if _keyword(call, "cuda_sources") is not None:
+        return True
+    sources = _keyword(call, "sources") or (call.args[1] if len(call.args) > 1 else None)
+    return any(
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith((".cu", ".cuh"))
+        for n in ast.walk(sources)
+    ) if sources is not None else False
+
+
+def _imports_kernel_language(tree: ast.Module) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            if any(a.name.split(".")[0] in KERNEL_LANGUAGES for a in node.names):
+                return True
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module.split(".")[0] in KERNEL_LANGUAGES:
+                return True
+    return False
+
+
+def _module_of(path: Path, root: Path) -> str:
+    try:
+        parts = path.resolve().relative_to(root.resolve()).with_suffix("").parts
+    except ValueError:
+        parts = (path.stem,)
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def with_project_facts(config: Config, files: Iterable[SourceFile]) -> Config:
+    """``config`` with the sweep's facts in its settings; the setup.py beside the project's
+    pyproject.toml counts even when only a few files were named."""
+    files = tuple(files)
+    roots = {f.root for f in files}
+    if config.source:
+        roots.add(Path(config.source).parent)
+    return config.with_overrides(project=project_facts(files, extra_roots=sorted(roots)))

@@ -1,0 +1,85 @@
+"""The project-level sweep: extension modules a setup.py builds, the project's own kernel modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cuda2neuron.core import Config, ProjectFacts
+from cuda2neuron.workspace import discover, project_facts, with_project_facts
+
+SETUP_CUDA = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+setup(
+    name="ssm",
+    ext_modules=[CUDAExtension(name="selective_scan_cuda", sources=["csrc/scan.cpp", "csrc/scan.cu"])],
+    cmdclass={"build_ext": BuildExtension},
+)
+"""
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / "proj" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tmp_path / "proj"
+
+
+@pytest.mark.parametrize(
+    ("files", "extensions", "kernels"),
+    [
+        pytest.param({"setup.py": SETUP_CUDA}, {"selective_scan_cuda"}, set(), id="setup-cuda-extension"),
+        pytest.param(
+            {"setup.py": 'from torch.utils.cpp_extension import CUDAExtension\nCUDAExtension("pkg._C", ["a.cu"])\n'},
+            {"pkg._C"}, set(), id="positional-dotted-name",
+        ),
+        pytest.param(
+            {"setup.py": 'from torch.utils.cpp_extension import CppExtension\nCppExtension(name="cpu_only", sources=["a.cpp"])\n'},
+            set(), set(), id="cpp-extension-is-not-cuda",
+        ),
+        pytest.param(
+            {"jit.py": 'from torch.utils import cpp_extension\nops = cpp_extension.load(name="fused", sources=["k.cpp", "k.cu"])\n'},
+            {"fused"}, set(), id="jit-load-with-cu-source",
+        ),
+        pytest.param(
+            {"jit.py": 'from torch.utils import cpp_extension\nops = cpp_extension.load(name="hostops", sources=["k.cpp"])\n'},
+            set(), set(), id="jit-load-cpp-only",
+        ),
+        pytest.param(
+            {"pkg/__init__.py": "", "pkg/ops/norm.py": "import triton\nimport triton.language as tl\n", "pkg/model.py": "import torch\n"},
+            set(), {"pkg.ops.norm"}, id="triton-module",
+        ),
+        pytest.param({"kern.py": "import tilelang\n", "cute.py": "import cutlass.cute as cute\n"}, set(), {"kern", "cute"}, id="tilelang-and-cute"),
+        pytest.param({"ops/__init__.py": "from triton import jit\n"}, set(), {"ops"}, id="package-init"),
+        pytest.param({"notes.py": "# we once tried triton here\nx = 'CUDAExtension'\n"}, set(), set(), id="words-in-comments-and-strings"),
+        pytest.param({"broken.py": "import triton\ndef (:\n"}, set(), set(), id="syntax-error-is-the-per-file-runs-business"),
+    ],
+)
+def test_sweep(tmp_path, files, extensions, kernels):
+    root = _tree(tmp_path, files)
+    facts = project_facts(discover([root]).files)
+    assert facts == ProjectFacts(frozenset(extensions), frozenset(kernels))
+
+
+def test_named_file_still_sees_the_project_setup(tmp_path):
+    root = _tree(tmp_path, {"setup.py": SETUP_CUDA, "pyproject.toml": "[tool.cuda2neuron]\n", "pkg/scan.py": "import selective_scan_cuda\n"})
+    config = Config(source=str(root / "pyproject.toml"))
+    found = discover([root / "pkg" / "scan.py"])
+    assert with_project_facts(config, found.files).settings.project.extension_modules == {"selective_scan_cuda"}
+
+
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [
+        pytest.param("pkg.ops.norm", True, id="the-module"),
+        pytest.param("pkg.ops.norm.rms", True, id="inside-it"),
+        pytest.param("ops.norm", True, id="src-layout-suffix"),
+        pytest.param("norm", False, id="bare-last-name-is-not-enough"),
+        pytest.param("pkg.ops", False, id="its-package"),
+    ],
+)
+def test_kernel_module_matching(module, expected):
+    assert ProjectFacts(kernel_modules=frozenset({"pkg.ops.norm"})).kernel_module(module) is expected
