@@ -1,5 +1,12 @@
 from __future__ import annotations
 
+import os
+import tempfile
+
+# check / migrate keep per-file results in a cache; the suite's runs get one of their own (per
+# test process, so xdist workers never share), never the developer's ~/.cache.
+os.environ.setdefault("CUDA2NEURON_RESULTS_CACHE", tempfile.mkdtemp(prefix="c2n-test-results-"))
+
 
 def pytest_addoption(parser):
     parser.addoption(

@@ -9,7 +9,7 @@ import click
 
 from cuda2neuron.core import FileStatus, RunOptions
 from cuda2neuron.kinds import catalog, kind_of, process_kind
-from cuda2neuron.workspace import discover, with_project_facts, write_in_place
+from cuda2neuron.workspace import ResultCache, discover, with_project_facts, write_in_place
 from cuda2neuron.report import build_report, to_json, to_sarif
 
 from ._common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
@@ -26,8 +26,9 @@ __all__ = ["check_command"]
 @click.option("--output-format", type=click.Choice(["text", "json", "sarif"]), default="text", show_default=True)
 @click.option("--stdin-filename", help="File name to report for source read from stdin ('-').")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
+@click.option("--no-cache", is_flag=True, help="Process every file again instead of reusing results for unchanged files.")
 @rule_options
-def check_command(paths, fix, output_format, stdin_filename, jobs, **opts):
+def check_command(paths, fix, output_format, stdin_filename, jobs, no_cache, **opts):
     """Report CUDA-isms in PATHS ('-' reads stdin).
 
     Exit 0 when clean, 1 when something was found (or fixed), 2 on usage, configuration or
@@ -52,7 +53,10 @@ def check_command(paths, fix, output_format, stdin_filename, jobs, **opts):
         raise UsageError("; ".join(f"{s.path}: {s.reason}" for s in errors))
     config = with_project_facts(config, found.files)
     options = RunOptions.from_config(config, fix=fix)
-    results = run_with_progress(found.files, config, options, jobs=jobs, quiet=output_format != "text", verb="checking")
+    results = run_with_progress(
+        found.files, config, options, jobs=jobs, quiet=output_format != "text", verb="checking",
+        cache=None if no_cache else ResultCache(),
+    )
     if fix:
         results = write_in_place(results)
     report = build_report("check", config.settings.target, results, found.skipped)

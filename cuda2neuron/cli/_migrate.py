@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from cuda2neuron.core import FileStatus, RunOptions
-from cuda2neuron.workspace import discover, with_project_facts, write_copy, write_in_place
+from cuda2neuron.workspace import ResultCache, discover, with_project_facts, write_copy, write_in_place
 from cuda2neuron.report import build_report, write_report
 
 from ._common import EXIT_CLEAN, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
@@ -29,8 +29,9 @@ __all__ = ["PORT_MARKER", "migrate_command"]
 @click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write the full report: .md, .json or .sarif.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
 @click.option("--quiet", "-q", is_flag=True, help="Only errors on stderr.")
+@click.option("--no-cache", is_flag=True, help="Process every file again instead of reusing results for unchanged files.")
 @rule_options
-def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report_path, jobs, quiet, **opts):
+def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report_path, jobs, quiet, no_cache, **opts):
     """Port CUDA-specific PyTorch code in PATHS to the neuron device.
 
     Rewrites in place (git-tracked, clean files only), or with --diff shows the changes, or with
@@ -54,7 +55,9 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
         raise UsageError("; ".join(f"{s.path}: {s.reason}" for s in errors))
     config = with_project_facts(config, found.files)
     options = RunOptions.from_config(config, fix=True)
-    results = run_with_progress(found.files, config, options, jobs=jobs, quiet=quiet, verb="migrating")
+    results = run_with_progress(
+        found.files, config, options, jobs=jobs, quiet=quiet, verb="migrating", cache=None if no_cache else ResultCache()
+    )
     changed = [r for r in results if r.status is FileStatus.CHANGED]
     if show_diff:
         for r in changed:

@@ -13,12 +13,12 @@ __all__ = ["run_with_progress"]
 _PROGRESS_MIN_FILES = 50
 
 
-def run_with_progress(files, config, options: RunOptions, jobs: int | None, quiet: bool, verb: str):
+def run_with_progress(files, config, options: RunOptions, jobs: int | None, quiet: bool, verb: str, cache=None):
     if quiet or len(files) < _PROGRESS_MIN_FILES or not err_console.is_terminal:
-        return process_files(files, config, options, jobs=jobs)
+        return process_files(files, config, options, jobs=jobs, cache=cache)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err_console.rich, transient=True) as progress:
         task = progress.add_task(verb, total=len(files))
-        return process_files(files, config, options, jobs=jobs, progress=lambda _r: progress.advance(task))
+        return process_files(files, config, options, jobs=jobs, progress=lambda _r: progress.advance(task), cache=cache)

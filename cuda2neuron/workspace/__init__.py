@@ -11,6 +11,7 @@ from pathlib import Path
 from cuda2neuron.core import Config, FileError, FileResult, Finding, RunOptions
 from cuda2neuron.kinds import kind_of, process_kind
 
+from ._cache import ResultCache, default_cache_root
 from ._discover import PRUNED_DIRS, Discovered, SkippedPath, SourceFile, discover
 from ._output import write_copy, write_in_place
 from ._project import project_facts, with_project_facts
@@ -18,10 +19,12 @@ from ._runner import process_file, process_files
 
 __all__ = [
     "PRUNED_DIRS",
+    "ResultCache",
     "Discovered",
     "SkippedPath",
     "SourceFailure",
     "SourceFile",
+    "default_cache_root",
     "discover",
     "fix_source",
     "lint_source",

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from cuda2neuron.core import Config, FileError, FileResult, FileStatus, RunOptions
 from cuda2neuron.kinds import process_kind
 
+from ._cache import ResultCache
 from ._discover import SourceFile
 
 __all__ = ["process_file", "process_files"]
@@ -16,16 +17,25 @@ __all__ = ["process_file", "process_files"]
 _PARALLEL_THRESHOLD = 16
 
 
-def process_file(source: SourceFile, config: Config, options: RunOptions) -> FileResult:
+def process_file(
+    source: SourceFile, config: Config, options: RunOptions, cache: ResultCache | None = None
+) -> FileResult:
     shown = str(source.path)
     try:
         data = source.path.read_bytes()
     except OSError as exc:
         return FileResult(shown, FileStatus.FAILED, error=FileError("io", f"cannot read: {exc.strerror}"))
-    return process_kind(source.kind, shown, data, config, options)
+    if cache is None:
+        return process_kind(source.kind, shown, data, config, options)
+    key = cache.key(shown, source.kind, data, config, options)
+    result = cache.get(key)
+    if result is None:
+        result = process_kind(source.kind, shown, data, config, options)
+        cache.put(key, result)
+    return result
 
 
-def _worker(args: tuple[SourceFile, Config, RunOptions]) -> FileResult:
+def _worker(args: tuple[SourceFile, Config, RunOptions, ResultCache | None]) -> FileResult:
     return process_file(*args)
 
 
@@ -35,23 +45,53 @@ def process_files(
     options: RunOptions,
     jobs: int | None = None,
     progress: Callable[[FileResult], None] | None = None,
+    cache: ResultCache | None = None,
 ) -> list[FileResult]:
+    """Every file's result, in the order given; ``cache`` (optional) is consulted and filled.
+
+    With a cache, the parent looks every file up first and only the misses are processed, so
+    a warm run of an unchanged tree starts no process pool and loads no rule.
+    """
+    results: dict[int, FileResult] = {}
+    todo = list(range(len(files)))
+    if cache is not None:
+        todo = []
+        for i, source in enumerate(files):
+            hit = _lookup(source, config, options, cache)
+            if hit is None:
+                todo.append(i)
+            else:
+                results[i] = hit
+                if progress:
+                    progress(hit)
+    for i, result in zip(todo, _process(files, todo, config, options, jobs, progress, cache)):
+        results[i] = result
+    return [results[i] for i in range(len(files))]
+
+
+def _lookup(source: SourceFile, config: Config, options: RunOptions, cache: ResultCache) -> FileResult | None:
+    try:
+        data = source.path.read_bytes()
+    except OSError:
+        return None  # processing reports it
+    return cache.get(cache.key(str(source.path), source.kind, data, config, options))
+
+
+def _process(files, todo, config, options, jobs, progress, cache) -> Iterator[FileResult]:
     jobs = jobs or os.cpu_count() or 1
-    results: list[FileResult] = []
-    if jobs <= 1 or len(files) < _PARALLEL_THRESHOLD:
-        for source in files:
-            result = process_file(source, config, options)
-            results.append(result)
+    if jobs <= 1 or len(todo) < _PARALLEL_THRESHOLD:
+        for i in todo:
+            result = process_file(files[i], config, options, cache)
             if progress:
                 progress(result)
-        return results
+            yield result
+        return
     # Imported here: a one-file run (pre-commit, editors) never starts a pool.
     from concurrent.futures import ProcessPoolExecutor
 
-    chunk = max(1, min(64, len(files) // (jobs * 8)))
+    chunk = max(1, min(64, len(todo) // (jobs * 8)))
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for result in pool.map(_worker, [(f, config, options) for f in files], chunksize=chunk):
-            results.append(result)
+        for result in pool.map(_worker, [(files[i], config, options, cache) for i in todo], chunksize=chunk):
             if progress:
                 progress(result)
-    return results
+            yield result
