@@ -1,21 +1,27 @@
-"""Benchmark `migrate --diff` on a generated tree of realistic files.
+"""Benchmark `migrate --diff` on a generated tree of realistic files, or on a real tree.
 
     python bench/bench_migrate.py [--files 2000] [--jobs 1 2]
+    python bench/bench_migrate.py --tree PATH [--jobs 2]
 
-Generates a deterministic tree (about a third of the files CUDA-bearing, a tail of files a few
-thousand lines long), then measures:
-  * libcst parse time of the CUDA-bearing files alone (single process) — the yardstick;
-  * `cuda2neuron migrate --diff` wall time for the whole tree, per --jobs value;
-  * `cuda2neuron check FILE` cold, in a fresh process, on the largest file.
-Goal (issue 2): migrate within 1.5x the parse time; check on one file <= 0.3 s cold.
+Without --tree it generates a deterministic tree (about a third of the files CUDA-bearing, a
+tail of files a few thousand lines long). With --tree it measures any folder, e.g. a clone of a
+large public repository (`git clone --depth 1 https://github.com/huggingface/diffusers`: 2,089
+.py files, 599 of them mentioning CUDA). It measures, in CPU seconds beside wall time:
+  * the parse floor: libcst parse of the CUDA-bearing .py files alone, in this process;
+  * `cuda2neuron migrate --diff --no-cache` for the whole tree, per --jobs value, in a fresh
+    process (CPU = user + system time of that process and its workers);
+  * `cuda2neuron check` of the tree twice with a fresh result cache: cold, then warm;
+  * generated trees only: `cuda2neuron check FILE` cold on the largest file.
+Goals: migrate --diff within 1.5x the parse floor in CPU seconds; a warm check <= 10% of a cold
+one; check on one file <= 0.3 s cold.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
+import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -98,41 +104,66 @@ def generate(root: Path, files: int, seed: int = 0) -> tuple[list[Path], list[Pa
     return all_files, cuda_files
 
 
+def timed_run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
+    """(wall s, CPU s of the process and its children, exit code) of `cuda2neuron ARGS`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "cuda2neuron", *args], capture_output=True, env=env, check=False)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, proc.returncode
+
+
+def parse_floor(files: list[Path]) -> tuple[float, float]:
+    t, c = time.perf_counter(), time.process_time()
+    for p in files:
+        cst.parse_module(p.read_bytes())
+    return time.perf_counter() - t, time.process_time() - c
+
+
+def measure(root: Path, all_files: list[Path], cuda_files: list[Path], jobs_list: list[int]) -> None:
+    total_mb = sum(p.stat().st_size for p in all_files) / 2**20
+    cuda_lines = sum(p.read_bytes().count(b"\n") for p in cuda_files)
+    wall, cpu = parse_floor(cuda_files)
+    print(f"tree {root}: {len(all_files)} .py files, {total_mb:.1f} MB; {len(cuda_files)} mention CUDA ({cuda_lines} lines)")
+    print(f"parse floor (libcst, CUDA-bearing files, 1 process): {cpu:.2f} s CPU, {wall:.2f} s wall")
+    for jobs in jobs_list:
+        w, c, code = timed_run(["migrate", "--diff", "--no-cache", "--jobs", str(jobs), str(root)])
+        print(
+            f"migrate --diff --jobs {jobs}: {c:.2f} s CPU ({c / cpu:.2f}x the floor), {w:.2f} s wall "
+            f"({w / wall:.2f}x), exit {code}, {len(all_files) / w:.0f} files/s"
+        )
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "CUDA2NEURON_RESULTS_CACHE": cache}
+        jobs = str(max(jobs_list))
+        cold = timed_run(["check", "--jobs", jobs, str(root)], env)
+        warm = timed_run(["check", "--jobs", jobs, str(root)], env)
+    print(
+        f"check --jobs {jobs}, result cache: cold {cold[1]:.2f} s CPU / {cold[0]:.2f} s wall, "
+        f"warm {warm[1]:.2f} s CPU / {warm[0]:.2f} s wall ({warm[1] / cold[1]:.1%} of cold CPU)"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--tree", type=Path, help="measure this folder instead of a generated tree")
     args = ap.parse_args()
-    from cuda2neuron.cli import main as cli_main
-
+    if args.tree is not None:
+        all_files = sorted(p for p in args.tree.rglob("*.py") if ".git" not in p.parts)
+        cuda_files = [p for p in all_files if b"cuda" in p.read_bytes().lower()]
+        measure(args.tree, all_files, cuda_files, args.jobs)
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         all_files, cuda_files = generate(root, args.files)
-        total_mb = sum(p.stat().st_size for p in all_files) / 2**20
-        cuda_lines = sum(p.read_text().count("\n") for p in cuda_files)
-        t = time.perf_counter()
-        for p in cuda_files:
-            cst.parse_module(p.read_bytes())
-        parse_s = time.perf_counter() - t
-        print(f"tree: {len(all_files)} files, {total_mb:.1f} MB; {len(cuda_files)} CUDA-bearing files, {cuda_lines} lines")
-        print(f"libcst parse of the CUDA-bearing files: {parse_s:.2f} s")
-        for jobs in args.jobs:
-            sink = io.StringIO()
-            t = time.perf_counter()
-            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(io.StringIO()):
-                code = cli_main(["migrate", "--diff", "--jobs", str(jobs), str(root)])
-            dt = time.perf_counter() - t
-            print(
-                f"migrate --diff --jobs {jobs}: {dt:.2f} s (exit {code}), {len(all_files) / dt:.0f} files/s, "
-                f"{total_mb / dt:.2f} MB/s, {dt / parse_s:.2f}x parse time"
-            )
+        measure(root, all_files, cuda_files, args.jobs)
         biggest = max(cuda_files, key=lambda p: p.stat().st_size)
-        cold = []
-        for _ in range(3):
-            t = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "cuda2neuron", "check", str(biggest)], capture_output=True, check=False)
-            cold.append(time.perf_counter() - t)
-        print(f"check one file cold ({biggest.stat().st_size / 1024:.0f} KB): best {min(cold):.2f} s of 3")
+        cold = [timed_run(["check", "--no-cache", str(biggest)]) for _ in range(3)]
+        best = min(cold)
+        print(f"check one file cold ({biggest.stat().st_size / 1024:.0f} KB): best of 3 {best[0]:.2f} s wall, {best[1]:.2f} s CPU")
     return 0
 
 
