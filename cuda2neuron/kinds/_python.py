@@ -9,6 +9,7 @@ from pathlib import Path
 from cuda2neuron.core import Config, Finding, Rule, RunOptions, SourceError, has_trigger, trigger_words
 
 from ._catalog import rules_for
+from ._code_text import code_text
 from ._prefilter import may_trigger
 
 __all__ = ["is_python_source", "process_python_findings", "python_triggers"]
@@ -31,6 +32,12 @@ def process_python_findings(
         return None, []  # no rule can fire: the catalog and the parser stay unloaded
     rule_types = tuple(r for r in rules_for(config, path) if "python" in r.file_kinds)
     if not rule_types or not has_trigger(data, python_triggers(rule_types)):
+        return None, []
+    # Words in comments and docstrings cannot make a rule fire: look again in the code alone,
+    # and run only the rules whose words are there (most files wake one or two families).
+    code = code_text(data)
+    rule_types = tuple(r for r in rule_types if has_trigger(code, python_triggers((r,))))
+    if not rule_types:
         return None, []
     # The libcst engine, imported only for files that need it.
     from cuda2neuron.python import fix_module, lint_module, parse_bytes
