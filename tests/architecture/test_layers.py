@@ -216,10 +216,22 @@ OWN_PROCESS = {
 }
 
 
+# Modules that still print or hold click commands, to be moved into cuda2neuron/cli (issue 9's
+# remaining step). Listed one by one so that no new printer can appear, and so that moving one
+# out makes this test fail until its line here is deleted.
+NOT_YET_MOVED = {
+    "cuda2neuron.backend.__main__",  # `python -m cuda2neuron.backend build`
+    "cuda2neuron.backend._build",  # build progress on stderr
+    "cuda2neuron.backend._emulate",  # the emulate / build-backend click commands
+    "cuda2neuron.validate._command",  # the validate click command
+    "cuda2neuron.validate._report",  # the verdict table, rendered with rich
+}
+
+
 def _printers() -> list[str]:
     out = []
     for package, path, module in _sources():
-        if package == "cuda2neuron.cli" or module in TOP or module in OWN_PROCESS:
+        if package == "cuda2neuron.cli" or module in TOP or module in OWN_PROCESS or module in NOT_YET_MOVED:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         out += [f"{module}: {what}" for what in _printing(path, tree)]
@@ -228,3 +240,10 @@ def _printers() -> list[str]:
 
 def test_only_the_cli_prints():
     assert _printers() == []
+
+
+def test_the_not_yet_moved_list_is_current():
+    """Each listed module still prints (otherwise its entry must go)."""
+    by_module = {module: path for _, path, module in _sources()}
+    still = {m for m in NOT_YET_MOVED if _printing(by_module[m], ast.parse(by_module[m].read_text(encoding="utf-8")))}
+    assert still == NOT_YET_MOVED
