@@ -11,7 +11,9 @@ import pytest
 from cuda2neuron.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECTS = sorted(p for p in (ROOT / "tests" / "fixtures" / "projects").iterdir() if p.is_dir())
+FIXTURE_PROJECTS = ROOT / "tests" / "fixtures" / "projects"
+# A migrate project carries an EXPECTED.md; validate's original/port pairs sit beside them.
+PROJECTS = sorted(p for p in FIXTURE_PROJECTS.iterdir() if (p / "EXPECTED.md").is_file())
 PROJECTS.append(ROOT / "examples" / "cnn_cuda")
 IDS = [p.name for p in PROJECTS]
 
@@ -48,7 +50,7 @@ def test_project_migrates_cleanly(project, unsafe, tmp_path):
 
 
 def test_non_device_strings_come_out_byte_identical(tmp_path):
-    project = ROOT / "tests" / "fixtures" / "projects" / "not_device_strings"
+    project = FIXTURE_PROJECTS / "not_device_strings"
     for extra in ((), ("--unsafe-fixes",)):
         out = tmp_path / f"port{len(extra)}"
         data = _migrate(project, out, *extra)
@@ -56,3 +58,11 @@ def test_non_device_strings_come_out_byte_identical(tmp_path):
         copy = _files(out)
         copy.pop(".cuda2neuron-port.json")
         assert copy == _files(project)
+
+
+def test_every_fixture_project_is_a_migrate_project_or_a_validate_pair():
+    """A folder without EXPECTED.md is left out above; it must then be validate's pair."""
+    for folder in sorted(p for p in FIXTURE_PROJECTS.iterdir() if p.is_dir()):
+        migrate = (folder / "EXPECTED.md").is_file()
+        pair = (folder / "original").is_dir() and (folder / "port").is_dir()
+        assert migrate != pair, f"{folder.name}: needs an EXPECTED.md (migrate) or original/ + port/ (validate)"

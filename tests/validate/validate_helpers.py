@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-PROJECTS = Path(__file__).parent / "projects"
+PROJECTS = Path(__file__).parents[1] / "fixtures" / "projects"
 REPO = Path(__file__).resolve().parents[2]
 
 
