@@ -46,6 +46,7 @@ def _run(port: Path, args: tuple[str, ...], tmp: Path, *prefix: str) -> subproce
     return subprocess.run(cmd, cwd=port, env=env, capture_output=True, text=True, timeout=600, check=False)
 
 
+@pytest.mark.slow  # a training run in a subprocess (4-8 s)
 @pytest.mark.parametrize("name", list(CASES))
 def test_accelerator_port_runs_on_the_emulated_device(ports, tmp_path, name):
     _src, args, done = CASES[name]
@@ -54,6 +55,7 @@ def test_accelerator_port_runs_on_the_emulated_device(ports, tmp_path, name):
     assert done in result.stdout
 
 
+@pytest.mark.slow  # a training run in a subprocess (4-8 s)
 @pytest.mark.parametrize("name", list(CASES))
 def test_accelerator_port_runs_on_cpu(ports, tmp_path, name):
     _src, args, done = CASES[name]

@@ -17,7 +17,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PRE_COMMIT = shutil.which("pre-commit") or str(Path(sys.executable).parent / "pre-commit")
 
-pytestmark = pytest.mark.skipif(not Path(PRE_COMMIT).exists(), reason="pre-commit is a test dependency")
+pytestmark = [
+    pytest.mark.slow,  # each test installs this checkout into pre-commit's environment (10-15 s)
+    pytest.mark.skipif(not Path(PRE_COMMIT).exists(), reason="pre-commit is a test dependency"),
+]
 
 
 def _git(repo: Path, *args: str) -> None:
