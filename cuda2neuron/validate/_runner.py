@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
 import os
 import queue
 import shutil
@@ -40,6 +39,7 @@ from cuda2neuron.validate._model import (
     worst,
 )
 from cuda2neuron.validate._wire import FrameError, read_frame, write_frame
+from cuda2neuron.validate._worker_config import WorkerConfig
 
 __all__ = ["ValidateRequest", "run_validation"]
 
@@ -87,11 +87,9 @@ class _Run:
 
 def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path) -> _Run:
     rfd, wfd = os.pipe()
-    cfg = {
-        "role": role, "tree": str(tree), "fd": wfd, "mode": request.mode, "entry": request.entry,
-        "script": request.script, "args": list(request.args), "steps": request.steps, "seed": request.seed,
-        "port_device": request.port_device,
-    }
+    config = WorkerConfig(role=role, tree=tree, fd=wfd, mode=request.mode, entry=request.entry,
+                          script=request.script, args=request.args, steps=request.steps, seed=request.seed,
+                          port_device=request.port_device)
     tmp = workdir / role
     tmp.mkdir()
     env = dict(os.environ)
@@ -103,7 +101,7 @@ def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path) -> _R
     out_path, err_path = workdir / f"{role}.stdout", workdir / f"{role}.stderr"
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cuda2neuron.validate._worker", json.dumps(cfg)],
+            [sys.executable, "-m", "cuda2neuron.validate._worker", config.to_json()],
             stdin=subprocess.PIPE, stdout=out, stderr=err, pass_fds=(wfd,), cwd=str(tree), env=env,
             start_new_session=True,
         )

@@ -1,25 +1,34 @@
 """The subprocess side of validate: one run (reference, golden or port) of the user's code.
 
-    python -m cuda2neuron.validate._worker '<json config>'
+    python -m cuda2neuron.validate._worker '<WorkerConfig as JSON>'
 
-Records go to the file descriptor named in the config as length-prefixed frames; the reference's
-initial weights come back on stdin for the golden and port runs. User code's stdout/stderr are
-left alone (the parent redirects them to files and shows them on failure).
+The protocol with the parent: records go out as length-prefixed frames on the pipe named by
+`WorkerConfig.fd` (`_emit_record`, the worker's only output); the reference's initial weights
+come back on stdin for the golden and port runs. User code's stdout/stderr are left alone (the
+parent redirects them to files and shows them on failure).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-import json
 import os
 import random
 import runpy
 import sys
 import time
 import traceback
-from typing import Any
+from typing import Any, BinaryIO
+
+from cuda2neuron.validate._wire import read_frame, write_frame
+from cuda2neuron.validate._worker_config import WorkerConfig
 
 __all__ = ["exit_process", "main"]
+
+
+# The learning rate of the SGD an entry's (model, inputs) is trained with when build() returns
+# no optimizer (docs/validate.md: "SGD(lr=0.01)").
+_ENTRY_LR = 0.01
 
 
 class _EntryError(Exception):
@@ -131,14 +140,15 @@ def _loss_of(output: Any) -> Any:
     return total
 
 
-def _run_entry(cfg: dict[str, Any], recorder: Any) -> None:
+def _run_entry(config: WorkerConfig, recorder: Any) -> None:
     import torch
     import torch.nn as nn
 
     from cuda2neuron.validate._recorder import flatten
 
-    build = _resolve_entry(cfg["entry"], cfg["tree"])
-    steps = cfg["steps"]
+    assert config.entry is not None
+    build = _resolve_entry(config.entry, str(config.tree))
+    steps = config.steps
     recorder.paused = True  # build() may call modules; nothing is compared before the weights agree
     try:
         built = build()
@@ -164,13 +174,13 @@ def _run_entry(cfg: dict[str, Any], recorder: Any) -> None:
         model, inputs = built[0], built[1]
         optimizer = built[2] if len(built) == 3 else None
     else:
-        raise _EntryError("bad-entry", f"{cfg['entry']} must return (model, inputs), (model, inputs, optimizer), "
+        raise _EntryError("bad-entry", f"{config.entry} must return (model, inputs), (model, inputs, optimizer), "
                           f"a dict with 'model' and 'inputs', or a training-step function; got {type(built).__name__}")
     if not isinstance(model, nn.Module):
-        raise _EntryError("bad-entry", f"{cfg['entry']}: the first element is not an nn.Module ({type(model).__name__})")
+        raise _EntryError("bad-entry", f"{config.entry}: the first element is not an nn.Module ({type(model).__name__})")
     recorder.adopt_root(model)
     if optimizer is None:
-        optimizer = torch.optim.SGD(model.parameters(), lr=cfg.get("lr", 0.01))
+        optimizer = torch.optim.SGD(model.parameters(), lr=_ENTRY_LR)
     for s in range(steps):
         optimizer.zero_grad(set_to_none=True)
         out = _call(model, inputs)
@@ -182,11 +192,12 @@ def _run_entry(cfg: dict[str, Any], recorder: Any) -> None:
     recorder.send_params()
 
 
-def _run_script(cfg: dict[str, Any], recorder: Any) -> None:
-    script = os.path.join(cfg["tree"], cfg["script"])
+def _run_script(config: WorkerConfig, recorder: Any) -> None:
+    assert config.script is not None
+    script = os.path.join(config.tree, config.script)
     if not os.path.isfile(script):
-        raise _EntryError("entry-not-found", f"script {cfg['script']!r} not found in {cfg['tree']}")
-    sys.argv = [script, *cfg.get("args", [])]
+        raise _EntryError("entry-not-found", f"script {config.script!r} not found in {config.tree}")
+    sys.argv = [script, *config.args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     from cuda2neuron.validate._recorder import StopRun
 
@@ -200,46 +211,49 @@ def _run_script(cfg: dict[str, Any], recorder: Any) -> None:
     if not recorder.optimizer_seen:
         recorder.end_manual_step()  # the last backward of a loop that updates parameters by hand
     if recorder.step == 0:
-        raise _EntryError("no-training-loop", f"{cfg['script']} finished without a training step: script mode needs a "
+        raise _EntryError("no-training-loop", f"{config.script} finished without a training step: script mode needs a "
                           "loop that calls backward() and optimizer.step() or updates the parameters by hand "
                           "(use --entry for inference-only code)")
 
 
+def _emit_record(pipe: BinaryIO, record: dict[str, Any]) -> None:
+    """The worker's one way out: a frame on the record pipe the parent reads (data, not output)."""
+    write_frame(pipe, record)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    cfg = json.loads(argv[0])
-    out = os.fdopen(cfg["fd"], "wb", buffering=1 << 16)
+    config = WorkerConfig.from_json(argv[0])
+    out = os.fdopen(config.fd, "wb", buffering=1 << 16)
     inp = sys.stdin.buffer
-    from cuda2neuron.validate._wire import read_frame, write_frame
-
-    def emit(obj: dict[str, Any]) -> None:
-        write_frame(out, obj)
-
-    role = cfg["role"]
+    emit = functools.partial(_emit_record, out)
+    role = config.role
+    tree = str(config.tree)
     t0 = time.perf_counter()
     recorder = None
     try:
         import numpy as np
         import torch
 
-        torch.set_num_threads(cfg.get("threads", 1))
+        # One thread per run, as OMP_NUM_THREADS=1 from the parent: three runs share the machine.
+        torch.set_num_threads(1)
         # The C switch, not torch.use_deterministic_algorithms(): that one also imports
         # torch._inductor (~2 s per run) only to set a config flag for compiled code.
         torch._C._set_deterministic_algorithms(True, warn_only=True)
-        label, accounting = _setup_device(role, cfg.get("port_device", "neuron"))
+        label, accounting = _setup_device(role, config.port_device)
         emit({"type": "hello", "role": role, "device": label})
-        seed = cfg.get("seed", 0)
+        seed = config.seed
         random.seed(seed)
         np.random.seed(seed)
         torch.manual_seed(seed)
-        os.chdir(cfg["tree"])
-        sys.path.insert(0, cfg["tree"])
+        os.chdir(tree)
+        sys.path.insert(0, tree)
         from cuda2neuron.validate._recorder import Recorder
 
         from cuda2neuron.validate import _accounting
 
-        recorder = Recorder(emit, lambda: read_frame(inp), role, cfg["steps"], cfg["tree"],
-                            stop_after_steps=cfg["mode"] == "script",
+        recorder = Recorder(emit, lambda: read_frame(inp), role, config.steps, tree,
+                            stop_after_steps=config.mode == "script",
                             on_first_root=_accounting.start if accounting else None)
         recorder.install()
         sites = None
@@ -249,10 +263,10 @@ def main(argv: list[str] | None = None) -> int:
             sites = SiteCollector()
             sites.install()
         try:
-            if cfg["mode"] == "entry":
-                _run_entry(cfg, recorder)
+            if config.mode == "entry":
+                _run_entry(config, recorder)
             else:
-                _run_script(cfg, recorder)
+                _run_script(config, recorder)
         finally:
             report = _accounting.finish()
             recorder.uninstall()
