@@ -15,7 +15,7 @@ __all__ = ["cli", "entry", "main"]
 
 # Commands that need torch are imported only when invoked, so `migrate`/`check` stay torch-free.
 _LAZY = {
-    "validate": ("cuda2neuron.validate._command", "validate_command"),
+    "validate": ("cuda2neuron.cli._validate", "validate_command"),
     "emulate": ("cuda2neuron.backend._emulate", "emulate_command"),
     "build-backend": ("cuda2neuron.backend._emulate", "build_backend_command"),
 }

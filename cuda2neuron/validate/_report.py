@@ -1,6 +1,7 @@
-"""Render a ValidationResult: JSON (machines), Markdown (files, PRs) and a rich summary (people).
+"""Render a ValidationResult as text: JSON (machines) and Markdown (files, PRs).
 
-Pure functions from the frozen result to text / renderables; the command decides where they go.
+Pure functions from the frozen result to text; the CLI decides where it goes, and draws the
+summary people read on the terminal (`cuda2neuron.cli._validate`) from the helpers shared here.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from cuda2neuron.validate._model import ValidationResult, Verdict
 
-__all__ = ["to_json", "to_markdown", "to_rich"]
+__all__ = ["format_locations", "format_value", "not_passing", "to_json", "to_markdown"]
 
 _MAX_ROWS = 40
 
@@ -40,19 +41,22 @@ def to_json(result: ValidationResult) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
-def _fmt(x: float | None) -> str:
+def format_value(x: float | None) -> str:
+    """A difference or a cosine in a table cell: ``1.23e-04``, ``-`` for none."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
     return f"{x:.2e}"
 
 
-def _where(locations: tuple[str, ...]) -> str:
+def format_locations(locations: tuple[str, ...]) -> str:
+    """Where a CPU op ran: the first user lines, never blank."""
     # An op with no user frame ran inside torch or a library, e.g. the step counters that
     # torch.optim keeps on the host on every device.
     return ", ".join(locations[:3]) if locations else "(no line of your code: inside torch or a library)"
 
 
-def _interesting(result: ValidationResult) -> list[Any]:
+def not_passing(result: ValidationResult) -> list[Any]:
+    """The comparisons a reader is shown: those that did not pass, at most _MAX_ROWS."""
     bad = [c for c in result.comparisons if c.verdict is not Verdict.PASS]
     return bad[:_MAX_ROWS]
 
@@ -89,13 +93,13 @@ def to_markdown(result: ValidationResult) -> str:
             out.append(f"  - `{e.code}` {e.name} at `{e.path}:{e.line}:{e.col}` — {e.message}")
         out += _hand_edits_md(d.hand_edits)
         out.append("")
-    rows = _interesting(result)
+    rows = not_passing(result)
     if rows:
         out += ["## Tensors that did not pass", "", "| verdict | tensor | dtype ref→port | max abs | cosine | reason |",
                 "|---|---|---|---|---|---|"]
         for c in rows:
-            out.append(f"| {c.verdict.value} | `{c.key}` | {c.dtype_ref}→{c.dtype_port or '-'} | {_fmt(c.max_abs)} | "
-                       f"{_fmt(c.cosine)} | {c.reason} |")
+            out.append(f"| {c.verdict.value} | `{c.key}` | {c.dtype_ref}→{c.dtype_port or '-'} | {format_value(c.max_abs)} | "
+                       f"{format_value(c.cosine)} | {c.reason} |")
         out.append("")
     a = result.audit
     if a is not None:
@@ -115,7 +119,7 @@ def to_markdown(result: ValidationResult) -> str:
             if a.cpu_op_details:
                 out += ["", "| CPU op | count | elements | where |", "|---|---|---|---|"]
                 for op in a.cpu_op_details[:_MAX_ROWS]:
-                    out.append(f"| `{op.op}` | {op.count} | {op.elements} | {_where(op.locations)} |")
+                    out.append(f"| `{op.op}` | {op.count} | {op.elements} | {format_locations(op.locations)} |")
             out.append("")
     return "\n".join(out) + "\n"
 
@@ -126,80 +130,3 @@ def _hand_edits_md(edits) -> list[str]:
     return ["- port lines migrate did not write (edited by hand after migrate):"] + [
         f"  - `{h.path}:{h.line}` {h.kind}: `{h.text}`" for h in edits
     ]
-
-
-def _hand_edits_rich(text, edits, indent: str) -> None:
-    if not edits:
-        return
-    text.append(f"{indent}port lines migrate did not write (edited by hand after migrate):\n")
-    for h in edits:
-        text.append(f"{indent}  {h.kind:7s} ", style="bold magenta")
-        text.append(f"{h.path}:{h.line}  {h.text}\n")
-
-
-_STYLE = {Verdict.PASS: "bold green", Verdict.WARN: "bold yellow", Verdict.FAIL: "bold red", Verdict.ERROR: "bold red"}
-
-
-def to_rich(result: ValidationResult) -> list[Any]:
-    """Renderables for a rich Console (stderr)."""
-    from rich.panel import Panel
-    from rich.table import Table
-    from rich.text import Text
-
-    parts: list[Any] = []
-    counts = result.counts()
-    head = Text()
-    head.append(f"{result.verdict.value}", style=_STYLE[result.verdict])
-    head.append(f"  {result.mode} `{result.target}`  —  {len(result.comparisons)} tensors: "
-                f"{counts['PASS']} pass, {counts['WARN']} warn, {counts['FAIL']} fail")
-    lines = [head, Text(f"original  {result.original}", style="dim"), Text(f"port      {result.port}", style="dim")]
-    for run in result.runs:
-        lines.append(Text(f"{run.role:9s} {run.device}  ({run.records} records, {run.seconds:.1f} s)", style="dim"))
-    for note in result.notes:
-        lines.append(Text(f"note: {note}", style="yellow"))
-    parts.append(Panel(Text("\n").join(lines), title="cuda2neuron validate", expand=False))
-    for f in result.failures:
-        body = Text(f.message + ("\n\n" + f.traceback.rstrip() if f.traceback else ""))
-        parts.append(Panel(body, title=f"error: {f.role} — {f.kind}", border_style="red", expand=False))
-    d = result.divergence
-    if d is not None:
-        t = Text()
-        t.append(f"{d.key}", style="bold")
-        t.append(f" ({d.kind}, step {d.step}): {d.reason}\n")
-        if d.module_path:
-            t.append(f"module {d.module_path} ({d.module_class or '?'})\n")
-        if d.class_file:
-            t.append(f"source {d.class_file}" + (f":{d.class_lines[0]}-{d.class_lines[1]}" if d.class_lines else "") + "\n")
-        t.append(f"migrate edits in {d.findings_scope}:\n" if d.findings else f"no migrate edits in {d.findings_scope}\n")
-        for e in d.findings:
-            t.append(f"  {e.code} ", style="bold cyan")
-            t.append(f"{e.path}:{e.line}:{e.col} {e.name} — {e.message}\n")
-        _hand_edits_rich(t, d.hand_edits, "")
-        parts.append(Panel(t, title="first divergence", border_style="red", expand=False))
-    rows = _interesting(result)
-    if rows:
-        table = Table(title="tensors that did not pass", show_lines=False)
-        for col in ("verdict", "tensor", "dtype", "max abs", "cosine", "reason"):
-            table.add_column(col)
-        for c in rows:
-            table.add_row(Text(c.verdict.value, style=_STYLE[c.verdict]), c.key, f"{c.dtype_ref}→{c.dtype_port or '-'}",
-                          _fmt(c.max_abs), _fmt(c.cosine), c.reason)
-        parts.append(table)
-    a = result.audit
-    if a is not None:
-        if not a.available:
-            parts.append(Text(f"residency: {a.note}", style="dim"))
-        else:
-            t = Text()
-            t.append(f"residency {a.verdict.value}", style=_STYLE[a.verdict])
-            t.append(f": {a.op_share_on_device:.1%} of ops, {a.element_share_on_device:.1%} of elements on device; "
-                     f"float64 ops {a.float64_ops}, complex ops {a.complex_ops}\n")
-            for r in a.reasons:
-                t.append(f"  {r}\n")
-            for r in a.expected_host_work:
-                t.append(f"  expected host work: {r}\n", style="dim")
-            for op in a.cpu_op_details[:10]:
-                t.append(f"  CPU {op.op} x{op.count} ({op.elements} el) at {_where(op.locations)}\n", style="dim")
-            _hand_edits_rich(t, a.hand_edits, "  ")
-            parts.append(t)
-    return parts

@@ -23,6 +23,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from cuda2neuron.validate._audit import audit_from_report
@@ -38,34 +39,15 @@ from cuda2neuron.validate._model import (
     Verdict,
     worst,
 )
+from cuda2neuron.validate._request import ValidateRequest
 from cuda2neuron.validate._wire import FrameError, read_frame, write_frame
 from cuda2neuron.validate._worker_config import WorkerConfig
 
 __all__ = ["ValidateRequest", "run_validation"]
 
 ROLES = ("reference", "golden", "port")
-
-
-@dataclass(frozen=True)
-class ValidateRequest:
-    original: Path
-    port: Path
-    mode: str  # entry | script
-    entry: str | None = None
-    script: str | None = None
-    args: tuple[str, ...] = ()
-    steps: int = 3
-    timeout: float = 600.0
-    seed: int = 0
-    golden: bool = True
-    port_device: str = "neuron"  # "cpu" only for tests that run without the emulator
-    tolerances: Tolerances = field(default_factory=Tolerances)
-    original_label: str = ""
-    port_label: str = ""
-
-    @property
-    def target(self) -> str:
-        return self.entry or " ".join([self.script or "", *self.args]).strip()
+# How progress names the runs (the reference run is "the original" to the user).
+_RUN_NAMES = {"reference": "original", "golden": "golden", "port": "port"}
 
 
 @dataclass
@@ -229,11 +211,12 @@ class _Comparator:
         return ordered + extra
 
 
-def _prepare_emulator(request: ValidateRequest) -> RunFailure | None:
+def _prepare_emulator(request: ValidateRequest, progress: Callable[[str], None]) -> RunFailure | None:
     """Build the emulated device before the clock starts: a cold build (tens of seconds, under a
     file lock shared with other processes) must not eat the runs' timeout."""
     if request.port_device != "neuron" or importlib.util.find_spec("torch_neuronx") is not None:
         return None
+    progress("preparing the emulated neuron device ...")
     try:
         from cuda2neuron import backend
 
@@ -243,9 +226,11 @@ def _prepare_emulator(request: ValidateRequest) -> RunFailure | None:
     return None
 
 
-def run_validation(request: ValidateRequest) -> ValidationResult:
+def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] | None = None) -> ValidationResult:
+    """Run and compare; ``on_progress`` is told, in a few words, what is happening now."""
+    progress = on_progress or (lambda _what: None)
     request = dataclasses.replace(request, original=request.original.resolve(), port=request.port.resolve())
-    setup_failure = _prepare_emulator(request)
+    setup_failure = _prepare_emulator(request, progress)
     if setup_failure is not None:
         return ValidationResult(verdict=Verdict.ERROR, mode=request.mode, target=request.target,
                                 original=request.original_label or str(request.original),
@@ -266,6 +251,7 @@ def run_validation(request: ValidateRequest) -> ValidationResult:
     t0 = time.perf_counter()
     timed_out: list[str] = []
     try:
+        progress(f"running {', '.join(_RUN_NAMES[r] for r in roles[:-1])} and {_RUN_NAMES[roles[-1]]} ...")
         for role in roles:
             runs[role] = _spawn(role, trees[role], request, workdir)
             for target in (_reader, _writer):

@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from cuda2neuron.validate._command import validate_command
+from cuda2neuron.cli._validate import validate_command
 from validate_helpers import PORT_DEVICE, copy_with_patches
 
 

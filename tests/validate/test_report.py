@@ -6,7 +6,8 @@ import pytest
 from rich.console import Console
 
 from cuda2neuron.validate import CpuOpFinding, ResidencyAudit, ValidationResult, Verdict
-from cuda2neuron.validate._report import to_markdown, to_rich
+from cuda2neuron.cli._validate import to_rich
+from cuda2neuron.validate._report import to_markdown
 
 # (id, op locations, text the CPU-op line must show)
 WHERE = [

@@ -1,0 +1,224 @@
+"""`cuda2neuron validate`: run the original and the port side by side and compare them.
+
+The engine (`cuda2neuron.validate`) returns a frozen `ValidationResult`; this command prints it:
+a rich summary on stderr for people, `--report FILE` (Markdown or JSON by extension) for
+machines and reviews. Exit codes: 0 pass (warnings allowed), 1 fail, 2 error (the original
+itself fails, the port crashes, timeout, bad arguments, entry not found).
+
+Loaded only when invoked (`_LAZY` in cli/__init__.py), and what needs torch is imported only
+once the arguments are known to be good.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cuda2neuron.validate import ValidationResult, Verdict
+
+from ._common import EXIT_ERROR, UsageError, err_console
+
+__all__ = ["to_rich", "validate_command"]
+
+_HELP = """Prove a port: RUN the original and the ported code side by side and compare them.
+
+\b
+WARNING: this command executes your code — both the original and the port, each in its
+own subprocess. Only run it on code you trust.
+
+\b
+Trees:  ORIGINAL PORT        the pair written by `cuda2neuron migrate --out PORT`
+        PATH [--rev REV]     one path in a git repository migrated in place; the original
+                             is read from git revision REV (default HEAD) into a temp folder
+
+\b
+Modes:  --entry module:callable   build() returns (model, inputs[, optimizer]), a dict with
+                                  model/inputs/optimizer, or a training-step function
+        --script train.py -- ARGS run the script unmodified, record the first --steps steps
+
+The reference run uses real CUDA when present, else a CUDA-on-CPU shim; the port runs on the
+emulated neuron device (or real TorchNeuron when installed). Both are compared against a
+float64 golden run of the original. Defaults come from [tool.cuda2neuron.validate] in the
+project's pyproject.toml.
+"""
+
+# Shown while the runs go; the runner's progress replaces it.
+_STARTING = "running original, golden and port ..."
+
+
+class _ValidateCommand(click.Command):
+    """Splits `-- ARGS` (the script's own arguments) off before click sees them."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            i = args.index("--")
+            ctx.meta["cuda2neuron.script_args"] = tuple(args[i + 1:])
+            args = args[:i]
+        return super().parse_args(ctx, args)
+
+
+def _bad_value(option: str, message: str) -> UsageError:
+    # The wording of click's BadParameter, so these read like the errors click makes itself.
+    return UsageError(f"Invalid value for '{option}': {message}")
+
+
+def _parse_tolerances(items: tuple[str, ...]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise _bad_value("--tolerance", f"expected NAME=VALUE, got {item!r}")
+        try:
+            out[name.strip().replace("-", "_")] = float(value)
+        except ValueError:
+            raise _bad_value("--tolerance", f"{value!r} is not a number") from None
+    return out
+
+
+@click.command("validate", cls=_ValidateCommand, help=_HELP, short_help="Run original and port side by side and compare (runs your code).")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--entry", metavar="MODULE:CALLABLE", help="Entry mode: a callable in your code (CUDA terms).")
+@click.option("--script", metavar="PATH", help="Script mode: a training script, relative to the tree root.")
+@click.option("--steps", type=click.IntRange(min=1), help="Optimizer steps to run and compare (default 3).")
+@click.option("--rev", metavar="REV", help="With one PATH: the git revision holding the original (default HEAD).")
+@click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write a report: .md or .json.")
+@click.option("--timeout", type=click.FloatRange(min=1), help="Seconds for all runs together (default 600).")
+@click.option("--seed", type=int, help="Seed for random, numpy and torch in every run (default 0).")
+@click.option("--tolerance", "tolerances", multiple=True, metavar="NAME=VALUE",
+              help="Override a tolerance: pass_factor, warn_factor, floor_<dtype>, residency_fail_share, ...")
+@click.option("--no-golden", is_flag=True, help="Skip the float64 golden run; compare port and reference directly.")
+@click.option("--port-device", type=click.Choice(["neuron", "cpu"]), default="neuron", hidden=True)
+@click.pass_context
+def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | None, script: str | None,
+                     steps: int | None, rev: str | None, report_path: Path | None, timeout: float | None,
+                     seed: int | None, tolerances: tuple[str, ...], no_golden: bool, port_device: str) -> None:
+    from cuda2neuron.core import ConfigError, load_validate_table
+    from cuda2neuron.validate._request import RequestError, build_request
+    from cuda2neuron.validate._trees import TreeError, resolve_trees
+
+    script_args: tuple[str, ...] = ctx.meta.get("cuda2neuron.script_args", ())
+    if report_path is not None and report_path.suffix.lower() not in (".md", ".json"):
+        raise _bad_value("--report", f"{report_path}: the report must end in .md or .json")
+    overrides = _parse_tolerances(tolerances)
+    if not paths:
+        raise UsageError("give ORIGINAL PORT, or one PATH inside a git repository")
+    try:
+        trees = resolve_trees(tuple(paths), rev)
+    except TreeError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        try:
+            table = load_validate_table(trees.port)
+            request = build_request(
+                trees, table, entry=entry, script=script, args=script_args, steps=steps, timeout=timeout, seed=seed,
+                tolerances=overrides, golden=not no_golden, port_device=port_device,
+            )
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        except RequestError as exc:
+            raise (_bad_value(exc.option, str(exc)) if exc.option else UsageError(str(exc))) from None
+        # Imports torch (for the comparisons): only now that the arguments are known to be good.
+        from cuda2neuron.validate import run_validation
+
+        with err_console.rich.status(_STARTING, spinner="dots") as status:
+            result = run_validation(request, on_progress=status.update)
+    finally:
+        trees.cleanup()
+    for part in to_rich(result):
+        err_console.print(part)
+    if report_path is not None:
+        from cuda2neuron.validate._report import to_json, to_markdown
+
+        text = to_json(result) if report_path.suffix.lower() == ".json" else to_markdown(result)
+        try:
+            report_path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            err_console.say((f"cannot write report {report_path}: {exc}", "red"))
+            ctx.exit(EXIT_ERROR)
+        err_console.say((f"report written to {report_path}", "dim"))
+    # ctx.exit, not a return value: click's standalone mode (CliRunner, the console script)
+    # ignores what a command returns.
+    ctx.exit(result.exit_code)
+
+
+# -- the summary people read ------------------------------------------------------------------
+
+_STYLE = {Verdict.PASS: "bold green", Verdict.WARN: "bold yellow", Verdict.FAIL: "bold red", Verdict.ERROR: "bold red"}
+
+
+def _hand_edits_rich(text: Any, edits: Any, indent: str) -> None:
+    if not edits:
+        return
+    text.append(f"{indent}port lines migrate did not write (edited by hand after migrate):\n")
+    for h in edits:
+        text.append(f"{indent}  {h.kind:7s} ", style="bold magenta")
+        text.append(f"{h.path}:{h.line}  {h.text}\n")
+
+
+def to_rich(result: ValidationResult) -> list[Any]:
+    """Renderables for a rich Console (stderr)."""
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    from cuda2neuron.validate._report import format_locations, format_value, not_passing
+
+    parts: list[Any] = []
+    counts = result.counts()
+    head = Text()
+    head.append(f"{result.verdict.value}", style=_STYLE[result.verdict])
+    head.append(f"  {result.mode} `{result.target}`  —  {len(result.comparisons)} tensors: "
+                f"{counts['PASS']} pass, {counts['WARN']} warn, {counts['FAIL']} fail")
+    lines = [head, Text(f"original  {result.original}", style="dim"), Text(f"port      {result.port}", style="dim")]
+    for run in result.runs:
+        lines.append(Text(f"{run.role:9s} {run.device}  ({run.records} records, {run.seconds:.1f} s)", style="dim"))
+    for note in result.notes:
+        lines.append(Text(f"note: {note}", style="yellow"))
+    parts.append(Panel(Text("\n").join(lines), title="cuda2neuron validate", expand=False))
+    for f in result.failures:
+        body = Text(f.message + ("\n\n" + f.traceback.rstrip() if f.traceback else ""))
+        parts.append(Panel(body, title=f"error: {f.role} — {f.kind}", border_style="red", expand=False))
+    d = result.divergence
+    if d is not None:
+        t = Text()
+        t.append(f"{d.key}", style="bold")
+        t.append(f" ({d.kind}, step {d.step}): {d.reason}\n")
+        if d.module_path:
+            t.append(f"module {d.module_path} ({d.module_class or '?'})\n")
+        if d.class_file:
+            t.append(f"source {d.class_file}" + (f":{d.class_lines[0]}-{d.class_lines[1]}" if d.class_lines else "") + "\n")
+        t.append(f"migrate edits in {d.findings_scope}:\n" if d.findings else f"no migrate edits in {d.findings_scope}\n")
+        for e in d.findings:
+            t.append(f"  {e.code} ", style="bold cyan")
+            t.append(f"{e.path}:{e.line}:{e.col} {e.name} — {e.message}\n")
+        _hand_edits_rich(t, d.hand_edits, "")
+        parts.append(Panel(t, title="first divergence", border_style="red", expand=False))
+    rows = not_passing(result)
+    if rows:
+        table = Table(title="tensors that did not pass", show_lines=False)
+        for col in ("verdict", "tensor", "dtype", "max abs", "cosine", "reason"):
+            table.add_column(col)
+        for c in rows:
+            table.add_row(Text(c.verdict.value, style=_STYLE[c.verdict]), c.key, f"{c.dtype_ref}→{c.dtype_port or '-'}",
+                          format_value(c.max_abs), format_value(c.cosine), c.reason)
+        parts.append(table)
+    a = result.audit
+    if a is not None:
+        if not a.available:
+            parts.append(Text(f"residency: {a.note}", style="dim"))
+        else:
+            t = Text()
+            t.append(f"residency {a.verdict.value}", style=_STYLE[a.verdict])
+            t.append(f": {a.op_share_on_device:.1%} of ops, {a.element_share_on_device:.1%} of elements on device; "
+                     f"float64 ops {a.float64_ops}, complex ops {a.complex_ops}\n")
+            for r in a.reasons:
+                t.append(f"  {r}\n")
+            for r in a.expected_host_work:
+                t.append(f"  expected host work: {r}\n", style="dim")
+            for op in a.cpu_op_details[:10]:
+                t.append(f"  CPU {op.op} x{op.count} ({op.elements} el) at {format_locations(op.locations)}\n", style="dim")
+            _hand_edits_rich(t, a.hand_edits, "  ")
+            parts.append(t)
+    return parts

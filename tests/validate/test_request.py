@@ -1,0 +1,53 @@
+"""build_request: options and the [tool.cuda2neuron.validate] table into one ValidateRequest (no runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cuda2neuron.validate import RequestError, build_request
+from cuda2neuron.validate._trees import Trees
+
+TREES = Trees(Path("/o"), Path("/p"), "o at HEAD", "/p")
+
+# (id, table, options, expected request fields)
+GOOD = [
+    ("defaults", {}, {"entry": "e:b"}, {"mode": "entry", "steps": 3, "timeout": 600.0, "seed": 0, "args": ()}),
+    ("table-supplies-mode-and-numbers", {"script": "train.py", "args": ["--x"], "steps": 1, "timeout": 5, "seed": 7},
+     {}, {"mode": "script", "script": "train.py", "args": ("--x",), "steps": 1, "timeout": 5.0, "seed": 7}),
+    ("options-win", {"entry": "t:b", "steps": 1, "seed": 7}, {"script": "s.py", "steps": 2, "seed": 0},
+     {"mode": "script", "entry": None, "steps": 2, "seed": 0}),
+    ("own-args-beat-table-args", {"script": "train.py", "args": ["--x"]}, {"args": ("--y",)}, {"args": ("--y",)}),
+    ("labels-from-trees", {}, {"entry": "e:b"}, {"original_label": "o at HEAD", "port_label": "/p"}),
+]
+
+
+@pytest.mark.parametrize(("table", "options", "expected"), [g[1:] for g in GOOD], ids=[g[0] for g in GOOD])
+def test_options_then_table_then_defaults(table, options, expected):
+    request = build_request(TREES, table, **options)
+    assert {k: getattr(request, k) for k in expected} == expected
+
+
+def test_tolerances_merge_table_then_options():
+    request = build_request(TREES, {"entry": "e:b", "tolerances": {"pass_factor": 5.0, "warn_factor": 50.0}},
+                            tolerances={"pass_factor": 2.0})
+    assert (request.tolerances.pass_factor, request.tolerances.warn_factor) == (2.0, 50.0)
+
+
+# (id, table, options, message fragment, option at fault)
+BAD = [
+    ("both-modes", {}, {"entry": "e:b", "script": "s.py"}, "exclusive", None),
+    ("table-sets-both", {"entry": "e:b", "script": "s.py"}, {}, "sets both entry and script", None),
+    ("no-mode", {}, {}, "give --entry module:callable or --script", None),
+    ("args-without-script", {}, {"entry": "e:b", "args": ("--x",)}, "for --script only", None),
+    ("unknown-tolerance", {}, {"entry": "e:b", "tolerances": {"fudge": 2.0}}, "unknown tolerance", "--tolerance"),
+]
+
+
+@pytest.mark.parametrize(("table", "options", "fragment", "option"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_a_request_that_cannot_run_is_refused(table, options, fragment, option):
+    with pytest.raises(RequestError) as info:
+        build_request(TREES, table, **options)
+    assert fragment in str(info.value)
+    assert info.value.option == option
