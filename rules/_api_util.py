@@ -111,7 +111,7 @@ def parse_version(text: str) -> tuple[int, int]:
 @lru_cache(maxsize=1)
 def load_moves() -> dict[str, ApiMove]:
     """Rows of the shipped cuda_api.toml keyed by every qualified CUDA name they cover."""
-    return parse_moves(Path(__file__).with_name(MOVES_FILE).read_text(encoding="utf-8"))
+    return parse_moves((Path(__file__).parent / "cuda_api" / MOVES_FILE).read_text(encoding="utf-8"))
 
 
 def parse_moves(text: str) -> dict[str, ApiMove]:

@@ -1,0 +1,147 @@
+"""CN501: ``torch.compile`` without the neuron backend."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
+
+from .._eco_util import add_kwarg, is_torch_compile, kwarg, terminal_name
+from .._util import make_string, string_value
+
+__all__ = ["CompileBackend"]
+
+# Backends that only make sense on CUDA (or that Neuron does not provide): replaced.
+# "eager"/"aot_eager" are debugging backends that run anywhere: left alone.
+_REPLACED = frozenset({"inductor", "cudagraphs", "tensorrt", "torch_tensorrt", "onnxrt"})
+
+_GUIDANCE_ACCELERATOR = (
+    'On Trainium pass backend="neuron" (the default inductor backend targets CUDA and CPU); to '
+    'keep one source for both, choose it at run time, e.g. backend="neuron" when '
+    'torch.accelerator.current_accelerator().type == "neuron" else "inductor".'
+)
+
+
+class CompileBackend(Rule):
+    """
+    ## What it does
+    Adds ``backend="neuron"`` to ``torch.compile(...)`` (also the bare ``@torch.compile``
+    decorator) and replaces CUDA-oriented backends such as ``"inductor"`` and ``"cudagraphs"``.
+
+    ## Why is this bad?
+    TorchNeuron compiles through its own Dynamo backend, ``backend="neuron"``. The default,
+    ``"inductor"``, generates Triton/C++ kernels for CUDA and CPU; it is not the Neuron compiler.
+
+    ## Example
+    ```python
+    model = torch.compile(model)
+    @torch.compile
+    def step(x): ...
+    ```
+    becomes
+    ```python
+    model = torch.compile(model, backend="neuron")
+    @torch.compile(backend="neuron")
+    def step(x): ...
+    ```
+
+    ## Fix safety
+    Safe for ``--target neuron``: on the neuron device the neuron backend is the one that
+    compiles; the model's meaning does not change. Debugging backends (``"eager"``,
+    ``"aot_eager"``) and backends given as variables or callables are left alone (a variable is
+    reported). With ``--target accelerator`` nothing is rewritten (the code must keep compiling
+    with inductor on CUDA); the finding says how to pick the backend at run time.
+    """
+
+    code = "CN501"
+    name = "compile-backend"
+    fixes = frozenset({Safety.SAFE})
+    triggers = ("compile",)
+    emits = ()
+    VALID = (
+        'import torch\nmodel = torch.compile(model, backend="neuron")\n',
+        'import torch\nmodel = torch.compile(model, backend="aot_eager")\n',
+        "model = compile(src, 'f.py', 'exec')\n",  # the builtin
+        "import re\npat = re.compile('cuda')\n",
+        "import torch\nmodel.compile()\n",  # nn.Module.compile: not torch.compile itself
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nmodel = torch.compile(model)\n",
+            'import torch\nmodel = torch.compile(model, backend="neuron")\n',
+        ),
+        Invalid(
+            "import torch\nmodel = torch.compile(model, backend='inductor')\n",
+            "import torch\nmodel = torch.compile(model, backend='neuron')\n",
+        ),
+        Invalid(
+            "import torch as th\nm = th.compile(m, fullgraph=True)\n",
+            'import torch as th\nm = th.compile(m, fullgraph=True, backend="neuron")\n',
+        ),
+        Invalid(
+            "from torch import compile as tc\nm = tc(m)\n",
+            'from torch import compile as tc\nm = tc(m, backend="neuron")\n',
+        ),
+        Invalid(
+            "import torch\n\n@torch.compile\ndef step(x):\n    return x\n",
+            'import torch\n\n@torch.compile(backend="neuron")\ndef step(x):\n    return x\n',
+        ),
+        Invalid(
+            "import torch\n\n@torch.compile(fullgraph=True)\ndef step(x):\n    return x\n",
+            'import torch\n\n@torch.compile(fullgraph=True, backend="neuron")\ndef step(x):\n    return x\n',
+        ),
+        Invalid(
+            "import torch\nm = torch.compile(\n    m,\n    fullgraph=True,\n)\n",
+            'import torch\nm = torch.compile(\n    m,\n    fullgraph=True,\n    backend="neuron",\n)\n',
+        ),
+        # A backend chosen at run time is reported, not guessed.
+        Invalid("import torch\nm = torch.compile(m, backend=args.backend)\n"),
+        Invalid("import torch\nm = torch.compile(m)\n", target="accelerator"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_torch_compile(self, node):
+            return
+        backend = kwarg(node, "backend")
+        if backend is None:
+            self._report(node, add_kwarg(node, "backend", make_string("neuron")), "uses the default inductor backend")
+            return
+        value = string_value(backend.value)
+        if value is None:
+            if self.context.settings.target == "neuron":
+                self.report(
+                    node,
+                    "`torch.compile` backend is chosen at run time",
+                    guidance='Make sure the value is "neuron" when running on Trainium.',
+                    effort=Effort.LOW,
+                )
+            return
+        if value in _REPLACED:
+            new_arg = backend.with_changes(value=make_string("neuron", like=backend.value))
+            new = node.with_changes(args=[new_arg if a is backend else a for a in node.args])
+            self._report(node, new, f'uses backend="{value}", which does not compile for Neuron')
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        deco = node.decorator
+        if isinstance(deco, cst.Call) or terminal_name(deco) != "compile":
+            return
+        if self.qualname(deco) != "torch.compile":
+            return
+        call = cst.Call(func=deco, args=[])
+        # The visited Decorator is what we report and replace (the engine rebuilds along the
+        # visited node's ancestors).
+        new = node.with_changes(decorator=add_kwarg(call, "backend", make_string("neuron")))
+        self._report(node, new, "uses the default inductor backend")
+
+    def _report(self, node: cst.CSTNode, replacement: cst.CSTNode, why: str) -> None:
+        message = f"`torch.compile` {why}"
+        if self.context.settings.target != "neuron":
+            self.report(node, message, guidance=_GUIDANCE_ACCELERATOR, effort=Effort.LOW)
+            return
+        self.report(
+            node,
+            message,
+            replacement=replacement,
+            safety=Safety.SAFE,
+            description='compile with backend="neuron"',
+        )

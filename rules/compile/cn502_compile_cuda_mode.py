@@ -1,0 +1,107 @@
+"""CN502: ``torch.compile(mode=...)`` values that only mean something on CUDA."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
+
+from .._eco_util import is_torch_compile, kwarg, remove_arg
+from .._util import string_value
+
+__all__ = ["CompileCudaMode"]
+
+# "reduce-overhead" means CUDA graphs; the autotune modes benchmark Triton kernels.
+_CUDA_MODES = frozenset({"reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"})
+
+
+class CompileCudaMode(Rule):
+    """
+    ## What it does
+    Removes ``mode="reduce-overhead"``, ``mode="max-autotune"`` and
+    ``mode="max-autotune-no-cudagraphs"`` from ``torch.compile(...)``.
+
+    ## Why is this bad?
+    These modes configure inductor for CUDA: ``"reduce-overhead"`` records CUDA graphs and the
+    autotune modes benchmark Triton kernels. The neuron backend ignores them: only
+    ``mode="default"`` has an effect on Neuron, so leaving them suggests a behaviour the port
+    does not have.
+
+    ## Example
+    ```python
+    model = torch.compile(model, mode="reduce-overhead")
+    ```
+    becomes
+    ```python
+    model = torch.compile(model)
+    ```
+    (and CN501 adds ``backend="neuron"``).
+
+    ## Fix safety
+    Safe for ``--target neuron``: the neuron backend gives these modes no meaning, so removing
+    them changes nothing at run time. A mode held in a variable is reported. With
+    ``--target accelerator`` the mode still matters on CUDA, so it is only reported.
+    """
+
+    code = "CN502"
+    name = "compile-cuda-mode"
+    fixes = frozenset({Safety.SAFE})
+    # Only a torch.compile call can carry the mode, and no spelling of it avoids this word.
+    triggers = ("compile",)
+    VALID = (
+        'import torch\nm = torch.compile(m, backend="neuron")\n',
+        'import torch\nm = torch.compile(m, backend="neuron", mode="default")\n',
+        'parser.add_argument("--mode", default="max-autotune")\n',  # a string, not a compile call
+    )
+    INVALID = (
+        Invalid(
+            'import torch\nm = torch.compile(m, backend="neuron", mode="reduce-overhead")\n',
+            'import torch\nm = torch.compile(m, backend="neuron")\n',
+        ),
+        Invalid(
+            "import torch\nm = torch.compile(m, mode='max-autotune', backend='neuron')\n",
+            "import torch\nm = torch.compile(m, backend='neuron')\n",
+        ),
+        Invalid(
+            'import torch\n\n@torch.compile(mode="max-autotune-no-cudagraphs", backend="neuron")\ndef f(x):\n    return x\n',
+            'import torch\n\n@torch.compile(backend="neuron")\ndef f(x):\n    return x\n',
+        ),
+        Invalid('import torch\nm = torch.compile(m, backend="neuron", mode=args.compile_mode)\n'),
+        Invalid('import torch\nm = torch.compile(m, mode="reduce-overhead")\n', target="accelerator"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not node.args or not is_torch_compile(self, node):
+            return
+        mode = kwarg(node, "mode")
+        if mode is None:
+            return
+        value = string_value(mode.value)
+        if value is None:
+            if self.context.settings.target == "neuron":
+                self.report(
+                    node,
+                    "`torch.compile` mode is chosen at run time",
+                    guidance='Only mode="default" has an effect on Neuron; drop the argument.',
+                    effort=Effort.LOW,
+                )
+            return
+        if value not in _CUDA_MODES:
+            return
+        message = f'`torch.compile(mode="{value}")` only has an effect with CUDA'
+        if self.context.settings.target != "neuron":
+            self.report(
+                node,
+                message,
+                guidance=f'On Trainium the mode is ignored (only "default" has an effect); "{value}" '
+                "keeps its meaning on CUDA. Nothing to do unless you want the same behaviour on both.",
+                effort=Effort.LOW,
+            )
+            return
+        self.report(
+            node,
+            message,
+            replacement=remove_arg(node, mode),
+            safety=Safety.SAFE,
+            description="drop the CUDA-only compile mode",
+        )

@@ -1,0 +1,118 @@
+"""CN505: inductor-only ``torch.compile(options=...)`` keys and ``torch._inductor.config``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule
+
+from .._eco_util import in_package, is_torch_compile, kwarg
+from .._util import string_value
+
+__all__ = ["CompileInductorOptions"]
+
+# Inductor's own configuration: sections and top-level switches (torch/_inductor/config.py).
+_SECTIONS = ("triton.", "cuda.", "cpp.", "trace.", "aot_inductor.", "rocm.", "halide.")
+_KEYS = frozenset(
+    {
+        "max_autotune",
+        "max_autotune_pointwise",
+        "max_autotune_gemm",
+        "max_autotune_gemm_backends",
+        "epilogue_fusion",
+        "shape_padding",
+        "coordinate_descent_tuning",
+        "freezing",
+        "aggressive_fusion",
+        "layout_optimization",
+        "cpp_wrapper",
+        "benchmark_kernel",
+        "fallback_random",
+        "force_fuse_int_mm_with_mul",
+        "use_mixed_mm",
+        "unroll_reductions_threshold",
+        "split_reductions",
+        "benchmark_fusion",
+        "search_autotune_cache",
+        "graph_partition",
+    }
+)
+
+_GUIDANCE = (
+    "These options configure inductor's CUDA/CPU code generation; with backend=\"neuron\" they "
+    "have no effect. Remove them (keep them only for the CUDA build of the code)."
+)
+
+
+def _inductor_key(key: str) -> bool:
+    return key in _KEYS or key.startswith(_SECTIONS)
+
+
+class CompileInductorOptions(Rule):
+    """
+    ## What it does
+    Reports ``torch.compile(options={...})`` dictionaries with inductor-only keys
+    (``"triton.cudagraphs"``, ``"max_autotune"``, ``"epilogue_fusion"``, ...) and assignments to
+    ``torch._inductor.config``.
+
+    ## Why is this bad?
+    Those settings belong to inductor, the compiler the port no longer uses: they tune Triton
+    and C++ code generation, CUDA graphs and autotuning. On Neuron they are dead configuration.
+
+    ## Example
+    ```python
+    model = torch.compile(model, options={"triton.cudagraphs": True})
+    torch._inductor.config.coordinate_descent_tuning = True
+    ```
+
+    ## Fix safety
+    No fix: whether the neuron backend accepts or ignores an ``options`` dict is not documented,
+    and configuration next to it may still serve a CUDA build, so the user decides.
+    """
+
+    code = "CN505"
+    name = "compile-inductor-options"
+    # options= only counts on a torch.compile call; the config assignments name torch._inductor.
+    triggers = ("compile", "_inductor")
+    targets = frozenset({"neuron"})
+    VALID = (
+        'import torch\nm = torch.compile(m, backend="neuron")\n',
+        'import torch\nm = torch.compile(m, backend="neuron", options={"my_neuron_flag": 1})\n',
+        "cfg.options = {'max_autotune': True}\n",
+    )
+    INVALID = (
+        Invalid('import torch\nm = torch.compile(m, options={"triton.cudagraphs": True})\n'),
+        Invalid("import torch\nm = torch.compile(m, options={'max_autotune': True, 'x': 1})\n"),
+        Invalid("import torch\nm = torch.compile(m, options=inductor_opts)\n"),
+        Invalid("import torch\ntorch._inductor.config.coordinate_descent_tuning = True\n"),
+        Invalid("import torch._inductor.config as ic\nic.freezing = True\n"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not node.args or not is_torch_compile(self, node):
+            return
+        options = kwarg(node, "options")
+        if options is None:
+            return
+        value = options.value
+        if isinstance(value, cst.Dict):
+            keys = [string_value(el.key) for el in value.elements if isinstance(el, cst.DictElement)]
+            flagged = [k for k in keys if k is not None and _inductor_key(k)]
+            if not flagged:
+                return
+            message = f"`torch.compile` options for inductor have no effect on Neuron: {', '.join(flagged)}"
+        else:
+            message = "`torch.compile(options=...)` passes inductor settings"
+        self.report(options, message, guidance=_GUIDANCE, effort=Effort.LOW)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            t = target.target
+            if isinstance(t, cst.Attribute) and in_package(self.qualname(t), ("torch._inductor.config",)):
+                self.report(
+                    node,
+                    "`torch._inductor.config` settings have no effect with the neuron backend",
+                    guidance=_GUIDANCE,
+                    effort=Effort.LOW,
+                )
+                return

@@ -1,0 +1,268 @@
+"""CN201: same-name ``torch.cuda.X`` APIs, moved by the data in ``cuda_api.toml``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
+
+from .._api_util import MemberReferences, ApiMove, accelerator_name_for, import_to_drop, load_moves
+from .._target import guarded_call
+
+__all__ = ["CudaApiMove"]
+
+_MOVES = load_moves()
+# Cheap pre-check before any name resolution: the last component of every covered name.
+_MEMBERS = frozenset(move.name for move in _MOVES.values())
+
+
+def _version(v: tuple[int, int]) -> str:
+    return f"{v[0]}.{v[1]}"
+
+
+class CudaApiMove(MemberReferences, Rule):
+    """
+    ## What it does
+    Moves the ``torch.cuda`` APIs TorchNeuron provides under the same name to ``torch.neuron``
+    (``torch.accelerator`` with ``--target accelerator``). The list — device count, current/set
+    device, synchronize, seeding and RNG state, streams and events, memory statistics,
+    ``empty_cache``, ``is_bf16_supported``, device name/properties — is the data file
+    ``rules/cuda_api.toml``; for the accelerator target it holds the name valid for each
+    ``min-torch``. Calls and plain references (``isinstance(s, torch.cuda.Stream)``) alike, through
+    ``import torch as th``, ``from torch import cuda`` and ``from torch.cuda import X``.
+
+    ## Why is this bad?
+    ``torch.cuda.*`` talks to the CUDA runtime. On Trainium it reports no device
+    (``is_available()`` is False, so code silently takes its CPU path) or raises.
+
+    ## Example
+    ```python
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    ```
+    becomes
+    ```python
+    if torch.neuron.is_available():
+        torch.neuron.synchronize()
+    ```
+    With ``--target accelerator --min-torch 2.7``: ``torch.accelerator.is_available()`` and
+    ``torch.accelerator.synchronize()``; ``torch.cuda.current_device()`` becomes
+    ``torch.accelerator.current_device_index()`` (``current_device_idx()`` for 2.6), and
+    ``torch.cuda.empty_cache()`` is reported until ``min-torch`` is 2.9
+    (``torch.accelerator.memory.empty_cache()``). The accelerator port must also run where there
+    is no accelerator, and ``torch.accelerator.*`` raises there: a call made for its effect
+    (``synchronize``, ``empty_cache``, ``set_device``, ...) is guarded by
+    ``if torch.accelerator.is_available():`` and a memory statistic reads 0 there, as CUDA's do
+    before CUDA is initialised (the ``accelerator-no-device`` column). Calls already behind an
+    ``is_available()`` check are left as they are.
+
+    ## Fix safety
+    Safe on the ``neuron`` target: ``torch.neuron.X`` has the signature of ``torch.cuda.X``
+    (two documented differences are stated in the message: ``get_device_name`` returns
+    ``"neuron:i"`` and ``get_device_properties`` has only ``.name`` and ``.total_memory``).
+    On the ``accelerator`` target the seeding moves (``manual_seed[_all]`` -> ``torch.manual_seed``,
+    ``seed[_all]`` -> ``torch.seed``) are unsafe: they also reseed the CPU generator. A call whose
+    keywords the accelerator API names differently (``device=`` vs ``device_index=``), or an API
+    the chosen torch version lacks, is reported with what to write instead.
+    """
+
+    code = "CN201"
+    name = "cuda-api-move"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE})
+    members = _MEMBERS
+    triggers = ("cuda",)
+    # Every qualified name this rule can write (checked against the emulated backend and torch).
+    emits = tuple(
+        sorted(
+            {m.neuron_name for m in _MOVES.values()}
+            | {q for m in _MOVES.values() for _, q in m.accelerator}
+        )
+    )
+    VALID = (
+        "import torch\ntorch.neuron.synchronize()\n",
+        # Already device-agnostic code stays (trap 13).
+        Valid("import torch\ntorch.accelerator.synchronize()\n", target="accelerator"),
+        "import torch\nif torch.accelerator.is_available():\n    n = torch.accelerator.device_count()\n",
+        # A member called like a torch.cuda API on some other object.
+        "from torch.cuda import synchronize\nclock.synchronize()\n",
+        # A parameter named `torch` shadows the import.
+        "import torch\ndef f(torch):\n    torch.cuda.synchronize()\n",
+        # A project's own helper module named cuda (trap 13).
+        "from myproject import cuda\ncuda.synchronize()\n",
+        # Keywords called like the API are not uses of it.
+        "from torch.cuda import synchronize\nrun(synchronize=True)\n",
+        # APIs handled by other rules (AMP, no-equivalent) are not moves.
+        "import torch\ntorch.cuda.amp.autocast()\ntorch.cuda.get_device_capability()\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
+            "import torch\nif torch.neuron.is_available():\n    torch.neuron.synchronize()\n",
+        ),
+        Invalid("import torch as th\nth.cuda.manual_seed_all(0)\n", "import torch as th\nth.neuron.manual_seed_all(0)\n"),
+        Invalid(
+            "from torch.cuda import empty_cache\nempty_cache()\n",
+            "import torch\n\ntorch.neuron.empty_cache()\n",
+        ),
+        Invalid(
+            "from torch import cuda\nn = cuda.device_count()\n",
+            "import torch\n\nn = torch.neuron.device_count()\n",
+        ),
+        Invalid(
+            "import torch\nok = isinstance(s, torch.cuda.Stream)\n",
+            "import torch\nok = isinstance(s, torch.neuron.Stream)\n",
+        ),
+        Invalid(
+            "import torch\nstart = torch.cuda.Event(enable_timing=True)\n",
+            "import torch\nstart = torch.neuron.Event(enable_timing=True)\n",
+        ),
+        Invalid(
+            "from torch.cuda.memory import memory_allocated\nm = memory_allocated(0)\n",
+            "import torch\n\nm = torch.neuron.memory_allocated(0)\n",
+        ),
+        Invalid(
+            "import torch\nname = torch.cuda.get_device_name(0)\n",
+            "import torch\nname = torch.neuron.get_device_name(0)\n",
+        ),
+        Invalid(
+            "import torch\ntorch.cuda.synchronize()\n",
+            "import torch\nif torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n",
+            target="accelerator",
+        ),
+        Invalid(
+            "import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
+            "import torch\nif torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n",
+            target="accelerator",
+        ),
+        Invalid(
+            "import torch\nmb = torch.cuda.max_memory_allocated() / 2**20\n",
+            "import torch\nmb = (torch.accelerator.memory.max_memory_allocated() if torch.accelerator.is_available() else 0) / 2**20\n",
+            target="accelerator",
+        ),
+        # Not a statement of its own: the guard is a conditional expression.
+        Invalid(
+            "import torch\nif flag: torch.cuda.synchronize()\n",
+            "import torch\nif flag: torch.accelerator.synchronize() if torch.accelerator.is_available() else None\n",
+            target="accelerator",
+        ),
+        Invalid(
+            "import torch\ni = torch.cuda.current_device()\n",
+            "import torch\ni = torch.accelerator.current_device_idx()\n",
+            target="accelerator",
+            options=(("min_torch", (2, 6)),),  # type: ignore[arg-type]
+        ),
+        Invalid(
+            "import torch\ni = torch.cuda.current_device()\n",
+            "import torch\ni = torch.accelerator.current_device_index()\n",
+            target="accelerator",
+        ),
+        Invalid(
+            "import torch\ntorch.cuda.empty_cache()\n",
+            "import torch\nif torch.accelerator.is_available():\n    torch.accelerator.memory.empty_cache()\n",
+            target="accelerator",
+        ),
+        # torch 2.8 has no torch.accelerator.memory: reported, not rewritten.
+        Invalid(
+            "import torch\ntorch.cuda.empty_cache()\n",
+            target="accelerator",
+            options=(("min_torch", (2, 8)),),  # type: ignore[arg-type]
+        ),
+        Invalid(
+            "import torch\ntorch.cuda.manual_seed(0)\n",
+            "import torch\ntorch.manual_seed(0)\n",
+            target="accelerator",
+            unsafe=True,
+        ),
+        # torch.accelerator.* calls its parameter device_index: a `device=` keyword is reported.
+        Invalid("import torch\ntorch.cuda.synchronize(device=d)\n", target="accelerator"),
+        # torch.Event takes `device` first.
+        Invalid("import torch\ne = torch.cuda.Event(True)\n", target="accelerator"),
+        Invalid("import torch\ntorch.cuda.memory_summary()\n", target="accelerator"),
+    )
+
+    def check_reference(self, node: cst.Attribute | cst.Name) -> None:
+        qualified = self.qualname(node)
+        move = _MOVES.get(qualified) if qualified is not None else None
+        if move is None:
+            return
+        message = f"`{qualified}` is CUDA-only"
+        if self.context.settings.target == "neuron":
+            self._move(node, move, move.neuron_name, message, Safety.SAFE, note=move.neuron_note)
+            return
+        target = accelerator_name_for(move, self.context.settings.min_torch)
+        if target is None:
+            self._report_accelerator_gap(node, move, message)
+            return
+        problem = self._argument_problem(node, move)
+        if problem:
+            self.report(node, f"{message}; {problem}", guidance=f"Write `{target}(...)` by hand: {problem}.")
+            return
+        safety = Safety.UNSAFE if move.accelerator_unsafe else Safety.SAFE
+        self._move(node, move, target, message, safety, note=move.accelerator_note if move.accelerator_unsafe else "")
+
+    def _move(
+        self,
+        node: cst.Attribute | cst.Name,
+        move: ApiMove,
+        target: str,
+        message: str,
+        safety: Safety,
+        note: str,
+    ) -> None:
+        spelled = self.spell(target)
+        if spelled is None:  # `torch` is shadowed here: nothing we can write
+            self.report(node, message, guidance=f"Use `{target}` instead.")
+            return
+        expr, imports = spelled
+        at, replacement, ancestors, description = node, expr, None, f"use `{target}`"
+        call = self.context.parent
+        on_accelerator = self.context.settings.target != "neuron"
+        if on_accelerator and move.accelerator_no_device and isinstance(call, cst.Call) and call.func is node:
+            guarded = guarded_call(self, call, call.with_changes(func=expr), move.accelerator_no_device)
+            if guarded is not None:
+                at, replacement, ancestors, more = guarded
+                imports = tuple(dict.fromkeys((*imports, *more)))
+                description += " where an accelerator is available"
+        self.report(
+            at,
+            f"{message}; {note}" if note else message,
+            replacement=replacement,
+            safety=safety,
+            imports=imports,
+            unused_imports=import_to_drop(self, node),
+            guidance=f"Use `{target}` instead." + (f" {note}" if note else ""),
+            description=description,
+            ancestors=ancestors,
+        )
+
+    def _argument_problem(self, node: cst.CSTNode, move: ApiMove) -> str:
+        parent = self.context.parent
+        if not (isinstance(parent, cst.Call) and parent.func is node):
+            return ""
+        for arg in parent.args:
+            if arg.star == "**":
+                return "`**kwargs` may name parameters the accelerator API spells differently"
+            if arg.keyword is None and not move.accelerator_positional:
+                return move.accelerator_note or "positional arguments change meaning"
+            if arg.keyword is not None and arg.keyword.value not in move.accelerator_keywords:
+                keyword = arg.keyword.value
+                if keyword == "device":
+                    return "torch.accelerator functions take `device_index=`, not `device=`; pass the index positionally"
+                return f"the accelerator API has no `{keyword}=` parameter"
+        return ""
+
+    def _report_accelerator_gap(self, node: cst.CSTNode, move: ApiMove, message: str) -> None:
+        min_torch = self.context.settings.min_torch
+        if move.accelerator:
+            version, name = move.accelerator[0]
+            why = f"`{name}` needs torch >= {_version(version)} (min-torch is {_version(min_torch)})"
+            guidance = f"Raise min-torch to {_version(version)} and use `{name}`, or keep a device-specific branch."
+        else:
+            why = "torch.accelerator has no equivalent"
+            guidance = move.accelerator_note
+        self.report(
+            node,
+            f"{message}; {why}",
+            guidance=guidance,
+            effort=Effort.LOW,
+        )

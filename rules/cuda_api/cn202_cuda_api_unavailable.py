@@ -1,0 +1,126 @@
+"""CN202: ``torch.cuda`` APIs with no TorchNeuron equivalent, reported with what to do instead."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule, Valid
+
+from .._api_util import MemberReferences
+
+__all__ = ["CudaApiUnavailable"]
+
+
+@dataclass(frozen=True)
+class _Gap:
+    why: str
+    guidance: str
+    effort: Effort
+
+
+_GRAPHS = _Gap(
+    "CUDA graphs are not in TorchNeuron's initial release",
+    "Run the captured region eagerly, or compile it with `torch.compile(model, backend=\"neuron\", "
+    "fullgraph=True)`, which removes most launch overhead the graph was saving; delete the "
+    "capture/replay code (static input buffers, warm-up streams).",
+    Effort.HIGH,
+)
+
+_GAPS: dict[str, _Gap] = {
+    "torch.cuda.get_device_capability": _Gap(
+        "Neuron devices have no CUDA compute capability",
+        "Branches on the capability pick CUDA kernels or dtypes by GPU generation: on Trainium take "
+        "the bfloat16 path (Trn2 supports it) and drop the check, or test "
+        "`x.device.type == \"neuron\"` instead.",
+        Effort.LOW,
+    ),
+    "torch.cuda.mem_get_info": _Gap(
+        "TorchNeuron has no mem_get_info()",
+        "Estimate free memory as `torch.neuron.get_device_properties(i).total_memory - "
+        "torch.neuron.memory_reserved(i)`.",
+        Effort.LOW,
+    ),
+    "torch.cuda.ipc_collect": _Gap(
+        "CUDA IPC memory has no Neuron counterpart",
+        "Remove the call: Neuron tensors are not shared through CUDA IPC handles.",
+        Effort.LOW,
+    ),
+    "torch.cuda.get_arch_list": _Gap(
+        "the list of CUDA architectures torch was built for means nothing on Neuron",
+        "Drop the check; use `torch.neuron.is_available()` to test for the device.",
+        Effort.LOW,
+    ),
+    "torch.version.cuda": _Gap(
+        "a Neuron build of torch has no CUDA version (`torch.version.cuda` is None)",
+        "Branches on the CUDA version take their non-CUDA path on Trainium; test "
+        "`torch.neuron.is_available()` if the branch is about the device, or remove it.",
+        Effort.LOW,
+    ),
+    "torch.cuda.CUDAGraph": _GRAPHS,
+    "torch.cuda.graph": _GRAPHS,
+    "torch.cuda.graphs.graph": _GRAPHS,
+    "torch.cuda.make_graphed_callables": _GRAPHS,
+    "torch.cuda.graphs.make_graphed_callables": _GRAPHS,
+    "torch.cuda.graph_pool_handle": _GRAPHS,
+    "torch.cuda.is_current_stream_capturing": _GRAPHS,
+}
+_MEMBERS = frozenset(q.rpartition(".")[2] for q in _GAPS)
+
+
+class CudaApiUnavailable(MemberReferences, Rule):
+    """
+    ## What it does
+    Reports ``torch.cuda`` APIs with no TorchNeuron equivalent, each with what to write instead.
+    They are ``get_device_capability``, ``mem_get_info``, ``ipc_collect``, ``get_arch_list``,
+    ``torch.version.cuda`` and CUDA graphs (``CUDAGraph``, ``graph``, ``make_graphed_callables``).
+
+    ## Why is this bad?
+    These calls raise or return meaningless values on Trainium, and code that branches on them
+    (hardware sniffing such as ``get_device_capability()[0] >= 8``) silently takes the wrong path.
+
+    ## Example
+    ```python
+    if torch.cuda.get_device_capability()[0] >= 8:
+        dtype = torch.bfloat16
+    g = torch.cuda.CUDAGraph()
+    ```
+    Both lines are reported: the first with "take the bfloat16 path and drop the check", the
+    second with "run eagerly or compile with `torch.compile(backend=\\"neuron\\")`".
+
+    ## Fix safety
+    Display only: there is no mechanical replacement; each finding carries guidance and an effort
+    estimate (CUDA graph code is high effort: its static buffers and capture streams go too).
+    """
+
+    code = "CN202"
+    name = "cuda-api-unavailable"
+    members = _MEMBERS
+    triggers = ("cuda",)
+    VALID = (
+        "import torch\ntorch.neuron.get_device_properties(0).total_memory\n",
+        # The project's own version module (trap 13).
+        "from myproject import version\nprint(version.cuda)\n",
+        # A member of some other object.
+        "from torch.cuda import graph\nplan.graph()\n",
+        Valid("import torch\nn = torch.accelerator.device_count()\n", target="accelerator"),
+        "import torch\ntorch.cuda.synchronize()\n",  # moved by CN201, not reported here
+    )
+    INVALID = (
+        Invalid("import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    pass\n"),
+        Invalid("import torch as th\nfree, total = th.cuda.mem_get_info()\n"),
+        Invalid("import torch\ntorch.cuda.ipc_collect()\n"),
+        Invalid("import torch\nprint(torch.version.cuda)\n"),
+        Invalid("import torch\ng = torch.cuda.CUDAGraph()\n"),
+        Invalid("from torch.cuda import make_graphed_callables\nm = make_graphed_callables(m, (x,))\n"),
+        Invalid("import torch\nwith torch.cuda.graph(g):\n    y = m(x)\n"),
+        Invalid("import torch\narchs = torch.cuda.get_arch_list()\n", target="accelerator"),
+    )
+
+    def check_reference(self, node: cst.Attribute | cst.Name) -> None:
+        qualified = self.qualname(node)
+        gap = _GAPS.get(qualified) if qualified is not None else None
+        if gap is None:
+            return
+        self.report(node, f"`{qualified}`: {gap.why}", guidance=gap.guidance, effort=gap.effort)

@@ -1,0 +1,139 @@
+"""CN205: cuDNN and TF32 switches, which do nothing on Neuron."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
+
+from .._api_util import import_to_drop
+
+__all__ = ["CudnnTf32Flags"]
+
+_DETERMINISM = (
+    "For reproducible runs keep (or add) `torch.use_deterministic_algorithms(True)`, which "
+    "works on Neuron."
+)
+_TF32 = (
+    "fp32 matmuls stay fp32 on Neuron; for speed use "
+    "`torch.autocast(\"neuron\", dtype=torch.bfloat16)` around the forward pass."
+)
+# Assigned flags -> guidance.
+_FLAGS: dict[str, str] = {
+    "torch.backends.cudnn.benchmark": "cuDNN autotuning does not exist on Neuron; delete the line.",
+    "torch.backends.cudnn.deterministic": _DETERMINISM,
+    "torch.backends.cudnn.enabled": "There is no cuDNN on Neuron; delete the line.",
+    "torch.backends.cudnn.allow_tf32": _TF32,
+    "torch.backends.cuda.matmul.allow_tf32": _TF32,
+    "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": _TF32,
+    "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": _TF32,
+}
+_CALLS: dict[str, str] = {"torch.set_float32_matmul_precision": _TF32}
+_FLAG_MEMBERS = frozenset(q.rpartition(".")[2] for q in _FLAGS)
+_CALL_MEMBERS = frozenset(q.rpartition(".")[2] for q in _CALLS)
+
+
+class CudnnTf32Flags(Rule):
+    """
+    ## What it does
+    Reports cuDNN and TF32 switches, which do nothing on Neuron; unsafe fixes delete them.
+    That is assignments to ``torch.backends.cudnn.benchmark``,
+    ``.deterministic``, ``.enabled``, ``.allow_tf32``, ``torch.backends.cuda.matmul.allow_tf32``)
+    and calls of ``torch.set_float32_matmul_precision(...)``; with ``--unsafe-fixes`` the whole
+    statement is removed. ``torch.use_deterministic_algorithms`` works on Neuron and is left alone.
+
+    ## Why is this bad?
+    Neuron has no cuDNN and no TF32 mode: the switches do nothing there (fp32 stays fp32), so
+    keeping them suggests a speed-up or a determinism guarantee the port does not have.
+
+    ## Example
+    ```python
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cuda.matmul.allow_tf32 = True
+    ```
+    is reported; with ``--unsafe-fixes`` both lines are deleted.
+
+    ## Fix safety
+    Unsafe: deleting the statement drops whatever the right-hand side computes, and code that
+    still runs on CUDA loses the setting. Statements that share a line with other statements or
+    assign several targets are only reported. The rule does not apply to ``--target accelerator``,
+    whose output must keep running well on CUDA (the switches are harmless on Neuron).
+    """
+
+    code = "CN205"
+    name = "cudnn-tf32-flags"
+    fixes = frozenset({Safety.UNSAFE})
+    triggers = ("cudnn", "allow_tf32", "reduced_precision_reduction", "set_float32_matmul_precision")
+    targets = frozenset({"neuron"})
+    VALID = (
+        "import torch\ntorch.use_deterministic_algorithms(True)\n",
+        # Reading a flag is harmless.
+        "import torch\nif torch.backends.cudnn.enabled:\n    pass\n",
+        # A project's own settings object (trap 13).
+        "cfg.backends.cudnn.benchmark = True\n",
+        Valid("import torch\ntorch.backends.cudnn.benchmark = True\n", target="accelerator"),
+    )
+    INVALID = (
+        Invalid(
+            "import torch\ntorch.backends.cudnn.benchmark = True\nx = 1\n",
+            "import torch\nx = 1\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nif args.tf32:\n    torch.backends.cuda.matmul.allow_tf32 = True\n",
+            "import torch\nif args.tf32:\n    pass\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch as th\nth.set_float32_matmul_precision('high')\n",
+            "import torch as th\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "from torch.backends import cudnn\ncudnn.deterministic = True\nx = 1\n",
+            "x = 1\n",
+            unsafe=True,
+        ),
+        # Shares its line with another statement: reported only.
+        Invalid("import torch\ntorch.backends.cudnn.benchmark = True; x = 1\n"),
+        Invalid("import torch\na = torch.backends.cudnn.benchmark = True\n"),
+    )
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        alone = len(node.body) == 1
+        for statement in node.body:
+            found = self._flag_in(statement)
+            if found is None:
+                continue
+            qualified, guidance, removable, expr = found
+            message = f"`{qualified}` has no effect on Neuron"
+            if alone and removable:
+                self.report(
+                    node,
+                    message,
+                    replacement=cst.RemovalSentinel.REMOVE,
+                    safety=Safety.UNSAFE,
+                    guidance=guidance,
+                    unused_imports=import_to_drop(self, expr),
+                    effort=Effort.LOW,
+                    description="remove the statement",
+                )
+            else:
+                self.report(statement, message, guidance=guidance, effort=Effort.LOW)
+
+    def _flag_in(self, statement: cst.BaseSmallStatement) -> tuple[str, str, bool, cst.BaseExpression] | None:
+        if isinstance(statement, cst.Assign):
+            for target in statement.targets:
+                expr = target.target
+                if isinstance(expr, cst.Attribute) and expr.attr.value in _FLAG_MEMBERS:
+                    qualified = self.qualname(expr)
+                    if qualified in _FLAGS:
+                        return qualified, _FLAGS[qualified], len(statement.targets) == 1, expr
+        elif isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+            func = statement.value.func
+            member = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+            if member in _CALL_MEMBERS:
+                qualified = self.qualname(func)
+                if qualified in _CALLS:
+                    return qualified, _CALLS[qualified], True, func
+        return None

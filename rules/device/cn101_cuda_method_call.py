@@ -1,0 +1,156 @@
+"""CN101: ``.cuda()`` method calls."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Invalid, Rule, Safety, Valid
+
+from .._device_util import is_device_word
+from .._target import device_expr
+from .._util import arg_by_name, positional_args
+
+__all__ = ["CudaMethodCall"]
+
+
+def _holds_device(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Name):
+        return is_device_word(node.value)
+    return isinstance(node, cst.Attribute) and is_device_word(node.attr.value)
+
+
+class CudaMethodCall(Rule):
+    """
+    ## What it does
+    Rewrites ``.cuda()`` on tensors and modules to ``.to(<device>)``, keeping the device index
+    and ``non_blocking``.
+
+    ## Why is this bad?
+    ``.cuda()`` only ever means a CUDA device. TorchNeuron generates ``.neuron()``, but ``.to()``
+    is the spelling AWS documents and the one that also works with a device variable.
+
+    ## Example
+    ```python
+    model.cuda()
+    x = x.cuda(non_blocking=True)
+    y = y.cuda(rank)
+    ```
+    becomes
+    ```python
+    model.to("neuron")
+    x = x.to("neuron", non_blocking=True)
+    y = y.to(f"neuron:{rank}")
+    ```
+
+    ## Fix safety
+    Safe: ``.to(device)`` is what ``.cuda(device)`` does for tensors and modules. Storages take
+    the device only by keyword (``UntypedStorage.to(*, device)``), so inside a ``map_location``
+    lambda — where the receiver is a storage — the fix writes ``.to(device=...)``. An argument
+    named like a device (``.cuda(device)``) may hold a ``torch.device``, so it is passed through
+    as ``.to(device)`` rather than formatted into ``f"neuron:{device}"``. A receiver that
+    is not a torch object but has its own ``cuda`` method would be changed too; such classes are
+    rare enough that suppressing the line (``# cuda2neuron: ignore[CN101]``) is the remedy.
+    """
+
+    code = "CN101"
+    name = "cuda-method-call"
+    fixes = frozenset({Safety.SAFE})
+    triggers = ("cuda",)
+    VALID = (
+        "x.to('neuron')",
+        "torch.cuda.is_available()",
+        "cuda()",  # a plain function, not a method
+        "x.cuda",  # attribute access without a call is not a placement
+        Valid("x.to(torch.accelerator.current_accelerator())", target="accelerator"),
+    )
+    INVALID = (
+        Invalid("model.cuda()\n", 'model.to("neuron")\n'),
+        Invalid("x = x.cuda(non_blocking=True)\n", 'x = x.to("neuron", non_blocking=True)\n'),
+        Invalid("y = y.cuda(0)\n", 'y = y.to("neuron:0")\n'),
+        Invalid("y = y.cuda(rank)\n", 'y = y.to(f"neuron:{rank}")\n'),
+        Invalid("y = y.cuda(device=args.gpu)\n", 'y = y.to(f"neuron:{args.gpu}")\n'),
+        # A device variable may hold a torch.device: passed through, not formatted into a string.
+        Invalid("model.cuda(device)\n", "model.to(device)\n"),
+        Invalid("x = x.cuda(self.device, non_blocking=True)\n", "x = x.to(self.device, non_blocking=True)\n"),
+        Invalid("z = torch.zeros(3).cuda()\n", 'z = torch.zeros(3).to("neuron")\n'),
+        Invalid("y = y.cuda(cfg['gpu'])\n", "y = y.to(f\"neuron:{cfg['gpu']}\")\n"),
+        # A nested double quote cannot go inside an f-string before Python 3.12.
+        Invalid(
+            'y = y.cuda(cfg["gpu"])\n',
+            'import torch\n\ny = y.to(torch.device("neuron", cfg["gpu"]))\n',
+        ),
+        # map_location lambdas receive storages, whose .to() takes the device by keyword only.
+        Invalid(
+            "s = torch.load(p, map_location=lambda storage, loc: storage.cuda(gpu))\n",
+            's = torch.load(p, map_location=lambda storage, loc: storage.to(device=f"neuron:{gpu}"))\n',
+        ),
+        Invalid(
+            "import torch\nm.cuda()\n",
+            "import torch\nm.to(torch.accelerator.current_accelerator() or torch.get_default_device())\n",
+            target="accelerator",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "cuda"):
+            return
+        # `torch.cuda(...)` is not a method call on a tensor; the module is not callable anyway.
+        if self.qualname(func) is not None:
+            return
+        device_arg = arg_by_name(node, "device", position=0)
+        index = device_arg.value if device_arg is not None else None
+        if index is not None and _holds_device(index):
+            # `.cuda(device)` with a variable named like a device: it may hold a torch.device
+            # (f"neuron:{device}" would read "neuron:cuda:0"); its definition is ported by the
+            # device-string rules, so pass it through. An int there means the current
+            # accelerator's index in torch >= 2.5, which is the neuron device on Trainium.
+            built = (index, ())
+        else:
+            built = device_expr(self, index)
+        if built is None:
+            self.report(node, "`.cuda()` places the tensor on a CUDA device")
+            return
+        expr, imports = built
+        rest = [
+            a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            for a in node.args
+            if a is not device_arg
+        ]
+        if self._in_map_location():
+            nospace = cst.SimpleWhitespace("")
+            first = cst.Arg(
+                expr,
+                keyword=cst.Name("device"),
+                equal=cst.AssignEqual(whitespace_before=nospace, whitespace_after=nospace),
+            )
+        else:
+            first = cst.Arg(expr)
+        new_args = [first, *rest]
+        replacement = node.with_changes(
+            func=func.with_changes(attr=cst.Name("to")), args=new_args
+        )
+        self.report(
+            node,
+            "`.cuda()` places the tensor on a CUDA device",
+            replacement=replacement,
+            safety=Safety.SAFE,
+            imports=imports,
+            description="replace `.cuda(...)` with `.to(<device>)`",
+        )
+
+    def _in_map_location(self) -> bool:
+        """Inside ``map_location=lambda storage, loc: ...`` (or torch.load's 2nd argument)?"""
+        ancestors = self.context.ancestors
+        for i in range(len(ancestors) - 1, 0, -1):
+            node = ancestors[i]
+            if isinstance(node, cst.Lambda):
+                arg = ancestors[i - 1]
+                if isinstance(arg, cst.Arg) and arg.keyword is not None and arg.keyword.value == "map_location":
+                    return True
+                if isinstance(arg, cst.Arg) and i >= 2 and isinstance(ancestors[i - 2], cst.Call):
+                    call = ancestors[i - 2]
+                    if self.qualname(call.func) in ("torch.load", "torch.jit.load"):
+                        return arg.keyword is None and positional_args(call).index(arg) == 1
+                return False
+        return False

@@ -1,0 +1,291 @@
+"""CN102: "cuda" device strings in device positions."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Invalid, Rule, Safety
+
+from .._device_util import (
+    UseKind,
+    find_use,
+    is_bare_prefix,
+    looks_like_cuda_fstring,
+    reported_at,
+    retarget_fstring,
+    retarget_string,
+)
+from .._target import checkpoint_device
+from .._util import string_value
+
+__all__ = ["CudaDeviceString"]
+
+
+def _bare_device(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.SimpleString) and string_value(node) == "cuda"
+
+_GUIDANCE = 'write the target device instead ("neuron", "neuron:N", or torch.accelerator.current_accelerator())'
+
+
+class CudaDeviceString(Rule):
+    """
+    ## What it does
+    Rewrites CUDA device strings where they name a device. The shapes are ``"cuda"``,
+    ``"cuda:N"``, ``f"cuda:{rank}"``, ``"cuda:%d" % i`` and ``"cuda:{}".format(i)``; the
+    positions are ``torch.device(...)``, ``.to(...)``,
+    ``device=`` and ``map_location=`` arguments of any call, ``torch.load(f, "cuda")``,
+    ``torch.Generator``, parameter defaults and assignments whose name says device
+    (``device``, ``self.device``, ``args.device``, ``cfg["device"]``, ``device_type``), argparse
+    ``add_argument("--device", default="cuda")`` and config dicts ``{"device": "cuda"}``. The
+    string is followed through ``"cuda" if ... else "cpu"``, ``args.device or "cuda"`` and
+    tuples/lists, and through a plain name (``arg = "cuda:0"`` ... ``torch.device(arg)`` in
+    the same scope). In a ``map_location`` dict the values change, and each CUDA key gains a
+    target twin (``{"cuda:0": "neuron:1", "neuron:0": "neuron:1"}``): a key says where a
+    checkpoint was *saved*, and a port loads both checkpoints saved on CUDA and its own.
+
+    ## Why is this bad?
+    A ``"cuda"`` device fails on a machine without CUDA. TorchNeuron names its device
+    ``"neuron"``, with ``"neuron:N"`` for the N-th NeuronCore of the process.
+
+    ## Example
+    ```python
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    x = torch.zeros(3, device=f"cuda:{rank}")
+    state = torch.load(path, map_location="cuda:%d" % rank)
+    ```
+    becomes
+    ```python
+    device = "neuron" if torch.cuda.is_available() else "cpu"
+    x = torch.zeros(3, device=f"neuron:{rank}")
+    state = torch.load(path, map_location="neuron:%d" % rank)
+    ```
+    (``torch.cuda.is_available`` is moved by the torch.cuda rules, CN2xx.)
+
+    ## Fix safety
+    Safe: only strings in device positions change, and they keep their shape (an f-string stays
+    an f-string, a ``%`` template stays a template). A "cuda" string that is a word — an
+    implementation selector (``impl="cuda"``), a ``--cuda`` flag, ``backend="cuda"`` of a
+    non-torch call, log text — is not a device position and is never touched. Autocast and
+    GradScaler device types belong to the AMP rules (CN3xx); comparisons to CN103.
+    On the accelerator target a ``map_location`` device with an index maps to ``"cpu"`` where no
+    accelerator exists (torch.load refuses "cpu:0").
+    """
+
+    code = "CN102"
+    name = "cuda-device-string"
+    fixes = frozenset({Safety.SAFE})
+    triggers = ("cuda",)
+    emits = ("torch.accelerator.current_accelerator",)
+    VALID = (
+        'impl = "cuda"\nassert impl in ["ref", "cuda"]\n',
+        'run(backend="cuda")\n',
+        'parser.add_argument("--cuda", action="store_true", help="use cuda")\n',
+        'USE_CUDA = "cuda"\n',
+        'print("moving model to cuda")\nlogger.info(f"cuda:{rank} ready")\n',
+        '# model.to("cuda")\nx = 1\n',
+        'def f():\n    """Example: model.to("cuda")"""\n',
+        "activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]\n",
+        "import torch\ndevice = torch.accelerator.current_accelerator()\nx.to(device)\n",
+        "from utils import get_device\nmodel.to(get_device())\n",
+        'name = "cuda" if fast else "ref"\n',
+        'kind = "cuda"\nrun(kind)\n',  # bound to a name never used as a device
+        'def f():\n    where = "cuda"\n\n\ndef g(m):\n    return m.to(where)\n',  # another scope
+        'd = {"cuda": "nccl", "cpu": "gloo"}\n',
+        # a second run: the CUDA key already has its target twin
+        'torch.load(path, map_location={"cuda:0": "cpu", "neuron:0": "cpu"})\n',
+        'x.to("neuron")\n',
+        'import torch\nwith torch.autocast("cuda"):\n    pass\n',
+        "if device == 'cuda':\n    pass\n",  # a comparison: CN103
+    )
+    INVALID = (
+        Invalid('import torch\nd = torch.device("cuda")\n', 'import torch\nd = torch.device("neuron")\n'),
+        Invalid('import torch\nd = torch.device("cuda", i)\n', 'import torch\nd = torch.device("neuron", i)\n'),
+        Invalid("import torch\nd = torch.device('cuda:1')\n", "import torch\nd = torch.device('neuron:1')\n"),
+        Invalid('import torch as th\nd = th.device(type="cuda")\n', 'import torch as th\nd = th.device(type="neuron")\n'),
+        Invalid('model.to("cuda")\n', 'model.to("neuron")\n'),
+        Invalid('x = x.to(device="cuda:0", non_blocking=True)\n', 'x = x.to(device="neuron:0", non_blocking=True)\n'),
+        Invalid('x = torch.zeros(3, device="cuda")\n', 'x = torch.zeros(3, device="neuron")\n'),
+        Invalid('x = make(device=f"cuda:{rank}")\n', 'x = make(device=f"neuron:{rank}")\n'),
+        Invalid('x.to("cuda:%d" % i)\n', 'x.to("neuron:%d" % i)\n'),
+        Invalid('x.to("cuda:{}".format(i))\n', 'x.to("neuron:{}".format(i))\n'),
+        Invalid('def f(x, device="cuda"):\n    pass\n', 'def f(x, device="neuron"):\n    pass\n'),
+        Invalid('device = "cuda"\n', 'device = "neuron"\n'),
+        Invalid('self.device = "cuda:0"\n', 'self.device = "neuron:0"\n'),
+        Invalid('args.device = f"cuda:{args.local_rank}"\n', 'args.device = f"neuron:{args.local_rank}"\n'),
+        Invalid('cfg["device"] = "cuda"\n', 'cfg["device"] = "neuron"\n'),
+        Invalid('DEVICE: str = "cuda"\n', 'DEVICE: str = "neuron"\n'),
+        Invalid(
+            'parser.add_argument("--device", type=str, default="cuda", help="cuda or cpu")\n',
+            'parser.add_argument("--device", type=str, default="neuron", help="cuda or cpu")\n',
+        ),
+        Invalid('config = {"device": "cuda", "impl": "cuda"}\n', 'config = {"device": "neuron", "impl": "cuda"}\n'),
+        Invalid(
+            'device = "cuda" if torch.cuda.is_available() else "cpu"\n',
+            'device = "neuron" if torch.cuda.is_available() else "cpu"\n',
+        ),
+        Invalid('device = args.device or "cuda"\n', 'device = args.device or "neuron"\n'),
+        Invalid('devices = ["cuda:0", "cuda:1"]\n', 'devices = ["neuron:0", "neuron:1"]\n'),
+        Invalid(
+            'import torch\ng = torch.Generator(device="cuda")\n', 'import torch\ng = torch.Generator(device="neuron")\n'
+        ),
+        Invalid('import torch\ns = torch.load(p, "cuda")\n', 'import torch\ns = torch.load(p, "neuron")\n'),
+        Invalid('s = torch.load(p, map_location="cuda:%d" % rank)\n', 's = torch.load(p, map_location="neuron:%d" % rank)\n'),
+        Invalid(
+            "s = torch.load(p, map_location={'cuda:%d' % 0: 'cuda:%d' % rank})\n",
+            "s = torch.load(p, map_location={'cuda:%d' % 0: 'neuron:%d' % rank, 'neuron:%d' % 0: 'neuron:%d' % rank})\n",
+        ),
+        Invalid(
+            'torch.load(path, map_location={"cuda:0": "cpu"})\n',
+            'torch.load(path, map_location={"cuda:0": "cpu", "neuron:0": "cpu"})\n',
+        ),
+        Invalid(
+            'import torch\ns = torch.load(p, map_location=torch.device("cuda"))\n',
+            'import torch\ns = torch.load(p, map_location=torch.device("neuron"))\n',
+        ),
+        Invalid(
+            'device_type = "cuda" if "cuda" in device else "cpu"\n',
+            'device_type = "neuron" if "cuda" in device else "cpu"\n',
+        ),
+        Invalid('run(x, device_type="cuda")\n', 'run(x, device_type="neuron")\n'),
+        # A plain name bound to a device string and later used as a device (the literal is followed).
+        Invalid(
+            'import torch\nif ok:\n    arg = "cuda:0"\nelse:\n    arg = "cpu"\nd = torch.device(arg)\n',
+            'import torch\nif ok:\n    arg = "neuron:0"\nelse:\n    arg = "cpu"\nd = torch.device(arg)\n',
+        ),
+        Invalid('def f(m):\n    where = "cuda"\n    return m.to(where)\n', 'def f(m):\n    where = "neuron"\n    return m.to(where)\n'),
+        Invalid(
+            'import torch\nd = torch.device("cuda")\n',
+            "import torch\nd = torch.device((torch.accelerator.current_accelerator() or torch.get_default_device()).type)\n",
+            target="accelerator",
+        ),
+        Invalid(
+            'import torch\nx.to("cuda:1")\n',
+            'import torch\nx.to(f"{(torch.accelerator.current_accelerator() or torch.get_default_device()).type}:1")\n',
+            target="accelerator",
+        ),
+        Invalid(
+            'import torch\nx.to(f"cuda:{rank}")\n',
+            'import torch\nx.to(f"{(torch.accelerator.current_accelerator() or torch.get_default_device()).type}:{rank}")\n',
+            target="accelerator",
+        ),
+        Invalid(
+            'import torch\nstate = torch.load(p, map_location="cuda:0")\n',
+            'import torch\nstate = torch.load(p, map_location=f"{(torch.accelerator.current_accelerator() or torch.get_default_device()).type}:0" if torch.accelerator.is_available() else "cpu")\n',
+            target="accelerator",
+        ),
+        Invalid(
+            'import torch\nx.to("cuda:{}".format(i))\n',
+            'import torch\nx.to(f"{(torch.accelerator.current_accelerator() or torch.get_default_device()).type}:{{}}".format(i))\n',
+            target="accelerator",
+        ),
+    )
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if "cuda" not in node.value:  # cheap test before any walking
+            return
+        built = retarget_string(self, node)
+        if built is None or is_bare_prefix(node):
+            return
+        self._report(node, built)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        if not looks_like_cuda_fstring(node):
+            return
+        built = retarget_fstring(self, node)
+        if built is not None:
+            self._report(node, built)
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # ``arg = "cuda:0"`` ... ``torch.device(arg)``: strings bound to a name that does not say
+        # device wait here, keyed by (scope, name), until the name shows up in a device position
+        # in the same scope; they are reported when the module is left.
+        self._pending: dict[tuple[int, str], list[tuple[cst.BaseExpression, tuple, tuple]]] = {}
+        self._used_as_device: set[tuple[int, str]] = set()
+        # Scopes are made while walking; holding them keeps their id() from being reused by a
+        # later scope (which would join two unrelated functions' names).
+        self._scopes: list[object] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if not self._pending:  # cheap: most files bind no cuda string to a plain name
+            return
+        key = (id(self.context.scope), node.value)
+        if key not in self._pending or key in self._used_as_device:
+            return
+        use = find_use(self, node)
+        if use is not None and use.kind is UseKind.PLACEMENT and use.what != "map-key":
+            self._used_as_device.add(key)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for key in self._used_as_device:
+            for node, built, ancestors in self._pending[key]:
+                self._emit(node, built)
+                reported_at(self, ancestors)  # reported after the walk: say where the node sits
+
+    def _report(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple]) -> None:
+        use = find_use(self, node)
+        if use is not None and use.kind is UseKind.BINDING:
+            self._scopes.append(self.context.scope)
+            entry = (node, built, tuple(self.context.ancestors))
+            self._pending.setdefault((id(self.context.scope), use.what), []).append(entry)
+            return
+        if use is None or use.kind is not UseKind.PLACEMENT:
+            return
+        if use.what == "map-key":
+            self._twin_key(node, built, use)
+            return
+        # Only a whole argument or dict value: `"cuda:%d" % rank` keeps its template shape.
+        if use.what == "map_location" and not _bare_device(node) and isinstance(self.context.parent, (cst.Arg, cst.DictElement)):
+            built = checkpoint_device(self, built)
+        self._emit(node, built)
+
+    def _twin_key(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple], use) -> None:
+        """``map_location={"cuda:0": dst}`` gains ``"neuron:0": dst`` next to the CUDA key.
+
+        The key names where a checkpoint was *saved*: checkpoints from CUDA runs hold "cuda:0"
+        storages, checkpoints saved by the port hold "neuron:0" ones. Renaming the key would
+        break the first kind, keeping it the second; both keys load both.
+        """
+        element = use.user
+        dictionary = use.above[-1] if use.above else None
+        if not isinstance(element, cst.DictElement) or not isinstance(dictionary, cst.Dict):
+            return
+        replacement, imports = built
+        new_key = element.key.deep_replace(node, replacement) if element.key is not node else replacement
+        new_code = cst.Module([]).code_for_node(new_key)
+        if any(
+            isinstance(e, cst.DictElement) and cst.Module([]).code_for_node(e.key) == new_code
+            for e in dictionary.elements
+        ):
+            return  # already twinned (second run)
+        elements: list[cst.BaseDictElement] = []
+        for e in dictionary.elements:
+            if e is element:
+                comma = e.comma
+                elements.append(e.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+                elements.append(e.with_changes(key=new_key, comma=comma))
+            else:
+                elements.append(e)
+        self.report(
+            dictionary,
+            f"`{self.context.code(element.key)}` in map_location names a CUDA device; checkpoints "
+            "saved by the port hold the target device instead",
+            replacement=dictionary.with_changes(elements=elements),
+            safety=Safety.SAFE,
+            imports=imports,
+            guidance="keep the CUDA key for checkpoints saved on CUDA and add the target key",
+            description="map the target device's key too",
+        )
+        reported_at(self, use.above[:-1])  # the fix rebuilds the dict around the visited key
+
+    def _emit(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple]) -> None:
+        replacement, imports = built
+        self.report(
+            node,
+            f"`{self.context.code(node)}` names a CUDA device",
+            replacement=replacement,
+            safety=Safety.SAFE,
+            imports=imports,
+            guidance=_GUIDANCE,
+            description="name the target device",
+        )

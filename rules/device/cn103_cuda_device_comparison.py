@@ -1,0 +1,181 @@
+"""CN103: comparisons of a device with "cuda"."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
+
+from .._device_util import (
+    UseKind,
+    comparison_safety,
+    find_use,
+    is_bare_prefix,
+    looks_like_cuda_fstring,
+    retarget_fstring,
+    retarget_string,
+)
+
+__all__ = ["CudaDeviceComparison"]
+
+_GUIDANCE = (
+    "this test picks a code path written for CUDA: if the branch calls CUDA-only code (custom "
+    "kernels, Triton, flash-attn) keep the test as is so that the fallback runs on Neuron; "
+    'otherwise compare with "neuron"'
+)
+
+
+class CudaDeviceComparison(Rule):
+    """
+    ## What it does
+    Rewrites the "cuda" side of tests on a device (``==``, ``!=``, ``in``, ``startswith``,
+    ``replace``). For example ``x.device.type == "cuda"``, ``device == "cuda"``,
+    ``device != "cuda:0"``, ``"cuda" in device``, ``device in ("cuda", "mps")``,
+    ``device.startswith("cuda")``, ``str(device).replace("cuda:", "")`` — when the other side
+    is named like a device (``device``, ``device_type``, ``args.device``, ``x.device.type``,
+    ``str(x.device)``).
+
+    ## Why is this bad?
+    Once placement says ``"neuron"``, a test for ``"cuda"`` is always false: pinned memory,
+    fused optimizers, autocast device types and synchronisation chosen by it silently take the
+    CPU path. LLM trainers derive ``device_type = "cuda" if "cuda" in device else "cpu"`` and
+    feed it to autocast (trap 1): the string in the test and the default must change together.
+
+    ## Example
+    ```python
+    device_type = "cuda" if "cuda" in device else "cpu"
+    pin = x.device.type == "cuda"
+    ```
+    becomes
+    ```python
+    device_type = "neuron" if "neuron" in device else "cpu"
+    pin = x.device.type == "neuron"
+    ```
+
+    ## Fix safety
+    Depends on what the test selects. *Data* — it is assigned, passed or returned, picks between
+    plain values or data moves (``t.to(rank) if ... else t``), or guards an ``if`` whose branches
+    only move tensors (``x.pin_memory().to(device)``): safe. *Code* — the test of an
+    ``if``/``while`` or conditional expression whose branches call torch (``torch.cuda.synchronize()``):
+    unsafe, applied with ``--unsafe-fixes``. Branches that call anything else (``fused(x)``, a
+    Triton kernel, flash-attn): display-only, because such a guard usually protects a CUDA-only
+    kernel whose pure-PyTorch fallback is what must run on Neuron (trap 12); the same for a test
+    joined with a check that an optional library is present (``if HAS_TRITON and
+    x.device.type == "cuda"``). A test that feeds
+    ``fused=`` (``use_fused = device_type == "cuda"``) is left alone: False on Neuron picks the
+    plain optimizer, which is right. Tests of the bare ``"cuda:"`` prefix are input parsing and
+    always safe, so ``spec.startswith("cuda:")`` and ``spec[len("cuda:"):]`` change together.
+    Comparisons with a name that does not say device (``impl in ["ref", "cuda"]``) are never
+    touched.
+    """
+
+    code = "CN103"
+    name = "cuda-device-comparison"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE, Safety.DISPLAY_ONLY})
+    triggers = ("cuda",)
+    emits = ("torch.accelerator.current_accelerator",)
+    VALID = (
+        'assert impl in ["ref", "cuda"]\n',
+        'if args.backend == "cuda":\n    pass\n',
+        'if kernel == "cuda":\n    pass\n',
+        'print("cuda" in message)\n',
+        'if name.startswith("cuda"):\n    pass\n',
+        'n = len("cuda")\n',
+        # feeds fused=: False on Neuron is right (no fused Neuron kernel; CN6xx reports fused=)
+        'use_fused = fused_available and device_type == "cuda"\n',
+        'opt = torch.optim.AdamW(params, fused=device.type == "cuda")\n',
+        'pin = x.device.type == "neuron"\n',
+        "import torch\nis_acc = x.device.type == torch.accelerator.current_accelerator().type\n",
+        'device = "cuda"\n',  # a placement: CN102
+    )
+    INVALID = (
+        Invalid('pin = x.device.type == "cuda"\n', 'pin = x.device.type == "neuron"\n'),
+        Invalid('on_gpu = device == "cuda"\n', 'on_gpu = device == "neuron"\n'),
+        Invalid('ok = "cuda:0" != args.device\n', 'ok = "neuron:0" != args.device\n'),
+        Invalid('pin = "cuda" in device\n', 'pin = "neuron" in device\n'),
+        Invalid('is_gpu = str(x.device).startswith("cuda")\n', 'is_gpu = str(x.device).startswith("neuron")\n'),
+        Invalid('gpu = device in ("cuda", "mps")\n', 'gpu = device in ("neuron", "mps")\n'),
+        Invalid('index = int(device.replace("cuda:", ""))\n', 'index = int(device.replace("neuron:", ""))\n'),
+        # The bare prefix is a device prefix on any receiver; both literals change together.
+        Invalid(
+            'if spec.startswith("cuda:"):\n    spec = spec[len("cuda:"):]\n',
+            'if spec.startswith("neuron:"):\n    spec = spec[len("neuron:"):]\n',
+        ),
+        Invalid('spec = spec.removeprefix("cuda:")\n', 'spec = spec.removeprefix("neuron:")\n'),
+        Invalid(
+            "batch = [t.to(rank) if t.device.type != 'cuda' else t for t in batch]\n",
+            "batch = [t.to(rank) if t.device.type != 'neuron' else t for t in batch]\n",
+        ),
+        Invalid(
+            'device_type = "cuda" if "cuda" in device else "cpu"\n',
+            'device_type = "cuda" if "neuron" in device else "cpu"\n',
+        ),
+        Invalid("x = dict(pin_memory=device_type == 'cuda')\n", "x = dict(pin_memory=device_type == 'neuron')\n"),
+        # A guard around torch-only code: usually right to retarget, but it changes control flow.
+        Invalid(
+            'import torch\nif x.device.type == "cuda":\n    torch.cuda.synchronize()\n',
+            'import torch\nif x.device.type == "neuron":\n    torch.cuda.synchronize()\n',
+            unsafe=True,
+        ),
+        # A guard around a project kernel: the fallback is the port (trap 12); advice only.
+        Invalid('if x.device.type == "cuda":\n    y = fused_kernel(x)\n', None, unsafe=True),
+        Invalid('y = fused(x) if x.device.type == "cuda" else slow(x)\n', None, unsafe=True),
+        # A guard whose branches only move data is a data choice.
+        Invalid(
+            'if device_type == "cuda":\n    x = x.pin_memory().to(device, non_blocking=True)\nelse:\n    x = x.to(device)\n',
+            'if device_type == "neuron":\n    x = x.pin_memory().to(device, non_blocking=True)\nelse:\n    x = x.to(device)\n',
+        ),
+        Invalid(
+            'import torch\npin = x.device.type == "cuda"\n',
+            'import torch\npin = x.device.type == getattr(torch.accelerator.current_accelerator(), "type", "no accelerator")\n',
+            target="accelerator",
+        ),
+        # The CPU of a machine without an accelerator must not pass the test: a string no
+        # device type equals or contains stands in for the accelerator's type there.
+        Invalid(
+            "import torch\nok = 'cuda' in device\n",
+            "import torch\nok = getattr(torch.accelerator.current_accelerator(), 'type', 'no accelerator') in device\n",
+            target="accelerator",
+        ),
+        Invalid(
+            'import torch\nsame = dev == f"cuda:{rank}"\n',
+            """import torch\nsame = dev == f"{getattr(torch.accelerator.current_accelerator(), 'type', 'no accelerator')}:{rank}"\n""",
+            target="accelerator",
+        ),
+    )
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if "cuda" not in node.value:  # cheap test before any walking
+            return
+        self._check(node, retarget_string)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        if not looks_like_cuda_fstring(node):
+            return
+        self._check(node, retarget_fstring)
+
+    def _check(self, node: cst.BaseExpression, retarget) -> None:
+        use = find_use(self, node)
+        if use is None or use.kind is not UseKind.COMPARISON:
+            return
+        # A "cuda:" prefix parsed off a device string must match what its slice
+        # (spec[len("cuda:"):], not a comparison) becomes: both take the device form.
+        built = retarget(self, node, compared=not is_bare_prefix(node))
+        if built is None:
+            return
+        replacement, imports = built
+        # Parsing a "cuda:" prefix off user input is string handling, not a CUDA code path; its
+        # test and its slice (spec[len("cuda:"):]) must change together, so both are safe.
+        safety = Safety.SAFE if is_bare_prefix(node) else comparison_safety(use, self)
+        if safety is None:
+            return
+        self.report(
+            node,
+            f"`{self.context.code(use.user)}` checks a device against \"cuda\"",
+            replacement=replacement,
+            safety=safety,
+            imports=imports,
+            guidance="" if safety is Safety.SAFE else _GUIDANCE,
+            effort={Safety.SAFE: Effort.NONE, Safety.UNSAFE: Effort.LOW}.get(safety, Effort.MEDIUM),
+            description="test for the target device",
+        )

@@ -1,0 +1,146 @@
+"""CN105: the ``torch.cuda.device(i)`` context manager."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Invalid, Rule, Safety
+
+from .._target import NEURON, checked_for_accelerator
+from .._util import arg_by_name
+
+__all__ = ["CudaDeviceContext"]
+
+
+class CudaDeviceContext(Rule):
+    """
+    ## What it does
+    Rewrites the ``torch.cuda.device(i)`` context manager to ``torch.neuron.device(i)``. With ``--target accelerator`` it becomes
+    ``torch.accelerator.device_index(i if torch.accelerator.is_available() else None)`` when the
+    oldest supported torch is 2.8 or newer (``device_index(i)`` raises on a machine without an
+    accelerator; ``device_index(None)`` does nothing there).
+
+    ## Why is this bad?
+    ``torch.cuda.device`` initialises CUDA; on Trainium the device module is ``torch.neuron``,
+    whose ``device`` context manager takes the same index (or a ``"neuron:N"`` device).
+
+    ## Example
+    ```python
+    with torch.cuda.device(rank):
+        buf = torch.empty(n, device="cuda")
+    ```
+    becomes
+    ```python
+    with torch.neuron.device(rank):
+        buf = torch.empty(n, device="neuron")
+    ```
+    (the ``device=`` string is CN102's.)
+
+    ## Fix safety
+    Safe for ``--target neuron``: same name, same arguments. For ``--target accelerator``,
+    ``torch.accelerator.device_index`` accepts only an index (not a device or a string) and
+    exists from torch 2.8: the fix is safe for an integer literal, unsafe for any other
+    argument (it may be a ``torch.device``), and a report for older torch.
+    """
+
+    code = "CN105"
+    name = "cuda-device-context"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE})
+    triggers = ("cuda",)
+    emits = ("torch.neuron.device", "torch.accelerator.device_index")
+    VALID = (
+        "import torch\nwith torch.neuron.device(1):\n    pass\n",
+        "with device(1):\n    pass\n",  # a local helper, not torch.cuda.device
+        "import torch\nwith torch.accelerator.device_index(0):\n    pass\n",
+        "import torch\nd = torch.device('cpu')\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nwith torch.cuda.device(rank):\n    pass\n",
+            "import torch\nwith torch.neuron.device(rank):\n    pass\n",
+        ),
+        Invalid(
+            "import torch as th\nwith th.cuda.device(0):\n    pass\n",
+            "import torch as th\nwith th.neuron.device(0):\n    pass\n",
+        ),
+        # The from-import left unused is removed (`torch.neuron.device` is no use of it).
+        Invalid(
+            "from torch.cuda import device\nwith device(1):\n    pass\n",
+            "import torch\n\nwith torch.neuron.device(1):\n    pass\n",
+        ),
+        Invalid(
+            "import torch\nwith torch.cuda.device(1):\n    pass\n",
+            "import torch\nwith torch.accelerator.device_index(1 if torch.accelerator.is_available() else None):\n    pass\n",
+            target="accelerator",
+        ),
+        Invalid(
+            "import torch\nwith torch.cuda.device(d):\n    pass\n",
+            "import torch\nwith torch.accelerator.device_index(d if torch.accelerator.is_available() else None):\n    pass\n",
+            target="accelerator",
+            unsafe=True,
+        ),
+        # Already behind an availability check: no second one.
+        Invalid(
+            "import torch\nif torch.cuda.is_available():\n    with torch.cuda.device(1):\n        pass\n",
+            "import torch\nif torch.cuda.is_available():\n    with torch.accelerator.device_index(1):\n        pass\n",
+            target="accelerator",
+        ),
+        Invalid(
+            "import torch\nwith torch.cuda.device(1):\n    pass\n",
+            None,
+            target="accelerator",
+            options=(("min_torch", (2, 7)),),
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        # Cheap test first; a bare name may be an alias (from torch.cuda import device as cd).
+        if isinstance(func, cst.Attribute):
+            if func.attr.value != "device":
+                return
+        elif not isinstance(func, cst.Name):
+            return
+        if self.qualname(func) != "torch.cuda.device":
+            return
+        message = "`torch.cuda.device(...)` selects a CUDA device"
+        unused = (("torch.cuda", "device"),) if isinstance(func, cst.Name) else ()
+        settings = self.context.settings
+        if settings.target == NEURON:
+            target, safety = "torch.neuron.device", Safety.SAFE
+        else:
+            arg = arg_by_name(node, "device", position=0)
+            if settings.min_torch < (2, 8) or arg is None or arg.keyword is not None:
+                self.report(
+                    node,
+                    message,
+                    guidance="torch.accelerator.device_index needs torch >= 2.8; before that, "
+                    "call torch.accelerator.set_device_index(i) and restore the old index afterwards",
+                )
+                return
+            target = "torch.accelerator.device_index"
+            safety = Safety.SAFE if isinstance(arg.value, cst.Integer) else Safety.UNSAFE
+        spelled = self.spell(target)
+        if spelled is None:
+            self.report(node, message, guidance=f"use `{target}(...)`")
+            return
+        new_func, imports = spelled
+        replacement = node.with_changes(func=new_func)
+        if settings.target != NEURON and not checked_for_accelerator(self, node):
+            # device_index(i) raises where there is no accelerator; device_index(None) does nothing.
+            check = self.spell("torch.accelerator.is_available")
+            if check is not None:
+                index = cst.IfExp(test=cst.Call(func=check[0]), body=arg.value, orelse=cst.Name("None"))
+                replacement = replacement.with_changes(
+                    args=[a.with_changes(value=index) if a is arg else a for a in node.args]
+                )
+        self.report(
+            node,
+            message,
+            replacement=replacement,
+            safety=safety,
+            imports=imports,
+            unused_imports=unused,
+            guidance="" if safety is Safety.SAFE else "the argument must be an index, not a device",
+            description=f"use `{target}`",
+        )

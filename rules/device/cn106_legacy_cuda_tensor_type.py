@@ -1,0 +1,331 @@
+"""CN106: legacy CUDA tensor types (``torch.cuda.FloatTensor`` and friends)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Invalid, Rule, Safety
+
+from .._device_util import reported_at
+from .._target import NEURON, compared_type_expr, device_expr
+from .._util import positional_args
+
+__all__ = ["LegacyCudaTensorType"]
+
+_DTYPES = {
+    "FloatTensor": "float32",
+    "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16",
+    "ByteTensor": "uint8",
+    "CharTensor": "int8",
+    "ShortTensor": "int16",
+    "IntTensor": "int32",
+    "LongTensor": "int64",
+    "BoolTensor": "bool",
+}
+
+
+def _kw(name: str, value: cst.BaseExpression) -> cst.Arg:
+    # libcst's default AssignEqual prints " = "; keyword arguments are written "name=value".
+    nospace = cst.SimpleWhitespace("")
+    return cst.Arg(value, keyword=cst.Name(name), equal=cst.AssignEqual(whitespace_before=nospace, whitespace_after=nospace))
+
+
+class LegacyCudaTensorType(Rule):
+    """
+    ## What it does
+    Replaces legacy CUDA tensor types (``torch.cuda.FloatTensor``, ``HalfTensor``,
+    ``LongTensor`` and the rest) with factories that name a dtype and a device. The fixed forms are:
+
+    * ``torch.cuda.FloatTensor(2, 3)`` (integer sizes) → ``torch.empty(2, 3, dtype=torch.float32, device="neuron")``
+    * ``torch.cuda.LongTensor([1, 2])`` (literal data) → ``torch.tensor([1, 2], dtype=torch.int64, device="neuron")``
+    * ``x.type(torch.cuda.HalfTensor)`` → ``x.to("neuron", dtype=torch.float16)``
+    * ``isinstance(x, torch.cuda.FloatTensor)`` →
+      ``(isinstance(x, torch.Tensor) and x.is_neuron and x.dtype == torch.float32)``
+
+    Any other use (``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor``, a
+    constructor called with a variable) is reported with the factory to write instead, and so
+    are the uses of such an alias — ``.type(Tensor)``, ``Tensor(n)`` — in the same file or
+    imported from a project module (``from utils import FloatTensor``).
+
+    ## Why is this bad?
+    The legacy types exist only for CUDA and CPU; there is no ``torch.neuron.FloatTensor``.
+    PyTorch has recommended ``dtype=`` and ``device=`` arguments for years.
+
+    ## Example
+    ```python
+    mask = torch.cuda.ByteTensor(n, n)
+    h = h.type(torch.cuda.FloatTensor)
+    ```
+    becomes
+    ```python
+    mask = torch.empty(n, n, dtype=torch.uint8, device="neuron")   # if n is a literal
+    h = h.to("neuron", dtype=torch.float32)
+    ```
+
+    ## Fix safety
+    Safe where the meaning is certain: integer-literal sizes give uninitialised memory exactly
+    like the legacy constructor; list/tuple literals are data; ``.type(T)`` and ``.to(device,
+    dtype=...)`` both return the tensor itself when nothing changes. (On a *module*,
+    ``.type(T)`` also casts integer buffers, ``.to`` only floating ones — what a device port
+    wants.) A constructor called with a variable is reported: ``FloatTensor(n)`` is a size when
+    ``n`` is an int and data when it is a list, and the source cannot tell which.
+    """
+
+    code = "CN106"
+    name = "legacy-cuda-tensor-type"
+    fixes = frozenset({Safety.SAFE})
+    # The type names too: an alias imported from a project module has no "cuda" in the file.
+    triggers = ("cuda", *_DTYPES)
+    emits = (
+        "torch.empty",
+        "torch.tensor",
+        "torch.Tensor",
+        "torch.accelerator.current_accelerator",
+        *(f"torch.{dtype}" for dtype in _DTYPES.values()),
+    )
+    VALID = (
+        "import torch\nx = torch.FloatTensor(2, 3)\n",
+        "import torch\nx = torch.empty(2, 3, dtype=torch.float32, device='neuron')\n",
+        "from torch.cuda import FloatTensor\n",  # the import alone is not a use
+        "class FloatTensor: pass\ny = FloatTensor(3)\n",
+        "import torch\nm = (a == b).type(torch.FloatTensor)\n",  # torch's CPU type
+        "from torch import FloatTensor\nm = (a == b).type(FloatTensor)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nx = torch.cuda.FloatTensor(2, 3)\n",
+            'import torch\nx = torch.empty(2, 3, dtype=torch.float32, device="neuron")\n',
+        ),
+        Invalid(
+            "import torch\nx = torch.cuda.FloatTensor()\n",
+            'import torch\nx = torch.empty(0, dtype=torch.float32, device="neuron")\n',
+        ),
+        Invalid(
+            "import torch\nidx = torch.cuda.LongTensor([1, 2])\n",
+            'import torch\nidx = torch.tensor([1, 2], dtype=torch.int64, device="neuron")\n',
+        ),
+        Invalid(
+            "import torch\nh = h.type(torch.cuda.HalfTensor)\n",
+            'import torch\nh = h.to("neuron", dtype=torch.float16)\n',
+        ),
+        Invalid(
+            "from torch.cuda import FloatTensor\nok = isinstance(x, FloatTensor)\n",
+            'import torch\n\nok = (isinstance(x, torch.Tensor) and x.is_neuron and x.dtype == torch.float32)\n',
+        ),
+        Invalid("import torch\nTensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"),
+        Invalid("import torch\nmask = torch.cuda.ByteTensor(n)\n"),
+        # Uses of an alias are reported too: the alias may live in another module.
+        Invalid("from utils import FloatTensor\nm = (a == b).type(FloatTensor)\n"),
+        Invalid(
+            "import torch\nLT = torch.cuda.LongTensor if cuda else torch.LongTensor\npos = LT(n)\n"
+        ),
+        Invalid(
+            "import torch\nx = torch.cuda.FloatTensor(4)\n",
+            "import torch\nx = torch.empty(4, dtype=torch.float32, device=torch.accelerator.current_accelerator() or torch.get_default_device())\n",
+            target="accelerator",
+        ),
+    )
+
+    def _resolve(self, node: cst.BaseExpression) -> str | None:
+        """The dtype name for a reference to a legacy CUDA type, else None."""
+        last = node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else ""
+        if last not in _DTYPES:  # cheap test before resolving
+            return None
+        if self.qualname(node) != f"torch.cuda.{last}":
+            return None
+        return _DTYPES[last]
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._visit_ref(node)
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # ``FloatTensor = torch.cuda.FloatTensor if use_cuda else torch.FloatTensor``: names
+        # bound to a legacy CUDA type in this file, by name -> dtype; their uses are reported.
+        self._aliases: dict[str, str] = {}
+
+    def visit_Name(self, node: cst.Name) -> None:
+        # cheap test first: this runs for every name in the file
+        if node.value not in _DTYPES and node.value not in self._aliases:
+            return
+        parent = self.context.parent
+        if isinstance(parent, (cst.Attribute, cst.ImportAlias)):
+            return  # the tail of torch.cuda.X is visited as the Attribute; imports are no use
+        if self._resolve(node) is None:
+            self._visit_alias_use(node)
+            return
+        self._visit_ref(node)
+
+    def _visit_alias_use(self, node: cst.Name) -> None:
+        """``x.type(FloatTensor)`` / ``FloatTensor(n)`` where the name is an alias of a legacy
+        CUDA type: bound in this file, or imported from a project module (``from utils import
+        FloatTensor``) — torch's own CPU types (``torch.FloatTensor``) are not aliases."""
+        name = node.value
+        dtype = self._aliases.get(name)
+        if dtype is None:
+            qualified = self.qualname(node)
+            if qualified is None or qualified.startswith("torch"):
+                return
+            dtype = _DTYPES[name]
+        ancestors = self.context.ancestors
+        parent = ancestors[-1] if ancestors else None
+        grand = ancestors[-2] if len(ancestors) >= 2 else None
+        is_call = isinstance(parent, cst.Call) and parent.func is node
+        is_type_arg = (
+            isinstance(parent, cst.Arg)
+            and isinstance(grand, cst.Call)
+            and isinstance(grand.func, cst.Attribute)
+            and grand.func.attr.value == "type"
+        )
+        if not (is_call or is_type_arg):
+            return
+        self.report(
+            node,
+            f"`{name}` is an alias of a legacy CUDA tensor type",
+            guidance=f"use `x.to(device, dtype=torch.{dtype})` instead of `.type({name})`, and "
+            f"`torch.empty(sizes, dtype=torch.{dtype}, device=device)` instead of `{name}(sizes)`",
+        )
+
+    def _remember_alias(self, node: cst.BaseExpression, dtype: str) -> None:
+        """Bound by ``name = <expr with torch.cuda.X>`` (through ``a if c else b``)?"""
+        for anc in reversed(self.context.ancestors):
+            if isinstance(anc, cst.IfExp):
+                continue
+            if isinstance(anc, cst.Assign) and len(anc.targets) == 1 and isinstance(anc.targets[0].target, cst.Name):
+                self._aliases[anc.targets[0].target.value] = dtype
+            return
+
+    def _visit_ref(self, node: cst.BaseExpression) -> None:
+        dtype = self._resolve(node)
+        if dtype is None:
+            return
+        name = node.attr.value if isinstance(node, cst.Attribute) else node.value  # type: ignore[union-attr]
+        unused = () if isinstance(node, cst.Attribute) else (("torch.cuda", name),)
+        ancestors = self.context.ancestors
+        parent = ancestors[-1] if ancestors else None
+        grand = ancestors[-2] if len(ancestors) >= 2 else None
+        message = f"`torch.cuda.{name}` is a legacy CUDA tensor type"
+        guidance = (
+            f"use `torch.empty(sizes, dtype=torch.{dtype}, device=device)` for a size or "
+            f"`torch.tensor(data, dtype=torch.{dtype}, device=device)` for data"
+        )
+        built = None
+        if isinstance(parent, cst.Call) and parent.func is node:
+            built = self._constructor(parent, dtype)
+            target_node: cst.CSTNode = parent
+            above = ancestors[:-1]
+        elif isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
+            built = self._as_argument(grand, parent, dtype)
+            target_node = grand
+            above = ancestors[:-2]
+        if built is None:
+            self.report(node, message, guidance=guidance)
+            self._remember_alias(node, dtype)
+            return
+        replacement, imports = built
+        self.report(
+            target_node,
+            message,
+            replacement=replacement,
+            safety=Safety.SAFE,
+            imports=imports,
+            unused_imports=unused,
+            guidance=guidance,
+            description=f"name dtype torch.{dtype} and the device",
+        )
+        reported_at(self, above)  # the fix replaces the enclosing call, not the visited name
+
+    def _pieces(self, dtype: str) -> tuple[cst.BaseExpression, cst.BaseExpression, tuple] | None:
+        dev = device_expr(self)
+        dt = self.spell(f"torch.{dtype}")
+        if dev is None or dt is None:
+            return None
+        return dev[0], dt[0], dev[1] + dt[1]
+
+    def _constructor(self, call: cst.Call, dtype: str) -> tuple[cst.BaseExpression, tuple] | None:
+        args = list(call.args)
+        if any(a.keyword is not None or a.star for a in args):
+            return None
+        if not args:
+            factory, data = "torch.empty", [cst.Arg(cst.Integer("0"))]
+        elif all(isinstance(a.value, cst.Integer) for a in args):
+            factory, data = "torch.empty", [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args]
+        elif len(args) == 1 and isinstance(args[0].value, (cst.List, cst.Tuple, cst.ListComp)):
+            factory, data = "torch.tensor", [args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+        else:
+            return None
+        pieces = self._pieces(dtype)
+        func = self.spell(factory)
+        if pieces is None or func is None:
+            return None
+        dev, dt, imports = pieces
+        new = cst.Call(
+            func=func[0],
+            args=[*data, _kw("dtype", dt), _kw("device", dev)],
+        )
+        return new, imports + func[1]
+
+    def _as_argument(self, call: cst.Call, arg: cst.Arg, dtype: str) -> tuple[cst.BaseExpression, tuple] | None:
+        func = call.func
+        positions = positional_args(call)
+        # x.type(torch.cuda.HalfTensor)
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "type"
+            and positions[:1] == [arg]
+            and len(call.args) == 1
+            and self.qualname(func) is None
+        ):
+            pieces = self._pieces(dtype)
+            if pieces is None:
+                return None
+            dev, dt, imports = pieces
+            return (
+                call.with_changes(
+                    func=func.with_changes(attr=cst.Name("to")),
+                    args=[cst.Arg(dev), _kw("dtype", dt)],
+                ),
+                imports,
+            )
+        # isinstance(x, torch.cuda.FloatTensor) with a plain name as subject (evaluated twice)
+        if (
+            isinstance(func, cst.Name)
+            and func.value == "isinstance"
+            and len(positions) == 2
+            and positions[1] is arg
+            and isinstance(positions[0].value, (cst.Name, cst.Attribute))
+            and self.qualname(func) is None
+        ):
+            subject = positions[0].value
+            tensor = self.spell("torch.Tensor")
+            dt = self.spell(f"torch.{dtype}")
+            if tensor is None or dt is None:
+                return None
+            imports = tensor[1] + dt[1]
+            if self.context.settings.target == NEURON:
+                on_device: cst.BaseExpression = cst.Attribute(value=subject, attr=cst.Name("is_neuron"))
+            else:
+                built = compared_type_expr(self)
+                if built is None:
+                    return None
+                on_device = cst.Comparison(
+                    left=cst.Attribute(value=cst.Attribute(value=subject, attr=cst.Name("device")), attr=cst.Name("type")),
+                    comparisons=[cst.ComparisonTarget(cst.Equal(), built[0])],
+                )
+                imports += built[1]
+            check = cst.Call(func=cst.Name("isinstance"), args=[cst.Arg(subject), cst.Arg(tensor[0])])
+            dtype_ok = cst.Comparison(
+                left=cst.Attribute(value=subject, attr=cst.Name("dtype")),
+                comparisons=[cst.ComparisonTarget(cst.Equal(), dt[0])],
+            )
+            expr = cst.BooleanOperation(
+                left=cst.BooleanOperation(left=check, operator=cst.And(), right=on_device),
+                operator=cst.And(),
+                right=dtype_ok,
+                lpar=[cst.LeftParen()],
+                rpar=[cst.RightParen()],
+            )
+            return expr, imports
+        return None

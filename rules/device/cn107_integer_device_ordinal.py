@@ -1,0 +1,292 @@
+"""CN107: integer device ordinals (``.to(local_rank)``, ``device=rank``)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
+
+from .._device_util import is_device_word, reported_at
+from .._target import device_expr
+from .._util import arg_by_name, positional_args, string_value
+
+__all__ = ["IntegerDeviceOrdinal"]
+
+# Calls that return a device index (an int).
+_INT_CALLS = frozenset(
+    {
+        "int",
+        "len",
+        "torch.distributed.get_rank",
+        "torch.distributed.get_local_rank",
+        "torch.distributed.get_node_local_rank",
+        "torch.cuda.current_device",
+        "torch.cuda.device_count",
+        "torch.neuron.current_device",
+        "torch.neuron.device_count",
+        "torch.accelerator.current_device_index",
+        "torch.accelerator.current_device_idx",
+        "torch.accelerator.device_count",
+    }
+)
+_INT_CALL_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in _INT_CALLS)
+# Calls that return the *current* device index: "neuron" with no index means the same.
+_CURRENT = frozenset({"torch.cuda.current_device", "torch.neuron.current_device"})
+_INT_OPS = (cst.Modulo, cst.FloorDivide, cst.Add, cst.Subtract, cst.Multiply)
+# Names that usually hold a device index; not proof (``gpu`` may be a torch.device).
+_ORDINAL_WORDS = frozenset({"rank", "gpu", "id", "idx", "index", "ordinal", "gpus"})
+# Calls whose device= takes an index on the target too (moved by CN2xx, same signature).
+_INDEX_APIS = ("torch.cuda.", "torch.neuron.", "torch.accelerator.", "torch.amp.", "torch.cuda.amp.", "torch.autocast")
+
+
+def _ordinal_hint(node: cst.BaseExpression) -> bool:
+    """``rank``, ``local_rank``, ``gpu``, ``args.gpu_id``, ``device_id``: usually an index."""
+    word = node.value if isinstance(node, cst.Name) else node.attr.value if isinstance(node, cst.Attribute) else ""
+    if not word:
+        return False
+    lowered = word.lower()
+    if lowered in ("device_id", "device_idx", "device_index"):
+        return True
+    parts = lowered.strip("_").split("_")
+    return (parts[-1] in _ORDINAL_WORDS or parts[0] == "gpu") and not is_device_word(word)
+
+
+def _is_self_attr(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+
+
+class IntegerDeviceOrdinal(Rule):
+    """
+    ## What it does
+    Rewrites integer device indices passed as a device into an explicit device. For example
+    ``.to(local_rank)``, ``.to(0)``, ``device=rank`` and ``device=torch.cuda.current_device()``
+    become ``.to(f"neuron:{local_rank}")``, ``.to("neuron:0")``, ``device=f"neuron:{rank}"`` and
+    ``device="neuron"``.
+
+    An argument counts as an index when the file proves it: an integer literal; ``int(...)``;
+    ``dist.get_rank()``, ``torch.cuda.current_device()``/``device_count()``; arithmetic
+    (``rank % torch.cuda.device_count()``) of such values; a name assigned only from such values
+    (``local_rank = int(os.environ["LOCAL_RANK"])``) or a parameter annotated ``int``; the same
+    for ``self.X``; or ``args.X`` where ``X`` is an argparse option declared ``type=int``.
+
+    ## Why is this bad?
+    No "cuda" appears, yet the integer means a GPU (trap 3). PyTorch 2.5+ maps a bare index to
+    *the current accelerator*, so on TorchNeuron it usually lands right — but only if the neuron
+    backend is the registered accelerator, and never on older torch. An explicit device says
+    what the port means and is what validation can check.
+
+    ## Example
+    ```python
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = model.to(local_rank)
+    ```
+    becomes
+    ```python
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = model.to(f"neuron:{local_rank}")
+    ```
+
+    ## Fix safety
+    ``.to(x)`` is overloaded: ``x`` may be a device, a dtype or another tensor, so an unknown
+    ``x`` is never touched. Proven indices are fixed safely in ``.to`` and in ``device=`` of torch
+    calls; in ``device=`` of a project's own function the fix is unsafe (the function may expect
+    the int). Names that merely *look* like an index (``rank``, ``gpu``, ``args.gpu_id``) are
+    reported with an unsafe fix: ``gpu`` is sometimes already a ``torch.device``. Calls whose
+    ``device=`` is an index on the target too (``torch.cuda.*`` moved to ``torch.neuron.*``) and
+    DDP's ``device_ids``/``output_device`` (which TorchNeuron accepts) are left alone.
+    """
+
+    code = "CN107"
+    name = "integer-device-ordinal"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE})
+    triggers = (".to(", "device")
+    emits = ("torch.device", "torch.accelerator.current_accelerator")
+    VALID = (
+        "x = x.to(dtype)\n",
+        "x = x.to(other)\n",
+        "x = x.to(torch.float16)\n",
+        "x = x.to(device)\n",
+        "model = DDP(model, device_ids=[local_rank], output_device=local_rank)\n",
+        "import torch\nm = torch.cuda.memory_allocated(device=0)\n",
+        "x = x.to('neuron:0')\n",
+        "where = 'cpu'\nx = x.to(where)\n",
+        # a name that looks like an index but is assigned a device
+        "import torch\ngpu = torch.device('cuda', 0)\nx = x.to(gpu)\n",
+        "local_rank = f'cuda:{r}'\nx = x.to(local_rank)\n",
+    )
+    INVALID = (
+        Invalid("x = x.to(0)\n", 'x = x.to("neuron:0")\n'),
+        Invalid(
+            "import os\nlocal_rank = int(os.environ['LOCAL_RANK'])\nmodel.to(local_rank)\n",
+            "import os\nlocal_rank = int(os.environ['LOCAL_RANK'])\nmodel.to(f\"neuron:{local_rank}\")\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.zeros(3, device=torch.cuda.current_device())\n",
+            'import torch\nx = torch.zeros(3, device="neuron")\n',
+        ),
+        Invalid(
+            "import torch\nimport torch.distributed as dist\ndevice = dist.get_rank() % torch.cuda.device_count()\nx = x.to(device)\n",
+            "import torch\nimport torch.distributed as dist\ndevice = dist.get_rank() % torch.cuda.device_count()\n"
+            'x = x.to(f"neuron:{device}")\n',
+        ),
+        Invalid(
+            "parser.add_argument('--local-rank', type=int, default=0)\nargs = parser.parse_args()\n"
+            "x = x.to(args.local_rank, non_blocking=True)\n",
+            "parser.add_argument('--local-rank', type=int, default=0)\nargs = parser.parse_args()\n"
+            'x = x.to(f"neuron:{args.local_rank}", non_blocking=True)\n',
+        ),
+        Invalid("x = x.to(device=3)\n", 'x = x.to(device="neuron:3")\n'),
+        Invalid(
+            "class T:\n    def __init__(self, model, gpu_id: int):\n        self.gpu_id = gpu_id\n"
+            "        self.model = model.to(self.gpu_id)\n",
+            "class T:\n    def __init__(self, model, gpu_id: int):\n        self.gpu_id = gpu_id\n"
+            '        self.model = model.to(f"neuron:{self.gpu_id}")\n',
+        ),
+        Invalid("def run(rank):\n    x = x.to(rank)\n", 'def run(rank):\n    x = x.to(f"neuron:{rank}")\n', unsafe=True),
+        Invalid("x = torch.ones(2, device=args.gpu)\n", 'x = torch.ones(2, device=f"neuron:{args.gpu}")\n', unsafe=True),
+        Invalid("rank = int(r)\nbuild(device=rank)\n", 'rank = int(r)\nbuild(device=f"neuron:{rank}")\n', unsafe=True),
+        Invalid(
+            "import torch\nx = x.to(0)\n",
+            'import torch\nx = x.to(torch.device((torch.accelerator.current_accelerator() or torch.get_default_device()).type, 0))\n',
+            target="accelerator",
+        ),
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # Names proven to hold an int so far in this file (visited in source order), and the
+        # attribute names of argparse options declared type=int. Flow-insensitive on purpose:
+        # a name assigned anything that is not provably an int is dropped for good.
+        self._ints: set[str] = set()
+        self._dropped: set[str] = set()
+        self._int_options: set[str] = set()
+        # Names assigned a string or a torch.device: whatever they look like, not an index.
+        self._not_index: set[str] = set()
+
+    # -- learning which names hold ints ----------------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._learn(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        ann = node.annotation.annotation
+        if isinstance(ann, cst.Name) and ann.value == "int" and isinstance(node.target, cst.Name):
+            self._learn(node.target, cst.Integer("0"))
+        elif node.value is not None:
+            self._learn(node.target, node.value)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        ann = node.annotation.annotation if node.annotation is not None else None
+        if isinstance(ann, cst.Name) and ann.value == "int":
+            self._learn(node.name, cst.Integer("0"))
+
+    def _learn(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        # Plain names, and attributes of self (``self.local_rank = int(os.environ[...])``).
+        if isinstance(target, cst.Name):
+            name = target.value
+        elif _is_self_attr(target):
+            name = f"self.{target.attr.value}"  # type: ignore[attr-defined]
+        else:
+            return
+        if name in self._dropped:
+            return
+        if isinstance(value, (cst.SimpleString, cst.FormattedString)) or (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "device"
+            and self.qualname(value.func) == "torch.device"
+        ):
+            self._not_index.add(name)
+        if self._is_int(value):
+            self._ints.add(name)
+        else:
+            self._ints.discard(name)
+            self._dropped.add(name)
+
+    def _is_int(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.Integer):
+            return True
+        if isinstance(node, cst.Name):
+            return node.value in self._ints
+        if isinstance(node, cst.Attribute):
+            if _is_self_attr(node):
+                return f"self.{node.attr.value}" in self._ints
+            return isinstance(node.value, cst.Name) and node.attr.value in self._int_options
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Name) and func.value in ("int", "len"):
+                return self.qualname(func) is None  # the builtin, not an import
+            # Cheap test on the last name before resolving (this runs for every assignment).
+            last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+            return last in _INT_CALL_NAMES and self.qualname(func) in _INT_CALLS
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _INT_OPS):
+            return self._is_int(node.left) and self._is_int(node.right)
+        return False
+
+    # -- argparse options declared type=int ----------------------------------------------------
+    def _learn_option(self, node: cst.Call) -> None:
+        kind = arg_by_name(node, "type")
+        if kind is None or not (isinstance(kind.value, cst.Name) and kind.value.value == "int"):
+            return
+        dest = arg_by_name(node, "dest")
+        names = [string_value(dest.value)] if dest is not None else [string_value(a.value) for a in positional_args(node)]
+        longs = [n for n in names if n and n.startswith("--")] or [n for n in names if n]
+        if longs:
+            self._int_options.add(longs[0].lstrip("-").replace("-", "_"))
+
+    # -- device positions ---------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "add_argument":
+            self._learn_option(node)
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value == "to" and self.qualname(func) is None:
+            arg = arg_by_name(node, "device", position=0)
+            if arg is not None:
+                self._check(node, arg, trusted=True)
+            return
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == "device":
+                qualified = self.qualname(func)
+                if qualified is not None and qualified.startswith(_INDEX_APIS):
+                    return
+                self._check(node, arg, trusted=qualified is not None and qualified.startswith("torch."))
+                return
+
+    def _check(self, call: cst.Call, arg: cst.Arg, *, trusted: bool) -> None:
+        value = arg.value
+        message = f"`{self.context.code(value)}` is an integer device index, which means a CUDA device"
+        if isinstance(value, cst.Call) and self.qualname(value.func) in _CURRENT:
+            built = device_expr(self)  # "neuron" without an index is the current device
+            safety = Safety.SAFE
+        elif self._is_int(value):
+            built = device_expr(self, value)
+            safety = Safety.SAFE if trusted or isinstance(value, cst.Integer) else Safety.UNSAFE
+        elif (
+            isinstance(value, (cst.Name, cst.Attribute))
+            and _ordinal_hint(value)
+            and not (isinstance(value, cst.Name) and value.value in self._not_index)
+        ):
+            built = device_expr(self, value)
+            safety = Safety.UNSAFE
+        else:
+            return
+        guidance = f'pass a device: `f"neuron:{{{self.context.code(value)}}}"` if it is an index'
+        # The visited node is the call; the finding names its argument's value.
+        above = (*self.context.ancestors, call, arg)
+        if built is None:
+            self.report(value, message, guidance=guidance)
+            reported_at(self, above)
+            return
+        expr, imports = built
+        self.report(
+            value,
+            message,
+            replacement=expr,
+            safety=safety,
+            imports=imports,
+            guidance="" if safety is Safety.SAFE else guidance + "; leave it if it already holds a device",
+            effort=Effort.NONE if safety is Safety.SAFE else Effort.LOW,
+            description="name the device explicitly",
+        )
+        reported_at(self, above)

@@ -1,0 +1,397 @@
+"""CN401: the ``"nccl"`` process-group backend, in every shape it reaches ``init_process_group``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Invalid, Rule, Safety, Valid
+
+from .._dist_util import ACCELERATOR_BACKEND_EMITS, backend_expr, is_backend_named
+from .._util import arg_by_name
+
+__all__ = ["NcclBackend"]
+
+# Calls whose argument at this position (or keyword ``backend``) is a process-group backend.
+_BACKEND_PARAMS: dict[str, int] = {
+    "torch.distributed.init_process_group": 0,
+    "torch.distributed.new_group": 2,
+    "torch.distributed.new_subgroups": 3,
+    "torch.distributed.Backend": 0,
+    "torch.distributed.is_backend_available": 0,
+}
+_BACKEND_PARAMS.update(
+    {k.replace("torch.distributed.", "torch.distributed.distributed_c10d."): v for k, v in list(_BACKEND_PARAMS.items())}
+)
+_BACKEND_FUNCS = frozenset(q.rsplit(".", 1)[1] for q in _BACKEND_PARAMS)
+_NCCL_ENUM = frozenset({"torch.distributed.Backend.NCCL", "torch.distributed.distributed_c10d.Backend.NCCL"})
+# ``os.environ.get("DIST_BACKEND", "nccl")``, ``cfg.get("backend", "nccl")``: the default is a backend.
+_LOOKUPS = frozenset({"get", "getenv", "setdefault", "pop"})
+# argparse keywords that hold option values.
+_ARGPARSE_VALUES = frozenset({"default", "choices", "const"})
+
+# A literal's replacement and the imports it needs, or None where the target cannot express it.
+_Plan = tuple[cst.BaseExpression, tuple[tuple[str, str | None], ...]] | None
+
+_MESSAGE = 'process-group backend "nccl" exists only for CUDA; Trainium uses the "neuron" backend'
+_GUIDANCE = (
+    'Use `init_process_group(backend="neuron")` on Trainium; for code that must also run on CUDA, '
+    "use `torch.distributed.get_default_backend_for_device(torch.accelerator.current_accelerator())` "
+    "(torch >= 2.6)."
+)
+
+
+def _string(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _composite_for_neuron(value: str) -> str | None:
+    """``"cpu:gloo,cuda:nccl"`` -> ``"cpu:gloo,neuron:neuron"``; None if not that shape."""
+    pairs = [p.strip().partition(":") for p in value.split(",")]
+    if not all(sep and dev and be for dev, sep, be in pairs):
+        return None
+    out = []
+    for dev, _, be in pairs:
+        if be.lower() == "nccl":
+            if dev.lower() != "cuda":
+                return None
+            dev, be = "neuron", "neuron"
+        out.append(f"{dev}:{be}")
+    return ",".join(out)
+
+
+class NcclBackend(Rule):
+    """
+    ## What it does
+    Rewrites the ``"nccl"`` process-group backend to ``"neuron"`` where the string provably
+    names a backend.
+
+    Recognised: the ``backend`` argument of ``init_process_group`` / ``new_group``
+    (positional or keyword), a variable, attribute, parameter or dict entry named like a backend
+    (``backend = "nccl"``, ``args.dist_backend = "nccl"``, ``self.backend = ...``), a plain
+    variable later passed as the backend, argparse options named like a backend
+    (``add_argument("--dist-backend", default="nccl")``), conditional forms
+    (``"nccl" if ... else "gloo"``, ``"gloo" if os.name == "nt" else "nccl"``), comparisons with a
+    backend (``backend == "nccl"``, ``dist.get_backend() == "nccl"``), composite backends
+    (``"cpu:gloo,cuda:nccl"``) and ``dist.Backend.NCCL``.
+
+    ## Why is this bad?
+    NCCL is NVIDIA's collective library; TorchNeuron registers its own process-group backend
+    named ``"neuron"``. A comparison such as ``backend == "nccl"`` must change together with the
+    value it tests, or the branch it guards silently stops running. Other ``"nccl"`` strings (log
+    messages, docs) are not backends and stay.
+
+    ## Example
+    ```python
+    parser.add_argument("--dist-backend", default="nccl")
+    backend = "nccl" if dist.is_nccl_available() else "gloo"
+    dist.init_process_group(backend=backend)
+    ```
+    becomes
+    ```python
+    parser.add_argument("--dist-backend", default="neuron")
+    backend = "neuron" if dist.is_nccl_available() else "gloo"   # CN403 rewrites the test
+    dist.init_process_group(backend=backend)
+    ```
+    With ``--target accelerator`` the backend becomes
+    ``torch.distributed.get_default_backend_for_device(torch.accelerator.current_accelerator() or "cpu")``
+    (torch >= 2.6): NCCL on CUDA, neuron on Trainium, and gloo on a machine with no accelerator
+    (without the ``or "cpu"`` a CPU-only run would crash where it used to assign a string).
+
+    ## Fix safety
+    Safe: ``"neuron"`` is the backend AWS documents for ``init_process_group`` on Trainium, and
+    the literal is only changed where it is traced to a backend position, so values and the
+    comparisons that test them move together. Backend strings that arrive at run time (a launch
+    script passing ``--dist-backend nccl``) are outside the source and must be changed there.
+    """
+
+    code = "CN401"
+    name = "nccl-backend"
+    fixes = frozenset({Safety.SAFE})
+    triggers = ("nccl", "NCCL")
+    emits = ACCELERATOR_BACKEND_EMITS
+    VALID = (
+        'dist.init_process_group(backend="neuron")\n',
+        'print("using nccl")\nlogger.info("nccl")\n',
+        'LIBS = ["nccl", "cudnn"]\n',
+        'status = "nccl"  # not a backend: never reaches a backend position\n',
+        '"""Launch with backend="nccl"."""\n',
+        # a device map is CN402's business: the "cuda" entry stays for CUDA runs
+        'BACKENDS = {"cuda": "nccl", "cpu": "gloo", "neuron": "neuron"}\n',
+        # DDP ordinals are not backends: nothing here for this rule
+        "model = DDP(model, device_ids=[local_rank], output_device=local_rank)\n",
+        'parser.add_argument("--log-level", default="nccl")\n',
+        "import torch.distributed as dist\nB = {'cuda': dist.Backend.NCCL, 'neuron': 'neuron'}\n",
+        Valid(
+            "import torch.distributed as dist\n"
+            "dist.init_process_group(backend=dist.get_default_backend_for_device("
+            'torch.accelerator.current_accelerator() or "cpu"))\n',
+            target="accelerator",
+        ),
+    )
+    INVALID = (
+        Invalid(
+            'import torch.distributed as dist\ndist.init_process_group("nccl")\n',
+            'import torch.distributed as dist\ndist.init_process_group("neuron")\n',
+        ),
+        Invalid(
+            "import torch.distributed as dist\ndist.init_process_group(backend='nccl', init_method='env://')\n",
+            "import torch.distributed as dist\ndist.init_process_group(backend='neuron', init_method='env://')\n",
+        ),
+        Invalid(
+            'from torch.distributed import init_process_group\ninit_process_group(backend="nccl")\n',
+            'from torch.distributed import init_process_group\ninit_process_group(backend="neuron")\n',
+        ),
+        Invalid('backend = "nccl"  # or gloo\n', 'backend = "neuron"  # or gloo\n'),
+        Invalid('args.dist_backend = "nccl"\n', 'args.dist_backend = "neuron"\n'),
+        Invalid(
+            'class T:\n    def __init__(self):\n        self.backend = "nccl"\n',
+            'class T:\n    def __init__(self):\n        self.backend = "neuron"\n',
+        ),
+        Invalid(
+            'parser.add_argument("--dist-backend", default="nccl", type=str)\n',
+            'parser.add_argument("--dist-backend", default="neuron", type=str)\n',
+        ),
+        Invalid(
+            'parser.add_argument("--backend", choices=["nccl", "gloo"], default="nccl")\n',
+            'parser.add_argument("--backend", choices=["neuron", "gloo"], default="neuron")\n',
+        ),
+        Invalid(
+            'import torch.distributed as dist\nbackend = "nccl" if dist.is_nccl_available() else "gloo"\n',
+            'import torch.distributed as dist\nbackend = "neuron" if dist.is_nccl_available() else "gloo"\n',
+        ),
+        Invalid(
+            'import os\nbackend = "gloo" if os.name == "nt" else "nccl"\n',
+            'import os\nbackend = "gloo" if os.name == "nt" else "neuron"\n',
+        ),
+        Invalid('if args.backend == "nccl":\n    pass\n', 'if args.backend == "neuron":\n    pass\n'),
+        Invalid(
+            'import torch.distributed as dist\nif dist.get_backend() != "nccl":\n    pass\n',
+            'import torch.distributed as dist\nif dist.get_backend() != "neuron":\n    pass\n',
+        ),
+        Invalid('def setup(rank, backend="nccl"):\n    pass\n', 'def setup(rank, backend="neuron"):\n    pass\n'),
+        Invalid('cfg = {"dist_backend": "nccl"}\n', 'cfg = {"dist_backend": "neuron"}\n'),
+        Invalid(
+            'import os\nbackend = os.environ.get("DIST_BACKEND", "nccl")\n',
+            'import os\nbackend = os.environ.get("DIST_BACKEND", "neuron")\n',
+        ),
+        Invalid(
+            'def get_backend():\n    return "nccl"\n',
+            'def get_backend():\n    return "neuron"\n',
+        ),
+        # A plain name is a backend when it is passed as one.
+        Invalid(
+            'import torch.distributed as dist\npg = "nccl"\ndist.init_process_group(pg)\n',
+            'import torch.distributed as dist\npg = "neuron"\ndist.init_process_group(pg)\n',
+        ),
+        Invalid(
+            'import torch.distributed as dist\ng = dist.new_group([0, 1], None, "nccl")\n',
+            'import torch.distributed as dist\ng = dist.new_group([0, 1], None, "neuron")\n',
+        ),
+        Invalid(
+            'import torch.distributed as dist\ndist.init_process_group("cpu:gloo,cuda:nccl")\n',
+            'import torch.distributed as dist\ndist.init_process_group("cpu:gloo,neuron:neuron")\n',
+        ),
+        Invalid(
+            "import torch.distributed as dist\ndist.init_process_group(dist.Backend.NCCL)\n",
+            'import torch.distributed as dist\ndist.init_process_group("neuron")\n',
+        ),
+        Invalid(
+            "from torch.distributed import Backend\nif backend == Backend.NCCL:\n    pass\n",
+            'if backend == "neuron":\n    pass\n',
+        ),
+        Invalid(
+            'import torch.distributed as dist\ndist.init_process_group(backend="nccl")\n',
+            "import torch.distributed as dist\nimport torch\n\n"
+            "dist.init_process_group(backend=dist.get_default_backend_for_device("
+            'torch.accelerator.current_accelerator() or "cpu"))\n',
+            target="accelerator",
+        ),
+        # torch < 2.6 has no portable spelling of "the accelerator's backend": report only.
+        Invalid(
+            'import torch.distributed as dist\ndist.init_process_group(backend="nccl")\n',
+            target="accelerator",
+            options=(("min_torch", (2, 5)),),
+        ),
+    )
+
+    def __init__(self, context) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(context)
+        # ``pg = "nccl"`` is a backend only if ``pg`` is later passed as one: literals assigned to
+        # plain names wait here (with their fix, built in their own scope, and their ancestor
+        # chain), and names seen in backend positions are collected, until the end of the module
+        # (one walk, no second pass).
+        self._pending: list[tuple[str, cst.SimpleString, _Plan, tuple[cst.CSTNode, ...]]] = []
+        self._passed_names: set[str] = set()
+
+    # -- the literal ----------------------------------------------------------------------------
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if "nccl" not in node.value.lower():  # cheap textual test before any tree work
+            return
+        value = _string(node)
+        if value is None:
+            return
+        if value.lower() == "nccl":
+            composite = None
+        else:
+            composite = _composite_for_neuron(value) if "nccl" in value.lower() else None
+            if composite is None:
+                return
+        verdict = self._sink(node)
+        if verdict is True:
+            self._report_literal(node, self._plan(node, composite), tuple(self.context.ancestors))
+        elif isinstance(verdict, str):
+            self._pending.append((verdict, node, self._plan(node, composite), tuple(self.context.ancestors)))
+
+    def _plan(self, node: cst.SimpleString, composite: str | None) -> _Plan:
+        """The literal's replacement and the imports it needs; None if the target can't say it."""
+        if composite:
+            if self.context.settings.target != "neuron":
+                return None
+            return node.with_changes(value=_requote(node, composite)), ()
+        built = backend_expr(self, node)
+        if built is None:
+            return None
+        replacement, imports = built
+        if node.lpar:
+            replacement = replacement.with_changes(lpar=node.lpar, rpar=node.rpar)
+        return replacement, imports
+
+    def _report_literal(self, node: cst.SimpleString, plan: _Plan, chain: tuple[cst.CSTNode, ...]) -> None:
+        if plan is None:
+            self.report(node, _MESSAGE, ancestors=chain, guidance=_GUIDANCE)
+            return
+        replacement, imports = plan
+        self.report(
+            node,
+            _MESSAGE,
+            ancestors=chain,
+            replacement=replacement,
+            safety=Safety.SAFE,
+            imports=imports,
+            description='use the "neuron" process-group backend',
+        )
+
+    def _sink(self, literal: cst.SimpleString) -> bool | str:
+        """True if the literal provably names a backend; a variable name if that depends on the
+        name being passed as a backend later; False otherwise."""
+        anc = self.context.ancestors
+        child: cst.CSTNode = literal
+        i = len(anc) - 1
+        # Look through the shapes that carry a value unchanged: conditionals, ``or`` defaults,
+        # and the elements of a choices list or membership tuple.
+        while i >= 0:
+            node = anc[i]
+            if isinstance(node, cst.IfExp):
+                if node.test is child:
+                    return False
+            elif not isinstance(node, (cst.BooleanOperation, cst.Element, cst.List, cst.Tuple, cst.Set)):
+                break
+            child = node
+            i -= 1
+        if i < 0:
+            return False
+        node = anc[i]
+        if isinstance(node, cst.Arg) and node.value is child and i >= 1 and isinstance(anc[i - 1], cst.Call):
+            return self._arg_is_backend(anc[i - 1], node)
+        if isinstance(node, cst.Assign) and node.value is child:
+            targets = [t.target for t in node.targets]
+            if any(is_backend_named(t) for t in targets):
+                return True
+            if len(targets) == 1 and isinstance(targets[0], cst.Name):
+                return targets[0].value
+            return False
+        if isinstance(node, cst.AnnAssign) and node.value is child:
+            return is_backend_named(node.target)
+        if isinstance(node, (cst.Comparison, cst.ComparisonTarget)):
+            comparison = node if isinstance(node, cst.Comparison) else anc[i - 1]
+            assert isinstance(comparison, cst.Comparison)
+            operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+            return any(op is not child and is_backend_named(op) for op in operands)
+        if isinstance(node, cst.Param) and node.default is child:
+            return "backend" in node.name.value.lower()
+        if isinstance(node, cst.DictElement) and node.value is child:
+            key = _string(node.key)
+            return key is not None and "backend" in key.lower()
+        if isinstance(node, cst.Return):
+            for outer in reversed(anc[:i]):
+                if isinstance(outer, (cst.FunctionDef, cst.Lambda)):
+                    return isinstance(outer, cst.FunctionDef) and "backend" in outer.name.value.lower()
+        return False
+
+    def _arg_is_backend(self, call: cst.Call, arg: cst.Arg) -> bool:
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        if keyword is not None and "backend" in keyword.lower():
+            return True  # backend=..., dist_backend=... in any call
+        func = call.func
+        func_name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        position = self._backend_position(call)
+        if position is not None and arg_by_name(call, "backend", position) is arg:
+            return True
+        if func_name == "add_argument" and keyword in _ARGPARSE_VALUES:
+            return any(
+                (flag := _string(a.value)) is not None and "backend" in flag.lower()
+                for a in call.args
+                if a.keyword is None
+            )
+        if func_name in _LOOKUPS and keyword is None and len(call.args) >= 2 and call.args[1] is arg:
+            key = _string(call.args[0].value)
+            return key is not None and "backend" in key.lower()
+        return False
+
+    def _backend_position(self, call: cst.Call) -> int | None:
+        """Position of the backend parameter if ``call`` is a torch.distributed backend taker."""
+        func = call.func
+        # Cheap filter first: a dotted call must end in a known name; a bare name may be an
+        # alias (``from torch.distributed import init_process_group as ipg``) and is resolved.
+        if isinstance(func, cst.Attribute):
+            if func.attr.value not in _BACKEND_FUNCS:
+                return None
+        elif not isinstance(func, cst.Name):
+            return None
+        return _BACKEND_PARAMS.get(self.qualname(func) or "")
+
+    # -- names passed as a backend --------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        position = self._backend_position(node)
+        if position is None:
+            return
+        arg = arg_by_name(node, "backend", position)
+        if arg is not None and isinstance(arg.value, cst.Name):
+            self._passed_names.add(arg.value.value)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for name, literal, plan, chain in self._pending:
+            if name in self._passed_names:
+                self._report_literal(literal, plan, chain)
+
+    # -- dist.Backend.NCCL ------------------------------------------------------------------------
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value != "NCCL" or self.qualname(node) not in _NCCL_ENUM:
+            return
+        parent = self.context.parent
+        if isinstance(parent, cst.DictElement) and parent.value is node and _string(parent.key) == "cuda":
+            return  # {"cuda": Backend.NCCL}: the CUDA entry of a device table stays (CN402 adds one)
+        built = backend_expr(self)
+        if built is None:
+            self.report(node, "`Backend.NCCL` is the CUDA process-group backend", guidance=_GUIDANCE)
+            return
+        replacement, imports = built
+        self.report(
+            node,
+            "`Backend.NCCL` is the CUDA process-group backend",
+            replacement=replacement,
+            safety=Safety.SAFE,
+            imports=imports,
+            # ``from torch.distributed import Backend`` may be left unused; only ask for the removal
+            # (a full scope analysis of the file) when ``Backend`` is such a bare name.
+            unused_imports=(("torch.distributed", "Backend"),) if isinstance(node.value, cst.Name) else (),
+            description='use the "neuron" process-group backend',
+        )
+
+
+def _requote(like: cst.SimpleString, value: str) -> str:
+    quote = like.value.lstrip("rRuUfFbB")[0]
+    return f"{quote}{value}{quote}"

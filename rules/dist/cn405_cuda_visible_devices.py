@@ -1,0 +1,215 @@
+"""CN405: ``CUDA_VISIBLE_DEVICES`` in ``os.environ`` -> ``NEURON_RT_VISIBLE_CORES``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
+
+from .._dist_util import EnvAccess, EnvSite, env_keyword_site, env_site, visible_cores
+from .._util import make_string
+
+__all__ = ["CudaVisibleDevices"]
+
+_CUDA = "CUDA_VISIBLE_DEVICES"
+_NEURON = "NEURON_RT_VISIBLE_CORES"
+_MESSAGE = f"`{_CUDA}` has no effect on Trainium; NeuronCores are chosen with `{_NEURON}`"
+_RANGE_GUIDANCE = (
+    f"`{_NEURON}` takes one core index (\"2\") or an inclusive consecutive range (\"0-3\"), not "
+    "a comma list; `NEURON_RT_NUM_CORES=n` asks for any n cores instead."
+)
+
+
+# "" and "-1" hide every GPU so that the program falls back to the CPU.
+_HIDE_ALL_GUIDANCE = (
+    "This value hides every GPU to force a CPU run. There is no Neuron variable with that "
+    "meaning here: choose the CPU device in code (e.g. `torch.device(\"cpu\")`) on that path, "
+    "and remove the setting."
+)
+
+
+def _hides_all(value: str) -> bool:
+    return value.strip() in ("", "-1")
+
+
+def _string(node: cst.BaseExpression | None) -> str | None:
+    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+class _Swap(cst.CSTTransformer):
+    """Replace a few nodes, found by identity, inside the small node a fix rewrites."""
+
+    def __init__(self, swaps: dict[int, cst.CSTNode]) -> None:
+        self.swaps = swaps
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def,override]
+        return self.swaps.get(id(original_node), updated_node)
+
+
+class CudaVisibleDevices(Rule):
+    """
+    ## What it does
+    Rewrites the ``CUDA_VISIBLE_DEVICES`` environment variable to ``NEURON_RT_VISIBLE_CORES``,
+    turning comma lists into ranges.
+
+    Covered, wherever the code sets or reads the variable: ``os.environ[...] = ...``, ``os.environ.setdefault``,
+    ``os.putenv``, ``os.environ.get`` / ``os.getenv`` / ``pop``, ``del os.environ[...]``,
+    ``... in os.environ``, env dicts handed to subprocesses and ``update(CUDA_VISIBLE_DEVICES=...)``.
+    Literal comma lists become ranges: ``"0,1,2,3"`` -> ``"0-3"``, ``"2"`` -> ``"2"``.
+
+    ## Why is this bad?
+    The Neuron runtime ignores ``CUDA_VISIBLE_DEVICES``: a script that restricts itself to some
+    GPUs would grab every NeuronCore (or collide with its neighbours). The Neuron variable only
+    accepts one index or a consecutive range, so ``"0,2"`` has no Neuron spelling and is reported.
+
+    ## Example
+    ```python
+    os.environ["CUDA_VISIBLE_DEVICES"] = "0,1,2,3"
+    ```
+    becomes
+    ```python
+    os.environ["NEURON_RT_VISIBLE_CORES"] = "0-3"
+    ```
+
+    ## Fix safety
+    Safe for literal values that convert exactly and for reads and deletions whose value is not
+    parsed. Unsafe when the value is computed (``str(args.gpu)``, ``",".join(...)``): only the
+    key is renamed, and a computed comma list would be rejected by the runtime; also unsafe for
+    reads that split the value on commas, which misparse a range. Non-consecutive, empty or
+    UUID lists are reported without a fix. With ``--target accelerator`` the finding is
+    report-only: CUDA still needs its variable, so set both.
+    """
+
+    code = "CN405"
+    name = "cuda-visible-devices"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE})
+    triggers = (_CUDA,)
+    VALID = (
+        'os.environ["NEURON_RT_VISIBLE_CORES"] = "0-3"\n',
+        'print("set CUDA_VISIBLE_DEVICES to pick GPUs")\n',
+        'HELP = "CUDA_VISIBLE_DEVICES"\n',  # a constant, not a key position
+        "# os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n",
+        'parser.add_argument("--gpus", help="like CUDA_VISIBLE_DEVICES=0,1")\n',
+        Valid('os.environ["NEURON_RT_VISIBLE_CORES"] = "0-3"\n', target="accelerator"),
+    )
+    INVALID = (
+        Invalid(
+            'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1,2,3"\n',
+            'import os\nos.environ["NEURON_RT_VISIBLE_CORES"] = "0-3"\n',
+        ),
+        Invalid(
+            "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '2'\n",
+            "import os\nos.environ['NEURON_RT_VISIBLE_CORES'] = '2'\n",
+        ),
+        Invalid(
+            'import os\nos.environ.setdefault("CUDA_VISIBLE_DEVICES", "4, 5")\n',
+            'import os\nos.environ.setdefault("NEURON_RT_VISIBLE_CORES", "4-5")\n',
+        ),
+        Invalid(
+            'import os\nos.putenv("CUDA_VISIBLE_DEVICES", "0,1")\n',
+            'import os\nos.putenv("NEURON_RT_VISIBLE_CORES", "0-1")\n',
+        ),
+        Invalid(
+            'import os\ngpus = os.environ.get("CUDA_VISIBLE_DEVICES", "0")\n',
+            'import os\ngpus = os.environ.get("NEURON_RT_VISIBLE_CORES", "0")\n',
+        ),
+        Invalid(
+            'import os\nif "CUDA_VISIBLE_DEVICES" not in os.environ:\n    pass\n',
+            'import os\nif "NEURON_RT_VISIBLE_CORES" not in os.environ:\n    pass\n',
+        ),
+        Invalid(
+            'import os\ndel os.environ["CUDA_VISIBLE_DEVICES"]\n',
+            'import os\ndel os.environ["NEURON_RT_VISIBLE_CORES"]\n',
+        ),
+        Invalid(
+            'env = {**os.environ, "CUDA_VISIBLE_DEVICES": "0,1"}\n',
+            'env = {**os.environ, "NEURON_RT_VISIBLE_CORES": "0-1"}\n',
+        ),
+        Invalid(
+            'import os\nos.environ.update(CUDA_VISIBLE_DEVICES="3")\n',
+            'import os\nos.environ.update(NEURON_RT_VISIBLE_CORES="3")\n',
+        ),
+        # non-consecutive: not expressible
+        Invalid('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,2"\n'),
+        # empty (hide every GPU): no Neuron spelling either
+        Invalid('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = ""\n'),
+        # computed value: key renamed only with --unsafe-fixes
+        Invalid(
+            'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = str(args.gpu)\n',
+            'import os\nos.environ["NEURON_RT_VISIBLE_CORES"] = str(args.gpu)\n',
+            unsafe=True,
+        ),
+        # a read parsed as a comma list misreads "0-3"
+        Invalid(
+            'import os\nn = len(os.environ["CUDA_VISIBLE_DEVICES"].split(","))\n',
+            'import os\nn = len(os.environ["NEURON_RT_VISIBLE_CORES"].split(","))\n',
+            unsafe=True,
+        ),
+        Invalid('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"\n', target="accelerator"),
+    )
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if _CUDA not in node.value or _string(node) != _CUDA:
+            return
+        site = env_site(self, node)
+        if site is not None:
+            self._handle(site, node)
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None and node.keyword.value == _CUDA:
+            self._handle(env_keyword_site(node), node.keyword)
+
+    def _handle(self, site: EnvSite, key: cst.CSTNode) -> None:
+        if self.context.settings.target != "neuron":
+            self.report(
+                key,
+                _MESSAGE,
+                guidance=f"Code meant for CUDA and Trainium should set both variables; {_RANGE_GUIDANCE}",
+            )
+            return
+        new_key: cst.CSTNode = (
+            cst.Name(_NEURON) if isinstance(key, cst.Name) else make_string(_NEURON, like=key)  # type: ignore[arg-type]
+        )
+        swaps: dict[int, cst.CSTNode] = {id(key): new_key}
+        safety = Safety.SAFE
+        guidance = ""
+        value = site.value
+        literal = _string(value) if value is not None else None
+        if site.access is EnvAccess.WRITE:
+            if literal is not None:
+                cores = visible_cores(literal)
+                if cores is None:
+                    self.report(
+                        site.node,
+                        f"{_MESSAGE}, and {literal!r} is not one index or a consecutive range",
+                        ancestors=self.context.chain_above(site.node),
+                        guidance=_HIDE_ALL_GUIDANCE if _hides_all(literal) else
+                        f"{_RANGE_GUIDANCE} Pick a consecutive range, or start one process per core.",
+                        effort=Effort.LOW,
+                    )
+                    return
+                assert value is not None
+                swaps[id(value)] = make_string(cores, like=value)
+            else:
+                safety = Safety.UNSAFE
+                guidance = f"The value is computed here: make sure it is a single index or a range. {_RANGE_GUIDANCE}"
+        elif site.access is EnvAccess.READ:
+            if literal is not None and value is not None and (cores := visible_cores(literal)) is not None:
+                swaps[id(value)] = make_string(cores, like=value)
+            if site.parsed:
+                safety = Safety.UNSAFE
+                guidance = f"The value is split on commas here, which misreads a range. {_RANGE_GUIDANCE}"
+        replacement = site.node.visit(_Swap(swaps))
+        # site.node may be an ancestor of the visited key (the whole ``os.environ[K] = v``).
+        self.report(
+            site.node,
+            _MESSAGE,
+            ancestors=self.context.chain_above(site.node),
+            replacement=replacement,  # type: ignore[arg-type]
+            safety=safety,
+            guidance=guidance,
+            description=f"use {_NEURON}",
+        )

@@ -1,0 +1,140 @@
+"""CN604: flash-attn kernels."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
+
+from .._eco_util import PackageImports, call_qualname, in_package, sdpa_bshd
+from .._util import arg_by_name
+
+__all__ = ["FlashAttention"]
+
+_GUIDANCE = (
+    "Use torch.nn.functional.scaled_dot_product_attention (on Neuron it "
+    "routes to an NKI attention kernel); it takes (batch, heads, seq, head_dim) while flash-attn "
+    "takes (batch, seq, heads, head_dim): transpose(1, 2) in and out. Pass enable_gqa=True when "
+    "k/v have fewer heads than q."
+)
+_FUNC = frozenset({"flash_attn.flash_attn_func", "flash_attn.flash_attn_interface.flash_attn_func"})
+# flash_attn_func(q, k, v, dropout_p, softmax_scale, causal, ...) -> SDPA keyword.
+_MAPPED = (("dropout_p", 3, "dropout_p"), ("softmax_scale", 4, "scale"), ("causal", 5, "is_causal"))
+_KNOWN = frozenset({"q", "k", "v", "dropout_p", "softmax_scale", "causal"})
+
+
+class FlashAttention(PackageImports, Rule):
+    """
+    ## What it does
+    Reports flash-attn imports and calls; rewrites ``flash_attn_func(q, k, v, dropout_p=...,
+    softmax_scale=..., causal=...)`` to ``torch.nn.functional.scaled_dot_product_attention``
+    with the layout change made explicit.
+
+    ## Why is this bad?
+    flash-attn ships CUDA kernels only. PyTorch's SDPA computes the same attention and, on the
+    neuron device, dispatches to an NKI kernel.
+
+    ## Example
+    ```python
+    y = flash_attn_func(q, k, v, dropout_p=p, causal=True)
+    ```
+    becomes
+    ```python
+    y = F.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), dropout_p=p, is_causal=True
+    ).transpose(1, 2)
+    ```
+
+    ## Fix safety
+    Unsafe: flash-attn takes (batch, seq, heads, dim) and SDPA (batch, heads, seq, dim), which
+    the fix bridges with transposes; but grouped-query attention (fewer k/v heads) needs
+    ``enable_gqa=True``, a causal mask with different query and key lengths is aligned
+    differently (flash-attn: bottom-right, SDPA: top-left), and the kernels round differently.
+    Calls with other arguments (``window_size``, ``alibi_slopes``, varlen/packed variants,
+    ``return_attn_probs``) are only reported.
+    """
+
+    code = "CN604"
+    name = "flash-attention"
+    fixes = frozenset({Safety.UNSAFE})
+    packages = ("flash_attn",)
+    triggers = ("flash_attn",)
+    emits = ("torch.nn.functional.scaled_dot_product_attention",)
+    VALID = (
+        "import torch.nn.functional as F\ny = F.scaled_dot_product_attention(q, k, v)\n",
+        'backend = "flash_attn"\n',  # a selector string
+        "def flash_attn_func(q, k, v):\n    return q\ny = flash_attn_func(q, k, v)\n",  # own helper
+    )
+    INVALID = (
+        Invalid("from flash_attn import flash_attn_func\n"),
+        Invalid(
+            "from flash_attn import flash_attn_func\nimport torch.nn.functional as F\n"
+            "y = flash_attn_func(q, k, v, dropout_p=p, causal=True)\n",
+            "import torch.nn.functional as F\n"
+            "y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), "
+            "v.transpose(1, 2), dropout_p=p, is_causal=True).transpose(1, 2)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import flash_attn\ny = flash_attn.flash_attn_func(a + b, k, v, 0.1, None, False)\n",
+            "import torch\n\n"
+            "y = torch.nn.functional.scaled_dot_product_attention((a + b).transpose(1, 2), "
+            "k.transpose(1, 2), v.transpose(1, 2), dropout_p=0.1, scale=None, is_causal=False)"
+            ".transpose(1, 2)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "from flash_attn import flash_attn_func\ny = flash_attn_func(q, k, v, window_size=(8, 8))\n"
+        ),
+        Invalid(
+            "from flash_attn import flash_attn_varlen_func\ny = flash_attn_varlen_func(q, k, v, cu, cu, m, m)\n"
+        ),
+    )
+
+
+    def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
+        self.report(
+            node,
+            "flash-attn is CUDA-only and not available on Trainium",
+            guidance=_GUIDANCE + " Remove the import once its calls are ported.",
+            effort=Effort.LOW,
+        )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = call_qualname(self, node)
+        if not in_package(qualified, self.packages):
+            return
+        assert qualified is not None
+        message = f"`{qualified.rsplit('.', 1)[-1]}` is a flash-attn CUDA kernel"
+        built = self._sdpa(node) if qualified in _FUNC else None
+        if built is None:
+            self.report(node, message, guidance=_GUIDANCE, effort=Effort.MEDIUM)
+            return
+        replacement, imports = built
+        module, _, name = qualified.rpartition(".")
+        self.report(
+            node,
+            message,
+            replacement=replacement,
+            safety=Safety.UNSAFE,
+            guidance=_GUIDANCE,
+            effort=Effort.LOW,
+            imports=imports,
+            unused_imports=((module, name), (module, None)),
+            description="use scaled_dot_product_attention",
+        )
+
+    def _sdpa(self, node: cst.Call):
+        if any(a.star for a in node.args) or len(node.args) > 6:
+            return None
+        if any(a.keyword is not None and a.keyword.value not in _KNOWN for a in node.args):
+            return None
+        q, k, v = (arg_by_name(node, n, i) for i, n in enumerate(("q", "k", "v")))
+        if q is None or k is None or v is None:
+            return None
+        extra = []
+        for name, pos, sdpa_name in _MAPPED:
+            arg = arg_by_name(node, name, pos)
+            if arg is not None:
+                extra.append((sdpa_name, arg.value))
+        return sdpa_bshd(self, q.value, k.value, v.value, extra)

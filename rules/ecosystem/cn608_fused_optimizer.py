@@ -1,0 +1,124 @@
+"""CN608: ``fused=True`` optimizers (no fused optimizer kernels on Neuron)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
+
+from .._eco_util import call_qualname, compares_to_cuda, in_package, kwarg, remove_arg, terminal_name
+
+__all__ = ["FusedOptimizer"]
+
+_GUIDANCE = (
+    "Neuron has no fused optimizer kernels: drop fused= (or pass fused=False); torch then uses "
+    "its for-each implementation, the same update. Keep a CUDA-only choice as a comparison with "
+    "'cuda' that is False on Neuron."
+)
+
+
+class FusedOptimizer(Rule):
+    """
+    ## What it does
+    Removes ``fused=True`` (and ``fused=<a test for CUDA>``, like ``fused=device_type ==
+    "cuda"``) from ``torch.optim`` constructors, sets ``use_fused``-style flags computed from a
+    CUDA test to ``False``, and reports ``fused=`` values it cannot judge (a variable,
+    ``dict(fused=True)`` passed as ``**extra_args``).
+
+    ## Why is this bad?
+    ``fused=True`` selects a single-kernel optimizer step that exists for CUDA (and a few other
+    devices), not for Neuron. The trap: LLM trainers write ``fused=device_type == "cuda"``;
+    once the device rules turn the ``"cuda"`` there into ``"neuron"``, the port asks for a fused
+    kernel that does not exist.
+
+    ## Example
+    ```python
+    opt = torch.optim.AdamW(groups, lr=lr, fused=device.type == "cuda")
+    ```
+    becomes
+    ```python
+    opt = torch.optim.AdamW(groups, lr=lr)
+    ```
+
+    ## Fix safety
+    Safe for ``--target neuron``: a test for CUDA is False in the ported program, and
+    ``fused=True`` has no Neuron kernel; the non-fused implementation computes the same update.
+    The fix spans the whole call (or assignment), so it runs before the device rules can turn
+    ``"cuda"`` into ``"neuron"`` inside it. With ``--target accelerator`` fused kernels still help
+    on CUDA: reported only.
+    """
+
+    code = "CN608"
+    name = "fused-optimizer"
+    fixes = frozenset({Safety.SAFE})
+    triggers = ("fused",)
+    VALID = (
+        "import torch\nopt = torch.optim.AdamW(ps, lr=1e-3)\n",
+        "import torch\nopt = torch.optim.AdamW(ps, fused=False)\n",
+        "x = my_kernel(fused=True)\n",  # not an optimizer
+        "fused = 'yes'\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nopt = torch.optim.AdamW(ps, lr=1e-3, fused=True)\n",
+            "import torch\nopt = torch.optim.AdamW(ps, lr=1e-3)\n",
+        ),
+        Invalid(
+            "from torch.optim import AdamW\nopt = AdamW(ps, fused=device.type == 'cuda', lr=1e-3)\n",
+            "from torch.optim import AdamW\nopt = AdamW(ps, lr=1e-3)\n",
+        ),
+        Invalid(
+            "use_fused = fused_available and device_type == 'cuda'\n",
+            "use_fused = False\n",
+        ),
+        Invalid("import torch\nopt = torch.optim.Adam(ps, fused=use_fused)\n"),
+        Invalid("extra_args = dict(fused=True) if use_fused else dict()\n"),
+        Invalid("import torch\nopt = torch.optim.AdamW(ps, fused=True)\n", target="accelerator"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        fused = kwarg(node, "fused")
+        if fused is None:
+            return
+        if isinstance(node.func, cst.Name) and node.func.value == "dict":
+            if not (isinstance(fused.value, cst.Name) and fused.value.value == "False"):
+                self.report(node, "`fused=` is collected for an optimizer", guidance=_GUIDANCE, effort=Effort.LOW)
+            return
+        if terminal_name(node.func) is None or not in_package(call_qualname(self, node), ("torch.optim",)):
+            return
+        value = fused.value
+        if isinstance(value, cst.Name) and value.value in ("False", "None"):
+            return
+        message = "fused optimizer kernels do not exist on Neuron"
+        fixable = (isinstance(value, cst.Name) and value.value == "True") or compares_to_cuda(value, self)
+        if not fixable or self.context.settings.target != "neuron":
+            self.report(node, message, guidance=_GUIDANCE, effort=Effort.LOW)
+            return
+        self.report(
+            node,
+            message,
+            replacement=remove_arg(node, fused),
+            safety=Safety.SAFE,
+            guidance=_GUIDANCE,
+            description="drop fused=",
+        )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        name = target.attr.value if isinstance(target, cst.Attribute) else getattr(target, "value", None)
+        if not isinstance(name, str) or "fused" not in name.lower() or not compares_to_cuda(node.value, self):
+            return
+        message = f"`{name}` turns on fused optimizer kernels for CUDA"
+        if self.context.settings.target != "neuron":
+            self.report(node, message, guidance=_GUIDANCE, effort=Effort.LOW)
+            return
+        self.report(
+            node,
+            message,
+            replacement=node.with_changes(value=cst.Name("False")),
+            safety=Safety.SAFE,
+            guidance=_GUIDANCE,
+            description="no fused kernels on Neuron",
+        )

@@ -1,0 +1,171 @@
+"""CN611: CUDA profiling (``ProfilerActivity.CUDA``, ``torch.cuda.profiler``, ``use_cuda=``)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
+
+from .._eco_util import call_qualname, in_package, kwarg, remove_arg
+from .._util import make_string, string_value
+
+__all__ = ["CudaProfiling"]
+
+_ACTIVITY = frozenset(
+    {
+        "torch.profiler.ProfilerActivity",
+        "torch.autograd.ProfilerActivity",
+        "torch.autograd.profiler.ProfilerActivity",
+        "torch._C._profiler.ProfilerActivity",
+    }
+)
+_GUIDANCE = (
+    "CUDA profiling records nothing on Trainium. Profile with ProfilerActivity.CPU (operator "
+    "timings of the host side) and use the Neuron profiler for device timelines."
+)
+_SORT_KEYS = {
+    "cuda_time_total": "cpu_time_total",
+    "self_cuda_time_total": "self_cpu_time_total",
+    "cuda_time": "cpu_time",
+    "cuda_memory_usage": "cpu_memory_usage",
+    "self_cuda_memory_usage": "self_cpu_memory_usage",
+}
+
+
+class CudaProfiling(Rule):
+    """
+    ## What it does
+    In ``activities=[...]`` of ``torch.profiler.profile``, removes ``ProfilerActivity.CUDA``
+    (or turns it into ``ProfilerActivity.CPU`` when it is the only one); turns
+    ``sort_by="cuda_time_total"``-style keys into their CPU twins; reports
+    ``torch.cuda.profiler.*``, ``use_cuda=True`` and ``ProfilerActivity.CUDA`` elsewhere.
+
+    ## Why is this bad?
+    The CUDA activity is collected through CUPTI, which does not exist on a Trainium host: the
+    profiler warns and the trace has no device events; ``cuda_time_total`` columns are zero.
+
+    ## Example
+    ```python
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        step()
+    print(prof.key_averages().table(sort_by="cuda_time_total"))
+    ```
+    becomes
+    ```python
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step()
+    print(prof.key_averages().table(sort_by="cpu_time_total"))
+    ```
+
+    ## Fix safety
+    Safe for ``--target neuron``: only what the profiler records changes, never what the program
+    computes. ``ProfilerActivity.CUDA`` outside an ``activities`` list (e.g. a membership test)
+    is left alone: it is an enum value, not a device. ``--target accelerator`` only reports.
+    """
+
+    code = "CN611"
+    name = "cuda-profiling"
+    fixes = frozenset({Safety.SAFE})
+    triggers = ("CUDA", "cuda_time", "cuda_memory", "use_cuda", "profiler")
+    emits = ("torch.profiler.ProfilerActivity.CPU",)
+    VALID = (
+        "from torch.profiler import ProfilerActivity, profile\n"
+        "with profile(activities=[ProfilerActivity.CPU]):\n    pass\n",
+        "from torch.profiler import ProfilerActivity\nif ProfilerActivity.CUDA in acts:\n    pass\n",
+        "USE_CUDA = True\n",
+    )
+    INVALID = (
+        Invalid(
+            "from torch.profiler import ProfilerActivity, profile\n"
+            "with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):\n    pass\n",
+            "from torch.profiler import ProfilerActivity, profile\n"
+            "with profile(activities=[ProfilerActivity.CPU]):\n    pass\n",
+        ),
+        Invalid(
+            "import torch\nwith torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):\n    pass\n",
+            "import torch\nwith torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):\n    pass\n",
+        ),
+        Invalid(
+            "print(prof.key_averages().table(sort_by='self_cuda_time_total', row_limit=10))\n",
+            "print(prof.key_averages().table(sort_by='self_cpu_time_total', row_limit=10))\n",
+        ),
+        Invalid(
+            "import torch\nwith torch.autograd.profiler.profile(use_cuda=True) as p:\n    pass\n",
+            "import torch\nwith torch.autograd.profiler.profile() as p:\n    pass\n",
+        ),
+        Invalid("import torch\ntorch.cuda.profiler.start()\n"),
+        Invalid(
+            "from torch.profiler import ProfilerActivity, profile\n"
+            "with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):\n    pass\n",
+            target="accelerator",
+        ),
+    )
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is None:
+            return
+        key = node.keyword.value
+        # Findings are made on the visited Arg (the engine rebuilds along the visited node's
+        # ancestors); the replacement is the same argument with a new value.
+        if key == "activities" and isinstance(node.value, (cst.List, cst.Tuple, cst.Set)):
+            self._activities(node, node.value)
+        elif key == "sort_by":
+            value = string_value(node.value)
+            if value in _SORT_KEYS:
+                self._fix(
+                    node,
+                    f'sort_by="{value}" sorts by CUDA time, which is zero on Trainium',
+                    node.with_changes(value=make_string(_SORT_KEYS[value], like=node.value)),
+                )
+
+    def _is_cuda_activity(self, node: cst.BaseExpression) -> bool:
+        return (
+            isinstance(node, cst.Attribute)
+            and node.attr.value == "CUDA"
+            and self.qualname(node.value) in _ACTIVITY
+        )
+
+    def _activities(self, arg: cst.Arg, seq: cst.List | cst.Tuple | cst.Set) -> None:
+        cuda = [el for el in seq.elements if self._is_cuda_activity(el.value)]
+        if not cuda:
+            return
+        others = [el for el in seq.elements if el not in cuda]
+        message = "ProfilerActivity.CUDA records nothing on Trainium"
+        if not others:
+            first = cuda[0]
+            attr = first.value
+            assert isinstance(attr, cst.Attribute)
+            cpu = first.with_changes(value=attr.with_changes(attr=cst.Name("CPU")))
+            elements = [cpu if el is first else el for el in seq.elements]
+        else:
+            elements = list(others)
+            elements[-1] = elements[-1].with_changes(comma=seq.elements[-1].comma)
+        self._fix(arg, message, arg.with_changes(value=seq.with_changes(elements=elements)))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        use_cuda = kwarg(node, "use_cuda")
+        if use_cuda is not None and in_package(call_qualname(self, node), ("torch.autograd.profiler", "torch.profiler")):
+            self._fix(node, "`use_cuda=` profiles CUDA kernels, absent on Trainium", remove_arg(node, use_cuda))
+            return
+        qualified = call_qualname(self, node)
+        if in_package(qualified, ("torch.cuda.profiler",)):
+            self.report(
+                node,
+                f"`{qualified}` drives the CUDA profiler (nsys/nvprof)",
+                guidance="Use torch.profiler.profile(activities=[ProfilerActivity.CPU]) around the "
+                "region, and the Neuron profiler for device timelines.",
+                effort=Effort.LOW,
+            )
+
+    def _fix(self, node: cst.CSTNode, message: str, replacement: cst.CSTNode) -> None:
+        if self.context.settings.target != "neuron":
+            self.report(node, message, guidance=_GUIDANCE, effort=Effort.LOW)
+            return
+        self.report(
+            node,
+            message,
+            replacement=replacement,
+            safety=Safety.SAFE,
+            guidance=_GUIDANCE,
+            description="profile the CPU side",
+        )

@@ -1,0 +1,98 @@
+"""CN711: dependencies on CUDA-only packages in requirements files and ``pyproject.toml``.
+
+Checked in ``requirements*.txt`` (also ``requirements/*.txt``) and in ``pyproject.toml``
+(``project.dependencies``, ``project.optional-dependencies``, ``dependency-groups``). The
+project's own ``[tool.cuda2neuron]`` table is configuration and is read by the engine.
+"""
+
+from __future__ import annotations
+
+
+from cuda2neuron.core import Invalid, TextReport, Valid
+from cuda2neuron.documents.requirements import DependencyDoc
+
+from .._helpers import TextRule
+from ._helpers import cuda_only_package
+
+__all__ = ["CudaOnlyDependency"]
+
+
+_REQ = "requirements.txt"
+
+
+class CudaOnlyDependency(TextRule):
+    """
+    ## What it does
+    Reports dependencies on CUDA-only packages in requirements files and pyproject.toml. The
+    packages: apex, flash-attn, xformers, bitsandbytes, triton, cupy / cupy-cuda*, pycuda,
+    pynvml / nvidia-ml-py, the ``nvidia-*`` CUDA runtime wheels, TensorRT, onnxruntime-gpu and
+    CUDA kernel packages (mamba-ssm, causal-conv1d, liger-kernel). The pyproject tables:
+    ``project.dependencies``, optional dependencies, ``dependency-groups``, Poetry's tables.
+
+    ## Why is this bad?
+    On a Trainium host these packages fail to build or install (no CUDA toolkit), or install and
+    fail at import, or silently fall back. Each has a PyTorch or Neuron replacement, named in the
+    finding's guidance.
+
+    ## Example
+    ```text
+    flash-attn>=2.5.0
+    ```
+    Replace the calls with ``torch.nn.functional.scaled_dot_product_attention``, then drop the
+    line.
+
+    ## Fix safety
+    Report only: the dependency can go only once the code that imports it has been ported.
+    """
+
+    code = "CN711"
+    name = "cuda-only-dependency"
+    file_kinds = frozenset({"requirements"})
+    triggers = ("apex", "flash", "xformers", "bitsandbytes", "triton", "cupy", "cuda", "nvidia", "nvml",
+                "gpustat", "tensorrt", "onnxruntime", "liger", "mamba", "conv1d")
+    VALID = (
+        Valid("torch>=2.3\nnumpy  # flash-attn is optional\n", path=_REQ),
+        Valid("apexlib==1.0\n", path=_REQ),
+        Valid('[project]\nname = "x"\ndependencies = ["torch>=2.6"]\n# "flash-attn"\n', path="pyproject.toml"),
+        Valid('[project]\nname = "x"\n[tool.other]\nextra = ["flash-attn"]\n', path="pyproject.toml"),
+    )
+    INVALID = (
+        Invalid("flash-attn>=2.5.0\n", path=_REQ),
+        Invalid("Flash_Attn==2.5.8 --hash=sha256:abc\n", path=_REQ),
+        Invalid("bitsandbytes>=0.43  # 8-bit AdamW\n", path=_REQ),
+        Invalid("cupy-cuda12x\n", path="requirements-gpu.txt"),
+        Invalid("nvidia-cudnn-cu12==9.1.0.70\n", path=_REQ),
+        Invalid("git+https://github.com/NVIDIA/apex#egg=apex\n", path=_REQ),
+        Invalid("-e git+https://github.com/Dao-AILab/flash-attention.git@v2.5.8\n", path=_REQ),
+        Invalid(
+            "https://example.org/wheels/flash_attn-2.5.8+cu122torch2.3-cp311-linux_x86_64.whl\n",
+            path=_REQ,
+        ),
+        Invalid('[project]\nname = "x"\ndependencies = [\n  "torch",\n  "xformers>=0.0.26",\n]\n', path="pyproject.toml"),
+        Invalid(
+            '[project]\nname = "x"\n[project.optional-dependencies]\ngpu = ["triton>=2.3", "pynvml"]\n',
+            path="pyproject.toml",
+        ),
+        Invalid(
+            '[tool.poetry.dependencies]\npython = "^3.10"\nflash-attn = {version = "^2.5", optional = true}\n',
+            path="pyproject.toml",
+        ),
+    )
+
+    @classmethod
+    def check_text(cls, doc: DependencyDoc, settings) -> list[TextReport]:
+        out = []
+        for dep in doc.dependencies:
+            info = cuda_only_package(dep.name)
+            if info is None:
+                continue
+            what, instead, effort = info
+            out.append(TextReport(
+                dep.start, dep.end,
+                f"`{dep.name}` is CUDA-only: {what}",
+                guidance=instead,
+                effort=effort,
+            ))
+        return out
+
+

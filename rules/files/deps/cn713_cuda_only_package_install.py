@@ -1,0 +1,121 @@
+"""CN713: ``pip install`` of CUDA-only packages in launch scripts."""
+
+from __future__ import annotations
+
+import re
+
+from cuda2neuron.core import Effort, Invalid, TextReport, Valid
+from cuda2neuron.documents.requirements import normalise, requirement_name
+from cuda2neuron.documents.shell import ShellScript, unquote, word_end
+
+from .._helpers import TextRule
+from ._helpers import CUDA_WHEEL_RE, cuda_only_package
+
+__all__ = ["CudaOnlyPackageInstall"]
+
+
+_PIP_INSTALL_RE = re.compile(r"(?<![\w.-])(?:pip3?|uv pip|python3? -m pip)[ \t]+install(?![\w-])")
+# pip options that take a value (the value is not a requirement).
+_PIP_VALUE_OPTIONS = frozenset({
+    "-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url",
+    "-f", "--find-links", "-t", "--target", "--prefix", "--root", "--src", "--python-version",
+    "--platform", "--implementation", "--abi", "--progress-bar", "--log", "--cache-dir",
+    "--trusted-host", "--upgrade-strategy", "-C", "--config-settings", "--global-option",
+})
+_PIP_INDEX_OPTIONS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find-links"})
+
+
+class CudaOnlyPackageInstall(TextRule):
+    """
+    ## What it does
+    Reports ``pip install`` of CUDA-only packages or from a CUDA wheel index. Launch scripts
+    and notebooks (``!pip install``, ``%pip install``) are read; the packages are CN711's list
+    (flash-attn, xformers, apex, bitsandbytes, triton, ...) and the indexes CN712's
+    (``--index-url https://download.pytorch.org/whl/cu121``).
+
+    ## Why is this bad?
+    Setup scripts and the first cell of a notebook install the CUDA stack before anything runs:
+    on a Trainium host the install fails (no CUDA toolkit to build against) or drags in CUDA
+    wheels that are never used.
+
+    ## Example
+    ```bash
+    pip install flash-attn --no-build-isolation
+    ```
+    Port the code to ``torch.nn.functional.scaled_dot_product_attention`` and drop the install.
+
+    ## Fix safety
+    Report only: the install can go once the code that imports the package has been ported.
+    """
+
+    code = "CN713"
+    name = "cuda-only-package-install"
+    file_kinds = frozenset({"shell"})
+    triggers = ("install",)
+    VALID = (
+        Valid("pip install numpy einops\n", path="setup_env.sh"),
+        Valid("pip install -r requirements.txt\n", path="setup_env.sh"),
+        Valid("echo 'pip install flash-attn'\n", path="setup_env.sh"),
+        Valid("# pip install xformers\n", path="setup_env.sh"),
+    )
+    INVALID = (
+        Invalid("pip install flash-attn --no-build-isolation\n", path="setup_env.sh"),
+        Invalid("python -m pip install -U 'bitsandbytes>=0.43' numpy\n", path="setup_env.sh"),
+        Invalid("pip3 install torch --index-url https://download.pytorch.org/whl/cu121\n", path="setup_env.sh"),
+        Invalid("uv pip install \\\n    xformers \\\n    triton\n", path="setup_env.sh"),
+    )
+
+    @classmethod
+    def check_text(cls, doc: ShellScript, settings) -> list[TextReport]:
+        text = doc.text
+        if "install" not in text:
+            return []
+        out: list[TextReport] = []
+        for m in doc.code_matches(_PIP_INSTALL_RE):
+            i = m.end()
+            expect_value: str | None = None
+            while i < len(text):
+                # Skip blanks and `\` line continuations; stop at the end of the command.
+                while i < len(text) and text[i] in " \t":
+                    i += 1
+                if text.startswith("\\\n", i) or text.startswith("\\\r\n", i):
+                    i += 2 if text[i + 1] == "\n" else 3
+                    continue
+                if i >= len(text) or text[i] in "\r\n;&|)#":
+                    break
+                end = word_end(text, i)
+                if end == i:
+                    break
+                word = unquote(text[i:end]) or ""
+                if expect_value is not None:
+                    if expect_value in _PIP_INDEX_OPTIONS and CUDA_WHEEL_RE.search(word):
+                        out.append(TextReport(
+                            i, end, f"`{word}` serves CUDA builds of PyTorch",
+                            guidance="install torch from the CPU index (https://download.pytorch.org/whl/cpu) "
+                            "or the Neuron pip repository",
+                            effort=Effort.LOW,
+                        ))
+                    expect_value = None
+                elif word.startswith("-"):
+                    option, eq, value = word.partition("=")
+                    if option in _PIP_VALUE_OPTIONS and not eq:
+                        expect_value = option
+                    elif option in _PIP_INDEX_OPTIONS and CUDA_WHEEL_RE.search(value):
+                        out.append(TextReport(
+                            i, end, f"`{value}` serves CUDA builds of PyTorch",
+                            guidance="install torch from the CPU index or the Neuron pip repository",
+                            effort=Effort.LOW,
+                        ))
+                else:
+                    name = requirement_name(word)
+                    info = cuda_only_package(normalise(name)) if name else None
+                    if info is not None:
+                        what, instead, effort = info
+                        out.append(TextReport(
+                            i, end, f"installs `{normalise(name)}`, which is CUDA-only: {what}",
+                            guidance=instead, effort=effort,
+                        ))
+                i = end
+        return out
+
+

@@ -1,0 +1,81 @@
+"""CN705: CUDA runtime and library variables set in launch scripts."""
+
+from __future__ import annotations
+
+import re
+
+from cuda2neuron.core import Effort, Invalid, TextReport, Valid
+from cuda2neuron.documents.shell import ShellScript
+
+from .._helpers import TextRule
+
+__all__ = ["CudaEnvVarInScript"]
+
+
+# Variables the CUDA runtime, cuDNN/cuBLAS or PyTorch's CUDA code read. Named one by one (plus
+# library prefixes): a script's own `CUDA_FLAG="--cuda"` is not a CUDA setting (trap 6).
+_CUDA_ENV_RE = re.compile(
+    r"CUDA_(?:LAUNCH_BLOCKING|DEVICE_ORDER|DEVICE_MAX_CONNECTIONS|MODULE_LOADING|HOME|PATH|ROOT"
+    r"|AUTO_BOOST|FORCE_PTX_JIT|DISABLE_PTX_JIT|CACHE_\w+|MPS_\w+)"
+    r"|PYTORCH_CUDA_\w+|PYTORCH_NO_CUDA_MEMORY_CACHING|PYTORCH_NVML_BASED_CUDA_CHECK|TORCH_CUDA_\w+"
+    r"|TORCH_CUDNN_\w+|CUDNN_\w+|CUBLAS_\w+|CUBLASLT_\w+"
+)
+
+
+class CudaEnvVarInScript(TextRule):
+    """
+    ## What it does
+    Reports CUDA runtime, library and build variables set in launch scripts. Covered:
+    ``CUDA_LAUNCH_BLOCKING``, ``CUDA_DEVICE_ORDER``, ``PYTORCH_CUDA_ALLOC_CONF``,
+    ``TORCH_CUDA_ARCH_LIST``, ``CUDA_HOME``, ``CUBLAS_*`` / ``CUDNN_*`` and the like
+    (``CUDA_VISIBLE_DEVICES`` is CN701's; a script's own ``CUDA_FLAG`` is not a CUDA setting).
+
+    ## Why is this bad?
+    They configure the CUDA runtime, PyTorch's CUDA caching allocator or CUDA extension builds;
+    on Trainium nothing reads them, so a setting the run relied on (synchronous launches for
+    debugging, allocator tuning) silently stops applying.
+
+    ## Example
+    ```bash
+    export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+    ```
+    Delete it for Trainium runs, or keep it in a CUDA-only script.
+
+    ## Fix safety
+    Report only. With ``--target accelerator`` they are kept silently (harmless on Trainium,
+    needed on GPUs).
+    """
+
+    code = "CN705"
+    name = "cuda-env-var-in-script"
+    file_kinds = frozenset({"shell"})
+    targets = frozenset({"neuron"})
+    triggers = ("CUDA_", "CUDNN_", "CUBLAS")
+    VALID = (
+        Valid("export NEURON_RT_VISIBLE_CORES=0-1\n", path="launch.sh"),
+        Valid("echo $CUDA_HOME\n", path="launch.sh"),
+        Valid("USE_CUDA=0 python setup.py develop\n", path="launch.sh"),
+        Valid('CUDA_FLAG="--cuda"\npython main.py $CUDA_FLAG\n', path="launch.sh"),
+    )
+    INVALID = (
+        Invalid("export CUDA_LAUNCH_BLOCKING=1\n", path="launch.sh"),
+        Invalid("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python train.py\n", path="launch.sh"),
+        Invalid("TORCH_CUDA_ARCH_LIST='8.0;9.0' pip install -e .\n", path="launch.sh"),
+        Invalid("export CUBLAS_WORKSPACE_CONFIG=:4096:8\n", path="launch.sh"),
+    )
+
+    @classmethod
+    def check_text(cls, doc: ShellScript, settings) -> list[TextReport]:
+        if not any(t in doc.text for t in cls.triggers):
+            return []
+        return [
+            TextReport(
+                ns, ve,
+                f"`{doc.text[ns:ne]}` configures CUDA and has no effect on Trainium",
+                guidance="delete it for Trainium runs (keep it only in a CUDA launch script)",
+                effort=Effort.LOW,
+            )
+            for ns, ne, _vs, ve in doc.assignments(_CUDA_ENV_RE)
+        ]
+
+
