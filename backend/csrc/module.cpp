@@ -1,15 +1,13 @@
 // Python binding of the emulated neuron device (loaded as cuda2neuron.backend's _C extension).
-#include "neuron.h"
-#include "accounting.h"
+#include "aten/aten.h"
+#include "runtime/accounting.h"
+#include "runtime/runtime.h"
 
 #include <Python.h>
 #include <frameobject.h>
 #include <torch/extension.h>
 
 namespace neuron {
-
-void register_device_runtime();
-size_t device_total_memory();
 
 namespace {
 

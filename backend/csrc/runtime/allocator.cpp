@@ -1,7 +1,7 @@
 // Device and pinned-host allocators. Device memory is plain host memory; what makes it "device"
 // memory is the DataPtr's device and the per-device statistics that torch.neuron.memory_* and
 // torch.accelerator.memory_* read (they go through c10::DeviceAllocator, hence the base class).
-#include "neuron.h"
+#include "runtime/runtime.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>

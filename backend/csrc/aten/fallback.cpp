@@ -1,8 +1,8 @@
 // The zero-copy boxed fallback: an op on neuron tensors runs the CPU kernel on CPU aliases of the
 // very same memory. Aliases share the neuron StorageImpl (so a kernel that resizes an out= tensor
 // reallocates through the neuron allocator), fresh CPU results are adopted as neuron memory.
-#include "neuron.h"
-#include "accounting.h"
+#include "aten/aten.h"
+#include "runtime/accounting.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -110,6 +110,8 @@ inline void scan_tensor(const at::Tensor& t, Scan& s) {
     s.other = d;
   }
 }
+
+}  // namespace
 
 void neuron_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
@@ -288,8 +290,6 @@ void neuron_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::
   }
 }
 
-}  // namespace
-
 at::Tensor cpu_alias(const at::Tensor& t) {
   TORCH_CHECK(t.device().type() == kDev, "cpu_alias expects a neuron tensor, got ", t.device());
   auto impl = c10::make_intrusive<c10::TensorImpl>(alias_storage(t.storage()),
@@ -372,21 +372,12 @@ void check_dtype(c10::ScalarType st, const char* op) {
   }
 }
 
-TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&neuron_fallback>());
-}
-
-}  // namespace neuron
-
-namespace neuron {
-namespace {
-
 // Structured ops reach PrivateUse1 through a generated composite that allocates the output on the
 // device and calls the out= variant. Running the CPU *functional* kernel through the fallback
 // instead is faster (one dispatch, no meta pass) and keeps the CPU semantics exactly: e.g.
 // mse_loss.out warns about resizing a 0-dim output, and sum(dtype=float64) would need a float64
 // output the device cannot store (the functional result is converted to float32 instead).
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+void register_structured_fallbacks(torch::Library& m) {
   for (const char* name : {"add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "mm", "addmm", "bmm", "baddbmm",
                            "mse_loss", "sum.dim_IntList", "mean.dim", "prod.dim_int", "cumsum", "cumprod",
                            "linalg_vector_norm", "gelu", "gelu_backward", "tanh", "sigmoid", "exp",
@@ -397,5 +388,4 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   }
 }
 
-}  // namespace
 }  // namespace neuron

@@ -1,7 +1,7 @@
 // Fused RNN cells. ATen's LSTM/GRU cells take the fused path on PrivateUse1 (as on CUDA), and
 // _thnn_fused_{lstm,gru}_cell exist only as CUDA kernels: without these, every nn.LSTM/nn.GRU on
 // the device fails. The math runs on CPU aliases with plain ATen ops.
-#include "neuron.h"
+#include "aten/aten.h"
 
 #include <torch/library.h>
 
@@ -97,7 +97,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+void register_rnn(torch::Library& m) {
   m.impl("_thnn_fused_lstm_cell", TORCH_FN(fused_lstm_cell));
   m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(fused_lstm_cell_backward));
   m.impl("_thnn_fused_gru_cell", TORCH_FN(fused_gru_cell));

@@ -1,6 +1,6 @@
 // Hand-written neuron kernels: allocation, views, copies, set_, convolution. Each one repeats the
 // same-device check of the fallback: a kernel that skipped it would silently compute on CPU data.
-#include "neuron.h"
+#include "aten/aten.h"
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
@@ -184,7 +184,7 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+void register_kernels(torch::Library& m) {
   m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));

@@ -1,6 +1,6 @@
 // Devices, streams, events, generators and the PrivateUse1 hooks of the emulated neuron device.
 // Execution is synchronous: streams are bookkeeping, events record host time.
-#include "neuron.h"
+#include "runtime/runtime.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
@@ -12,8 +12,6 @@
 #include <mutex>
 
 namespace neuron {
-
-size_t device_total_memory();
 
 namespace {
 

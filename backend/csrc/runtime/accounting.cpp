@@ -2,8 +2,8 @@
 // tensor or device among the inputs) or CPU ops (only CPU tensors). Counting happens in a global
 // RecordFunction callback that exists only while accounting is on, so it costs nothing when off.
 // Ops that kernels call internally (depth > 0) are not counted: the user-level op is the unit.
-#include "neuron.h"
-#include "accounting.h"
+#include "runtime/accounting.h"
+#include "runtime/runtime.h"
 
 #include <ATen/record_function.h>
 
