@@ -6,18 +6,10 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
-from .._api_util import (
-    AMP_DTYPE_NAMES,
-    LEGACY_AUTOCAST,
-    as_keywords,
-    dtype_expr,
-    find_keyword,
-    import_to_drop,
-    is_float16,
-    is_reference,
-    keyword_arg,
-)
-from .._target import device_type_expr
+from .._shared.args import arg_by_name, as_keywords, keyword_arg
+from .._shared.names import import_to_drop, is_reference
+from .._shared.target import device_type_expr
+from ._helpers import AMP_DTYPE_NAMES, LEGACY_AUTOCAST, dtype_expr, is_float16
 
 __all__ = ["LegacyAutocast"]
 
@@ -137,7 +129,7 @@ class LegacyAutocast(Rule):
         new_func, more = spelled
         imports += more
         head = [cst.Arg(device_expr)]
-        dtype_arg = find_keyword(args, "dtype")
+        dtype_arg = arg_by_name(args, "dtype")
         if dtype_arg is None:
             dtype = dtype_expr(self)
             if dtype is None:

@@ -6,9 +6,10 @@ import libcst as cst
 
 from cuda2neuron.core import Invalid, Rule, Safety
 
-from .._api_util import AMP_DTYPE_NAMES, AUTOCAST, dtype_expr, is_float16, keyword_arg
-from .._target import device_type_expr
-from .._util import arg_by_name, string_value
+from .._shared.args import arg_by_name, keyword_arg
+from .._shared.strings import string_value
+from .._shared.target import device_type_expr
+from ._helpers import AMP_DTYPE_NAMES, AUTOCAST, dtype_expr, is_float16
 
 __all__ = ["AutocastCudaDevice"]
 

@@ -6,8 +6,8 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Valid
 
-from .._api_util import AUTOCAST, SCALER, mentions_cuda_literal
-from .._util import arg_by_name
+from .._shared.args import arg_by_name
+from ._helpers import AUTOCAST, SCALER, mentions_cuda_literal
 
 __all__ = ["AmpDeviceVariable"]
 

@@ -6,18 +6,11 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
-from .._api_util import (
-    LEGACY_SCALER,
-    SCALER,
-    as_keywords,
-    find_keyword,
-    import_to_drop,
-    is_reference,
-    keyword_arg,
-    mentions_float16,
-)
-from .._target import device_type_expr
-from .._util import string_value
+from .._shared.args import arg_by_name, as_keywords, keyword_arg
+from .._shared.names import import_to_drop, is_reference
+from .._shared.strings import string_value
+from .._shared.target import device_type_expr
+from ._helpers import LEGACY_SCALER, SCALER, mentions_float16
 
 __all__ = ["GradScalerDevice"]
 
@@ -160,7 +153,7 @@ class GradScalerDevice(Rule):
             self._rewrite(node, _LEGACY_PARAMS, device_keyword=False)
         elif qualified in SCALER:
             device = next((a for a in node.args if a.keyword is None and not a.star), None)
-            device = device or find_keyword(list(node.args), "device")
+            device = device or arg_by_name(list(node.args), "device")
             if device is None and any(a.star for a in node.args):
                 return  # **kwargs may carry the device: unknowable
             if device is not None and string_value(device.value) != "cuda":
@@ -180,7 +173,7 @@ class GradScalerDevice(Rule):
             )
             return
         device, imports = built
-        old_device = find_keyword(args, "device")
+        old_device = arg_by_name(args, "device")
         if isinstance(device, cst.SimpleString) and old_device is not None and isinstance(old_device.value, cst.SimpleString):
             quote = old_device.value.value[-1]
             device = cst.SimpleString(f"{quote}neuron{quote}")
@@ -191,7 +184,7 @@ class GradScalerDevice(Rule):
             # runtime choice such as `enabled=(dtype == "float16")`): keep the scaler as written.
             message += f"; {FP16_KEPT_NOTE}"
         elif self.context.settings.amp_dtype == "bfloat16":
-            enabled = find_keyword(rest, "enabled")
+            enabled = arg_by_name(rest, "enabled")
             already_off = enabled is not None and isinstance(enabled.value, cst.Name) and enabled.value.value == "False"
             message += f"; {BF16_NOTE}"
             if not already_off:

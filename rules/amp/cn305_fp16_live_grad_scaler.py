@@ -6,8 +6,9 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Valid
 
-from .._api_util import SCALER
-from .._util import arg_by_name, string_value
+from .._shared.args import arg_by_name
+from .._shared.strings import string_value
+from ._helpers import SCALER
 
 __all__ = ["Fp16LiveScaler"]
 

@@ -6,9 +6,10 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
-from .._api_util import find_keyword, import_to_drop, is_reference, keyword_arg
-from .._target import device_type_expr
-from .._util import string_value
+from .._shared.args import arg_by_name, keyword_arg
+from .._shared.names import import_to_drop, is_reference
+from .._shared.strings import string_value
+from .._shared.target import device_type_expr
 
 __all__ = ["CustomFwdBwd"]
 
@@ -159,7 +160,7 @@ class CustomFwdBwd(Rule):
 
     def _cuda_keyword(self, call: cst.Call) -> None:
         """``device_type="cuda"`` in a torch.amp.custom_fwd/bwd call or a functools.partial of one."""
-        arg = find_keyword(list(call.args), "device_type")
+        arg = arg_by_name(list(call.args), "device_type")
         if arg is None or string_value(arg.value) != "cuda":
             return
         built = device_type_expr(self)

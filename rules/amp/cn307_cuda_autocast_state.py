@@ -6,8 +6,9 @@ import libcst as cst
 
 from cuda2neuron.core import Invalid, Rule, Safety
 
-from .._target import device_type_expr
-from .._util import positional_args, string_value
+from .._shared.args import positional_args
+from .._shared.strings import string_value
+from .._shared.target import device_type_expr
 
 __all__ = ["AutocastState"]
 

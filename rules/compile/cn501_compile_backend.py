@@ -6,8 +6,10 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
-from .._eco_util import add_kwarg, is_torch_compile, kwarg, terminal_name
-from .._util import make_string, string_value
+from .._shared.args import add_kwarg, arg_by_name
+from .._shared.names import terminal_name
+from .._shared.strings import make_string, string_value
+from ._helpers import is_torch_compile
 
 __all__ = ["CompileBackend"]
 
@@ -102,7 +104,7 @@ class CompileBackend(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if not is_torch_compile(self, node):
             return
-        backend = kwarg(node, "backend")
+        backend = arg_by_name(node, "backend")
         if backend is None:
             self._report(node, add_kwarg(node, "backend", make_string("neuron")), "uses the default inductor backend")
             return

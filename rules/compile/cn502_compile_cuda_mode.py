@@ -6,8 +6,9 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
-from .._eco_util import is_torch_compile, kwarg, remove_arg
-from .._util import string_value
+from .._shared.args import arg_by_name, remove_arg
+from .._shared.strings import string_value
+from ._helpers import is_torch_compile
 
 __all__ = ["CompileCudaMode"]
 
@@ -73,7 +74,7 @@ class CompileCudaMode(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if not node.args or not is_torch_compile(self, node):
             return
-        mode = kwarg(node, "mode")
+        mode = arg_by_name(node, "mode")
         if mode is None:
             return
         value = string_value(mode.value)

@@ -6,7 +6,8 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
-from .._eco_util import is_torch_compile, kwarg
+from .._shared.args import arg_by_name
+from ._helpers import is_torch_compile
 
 __all__ = ["CompileDynamic"]
 
@@ -60,7 +61,7 @@ class CompileDynamic(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if not node.args or not is_torch_compile(self, node):
             return
-        dynamic = kwarg(node, "dynamic")
+        dynamic = arg_by_name(node, "dynamic")
         if dynamic is None:
             return
         value = dynamic.value

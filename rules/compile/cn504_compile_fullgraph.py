@@ -6,7 +6,8 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
-from .._eco_util import add_kwarg, is_torch_compile, kwarg
+from .._shared.args import add_kwarg, arg_by_name
+from ._helpers import is_torch_compile
 
 __all__ = ["CompileFullgraph"]
 
@@ -55,12 +56,12 @@ class CompileFullgraph(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if not node.args or not is_torch_compile(self, node):
             return
-        backend = kwarg(node, "backend")
+        backend = arg_by_name(node, "backend")
         if backend is None or not (
             isinstance(backend.value, cst.SimpleString) and backend.value.evaluated_value == "neuron"
         ):
             return
-        fullgraph = kwarg(node, "fullgraph")
+        fullgraph = arg_by_name(node, "fullgraph")
         if fullgraph is None:
             new = add_kwarg(node, "fullgraph", cst.Name("True"))
         elif isinstance(fullgraph.value, cst.Name) and fullgraph.value.value == "False":

@@ -6,8 +6,10 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
-from .._eco_util import in_package, is_torch_compile, kwarg
-from .._util import string_value
+from .._shared.args import arg_by_name
+from .._shared.packages import in_package
+from .._shared.strings import string_value
+from ._helpers import is_torch_compile
 
 __all__ = ["CompileInductorOptions"]
 
@@ -91,7 +93,7 @@ class CompileInductorOptions(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if not node.args or not is_torch_compile(self, node):
             return
-        options = kwarg(node, "options")
+        options = arg_by_name(node, "options")
         if options is None:
             return
         value = options.value

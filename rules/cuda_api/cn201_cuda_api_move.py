@@ -6,8 +6,9 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
-from .._api_util import MemberReferences, ApiMove, accelerator_name_for, import_to_drop, load_moves
-from .._target import guarded_call
+from .._shared.names import import_to_drop
+from .._shared.target import guarded_call
+from ._helpers import ApiMove, MemberReferences, accelerator_name_for, load_moves
 
 __all__ = ["CudaApiMove"]
 

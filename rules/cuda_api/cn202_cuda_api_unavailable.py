@@ -8,7 +8,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Valid
 
-from .._api_util import MemberReferences
+from ._helpers import MemberReferences
 
 __all__ = ["CudaApiUnavailable"]
 

@@ -6,8 +6,9 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
-from .._api_util import MemberReferences, import_to_drop
-from .._util import positional_args
+from .._shared.args import positional_args
+from .._shared.names import import_to_drop
+from ._helpers import MemberReferences
 
 __all__ = ["NvtxRange"]
 

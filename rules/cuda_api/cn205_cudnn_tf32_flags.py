@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
-from .._api_util import import_to_drop
+from .._shared.names import import_to_drop
 
 __all__ = ["CudnnTf32Flags"]
 

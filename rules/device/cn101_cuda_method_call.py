@@ -6,9 +6,9 @@ import libcst as cst
 
 from cuda2neuron.core import Invalid, Rule, Safety, Valid
 
-from .._device_util import is_device_word
-from .._target import device_expr
-from .._util import arg_by_name, positional_args
+from .._shared.args import arg_by_name, keyword_arg, positional_args
+from .._shared.names import is_device_word
+from .._shared.target import device_expr
 
 __all__ = ["CudaMethodCall"]
 
@@ -118,12 +118,7 @@ class CudaMethodCall(Rule):
             if a is not device_arg
         ]
         if self._in_map_location():
-            nospace = cst.SimpleWhitespace("")
-            first = cst.Arg(
-                expr,
-                keyword=cst.Name("device"),
-                equal=cst.AssignEqual(whitespace_before=nospace, whitespace_after=nospace),
-            )
+            first = keyword_arg("device", expr)
         else:
             first = cst.Arg(expr)
         new_args = [first, *rest]

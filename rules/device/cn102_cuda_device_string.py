@@ -6,17 +6,9 @@ import libcst as cst
 
 from cuda2neuron.core import Invalid, Rule, Safety
 
-from .._device_util import (
-    UseKind,
-    find_use,
-    is_bare_prefix,
-    looks_like_cuda_fstring,
-    reported_at,
-    retarget_fstring,
-    retarget_string,
-)
-from .._target import checkpoint_device
-from .._util import string_value
+from .._shared.strings import string_value
+from .._shared.target import checkpoint_device
+from ._helpers import UseKind, find_use, is_bare_prefix, looks_like_cuda_fstring, retarget_fstring, retarget_string
 
 __all__ = ["CudaDeviceString"]
 
@@ -219,8 +211,8 @@ class CudaDeviceString(Rule):
     def leave_Module(self, original_node: cst.Module) -> None:
         for key in self._used_as_device:
             for node, built, ancestors in self._pending[key]:
-                self._emit(node, built)
-                reported_at(self, ancestors)  # reported after the walk: say where the node sits
+                # Reported after the walk: say where the node sits.
+                self._emit(node, built, ancestors)
 
     def _report(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple]) -> None:
         use = find_use(self, node)
@@ -275,10 +267,16 @@ class CudaDeviceString(Rule):
             imports=imports,
             guidance="keep the CUDA key for checkpoints saved on CUDA and add the target key",
             description="map the target device's key too",
+            # The fix rebuilds the dict around the visited key.
+            ancestors=use.above[:-1],
         )
-        reported_at(self, use.above[:-1])  # the fix rebuilds the dict around the visited key
 
-    def _emit(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple]) -> None:
+    def _emit(
+        self,
+        node: cst.BaseExpression,
+        built: tuple[cst.BaseExpression, tuple],
+        ancestors: tuple[cst.CSTNode, ...] | None = None,
+    ) -> None:
         replacement, imports = built
         self.report(
             node,
@@ -288,4 +286,5 @@ class CudaDeviceString(Rule):
             imports=imports,
             guidance=_GUIDANCE,
             description="name the target device",
+            ancestors=ancestors,
         )

@@ -6,15 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
-from .._device_util import (
-    UseKind,
-    comparison_safety,
-    find_use,
-    is_bare_prefix,
-    looks_like_cuda_fstring,
-    retarget_fstring,
-    retarget_string,
-)
+from ._helpers import UseKind, comparison_safety, find_use, is_bare_prefix, looks_like_cuda_fstring, retarget_fstring, retarget_string
 
 __all__ = ["CudaDeviceComparison"]
 

@@ -6,8 +6,8 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
-from .._device_util import Use, UseKind, comparison_safety
-from .._target import NEURON, compared_type_expr
+from .._shared.target import NEURON, compared_type_expr
+from ._helpers import Use, UseKind, comparison_safety
 
 __all__ = ["IsCudaAttribute"]
 

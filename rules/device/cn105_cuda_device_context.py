@@ -6,8 +6,8 @@ import libcst as cst
 
 from cuda2neuron.core import Invalid, Rule, Safety
 
-from .._target import NEURON, checked_for_accelerator
-from .._util import arg_by_name
+from .._shared.args import arg_by_name
+from .._shared.target import NEURON, checked_for_accelerator
 
 __all__ = ["CudaDeviceContext"]
 

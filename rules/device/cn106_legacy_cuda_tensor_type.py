@@ -6,9 +6,8 @@ import libcst as cst
 
 from cuda2neuron.core import Invalid, Rule, Safety
 
-from .._device_util import reported_at
-from .._target import NEURON, compared_type_expr, device_expr
-from .._util import positional_args
+from .._shared.args import keyword_arg, positional_args
+from .._shared.target import NEURON, compared_type_expr, device_expr
 
 __all__ = ["LegacyCudaTensorType"]
 
@@ -24,12 +23,6 @@ _DTYPES = {
     "LongTensor": "int64",
     "BoolTensor": "bool",
 }
-
-
-def _kw(name: str, value: cst.BaseExpression) -> cst.Arg:
-    # libcst's default AssignEqual prints " = "; keyword arguments are written "name=value".
-    nospace = cst.SimpleWhitespace("")
-    return cst.Arg(value, keyword=cst.Name(name), equal=cst.AssignEqual(whitespace_before=nospace, whitespace_after=nospace))
 
 
 class LegacyCudaTensorType(Rule):
@@ -234,8 +227,9 @@ class LegacyCudaTensorType(Rule):
             unused_imports=unused,
             guidance=guidance,
             description=f"name dtype torch.{dtype} and the device",
+            # The fix replaces the enclosing call, not the visited name.
+            ancestors=above,
         )
-        reported_at(self, above)  # the fix replaces the enclosing call, not the visited name
 
     def _pieces(self, dtype: str) -> tuple[cst.BaseExpression, cst.BaseExpression, tuple] | None:
         dev = device_expr(self)
@@ -263,7 +257,7 @@ class LegacyCudaTensorType(Rule):
         dev, dt, imports = pieces
         new = cst.Call(
             func=func[0],
-            args=[*data, _kw("dtype", dt), _kw("device", dev)],
+            args=[*data, keyword_arg("dtype", dt), keyword_arg("device", dev)],
         )
         return new, imports + func[1]
 
@@ -285,7 +279,7 @@ class LegacyCudaTensorType(Rule):
             return (
                 call.with_changes(
                     func=func.with_changes(attr=cst.Name("to")),
-                    args=[cst.Arg(dev), _kw("dtype", dt)],
+                    args=[cst.Arg(dev), keyword_arg("dtype", dt)],
                 ),
                 imports,
             )

@@ -6,9 +6,10 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
-from .._device_util import is_device_word, reported_at
-from .._target import device_expr
-from .._util import arg_by_name, positional_args, string_value
+from .._shared.args import arg_by_name, positional_args
+from .._shared.names import is_device_word
+from .._shared.strings import string_value
+from .._shared.target import device_expr
 
 __all__ = ["IntegerDeviceOrdinal"]
 
@@ -275,8 +276,7 @@ class IntegerDeviceOrdinal(Rule):
         # The visited node is the call; the finding names its argument's value.
         above = (*self.context.ancestors, call, arg)
         if built is None:
-            self.report(value, message, guidance=guidance)
-            reported_at(self, above)
+            self.report(value, message, guidance=guidance, ancestors=above)
             return
         expr, imports = built
         self.report(
@@ -288,5 +288,5 @@ class IntegerDeviceOrdinal(Rule):
             guidance="" if safety is Safety.SAFE else guidance + "; leave it if it already holds a device",
             effort=Effort.NONE if safety is Safety.SAFE else Effort.LOW,
             description="name the device explicitly",
+            ancestors=above,
         )
-        reported_at(self, above)

@@ -6,8 +6,10 @@ import libcst as cst
 
 from cuda2neuron.core import Invalid, Rule, Safety, Valid
 
-from .._dist_util import ACCELERATOR_BACKEND_EMITS, backend_expr, is_backend_named
-from .._util import arg_by_name
+from .._shared.args import arg_by_name
+from .._shared.strings import string_value
+from .._shared.values import value_user
+from ._helpers import ACCELERATOR_BACKEND_EMITS, backend_expr, is_backend_named
 
 __all__ = ["NcclBackend"]
 
@@ -38,13 +40,6 @@ _GUIDANCE = (
     "use `torch.distributed.get_default_backend_for_device(torch.accelerator.current_accelerator())` "
     "(torch >= 2.6)."
 )
-
-
-def _string(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
 
 
 def _composite_for_neuron(value: str) -> str | None:
@@ -230,7 +225,7 @@ class NcclBackend(Rule):
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "nccl" not in node.value.lower():  # cheap textual test before any tree work
             return
-        value = _string(node)
+        value = string_value(node)
         if value is None:
             return
         if value.lower() == "nccl":
@@ -278,21 +273,12 @@ class NcclBackend(Rule):
         """True if the literal provably names a backend; a variable name if that depends on the
         name being passed as a backend later; False otherwise."""
         anc = self.context.ancestors
-        child: cst.CSTNode = literal
-        i = len(anc) - 1
-        # Look through the shapes that carry a value unchanged: conditionals, ``or`` defaults,
-        # and the elements of a choices list or membership tuple.
-        while i >= 0:
-            node = anc[i]
-            if isinstance(node, cst.IfExp):
-                if node.test is child:
-                    return False
-            elif not isinstance(node, (cst.BooleanOperation, cst.Element, cst.List, cst.Tuple, cst.Set)):
-                break
-            child = node
-            i -= 1
-        if i < 0:
+        # Through the shapes that carry a value unchanged: conditionals, ``or`` defaults, and the
+        # elements of a choices list or membership tuple (the device rules walk the same way).
+        found = value_user(anc, literal)
+        if found is None:
             return False
+        i, child = found
         node = anc[i]
         if isinstance(node, cst.Arg) and node.value is child and i >= 1 and isinstance(anc[i - 1], cst.Call):
             return self._arg_is_backend(anc[i - 1], node)
@@ -313,7 +299,7 @@ class NcclBackend(Rule):
         if isinstance(node, cst.Param) and node.default is child:
             return "backend" in node.name.value.lower()
         if isinstance(node, cst.DictElement) and node.value is child:
-            key = _string(node.key)
+            key = string_value(node.key)
             return key is not None and "backend" in key.lower()
         if isinstance(node, cst.Return):
             for outer in reversed(anc[:i]):
@@ -332,12 +318,12 @@ class NcclBackend(Rule):
             return True
         if func_name == "add_argument" and keyword in _ARGPARSE_VALUES:
             return any(
-                (flag := _string(a.value)) is not None and "backend" in flag.lower()
+                (flag := string_value(a.value)) is not None and "backend" in flag.lower()
                 for a in call.args
                 if a.keyword is None
             )
         if func_name in _LOOKUPS and keyword is None and len(call.args) >= 2 and call.args[1] is arg:
-            key = _string(call.args[0].value)
+            key = string_value(call.args[0].value)
             return key is not None and "backend" in key.lower()
         return False
 
@@ -372,7 +358,7 @@ class NcclBackend(Rule):
         if node.attr.value != "NCCL" or self.qualname(node) not in _NCCL_ENUM:
             return
         parent = self.context.parent
-        if isinstance(parent, cst.DictElement) and parent.value is node and _string(parent.key) == "cuda":
+        if isinstance(parent, cst.DictElement) and parent.value is node and string_value(parent.key) == "cuda":
             return  # {"cuda": Backend.NCCL}: the CUDA entry of a device table stays (CN402 adds one)
         built = backend_expr(self)
         if built is None:

@@ -6,18 +6,11 @@ import libcst as cst
 
 from cuda2neuron.core import Invalid, Rule, Safety
 
-from .._util import make_string
+from .._shared.strings import make_string, string_value
 
 __all__ = ["BackendMapNeuronKey"]
 
 _NCCL_ENUM = frozenset({"torch.distributed.Backend.NCCL", "torch.distributed.distributed_c10d.Backend.NCCL"})
-
-
-def _string(node: cst.BaseExpression | None) -> str | None:
-    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
 
 
 class BackendMapNeuronKey(Rule):
@@ -91,14 +84,14 @@ class BackendMapNeuronKey(Rule):
     def _is_nccl(self, value: cst.BaseExpression) -> bool:
         if isinstance(value, cst.Attribute):
             return value.attr.value == "NCCL" and self.qualname(value) in _NCCL_ENUM
-        return (_string(value) or "").lower() == "nccl"
+        return (string_value(value) or "").lower() == "nccl"
 
     def visit_Dict(self, node: cst.Dict) -> None:
         cuda_at = None
         for i, element in enumerate(node.elements):
             if not isinstance(element, cst.DictElement):
                 continue
-            key = _string(element.key)
+            key = string_value(element.key)
             if key == "neuron":
                 return
             if key == "cuda" and self._is_nccl(element.value):

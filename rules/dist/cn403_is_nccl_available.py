@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Invalid, Rule, Safety, Valid
 
-from .._dist_util import ACCELERATOR_BACKEND_EMITS, backend_expr
+from ._helpers import ACCELERATOR_BACKEND_EMITS, backend_expr
 
 __all__ = ["IsNcclAvailable"]
 

@@ -6,8 +6,9 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
-from .._dist_util import EnvAccess, EnvSite, env_keyword_site, env_site, visible_cores
-from .._util import make_string
+from .._shared.strings import make_string, string_value
+from .._shared.visible_devices import visible_cores
+from ._helpers import EnvAccess, EnvSite, env_keyword_site, env_site
 
 __all__ = ["CudaVisibleDevices"]
 
@@ -30,13 +31,6 @@ _HIDE_ALL_GUIDANCE = (
 
 def _hides_all(value: str) -> bool:
     return value.strip() in ("", "-1")
-
-
-def _string(node: cst.BaseExpression | None) -> str | None:
-    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
 
 
 class _Swap(cst.CSTTransformer):
@@ -152,7 +146,7 @@ class CudaVisibleDevices(Rule):
     )
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if _CUDA not in node.value or _string(node) != _CUDA:
+        if _CUDA not in node.value or string_value(node) != _CUDA:
             return
         site = env_site(self, node)
         if site is not None:
@@ -177,7 +171,7 @@ class CudaVisibleDevices(Rule):
         safety = Safety.SAFE
         guidance = ""
         value = site.value
-        literal = _string(value) if value is not None else None
+        literal = string_value(value) if value is not None else None
         if site.access is EnvAccess.WRITE:
             if literal is not None:
                 cores = visible_cores(literal)

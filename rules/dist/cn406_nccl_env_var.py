@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
-from .._dist_util import env_site
+from ._helpers import env_site
 
 __all__ = ["NcclEnvVar"]
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.python import dotted_name
 
-from .._eco_util import in_package, module_name, terminal_name
+from .._shared.names import terminal_name
+from .._shared.packages import in_package
 
 __all__ = ["TritonKernel"]
 
@@ -66,7 +68,7 @@ class TritonKernel(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            name = module_name(alias.name)
+            name = dotted_name(alias.name)
             if name == "triton" or name.startswith("triton."):
                 self._report(node, f"`import {name}`: Triton is not available on Trainium")
                 return
@@ -74,13 +76,13 @@ class TritonKernel(Rule):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative or node.module is None:
             return
-        module = module_name(node.module)
+        module = dotted_name(node.module)
         if module == "triton" or module.startswith("triton."):
             self._report(node, f"`from {module} import ...`: Triton is not available on Trainium")
             return
         if module in ("torch.library", "torch._library.triton") and not isinstance(node.names, cst.ImportStar):
             for alias in node.names:
-                if module_name(alias.name) in ("triton_op", "wrap_triton"):
+                if dotted_name(alias.name) in ("triton_op", "wrap_triton"):
                     self._report(node, "`torch.library.triton_op` registers a Triton kernel")
                     return
 

@@ -8,7 +8,8 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
-from .._eco_util import call_qualname, kwarg, terminal_name
+from .._shared.args import arg_by_name
+from .._shared.names import call_qualname, terminal_name
 
 __all__ = ["CudaExtension"]
 
@@ -80,11 +81,11 @@ class CudaExtension(Rule):
         if qualified == f"{_EXT}.CUDAExtension":
             self._report(node, "`CUDAExtension` builds CUDA C++ kernels")
         elif qualified == f"{_EXT}.load_inline":
-            if kwarg(node, "cuda_sources") is not None or kwarg(node, "with_cuda") is not None:
+            if arg_by_name(node, "cuda_sources") is not None or arg_by_name(node, "with_cuda") is not None:
                 self._report(node, "`load_inline(cuda_sources=...)` compiles CUDA kernels at run time")
         elif qualified == f"{_EXT}.load":
-            cuda_flags = kwarg(node, "extra_cuda_cflags") is not None
-            sources = kwarg(node, "sources") or (node.args[1] if len(node.args) > 1 and node.args[1].keyword is None else None)
+            cuda_flags = arg_by_name(node, "extra_cuda_cflags") is not None
+            sources = arg_by_name(node, "sources") or (node.args[1] if len(node.args) > 1 and node.args[1].keyword is None else None)
             cu = sources is not None and _CU_SOURCE.search(self.context.code(sources.value)) is not None
             if cuda_flags or cu:
                 self._report(node, "`cpp_extension.load` compiles CUDA sources at run time")

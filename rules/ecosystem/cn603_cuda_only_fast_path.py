@@ -7,8 +7,9 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.python import dotted_name
 
-from .._eco_util import cuda_only_module, false_on_neuron, module_name, reported_at, true_on_neuron
+from ._helpers import cuda_only_module, false_on_neuron, true_on_neuron
 
 __all__ = ["CudaOnlyFastPath"]
 
@@ -182,9 +183,11 @@ class CudaOnlyFastPath(Rule):
         self._depth = 0
 
     # -- what is CUDA-only ------------------------------------------------------------------
+    # Import targets are always dotted names: dotted_name answers None only for calls and
+    # subscripts, which an import cannot hold.
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            full = module_name(alias.name)
+            full = dotted_name(alias.name) or ""
             if cuda_only_module(full):
                 bound = alias.asname.name if alias.asname is not None else None
                 self._bind(bound.value if isinstance(bound, cst.Name) else full.split(".")[0])
@@ -192,9 +195,9 @@ class CudaOnlyFastPath(Rule):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
             return
-        module = module_name(node.module)
+        module = dotted_name(node.module) or ""
         for alias in node.names:
-            name = module_name(alias.name)
+            name = dotted_name(alias.name) or ""
             if cuda_only_module(module) or cuda_only_module(f"{module}.{name}"):
                 bound = alias.asname.name if alias.asname is not None else None
                 self._bind(bound.value if isinstance(bound, cst.Name) else name)
@@ -286,10 +289,9 @@ class CudaOnlyFastPath(Rule):
             safety=Safety.SAFE,
             guidance=_GUIDANCE_NEURON,
             description="remove the CUDA-only branch; keep the fallback",
+            # Reported from leave_Module, about a node seen earlier: give the engine its place.
+            ancestors=cand.ancestors[:-1] if node is cand.parent else cand.ancestors,
         )
-        # Reported from leave_Module, about a node seen earlier: give the engine its place.
-        reported_at(self, cand.ancestors[:-1] if node is cand.parent else cand.ancestors)
-
 
     def _pin_guard(self, cand: _Candidate, message: str) -> None:
         """Accelerator target: keep the branch, and keep the device rules off its check."""
@@ -311,8 +313,8 @@ class CudaOnlyFastPath(Rule):
             safety=Safety.SAFE,
             guidance=_GUIDANCE_ACCELERATOR,
             description="keep the CUDA check (suppress device rules on this line)",
+            ancestors=cand.ancestors,
         )
-        reported_at(self, cand.ancestors)
 
 
 def _exits(node: cst.If) -> bool:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Safety
 
-from .._eco_util import PackageImports, call_qualname, in_package, sdpa_bshd
-from .._util import arg_by_name
+from .._shared.args import arg_by_name
+from .._shared.names import call_qualname
+from .._shared.packages import PackageRule, in_package
+from ._helpers import sdpa_bshd
 
 __all__ = ["FlashAttention"]
 
@@ -23,7 +25,7 @@ _MAPPED = (("dropout_p", 3, "dropout_p"), ("softmax_scale", 4, "scale"), ("causa
 _KNOWN = frozenset({"q", "k", "v", "dropout_p", "softmax_scale", "causal"})
 
 
-class FlashAttention(PackageImports, Rule):
+class FlashAttention(PackageRule):
     """
     ## What it does
     Reports flash-attn imports and calls; rewrites ``flash_attn_func(q, k, v, dropout_p=...,

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Safety
 
-from .._eco_util import PackageImports, call_qualname, in_package, sdpa_bshd
-from .._util import arg_by_name
+from .._shared.args import arg_by_name
+from .._shared.names import call_qualname
+from .._shared.packages import PackageRule, in_package
+from ._helpers import sdpa_bshd
 
 __all__ = ["XformersAttention"]
 
@@ -21,7 +23,7 @@ _MEA = frozenset({"xformers.ops.memory_efficient_attention", "xformers.ops.fmha.
 _CAUSAL = frozenset({"xformers.ops.LowerTriangularMask", "xformers.ops.fmha.attn_bias.LowerTriangularMask"})
 
 
-class XformersAttention(PackageImports, Rule):
+class XformersAttention(PackageRule):
     """
     ## What it does
     Reports xformers imports and calls; rewrites ``xops.memory_efficient_attention(q, k, v,

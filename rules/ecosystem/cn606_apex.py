@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Safety
 
-from .._eco_util import PackageImports, add_kwarg, call_qualname, in_package, kwarg, remove_arg
-from .._util import positional_args
+from .._shared.args import add_kwarg, arg_by_name, positional_args, remove_arg
+from .._shared.names import call_qualname
+from .._shared.packages import PackageRule, in_package
 
 __all__ = ["Apex"]
 
@@ -45,7 +46,7 @@ def _literal_bool(node: cst.BaseExpression) -> bool | None:
     return None
 
 
-class Apex(PackageImports, Rule):
+class Apex(PackageRule):
     """
     ## What it does
     Reports every apex import and call. Rewrites ``FusedAdam`` to ``torch.optim.AdamW`` (or
@@ -167,7 +168,7 @@ class Apex(PackageImports, Rule):
                 )
                 return
             target = "torch.nn.RMSNorm"
-            if kwarg(node, "eps") is None and len(positional_args(node)) < 2:
+            if arg_by_name(node, "eps") is None and len(positional_args(node)) < 2:
                 # torch's RMSNorm defaults eps to the dtype's machine epsilon, apex's to 1e-5.
                 new = add_kwarg(node, "eps", cst.Float("1e-5"))
         self._replace(node, new, target, qualified, message, Safety.SAFE)
@@ -200,7 +201,7 @@ class Apex(PackageImports, Rule):
                 effort=Effort.LOW,
             )
             return
-        if short == "FusedAdam" and kwarg(new, "weight_decay") is None:
+        if short == "FusedAdam" and arg_by_name(new, "weight_decay") is None:
             new = add_kwarg(new, "weight_decay", cst.Float("0.0"))
         self._replace(node, new, target, qualified, message, Safety.UNSAFE)
 

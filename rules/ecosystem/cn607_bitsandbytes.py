@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Invalid
 
-from .._eco_util import PackageImports, call_qualname, in_package
+from .._shared.names import call_qualname
+from .._shared.packages import PackageRule, in_package
 
 __all__ = ["Bitsandbytes"]
 
@@ -26,7 +27,7 @@ _DEFAULT = (
 )
 
 
-class Bitsandbytes(PackageImports, Rule):
+class Bitsandbytes(PackageRule):
     """
     ## What it does
     Reports bitsandbytes imports and calls (8-bit optimizers, ``Linear8bitLt``/``Linear4bit``,

@@ -6,7 +6,10 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
-from .._eco_util import call_qualname, compares_to_cuda, in_package, kwarg, remove_arg, terminal_name
+from .._shared.args import arg_by_name, remove_arg
+from .._shared.names import call_qualname, terminal_name
+from .._shared.packages import in_package
+from ._helpers import compares_to_cuda
 
 __all__ = ["FusedOptimizer"]
 
@@ -77,7 +80,7 @@ class FusedOptimizer(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        fused = kwarg(node, "fused")
+        fused = arg_by_name(node, "fused")
         if fused is None:
             return
         if isinstance(node.func, cst.Name) and node.func.value == "dict":

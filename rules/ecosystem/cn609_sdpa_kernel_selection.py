@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
-from .._eco_util import call_qualname, reported_at, terminal_name
+from .._shared.names import call_qualname, terminal_name
 
 __all__ = ["SdpaKernelSelection"]
 
@@ -144,6 +144,6 @@ class SdpaKernelSelection(Rule):
             guidance=_GUIDANCE,
             effort=Effort.LOW,
             description="remove the CUDA kernel switch",
+            # The statement line is two levels up (line > Expr > Call): its own ancestors.
+            ancestors=self.context.ancestors[:-2],
         )
-        # The statement line is two levels up (line > Expr > Call): its own ancestors.
-        reported_at(self, self.context.ancestors[:-2])

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Safety
 
-from .._eco_util import PackageImports, call_qualname, in_package
-from .._util import arg_by_name
+from .._shared.args import arg_by_name
+from .._shared.names import call_qualname
+from .._shared.packages import PackageRule, in_package
 
 __all__ = ["NvtxPackage"]
 
@@ -18,7 +19,7 @@ _GUIDANCE = (
 _DROPPABLE = frozenset({"message", "color", "domain", "category", "payload"})
 
 
-class NvtxPackage(PackageImports, Rule):
+class NvtxPackage(PackageRule):
     """
     ## What it does
     Reports the ``nvtx`` package and rewrites ``nvtx.annotate("name", color=...)`` (context

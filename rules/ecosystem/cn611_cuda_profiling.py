@@ -6,8 +6,10 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
-from .._eco_util import call_qualname, in_package, kwarg, remove_arg
-from .._util import make_string, string_value
+from .._shared.args import arg_by_name, remove_arg
+from .._shared.names import call_qualname
+from .._shared.packages import in_package
+from .._shared.strings import make_string, string_value
 
 __all__ = ["CudaProfiling"]
 
@@ -143,7 +145,7 @@ class CudaProfiling(Rule):
         self._fix(arg, message, arg.with_changes(value=seq.with_changes(elements=elements)))
 
     def visit_Call(self, node: cst.Call) -> None:
-        use_cuda = kwarg(node, "use_cuda")
+        use_cuda = arg_by_name(node, "use_cuda")
         if use_cuda is not None and in_package(call_qualname(self, node), ("torch.autograd.profiler", "torch.profiler")):
             self._fix(node, "`use_cuda=` profiles CUDA kernels, absent on Trainium", remove_arg(node, use_cuda))
             return

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Invalid
 
-from .._eco_util import PackageImports, call_qualname, in_package
+from .._shared.names import call_qualname
+from .._shared.packages import PackageRule, in_package
 
 __all__ = ["Cupy"]
 
@@ -17,7 +18,7 @@ _GUIDANCE = (
 )
 
 
-class Cupy(PackageImports, Rule):
+class Cupy(PackageRule):
     """
     ## What it does
     Reports ``cupy`` imports and calls.

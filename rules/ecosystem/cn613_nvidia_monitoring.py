@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Invalid
 
-from .._eco_util import PackageImports, call_qualname, in_package
+from .._shared.names import call_qualname
+from .._shared.packages import PackageRule, in_package
 
 __all__ = ["NvidiaMonitoring"]
 
@@ -33,7 +34,7 @@ _RUNNERS = frozenset(
 )
 
 
-class NvidiaMonitoring(PackageImports, Rule):
+class NvidiaMonitoring(PackageRule):
     """
     ## What it does
     Reports NVML bindings (``pynvml``, ``nvidia_smi``, ``py3nvml``, ``gpustat``, ``GPUtil``,

@@ -6,7 +6,8 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
-from .._eco_util import call_qualname, kwarg, reported_at
+from .._shared.args import arg_by_name
+from .._shared.names import call_qualname
 
 __all__ = ["EventTiming"]
 
@@ -72,7 +73,7 @@ class EventTiming(Rule):
             self._elapsed.append((node, tuple(self.context.ancestors)))
             return
         if not self._timing_events and call_qualname(self, node) in _EVENTS:
-            timing = kwarg(node, "enable_timing")
+            timing = arg_by_name(node, "enable_timing")
             if timing is not None and not (isinstance(timing.value, cst.Name) and timing.value.value == "False"):
                 self._timing_events = True
 
@@ -85,5 +86,5 @@ class EventTiming(Rule):
                 "`elapsed_time` of device events: check what it covers on Neuron",
                 guidance=_GUIDANCE,
                 effort=Effort.LOW,
+                ancestors=ancestors,
             )
-            reported_at(self, ancestors)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
-from .._util import positional_args
+from .._shared.args import positional_args
 
 __all__ = ["Float64OnDevice"]
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
-from .._eco_util import in_package
+from .._shared.packages import in_package
 
 __all__ = ["ComplexOnDevice"]
 

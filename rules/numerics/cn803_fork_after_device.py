@@ -6,8 +6,9 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
-from .._eco_util import call_qualname, kwarg
-from .._util import arg_by_name, make_string, string_value
+from .._shared.args import arg_by_name
+from .._shared.names import call_qualname
+from .._shared.strings import make_string, string_value
 
 __all__ = ["ForkAfterDevice"]
 
@@ -124,7 +125,7 @@ class ForkAfterDevice(Rule):
         elif qualified in _SAFE_LAUNCH:
             self._spawn = True
         elif qualified in _SPAWNERS:
-            if qualified.endswith("ProcessPoolExecutor") and kwarg(node, "mp_context") is not None:
+            if qualified.endswith("ProcessPoolExecutor") and arg_by_name(node, "mp_context") is not None:
                 return
             self._spawners.append(node)
 

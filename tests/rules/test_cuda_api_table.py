@@ -1,4 +1,4 @@
-"""Every row of rules/cuda_api.toml checked in five import shapes (plain, aliased, from-imports) on both targets.
+"""Every row of rules/cuda_api/cuda_api.toml checked in five import shapes (plain, aliased, from-imports) on both targets.
 
 The expected output is derived from the row itself (torch.cuda.X -> torch.neuron.X, or the
 accelerator name valid for min-torch), so a new row is tested the moment it is added.
@@ -13,7 +13,7 @@ import pytest
 
 from cuda2neuron.core import Config, Settings
 from cuda2neuron.workspace import fix_source, lint_source
-from cuda2neuron.rules._api_util import ApiMove, accelerator_name_for, load_moves
+from cuda2neuron.rules.cuda_api._helpers import ApiMove, accelerator_name_for, load_moves
 
 ROWS = sorted({move.name: move for move in load_moves().values()}.values(), key=lambda m: m.name)
 MIN_TORCH = (2, 9)
@@ -192,7 +192,7 @@ BAD_TABLES = [
 
 @pytest.mark.parametrize(("text", "fragment"), [b[1:] for b in BAD_TABLES], ids=[b[0] for b in BAD_TABLES])
 def test_malformed_move_table_is_a_clear_error(text: str, fragment: str):
-    from cuda2neuron.rules._api_util import MoveTableError, parse_moves
+    from cuda2neuron.rules.cuda_api._helpers import MoveTableError, parse_moves
 
     with pytest.raises(MoveTableError) as info:
         parse_moves(text)

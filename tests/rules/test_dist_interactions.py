@@ -14,7 +14,7 @@ import pytest
 from cuda2neuron.core import Config, Settings
 from cuda2neuron.workspace import fix_source, lint_source
 
-from cuda2neuron.rules._dist_util import visible_cores
+from cuda2neuron.rules._shared.visible_devices import visible_cores
 
 
 def _config(target: str = "neuron", unsafe: bool = False, **settings) -> Config:

@@ -6,7 +6,7 @@ import re
 
 from cuda2neuron.core import Invalid, Safety, Valid
 
-from ..._device_util import is_device_word
+from ..._shared.names import is_device_word
 from .._helpers import TextRule
 from ._helpers import CONFIG_EXAMPLE, report_value
 

@@ -7,7 +7,7 @@ import re
 from cuda2neuron.core import Effort, Invalid, Safety, TextReport, Valid
 from cuda2neuron.documents.shell import CODE, DQUOTE, ShellScript, unquote
 
-from ..._dist_util import visible_cores as dist_visible_cores
+from ..._shared.visible_devices import visible_cores as dist_visible_cores
 from .._helpers import TextRule
 
 __all__ = ["CudaVisibleDevicesInScript"]

@@ -1,31 +1,13 @@
-"""Small helpers shared by rules: reading call arguments and building nodes."""
+"""String literals: their value, and new ones in the quote style of the code around them."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-__all__ = ["arg_by_name", "positional_args", "string_value", "make_string"]
+__all__ = ["make_string", "string_value"]
 
 
-def positional_args(call: cst.Call) -> list[cst.Arg]:
-    return [a for a in call.args if a.keyword is None and not a.star]
-
-
-def arg_by_name(call: cst.Call, keyword: str, position: int | None = None) -> cst.Arg | None:
-    """The argument bound to parameter ``keyword`` (by keyword, or at ``position``)."""
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == keyword:
-            return a
-    if position is not None:
-        pos = positional_args(call)
-        if any(a.star for a in call.args[: position + 1]):
-            return None  # *args makes positions unknowable
-        if position < len(pos):
-            return pos[position]
-    return None
-
-
-def string_value(node: cst.BaseExpression) -> str | None:
+def string_value(node: cst.BaseExpression | None) -> str | None:
     """The value of a plain (non-f, non-bytes) string literal, concatenations included."""
     if isinstance(node, cst.SimpleString):
         if "b" in node.prefix.lower():

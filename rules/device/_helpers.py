@@ -1,4 +1,4 @@
-"""Helpers private to the device family (CN1xx): where a "cuda" string is a *device*.
+"""Helpers of the device family (CN1xx): where a "cuda" string is a *device*.
 
 A "cuda" literal is only rewritten in a device position; everywhere else ("impl='cuda'",
 log text, ``--cuda`` flags, ``USE_CUDA``) it is a word, not a device. The position of a string
@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 
 from cuda2neuron.core import Rule, Safety
 
-from ._target import NEURON, Imports, compared_type_expr, device_type_expr
-from ._util import positional_args, string_value
+from .._shared.args import positional_args
+from .._shared.names import is_device_word
+from .._shared.strings import string_value
+from .._shared.target import NEURON, Imports, compared_type_expr, device_type_expr
+from .._shared.values import value_user
 
 __all__ = [
     "Use",
@@ -30,8 +32,6 @@ __all__ = [
     "find_use",
     "is_bare_prefix",
     "looks_like_cuda_fstring",
-    "reported_at",
-    "is_device_word",
     "retarget_fstring",
     "retarget_string",
     "says_device",
@@ -58,13 +58,6 @@ _DEVICE_KEYWORDS = frozenset({"device", "map_location"})
 _STRING_TESTS = frozenset({"startswith", "endswith", "removeprefix", "replace", "split", "partition", "find", "index"})
 # Calls owned by the AMP family (CN3xx): their device_type/device arguments are rewritten there.
 _AMP_PREFIXES = ("torch.amp.", "torch.cuda.amp.", "torch.cpu.amp.", "torch.autocast")
-
-
-def is_device_word(word: str) -> bool:
-    """Does an identifier name a device? ``device``, ``DEVICE``, ``device_type``, ``dev``,
-    ``train_device``, ``self.device``... but not ``cuda``, ``impl`` or ``backend``."""
-    parts = word.lower().strip("_").split("_")
-    return "device" in parts or "devices" in parts or parts[-1] == "dev" or parts[0] == "dev"
 
 
 def says_device(node: cst.BaseExpression, rule: Rule | None = None) -> bool:
@@ -116,79 +109,44 @@ class Use:
     what: str = ""
 
 
-def _is_string_template(node: cst.CSTNode) -> bool:
-    return isinstance(node, (cst.SimpleString, cst.FormattedString))
-
-
 def find_use(rule: Rule, node: cst.BaseExpression) -> Use | None:
     """Where the device-looking ``node`` is used, if that is a device position; else None."""
     ancestors = rule.context.ancestors
-    child: cst.CSTNode = node
-    i = len(ancestors) - 1
-    while i >= 0:
-        anc = ancestors[i]
-        # -- nodes that only pass the value on ---------------------------------------------
-        if isinstance(anc, cst.IfExp):
-            if child is anc.test:
-                return None
-            child, i = anc, i - 1
-            continue
-        if isinstance(anc, cst.BooleanOperation):
-            child, i = anc, i - 1
-            continue
-        if isinstance(anc, cst.Element) and i >= 1 and isinstance(ancestors[i - 1], (cst.Tuple, cst.List, cst.Set)):
-            child, i = ancestors[i - 1], i - 2
-            continue
-        if (
-            isinstance(anc, cst.BinaryOperation)
-            and child is anc.left
-            and isinstance(anc.operator, cst.Modulo)
-            and _is_string_template(child)
-        ):
-            child, i = anc, i - 1
-            continue
-        if (
-            isinstance(anc, cst.Attribute)
-            and anc.attr.value == "format"
-            and child is anc.value
-            and i >= 1
-            and isinstance(ancestors[i - 1], cst.Call)
-            and _is_string_template(child)
-        ):
-            child, i = ancestors[i - 1], i - 2
-            continue
-        # -- nodes that use the value ------------------------------------------------------
-        above = tuple(ancestors[:i])
-        if isinstance(anc, cst.Arg) and i >= 1 and isinstance(ancestors[i - 1], cst.Call):
-            return _arg_use(rule, ancestors[i - 1], anc, above[:-1])
-        if isinstance(anc, cst.Param):
-            if child is anc.default and is_device_word(anc.name.value):
-                return Use(UseKind.PLACEMENT, anc, above)
+    found = value_user(ancestors, node, templates=True)
+    if found is None:
+        return None
+    i, child = found
+    anc = ancestors[i]
+    above = tuple(ancestors[:i])
+    if isinstance(anc, cst.Arg) and i >= 1 and isinstance(ancestors[i - 1], cst.Call):
+        return _arg_use(rule, ancestors[i - 1], anc, above[:-1])
+    if isinstance(anc, cst.Param):
+        if child is anc.default and is_device_word(anc.name.value):
+            return Use(UseKind.PLACEMENT, anc, above)
+        return None
+    if isinstance(anc, cst.Assign):
+        if child is not anc.value:
             return None
-        if isinstance(anc, cst.Assign):
-            if child is not anc.value:
-                return None
-            if any(says_device(t.target, rule) for t in anc.targets):
-                return Use(UseKind.PLACEMENT, anc, above)
-            if len(anc.targets) == 1 and isinstance(anc.targets[0].target, cst.Name):
-                return Use(UseKind.BINDING, anc, above, what=anc.targets[0].target.value)
-            return None
-        if isinstance(anc, cst.AnnAssign):
-            if child is anc.value and says_device(anc.target, rule):
-                return Use(UseKind.PLACEMENT, anc, above)
-            return None
-        if isinstance(anc, cst.DictElement):
-            return _dict_use(rule, anc, child, above)
-        if isinstance(anc, cst.Comparison):
-            if child is anc.left and len(anc.comparisons) == 1 and says_device(anc.comparisons[0].comparator, rule):
-                return Use(UseKind.COMPARISON, anc, above)
-            return None
-        if isinstance(anc, cst.ComparisonTarget) and i >= 1:
-            comparison = ancestors[i - 1]
-            if isinstance(comparison, cst.Comparison) and len(comparison.comparisons) == 1:
-                if says_device(comparison.left, rule):
-                    return Use(UseKind.COMPARISON, comparison, above[:-1])
-            return None
+        if any(says_device(t.target, rule) for t in anc.targets):
+            return Use(UseKind.PLACEMENT, anc, above)
+        if len(anc.targets) == 1 and isinstance(anc.targets[0].target, cst.Name):
+            return Use(UseKind.BINDING, anc, above, what=anc.targets[0].target.value)
+        return None
+    if isinstance(anc, cst.AnnAssign):
+        if child is anc.value and says_device(anc.target, rule):
+            return Use(UseKind.PLACEMENT, anc, above)
+        return None
+    if isinstance(anc, cst.DictElement):
+        return _dict_use(rule, anc, child, above)
+    if isinstance(anc, cst.Comparison):
+        if child is anc.left and len(anc.comparisons) == 1 and says_device(anc.comparisons[0].comparator, rule):
+            return Use(UseKind.COMPARISON, anc, above)
+        return None
+    if isinstance(anc, cst.ComparisonTarget) and i >= 1:
+        comparison = ancestors[i - 1]
+        if isinstance(comparison, cst.Comparison) and len(comparison.comparisons) == 1:
+            if says_device(comparison.left, rule):
+                return Use(UseKind.COMPARISON, comparison, above[:-1])
         return None
     return None
 
@@ -448,14 +406,3 @@ def retarget_fstring(
 def looks_like_cuda_fstring(node: cst.FormattedString) -> bool:
     first = node.parts[0] if node.parts else None
     return isinstance(first, cst.FormattedStringText) and first.value == _PREFIX
-
-
-def reported_at(rule: Rule, ancestors: Sequence[cst.CSTNode]) -> None:
-    """Give the report just made the ancestor chain (root first) of the node it names.
-
-    ``Rule.report`` records the ancestors of the node being *visited*; the engine rebuilds the
-    tree along that chain and orders overlapping fixes by it. A rule that reports a child or
-    parent of the visited node, or a node remembered until ``leave_Module``, must say where that
-    node sits, or its fix lands nowhere.
-    """
-    rule.reports[-1].ancestors = tuple(ancestors)

@@ -1,4 +1,4 @@
-"""Helpers private to the distributed family (CN4xx): backend names and environment keys.
+"""Helpers of the distributed family (CN4xx): backend names and environment keys.
 
 Two questions come up in several CN4xx rules and are answered here once:
 
@@ -18,7 +18,7 @@ import libcst as cst
 
 from cuda2neuron.core import Rule
 
-from ._target import NEURON, Imports
+from .._shared.target import NEURON, Imports
 
 __all__ = [
     "ACCELERATOR_BACKEND_EMITS",
@@ -28,7 +28,6 @@ __all__ = [
     "env_site",
     "env_keyword_site",
     "is_backend_named",
-    "visible_cores",
 ]
 
 # torch.distributed.get_default_backend_for_device was added in late 2024 (pytorch PR 140536) and
@@ -89,27 +88,6 @@ def is_backend_named(node: cst.BaseExpression) -> bool:
     """True for names, attributes, calls and string-keyed lookups that say "backend"."""
     name = _name_of(node)
     return name is not None and "backend" in name.lower()
-
-
-# -- process-group backend values ---------------------------------------------------------------
-
-
-def visible_cores(value: str) -> str | None:
-    """``CUDA_VISIBLE_DEVICES`` value -> ``NEURON_RT_VISIBLE_CORES`` value, or None.
-
-    Neuron takes one index or an inclusive consecutive range ``a-b``, never a comma list:
-    "0,1,2,3" -> "0-3", "2" -> "2"; "0,2" (gaps), "3,2" (order matters for CUDA's renumbering),
-    "" (hide every GPU) and "GPU-<uuid>" forms have no Neuron spelling.
-    """
-    parts = [p.strip() for p in value.split(",")]
-    if not parts or not all(p.isdigit() for p in parts):
-        return None
-    numbers = [int(p) for p in parts]
-    if numbers != list(range(numbers[0], numbers[0] + len(numbers))):
-        return None
-    if len(numbers) == 1:
-        return str(numbers[0])
-    return f"{numbers[0]}-{numbers[-1]}"
 
 
 # -- environment keys ------------------------------------------------------------------------------

@@ -1,0 +1,62 @@
+"""Following a literal up the tree, through nodes that only pass its value on, to its user."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+__all__ = ["value_user"]
+
+
+def _is_string_template(node: cst.CSTNode) -> bool:
+    return isinstance(node, (cst.SimpleString, cst.FormattedString))
+
+
+def value_user(
+    ancestors: Sequence[cst.CSTNode], node: cst.CSTNode, *, templates: bool = False
+) -> tuple[int, cst.CSTNode] | None:
+    """``(i, child)``: ``ancestors[i]`` is the first node above ``node`` that *uses* its value,
+    and ``child`` is the node below it on the way up (``node`` or what carried its value).
+
+    Passed through: ``a if c else b`` (not its test), ``a or b`` / ``a and b``, and the elements
+    of tuples, lists and sets; with ``templates``, also string formatting that keeps the
+    literal's shape (``"cuda:%d" % i``, ``"cuda:{}".format(i)``). None when the value is a
+    conditional's test (it selects, it is not passed on) or nothing above uses it. Every step is
+    O(1), so rules can afford the walk on every literal that already looks right.
+    """
+    child: cst.CSTNode = node
+    i = len(ancestors) - 1
+    while i >= 0:
+        anc = ancestors[i]
+        if isinstance(anc, cst.IfExp):
+            if child is anc.test:
+                return None
+            child, i = anc, i - 1
+            continue
+        if isinstance(anc, cst.BooleanOperation):
+            child, i = anc, i - 1
+            continue
+        if isinstance(anc, cst.Element) and i >= 1 and isinstance(ancestors[i - 1], (cst.Tuple, cst.List, cst.Set)):
+            child, i = ancestors[i - 1], i - 2
+            continue
+        if templates and (
+            isinstance(anc, cst.BinaryOperation)
+            and child is anc.left
+            and isinstance(anc.operator, cst.Modulo)
+            and _is_string_template(child)
+        ):
+            child, i = anc, i - 1
+            continue
+        if templates and (
+            isinstance(anc, cst.Attribute)
+            and anc.attr.value == "format"
+            and child is anc.value
+            and i >= 1
+            and isinstance(ancestors[i - 1], cst.Call)
+            and _is_string_template(child)
+        ):
+            child, i = ancestors[i - 1], i - 2
+            continue
+        return i, child
+    return None
