@@ -77,8 +77,8 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-validate-"))
     try:
         if args.project == "mlp":
-            original = REPO / "tests" / "validate" / "projects" / "mlp" / "original"
-            port = REPO / "tests" / "validate" / "projects" / "mlp" / "port"
+            original = REPO / "tests" / "fixtures" / "projects" / "mlp" / "original"
+            port = REPO / "tests" / "fixtures" / "projects" / "mlp" / "port"
             script, script_args = "train.py", ("--steps", "3")
         else:
             original, port = SOURCES[args.project], work / "port"
