@@ -14,7 +14,8 @@ from ._helpers import AMP_DTYPE_NAMES, LEGACY_AUTOCAST, dtype_expr, is_float16
 __all__ = ["LegacyAutocast"]
 
 # torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True): the first
-# positional parameter is `enabled`, while torch.autocast's is `device_type` (trap 4).
+# positional parameter is `enabled`, while torch.autocast's is `device_type`:
+# `autocast(flag)` must become `autocast("neuron", enabled=flag)`.
 _LEGACY_PARAMS = ("enabled", "dtype", "cache_enabled")
 FP16_ADVICE = "the explicit float16 is kept (it works on Neuron, but bfloat16 is recommended and needs no loss scaling)"
 
@@ -58,7 +59,7 @@ class LegacyAutocast(Rule):
     VALID = (
         "import torch\nwith torch.autocast('neuron', dtype=torch.bfloat16):\n    pass\n",
         "import torch\nwith torch.autocast(device_type='cpu'):\n    pass\n",
-        # A project's own autocast helper (trap 13).
+        # A project's own autocast helper: not torch's, so it stays.
         "from myproject.amp import autocast\nwith autocast():\n    pass\n",
         Valid(
             "import torch\nwith torch.autocast(torch.accelerator.current_accelerator().type):\n    pass\n",
@@ -70,7 +71,7 @@ class LegacyAutocast(Rule):
             "import torch\nwith torch.cuda.amp.autocast():\n    y = m(x)\n",
             'import torch\nwith torch.autocast("neuron", dtype=torch.bfloat16):\n    y = m(x)\n',
         ),
-        # Trap 4: the first positional parameter is `enabled`.
+        # The old autocast's first positional parameter is `enabled`, not a device type.
         Invalid(
             "import torch\nwith torch.cuda.amp.autocast(use_amp):\n    pass\n",
             'import torch\nwith torch.autocast("neuron", dtype=torch.bfloat16, enabled=use_amp):\n    pass\n',
@@ -84,7 +85,7 @@ class LegacyAutocast(Rule):
             'import torch\nwith torch.autocast("neuron", dtype=torch.float16):\n    pass\n',
             options=(("amp_dtype", "float16"),),
         ),
-        # Trap 5: aliases and decorators.
+        # Through aliases (`from torch.cuda.amp import autocast`) and as a decorator.
         Invalid(
             "from torch.cuda.amp import autocast\n\n@autocast(enabled=False)\ndef f(x):\n    return x\n",
             'import torch\n\n@torch.autocast("neuron", dtype=torch.bfloat16, enabled=False)\ndef f(x):\n    return x\n',

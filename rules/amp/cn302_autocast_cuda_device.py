@@ -59,11 +59,11 @@ class AutocastCudaDevice(Rule):
     VALID = (
         "import torch\nwith torch.autocast('cpu', dtype=torch.bfloat16):\n    pass\n",
         "import torch\nwith torch.autocast('neuron', dtype=torch.bfloat16):\n    pass\n",
-        # Already portable (trap 13).
+        # Already portable (the device type is not "cuda"): left alone.
         "import torch\nwith torch.autocast(x.device.type):\n    pass\n",
         # "cuda" that is not the device argument: a log message.
         "import torch\nwith torch.autocast('cpu'):\n    log('cuda')\n",
-        # Some other autocast (trap 13).
+        # Some other library's autocast: not torch's, so it stays.
         "from myproject import autocast\nwith autocast('cuda'):\n    pass\n",
     )
     INVALID = (

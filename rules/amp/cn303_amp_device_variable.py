@@ -42,7 +42,7 @@ class AmpDeviceVariable(Rule):
     in a file that still contains a ``"cuda"`` string literal.
 
     ## Why is this bad?
-    The device-type trap: training scripts compute
+    The device type is often derived from a string: training scripts compute
     ``device_type = "cuda" if "cuda" in device else "cpu"`` and pass the variable to autocast.
     Nothing at the autocast call says "cuda", yet on Trainium the region runs in fp32 (or on the
     wrong device) unless the string the variable comes from was ported too. The device rules
@@ -70,7 +70,7 @@ class AmpDeviceVariable(Rule):
         "ctx = torch.autocast(device_type=device_type)\n",
         # Data-driven, robust form.
         "import torch\ndevice = 'cuda'\nctx = torch.autocast(x.device.type)\n",
-        # Already portable (trap 13).
+        # Already portable (the variable is not a "cuda" literal): left alone.
         "import torch\nlog('cuda')\nctx = torch.autocast(torch.accelerator.current_accelerator().type)\n",
         Valid("import torch\nd = 'cuda'\nctx = torch.autocast('cpu')\n"),
     )

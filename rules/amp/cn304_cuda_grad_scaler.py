@@ -61,7 +61,7 @@ class GradScalerDevice(Rule):
     ## Fix safety
     Safe: it follows the port's precision policy (``amp-dtype``): under bfloat16 the autocast
     rules emit bf16 regions, for which scaling is unnecessary, so the user's ``enabled=``
-    expression is replaced by ``False`` (the message says so). The trap: the port keeps a dtype
+    expression is replaced by ``False`` (the message says so). What makes it easy to miss: the port keeps a dtype
     the user wrote, so a file that still runs float16 (``dtype=torch.float16``, or a runtime
     choice such as nanoGPT's ``enabled=(dtype == "float16")``) would lose the loss scaling its
     float16 gradients need. When the scaler's file mentions float16 (``float16``/``half``) the
@@ -80,7 +80,7 @@ class GradScalerDevice(Rule):
     VALID = (
         'import torch\nscaler = torch.amp.GradScaler("neuron", enabled=False)\n',
         'import torch\nscaler = torch.amp.GradScaler("cpu")\n',
-        # A project's own scaler (trap 13).
+        # A project's own scaler class: not torch's, so it stays.
         "from myproject.amp import GradScaler\nscaler = GradScaler()\n",
         Valid(
             "import torch\nscaler = torch.amp.GradScaler(torch.accelerator.current_accelerator().type)\n",
@@ -106,7 +106,7 @@ class GradScalerDevice(Rule):
             # (the autocast line is CN302's)
             "import torch\nwith torch.autocast('cuda', dtype=torch.half):\n    pass\nscaler = torch.amp.GradScaler('neuron')\n",
         ),
-        # Trap 5: `from torch.cuda import amp` then `amp.GradScaler()`.
+        # Through a module alias: `from torch.cuda import amp` then `amp.GradScaler()`.
         Invalid(
             "import torch\nfrom torch.cuda import amp\nscaler = amp.GradScaler()\n",
             'import torch\nscaler = torch.amp.GradScaler("neuron", enabled=False)\n',

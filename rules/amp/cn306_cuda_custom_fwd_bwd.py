@@ -74,7 +74,7 @@ class CustomFwdBwd(Rule):
     VALID = (
         'import torch\n@torch.amp.custom_fwd(device_type="neuron")\ndef f(ctx, x):\n    return x\n',
         'import torch\n@torch.amp.custom_bwd(device_type="cpu")\ndef b(ctx, g):\n    return g\n',
-        # A project's own decorator (trap 13).
+        # A project's own decorator with the same name: not torch's, so it stays.
         "from mylib import custom_fwd\n@custom_fwd\ndef f(ctx, x):\n    return x\n",
         Valid(
             "import torch\n@torch.amp.custom_fwd(device_type=torch.accelerator.current_accelerator().type)\n"
@@ -99,7 +99,7 @@ class CustomFwdBwd(Rule):
             'import torch\n@torch.amp.custom_bwd(device_type="cuda")\ndef b(ctx, g):\n    return g\n',
             'import torch\n@torch.amp.custom_bwd(device_type="neuron")\ndef b(ctx, g):\n    return g\n',
         ),
-        # Trap 5: functools.partial(torch.amp.custom_bwd, device_type="cuda").
+        # The decorator reached through functools.partial(torch.amp.custom_bwd, device_type="cuda").
         Invalid(
             'import functools, torch\nbwd = functools.partial(torch.amp.custom_bwd, device_type="cuda")\n',
             'import functools, torch\nbwd = functools.partial(torch.amp.custom_bwd, device_type="neuron")\n',

@@ -71,7 +71,7 @@ class AutocastState(Rule):
         'import torch\nok = torch.is_autocast_enabled("neuron")\n',
         "import torch\nok = torch.is_autocast_enabled(x.device.type)\n",
         'import torch\nd = torch.get_autocast_dtype("cpu")\n',
-        # A project's own helper (trap 13).
+        # A project's own helper with the same name: not torch's, so it stays.
         "from mylib import is_autocast_enabled\nok = is_autocast_enabled()\n",
     )
     INVALID = (

@@ -81,14 +81,14 @@ class CudaApiMove(MemberReferences, Rule):
     )
     VALID = (
         "import torch\ntorch.neuron.synchronize()\n",
-        # Already device-agnostic code stays (trap 13).
+        # Already device-agnostic code (torch.accelerator.*) stays as it is.
         Valid("import torch\ntorch.accelerator.synchronize()\n", target="accelerator"),
         "import torch\nif torch.accelerator.is_available():\n    n = torch.accelerator.device_count()\n",
         # A member called like a torch.cuda API on some other object.
         "from torch.cuda import synchronize\nclock.synchronize()\n",
         # A parameter named `torch` shadows the import.
         "import torch\ndef f(torch):\n    torch.cuda.synchronize()\n",
-        # A project's own helper module named cuda (trap 13).
+        # A project's own helper module named cuda: not torch.cuda, so it stays.
         "from myproject import cuda\ncuda.synchronize()\n",
         # Keywords called like the API are not uses of it.
         "from torch.cuda import synchronize\nrun(synchronize=True)\n",

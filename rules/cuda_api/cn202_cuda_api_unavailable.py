@@ -100,7 +100,7 @@ class CudaApiUnavailable(MemberReferences, Rule):
     triggers = ("cuda",)
     VALID = (
         "import torch\ntorch.neuron.get_device_properties(0).total_memory\n",
-        # The project's own version module (trap 13).
+        # The project's own version module: it only shares the name, so it stays.
         "from myproject import version\nprint(version.cuda)\n",
         # A member of some other object.
         "from torch.cuda import graph\nplan.graph()\n",

@@ -69,7 +69,7 @@ class CudnnTf32Flags(Rule):
         "import torch\ntorch.use_deterministic_algorithms(True)\n",
         # Reading a flag is harmless.
         "import torch\nif torch.backends.cudnn.enabled:\n    pass\n",
-        # A project's own settings object (trap 13).
+        # A project's own settings object with the same attribute names stays.
         "cfg.backends.cudnn.benchmark = True\n",
         Valid("import torch\ntorch.backends.cudnn.benchmark = True\n", target="accelerator"),
     )

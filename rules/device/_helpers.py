@@ -54,7 +54,8 @@ _DEVICE_PARAMS: dict[str, tuple[int, str]] = {
 }
 # Keywords that hold a device in any call.
 _DEVICE_KEYWORDS = frozenset({"device", "map_location"})
-# String methods that test or strip a device name: trap 9 strips a "cuda:" prefix from input.
+# String methods that test or strip a device name: device-selection helpers strip a "cuda:"
+# prefix from user input (``spec.startswith("cuda:")``, ``spec.replace("cuda:", "")``).
 _STRING_TESTS = frozenset({"startswith", "endswith", "removeprefix", "replace", "split", "partition", "find", "index"})
 # Calls owned by the AMP family (CN3xx): their device_type/device arguments are rewritten there.
 _AMP_PREFIXES = ("torch.amp.", "torch.cuda.amp.", "torch.cpu.amp.", "torch.autocast")
@@ -160,7 +161,7 @@ def _arg_use(rule: Rule, call: cst.Call, arg: cst.Arg, above: tuple[cst.CSTNode,
     func = call.func
     # device.startswith("cuda"), device.replace("cuda:", ""). The bare "cuda:" prefix is a
     # device prefix whatever the receiver is called (no selector or log text ends in "cuda:"),
-    # so ``spec.startswith("cuda:")`` and ``spec[len("cuda:"):]`` change together (trap 9).
+    # so ``spec.startswith("cuda:")`` and ``spec[len("cuda:"):]`` change together.
     if isinstance(func, cst.Attribute) and func.attr.value in _STRING_TESTS and arg.keyword is None:
         if positional_args(call)[:1] == [arg] and (is_bare_prefix(arg.value) or says_device(func.value, rule)):
             return Use(UseKind.COMPARISON, call, above)
@@ -177,7 +178,8 @@ def _arg_use(rule: Rule, call: cst.Call, arg: cst.Arg, above: tuple[cst.CSTNode,
         if kw in _DEVICE_KEYWORDS or (kw.endswith("_device") and kw != "output_device"):
             return Use(UseKind.PLACEMENT, call, above)
         if kw == "device_type" and (qualified is None or not qualified.startswith("torch")):
-            # A project's own function with a device_type parameter (trap 1 follows it here).
+            # A project's own function with a device_type parameter: the device type derived from a
+            # string (`device_type = "cuda" if ... else "cpu"`) is passed on through it.
             return Use(UseKind.PLACEMENT, call, above)
         if qualified is not None and qualified in _DEVICE_PARAMS and _DEVICE_PARAMS[qualified][1] == kw:
             return Use(UseKind.PLACEMENT, call, above)
@@ -241,7 +243,7 @@ def comparison_safety(use: Use, rule: Rule) -> Safety | None:
       → UNSAFE: usually right on Neuron, but it changes which code runs;
     * branches that call anything else (``_FusedOp.apply``, a Triton kernel, flash-attn) →
       DISPLAY_ONLY: the guard protects a CUDA-only kernel whose fallback is what Neuron needs
-      (trap 12); turning it to "neuron" would send Neuron tensors into the kernel.
+      (a ``cpp_extension`` plugin, flash-attn); turning it to "neuron" would send Neuron tensors into the kernel.
 
     A test feeding ``fused=`` (``fused=device.type == "cuda"``, ``use_fused = ...``) is left
     alone: False on Neuron is right, there is no fused Neuron kernel (the ecosystem rules

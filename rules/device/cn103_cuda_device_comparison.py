@@ -31,7 +31,7 @@ class CudaDeviceComparison(Rule):
     Once placement says ``"neuron"``, a test for ``"cuda"`` is always false: pinned memory,
     fused optimizers, autocast device types and synchronisation chosen by it silently take the
     CPU path. LLM trainers derive ``device_type = "cuda" if "cuda" in device else "cpu"`` and
-    feed it to autocast (trap 1): the string in the test and the default must change together.
+    feed it to autocast: the string in the test and the default must change together.
 
     ## Example
     ```python
@@ -51,7 +51,7 @@ class CudaDeviceComparison(Rule):
     ``if``/``while`` or conditional expression whose branches call torch (``torch.cuda.synchronize()``):
     unsafe, applied with ``--unsafe-fixes``. Branches that call anything else (``fused(x)``, a
     Triton kernel, flash-attn): display-only, because such a guard usually protects a CUDA-only
-    kernel whose pure-PyTorch fallback is what must run on Neuron (trap 12); the same for a test
+    kernel whose pure-PyTorch fallback is what must run on Neuron; the same for a test
     joined with a check that an optional library is present (``if HAS_TRITON and
     x.device.type == "cuda"``). A test that feeds
     ``fused=`` (``use_fused = device_type == "cuda"``) is left alone: False on Neuron picks the
@@ -109,7 +109,7 @@ class CudaDeviceComparison(Rule):
             'import torch\nif x.device.type == "neuron":\n    torch.cuda.synchronize()\n',
             unsafe=True,
         ),
-        # A guard around a project kernel: the fallback is the port (trap 12); advice only.
+        # A guard around a project's CUDA kernel: its pure-PyTorch fallback is the port; advice only.
         Invalid('if x.device.type == "cuda":\n    y = fused_kernel(x)\n', None, unsafe=True),
         Invalid('y = fused(x) if x.device.type == "cuda" else slow(x)\n', None, unsafe=True),
         # A guard whose branches only move data is a data choice.

@@ -50,7 +50,7 @@ class IsCudaAttribute(Rule):
     As for device comparisons (CN103): safe where the flag selects data (assigned, passed,
     asserted, or a data move such as ``t.to(rank) if not t.is_cuda else t``); unsafe as the test
     of a branch that calls torch; display-only as the test of a branch that calls anything else
-    (a CUDA-only kernel whose fallback is what Neuron needs, trap 12) or of a test that an
+    (a CUDA-only kernel whose pure-PyTorch fallback is what Neuron needs) or of a test that an
     optional library is present (``if flash_attn_func is not None and q.is_cuda``); untouched
     where it feeds
     ``fused=``. ``a.is_cuda != b.is_cuda`` is safe anywhere: both sides change together.
@@ -79,7 +79,7 @@ class IsCudaAttribute(Rule):
             "import torch\nif x.is_neuron:\n    torch.cuda.synchronize()\n",
             unsafe=True,
         ),
-        Invalid("if x.is_cuda:\n    y = ext.fused(x)\n", None, unsafe=True),  # trap 12: advice only
+        Invalid("if x.is_cuda:\n    y = ext.fused(x)\n", None, unsafe=True),  # guards a CUDA kernel: advice only
         # an optional CUDA-only library's guard: False on Neuron picks the fallback
         Invalid("if flash_attn_func is not None and q.is_cuda:\n    kind = \"flash_attn\"\n", None, unsafe=True),
         Invalid("if HAS_TRITON and x.is_cuda:\n    y = 1\n", None, unsafe=True),

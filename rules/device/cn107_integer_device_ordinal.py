@@ -71,7 +71,7 @@ class IntegerDeviceOrdinal(Rule):
     for ``self.X``; or ``args.X`` where ``X`` is an argparse option declared ``type=int``.
 
     ## Why is this bad?
-    No "cuda" appears, yet the integer means a GPU (trap 3). PyTorch 2.5+ maps a bare index to
+    No "cuda" appears, yet the integer means a GPU (``.to(local_rank)``). PyTorch 2.5+ maps a bare index to
     *the current accelerator*, so on TorchNeuron it usually lands right — but only if the neuron
     backend is the registered accelerator, and never on older torch. An explicit device says
     what the port means and is what validation can check.

@@ -30,7 +30,7 @@ class FusedOptimizer(Rule):
 
     ## Why is this bad?
     ``fused=True`` selects a single-kernel optimizer step that exists for CUDA (and a few other
-    devices), not for Neuron. The trap: LLM trainers write ``fused=device_type == "cuda"``;
+    devices), not for Neuron. What makes it easy to miss: LLM trainers write ``fused=device_type == "cuda"``;
     once the device rules turn the ``"cuda"`` there into ``"neuron"``, the port asks for a fused
     kernel that does not exist.
 

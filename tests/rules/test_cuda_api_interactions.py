@@ -1,4 +1,4 @@
-"""torch.cuda API rules (CN2xx) together: name-resolution traps, rule interplay, targets."""
+"""torch.cuda API rules (CN2xx) together: name resolution (aliases, shadowing, look-alike names), rule interplay, targets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Device family (CN1xx) as a whole: aliases, shadowing, traps that need several rules at once.
+"""Device family (CN1xx) as a whole: aliases, shadowing, cases that need several rules at once.
 
 The per-rule VALID/INVALID examples live on the rule classes; this table covers what a single
 rule's examples cannot: the device rules together on one file, reaching a fixed point.
@@ -20,7 +20,7 @@ def _config(target: str = "neuron", unsafe: bool = False) -> Config:
 
 REWRITES = [
     pytest.param(
-        # Trap 1: the literal, the default and the test change together.
+        # A device type derived from a string: the literal, the default and the test change together.
         'def setup(device="cuda"):\n'
         '    device_type = "cuda" if "cuda" in device else "cpu"\n'
         "    return device_type\n",
@@ -28,7 +28,7 @@ REWRITES = [
         '    device_type = "neuron" if "neuron" in device else "cpu"\n'
         "    return device_type\n",
         False,
-        id="device-type-trap-follows-literal-into-test-and-default",
+        id="device-type-follows-literal-into-test-and-default",
     ),
     pytest.param(
         "import torch as th\n"
@@ -83,7 +83,7 @@ REWRITES = [
         id="torch-only-guard-rewritten-with-unsafe-fixes",
     ),
     pytest.param(
-        # Trap 12: a kernel guarded by a device test with a fallback; the fallback is the port.
+        # A CUDA kernel guarded by a device test with a pure-PyTorch fallback: the fallback is the port.
         'if x.device.type == "cuda":\n    y = ext.fused(x)\nelse:\n    y = ref(x)\n',
         'if x.device.type == "cuda":\n    y = ext.fused(x)\nelse:\n    y = ref(x)\n',
         True,

@@ -50,7 +50,8 @@ REWRITES = [
         "from torch.distributed import init_process_group as ipg\nipg('neuron')\n",
         id="function-alias",
     ),
-    # trap 7 of real-world-patterns.md, every shape in one file, with CN401/CN402/CN403 together
+    # The backend name in every shape it comes in (a device-to-backend dict, a conditional on
+    # is_nccl_available, an attribute, an argparse default), in one file, with CN401/CN402/CN403 together
     pytest.param(
         "import os\n"
         "import torch.distributed as dist\n"
@@ -72,7 +73,7 @@ REWRITES = [
         "if dist.get_backend() == 'neuron' or args.dist_backend == \"neuron\":\n"
         "    print('nccl')\n"
         "dist.init_process_group(BACKENDS[device.type])\n",
-        id="trap7-all-shapes",
+        id="backend-name-in-every-shape",
     ),
     # a plain name is traced to the backend position even when assigned after a use elsewhere
     pytest.param(

@@ -4,7 +4,7 @@ behind silently (EXPECTED.md of that project is the specification).
 Each row names a construct of EXPECTED.md by a piece of its source line. After ``migrate`` (safe
 fixes), the construct must be *handled*: either gone from the output (rewritten) or still there
 with a finding left for the user on that line. Rows may also name text that must NOT appear:
-the CUDA-only fast paths must keep taking their fallback (trap 12), so their guards must never
+the CUDA-only fast paths must keep taking their pure-PyTorch fallback, so their guards must never
 turn into neuron checks.
 
 Rows owned by another rule family are skipped until that family is in the catalog (its rules
@@ -136,7 +136,7 @@ def test_port_compiles_and_is_idempotent(rel):
 
 
 def test_fast_paths_keep_their_fallbacks():
-    """Trap 12: after the port the fallbacks are what runs (the guards did not become neuron)."""
+    """Guarded CUDA kernels: after the port the fallbacks are what runs (the guards did not become neuron)."""
     _, triton_ops, _ = _migrated("fastmlp/triton_ops.py")
     _, plugin, _ = _migrated("fastmlp/plugin.py")
     _, layers, _ = _migrated("fastmlp/layers.py")

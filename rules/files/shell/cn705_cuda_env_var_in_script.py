@@ -13,7 +13,8 @@ __all__ = ["CudaEnvVarInScript"]
 
 
 # Variables the CUDA runtime, cuDNN/cuBLAS or PyTorch's CUDA code read. Named one by one (plus
-# library prefixes): a script's own `CUDA_FLAG="--cuda"` is not a CUDA setting (trap 6).
+# library prefixes): a script's own `CUDA_FLAG="--cuda"` or `USE_CUDA=0` only has "cuda" in
+# its name and is not a CUDA setting.
 _CUDA_ENV_RE = re.compile(
     r"CUDA_(?:LAUNCH_BLOCKING|DEVICE_ORDER|DEVICE_MAX_CONNECTIONS|MODULE_LOADING|HOME|PATH|ROOT"
     r"|AUTO_BOOST|FORCE_PTX_JIT|DISABLE_PTX_JIT|CACHE_\w+|MPS_\w+)"
