@@ -163,24 +163,6 @@ def test_unused_from_import_is_removed():
     assert fixed == "import torch\n\ntorch.neuron.synchronize()\n"
 
 
-def _family_emits():
-    from cuda2neuron.kinds import catalog
-
-    for code, rule in catalog().items():
-        if code.startswith(("CN2", "CN3")):
-            for qualified in rule.emits:
-                # torch.neuron.* is checked against the emulated backend above.
-                if not qualified.startswith("torch.neuron."):
-                    yield pytest.param(qualified, id=f"{code}-{qualified}")
-
-
-@pytest.mark.parametrize("qualified", list(_family_emits()))
-def test_emitted_torch_names_exist(qualified):
-    """Names outside torch.neuron must exist in torch itself."""
-    pytest.importorskip("torch")
-    _resolve(qualified)
-
-
 BAD_TABLES = [
     ("unknown-key", '[api.synchronize]\naccelerator = { "2.6" = "torch.accelerator.synchronize" }\nneuron = "x"\n', "unknown keys ['neuron']"),
     ("bad-version", '[api.synchronize]\naccelerator = { "two" = "torch.accelerator.synchronize" }\n', "bad torch version 'two'"),
