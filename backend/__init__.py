@@ -2,7 +2,7 @@
 
 Importing this package registers nothing and does not import torch (the rewrite commands must
 stay torch-free). :func:`activate` builds/loads the C++ extension and registers the device;
-``python -m cuda2neuron.backend build`` prebuilds it.
+``cuda2neuron build-backend`` (or :func:`build`) prebuilds it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from ._api import NEURON_MODULE_API
 from ._errors import BackendUnavailable
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import ModuleType
 
     import torch
@@ -53,11 +54,15 @@ def is_available() -> bool:
     return _is_available()
 
 
-def build(*, verbose: bool = False) -> Any:
-    """Compile the C++ extension into the cache (if needed) in a subprocess; returns the library path."""
+def build(*, verbose: bool = False, progress: Callable[[str], None] | None = None) -> Any:
+    """Compile the C++ extension into the cache (if needed) in a subprocess; returns the library path.
+
+    ``progress`` is called with each progress line of a build (start, end); nothing is printed.
+    Raises ``BackendBuildError`` (a RuntimeError) with the compiler's errors when the build fails.
+    """
     from ._registration import prebuild
 
-    return prebuild(verbose=verbose)
+    return prebuild(verbose=verbose, progress=progress)
 
 
 def cpu_alias(t: torch.Tensor) -> torch.Tensor:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import importlib.util
 import os
 import re
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -84,12 +86,11 @@ def activate(*, strict: bool | None = None) -> ModuleType:
             torch._register_device_module("neuron", _device_module)
             torch.utils.generate_methods_for_privateuse1_backend(
                 for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
-            from . import _compile, _printing, _rnn
+            from . import _compile, _printing
 
             from .distributed import register as _register_process_group
 
             _compile.register()
-            _rnn.install()
             _printing.install()
             # init_process_group("neuron") must work after a plain activate(), not only under
             # `cuda2neuron emulate`.
@@ -119,13 +120,51 @@ def is_available() -> bool:
     return cached_library() is not None or can_build()
 
 
-def prebuild(*, verbose: bool = False) -> Path:
-    """Build the extension in a fresh interpreter (loading it registers kernels) and return its path."""
+# The child's stdout protocol: progress lines and, on failure, the error (one line each, JSON).
+_CHILD_BUILD = """
+import json, os
+from cuda2neuron.backend._build import BackendBuildError, build
+out = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)  # the compiler's own output (verbose) goes to stderr, not into the protocol
+def say(kind, text):
+    out.write(json.dumps([kind, text]) + "\\n")
+    out.flush()
+try:
+    build(verbose={verbose}, progress=lambda line: say("progress", line))
+except BackendBuildError as exc:
+    say("error", str(exc))
+    raise SystemExit(1)
+"""
+
+
+def prebuild(*, verbose: bool = False, progress: Callable[[str], None] | None = None) -> Path:
+    """Build the extension in a fresh interpreter (loading it registers kernels) and return its path.
+
+    ``progress`` receives the build's progress lines as they come; nothing when it is cached.
+    """
     from ._build import BackendBuildError, cached_library
 
     lib = cached_library()
     if lib is not None:
         return lib
+    say = progress or (lambda _line: None)
+    error = None
+    with subprocess.Popen([sys.executable, "-c", _CHILD_BUILD.format(verbose=bool(verbose))],
+                          stdout=subprocess.PIPE, text=True) as child:
+        assert child.stdout is not None
+        for line in child.stdout:
+            try:
+                kind, text = json.loads(line)
+            except ValueError:
+                continue
+            if kind == "progress":
+                say(text)
+            else:
+                error = text
+    lib = cached_library()
+    if child.returncode != 0 or lib is None:
+        raise BackendBuildError(error or f"building the neuron emulator failed (exit code {child.returncode})")
+    return lib
     cmd = [sys.executable, "-m", "cuda2neuron.backend", "build"] + (["--verbose"] if verbose else [])
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     lib = cached_library()

@@ -134,7 +134,7 @@ def _cold_build() -> float:
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, CUDA2NEURON_CACHE=tmp)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "cuda2neuron.backend", "build"], env=env, check=True,
+        subprocess.run([sys.executable, "-m", "cuda2neuron", "build-backend"], env=env, check=True,
                        capture_output=True)
         return time.perf_counter() - t0
 

@@ -16,8 +16,8 @@ __all__ = ["cli", "entry", "main"]
 # Commands that need torch are imported only when invoked, so `migrate`/`check` stay torch-free.
 _LAZY = {
     "validate": ("cuda2neuron.cli._validate", "validate_command"),
-    "emulate": ("cuda2neuron.backend._emulate", "emulate_command"),
-    "build-backend": ("cuda2neuron.backend._emulate", "build_backend_command"),
+    "emulate": ("cuda2neuron.cli._emulate", "emulate_command"),
+    "build-backend": ("cuda2neuron.cli._build_backend", "build_backend_command"),
 }
 # Shown by --help without importing the command (which would import torch).
 _LAZY_HELP = {

@@ -220,7 +220,7 @@ def _prepare_emulator(request: ValidateRequest, progress: Callable[[str], None])
     try:
         from cuda2neuron import backend
 
-        backend.build()
+        backend.build(progress=progress)  # the build's start/end lines, shown like validate's own
     except Exception as exc:  # noqa: BLE001 - no compiler, unsupported torch: one clear error
         return RunFailure("port", "setup", f"the emulated neuron device cannot be built: {exc}")
     return None

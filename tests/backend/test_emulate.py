@@ -13,8 +13,9 @@ import pytest
 from click.testing import CliRunner
 from neuron_testutil import REPO
 
-from cuda2neuron.backend import _emulate
-from cuda2neuron.backend._emulate import SITECUSTOMIZE_DIR, build_backend_command, emulation_env
+from cuda2neuron.backend._emulate import SITECUSTOMIZE_DIR, emulation_env
+from cuda2neuron.cli import _emulate
+from cuda2neuron.cli._build_backend import build_backend_command
 
 TIMEOUT = 240
 
