@@ -216,17 +216,10 @@ OWN_PROCESS = {
 }
 
 
-# Modules that still print or hold click commands, to be moved into cuda2neuron/cli (issue 9's
-# remaining step). Listed one by one so that no new printer can appear, and so that moving one
-# out makes this test fail until its line here is deleted.
-NOT_YET_MOVED = {
-}
-
-
 def _printers() -> list[str]:
     out = []
     for package, path, module in _sources():
-        if package == "cuda2neuron.cli" or module in TOP or module in OWN_PROCESS or module in NOT_YET_MOVED:
+        if package == "cuda2neuron.cli" or module in TOP or module in OWN_PROCESS:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         out += [f"{module}: {what}" for what in _printing(path, tree)]
@@ -235,10 +228,3 @@ def _printers() -> list[str]:
 
 def test_only_the_cli_prints():
     assert _printers() == []
-
-
-def test_the_not_yet_moved_list_is_current():
-    """Each listed module still prints (otherwise its entry must go)."""
-    by_module = {module: path for _, path, module in _sources()}
-    still = {m for m in NOT_YET_MOVED if _printing(by_module[m], ast.parse(by_module[m].read_text(encoding="utf-8")))}
-    assert still == NOT_YET_MOVED
