@@ -10,15 +10,22 @@ each CPU op. Only outermost ops are counted (ops a kernel calls internally are n
     with OpAccounting() as acc:
         train_step()
     report = acc.report()
+
+Work that is the caller's own, not the program's (copying a tensor to the host to record it,
+drawing reference random numbers on the CPU), can be left out of the counts with
+:func:`paused` (or ``acc.paused()``); ``OpAccounting(skip_paths=...)`` makes the caller's own
+wrappers invisible in the CPU ops' source locations, as torch's frames are.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 
-__all__ = ["AccountingReport", "CpuOp", "OpAccounting"]
+__all__ = ["AccountingReport", "CpuOp", "OpAccounting", "paused"]
 
 
 @dataclass(frozen=True)
@@ -54,8 +61,12 @@ class OpAccounting:
 
     _active: OpAccounting | None = None
 
-    def __init__(self) -> None:
+    def __init__(self, *, skip_paths: Iterable[str] = ()) -> None:
+        """``skip_paths``: folders (or files) whose frames, like torch's own, are skipped when a CPU
+        op's source location is taken: the op is reported at the line that called into them."""
         self._report: AccountingReport | None = None
+        self._skip_paths = tuple(os.path.abspath(p) + (os.sep if os.path.isdir(p) else "") for p in skip_paths)
+        self._pause_depth = 0
 
     def __enter__(self) -> OpAccounting:
         from ._registration import extension
@@ -64,7 +75,7 @@ class OpAccounting:
             raise RuntimeError("OpAccounting is already active in this process; nesting is not supported")
         ext = extension()
         ext.accounting_reset()
-        ext.accounting_start(_skip_prefixes())
+        ext.accounting_start([*_skip_prefixes(), *self._skip_paths])
         OpAccounting._active = self
         return self
 
@@ -74,6 +85,7 @@ class OpAccounting:
 
         ext = extension()
         ext.accounting_stop()
+        self._pause_depth = 0
         self._report = self._snapshot()
         OpAccounting._active = None
 
@@ -87,6 +99,25 @@ class OpAccounting:
                                 cpu_elements=int(cpu_el), float64_ops=int(f64), complex_ops=int(cplx),
                                 cpu_op_details=ops)
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Count nothing inside the block; counting resumes after it and the counts accumulate
+        across the gap (no reset). Nests; a no-op when this accounting is not active."""
+        from ._registration import extension
+
+        if OpAccounting._active is not self:
+            yield
+            return
+        if self._pause_depth == 0:
+            extension().accounting_stop()
+        self._pause_depth += 1
+        try:
+            yield
+        finally:
+            self._pause_depth -= 1
+            if self._pause_depth == 0 and OpAccounting._active is self:
+                extension().accounting_start([*_skip_prefixes(), *self._skip_paths])
+
     def report(self) -> AccountingReport:
         """The counts so far (while active) or of the finished block."""
         if self._report is not None:
@@ -94,3 +125,14 @@ class OpAccounting:
         if OpAccounting._active is self:
             return self._snapshot()
         raise RuntimeError("OpAccounting.report(): the accounting block has not run yet")
+
+
+def paused() -> contextlib.AbstractContextManager[None]:
+    """Pause the active :class:`OpAccounting` for the block (see ``OpAccounting.paused``); a no-op
+    when none is active.
+
+        with accounting.paused():
+            host_copy = tensor.cpu()  # the caller's own work, not counted
+    """
+    active = OpAccounting._active
+    return active.paused() if active is not None else contextlib.nullcontext()

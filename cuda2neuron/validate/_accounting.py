@@ -1,20 +1,23 @@
 """Op accounting of the port run, with validate's own work kept out of the numbers.
 
 Recording a tensor (copying it to the host, viewing its bytes) and drawing random numbers on
-the CPU (`_rng.py`) are validate's work, not the port's: accounting is paused around them so
-the residency audit counts only the user's ops. The backend has no public pause; this stops and
-restarts its global counter without a reset (the counts accumulate across the gaps).
+the CPU (`_rng.py`) are validate's work, not the port's: accounting is paused around them
+(the backend's public ``accounting.paused()``) so the residency audit counts only the user's ops;
+the counts accumulate across the gaps. validate's own frames are skipped like torch's: a CPU op
+reached through one of validate's wrappers (`_host_api.py`) belongs to the user line that called
+the wrapper, not to validate.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["start", "paused", "finish"]
 
-_STATE: dict[str, Any] = {"acc": None, "depth": 0}
+_STATE: dict[str, Any] = {"acc": None}
 
 
 def start() -> bool:
@@ -23,46 +26,21 @@ def start() -> bool:
         from cuda2neuron.backend.accounting import OpAccounting
     except ImportError:
         return False
-    acc = OpAccounting()
+    acc = OpAccounting(skip_paths=[os.path.dirname(os.path.abspath(__file__))])
     acc.__enter__()
     _STATE["acc"] = acc
-    _restart()
     return True
-
-
-def _restart() -> None:
-    """(Re)start the backend's counter, treating validate's own frames like torch's: a CPU op
-    reached through one of validate's wrappers (`_host_api.py`) belongs to the user line that
-    called the wrapper, not to validate."""
-    import os
-
-    from cuda2neuron.backend._registration import extension
-    from cuda2neuron.backend.accounting import _skip_prefixes
-
-    ext = extension()
-    ext.accounting_stop()
-    ext.accounting_start([*_skip_prefixes(), os.path.dirname(os.path.abspath(__file__)) + os.sep])
 
 
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
+    """Leave the block's ops out of the counts (nests; a no-op when accounting is off)."""
     acc = _STATE["acc"]
-    if acc is None or _STATE["depth"]:
-        _STATE["depth"] += 1
-        try:
-            yield
-        finally:
-            _STATE["depth"] -= 1
-        return
-    from cuda2neuron.backend._registration import extension
-
-    extension().accounting_stop()
-    _STATE["depth"] += 1
-    try:
+    if acc is None:
         yield
-    finally:
-        _STATE["depth"] -= 1
-        _restart()
+        return
+    with acc.paused():
+        yield
 
 
 def finish() -> Any | None:

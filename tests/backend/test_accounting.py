@@ -76,3 +76,37 @@ def test_nesting_is_refused():
     with OpAccounting(), pytest.raises(RuntimeError, match="already active"):
         with OpAccounting():
             pass
+
+
+def test_paused_leaves_the_block_out_and_keeps_the_counts():
+    from cuda2neuron.backend import accounting
+
+    a = torch.randn(10, device="neuron")
+    c = torch.randn(10)
+    with accounting.paused():  # no active accounting: a no-op
+        c * 2
+    with OpAccounting() as acc:
+        a + a
+        with accounting.paused():
+            c * 2
+            with acc.paused():  # nests
+                a * 3
+            a - a
+        c + 1
+    rep = acc.report()
+    assert rep.device_ops == 1 and rep.cpu_ops == 1
+    assert [o.op for o in rep.cpu_op_details] == ["aten::add"]
+
+
+def test_skip_paths_report_the_callers_line(tmp_path):
+    helper = tmp_path / "host_helper.py"
+    helper.write_text("def double(t):\n    return t * 2\n")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("host_helper", helper)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with OpAccounting(skip_paths=[str(tmp_path)]) as acc:
+        module.double(torch.randn(3))  # the CPU op is reported here
+    (op,) = acc.report().cpu_op_details
+    assert op.locations[0].endswith(f"test_accounting.py:{_line_of('the CPU op is reported here')}")
