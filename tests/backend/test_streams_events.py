@@ -41,9 +41,17 @@ def test_event_elapsed_time(neuron):
 
 
 def test_synchronize_and_wait(neuron):
+    """Work queued on one stream is complete and visible on another after wait_event /
+    wait_stream, and every synchronize returns with nothing pending (execution is synchronous)."""
     s1, s2 = neuron.Stream(), neuron.Stream()
+    with neuron.stream(s1):
+        x = torch.arange(4.0, device="neuron") * 3
     e = s1.record_event()
-    s2.wait_event(e)
-    s2.wait_stream(s1)
-    neuron.synchronize()
-    torch.accelerator.synchronize()
+    assert e.query() and s1.query()
+    assert s2.wait_event(e) is None and s2.wait_stream(s1) is None
+    with neuron.stream(s2):
+        y = x + 1
+    assert neuron.synchronize() is None and torch.accelerator.synchronize() is None
+    assert s1.query() and s2.query() and e.query()
+    assert neuron.current_stream() == neuron.default_stream()
+    torch.testing.assert_close(y.cpu(), torch.tensor([1.0, 4.0, 7.0, 10.0]))

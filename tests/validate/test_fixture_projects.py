@@ -14,7 +14,7 @@ import pytest
 
 from cuda2neuron.validate import ValidateRequest, Verdict, run_validation
 from fixture_ports import migrate_fixture
-from validate_helpers import PORT_DEVICE, REPO, assert_correct_port, xfail_on_emulator_gap
+from validate_helpers import PORT_DEVICE, REPO, assert_correct_port, assert_no_emulator_gap
 
 SOURCES = {
     "cnn_cuda": REPO / "examples" / "cnn_cuda",
@@ -55,7 +55,7 @@ def test_correct_port_passes(ports, name, mode):
         pytest.skip("the CUDA-on-CPU reference must take the pure-PyTorch fallbacks: a GPU kernel package is installed")
     kw = ENTRY if mode == "entry" else {**SCRIPT, "args": SCRIPT_ARGS.get(name, SCRIPT["args"])}
     r = run_validation(ValidateRequest(original=SOURCES[name], port=ports[name], port_device=PORT_DEVICE, **kw))
-    xfail_on_emulator_gap(r)
+    assert_no_emulator_gap(r)
     assert_correct_port(r)
     assert r.golden_used and len(r.comparisons) > 20
     if name == "lstm_tagger" and PORT_DEVICE == "neuron":
@@ -69,7 +69,7 @@ def test_training_step_protocol(ports, name):
     """`build_train_step()` returns step(): validate calls it --steps times."""
     r = run_validation(ValidateRequest(original=SOURCES[name], port=ports[name], port_device=PORT_DEVICE, mode="entry",
                                        entry="validate_entry:build_train_step", steps=2))
-    xfail_on_emulator_gap(r)
+    assert_no_emulator_gap(r)
     assert_correct_port(r)
     assert {c.step for c in r.comparisons if c.kind == "grad"} == {0, 1}
     assert any(c.key.endswith("returned-loss") for c in r.comparisons)
@@ -93,7 +93,7 @@ def test_seeded_defect_in_fixture_port(ports, tmp_path, name, kw, patches, first
         assert text.count(old) == 1, (rel, old)
         (port / rel).write_text(text.replace(old, new))
     r = run_validation(ValidateRequest(original=SOURCES[name], port=port, port_device=PORT_DEVICE, golden=False, **kw))
-    xfail_on_emulator_gap(r)
+    assert_no_emulator_gap(r)
     assert r.verdict is Verdict.FAIL and r.exit_code == 1, r.failures
     if first is not None:
         assert r.divergence is not None and r.divergence.key.startswith(first), r.divergence
