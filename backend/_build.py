@@ -29,8 +29,14 @@ _CSRC = Path(__file__).with_name("csrc")
 # csrc/runtime/ (devices, streams, generators, allocators, accounting), csrc/aten/ (every op
 # registration and kernel) and csrc/module.cpp (the Python binding); see docs/backend.md.
 _SOURCE_DIRS = ("runtime", "aten")
-# A cold build measured 27 s wall (47 s CPU) on 2 idle cores; see docs/backend.md.
-_BUILD_ESTIMATE = "about 30 s on 2 idle cores, a few minutes on a loaded machine"
+# A cold build, measured on this project's 2-core machine (docs/backend.md): 57 s of CPU for the
+# three compiler runs plus import and link, 37 s wall when idle (1.53 cores busy on average:
+# three jobs on two cores, the last one alone at the end), 203 s wall at load average 14.
+_BUILD_CPU_S = 57.0
+_BUILD_PARALLELISM = 1.53 / 2  # share of the machine's cores an idle build keeps busy
+_BUILD_JOBS = 3  # compiler runs at once (one per translation unit)
+# How often a running build says how far it is (seconds).
+_TICK_S = 10.0
 
 #: Receives a build's progress messages (one line each, no trailing newline).
 Progress = Callable[[str], None]
@@ -195,9 +201,12 @@ def _compile(d: Path, *, verbose: bool, progress: Progress | None) -> ModuleType
     from torch.utils import cpp_extension
 
     say = progress or (lambda _line: None)
+    estimate, why = estimate_build_seconds()
     say(f"building the neuron emulator for torch {_torch_version()} into {d} "
-        f"(once per torch version: {_BUILD_ESTIMATE})...")
+        f"(once per torch version; estimated {estimate:.0f} s {why})...")
     t0 = time.perf_counter()
+    ticker = _Ticker(say, t0, estimate)
+    ticker.start()
     build_dir = d.parent / f"build-{d.name.rsplit('-', 1)[0]}"
     build_dir.mkdir(exist_ok=True)
     try:
@@ -212,9 +221,11 @@ def _compile(d: Path, *, verbose: bool, progress: Progress | None) -> ModuleType
             verbose=verbose,
         )
     except Exception as exc:  # compiler errors arrive as RuntimeError/CalledProcessError
+        ticker.stop()
         errors = [ln for ln in str(exc).splitlines() if "error" in ln.lower()][:10]
         detail = "\n".join(errors) or str(exc)[-2000:]
         raise BackendBuildError(f"building the neuron emulator in {build_dir} failed:\n{detail}") from exc
+    ticker.stop()
     built = build_dir / (_module_name() + ".so")
     if not built.is_file():
         raise BackendBuildError(f"{built}: the build finished but produced no library")
@@ -222,5 +233,50 @@ def _compile(d: Path, *, verbose: bool, progress: Progress | None) -> ModuleType
     tmp = d / (built.name + f".tmp{os.getpid()}")
     shutil.copy2(built, tmp)
     os.replace(tmp, target)  # atomic: a concurrent reader never sees half a library
-    say(f"neuron emulator built in {time.perf_counter() - t0:.0f} s")
+    say(f"neuron emulator built in {time.perf_counter() - t0:.0f} s (estimated {estimate:.0f} s)")
     return module
+
+
+def estimate_build_seconds(cores: int | None = None, load: float | None = None) -> tuple[float, str]:
+    """(seconds, why) a cold build should take here: its measured CPU time over the cores it gets.
+
+    The build runs three compiler jobs; on a machine whose other work keeps ``load`` processes
+    runnable the scheduler gives them about ``3 / (load + 3)`` of the cores, never more than an
+    idle build keeps busy (measured: 57 s CPU, 37 s wall on 2 idle cores).
+    """
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # no load average on this platform
+            load = 0.0
+    share = _BUILD_JOBS / (max(load, 0.0) + _BUILD_JOBS)
+    busy = max(min(cores * share, cores * _BUILD_PARALLELISM, _BUILD_JOBS * _BUILD_PARALLELISM), 0.05)
+    return _BUILD_CPU_S / busy, f"on {cores} core(s) at load {load:.1f}"
+
+
+class _Ticker:
+    """Says every few seconds how long the build has run against its estimate (a daemon thread:
+    cpp_extension.load blocks the calling thread until the compiler is done)."""
+
+    def __init__(self, say: Progress, t0: float, estimate: float) -> None:
+        import threading
+
+        self._say, self._t0, self._estimate = say, t0, estimate
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(_TICK_S):
+            elapsed = time.perf_counter() - self._t0
+            if elapsed <= self._estimate:
+                self._say(f"building the neuron emulator: {elapsed:.0f} s of an estimated {self._estimate:.0f} s")
+            else:
+                self._say(f"building the neuron emulator: {elapsed:.0f} s, longer than the estimated "
+                          f"{self._estimate:.0f} s (the machine is busier than when the estimate was made)")
