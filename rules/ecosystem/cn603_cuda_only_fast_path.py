@@ -16,7 +16,13 @@ __all__ = ["CudaOnlyFastPath"]
 _GUIDANCE_NEURON = (
     "The branch calls CUDA-only code (a CUDA extension, Triton, flash-attn, ...) and is only "
     "taken for CUDA tensors; on Neuron the fallback below it runs. Keep it that way: never "
-    "rewrite this check to 'neuron'. Port the fast path to NKI if its speed matters."
+    "rewrite this check to 'neuron'. The branch is dead on Trainium: delete it by hand, or port "
+    "the fast path to NKI if its speed matters."
+)
+_GUIDANCE_STOP = (
+    "Nothing was removed. On Trainium this check must ask for the target device (the torch.cuda "
+    "rules port torch.cuda.is_available), and the CUDA-only code after it (Triton, a CUDA "
+    "extension, ...) must be ported to NKI or plain PyTorch before the program can run there."
 )
 _GUIDANCE_ACCELERATOR = (
     "Keep this check comparing against 'cuda' (not the current accelerator): the branch calls "
@@ -70,9 +76,11 @@ class CudaOnlyFastPath(Rule):
     Finds ``if`` statements (and ``a if cond else b`` expressions, and early exits such as
     ``if not x.is_cuda: return fallback(x)`` before a CUDA path) whose condition asks whether
     a tensor is on a CUDA device (``x.is_cuda``, ``x.device.type == "cuda"``) or whether CUDA
-    exists (``torch.cuda.is_available()``), also inside an ``and``, and whose branch reaches CUDA-only code: a CUDA C++ extension, a Triton kernel,
-    flash-attn, xformers, apex, bitsandbytes... directly or through a function or class of the
-    same file. With ``--target neuron`` it removes that branch so the fallback is what remains.
+    exists (``torch.cuda.is_available()``), also inside an ``and``, and whose branch reaches
+    CUDA-only code: a CUDA C++ extension, a Triton kernel, flash-attn, xformers, apex,
+    bitsandbytes... directly or through a function or class of the same file. It keeps the
+    CUDA check as it is, so that the fallback is what runs on Trainium, and marks its line with
+    ``# cuda2neuron: ignore[CN1,CN2] ...`` so that the device rules leave it alone.
 
     ## Why is this bad?
     Projects guard native fast paths with a device check and fall back to plain PyTorch
@@ -90,21 +98,23 @@ class CudaOnlyFastPath(Rule):
     becomes
     ```python
     def bias_act(x, b):
+        if x.device.type == "cuda":  # cuda2neuron: ignore[CN1,CN2] CUDA-only fast path; ...
+            return _FusedBiasAct.apply(x, b)  # a cpp_extension kernel
         return reference_bias_act(x, b)
     ```
 
     ## Fix safety
-    Safe for ``--target neuron``: no tensor of the ported program lives on a CUDA device, so the
-    removed branch could never run; what runs is unchanged. Removing it (rather than leaving
-    the check) is what stops the device rules from rewriting the check to ``"neuron"``: the fix
-    spans the enclosing block, so it is applied first and the comparison is gone before they
-    look again. With ``--target accelerator`` the code must still use the kernel on CUDA: the
-    fix keeps the branch and adds ``# cuda2neuron: ignore[CN1,CN2] ...`` to the ``if`` line, a
-    suppression that keeps the device and torch.cuda API rules from turning its ``"cuda"`` (or
-    ``torch.cuda.is_available()``) into the current accelerator (safe: a comment; a conditional expression or a line that already has a
-    comment is only reported). Checks whose branch reaches nothing known
-    to be CUDA-only (a kernel imported from another module of the project) are not recognised
-    and are left to the device rules.
+    Safe: the fix adds a comment and deletes nothing. The check keeps its CUDA meaning (false on
+    Trainium, true on CUDA), so on Trainium the fallback runs and on CUDA (``--target
+    accelerator``) the kernel still does; the dead branch is left for a hand edit (delete it,
+    or port the kernel to NKI). A conditional expression is marked on its statement's line when
+    that statement is one line. A guard whose line already has a comment, or a multi-line
+    conditional expression, is only reported. An early exit that *stops* the program where
+    CUDA is missing (``if not torch.cuda.is_available(): raise SystemExit(...)``) is no
+    fallback: it is reported (the CUDA-only code after it needs porting) and left to the
+    torch.cuda rules, which make it a check for the target device. Checks whose branch reaches
+    nothing known to be CUDA-only (a kernel imported from another module of the project) are
+    not recognised and are left to the device rules.
     """
 
     code = "CN603"
@@ -118,8 +128,15 @@ class CudaOnlyFastPath(Rule):
         "import triton\n\ndef f(x):\n    return x + 1\n",
         # Already device-agnostic.
         "import triton\n\ndef f(x, k):\n    if x.device.type == 'cpu':\n        return x\n    return k(x)\n",
+        # A "no CUDA" exit in front of nothing CUDA-only.
+        "import torch\n\nif not torch.neuron.is_available():\n    raise SystemExit('no device')\nprint(torch.ones(1))\n",
     )
     INVALID = (
+        # Already marked (a second run): reported for the hand edit, not marked again.
+        Invalid(
+            "import xformers.ops as xops\n\ndef f(q):\n    if q.is_cuda:  " + _PIN + "\n"
+            "        return xops.memory_efficient_attention(q, q, q)\n    return q\n",
+        ),
         Invalid(
             "from torch.utils.cpp_extension import load\n\n"
             "def _ext():\n    return load(name='e', sources=['e.cu'])\n\n"
@@ -132,32 +149,35 @@ class CudaOnlyFastPath(Rule):
             "def _ext():\n    return load(name='e', sources=['e.cu'])\n\n"
             "def f(x):\n"
             "    # the kernel exists only for CUDA tensors\n"
+            '    if x.device.type == "cuda":  ' + _PIN + "\n"
+            "        return _ext().forward(x)\n"
             "    return x * 2\n",
         ),
         Invalid(
             "import triton\n\n@triton.jit\ndef _k(p):\n    pass\n\n"
             "def f(x):\n    if HAS_TRITON and x.is_cuda:\n        _k[(1,)](x)\n        y = x\n"
-            "    else:\n        y = x + 1\n        y = y * 2\n    return y\n",
+            "    else:\n        y = x + 1\n    return y\n",
             "import triton\n\n@triton.jit\ndef _k(p):\n    pass\n\n"
-            "def f(x):\n    y = x + 1\n    y = y * 2\n    return y\n",
-        ),
-        Invalid(
-            "from flash_attn import flash_attn_func\n\n"
-            "def backend(q):\n    if flash_attn_func is not None and q.is_cuda:\n        return 'flash'\n"
-            "    elif q.dtype == 1:\n        return 'half'\n    return 'sdpa'\n",
-            "from flash_attn import flash_attn_func\n\n"
-            "def backend(q):\n    if q.dtype == 1:\n        return 'half'\n    return 'sdpa'\n",
+            "def f(x):\n    if HAS_TRITON and x.is_cuda:  " + _PIN + "\n        _k[(1,)](x)\n        y = x\n"
+            "    else:\n        y = x + 1\n    return y\n",
         ),
         Invalid(
             "import xformers.ops as xops\n\ny = xops.memory_efficient_attention(q, k, v) if q.is_cuda else ref(q, k, v)\n",
-            "import xformers.ops as xops\n\ny = ref(q, k, v)\n",
+            "import xformers.ops as xops\n\ny = xops.memory_efficient_attention(q, k, v) if q.is_cuda else ref(q, k, v)  "
+            + _PIN + "\n",
         ),
         # The early-exit shape: the fallback returns first, the CUDA path follows.
         Invalid(
             "import triton\n\n@triton.jit\ndef _k(p):\n    pass\n\n"
             'def f(x):\n    if x.device.type != "cuda":\n        return x + 1\n    _k[(1,)](x)\n    return x\n',
             "import triton\n\n@triton.jit\ndef _k(p):\n    pass\n\n"
-            "def f(x):\n    return x + 1\n",
+            'def f(x):\n    if x.device.type != "cuda":  ' + _PIN + "\n        return x + 1\n    _k[(1,)](x)\n    return x\n",
+        ),
+        # An early exit that stops the program without CUDA: no fallback, nothing deleted.
+        Invalid(
+            "import torch\nimport triton\n\n@triton.jit\ndef _k(p):\n    pass\n\n"
+            "def main(x):\n    if not torch.cuda.is_available():\n        raise SystemExit('needs a GPU')\n"
+            "    _k[(1,)](x)\n    print(x)\n",
         ),
         Invalid(
             "import xformers.ops as xops\n\ndef f(q):\n    if q.is_cuda:\n        return xops.memory_efficient_attention(q, q, q)\n    return q\n",
@@ -165,8 +185,9 @@ class CudaOnlyFastPath(Rule):
             "        return xops.memory_efficient_attention(q, q, q)\n    return q\n",
             target="accelerator",
         ),
+        # A conditional expression over several lines: a comment on one line would not cover it.
         Invalid(
-            "import xformers.ops as xops\n\ny = xops.memory_efficient_attention(q, k, v) if q.is_cuda else ref(q, k, v)\n",
+            "import xformers.ops as xops\n\ny = (\n    xops.memory_efficient_attention(q, k, v)\n    if q.is_cuda\n    else ref(q, k, v)\n)\n",
             target="accelerator",
         ),
     )
@@ -241,8 +262,18 @@ class CudaOnlyFastPath(Rule):
     def visit_If(self, node: cst.If) -> None:
         if false_on_neuron(node.test, self):
             self._candidates.append(_Candidate(node, tuple(self.context.ancestors)))
-        elif node.orelse is None and _exits(node) and true_on_neuron(node.test, self):
+        elif node.orelse is None and _exits(node) and (
+            true_on_neuron(node.test, self) or (_stops(node) and self._no_target_device(node.test))
+        ):
             self._candidates.append(_Candidate(node, tuple(self.context.ancestors), early_exit=True))
+
+    def _no_target_device(self, test: cst.BaseExpression) -> bool:
+        """``not torch.neuron.is_available()`` (or the accelerator's): a "no CUDA" exit after
+        the torch.cuda rules ported it. The CUDA-only code after it is still to be reported."""
+        if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
+            return False
+        call = test.expression
+        return isinstance(call, cst.Call) and not call.args and self.qualname(call.func) in _TARGET_CHECKS
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         if false_on_neuron(node.test, self):
@@ -273,110 +304,122 @@ class CudaOnlyFastPath(Rule):
         return tainted
 
     def _report_guard(self, cand: _Candidate) -> None:
+        if cand.early_exit and _stops(cand.node):
+            # `if not torch.cuda.is_available(): raise SystemExit(...)`: not a fallback but the
+            # program refusing to run. Deleting what follows would leave a program that only
+            # exits; pinning the check would keep it exiting on Trainium. Report the CUDA-only
+            # code it protects and let the torch.cuda rules ask for the target device.
+            self.report(
+                cand.node,
+                "the program stops where CUDA is missing, and the code after this check uses "
+                "CUDA-only kernels",
+                guidance=_GUIDANCE_STOP,
+                effort=Effort.MEDIUM,
+                ancestors=cand.ancestors,
+            )
+            return
         message = "a CUDA check selects a CUDA-only fast path; on Neuron the fallback must run"
-        if self.context.settings.target != "neuron":
-            self._pin_guard(cand, message)
-            return
-        built = _take_fallback(cand)
+        guidance = _GUIDANCE_NEURON if self.context.settings.target == "neuron" else _GUIDANCE_ACCELERATOR
+        built = _pinned(cand, self)
         if built is None:
-            self.report(cand.node, message, guidance=_GUIDANCE_NEURON, effort=Effort.LOW)
+            # Pinned already (or nowhere to pin): the dead CUDA branch and its kernel stay in
+            # the program, so the finding stays, for a hand edit.
+            if _is_pinned(cand, self):
+                message = "a CUDA-only fast path is kept behind its CUDA check (never taken on Trainium)"
+            self.report(cand.node, message, guidance=guidance, effort=Effort.LOW, ancestors=cand.ancestors)
             return
-        node, replacement = built
+        node, replacement, ancestors = built
         self.report(
             node,
             message,
             replacement=replacement,
             safety=Safety.SAFE,
-            guidance=_GUIDANCE_NEURON,
-            description="remove the CUDA-only branch; keep the fallback",
-            # Reported from leave_Module, about a node seen earlier: give the engine its place.
-            ancestors=cand.ancestors[:-1] if node is cand.parent else cand.ancestors,
+            guidance=guidance,
+            description="keep the CUDA check (suppress device rules on this line)",
+            ancestors=ancestors,
         )
 
-    def _pin_guard(self, cand: _Candidate, message: str) -> None:
-        """Accelerator target: keep the branch, and keep the device rules off its check."""
-        node = cand.node
-        header = node.body.header if isinstance(node, cst.If) and isinstance(node.body, cst.IndentedBlock) else None
-        if header is not None and header.comment is not None and "cuda2neuron:" in header.comment.value:
-            return  # already pinned (by us or by the user)
-        if header is None or header.comment is not None:
-            self.report(node, message, guidance=_GUIDANCE_ACCELERATOR, effort=Effort.LOW)
-            return
-        assert isinstance(node, cst.If) and isinstance(node.body, cst.IndentedBlock)
-        pinned = header.with_changes(
-            whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(_PIN)
-        )
-        self.report(
-            node,
-            message,
-            replacement=node.with_changes(body=node.body.with_changes(header=pinned)),
-            safety=Safety.SAFE,
-            guidance=_GUIDANCE_ACCELERATOR,
-            description="keep the CUDA check (suppress device rules on this line)",
-            ancestors=cand.ancestors,
-        )
+
+def _pin_comment(rule: Rule, owner: cst.CSTNode) -> cst.Comment | None:
+    if isinstance(owner, cst.If) and isinstance(owner.body, cst.IndentedBlock):
+        return owner.body.header.comment
+    if isinstance(owner, cst.SimpleStatementLine):
+        return owner.trailing_whitespace.comment
+    return None
+
+
+def _line_of(cand: _Candidate, rule: Rule) -> tuple[cst.CSTNode, tuple[cst.CSTNode, ...]] | None:
+    """The statement whose line carries the pin: the ``if`` itself, or the one-line statement
+    around a conditional expression (with its ancestors)."""
+    if isinstance(cand.node, cst.If):
+        return (cand.node, cand.ancestors) if isinstance(cand.node.body, cst.IndentedBlock) else None
+    for i in range(len(cand.ancestors) - 1, -1, -1):
+        anc = cand.ancestors[i]
+        if isinstance(anc, cst.SimpleStatementLine):
+            if "\n" in rule.context.code(anc).strip("\n"):
+                return None  # a comment on one line would not cover the expression
+            return anc, cand.ancestors[:i]
+    return None
+
+
+def _is_pinned(cand: _Candidate, rule: Rule) -> bool:
+    line = _line_of(cand, rule)
+    comment = _pin_comment(rule, line[0]) if line is not None else None
+    return comment is not None and "cuda2neuron:" in comment.value
+
+
+def _pinned(cand: _Candidate, rule: Rule) -> tuple[cst.CSTNode, cst.CSTNode, tuple[cst.CSTNode, ...]] | None:
+    """(line statement, the same with the pin comment, its ancestors), or None where the line
+    has a comment already or no single line holds the check."""
+    line = _line_of(cand, rule)
+    if line is None:
+        return None
+    owner, ancestors = line
+    if _pin_comment(rule, owner) is not None:
+        return None
+    comment = cst.Comment(_PIN)
+    if isinstance(owner, cst.If):
+        assert isinstance(owner.body, cst.IndentedBlock)
+        header = owner.body.header.with_changes(whitespace=cst.SimpleWhitespace("  "), comment=comment)
+        return owner, owner.with_changes(body=owner.body.with_changes(header=header)), ancestors
+    assert isinstance(owner, cst.SimpleStatementLine)
+    trailing = owner.trailing_whitespace.with_changes(whitespace=cst.SimpleWhitespace("  "), comment=comment)
+    return owner, owner.with_changes(trailing_whitespace=trailing), ancestors
 
 
 def _exits(node: cst.If) -> bool:
-    """The `if` body always leaves the block (ends in return/raise)."""
+    """The `if` body always leaves the block (ends in return/raise, or ends the program)."""
     body = node.body
     if not isinstance(body, cst.IndentedBlock) or not body.body:
         return False
     last = body.body[-1]
-    return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Raise))
+    return (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Raise))) or _stops(node)
+
+
+_TARGET_CHECKS = frozenset({"torch.neuron.is_available", "torch.accelerator.is_available"})
+_EXIT_CALLS = frozenset({"exit", "quit", "sys.exit", "os._exit"})
+
+
+def _stops(node: cst.If) -> bool:
+    """The early exit ends the program (raise, sys.exit(...)) instead of returning a fallback."""
+    body = node.body
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return False
+    last = body.body[-1]
+    if not isinstance(last, cst.SimpleStatementLine):
+        return False
+    stmt = last.body[-1]
+    if isinstance(stmt, cst.Raise):
+        return True
+    if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+        return dotted_name(stmt.value.func) in _EXIT_CALLS
+    return False
 
 
 def _after(cand: _Candidate) -> list[cst.BaseStatement]:
     """The statements that follow an early-exit guard in its block."""
     parent = cand.parent
-    if not isinstance(parent, cst.IndentedBlock):
+    if not isinstance(parent, (cst.IndentedBlock, cst.Module)):
         return []
     index = next(i for i, s in enumerate(parent.body) if s is cand.node)
     return list(parent.body[index + 1 :])
-
-
-def _take_fallback(cand: _Candidate) -> tuple[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel] | None:
-    """(node to replace, replacement) that leaves only the fallback of the guard."""
-    node, parent = cand.node, cand.parent
-    if cand.early_exit:
-        # `if not x.is_cuda: return ref(x)` + the CUDA path: on Neuron the exit is always taken,
-        # so its body replaces the `if` and the CUDA path after it goes.
-        assert isinstance(parent, cst.IndentedBlock) and isinstance(node, cst.If)
-        assert isinstance(node.body, cst.IndentedBlock)
-        stmts = list(node.body.body)
-        stmts[0] = stmts[0].with_changes(leading_lines=[*node.leading_lines, *stmts[0].leading_lines])
-        index = next(i for i, s in enumerate(parent.body) if s is node)
-        return parent, parent.with_changes(body=[*parent.body[:index], *stmts])
-    if isinstance(node, cst.IfExp):
-        return node, node.orelse.with_changes(lpar=node.lpar, rpar=node.rpar) if node.lpar else node.orelse
-    if isinstance(parent, cst.If) and parent.orelse is node:
-        # An `elif`: the outer `if` keeps going with what followed.
-        return node, node.orelse if node.orelse is not None else cst.RemovalSentinel.REMOVE
-    if not isinstance(parent, (cst.IndentedBlock, cst.Module)):
-        return None
-    has_comment = any(line.comment is not None for line in node.leading_lines)
-    if node.orelse is None and not has_comment:
-        # The finding then points at the `if` itself, not at the enclosing block.
-        return node, cst.RemovalSentinel.REMOVE
-    if isinstance(node.orelse, cst.If):
-        return node, node.orelse.with_changes(leading_lines=node.leading_lines)
-    # Splice into the enclosing block: the `else:` statements (or the next `elif`) replace the
-    # `if`, and the comments above the `if` stay where they were.
-    if node.orelse is None:
-        stmts: list[cst.BaseStatement] = []
-    else:
-        block = node.orelse.body
-        if not isinstance(block, cst.IndentedBlock):
-            return None
-        stmts = list(block.body)
-    body = list(parent.body)
-    index = next(i for i, s in enumerate(body) if s is node)
-    if stmts:
-        stmts[0] = stmts[0].with_changes(leading_lines=[*node.leading_lines, *stmts[0].leading_lines])
-    elif index + 1 < len(body):
-        follower = body[index + 1]
-        body[index + 1] = follower.with_changes(leading_lines=[*node.leading_lines, *follower.leading_lines])
-    body[index : index + 1] = stmts
-    if not body:
-        body = [cst.SimpleStatementLine([cst.Pass()])]
-    return parent, parent.with_changes(body=body)
