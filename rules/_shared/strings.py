@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-__all__ = ["make_string", "string_value"]
+__all__ = ["fstring_text", "make_string", "string_value"]
 
 
 def string_value(node: cst.BaseExpression | None) -> str | None:
@@ -17,6 +17,17 @@ def string_value(node: cst.BaseExpression | None) -> str | None:
         value = node.evaluated_value
         return value if isinstance(value, str) else None
     return None
+
+
+def fstring_text(node: cst.BaseExpression | None) -> str | None:
+    """The text of an f-string with no placeholder (``f"cuda"``): a constant, though written as
+    an f-string (a leftover of an edit, or a style habit). None for any other node."""
+    if not isinstance(node, cst.FormattedString) or "b" in node.prefix.lower():
+        return None
+    if not all(isinstance(part, cst.FormattedStringText) for part in node.parts):
+        return None
+    text = "".join(part.value for part in node.parts if isinstance(part, cst.FormattedStringText))
+    return text.replace("{{", "{").replace("}}", "}")
 
 
 def make_string(value: str, like: cst.BaseExpression | None = None) -> cst.SimpleString:

@@ -1,4 +1,14 @@
-"""Helpers of the torch.compile family (CN5xx)."""
+"""Helpers of the torch.compile family (CN5xx).
+
+Two callables compile a model with inductor by default: ``torch.compile(m, ...)`` and the
+method ``nn.Module.compile(...)`` (``model.compile(dynamic=False)``), which passes its keywords
+on to ``torch.compile``. The method is recognised by the shape of the call, since the receiver's
+type is unknown: ``X.compile(...)`` where ``X`` is no imported module (``re.compile``,
+``jax.jit``-style APIs resolve through their import), every argument is a keyword of
+``torch.compile`` (keras' ``model.compile(optimizer=..., loss=...)`` is not), and the file
+imports torch and no other framework with a ``Model.compile`` of its own, and it defines no
+``compile`` function or method itself.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +18,13 @@ from cuda2neuron.core import Rule
 
 from .._shared.names import call_qualname
 
-__all__ = ["is_torch_compile"]
+__all__ = ["COMPILE_KEYWORDS", "compile_callee", "has_star_kwargs", "is_compile_call", "is_torch_compile"]
+
+# The keywords of torch.compile after the model (what nn.Module.compile forwards).
+COMPILE_KEYWORDS = frozenset({"fullgraph", "dynamic", "backend", "mode", "options", "disable"})
+# Frameworks whose models have a compile() method of their own (keras' takes an optimizer and
+# a loss; a file that imports one of them is not read as calling nn.Module.compile).
+_OTHER_COMPILES = frozenset({"keras", "tensorflow", "tf_keras", "jax", "flax", "mlx", "paddle"})
 
 
 def is_torch_compile(rule: Rule, node: cst.Call) -> bool:
@@ -21,3 +37,83 @@ def is_torch_compile(rule: Rule, node: cst.Call) -> bool:
     elif not isinstance(func, cst.Name):
         return False
     return call_qualname(rule, node) == "torch.compile"
+
+
+def _imported_tops(rule: Rule) -> frozenset[str]:
+    """Top-level packages the module imports anywhere (memoised per pass, like call_qualname)."""
+    memo = rule.context.__dict__.get("_compile_imported_tops")
+    if memo is None:
+        found: set[str] = set()
+        for node in _walk_imports(rule.context.module):
+            if isinstance(node, cst.Import):
+                for alias in node.names:
+                    found.add(rule.context.code(alias.name).split(".")[0])
+            elif not node.relative and node.module is not None:
+                found.add(rule.context.code(node.module).split(".")[0])
+        if _defines_compile(rule.context.module):
+            found.add(_OWN_COMPILE)
+        memo = frozenset(found)
+        rule.context.__dict__["_compile_imported_tops"] = memo
+    return memo
+
+
+# Marks a module that defines a `compile` function or method of its own: `x.compile()` there may
+# well be that one.
+_OWN_COMPILE = "<def compile>"
+
+
+def _defines_compile(module: cst.Module) -> bool:
+    class _Finder(cst.CSTVisitor):
+        found = False
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            if node.name.value == "compile":
+                self.found = True
+
+    finder = _Finder()
+    module.visit(finder)
+    return finder.found
+
+
+def _walk_imports(module: cst.Module):
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            yield node
+        elif isinstance(node, (cst.Module, cst.BaseSuite, cst.BaseCompoundStatement, cst.SimpleStatementLine, cst.ExceptHandler, cst.Else, cst.Finally)):
+            stack.extend(node.children)
+
+
+def _is_module_compile(rule: Rule, node: cst.Call) -> bool:
+    func = node.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "compile":
+        return False
+    if call_qualname(rule, node) is not None:
+        return False  # through an import: re.compile, regex.compile, torch.compile (above)
+    for arg in node.args:
+        if arg.star == "**":
+            continue
+        if arg.star or arg.keyword is None or arg.keyword.value not in COMPILE_KEYWORDS:
+            return False
+    tops = _imported_tops(rule)
+    return "torch" in tops and not (tops & (_OTHER_COMPILES | {_OWN_COMPILE}))
+
+
+def compile_callee(rule: Rule, node: cst.Call) -> str | None:
+    """``"torch.compile"`` or ``"nn.Module.compile"`` for a call that compiles a model (the
+    name the findings use), else None."""
+    if is_torch_compile(rule, node):
+        return "torch.compile"
+    if _is_module_compile(rule, node):
+        return "nn.Module.compile"
+    return None
+
+
+def is_compile_call(rule: Rule, node: cst.Call) -> bool:
+    return compile_callee(rule, node) is not None
+
+
+def has_star_kwargs(node: cst.Call) -> bool:
+    """``f(**cfg)``: keywords the call passes that no reader of the source can see."""
+    return any(arg.star == "**" for arg in node.args)

@@ -9,7 +9,7 @@ from cuda2neuron.core import Effort, Invalid, Rule, Safety
 from .._shared.args import add_kwarg, arg_by_name
 from .._shared.names import terminal_name
 from .._shared.strings import make_string, string_value
-from ._helpers import is_torch_compile
+from ._helpers import compile_callee, has_star_kwargs
 
 __all__ = ["CompileBackend"]
 
@@ -28,7 +28,8 @@ class CompileBackend(Rule):
     """
     ## What it does
     Adds ``backend="neuron"`` to ``torch.compile(...)`` (also the bare ``@torch.compile``
-    decorator) and replaces CUDA-oriented backends such as ``"inductor"`` and ``"cudagraphs"``.
+    decorator, and the method ``nn.Module.compile(...)``, e.g. ``model.compile(dynamic=False)``)
+    and replaces CUDA-oriented backends such as ``"inductor"`` and ``"cudagraphs"``.
 
     ## Why is this bad?
     TorchNeuron compiles through its own Dynamo backend, ``backend="neuron"``. The default,
@@ -51,7 +52,12 @@ class CompileBackend(Rule):
     Safe for ``--target neuron``: on the neuron device the neuron backend is the one that
     compiles; the model's meaning does not change. Debugging backends (``"eager"``,
     ``"aot_eager"``) and backends given as variables or callables are left alone (a variable is
-    reported). With ``--target accelerator`` nothing is rewritten (the code must keep compiling
+    reported). A call that passes ``**kwargs`` and no ``backend=`` is reported, not changed: the
+    mapping may hold a backend, and a second one is a TypeError. ``X.compile(...)`` counts as
+    ``nn.Module.compile`` only when ``X`` is no imported module, every argument is a keyword of
+    ``torch.compile`` and the file imports torch and not keras/TensorFlow/JAX (whose
+    ``model.compile(optimizer=..., loss=...)`` is another method) nor defines a ``compile`` of
+    its own. With ``--target accelerator`` nothing is rewritten (the code must keep compiling
     with inductor on CUDA); the finding says how to pick the backend at run time.
     """
 
@@ -65,7 +71,14 @@ class CompileBackend(Rule):
         'import torch\nmodel = torch.compile(model, backend="aot_eager")\n',
         "model = compile(src, 'f.py', 'exec')\n",  # the builtin
         "import re\npat = re.compile('cuda')\n",
-        "import torch\nmodel.compile()\n",  # nn.Module.compile: not torch.compile itself
+        # Other compile() methods: keras (by its import and its arguments), a project's own.
+        "import torch\nimport keras\nmodel.compile(optimizer='adam', loss='mse')\n",
+        "import torch\nmodel.compile(optimizer='adam', loss='mse')\n",
+        "import torch\nimport tensorflow as tf\nmodel.compile()\n",
+        "import torch\n\nclass Graph:\n    def compile(self):\n        pass\n\ng.compile()\n",
+        "import torch\nimport jax\nf = jax.jit(g)\nprog.compile(mode='fast')\n",
+        "model.compile()\n",  # no torch in the file
+        'import torch\nmodel.compile(backend="neuron")\n',
     )
     INVALID = (
         Invalid(
@@ -99,21 +112,44 @@ class CompileBackend(Rule):
         # A backend chosen at run time is reported, not guessed.
         Invalid("import torch\nm = torch.compile(m, backend=args.backend)\n"),
         Invalid("import torch\nm = torch.compile(m)\n", target="accelerator"),
+        # nn.Module.compile forwards its keywords to torch.compile.
+        Invalid(
+            "import torch\nmodel.compile(dynamic=False)\n",
+            'import torch\nmodel.compile(dynamic=False, backend="neuron")\n',
+        ),
+        Invalid("import torch.nn as nn\nself.net.compile()\n", 'import torch.nn as nn\nself.net.compile(backend="neuron")\n'),
+        Invalid("import torch\nmodel.compile(backend='inductor')\n", "import torch\nmodel.compile(backend='neuron')\n"),
+        # A `**` mapping may hold the backend already: reported, the line is kept as it is.
+        Invalid("import torch\nm = torch.compile(m, **cfg)\n"),
+        Invalid("import torch\nmodel.compile(**compile_kwargs)\n"),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_torch_compile(self, node):
+        callee = compile_callee(self, node)
+        if callee is None:
             return
         backend = arg_by_name(node, "backend")
+        if backend is None and has_star_kwargs(node):
+            # `torch.compile(f, **cfg)`: cfg may hold a backend already, and a second one is a
+            # TypeError ("got multiple values for keyword argument 'backend'").
+            self.report(
+                node,
+                f"`{callee}` takes its keywords from a `**` mapping; the backend may be in it",
+                guidance='Make sure the mapping holds backend="neuron" on Trainium (add the key '
+                "where the mapping is built; a keyword next to `**` fails if the key is there)."
+                + ("" if self.context.settings.target == "neuron" else " " + _GUIDANCE_ACCELERATOR),
+                effort=Effort.LOW,
+            )
+            return
         if backend is None:
-            self._report(node, add_kwarg(node, "backend", make_string("neuron")), "uses the default inductor backend")
+            self._report(node, add_kwarg(node, "backend", make_string("neuron")), "uses the default inductor backend", callee)
             return
         value = string_value(backend.value)
         if value is None:
             if self.context.settings.target == "neuron":
                 self.report(
                     node,
-                    "`torch.compile` backend is chosen at run time",
+                    f"`{callee}` backend is chosen at run time",
                     guidance='Make sure the value is "neuron" when running on Trainium.',
                     effort=Effort.LOW,
                 )
@@ -121,7 +157,7 @@ class CompileBackend(Rule):
         if value in _REPLACED:
             new_arg = backend.with_changes(value=make_string("neuron", like=backend.value))
             new = node.with_changes(args=[new_arg if a is backend else a for a in node.args])
-            self._report(node, new, f'uses backend="{value}", which does not compile for Neuron')
+            self._report(node, new, f'uses backend="{value}", which does not compile for Neuron', callee)
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         deco = node.decorator
@@ -135,8 +171,8 @@ class CompileBackend(Rule):
         new = node.with_changes(decorator=add_kwarg(call, "backend", make_string("neuron")))
         self._report(node, new, "uses the default inductor backend")
 
-    def _report(self, node: cst.CSTNode, replacement: cst.CSTNode, why: str) -> None:
-        message = f"`torch.compile` {why}"
+    def _report(self, node: cst.CSTNode, replacement: cst.CSTNode, why: str, callee: str = "torch.compile") -> None:
+        message = f"`{callee}` {why}"
         if self.context.settings.target != "neuron":
             self.report(node, message, guidance=_GUIDANCE_ACCELERATOR, effort=Effort.LOW)
             return

@@ -8,7 +8,7 @@ from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import arg_by_name, remove_arg
 from .._shared.strings import string_value
-from ._helpers import is_torch_compile
+from ._helpers import compile_callee, is_compile_call
 
 __all__ = ["CompileCudaMode"]
 
@@ -72,7 +72,7 @@ class CompileCudaMode(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not node.args or not is_torch_compile(self, node):
+        if not node.args or not is_compile_call(self, node):
             return
         mode = arg_by_name(node, "mode")
         if mode is None:
@@ -89,7 +89,7 @@ class CompileCudaMode(Rule):
             return
         if value not in _CUDA_MODES:
             return
-        message = f'`torch.compile(mode="{value}")` only has an effect with CUDA'
+        message = f'`{compile_callee(self, node)}(mode="{value}")` only has an effect with CUDA'
         if self.context.settings.target != "neuron":
             self.report(
                 node,

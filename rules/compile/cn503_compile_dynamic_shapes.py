@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import arg_by_name
-from ._helpers import is_torch_compile
+from ._helpers import is_compile_call
 
 __all__ = ["CompileDynamic"]
 
@@ -59,7 +59,7 @@ class CompileDynamic(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not node.args or not is_torch_compile(self, node):
+        if not node.args or not is_compile_call(self, node):
             return
         dynamic = arg_by_name(node, "dynamic")
         if dynamic is None:

@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import add_kwarg, arg_by_name
-from ._helpers import is_torch_compile
+from ._helpers import compile_callee, is_compile_call
 
 __all__ = ["CompileFullgraph"]
 
@@ -54,7 +54,7 @@ class CompileFullgraph(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not node.args or not is_torch_compile(self, node):
+        if not node.args or not is_compile_call(self, node):
             return
         backend = arg_by_name(node, "backend")
         if backend is None or not (
@@ -72,7 +72,7 @@ class CompileFullgraph(Rule):
             return
         self.report(
             node,
-            "`torch.compile` on Neuron works best with fullgraph=True",
+            f"`{compile_callee(self, node)}` on Neuron works best with fullgraph=True",
             replacement=new,
             safety=Safety.DISPLAY_ONLY,
             guidance="Pass fullgraph=True to make graph breaks errors, then remove them; each break "

@@ -9,7 +9,7 @@ from cuda2neuron.core import Effort, Invalid, Rule
 from .._shared.args import arg_by_name
 from .._shared.packages import in_package
 from .._shared.strings import string_value
-from ._helpers import is_torch_compile
+from ._helpers import is_compile_call
 
 __all__ = ["CompileInductorOptions"]
 
@@ -91,7 +91,7 @@ class CompileInductorOptions(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not node.args or not is_torch_compile(self, node):
+        if not node.args or not is_compile_call(self, node):
             return
         options = arg_by_name(node, "options")
         if options is None:

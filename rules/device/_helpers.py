@@ -21,7 +21,7 @@ from cuda2neuron.core import Rule, Safety
 
 from .._shared.args import positional_args
 from .._shared.names import is_device_word
-from .._shared.strings import string_value
+from .._shared.strings import fstring_text, string_value
 from .._shared.target import NEURON, Imports, compared_type_expr, device_type_expr
 from .._shared.values import value_user
 
@@ -41,6 +41,8 @@ __all__ = [
 _DEVICE_RE = re.compile(r"^cuda(:(\d+|%[dis]|\{[^{}]*\}))?$")
 # A bare "cuda:" is a prefix: meaningful only for startswith/replace on a device string.
 _PREFIX = "cuda:"
+# What a placeholder-free f-string may hold to be a device: "cuda" or "cuda:N".
+_PLAIN_DEVICE_RE = re.compile(r"^cuda(:\d+)?$")
 
 # Calls whose positional argument N is a device, by qualified name (keyword in the second slot).
 _DEVICE_PARAMS: dict[str, tuple[int, str]] = {
@@ -385,8 +387,24 @@ def retarget_string(
 def retarget_fstring(
     rule: Rule, node: cst.FormattedString, compared: bool = False
 ) -> tuple[cst.BaseExpression, Imports] | None:
-    """``f"cuda:{rank}"`` → ``f"neuron:{rank}"`` (or the accelerator's type)."""
+    """``f"cuda:{rank}"`` → ``f"neuron:{rank}"`` (or the accelerator's type); an f-string with
+    no placeholder (``f"cuda"``, ``f"cuda:0"``) is a plain device string in f-string clothes."""
     parts = node.parts
+    text = fstring_text(node)
+    if text is not None:
+        if not _PLAIN_DEVICE_RE.match(text):
+            return None
+        rest = text[len("cuda") :]
+        if rule.context.settings.target == NEURON:
+            return node.with_changes(parts=[cst.FormattedStringText("neuron" + rest)]), ()
+        inner = "'" if '"' in node.start else '"'
+        built = compared_type_expr(rule, inner if rest else '"') if compared else device_type_expr(rule)
+        if built is None:
+            return None
+        type_expr, imports = built
+        if not rest:
+            return type_expr, imports
+        return node.with_changes(parts=[cst.FormattedStringExpression(expression=type_expr), cst.FormattedStringText(rest)]), imports
     if not (
         len(parts) == 2
         and isinstance(parts[0], cst.FormattedStringText)
@@ -407,4 +425,7 @@ def retarget_fstring(
 
 def looks_like_cuda_fstring(node: cst.FormattedString) -> bool:
     first = node.parts[0] if node.parts else None
-    return isinstance(first, cst.FormattedStringText) and first.value == _PREFIX
+    if isinstance(first, cst.FormattedStringText) and first.value == _PREFIX:
+        return True
+    text = fstring_text(node)
+    return text is not None and _PLAIN_DEVICE_RE.match(text) is not None

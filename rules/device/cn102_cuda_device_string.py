@@ -23,7 +23,7 @@ class CudaDeviceString(Rule):
     """
     ## What it does
     Rewrites CUDA device strings where they name a device. The shapes are ``"cuda"``,
-    ``"cuda:N"``, ``f"cuda:{rank}"``, ``"cuda:%d" % i`` and ``"cuda:{}".format(i)``; the
+    ``"cuda:N"``, ``f"cuda:{rank}"``, f-strings without a placeholder (``f"cuda"``), ``"cuda:%d" % i`` and ``"cuda:{}".format(i)``; the
     positions are ``torch.device(...)``, ``.to(...)``,
     ``device=`` and ``map_location=`` arguments of any call, ``torch.load(f, "cuda")``,
     ``torch.Generator``, parameter defaults and assignments whose name says device
@@ -74,6 +74,7 @@ class CudaDeviceString(Rule):
         'parser.add_argument("--cuda", action="store_true", help="use cuda")\n',
         'USE_CUDA = "cuda"\n',
         'print("moving model to cuda")\nlogger.info(f"cuda:{rank} ready")\n',
+        'print(f"cuda")\nname = f"cuda_{i}"\n',  # an f-string that is no device, or not in a device position
         '# model.to("cuda")\nx = 1\n',
         'def f():\n    """Example: model.to("cuda")"""\n',
         "activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]\n",
@@ -145,6 +146,19 @@ class CudaDeviceString(Rule):
             'import torch\nif ok:\n    arg = "neuron:0"\nelse:\n    arg = "cpu"\nd = torch.device(arg)\n',
         ),
         Invalid('def f(m):\n    where = "cuda"\n    return m.to(where)\n', 'def f(m):\n    where = "neuron"\n    return m.to(where)\n'),
+        # f-strings without a placeholder are plain device strings.
+        Invalid('import torch\nd = torch.device(f"cuda")\n', 'import torch\nd = torch.device(f"neuron")\n'),
+        Invalid("x = torch.zeros(3, device=f'cuda:0')\n", "x = torch.zeros(3, device=f'neuron:0')\n"),
+        Invalid(
+            'import torch\nd = torch.device(f"cuda")\n',
+            "import torch\nd = torch.device((torch.accelerator.current_accelerator() or torch.get_default_device()).type)\n",
+            target="accelerator",
+        ),
+        Invalid(
+            'import torch\nx.to(f"cuda:1")\n',
+            "import torch\nx.to(f\"{(torch.accelerator.current_accelerator() or torch.get_default_device()).type}:1\")\n",
+            target="accelerator",
+        ),
         Invalid(
             'import torch\nd = torch.device("cuda")\n',
             "import torch\nd = torch.device((torch.accelerator.current_accelerator() or torch.get_default_device()).type)\n",
