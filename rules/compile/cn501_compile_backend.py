@@ -28,7 +28,7 @@ class CompileBackend(Rule):
     """
     ## What it does
     Adds ``backend="neuron"`` to ``torch.compile(...)`` (also the bare ``@torch.compile``
-    decorator, and the method ``nn.Module.compile(...)``, e.g. ``model.compile(dynamic=False)``)
+    decorator, and the method ``nn.Module.compile(...)`` as in ``model.compile(dynamic=False)``)
     and replaces CUDA-oriented backends such as ``"inductor"`` and ``"cudagraphs"``.
 
     ## Why is this bad?
