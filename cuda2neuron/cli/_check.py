@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -9,63 +10,169 @@ import click
 
 from cuda2neuron.core import FileStatus, RunOptions
 from cuda2neuron.kinds import catalog, kind_of, process_kind
-from cuda2neuron.workspace import ResultCache, discover, with_project_facts, write_in_place
+from cuda2neuron.workspace import (
+    Baseline,
+    BaselineError,
+    ResultCache,
+    apply_baseline,
+    discover,
+    with_project_facts,
+    write_baseline,
+    write_in_place,
+)
 from cuda2neuron.report import build_report, to_json, to_sarif
 
 from ._common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
+from ._console import Console
 from ._options import apply_overrides, rule_options
 from ._progress import run_with_progress
-from ._render import print_finding
+from ._render import print_diff, print_finding, print_statistics
 
 __all__ = ["check_command"]
 
+_HELP = """Report CUDA-isms in PATHS ('-' reads stdin); with --fix, rewrite what is safe to.
 
-@click.command("check")
+Exit 0 when clean, 1 when something was found (or fixed, or --diff printed changes), 2 on
+usage, configuration or internal errors, or a file that failed. With no PATHS nothing is
+checked (pre-commit may call it with no files). Never imports or runs your code.
+
+\b
+Examples:
+  cuda2neuron check .                          findings, one a line
+  cuda2neuron check --fix .                    apply safe fixes, list what is left
+  cuda2neuron check --diff .                   show the fixes as a diff, write nothing
+  cuda2neuron check --statistics .             findings per rule
+  cuda2neuron check --select CN1,CN301 src     only these rules (unknown codes are errors)
+  cuda2neuron check --write-baseline .cuda2neuron-baseline.json .
+  cuda2neuron check --baseline .cuda2neuron-baseline.json .   only new findings fail
+  cuda2neuron check --output-format sarif --output-file c2n.sarif .
+"""
+
+
+@click.command("check", help=_HELP)
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path, allow_dash=True))
 @click.option("--fix", is_flag=True, help="Apply safe fixes in place (and unsafe ones with --unsafe-fixes).")
-@click.option("--output-format", type=click.Choice(["text", "json", "sarif"]), default="text", show_default=True)
+@click.option("--diff", "show_diff", is_flag=True, help="Print the fixes --fix would apply as a diff; write nothing (exit 1 if any).")
+@click.option("--show-fixes", is_flag=True, help="With --fix, list the findings it fixed; without, show each fixable finding's fix.")
+@click.option("--statistics", is_flag=True, help="Print how many findings each rule has, instead of the findings.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain (2 still means an error).")
+@click.option("--output-format", type=click.Choice(["text", "json", "sarif"]), default="text", show_default=True, help="How findings are written.")
+@click.option("--output-file", "-o", type=click.Path(path_type=Path, dir_okay=False), help="Write the findings (in --output-format) to this file instead of stdout.")
+@click.option("--quiet", "-q", is_flag=True, help="Print the findings only: no summary, no progress.")
+@click.option("--baseline", "baseline_path", type=click.Path(path_type=Path, dir_okay=False), help="Leave out the findings this baseline file lists (written by --write-baseline): only new ones fail.")
+@click.option("--write-baseline", "write_baseline_path", type=click.Path(path_type=Path, dir_okay=False), help="Record every current finding in this baseline file and exit 0.")
 @click.option("--stdin-filename", help="File name to report for source read from stdin ('-').")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
 @click.option("--no-cache", is_flag=True, help="Process every file again instead of reusing results for unchanged files.")
 @rule_options
-def check_command(paths, fix, output_format, stdin_filename, jobs, no_cache, **opts):
-    """Report CUDA-isms in PATHS ('-' reads stdin).
-
-    Exit 0 when clean, 1 when something was found (or fixed), 2 on usage, configuration or
-    internal errors. With no PATHS nothing is checked (pre-commit may call it with no files).
-    Never imports or runs your code.
-    """
-    config = apply_overrides(
-        load_run_config([p for p in paths if str(p) != "-"], opts.pop("config_file")),
-        opts,
-        [p for p in paths if str(p) != "-"],
-    )
+def check_command(
+    paths, fix, show_diff, show_fixes, statistics, exit_zero, output_format, output_file, quiet,
+    baseline_path, write_baseline_path, stdin_filename, jobs, no_cache, **opts,
+):
+    if fix and show_diff:
+        raise UsageError("--fix and --diff exclude each other (--diff writes nothing)")
+    if baseline_path is not None and write_baseline_path is not None:
+        raise UsageError("--baseline and --write-baseline exclude each other")
+    named = [p for p in paths if str(p) != "-"]
+    config = apply_overrides(load_run_config(named, opts.pop("config_file")), opts, named)
+    baseline = None
+    if baseline_path is not None:
+        try:
+            baseline = Baseline.load(baseline_path)
+        except BaselineError as exc:
+            raise UsageError(str(exc)) from None
     if not paths:
-        err_console.say("no files to check")
+        if not quiet:
+            err_console.say("no files to check")
         return EXIT_CLEAN
     if any(str(p) == "-" for p in paths):
         if len(paths) > 1:
             raise UsageError("'-' (stdin) cannot be combined with other paths")
         return _check_stdin(config, fix, output_format, stdin_filename or "<stdin>.py")
-    found = discover(paths, exclude=config.exclude)
+    found = discover(paths, exclude=config.exclude, exclude_root=config.root)
     errors = [s for s in found.skipped if s.error]
     if errors:
         raise UsageError("; ".join(f"{s.path}: {s.reason}" for s in errors))
     config = with_project_facts(config, found.files)
-    options = RunOptions.from_config(config, fix=fix)
+    options = RunOptions.from_config(config, fix=fix or show_diff)
     results = run_with_progress(
-        found.files, config, options, jobs=jobs, quiet=output_format != "text", verb="checking",
+        found.files, config, options, jobs=jobs, quiet=quiet or output_format != "text", verb="checking",
         cache=None if no_cache else ResultCache(),
     )
+    if write_baseline_path is not None:
+        n = write_baseline(results, write_baseline_path)
+        if not quiet:
+            err_console.say(f"wrote {n} finding(s) to the baseline {write_baseline_path}")
+        failed = [r for r in results if r.status is FileStatus.FAILED]
+        for r in failed:
+            _say_failure(r)
+        return EXIT_ERROR if failed else EXIT_CLEAN
+    if show_diff:
+        changed = [r for r in results if r.status is FileStatus.CHANGED]
+        for r in changed:
+            print_diff(out_console, r)
+        if not quiet:
+            err_console.say(f"{len(changed)} file(s) would be changed by --fix" + ("" if config.unsafe_fixes else " (more with --unsafe-fixes)" if _unsafe_left(results) else ""))
+        return EXIT_FINDINGS if changed else EXIT_CLEAN
     if fix:
         results = write_in_place(results)
+    hidden = 0
+    if baseline is not None:
+        results, hidden = apply_baseline(results, baseline)
     report = build_report("check", config.settings.target, results, found.skipped)
-    _emit(report, output_format)
+    with _output(output_file) as out:
+        _emit(report, output_format, out, unsafe=config.unsafe_fixes, show_fixes=show_fixes, statistics=statistics)
+    if output_format == "text" and not quiet:
+        err_console.say(_closing_line(report, fixed=fix, unsafe=config.unsafe_fixes, hidden=hidden))
     if report.failed:
         return EXIT_ERROR
-    if any(r.findings for r in results) or any(r.status is FileStatus.CHANGED for r in results):
+    if exit_zero:
+        return EXIT_CLEAN
+    if report.remaining or any(r.status is FileStatus.CHANGED for r in results):
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _unsafe_left(results) -> bool:
+    from cuda2neuron.core import Safety
+
+    return any(
+        not f.applied and f.fix is not None and f.fix.safety is Safety.UNSAFE for r in results for f in r.findings
+    )
+
+
+@contextlib.contextmanager
+def _output(path: Path | None):
+    if path is None:
+        yield out_console
+        return
+    try:
+        fh = open(path, "w", encoding="utf-8", newline="\n")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write the output file: {exc.strerror or exc}") from None
+    with fh:
+        yield Console(file=fh, soft_wrap=True)
+
+
+def _closing_line(report, *, fixed: bool, unsafe: bool, hidden: int) -> str:
+    """ruff's closing line: what is left, and what the flags would still do about it."""
+    left = len(report.remaining)
+    parts = [f"{left} finding(s) in {report.scanned} file(s)"]
+    if fixed:
+        parts[0] = f"fixed {len(report.edits)}, {left} remaining in {report.scanned} file(s)"
+    safe, more = len(report.fixable), len(report.unsafe_fixable)
+    if unsafe:
+        safe, more = safe + more, 0
+    if safe or more:
+        fixable = f"{safe} fixable with --fix" if safe else "0 fixable with --fix"
+        if more:
+            fixable += f" ({more} more with --unsafe-fixes)"
+        parts.append(fixable)
+    if report.manual:
+        parts.append(f"{len(report.manual)} need a person")
+    if hidden:
+        parts.append(f"{hidden} known in the baseline, not shown")
+    return "; ".join(parts)
 
 
 def _check_stdin(config, fix: bool, output_format: str, name: str) -> int:
@@ -80,29 +187,37 @@ def _check_stdin(config, fix: bool, output_format: str, name: str) -> int:
         sys.stdout.buffer.write(result.new_bytes if result.new_bytes is not None else data)
         sys.stdout.flush()
         for f in result.findings:
-            print_finding(err_console, f)
+            if not f.applied:
+                print_finding(err_console, f, unsafe=config.unsafe_fixes)
     else:
-        _emit(report, output_format)
+        _emit(report, output_format, out_console, unsafe=config.unsafe_fixes)
     if result.error is not None:
         return EXIT_ERROR
     remaining = [f for f in result.findings if not f.applied]
     return EXIT_FINDINGS if remaining or (not fix and result.findings) else EXIT_CLEAN
 
 
-def _emit(report, output_format: str) -> None:
+def _say_failure(r) -> None:
+    assert r.error is not None
+    where = f"{r.path}:{r.error.line}" if r.error.line else r.path
+    err_console.say(("error:", "bold red"), f" {where}: {r.error.kind}: {r.error.message}")
+
+
+def _emit(report, output_format: str, out: Console, *, unsafe: bool, show_fixes: bool = False, statistics: bool = False) -> None:
     if output_format == "json":
-        out_console.file.write(to_json(report))
+        out.file.write(to_json(report))
         return
     if output_format == "sarif":
-        out_console.file.write(to_sarif(report, catalog()))
+        out.file.write(to_sarif(report, catalog()))
         return
-    for r in report.results:
-        for f in r.findings:
-            print_finding(out_console, f)
+    if statistics:
+        print_statistics(out, report)
+    else:
+        for r in report.results:
+            for f in r.findings:
+                # Like ruff: after --fix only what is left is listed (--show-fixes adds the rest).
+                if f.applied and not show_fixes:
+                    continue
+                print_finding(out, f, unsafe=unsafe, show_fix=show_fixes)
     for r in report.failed:
-        assert r.error is not None
-        where = f"{r.path}:{r.error.line}" if r.error.line else r.path
-        err_console.say(("error", "red"), f" {where}: {r.error.kind}: {r.error.message}")
-    fixed = len(report.edits)
-    left = len(report.manual)
-    err_console.say(f"{left} finding(s)" + (f", {fixed} fixed" if fixed else "") + f" in {report.scanned} file(s)")
+        _say_failure(r)

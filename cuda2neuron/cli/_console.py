@@ -19,7 +19,9 @@ Part = str | tuple[str, str]
 
 
 class Console:
-    def __init__(self, *, stderr: bool = False, **options: Any) -> None:
+    def __init__(self, *, stderr: bool = False, file: IO[str] | None = None, **options: Any) -> None:
+        # ``file``: a fixed stream (--output-file) instead of stdout / stderr.
+        self._fixed = file
         self._stderr = stderr
         self._options = options
         self._rich: Any = None
@@ -27,6 +29,8 @@ class Console:
     @property
     def file(self) -> IO[str]:
         # Looked up on every use, as rich does: tests and callers swap sys.stdout / sys.stderr.
+        if self._fixed is not None:
+            return self._fixed
         return sys.stderr if self._stderr else sys.stdout
 
     @property
@@ -35,7 +39,10 @@ class Console:
         if self._rich is None:
             from rich.console import Console as RichConsole
 
-            self._rich = RichConsole(stderr=self._stderr, highlight=False, **self._options)
+            if self._fixed is not None:
+                self._rich = RichConsole(file=self._fixed, highlight=False, **self._options)
+            else:
+                self._rich = RichConsole(stderr=self._stderr, highlight=False, **self._options)
         return self._rich
 
     @property

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from cuda2neuron.core import FileStatus, RunOptions
-from cuda2neuron.workspace import ResultCache, discover, with_project_facts, write_copy, write_in_place
+from cuda2neuron.workspace import PORT_MARKER, ResultCache, discover, with_project_facts, write_copy, write_in_place
 from cuda2neuron.report import build_report, write_report
 
 from ._common import EXIT_CLEAN, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
@@ -36,7 +36,15 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
 
     Rewrites in place (git-tracked, clean files only), or with --diff shows the changes, or with
     --out writes a migrated copy. Never imports or runs your code. Exit 0 when every file was
-    processed, 1 when a file failed, 2 on usage or configuration errors.
+    processed, 1 when a file failed (or, with --diff, when there are changes), 2 on usage or
+    configuration errors. Ends with the next steps: review, validate, what is left.
+
+    \b
+    Examples:
+      cuda2neuron migrate --diff .             show what would change (exit 1 if anything)
+      cuda2neuron migrate .                    rewrite in place (a clean git tree)
+      cuda2neuron migrate src --out ../port    write a migrated copy, source untouched
+      cuda2neuron migrate . --report port.md   also write the full report (.md/.json/.sarif)
     """
     if show_diff and out_dir is not None:
         raise UsageError("--diff and --out exclude each other")
@@ -48,6 +56,9 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
     found = discover(
         paths,
         exclude=config.exclude,
+        exclude_root=config.root,
+        # An --out folder inside the source is never read as source (now, nor later: its
+        # marker file keeps every later walk out of it).
         extra_pruned=[out_dir] if out_dir is not None else [],
     )
     errors = [s for s in found.skipped if s.error]
@@ -77,13 +88,19 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
     if report_path is not None:
         write_report(report, report_path)
     if not quiet:
-        print_summary(err_console, report, wrote)
-    return EXIT_FINDINGS if report.failed else EXIT_CLEAN
+        mode = "diff" if show_diff else "out" if out_dir is not None else "in-place"
+        print_summary(
+            err_console, report, wrote, mode=mode, paths=[str(p) for p in paths],
+            out_dir=None if out_dir is None else str(out_dir),
+        )
+    if report.failed:
+        return EXIT_FINDINGS
+    # --diff is a check (ruff, black): printing changes is exit 1, so CI can gate on it.
+    return EXIT_FINDINGS if show_diff and changed else EXIT_CLEAN
 
 
-# Marks a folder as written by `migrate --out`, so running the same command again may replace it
-# (any other non-empty folder is refused: it could be the user's work).
-PORT_MARKER = ".cuda2neuron-port.json"
+# PORT_MARKER marks a folder as written by `migrate --out`, so running the same command again
+# may replace it (any other non-empty folder is refused: it could be the user's work).
 
 
 def _prepare_out_dir(out_dir: Path) -> None:

@@ -11,7 +11,7 @@ from cuda2neuron.core import AMP_DTYPES, TARGETS, Config, ConfigError, parse_min
 
 from ._common import UsageError
 
-__all__ = ["apply_overrides", "rule_options"]
+__all__ = ["apply_overrides", "check_selection", "rule_options"]
 
 
 def _codes(value: str | None) -> tuple[str, ...] | None:
@@ -44,14 +44,43 @@ def apply_overrides(config: Config, opts: dict, paths: list[Path] | None = None)
     if parsed is None and not config.min_torch_given and paths:
         # The oldest torch the project supports, as its own requirements declare it.
         parsed = _min_torch_of_project(config, paths)
+    select = _codes(opts.pop("select", None))
+    ignore = _codes(opts.pop("ignore", None))
+    check_selection(config, select, ignore)
     return config.with_overrides(
-        select=_codes(opts.pop("select", None)),
-        ignore=_codes(opts.pop("ignore", None)),
+        select=select,
+        ignore=ignore,
         unsafe_fixes=opts.pop("unsafe_fixes", None),
         target=opts.pop("target", None),
         amp_dtype=opts.pop("amp_dtype", None),
         min_torch=parsed,
     )
+
+
+def check_selection(config: Config, select: tuple[str, ...] | None, ignore: tuple[str, ...] | None) -> None:
+    """Unknown codes are usage errors, never silently nothing: a typo must not turn CI green."""
+    from cuda2neuron.kinds import known_codes, unknown_selectors
+
+    for option, codes in (("--select", select), ("--ignore", ignore)):
+        bad = unknown_selectors(codes or ())
+        if bad:
+            raise UsageError(f"{option}: unknown rule code(s) {', '.join(bad)} (`cuda2neuron rules` lists them)")
+    where = f"{config.source}: [tool.cuda2neuron]"
+    for key, codes in (("select", config.select), ("ignore", config.ignore)):
+        bad = unknown_selectors(codes)
+        if bad:
+            raise UsageError(f"{where}.{key}: unknown rule code(s) {', '.join(bad)} (`cuda2neuron rules` lists them)")
+    for pattern, codes in config.per_file_ignores:
+        bad = unknown_selectors(codes)
+        if bad:
+            raise UsageError(
+                f"{where}.per-file-ignores.{pattern!r}: unknown rule code(s) {', '.join(bad)} "
+                "(`cuda2neuron rules` lists them)"
+            )
+    effective = config.with_overrides(select=select, ignore=ignore)
+    if not any(effective.selects(code) for code in known_codes()):
+        chosen = f"select {', '.join(effective.select)}" + (f", ignore {', '.join(effective.ignore)}" if effective.ignore else "")
+        raise UsageError(f"no rule is selected ({chosen}): nothing would be checked")
 
 
 def _min_torch_of_project(config: Config, paths: list[Path]) -> tuple[int, int] | None:

@@ -5,27 +5,53 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING
 
-from cuda2neuron.core import FileResult, Finding
+from cuda2neuron.core import FileResult, Finding, Safety
 
 from ._console import Console
 
 if TYPE_CHECKING:
     from cuda2neuron.report import RunReport
 
-__all__ = ["diff_text", "print_diff", "print_finding", "print_summary"]
+__all__ = ["diff_text", "finding_line", "fix_note", "print_diff", "print_finding", "print_summary", "print_statistics"]
 
 
-def finding_line(f: Finding) -> str:
-    fixable = ""
-    if not f.applied and f.fix is not None:
-        fixable = f" [{f.fix.safety.value} fix]"
-    return f"{f.path}:{f.span.start_line}:{f.span.start_col + 1}: {f.code} {f.message}{fixable}"
+def fix_note(f: Finding, unsafe: bool = False) -> str:
+    """What the flags can do about ``f``; never a promise that no flag keeps.
+
+    ``unsafe``: the run already allows unsafe fixes (then `--fix` alone applies them).
+    """
+    if f.applied:
+        return " [fixed]"
+    if f.fix is None:
+        return ""
+    if f.fix.safety is Safety.SAFE:
+        return " [fixable: --fix]"
+    if f.fix.safety is Safety.UNSAFE:
+        return " [fixable: --fix]" if unsafe else " [fixable: --fix --unsafe-fixes]"
+    return " [no automatic fix]"
 
 
-def print_finding(console: Console, f: Finding) -> None:
-    console.say(finding_line(f))
-    if f.guidance and not f.applied:
+def finding_line(f: Finding, unsafe: bool = False) -> str:
+    return f"{f.path}:{f.span.start_line}:{f.span.start_col + 1}: {f.code} {f.message}{fix_note(f, unsafe)}"
+
+
+def print_finding(console: Console, f: Finding, *, unsafe: bool = False, show_fix: bool = False) -> None:
+    console.say(finding_line(f, unsafe))
+    if f.applied:
+        return
+    if f.guidance:
         console.say((f"    → {f.guidance}", "dim"))
+    if f.fix is not None and f.fix.safety is Safety.DISPLAY_ONLY:
+        # Advice only: no flag writes it (display-only), so say what to write by hand.
+        console.say((f"    suggested, to apply by hand: {_one_line(f.fix.replacement)}", "dim"))
+    elif show_fix and f.fix is not None:
+        what = f.fix.description or "rewrite"
+        console.say((f"    fix ({f.fix.safety.value}): {what} → {_one_line(f.fix.replacement) or '(removed)'}", "dim"))
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def diff_text(result: FileResult) -> str:
@@ -55,16 +81,77 @@ def print_diff(console: Console, result: FileResult) -> None:
         console.say((line, style) if style else line, soft_wrap=True)
 
 
-def print_summary(console: Console, report: RunReport, wrote: str) -> None:
+def effort_text(report: RunReport) -> str:
+    from cuda2neuron.report import EFFORT_SCALE
+
+    if report.effort == "none":
+        return "none"
+    return f"{report.effort} ({report.effort_points} points, {EFFORT_SCALE[report.effort]})"
+
+
+def headline(report: RunReport, wrote: str) -> str:
+    """One line: what the run did and what is left (README "Coverage and effort")."""
+    parts = [
+        f"{report.scanned} files scanned, {report.changed} {wrote}, {len(report.failed)} failed",
+        f"{len(report.edits)} edits",
+        f"{len(report.manual)} manual actions",
+    ]
+    if report.unsafe_fixable:
+        parts.append(f"{len(report.unsafe_fixable)} more fixable with --unsafe-fixes")
+    if report.coverage is not None:
+        parts.append(f"coverage {report.coverage:.0%}")
+    elif not report.remaining:
+        parts.append("nothing CUDA-specific left")
+    else:
+        # Nothing rewritten: a finished port (the edits were made before) or only manual work.
+        parts.append("nothing left to rewrite automatically")
+    parts.append(f"effort left: {effort_text(report)}")
+    return " · ".join(parts)
+
+
+def next_steps(report: RunReport, mode: str, paths: list[str], out_dir: str | None) -> list[str]:
+    """What to do after `migrate`: review, validate, and the work that is left."""
+    from collections import Counter
+
+    shown = " ".join(paths)
+    steps: list[str] = []
+    if mode == "diff":
+        if report.changed:
+            steps.append(f"review the diff above, then write it: cuda2neuron migrate {shown}")
+    elif mode == "out":
+        if report.changed:
+            steps.append(f"review the port: diff -ru {shown} {out_dir}")
+        steps.append(f"prove it: cuda2neuron validate {shown} {out_dir} --entry MODULE:CALLABLE (or --script train.py)")
+    else:
+        if report.changed:
+            steps.append("review the changes: git diff (the files were rewritten in place)")
+        steps.append(
+            f"prove the port: cuda2neuron validate {shown} --rev <pre-port ref> --entry MODULE:CALLABLE "
+            "(--rev defaults to HEAD: validate before you commit, or name the commit before the port)"
+        )
+    by_effort = Counter(f.effort.value for f in report.manual)
+    if report.manual:
+        levels = ", ".join(f"{by_effort[e]} {e}" for e in ("high", "medium", "low", "none") if by_effort[e])
+        steps.append(
+            f"left: {len(report.manual)} manual action(s) ({levels}; effort {effort_text(report)}), "
+            f"listed above; `cuda2neuron check {out_dir or shown}` lists them again"
+        )
+    if report.unsafe_fixable:
+        steps.append(f"left: {len(report.unsafe_fixable)} unsafe fix(es): review them, then rerun with --unsafe-fixes")
+    if report.failed:
+        steps.append(f"left: {len(report.failed)} file(s) failed (listed above) and were not rewritten")
+    if not (report.manual or report.unsafe_fixable or report.failed):
+        steps.append("left: nothing: no manual action remains")
+    return steps
+
+
+def print_summary(
+    console: Console, report: RunReport, wrote: str, mode: str = "", paths: list[str] | None = None, out_dir: str | None = None
+) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    cov = "n/a" if report.coverage is None else f"{report.coverage:.0%}"
-    console.print(
-        f"[bold]{report.scanned}[/] files scanned, [bold]{report.changed}[/] {wrote}, "
-        f"[bold]{len(report.failed)}[/] failed · {len(report.edits)} edits · "
-        f"{len(report.manual)} manual actions · coverage {cov} · effort left: {report.effort}"
-    )
+    console.say(headline(report, wrote), soft_wrap=True)
     if report.edits_per_rule:
         table = Table(title="Edits per rule", show_edge=False, title_justify="left")
         table.add_column("rule")
@@ -72,14 +159,18 @@ def print_summary(console: Console, report: RunReport, wrote: str) -> None:
         for rule, n in report.edits_per_rule.items():
             table.add_row(rule, str(n))
         console.print(table)
-    if report.manual:
+    if report.manual or report.unsafe_fixable:
         table = Table(title="Manual actions", show_edge=False, title_justify="left")
         table.add_column("location", overflow="fold")
         table.add_column("rule")
         table.add_column("effort")
         table.add_column("what to do", overflow="fold")
-        for f in report.manual:
+        for f in (*report.manual, *report.unsafe_fixable):
             what = f.message + (f". {f.guidance}" if f.guidance else "")
+            if f.fix is not None and f.fix.safety is Safety.UNSAFE:
+                what += " (an unsafe fix exists: rerun with --unsafe-fixes to apply it)"
+            elif f.fix is not None and f.fix.safety is Safety.DISPLAY_ONLY:
+                what += f" (no automatic fix; suggested: {_one_line(f.fix.replacement)})"
             table.add_row(f"{f.path}:{f.span.start_line}", f.code, f.effort.value, escape(what))
         console.print(table)
     for r in report.failed:
@@ -88,3 +179,18 @@ def print_summary(console: Console, report: RunReport, wrote: str) -> None:
         console.print(f"[red]failed[/] {escape(where)}: {escape(r.error.kind)}: {escape(r.error.message)}")
     for s in report.skipped:
         console.print(f"[yellow]skipped[/] {escape(s.path)}: {escape(s.reason)}")
+    if mode:
+        console.say(("Next steps:", "bold"))
+        for i, step in enumerate(next_steps(report, mode, paths or ["."], out_dir), start=1):
+            console.say(f"  {i}. {step}", soft_wrap=True)
+
+
+def print_statistics(console: Console, report: RunReport) -> None:
+    """ruff's --statistics: one row per rule, how many findings and how many are fixable."""
+    from collections import Counter
+
+    counts = Counter((f.code, f.name) for f in report.remaining)
+    fixable = Counter(f.code for f in (*report.fixable, *report.unsafe_fixable))
+    for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        mark = f" ({fixable[code]} fixable)" if fixable[code] else ""
+        console.say(f"{n:>5}  {code}  {name}{mark}")

@@ -7,9 +7,11 @@ disable a rule.
 from __future__ import annotations
 
 import fnmatch
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Config", "ConfigError", "config_from_table", "find_pyproject", "load_config", "load_validate_table", "parse_min_torch"]
+__all__ = ["Config", "ConfigError", "relative_to_config", "config_from_table", "find_pyproject", "load_config", "load_validate_table", "parse_min_torch"]
 
 
 class ConfigError(ValueError):
@@ -52,11 +54,17 @@ class Config:
             best_ignore = max(len(p) for p in self.ignore if code.startswith(p))
             if best_ignore >= best_select:
                 return False
-        if path is not None:
+        if path is not None and self.per_file_ignores:
+            rel = relative_to_config(path, self.source)
             for pattern, codes in self.per_file_ignores:
-                if _path_matches(path, pattern) and any(code.startswith(c) for c in codes):
+                if _path_matches(rel, pattern) and any(code.startswith(c) for c in codes):
                     return False
         return True
+
+    @property
+    def root(self) -> Path | None:
+        """The folder of the config file: what `exclude` and `per-file-ignores` are relative to."""
+        return Path(self.source).parent if self.source else None
 
     def with_overrides(self, **overrides: Any) -> Config:
         settings_keys = {"target", "amp_dtype", "min_torch", "project"}
@@ -68,9 +76,37 @@ class Config:
         return out
 
 
+def relative_to_config(path: str, source: str) -> str:
+    """``path`` (as shown: relative to the working folder, or absolute) relative to the folder of
+    the config file ``source``, with forward slashes; as given when it lies outside that folder.
+
+    ruff's convention: a pattern means the same wherever the command runs from (a path as
+    typed would make `scripts/*` match from the project root only).
+    """
+    return _relative(path, source, os.getcwd())
+
+
+@lru_cache(maxsize=4096)
+def _relative(path: str, source: str, cwd: str) -> str:
+    shown = path.replace("\\", "/")
+    if not source:
+        return shown
+    root = os.path.dirname(os.path.join(cwd, source))
+    full = os.path.normpath(os.path.join(cwd, path))
+    if not full.startswith(root.rstrip(os.sep) + os.sep):
+        return shown
+    return os.path.relpath(full, root).replace("\\", "/")
+
+
 def _path_matches(path: str, pattern: str) -> bool:
-    path = path.replace("\\", "/")
-    return fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(path, f"*/{pattern}")
+    folder = pattern.rstrip("/")
+    if "/" in folder:
+        # A pattern with a folder in it is anchored at the config's folder (`scripts/*.py`).
+        folder = folder.lstrip("/")
+        return fnmatch.fnmatch(path, folder) or fnmatch.fnmatch(path, folder + "/*")
+    # A bare name (`test_*.py`, `scripts`) matches a file or a folder at any depth.
+    parts = path.split("/")
+    return any(fnmatch.fnmatch(part, folder) for part in parts)
 
 
 _KEYS = {

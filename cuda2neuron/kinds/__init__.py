@@ -21,7 +21,7 @@ from pathlib import Path
 
 from cuda2neuron.core import Config, FileResult, FileStatus, RunOptions
 
-from ._catalog import catalog, rules_for
+from ._catalog import catalog, known_codes, rules_for, unknown_selectors
 from ._guard import Body, guarded
 from ._prefilter import COARSE_WORDS, covers, may_trigger, words_for
 from ._python import is_python_source
@@ -36,10 +36,12 @@ __all__ = [
     "guarded",
     "kind_named",
     "kind_of",
+    "known_codes",
     "may_trigger",
     "process_bytes",
     "process_kind",
     "rules_for",
+    "unknown_selectors",
     "words_for",
 ]
 

@@ -44,6 +44,8 @@ def to_json(report: RunReport) -> str:
             "files_failed": len(report.failed),
             "edits": len(report.edits),
             "manual_actions": len(report.manual),
+            "fixable": len(report.fixable),
+            "unsafe_fixable": len(report.unsafe_fixable),
             "coverage": report.coverage,
             "effort": report.effort,
             "edits_per_rule": report.edits_per_rule,
@@ -62,6 +64,8 @@ def to_json(report: RunReport) -> str:
         ],
         "edits": [_finding(f) for f in report.edits],
         "manual_actions": [_finding(f) for f in report.manual],
+        # Not manual work: `--fix` applies these (`--unsafe-fixes` the unsafe ones).
+        "fixable": [_finding(f) for f in (*report.fixable, *report.unsafe_fixable)],
         "failures": [
             {"path": r.path, "kind": r.error.kind, "message": r.error.message, "line": r.error.line}
             for r in report.failed

@@ -11,13 +11,19 @@ from pathlib import Path
 from cuda2neuron.core import Config, FileError, FileResult, Finding, RunOptions
 from cuda2neuron.kinds import kind_of, process_kind
 
+from ._baseline import Baseline, BaselineError, apply_baseline, write_baseline
 from ._cache import ResultCache, default_cache_root
-from ._discover import PRUNED_DIRS, Discovered, SkippedPath, SourceFile, discover
+from ._discover import PORT_MARKER, PRUNED_DIRS, Discovered, SkippedPath, SourceFile, discover
 from ._output import write_copy, write_in_place
 from ._project import project_facts, with_project_facts
 from ._runner import process_file, process_files
 
 __all__ = [
+    "Baseline",
+    "BaselineError",
+    "apply_baseline",
+    "write_baseline",
+    "PORT_MARKER",
     "PRUNED_DIRS",
     "ResultCache",
     "Discovered",

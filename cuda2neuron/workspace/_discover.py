@@ -18,7 +18,11 @@ if TYPE_CHECKING:
 
 from cuda2neuron.kinds import kind_of
 
-__all__ = ["Discovered", "PRUNED_DIRS", "SkippedPath", "SourceFile", "discover"]
+__all__ = ["Discovered", "PORT_MARKER", "PRUNED_DIRS", "SkippedPath", "SourceFile", "discover"]
+
+# Marks a folder written by `migrate --out` (the CLI writes it; discovery never walks into one
+# unless it is the path given).
+PORT_MARKER = ".cuda2neuron-port.json"
 
 PRUNED_DIRS = frozenset(
     {
@@ -75,8 +79,18 @@ def _gitignore_spec(folder: Path) -> pathspec.PathSpec | None:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def discover(paths: Iterable[Path], exclude: Iterable[str] = (), extra_pruned: Iterable[Path] = ()) -> Discovered:
-    """The files under ``paths`` that some kind reads (``cuda2neuron.kinds``)."""
+def discover(
+    paths: Iterable[Path],
+    exclude: Iterable[str] = (),
+    extra_pruned: Iterable[Path] = (),
+    exclude_root: Path | None = None,
+) -> Discovered:
+    """The files under ``paths`` that some kind reads (``cuda2neuron.kinds``).
+
+    ``exclude`` holds gitignore-style patterns relative to ``exclude_root`` (the folder of the
+    config file that declares them), so that they mean the same from any working folder; for a
+    tree outside that folder (or with no root) they are relative to the path walked.
+    """
     exclude_spec = None
     pruned_abs = {p.resolve() for p in extra_pruned}
     files: list[SourceFile] = []
@@ -102,11 +116,22 @@ def discover(paths: Iterable[Path], exclude: Iterable[str] = (), extra_pruned: I
             import pathspec
 
             exclude_spec = pathspec.GitIgnoreSpec.from_lines(list(exclude))
-        _walk(given, exclude_spec, pruned_abs, files, skipped, seen)
+        _walk(given, exclude_spec, _base_in(given, exclude_root), pruned_abs, files, skipped, seen)
     return Discovered(tuple(files), tuple(skipped))
 
 
-def _walk(root, exclude_spec, pruned_abs, files, skipped, seen) -> None:
+def _base_in(folder: Path, root: Path | None) -> str:
+    """``folder`` relative to ``root`` as a pattern prefix ("" at the root or outside it)."""
+    if root is None:
+        return ""
+    try:
+        rel = folder.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return ""
+    return "" if rel == "." else rel + "/"
+
+
+def _walk(root, exclude_spec, base, pruned_abs, files, skipped, seen) -> None:
     # (folder, [(base folder of a .gitignore, its spec), ...])
     stack: list[tuple[Path, list[tuple[Path, pathspec.PathSpec]]]] = [(root, [])]
     while stack:
@@ -122,7 +147,7 @@ def _walk(root, exclude_spec, pruned_abs, files, skipped, seen) -> None:
         subdirs: list[Path] = []
         for entry in entries:
             path = Path(entry.path)
-            rel_root = path.relative_to(root).as_posix()
+            rel_root = base + path.relative_to(root).as_posix()
             is_dir = entry.is_dir(follow_symlinks=False)
             if _ignored(path, is_dir, specs) or exclude_spec.match_file(rel_root + ("/" if is_dir else "")):
                 continue
@@ -133,7 +158,9 @@ def _walk(root, exclude_spec, pruned_abs, files, skipped, seen) -> None:
             if is_dir:
                 if entry.name in PRUNED_DIRS or entry.name.endswith(".egg-info") or _is_venv(path):
                     continue
-                if path.resolve() in pruned_abs:
+                if path.resolve() in pruned_abs or (path / PORT_MARKER).is_file():
+                    # A copy written by `migrate --out` is a port, not more source: a later
+                    # `check .` / `migrate .` over the tree that holds it must not read it.
                     continue
                 subdirs.append(path)
             elif entry.is_file(follow_symlinks=False) and (kind := kind_of(path)) is not None:

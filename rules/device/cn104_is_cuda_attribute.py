@@ -11,9 +11,11 @@ from ._helpers import Use, UseKind, comparison_safety
 
 __all__ = ["IsCudaAttribute"]
 
+# No flag is named here: whether --unsafe-fixes can apply the fix depends on its safety, and the
+# CLI says so for each finding.
 _GUIDANCE = (
     "this test picks a code path written for CUDA; if the branch calls CUDA-only code keep its "
-    "fallback for Neuron, otherwise test `.is_neuron` (apply with --unsafe-fixes)"
+    "fallback for Neuron, otherwise test `.is_neuron`"
 )
 
 

@@ -34,8 +34,11 @@ def test_json_output(tmp_path, run):
     code, out, _ = run("check", str(f), "--output-format", "json")
     data = json.loads(out)
     assert code == 1
-    assert data["manual_actions"][0]["code"] == "CN101"
-    assert data["manual_actions"][0]["fix"]["safety"] == "safe"
+    # A fixable finding is not a manual action: --fix takes it.
+    assert data["manual_actions"] == []
+    assert data["fixable"][0]["code"] == "CN101"
+    assert data["summary"]["fixable"] == 1
+    assert data["fixable"][0]["fix"]["safety"] == "safe"
 
 
 def test_sarif_output(tmp_path, run):
