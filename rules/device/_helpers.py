@@ -53,6 +53,38 @@ _DEVICE_PARAMS: dict[str, tuple[int, str]] = {
     "torch.set_default_device": (0, "device"),
     "torch.cuda.device": (0, "device"),
     "torch.neuron.device": (0, "device"),
+    # A device mesh is built for a device type ("cuda" -> "neuron"; the accelerator's type).
+    **{
+        f"torch.distributed.{module}.{name}": (0, "device_type")
+        for module in ("device_mesh", "tensor", "_tensor")
+        for name in ("init_device_mesh", "DeviceMesh")
+    },
+    # torch.cuda.* calls that take a device, and their moved torch.neuron.* twins: the move
+    # (CN201) changes the module, the device argument must follow (``get_device_properties(
+    # "cuda")`` on torch.neuron would be asked for a CUDA device).
+    **{
+        f"torch.{module}.{name}": (index, "device")
+        for module in ("cuda", "neuron")
+        for name, index in (
+            ("get_device_properties", 0),
+            ("get_device_name", 0),
+            ("get_device_capability", 0),
+            ("synchronize", 0),
+            ("set_device", 0),
+            ("current_stream", 0),
+            ("default_stream", 0),
+            ("memory_stats", 0),
+            ("memory_summary", 0),
+            ("memory_allocated", 0),
+            ("max_memory_allocated", 0),
+            ("memory_reserved", 0),
+            ("max_memory_reserved", 0),
+            ("reset_peak_memory_stats", 0),
+            ("mem_get_info", 0),
+            ("get_rng_state", 0),
+            ("set_rng_state", 1),
+        )
+    },
 }
 # Keywords that hold a device in any call.
 _DEVICE_KEYWORDS = frozenset({"device", "map_location"})
