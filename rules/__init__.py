@@ -17,6 +17,8 @@ free code in its family, in that family's folder):
   CN72x ``notebook/``, CN73x ``config/`` YAML configs, CN74x ``cuda_source/`` ``*.cu`` files,
   CN75x ``docker/`` Dockerfiles
 * CN8xx ``numerics/`` numerics and processes the device handles differently: float64, complex, fork
+* CN9xx ``meta/`` cuda2neuron's own comments: unused suppressions (run by the kinds layer after
+  the other rules, since it needs their findings)
 
 Helpers live in ``_shared/`` (used by several families) or in a family's ``_helpers.py`` (used
 by that family only); modules and packages whose name starts with ``_`` hold no rules.

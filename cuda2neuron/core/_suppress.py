@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from ._model import Span
@@ -10,7 +13,21 @@ from ._model import Span
 if TYPE_CHECKING:
     import libcst as cst
 
-__all__ = ["Suppressions"]
+__all__ = ["Suppressions", "suppressions_disabled"]
+
+# Set while the kinds layer asks which findings a file's suppression comments hide (to find
+# the unused ones, CN901): every engine reads its comments through ``from_text``.
+_DISABLED: ContextVar[bool] = ContextVar("cuda2neuron_suppressions_disabled", default=False)
+
+
+@contextlib.contextmanager
+def suppressions_disabled() -> Iterator[None]:
+    """Within this block no suppression comment hides a finding."""
+    token = _DISABLED.set(True)
+    try:
+        yield
+    finally:
+        _DISABLED.reset(token)
 
 _COMMENT_RE = re.compile(r"#\s*cuda2neuron:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 
@@ -27,7 +44,7 @@ class Suppressions:
     @classmethod
     def from_text(cls, text: str) -> Suppressions:
         by_line: dict[int, frozenset[str] | None] = {}
-        if "cuda2neuron:" not in text:
+        if "cuda2neuron:" not in text or _DISABLED.get():
             return cls(by_line)
         for number, line in enumerate(text.splitlines(), start=1):
             m = _COMMENT_RE.search(line)

@@ -23,6 +23,7 @@ from cuda2neuron.core import Config, FileResult, FileStatus, RunOptions
 
 from ._catalog import catalog, known_codes, rules_for, unknown_selectors
 from ._guard import Body, guarded
+from ._suppressions import CHECKED_KINDS, check_suppressions
 from ._prefilter import COARSE_WORDS, covers, may_trigger, words_for
 from ._python import is_python_source
 from ._text_files import is_config_file, is_cuda_source, is_dependency_file, is_dockerfile, is_shell_script
@@ -61,7 +62,11 @@ class Kind:
     def process(self, path: str, data: bytes, config: Config, options: RunOptions) -> FileResult:
         module, function = self.body.split(":")
         body: Body = getattr(import_module(module, __name__), function)
-        return guarded(path, data, config, options, body)
+        result = guarded(path, data, config, options, body)
+        if self.name in CHECKED_KINDS and b"cuda2neuron:" in (result.new_bytes or data):
+            # Suppression comments: unknown codes fail the file, unused ones are CN901.
+            result = check_suppressions(self.name, path, data, result, config, options, body)
+        return result
 
 
 KINDS: tuple[Kind, ...] = (

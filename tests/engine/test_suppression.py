@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cuda2neuron.core import Config, RunOptions
+from cuda2neuron.kinds import process_bytes
 from cuda2neuron.workspace import fix_source, lint_source
 
 CASES = [
@@ -18,7 +20,86 @@ CASES = [
 
 @pytest.mark.parametrize(("source", "count"), CASES)
 def test_suppressed_findings_and_fixes(source, count):
-    assert len(lint_source(source)) == count
+    # CN901 (unused suppressions) has its own tests below.
+    assert len([f for f in lint_source(source) if f.code != "CN901"]) == count
     fixed, findings = fix_source(source)
-    assert sum(1 for f in findings if f.applied) == count
+    assert sum(1 for f in findings if f.applied and f.code != "CN901") == count
     assert fixed.count(".cuda()") == source.count(".cuda()") - count
+
+
+# -- unknown codes: an error naming the line ------------------------------------------------
+UNKNOWN = [
+    pytest.param("x = y.cuda()  # cuda2neuron: ignore[CN1O1]\n", "a.py", 1, "CN1O1", id="typo-letter-o"),
+    pytest.param("x = 1\nx = y.cuda()  # cuda2neuron: ignore[CN101, CN999]\n", "a.py", 2, "CN999", id="one-of-two"),
+    pytest.param("x = y.cuda()  # cuda2neuron: ignore[cn101]\n", "a.py", 1, "cn101", id="lower-case-never-matched"),
+    pytest.param("x = y.cuda()  # cuda2neuron: ignore[E501]\n", "a.py", 1, "E501", id="other-tools-code"),
+    pytest.param("echo hi  # cuda2neuron: ignore[CN7x]\n", "run.sh", 1, "CN7x", id="shell-script"),
+    pytest.param("numpy\nflash-attn  # cuda2neuron: ignore[CN0]\n", "requirements.txt", 2, "CN0", id="requirements"),
+]
+
+
+@pytest.mark.parametrize(("source", "path", "line", "code"), UNKNOWN)
+def test_unknown_codes_in_comments_fail_the_file_at_the_line(source, path, line, code):
+    result = process_bytes(path, source.encode(), Config(), RunOptions())
+    assert result.error is not None, result
+    assert result.error.kind == "suppression"
+    assert result.error.line == line
+    assert code in result.error.message
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param('msg = "# cuda2neuron: ignore[XYZ]"\n', id="inside-a-string"),
+        pytest.param('"""Write `# cuda2neuron: ignore[CN1O1]`."""\n', id="inside-a-docstring"),
+    ],
+)
+def test_directives_in_python_strings_are_not_comments(source):
+    result = process_bytes("a.py", source.encode(), Config(), RunOptions())
+    assert result.error is None
+    assert [f.code for f in result.findings] == []
+
+
+# -- unused suppressions (CN901) --------------------------------------------------------------
+UNUSED = [
+    pytest.param("x = 1  # cuda2neuron: ignore[CN101]\n", ("CN",), ["CN901"], id="nothing-to-hide"),
+    pytest.param("x = y.cuda()  # cuda2neuron: ignore[CN101]\n", ("CN",), [], id="used"),
+    # Judged with every rule: a narrow --select never makes a needed comment look unused.
+    pytest.param("x = y.cuda()  # cuda2neuron: ignore[CN101]\n", ("CN3", "CN9"), [], id="used-by-unselected-rule"),
+    pytest.param("x = 1  # cuda2neuron: ignore[CN101]\n", ("CN1",), [], id="cn901-not-selected"),
+    pytest.param("x = y.cuda()  # cuda2neuron: ignore[CN101, CN301]\n", ("CN",), ["CN901"], id="one-code-unused"),
+    pytest.param("x = y.cuda()  # cuda2neuron: ignore[CN1, CN3]\n", ("CN",), [], id="families-kept-when-used"),
+    pytest.param("x = f(\n    y.cuda(),  # cuda2neuron: ignore[CN101]\n)\n", ("CN",), [], id="multi-line-call"),
+]
+
+
+@pytest.mark.parametrize(("source", "select", "codes"), UNUSED)
+def test_unused_suppressions(source, select, codes):
+    result = process_bytes("a.py", source.encode(), Config(select=select), RunOptions())
+    assert [f.code for f in result.findings if f.code == "CN901"] == codes
+
+
+FIXED = [
+    pytest.param("x = 1  # cuda2neuron: ignore[CN101]\r\ny = 2\r\n", "x = 1\r\ny = 2\r\n", id="crlf-kept"),
+    pytest.param("# cuda2neuron: ignore\nx = y.cuda()\n", 'x = y.to("neuron")\n', id="own-line-removed-with-line"),
+    pytest.param(
+        "x = 1  # noqa: E501  # cuda2neuron: ignore[CN101]\n", "x = 1  # noqa: E501\n", id="other-comment-kept"
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "expected"), FIXED)
+def test_unused_suppressions_are_removed_by_fixes(source, expected):
+    result = process_bytes("a.py", source.encode(), Config(), RunOptions(fix=True))
+    assert result.new_bytes is not None and result.new_bytes.decode() == expected
+    again = process_bytes("a.py", result.new_bytes, Config(), RunOptions(fix=True))
+    assert again.new_bytes is None  # idempotent
+
+
+def test_findings_below_a_removed_line_move_up():
+    source = "# cuda2neuron: ignore[CN101]\nimport torch\nif x.is_cuda:\n    y = ext.fused(x)\n"
+    result = process_bytes("a.py", source.encode(), Config(), RunOptions(fix=True))
+    assert result.new_bytes is not None
+    left = [f for f in result.findings if not f.applied]
+    assert [(f.code, f.span.start_line) for f in left] == [("CN104", 2)]
+    assert result.new_bytes.decode().splitlines()[1] == "if x.is_cuda:"

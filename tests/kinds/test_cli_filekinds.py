@@ -50,7 +50,8 @@ def _run(capfd, monkeypatch, cwd: Path, *args: str):
 def test_check_reports_every_kind(repo, capfd, monkeypatch):
     code, out, _ = _run(capfd, monkeypatch, repo, "check", "--output-format", "json", ".")
     assert code == 1
-    found = {(Path(f["path"]).name, f["code"]) for f in json.loads(out)["manual_actions"]}
+    data = json.loads(out)
+    found = {(Path(f["path"]).name, f["code"]) for f in data["manual_actions"] + data["fixable"]}
     assert {("launch.sh", "CN701"), ("requirements.txt", "CN711"), ("explore.ipynb", "CN101"),
             ("explore.ipynb", "CN702")} <= found
     assert not any(name == "notes.txt" for name, _ in found)

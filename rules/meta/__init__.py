@@ -1,0 +1,1 @@
+"""CN9xx: about cuda2neuron itself (its suppression comments), not about CUDA code."""
