@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from cuda2neuron.core import Rule
@@ -48,17 +46,76 @@ def mentions_cuda_literal(rule: Rule) -> bool:
     return cached
 
 
-_FLOAT16_WORDS = re.compile(r"float16|\bhalf\b")
+# String values that select float16 in code (a config default, an argparse choice, a dtype
+# name): the whole value is the word. Prose ("use half precision") is not code.
+_FLOAT16_STRINGS = frozenset({"float16", "fp16", "half", "torch.float16", "torch.half", "f16"})
+_FLOAT16_MEMBERS = frozenset({"float16", "half"})
+
+
+class _Float16InCode(cst.CSTVisitor):
+    """Looks for float16 in the code of a module: ``torch.float16`` / ``torch.half`` (any alias,
+    and ``from torch import float16``), a ``.half()`` call, or a string that is a float16 name.
+    Comments, docstrings and prose strings (help texts, log lines) never count."""
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+        self.found = False
+        self.torch_names: set[str] = set()
+        self.float16_names: set[str] = set()
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            if self.rule.context.code(alias.name) == "torch":
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                if isinstance(bound, cst.Name):
+                    self.torch_names.add(bound.value)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        if self.rule.context.code(node.module) != "torch":
+            return
+        for alias in node.names:
+            if isinstance(alias.name, cst.Name) and alias.name.value in _FLOAT16_MEMBERS:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                if isinstance(bound, cst.Name):
+                    self.float16_names.add(bound.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value not in _FLOAT16_MEMBERS:
+            return
+        if node.attr.value == "half" and not isinstance(node.value, cst.Name):
+            return  # `x.half` of a tensor expression: the call is checked below
+        if isinstance(node.value, cst.Name) and (node.value.value in self.torch_names or node.value.value == "torch"):
+            self.found = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "half" and not node.args:
+            self.found = True  # tensor.half() / model.half()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.float16_names:
+            self.found = True
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        value = node.evaluated_value
+        if isinstance(value, str) and value.strip().lower() in _FLOAT16_STRINGS:
+            self.found = True
 
 
 def mentions_float16(rule: Rule) -> bool:
-    """Whether the module mentions float16 (``torch.float16``, ``"float16"``, ``torch.half``, ``.half()``).
+    """Whether the module's code may run float16 (``torch.float16``, ``torch.half``, ``.half()``,
+    a string such as ``"float16"`` / ``"fp16"`` that selects it).
 
-    Computed once per file. A GradScaler is only made a no-op where nothing in its file may run
-    float16: unscaled float16 gradients underflow.
+    Computed once per file, from the code, never from prose: a help text or a comment about
+    "half precision" does not make a run float16. A GradScaler is only made a no-op where
+    nothing in its file may run float16: unscaled float16 gradients underflow.
     """
     cached = getattr(rule, "_mentions_float16", None)
     if cached is None:
-        cached = _FLOAT16_WORDS.search(rule.context.source) is not None
+        finder = _Float16InCode(rule)
+        rule.context.module.visit(finder)
+        cached = finder.found
         rule._mentions_float16 = cached  # type: ignore[attr-defined]
     return cached

@@ -64,7 +64,9 @@ class GradScalerDevice(Rule):
     expression is replaced by ``False`` (the message says so). What makes it easy to miss: the port keeps a dtype
     the user wrote, so a file that still runs float16 (``dtype=torch.float16``, or a runtime
     choice such as nanoGPT's ``enabled=(dtype == "float16")``) would lose the loss scaling its
-    float16 gradients need. When the scaler's file mentions float16 (``float16``/``half``) the
+    float16 gradients need. When the scaler's file mentions float16 in its code (``torch.float16``
+    / ``torch.half`` under any alias, ``.half()``, a string value such as ``"float16"`` or
+    ``"fp16"``; never a comment, docstring or prose string such as a help text) the
     scaler is therefore only moved to the target device, ``enabled=`` kept as written. A float16
     dtype chosen in *another* file (a config) is not seen: set ``amp-dtype = "float16"`` for such
     a project. Positional arguments of the old API are moved to keywords (the new API takes the
@@ -105,6 +107,29 @@ class GradScalerDevice(Rule):
             "import torch\nwith torch.autocast('cuda', dtype=torch.half):\n    pass\nscaler = torch.amp.GradScaler('cuda')\n",
             # (the autocast line is CN302's)
             "import torch\nwith torch.autocast('cuda', dtype=torch.half):\n    pass\nscaler = torch.amp.GradScaler('neuron')\n",
+        ),
+        # Prose is not code: a help text, a comment or a docstring about half precision does
+        # not make the file run float16 (the scaler is disabled under bfloat16).
+        Invalid(
+            '"""Trains with mixed (half) precision."""\nimport torch\n'
+            'p.add_argument("--amp", action="store_true", help="half precision float16 training")\n'
+            "# fp16 used to need this\nscaler = torch.cuda.amp.GradScaler(enabled=args.amp)\n",
+            '"""Trains with mixed (half) precision."""\nimport torch\n'
+            'p.add_argument("--amp", action="store_true", help="half precision float16 training")\n'
+            '# fp16 used to need this\nscaler = torch.amp.GradScaler("neuron", enabled=False)\n',
+        ),
+        # Code that selects float16 does count: an option's value, `.half()`, an aliased dtype.
+        Invalid(
+            "import torch\np.add_argument('--dtype', default='fp16')\nscaler = torch.cuda.amp.GradScaler()\n",
+            "import torch\np.add_argument('--dtype', default='fp16')\nscaler = torch.amp.GradScaler(\"neuron\")\n",
+        ),
+        Invalid(
+            "import torch\nmodel = model.half()\nscaler = torch.cuda.amp.GradScaler()\n",
+            "import torch\nmodel = model.half()\nscaler = torch.amp.GradScaler(\"neuron\")\n",
+        ),
+        Invalid(
+            "from torch import float16 as f16\nimport torch\nx = y.to(f16)\nscaler = torch.cuda.amp.GradScaler()\n",
+            "from torch import float16 as f16\nimport torch\nx = y.to(f16)\nscaler = torch.amp.GradScaler(\"neuron\")\n",
         ),
         # Through a module alias: `from torch.cuda import amp` then `amp.GradScaler()`.
         Invalid(

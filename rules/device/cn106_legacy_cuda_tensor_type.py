@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import keyword_arg, positional_args
+from .._shared.strings import string_value
 from .._shared.target import NEURON, compared_type_expr, device_expr
 
 __all__ = ["LegacyCudaTensorType"]
@@ -37,6 +38,9 @@ class LegacyCudaTensorType(Rule):
     * ``isinstance(x, torch.cuda.FloatTensor)`` →
       ``(isinstance(x, torch.Tensor) and x.is_neuron and x.dtype == torch.float32)``
 
+    ``torch.set_default_tensor_type(torch.cuda.HalfTensor)`` (also the type's name as a string)
+    is reported with its two-call port, ``torch.set_default_dtype(torch.float16)`` and
+    ``torch.set_default_device("neuron")``.
     Any other use (``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor``, a
     constructor called with a variable) is reported with the factory to write instead, and so
     are the uses of such an alias — ``.type(Tensor)``, ``Tensor(n)`` — in the same file or
@@ -85,6 +89,7 @@ class LegacyCudaTensorType(Rule):
         "class FloatTensor: pass\ny = FloatTensor(3)\n",
         "import torch\nm = (a == b).type(torch.FloatTensor)\n",  # torch's CPU type
         "from torch import FloatTensor\nm = (a == b).type(FloatTensor)\n",
+        "import torch\ntorch.set_default_tensor_type('torch.FloatTensor')\n",
     )
     INVALID = (
         Invalid(
@@ -108,6 +113,9 @@ class LegacyCudaTensorType(Rule):
             'import torch\n\nok = (isinstance(x, torch.Tensor) and x.is_neuron and x.dtype == torch.float32)\n',
         ),
         Invalid("import torch\nTensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"),
+        # A default type sets a dtype and a device: advice for both calls, not a rewrite.
+        Invalid("import torch\ntorch.set_default_tensor_type(torch.cuda.HalfTensor)\n"),
+        Invalid("import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\n"),
         Invalid("import torch\nmask = torch.cuda.ByteTensor(n)\n"),
         # Uses of an alias are reported too: the alias may live in another module.
         Invalid("from utils import FloatTensor\nm = (a == b).type(FloatTensor)\n"),
@@ -205,6 +213,13 @@ class LegacyCudaTensorType(Rule):
             f"`torch.tensor(data, dtype=torch.{dtype}, device=device)` for data"
         )
         built = None
+        if (
+            isinstance(parent, cst.Arg)
+            and isinstance(grand, cst.Call)
+            and self.qualname(grand.func) == "torch.set_default_tensor_type"
+        ):
+            self._default_type(grand, name, dtype)
+            return
         if isinstance(parent, cst.Call) and parent.func is node:
             built = self._constructor(parent, dtype)
             target_node: cst.CSTNode = parent
@@ -229,6 +244,35 @@ class LegacyCudaTensorType(Rule):
             description=f"name dtype torch.{dtype} and the device",
             # The fix replaces the enclosing call, not the visited name.
             ancestors=above,
+        )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # torch.set_default_tensor_type("torch.cuda.HalfTensor"): the type named by a string.
+        if len(node.args) != 1 or not isinstance(node.args[0].value, cst.SimpleString):
+            return
+        value = string_value(node.args[0].value)
+        if value is None or not value.startswith("torch.cuda.") or value[len("torch.cuda.") :] not in _DTYPES:
+            return
+        if self.qualname(node.func) == "torch.set_default_tensor_type":
+            name = value[len("torch.cuda.") :]
+            self._default_type(node, name, _DTYPES[name])
+
+    def _default_type(self, call: cst.Call, name: str, dtype: str) -> None:
+        """``torch.set_default_tensor_type(torch.cuda.HalfTensor)`` sets two defaults at once:
+        the dtype of new floating tensors and (the legacy way) their device. Its port is two
+        calls, and the second one changes how every factory call runs, so it is advice."""
+        device = '"neuron"' if self.context.settings.target == NEURON else (
+            "torch.accelerator.current_accelerator() or torch.get_default_device()"
+        )
+        self.report(
+            call,
+            f"`torch.set_default_tensor_type(torch.cuda.{name})` makes new tensors CUDA {dtype} tensors",
+            guidance=f"replace it with `torch.set_default_dtype(torch.{dtype})` and "
+            f"`torch.set_default_device({device})` (torch >= 2.0). The default device applies to "
+            "every factory call without a device= (data loading and CPU-side buffers included): "
+            "prefer device= on the tensors that belong on the device, and check which tensors the "
+            "program creates before relying on the default.",
+            effort=Effort.MEDIUM,
         )
 
     def _pieces(self, dtype: str) -> tuple[cst.BaseExpression, cst.BaseExpression, tuple] | None:
