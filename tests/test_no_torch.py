@@ -23,6 +23,8 @@ print("TORCH:" + ",".join(bad))
         pytest.param(["check", "--fix", "{f}"], id="check-fix"),
         pytest.param(["migrate", "--diff", "{f}"], id="migrate-diff"),
         pytest.param(["rules"], id="rules"),
+        pytest.param(["suppress", "--diff", "{f}"], id="suppress"),
+        pytest.param(["check", "--write-baseline", "{f}.baseline.json", "{f}"], id="check-write-baseline"),
         pytest.param(["--help"], id="help"),
     ],
 )

@@ -29,6 +29,7 @@ _EAGER = {
     "migrate": ("cuda2neuron.cli._migrate", "migrate_command"),
     "check": ("cuda2neuron.cli._check", "check_command"),
     "rules": ("cuda2neuron.cli._rules", "rules_command"),
+    "suppress": ("cuda2neuron.cli._suppress", "suppress_command"),
 }
 
 

@@ -23,7 +23,7 @@ from cuda2neuron.core import Config, FileResult, FileStatus, RunOptions
 
 from ._catalog import catalog, known_codes, rules_for, unknown_selectors
 from ._guard import Body, guarded
-from ._suppressions import CHECKED_KINDS, check_suppressions
+from ._suppressions import CHECKED_KINDS, check_suppressions, directives
 from ._prefilter import COARSE_WORDS, covers, may_trigger, words_for
 from ._python import is_python_source
 from ._text_files import is_config_file, is_cuda_source, is_dependency_file, is_dockerfile, is_shell_script
@@ -34,6 +34,7 @@ __all__ = [
     "Kind",
     "catalog",
     "covers",
+    "directives",
     "guarded",
     "kind_named",
     "kind_of",

@@ -11,6 +11,7 @@ from pathlib import Path
 from cuda2neuron.core import Config, FileError, FileResult, Finding, RunOptions
 from cuda2neuron.kinds import kind_of, process_kind
 
+from ._annotate import ANNOTATED_KINDS, Annotated, add_suppressions
 from ._baseline import Baseline, BaselineError, apply_baseline, write_baseline
 from ._cache import ResultCache, default_cache_root
 from ._discover import PORT_MARKER, PRUNED_DIRS, Discovered, SkippedPath, SourceFile, discover
@@ -19,6 +20,9 @@ from ._project import project_facts, with_project_facts
 from ._runner import process_file, process_files
 
 __all__ = [
+    "ANNOTATED_KINDS",
+    "Annotated",
+    "add_suppressions",
     "Baseline",
     "BaselineError",
     "apply_baseline",
