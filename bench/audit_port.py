@@ -76,7 +76,7 @@ def audit(project: Path, target: str, keep: Path | None) -> dict:
     remaining = json.loads(checked.stdout)
     pointed: dict[str, set[int]] = {}
     stacks: dict[str, set[str]] = {}  # file -> kernel stacks a finding names
-    for f in remaining.get("manual_actions", []) + remaining.get("edits", []):
+    for f in remaining.get("manual_actions", []) + remaining.get("fixable", []) + remaining.get("edits", []):
         rel = str(Path(f["path"]).resolve().relative_to(port.resolve()))
         pointed.setdefault(rel, set()).update(range(f["line"], f.get("end_line", f["line"]) + 1))
         text = (f["message"] + " " + f.get("guidance", "")).lower()

@@ -14,3 +14,21 @@ def test_rule_table_matches_catalog():
     text = README.read_text(encoding="utf-8")
     block = text.split("<!-- rules:start -->\n", 1)[1].split("<!-- rules:end -->", 1)[0]
     assert block == catalog_markdown(catalog())
+
+
+RULES_PAGE = README.parent / "docs" / "rules.md"
+
+
+def test_rules_page_matches_catalog(request):
+    """docs/rules.md (SARIF's helpUri and the HTML report link to it) is generated from the
+    catalog; `pytest tests/test_readme.py --update-fixtures` rewrites it."""
+    from cuda2neuron.report import rules_reference
+
+    expected = rules_reference(catalog())
+    if request.config.getoption("--update-fixtures"):
+        RULES_PAGE.write_text(expected, encoding="utf-8")
+    assert RULES_PAGE.read_text(encoding="utf-8") == expected, (
+        "docs/rules.md is out of date: run `pytest tests/test_readme.py --update-fixtures`"
+    )
+    for code, rule in catalog().items():
+        assert expected.count(f'<a id="{code.lower()}"></a>') == 1 and f"## {code} `{rule.name}`" in expected

@@ -20,7 +20,7 @@ from cuda2neuron.workspace import (
     write_baseline,
     write_in_place,
 )
-from cuda2neuron.report import build_report, to_json, to_sarif
+from cuda2neuron.report import OUTPUT_FORMATS, build_report, render
 
 from ._common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
 from ._console import Console
@@ -56,7 +56,14 @@ Examples:
 @click.option("--show-fixes", is_flag=True, help="With --fix, list the findings it fixed; without, show each fixable finding's fix.")
 @click.option("--statistics", is_flag=True, help="Print how many findings each rule has, instead of the findings.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain (2 still means an error).")
-@click.option("--output-format", type=click.Choice(["text", "json", "sarif"]), default="text", show_default=True, help="How findings are written.")
+@click.option(
+    "--output-format",
+    type=click.Choice(OUTPUT_FORMATS),
+    default="text",
+    show_default=True,
+    help="How findings are written: text/full (with the source), concise, json, json-lines, sarif, "
+    "github, gitlab, junit (docs/output-formats.md).",
+)
 @click.option("--output-file", "-o", type=click.Path(path_type=Path, dir_okay=False), help="Write the findings (in --output-format) to this file instead of stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="Print the findings only: no summary, no progress.")
 @click.option("--baseline", "baseline_path", type=click.Path(path_type=Path, dir_okay=False), help="Leave out the findings this baseline file lists (written by --write-baseline): only new ones fail.")
@@ -96,7 +103,7 @@ def check_command(
     config = with_project_facts(config, found.files)
     options = RunOptions.from_config(config, fix=fix or show_diff)
     results = run_with_progress(
-        found.files, config, options, jobs=jobs, quiet=quiet or output_format != "text", verb="checking",
+        found.files, config, options, jobs=jobs, quiet=quiet or output_format not in _PEOPLE, verb="checking",
         cache=None if no_cache else ResultCache(),
     )
     if write_baseline_path is not None:
@@ -122,7 +129,7 @@ def check_command(
     report = build_report("check", config.settings.target, results, found.skipped)
     with _output(output_file) as out:
         _emit(report, output_format, out, unsafe=config.unsafe_fixes, show_fixes=show_fixes, statistics=statistics)
-    if output_format == "text" and not quiet:
+    if output_format in _PEOPLE and not quiet:
         err_console.say(_closing_line(report, fixed=fix, unsafe=config.unsafe_fixes, hidden=hidden))
     if report.failed:
         return EXIT_ERROR
@@ -190,7 +197,7 @@ def _check_stdin(config, fix: bool, output_format: str, name: str) -> int:
             if not f.applied:
                 print_finding(err_console, f, unsafe=config.unsafe_fixes)
     else:
-        _emit(report, output_format, out_console, unsafe=config.unsafe_fixes)
+        _emit(report, output_format, out_console, unsafe=config.unsafe_fixes, sources={name: data})
     if result.error is not None:
         return EXIT_ERROR
     remaining = [f for f in result.findings if not f.applied]
@@ -203,21 +210,22 @@ def _say_failure(r) -> None:
     err_console.say(("error:", "bold red"), f" {where}: {r.error.kind}: {r.error.message}")
 
 
-def _emit(report, output_format: str, out: Console, *, unsafe: bool, show_fixes: bool = False, statistics: bool = False) -> None:
-    if output_format == "json":
-        out.file.write(to_json(report))
-        return
-    if output_format == "sarif":
-        out.file.write(to_sarif(report, catalog()))
-        return
-    if statistics:
+# The formats for people: a closing line and failures on stderr go with them.
+_PEOPLE = ("text", "full", "concise")
+
+
+def _emit(
+    report, output_format: str, out: Console, *, unsafe: bool, show_fixes: bool = False, statistics: bool = False,
+    sources=None,
+) -> None:
+    if output_format in _PEOPLE and statistics:
         print_statistics(out, report)
     else:
-        for r in report.results:
-            for f in r.findings:
-                # Like ruff: after --fix only what is left is listed (--show-fixes adds the rest).
-                if f.applied and not show_fixes:
-                    continue
-                print_finding(out, f, unsafe=unsafe, show_fix=show_fixes)
-    for r in report.failed:
-        _say_failure(r)
+        rules = catalog() if output_format == "sarif" else None
+        out.file.write(
+            render(report, output_format, unsafe_fixes=unsafe, sources=sources, rules=rules, show_fixes=show_fixes)
+        )
+        out.file.flush()  # the findings before the closing line on stderr, on a terminal too
+    if output_format in _PEOPLE:
+        for r in report.failed:
+            _say_failure(r)

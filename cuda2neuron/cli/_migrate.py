@@ -10,7 +10,7 @@ import click
 
 from cuda2neuron.core import FileStatus, RunOptions
 from cuda2neuron.workspace import PORT_MARKER, ResultCache, discover, with_project_facts, write_copy, write_in_place
-from cuda2neuron.report import build_report, write_report
+from cuda2neuron.report import REPORT_SUFFIXES, ValidationReportError, build_report, load_validation, write_report
 
 from ._common import EXIT_CLEAN, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
 from ._git import git_state
@@ -26,12 +26,14 @@ __all__ = ["PORT_MARKER", "migrate_command"]
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write a migrated copy of the tree here; the source is untouched.")
 @click.option("--allow-dirty", is_flag=True, help="Rewrite files that have uncommitted git changes.")
 @click.option("--allow-no-vcs", is_flag=True, help="Rewrite in place outside a git work tree (no way back!).")
-@click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write the full report: .md, .json or .sarif.")
+@click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write the full report: .md, .json, .sarif or .html (one self-contained page).")
+@click.option("--validate-report", "validate_report", type=click.Path(path_type=Path, dir_okay=False),
+              help="With --report x.html: a JSON report from `validate --report v.json`, shown as the page's verdict table and first divergence.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
 @click.option("--quiet", "-q", is_flag=True, help="Only errors on stderr.")
 @click.option("--no-cache", is_flag=True, help="Process every file again instead of reusing results for unchanged files.")
 @rule_options
-def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report_path, jobs, quiet, no_cache, **opts):
+def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report_path, validate_report, jobs, quiet, no_cache, **opts):
     """Port CUDA-specific PyTorch code in PATHS to the neuron device.
 
     Rewrites in place (git-tracked, clean files only), or with --diff shows the changes, or with
@@ -44,12 +46,13 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
       cuda2neuron migrate --diff .             show what would change (exit 1 if anything)
       cuda2neuron migrate .                    rewrite in place (a clean git tree)
       cuda2neuron migrate src --out ../port    write a migrated copy, source untouched
-      cuda2neuron migrate . --report port.md   also write the full report (.md/.json/.sarif)
+      cuda2neuron migrate . --report port.html also write the full report (.md/.json/.sarif/.html)
     """
     if show_diff and out_dir is not None:
         raise UsageError("--diff and --out exclude each other")
-    if report_path is not None and report_path.suffix.lower() not in (".md", ".markdown", ".json", ".sarif"):
-        raise UsageError(f"{report_path}: report format is chosen by extension: .md, .json or .sarif")
+    if report_path is not None and report_path.suffix.lower() not in REPORT_SUFFIXES:
+        raise UsageError(f"{report_path}: report format is chosen by extension: .md, .json, .sarif or .html")
+    validation = _read_validation(validate_report, report_path)
     if out_dir is not None:
         _prepare_out_dir(out_dir)
     config = apply_overrides(load_run_config(list(paths), opts.pop("config_file")), opts, list(paths))
@@ -86,7 +89,12 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
         wrote = "changed"
     report = build_report("migrate", config.settings.target, results, found.skipped)
     if report_path is not None:
-        write_report(report, report_path)
+        rules = None
+        if report_path.suffix.lower() == ".sarif":
+            from cuda2neuron.kinds import catalog
+
+            rules = catalog()
+        write_report(report, report_path, rules=rules, validation=validation)
     if not quiet:
         mode = "diff" if show_diff else "out" if out_dir is not None else "in-place"
         print_summary(
@@ -97,6 +105,22 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
         return EXIT_FINDINGS
     # --diff is a check (ruff, black): printing changes is exit 1, so CI can gate on it.
     return EXIT_FINDINGS if show_diff and changed else EXIT_CLEAN
+
+
+def _read_validation(path: Path | None, report_path: Path | None) -> dict | None:
+    """The validate report for the HTML page, read before anything is rewritten."""
+    if path is None:
+        return None
+    if report_path is None or REPORT_SUFFIXES.get(report_path.suffix.lower()) != "html":
+        raise UsageError("--validate-report goes into an HTML report: add --report FILE.html")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the validate report: {exc}") from None
+    try:
+        return load_validation(text, str(path))
+    except ValidationReportError as exc:
+        raise UsageError(str(exc)) from None
 
 
 # PORT_MARKER marks a folder as written by `migrate --out`, so running the same command again

@@ -12,27 +12,14 @@ from ._console import Console
 if TYPE_CHECKING:
     from cuda2neuron.report import RunReport
 
-__all__ = ["diff_text", "finding_line", "fix_note", "print_diff", "print_finding", "print_summary", "print_statistics"]
-
-
-def fix_note(f: Finding, unsafe: bool = False) -> str:
-    """What the flags can do about ``f``; never a promise that no flag keeps.
-
-    ``unsafe``: the run already allows unsafe fixes (then `--fix` alone applies them).
-    """
-    if f.applied:
-        return " [fixed]"
-    if f.fix is None:
-        return ""
-    if f.fix.safety is Safety.SAFE:
-        return " [fixable: --fix]"
-    if f.fix.safety is Safety.UNSAFE:
-        return " [fixable: --fix]" if unsafe else " [fixable: --fix --unsafe-fixes]"
-    return " [no automatic fix]"
+__all__ = ["diff_text", "finding_line", "print_diff", "print_finding", "print_summary", "print_statistics"]
 
 
 def finding_line(f: Finding, unsafe: bool = False) -> str:
-    return f"{f.path}:{f.span.start_line}:{f.span.start_col + 1}: {f.code} {f.message}{fix_note(f, unsafe)}"
+    # One wording for every output: the report's (text, concise and this stderr listing).
+    from cuda2neuron.report import finding_header
+
+    return finding_header(f, unsafe)
 
 
 def print_finding(console: Console, f: Finding, *, unsafe: bool = False, show_fix: bool = False) -> None:

@@ -83,7 +83,7 @@ def _parse_tolerances(items: tuple[str, ...]) -> dict[str, float]:
 @click.option("--script", metavar="PATH", help="Script mode: a training script, relative to the tree root.")
 @click.option("--steps", type=click.IntRange(min=1), help="Optimizer steps to run and compare (default 3).")
 @click.option("--rev", metavar="REV", help="With one PATH: the git revision holding the original (default HEAD).")
-@click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write a report: .md or .json.")
+@click.option("--report", "report_path", type=click.Path(path_type=Path), help="Write a report: .md, .json or .html (one self-contained page).")
 @click.option("--timeout", type=click.FloatRange(min=1), help="Seconds for all runs together (default 600).")
 @click.option("--seed", type=int, help="Seed for random, numpy and torch in every run (default 0).")
 @click.option("--tolerance", "tolerances", multiple=True, metavar="NAME=VALUE",
@@ -99,8 +99,8 @@ def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | N
     from cuda2neuron.validate._trees import TreeError, resolve_trees
 
     script_args: tuple[str, ...] = ctx.meta.get("cuda2neuron.script_args", ())
-    if report_path is not None and report_path.suffix.lower() not in (".md", ".json"):
-        raise _bad_value("--report", f"{report_path}: the report must end in .md or .json")
+    if report_path is not None and report_path.suffix.lower() not in (".md", ".json", ".html"):
+        raise _bad_value("--report", f"{report_path}: the report must end in .md, .json or .html")
     overrides = _parse_tolerances(tolerances)
     if not paths:
         raise UsageError("give ORIGINAL PORT, or one PATH inside a git repository")
@@ -131,7 +131,15 @@ def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | N
     if report_path is not None:
         from cuda2neuron.validate._report import to_json, to_markdown
 
-        text = to_json(result) if report_path.suffix.lower() == ".json" else to_markdown(result)
+        suffix = report_path.suffix.lower()
+        if suffix == ".html":
+            # The page reads the same data the JSON report holds (migrate's HTML report takes it
+            # from the file), so the two can never disagree.
+            from cuda2neuron.report import load_validation, to_html
+
+            text = to_html(None, load_validation(to_json(result), str(report_path)))
+        else:
+            text = to_json(result) if suffix == ".json" else to_markdown(result)
         try:
             report_path.write_text(text, encoding="utf-8")
         except OSError as exc:

@@ -1,19 +1,44 @@
-"""Run reports as data, and their Markdown / JSON / SARIF renderings (no printing here)."""
+"""Run reports as data, and their renderings as text (no printing here): text, concise, JSON,
+JSON Lines, SARIF, GitHub annotations, GitLab Code Quality, JUnit, Markdown and HTML."""
 
 from __future__ import annotations
 
-from ._model import EFFORT_POINTS, EFFORT_SCALE, FileSummary, RunReport, build_report, is_manual
-from ._render import to_json, to_markdown, to_sarif, write_report
+from ._ci import to_github, to_gitlab, to_junit
+from ._docs import rule_help_uri, rules_reference
+from ._html import ValidationReportError, load_validation, to_html
+from ._json import SCHEMA_VERSION, to_json, to_json_lines
+from ._model import EFFORT_POINTS, EFFORT_SCALE, FileSummary, RunReport, build_report, finding_status, is_manual
+from ._render import OUTPUT_FORMATS, REPORT_SUFFIXES, render, to_markdown, write_report
+from ._sarif import to_sarif
+from ._text import finding_header, fix_note, to_concise, to_text
 
 __all__ = [
     "EFFORT_POINTS",
     "EFFORT_SCALE",
+    "OUTPUT_FORMATS",
+    "REPORT_SUFFIXES",
+    "SCHEMA_VERSION",
     "FileSummary",
     "RunReport",
+    "ValidationReportError",
     "build_report",
+    "finding_header",
+    "finding_status",
+    "fix_note",
     "is_manual",
+    "load_validation",
+    "render",
+    "rule_help_uri",
+    "rules_reference",
+    "to_concise",
+    "to_github",
+    "to_gitlab",
+    "to_html",
     "to_json",
+    "to_json_lines",
+    "to_junit",
     "to_markdown",
     "to_sarif",
+    "to_text",
     "write_report",
 ]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from cuda2neuron.core import Effort, FileResult, FileStatus, Finding, Safety
 from cuda2neuron.workspace import SkippedPath
 
-__all__ = ["EFFORT_POINTS", "EFFORT_SCALE", "FileSummary", "RunReport", "build_report", "is_manual"]
+__all__ = ["EFFORT_POINTS", "EFFORT_SCALE", "FileSummary", "RunReport", "build_report", "finding_status", "is_manual"]
 
 # Points per manual finding, summed per file into an effort level (SYCLomatic-style estimate).
 EFFORT_POINTS = {Effort.NONE: 0, Effort.LOW: 1, Effort.MEDIUM: 3, Effort.HIGH: 8}
@@ -31,6 +31,14 @@ def is_manual(f: Finding) -> bool:
     return not f.applied and (f.fix is None or f.fix.safety is Safety.DISPLAY_ONLY)
 
 
+def finding_status(f: Finding) -> str:
+    """``fixed`` (written), ``fixable`` (``--fix`` writes it; ``--unsafe-fixes`` too for an
+    unsafe fix) or ``manual`` (``is_manual``): the status every output format reports."""
+    if f.applied:
+        return "fixed"
+    return "manual" if is_manual(f) else "fixable"
+
+
 def _level(points: int) -> str:
     if points == 0:
         return "none"
@@ -50,6 +58,7 @@ class FileSummary:
     coverage: float | None  # share of CUDA-specific constructs migrated automatically
     effort: str
     error: str = ""
+    fixable: int = 0  # not written, but --fix (with --unsafe-fixes for an unsafe fix) would
 
 
 @dataclass(frozen=True)
@@ -139,6 +148,7 @@ def build_report(
                 coverage=None if total == 0 or not edits else edits / total,
                 effort=_level(sum(EFFORT_POINTS[f.effort] for f in r.findings if not f.applied)),
                 error="" if r.error is None else f"{r.error.kind}: {r.error.message}",
+                fixable=sum(1 for f in r.findings if finding_status(f) == "fixable"),
             )
         )
     return RunReport(command, target, tuple(results), tuple(skipped), tuple(files))

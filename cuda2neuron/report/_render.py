@@ -1,81 +1,63 @@
-"""Renderings of a RunReport: JSON for machines, Markdown for people, SARIF for code scanning."""
+"""Markdown for people, and the one table of formats: ``--output-format`` and ``--report``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cuda2neuron import __version__
-from cuda2neuron.core import Finding, atomic_write
+from cuda2neuron.core import atomic_write
 
+from ._ci import to_github, to_gitlab, to_junit
+from ._html import to_html
+from ._json import to_json, to_json_lines
 from ._model import RunReport
+from ._sarif import to_sarif
+from ._text import to_concise, to_text
 
-__all__ = ["to_json", "to_markdown", "to_sarif", "write_report"]
+__all__ = ["OUTPUT_FORMATS", "REPORT_SUFFIXES", "render", "to_markdown", "write_report"]
 
+# `--output-format` values (ruff's names where ruff has the format). "full" is ruff's name for
+# the text format with source snippets; "text" stays the default name.
+OUTPUT_FORMATS = ("text", "full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 
-def _finding(f: Finding) -> dict[str, Any]:
-    return {
-        "code": f.code,
-        "rule": f.name,
-        "path": f.path,
-        "line": f.span.start_line,
-        "col": f.span.start_col,
-        "end_line": f.span.end_line,
-        "end_col": f.span.end_col,
-        "message": f.message,
-        "applied": f.applied,
-        "fix": None
-        if f.fix is None
-        else {"safety": f.fix.safety.value, "replacement": f.fix.replacement, "description": f.fix.description},
-        "guidance": f.guidance,
-        "effort": f.effort.value,
-    }
+# `--report FILE`: the format is chosen by the file's extension.
+REPORT_SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".sarif": "sarif", ".html": "html", ".htm": "html"}
 
 
-def to_json(report: RunReport) -> str:
-    data = {
-        "tool": "cuda2neuron",
-        "version": __version__,
-        "command": report.command,
-        "target": report.target,
-        "summary": {
-            "files_scanned": report.scanned,
-            "files_changed": report.changed,
-            "files_failed": len(report.failed),
-            "edits": len(report.edits),
-            "manual_actions": len(report.manual),
-            "fixable": len(report.fixable),
-            "unsafe_fixable": len(report.unsafe_fixable),
-            "coverage": report.coverage,
-            "effort": report.effort,
-            "edits_per_rule": report.edits_per_rule,
-        },
-        "files": [
-            {
-                "path": s.path,
-                "status": s.status,
-                "edits": s.edits,
-                "manual": s.manual,
-                "coverage": s.coverage,
-                "effort": s.effort,
-                "error": s.error or None,
-            }
-            for s in report.files
-        ],
-        "edits": [_finding(f) for f in report.edits],
-        "manual_actions": [_finding(f) for f in report.manual],
-        # Not manual work: `--fix` applies these (`--unsafe-fixes` the unsafe ones).
-        "fixable": [_finding(f) for f in (*report.fixable, *report.unsafe_fixable)],
-        "failures": [
-            {"path": r.path, "kind": r.error.kind, "message": r.error.message, "line": r.error.line}
-            for r in report.failed
-            if r.error is not None
-        ],
-        "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
-    }
-    import json  # here: text output (the common case) never needs it
+def render(
+    report: RunReport,
+    output_format: str,
+    *,
+    unsafe_fixes: bool = False,
+    sources: Mapping[str, bytes] | None = None,
+    rules: dict[str, type] | None = None,
+    show_fixes: bool = False,
+) -> str:
+    """The report in one of OUTPUT_FORMATS (or ``markdown`` / ``html``), as text.
 
-    return json.dumps(data, indent=2) + "\n"
+    ``show_fixes`` (text formats): list the findings --fix wrote too, and the fixes."""
+    if output_format in ("text", "full"):
+        return to_text(report, unsafe_fixes, sources, show_fixes)
+    if output_format == "concise":
+        return to_concise(report, unsafe_fixes, show_fixes)
+    if output_format == "json":
+        return to_json(report)
+    if output_format == "json-lines":
+        return to_json_lines(report)
+    if output_format == "sarif":
+        return to_sarif(report, rules)
+    if output_format == "github":
+        return to_github(report)
+    if output_format == "gitlab":
+        return to_gitlab(report)
+    if output_format == "junit":
+        return to_junit(report)
+    if output_format == "markdown":
+        return to_markdown(report)
+    if output_format == "html":
+        return to_html(report)
+    raise ValueError(f"unknown output format {output_format!r}; choose one of {', '.join(OUTPUT_FORMATS)}")
 
 
 def _md_escape(text: str) -> str:
@@ -89,10 +71,10 @@ def to_markdown(report: RunReport) -> str:
         "",
         f"Target: `{report.target}`",
         "",
-        "| files scanned | changed | failed | edits | manual actions | coverage | effort left |",
-        "|---|---|---|---|---|---|---|",
+        "| files scanned | changed | failed | edits | fixable | manual actions | coverage | effort left |",
+        "|---|---|---|---|---|---|---|---|",
         f"| {report.scanned} | {report.changed} | {len(report.failed)} | {len(report.edits)} "
-        f"| {len(report.manual)} | {cov} | {report.effort} |",
+        f"| {len(report.fixable) + len(report.unsafe_fixable)} | {len(report.manual)} | {cov} | {report.effort} |",
         "",
     ]
     if report.edits_per_rule:
@@ -106,6 +88,15 @@ def to_markdown(report: RunReport) -> str:
             out.append(
                 f"| `{f.path}:{f.span.start_line}` | {f.code} {f.name} | {f.effort.value} | "
                 f"{_md_escape(f.message)}. {_md_escape(what) if f.guidance else ''} |"
+            )
+        out.append("")
+    if report.fixable or report.unsafe_fixable:
+        out += ["## Fixable (`check --fix`; unsafe ones with `--unsafe-fixes`)", "", "| location | rule | safety | fix |", "|---|---|---|---|"]
+        for f in (*report.fixable, *report.unsafe_fixable):
+            assert f.fix is not None
+            out.append(
+                f"| `{f.path}:{f.span.start_line}` | {f.code} {f.name} | {f.fix.safety.value} | "
+                f"{_md_escape(f.fix.description or f.message)} |"
             )
         out.append("")
     if report.failed:
@@ -122,78 +113,27 @@ def to_markdown(report: RunReport) -> str:
             change = f.fix.description if f.fix and f.fix.description else f.message
             out.append(f"| `{f.path}:{f.span.start_line}` | {f.code} {f.name} | {safety} | {_md_escape(change)} |")
         out.append("")
-    per_file = [s for s in report.files if s.edits or s.manual or s.error]
+    per_file = [s for s in report.files if s.edits or s.fixable or s.manual or s.error]
     if per_file:
-        out += ["## Per file", "", "| file | status | edits | manual | coverage | effort |", "|---|---|---|---|---|---|"]
+        out += ["## Per file", "", "| file | status | edits | fixable | manual | coverage | effort |", "|---|---|---|---|---|---|---|"]
         for s in per_file:
             c = "n/a" if s.coverage is None else f"{s.coverage:.0%}"
-            out.append(f"| `{s.path}` | {s.status} | {s.edits} | {s.manual} | {c} | {s.effort} |")
+            out.append(f"| `{s.path}` | {s.status} | {s.edits} | {s.fixable} | {s.manual} | {c} | {s.effort} |")
         out.append("")
     return "\n".join(out)
 
 
-def to_sarif(report: RunReport, rules: dict[str, type] | None = None) -> str:
-    findings = [f for r in report.results for f in r.findings]
-    used = sorted({(f.code, f.name) for f in findings})
-    sarif = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "cuda2neuron",
-                        "version": __version__,
-                        "rules": [
-                            {
-                                "id": code,
-                                "name": name,
-                                "shortDescription": {
-                                    "text": rules[code].summary() if rules and code in rules else name
-                                },
-                            }
-                            for code, name in used
-                        ],
-                    }
-                },
-                "results": [
-                    {
-                        "ruleId": f.code,
-                        "level": "note" if f.applied else "warning",
-                        "message": {"text": f.message + (f" — {f.guidance}" if f.guidance else "")},
-                        "locations": [
-                            {
-                                "physicalLocation": {
-                                    "artifactLocation": {"uri": Path(f.path).as_posix()},
-                                    "region": {
-                                        "startLine": f.span.start_line,
-                                        "startColumn": f.span.start_col + 1,
-                                        "endLine": f.span.end_line,
-                                        "endColumn": f.span.end_col + 1,
-                                    },
-                                }
-                            }
-                        ],
-                    }
-                    for f in findings
-                ],
-            }
-        ],
-    }
-    import json
-
-    return json.dumps(sarif, indent=2) + "\n"
-
-
-def write_report(report: RunReport, path: Path) -> None:
-    """Write by extension: .json, .md/.markdown, .sarif. Raises ValueError for others."""
-    suffix = path.suffix.lower()
-    if suffix == ".json":
-        text = to_json(report)
-    elif suffix in (".md", ".markdown"):
-        text = to_markdown(report)
-    elif suffix == ".sarif":
-        text = to_sarif(report)
-    else:
-        raise ValueError(f"{path}: report format is chosen by extension: .md, .json or .sarif")
+def write_report(
+    report: RunReport,
+    path: Path,
+    *,
+    rules: dict[str, type] | None = None,
+    validation: Mapping[str, Any] | None = None,
+) -> None:
+    """Write by extension (REPORT_SUFFIXES); ``validation`` (a validate JSON report) goes into
+    an HTML page. Raises ValueError for another extension."""
+    kind = REPORT_SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise ValueError(f"{path}: report format is chosen by extension: .md, .json, .sarif or .html")
+    text = to_html(report, validation) if kind == "html" else render(report, kind, rules=rules)
     atomic_write(path, text.encode("utf-8"))

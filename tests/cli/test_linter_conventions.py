@@ -194,7 +194,7 @@ def test_baseline_hides_known_findings_and_fails_on_new_ones(tmp_path, run):
     assert code == 0 and out == "" and "1 known in the baseline" in err
     # A second copy of the same line is new.
     f.write_text(CUDA + "x = torch.zeros(3).cuda()\n")
-    code, out, _ = run("check", "--baseline", "base.json", "a.py", cwd=tmp_path)
+    code, out, _ = run("check", "--baseline", "base.json", "--output-format", "concise", "a.py", cwd=tmp_path)
     assert code == 1 and out.count("CN101") == 1 and "a.py:3:" in out
     # The baseline means the same from another working folder.
     sub = tmp_path / "sub"

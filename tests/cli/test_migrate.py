@@ -146,7 +146,7 @@ def test_markdown_report_lists_manual_actions_and_edits(project, run):
 
 def test_bad_report_extension(project, run):
     code, _, err = run("migrate", "pkg", "--report", "r.txt", cwd=project)
-    assert code == 2 and ".md, .json or .sarif" in err
+    assert code == 2 and ".md, .json, .sarif or .html" in err
 
 
 def test_second_run_changes_nothing(project, run, gitcmd):

@@ -97,7 +97,7 @@ def migrate_fixture(src: Path, dst: Path, project: str) -> PortResult:
     assert rc == 0, f"migrate failed on {src} (exit {rc})"
     data = json.loads(report.read_text())
     reported: dict[str, set[int]] = {}
-    for f in data["manual_actions"] + data["edits"]:
+    for f in data["manual_actions"] + data.get("fixable", []) + data["edits"]:
         rel = os.path.relpath(f["path"], src)
         reported.setdefault(rel, set()).update(range(f["line"], f.get("end_line", f["line"]) + 1))
     needed: list[tuple[str, str]] = []

@@ -1,0 +1,65 @@
+"""The rule reference page (docs/rules.md) and the address of one rule's entry in it.
+
+SARIF's ``helpUri`` and the HTML report link each finding to its rule's entry. The page is
+generated from the catalog (a test keeps docs/rules.md equal to ``rules_reference``), so the
+anchors are the rule codes, lower-cased.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import metadata
+from pathlib import Path
+
+__all__ = ["RULES_DOC", "rule_anchor", "rule_help_uri", "rules_doc_uri", "rules_reference"]
+
+# Where the page lives in the repository.
+RULES_DOC = "docs/rules.md"
+# The Project-URL label in pyproject's [project.urls] that names the published page, when the
+# project has a public address; without one the page in this checkout is used (an editable
+# install, as in the README's quick start).
+_URL_LABEL = "Rules"
+
+
+def rule_anchor(code: str) -> str:
+    return code.lower()
+
+
+@functools.cache
+def rules_doc_uri() -> str | None:
+    """The page's absolute URI, or None when neither a Project-URL nor a checkout has it."""
+    try:
+        urls = metadata.metadata("cuda2neuron").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        urls = []
+    for entry in urls:
+        label, _, url = entry.partition(",")
+        if label.strip() == _URL_LABEL and url.strip():
+            return url.strip()
+    page = Path(__file__).resolve().parents[2] / RULES_DOC
+    return page.as_uri() if page.is_file() else None
+
+
+def rule_help_uri(code: str) -> str | None:
+    base = rules_doc_uri()
+    return None if base is None else f"{base}#{rule_anchor(code)}"
+
+
+def rules_reference(rules: dict[str, type]) -> str:
+    """docs/rules.md: one anchored entry per rule (code, name, fixes, what it does).
+
+    The full documentation of a rule is in SARIF's ``help`` and in ``cuda2neuron rules CODE``;
+    this page holds what the README's table holds, so a rule's prose can change without it.
+    """
+    out = [
+        "# Rule reference",
+        "",
+        "Generated from the rule catalog; `tests/test_readme.py` keeps it in sync (like the README's",
+        "rule table). SARIF `helpUri` and the HTML report link to the anchors here;",
+        "`cuda2neuron rules CODE` prints a rule's full documentation (why, examples, fix safety).",
+        "",
+    ]
+    for code, rule in rules.items():
+        fixes = "/".join(sorted(s.value for s in getattr(rule, "fixes", ()))) or "report only"
+        out += [f'<a id="{rule_anchor(code)}"></a>', "", f"## {code} `{rule.name}`", "", f"Fix: {fixes}.", "", rule.summary(), ""]
+    return "\n".join(out).rstrip() + "\n"
