@@ -9,7 +9,7 @@ import click
 
 from cuda2neuron import __version__
 
-from ._common import err_console
+from ._common import EXIT_ERROR, UsageError, err_console
 
 __all__ = ["cli", "entry", "main"]
 
@@ -25,6 +25,16 @@ _LAZY_HELP = {
     "emulate": "Run a program with the emulated neuron device loaded (e.g. -- python train.py).",
     "build-backend": "Compile the emulated neuron device now (it is cached per torch version).",
 }
+_EXAMPLES = """
+\b
+Examples:
+  cuda2neuron check .                      what is CUDA-specific here (exit 1 if anything)
+  cuda2neuron migrate --diff .             what a port would change
+  cuda2neuron migrate .                    port in place (a clean git tree)
+  cuda2neuron validate . --entry m:build   prove the port against the original (runs your code)
+  cuda2neuron rules CN1                    the device rules
+  cuda2neuron COMMAND --help               each command's options and examples
+"""
 _EAGER = {
     "migrate": ("cuda2neuron.cli._migrate", "migrate_command"),
     "check": ("cuda2neuron.cli._check", "check_command"),
@@ -50,7 +60,8 @@ class _Group(click.Group):
         return [*_EAGER, *_LAZY]
 
     def format_commands(self, ctx, formatter) -> None:
-        rows = [(name, getattr(self.get_command(ctx, name), "get_short_help_str", lambda: "")()) for name in _EAGER]
+        # The whole first sentence: click cuts short help at 45 characters by default.
+        rows = [(name, self.get_command(ctx, name).get_short_help_str(limit=200)) for name in _EAGER]
         rows += [(name, _LAZY_HELP[name]) for name in _LAZY]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
@@ -75,14 +86,26 @@ def cli():
     """Port CUDA-specific PyTorch code to AWS Trainium (TorchNeuron), and prove the port."""
 
 
+cli.help = (cli.help or "") + "\n" + _EXAMPLES
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         rv = cli.main(args=argv, prog_name="cuda2neuron", standalone_mode=False)
     except click.exceptions.Abort:
         err_console.say("aborted")
         return 130
+    except click.exceptions.UsageError as exc:
+        # click's own usage errors (unknown option, bad value) in our one style, with where
+        # to look: `error: <problem>` and the command's --help.
+        where = exc.ctx.command_path if exc.ctx is not None else "cuda2neuron"
+        err_console.say(("error:", "bold red"), f" {exc.format_message()} (see `{where} --help`)", soft_wrap=True)
+        return EXIT_ERROR
     except click.ClickException as exc:
-        exc.show()
+        if isinstance(exc, UsageError):
+            exc.show()
+        else:
+            err_console.say(("error:", "bold red"), f" {exc.format_message()}", soft_wrap=True)
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code

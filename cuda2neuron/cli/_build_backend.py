@@ -17,6 +17,11 @@ def build_backend_command(verbose: bool) -> None:
 
     The build is cached per torch version, Python and source, so this is instant once done.
     Exit codes: 0 built (or already built), 1 the build failed, 2 the device cannot be used here.
+
+    \b
+    Examples:
+      cuda2neuron build-backend              build (or find) the emulator, print its path
+      cuda2neuron build-backend --verbose    show the compiler's commands
     """
     from cuda2neuron.backend import BackendUnavailable
     from cuda2neuron.backend._build import BackendBuildError, cached_library

@@ -34,7 +34,8 @@ class BackendCommandError(click.ClickException):
         self.exit_code = exit_code
 
     def show(self, file=None) -> None:  # noqa: ANN001, ARG002 - click's signature
-        err_console.say(f"cuda2neuron {self.command}: error: {self.message}", soft_wrap=True)
+        # One error style for every command: `error: <what>: <problem>`.
+        err_console.say(("error:", "bold red"), f" {self.command}: {self.message}", soft_wrap=True)
 
 
 def print_progress(line: str) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 import click
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.table import Table
 
 from cuda2neuron.core import Safety
@@ -24,6 +26,14 @@ def _fix_kind(rule) -> str:
     return "/".join(s.value for s in _SAFETY_ORDER if s in rule.fixes) or "report"
 
 
+_RST_CODE = re.compile(r"``(.+?)``")
+
+
+def plain(text: str) -> str:
+    """reST code spans (``x``, as the docstrings write them) as Markdown's `x` for people."""
+    return _RST_CODE.sub(r"`\1`", text)
+
+
 def catalog_markdown(rules) -> str:
     """The rule table for README.md (a test keeps the README in sync with the catalog)."""
     lines = ["| code | name | fix | what it does |", "|---|---|---|---|"]
@@ -32,16 +42,31 @@ def catalog_markdown(rules) -> str:
     return "\n".join(lines) + "\n"
 
 
-@click.command("rules")
+_HELP = """List the rule catalog, a family of it (CN3), or one rule's documentation (code or name).
+
+\b
+Examples:
+  cuda2neuron rules                        every rule: code, name, fix kind, what it does
+  cuda2neuron rules CN3                    the amp family (CN3xx)
+  cuda2neuron rules CN101                  one rule's documentation
+  cuda2neuron rules cuda-method-call       the same, by name
+  cuda2neuron rules --output-format json   the catalog for tools
+"""
+
+
+@click.command("rules", help=_HELP)
 @click.argument("code", required=False)
-@click.option("--output-format", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--output-format", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True, help="How the catalog is written.")
 def rules_command(code, output_format):
-    """List the rule catalog, or show the documentation of rule CODE (or name)."""
     rules = catalog()
     if code:
-        matches = [r for c, r in rules.items() if c == code.upper() or r.name == code]
+        wanted = code.upper()
+        matches = [r for c, r in rules.items() if c == wanted or r.name == code]
         if not matches:
-            raise UsageError(f"no rule {code!r}; run `cuda2neuron rules` for the list")
+            family = {c: r for c, r in rules.items() if re.fullmatch(r"CN\d{1,2}", wanted) and c.startswith(wanted)}
+            if not family:
+                raise UsageError(f"{code}: no such rule or family; `cuda2neuron rules` lists them")
+            return _list(family, output_format)
         rule = matches[0]
         if output_format == "json":
             out_console.file.write(json.dumps({"code": rule.code, "name": rule.name, "docs": rule.docs()}, indent=2) + "\n")
@@ -49,19 +74,23 @@ def rules_command(code, output_format):
             out_console.print(f"[bold]{rule.code}[/] {rule.name}")
             out_console.print(Markdown(rule.docs()))
         return EXIT_CLEAN
+    return _list(rules, output_format)
+
+
+def _list(rules, output_format: str) -> int:
     if output_format == "markdown":
         out_console.file.write(catalog_markdown(rules))
         return EXIT_CLEAN
     if output_format == "json":
-        data = [{"code": c, "name": r.name, "summary": r.summary(), "fix": _fix_kind(r)} for c, r in rules.items()]
+        data = [{"code": c, "name": r.name, "summary": plain(r.summary()), "fix": _fix_kind(r)} for c, r in rules.items()]
         out_console.file.write(json.dumps(data, indent=2) + "\n")
         return EXIT_CLEAN
     table = Table(show_edge=False)
-    table.add_column("code")
-    table.add_column("name")
-    table.add_column("fix")
+    table.add_column("code", no_wrap=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("fix", no_wrap=True)
     table.add_column("what it does", overflow="fold")
     for c, r in rules.items():
-        table.add_row(c, r.name, _fix_kind(r), r.summary())
+        table.add_row(c, r.name, _fix_kind(r), escape(plain(r.summary())))
     out_console.print(table)
     return EXIT_CLEAN

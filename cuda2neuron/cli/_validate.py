@@ -38,6 +38,12 @@ Modes:  --entry module:callable   build() returns (model, inputs[, optimizer]), 
                                   model/inputs/optimizer, or a training-step function
         --script train.py -- ARGS run the script unmodified, record the first --steps steps
 
+\b
+Examples:
+  cuda2neuron validate examples/cnn_cuda /tmp/cnn_neuron --entry validate_entry:build
+  cuda2neuron validate src port --script train.py -- --steps 3
+  cuda2neuron validate . --rev HEAD~1 --entry validate_entry:build   (after an in-place migrate)
+
 The reference run uses real CUDA when present, else a CUDA-on-CPU shim; the port runs on the
 emulated neuron device (or real TorchNeuron when installed). Both are compared against a
 float64 golden run of the original. Defaults come from [tool.cuda2neuron.validate] in the
@@ -143,7 +149,7 @@ def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | N
         try:
             report_path.write_text(text, encoding="utf-8")
         except OSError as exc:
-            err_console.say((f"cannot write report {report_path}: {exc}", "red"))
+            err_console.say(("error:", "bold red"), f" {report_path}: cannot write the report: {exc.strerror or exc}")
             ctx.exit(EXIT_ERROR)
         err_console.say((f"report written to {report_path}", "dim"))
     # ctx.exit, not a return value: click's standalone mode (CliRunner, the console script)
