@@ -1,0 +1,83 @@
+"""The project's own metadata agrees with itself: LICENSE, CHANGELOG, the pre-commit `rev:` and
+the install lines in the README (a release bumps them together; see README "pre-commit")."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the 3.10 CI leg
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+VERSION = PYPROJECT["project"]["version"]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+CHANGELOG = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+
+
+def _releases(text: str) -> list[str]:
+    return re.findall(r"^## \[(\d+\.\d+\.\d+)\]", text, re.M)
+
+
+def test_precommit_rev_is_the_version_tag():
+    revs = re.findall(r"^\s*rev:\s*(\S+)", README, re.M)
+    assert revs == [f"v{VERSION}"], revs
+
+
+def test_changelog_newest_release_is_the_version():
+    assert CHANGELOG.startswith("# Changelog\n")
+    assert "## [Unreleased]" in CHANGELOG  # Keep a Changelog: changes land here first
+    releases = _releases(CHANGELOG)
+    assert releases and releases[0] == VERSION, releases
+    as_tuples = [tuple(map(int, r.split("."))) for r in releases]
+    assert as_tuples == sorted(as_tuples, reverse=True) and len(set(as_tuples)) == len(as_tuples)
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        pytest.param(CHANGELOG, True, id="ours"),
+        pytest.param("## [0.1.0]\n### Added\n### New stuff\n", False, id="unknown-kind-of-change"),
+    ],
+)
+def test_changelog_uses_only_keep_a_changelog_sections(text, ok):
+    # Every "### " heading is one of Keep a Changelog's six kinds of change.
+    headings = set(re.findall(r"^### (.+)$", text, re.M))
+    assert (headings <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}) is ok
+
+
+def test_license_is_the_apache_2_text():
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert PYPROJECT["project"]["license"] == {"text": "Apache-2.0"}
+    assert text.lstrip().startswith("Apache License\n                           Version 2.0, January 2004")
+    for phrase in (
+        "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION",
+        "2. Grant of Copyright License.",
+        "3. Grant of Patent License.",
+        "9. Accepting Warranty or Additional Liability.",
+        "END OF TERMS AND CONDITIONS",
+        "http://www.apache.org/licenses/LICENSE-2.0",
+    ):
+        assert phrase in text
+    # The standard text, unmodified (its digest is the one apache.org publishes the file with).
+    import hashlib
+
+    assert hashlib.md5(text.encode("utf-8")).hexdigest() == "3b83ef96387f14655fc854ddc3c6bd57"
+
+
+def test_readme_cpu_index_install_line_pins_the_tested_torch():
+    pins = set(re.findall(r'"torch==([\d.]+)"', README))
+    assert len(pins) == 1, pins  # one torch everywhere in the README
+    (pin,) = pins
+    lo, hi = re.match(r"torch>=([\d.]+),<([\d.]+)", PYPROJECT["project"]["optional-dependencies"]["validate"][0]).groups()
+    as_tuple = lambda v: tuple(map(int, v.split(".")))  # noqa: E731
+    assert as_tuple(lo) <= as_tuple(pin) < as_tuple(hi)
+    line = next(line for line in README.splitlines() if "--index-url" in line and line.startswith("python3 -m venv"))
+    # torch alone from the CPU index, then the project (whose other dependencies are not there)
+    assert f'pip install "torch=={pin}" --index-url https://download.pytorch.org/whl/cpu && pip install -e ' in line
