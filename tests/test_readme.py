@@ -32,3 +32,14 @@ def test_rules_page_matches_catalog(request):
     )
     for code, rule in catalog().items():
         assert expected.count(f'<a id="{code.lower()}"></a>') == 1 and f"## {code} `{rule.name}`" in expected
+
+
+def test_effort_scale_is_the_one_the_readme_defines():
+    from cuda2neuron.report import EFFORT_POINTS, EFFORT_SCALE
+
+    text = README.read_text(encoding="utf-8").split("## Coverage and effort", 1)[1].split("\n## ", 1)[0]
+    for effort, points in EFFORT_POINTS.items():
+        assert f"| {effort.value} | {points} |" in text
+    for level, span in EFFORT_SCALE.items():
+        if level != "none":
+            assert f"**{level}** (" in text and span in text

@@ -20,8 +20,8 @@ EFFORT_POINTS = {Effort.NONE: 0, Effort.LOW: 1, Effort.MEDIUM: 3, Effort.HIGH: 8
 EFFORT_SCALE = {
     "none": "nothing left",
     "low": "under an hour",
-    "medium": "1-3 hours",
-    "high": "more than 3 hours",
+    "medium": "1-2.5 hours",
+    "high": "more than 2.5 hours",
 }
 
 
