@@ -106,6 +106,10 @@ class Rule:
     # inferred from examples (a display-only fix has no expected output); a test checks that
     # every example's fix is one of these.
     fixes: ClassVar[frozenset[Safety]] = frozenset()
+    # The project sweep's names (``ProjectFacts.words``: the last name of each compiled
+    # extension, kernel module and extension loader) count as this rule's trigger words too: a
+    # file whose only CUDA-only code is ``from .ops import layer_norm`` holds no word of its own.
+    project_triggers: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

@@ -24,16 +24,43 @@ class ProjectFacts:
 
     extension_modules: frozenset[str] = frozenset()
     kernel_modules: frozenset[str] = frozenset()
+    # Functions that JIT-build an extension from sources their caller passes
+    # (``def load_ext(name, sources): return cpp_extension.load(name, sources)``), dotted
+    # ``module.function``: a call of one with ``.cu`` files builds CUDA code.
+    extension_loaders: frozenset[str] = frozenset()
+    # Top-level modules and packages of the project itself: an import of one is the project's
+    # own code, never a third-party CUDA package of the same name (mamba_ssm inside mamba).
+    own_packages: frozenset[str] = frozenset()
 
     def builds_extension(self, module: str) -> bool:
         return module in self.extension_modules or module.rsplit(".", 1)[-1] in self.extension_modules
 
     def kernel_module(self, module: str) -> bool:
         """Whether ``module`` (dotted) is one of the project's kernel modules or inside one."""
-        return any(
-            module == k or module.startswith(k + ".") or ("." in module and k.endswith("." + module))
-            for k in self.kernel_modules
-        )
+        return _matches(module, self.kernel_modules)
+
+    def extension_loader(self, function: str) -> bool:
+        """Whether ``function`` (dotted, ``pkg.jit.load_ext``) is one of the project's loaders."""
+        return any(function == f or ("." in function and f.endswith("." + function)) for f in self.extension_loaders)
+
+    def own_module(self, module: str) -> bool:
+        return module.split(".")[0] in self.own_packages
+
+    def words(self) -> tuple[bytes, ...]:
+        """Words a file must hold to import one of these modules or call a loader: the last
+        component of each name (``layer_norm`` for ``pkg.ops.layer_norm``), which a relative
+        import spells too. They join the trigger words of the rules that use the facts."""
+        names = {n.rsplit(".", 1)[-1] for n in (*self.extension_modules, *self.kernel_modules, *self.extension_loaders)}
+        return tuple(sorted(n.encode() for n in names if n))
+
+
+def _matches(module: str, names: frozenset[str]) -> bool:
+    """``module`` is one of ``names``, inside one, or a suffix of one (a src layout, or a module
+    found under a different root): never only the last name."""
+    return any(
+        module == k or module.startswith(k + ".") or ("." in module and k.endswith("." + module))
+        for k in names
+    )
 
 
 @dataclass(frozen=True)

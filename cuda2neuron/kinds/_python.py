@@ -6,7 +6,7 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
-from cuda2neuron.core import Config, Finding, Rule, RunOptions, SourceError, has_trigger, trigger_words
+from cuda2neuron.core import Config, Finding, ProjectFacts, Rule, RunOptions, SourceError, has_trigger, trigger_words
 
 from ._catalog import rules_for
 from ._code_text import code_text
@@ -24,19 +24,35 @@ def python_triggers(rule_types: tuple[type[Rule], ...]) -> tuple[bytes, ...]:
     return trigger_words({t for r in rule_types if "python" in r.file_kinds for t in r.triggers})
 
 
+@lru_cache(maxsize=8)
+def _project_words(facts: ProjectFacts) -> tuple[bytes, ...]:
+    return facts.words()
+
+
 def process_python_findings(
     path: str, data: bytes, config: Config, options: RunOptions
 ) -> tuple[bytes | None, list[Finding]]:
     """Lint (and fix) Python source bytes; raises SourceError / ConvergenceError."""
-    if not may_trigger(data, "python"):
+    # Names only the project sweep knows (``from .ops import layer_norm`` where that module
+    # imports triton) wake the rules that use the sweep's facts.
+    project = _project_words(config.settings.project)
+    if not may_trigger(data, "python") and not (project and has_trigger(data, project)):
         return None, []  # no rule can fire: the catalog and the parser stay unloaded
+
+    def fires(rule: type[Rule], text: bytes) -> bool:
+        return has_trigger(text, python_triggers((rule,))) or bool(
+            project and rule.project_triggers and has_trigger(text, project)
+        )
+
     rule_types = tuple(r for r in rules_for(config, path) if "python" in r.file_kinds)
-    if not rule_types or not has_trigger(data, python_triggers(rule_types)):
+    if not rule_types or not (
+        has_trigger(data, python_triggers(rule_types)) or any(fires(r, data) for r in rule_types if r.project_triggers)
+    ):
         return None, []
     # Words in comments and docstrings cannot make a rule fire: look again in the code alone,
     # and run only the rules whose words are there (most files wake one or two families).
     code = code_text(data)
-    rule_types = tuple(r for r in rule_types if has_trigger(code, python_triggers((r,))))
+    rule_types = tuple(r for r in rule_types if fires(r, code))
     if not rule_types:
         return None, []
     # The libcst engine, imported only for files that need it.

@@ -34,8 +34,12 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     """
     extensions: set[str] = set()
     kernels: set[str] = set()
+    loaders: set[str] = set()
     seen: set[Path] = set()
+    files = tuple(files)
     candidates = [(f.path, f.root) for f in files if f.kind == "python"]
+    # Top-level names of the project's own modules, from paths alone (nothing is read).
+    own = {m.split(".")[0] for m in (_module_of(p, r) for p, r in candidates) if m}
     candidates += [(root / "setup.py", root) for root in extra_roots]
     for path, root in candidates:
         resolved = path.resolve()
@@ -53,11 +57,12 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         except (SyntaxError, ValueError):
             continue  # the per-file run reports the syntax error
         extensions.update(_extension_names(tree))
-        if _imports_kernel_language(tree):
-            module = _module_of(path, root)
-            if module:
-                kernels.add(module)
-    return ProjectFacts(frozenset(extensions), frozenset(kernels))
+        module = _module_of(path, root)
+        if module and _imports_kernel_language(tree):
+            kernels.add(module)
+        if module:
+            loaders.update(f"{module}.{name}" for name in _loader_functions(tree))
+    return ProjectFacts(frozenset(extensions), frozenset(kernels), frozenset(loaders), frozenset(own))
 
 
 def _call_name(func: ast.expr) -> str:
@@ -75,10 +80,21 @@ def _keyword(call: ast.Call, name: str) -> ast.expr | None:
 def _extension_names(tree: ast.AST) -> set[str]:
     """``CUDAExtension(name=...)`` and ``load(name=..., sources=[... .cu ...])`` names."""
     names = set()
+    # `extension = CppExtension` / `if cuda: extension = CUDAExtension` / `extension(name, ...)`:
+    # a builder chosen at run time builds CUDA where it can, so its calls count.
+    cuda_builders = {"CUDAExtension"} | {
+        t.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and _call_name(node.value) == "CUDAExtension"
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         called = _call_name(node.func)
+        if called in cuda_builders:
+            called = "CUDAExtension"
         if called not in ("CUDAExtension", "load", "load_inline"):
             continue
         name = _keyword(node, "name") or (node.args[0] if node.args else None)
@@ -88,6 +104,24 @@ def _extension_names(tree: ast.AST) -> set[str]:
             continue
         names.add(name.value)
     return names
+
+
+def _loader_functions(tree: ast.Module) -> set[str]:
+    """Module-level functions that hand one of their parameters to ``cpp_extension.load`` as the
+    sources: a plugin loader whose callers decide whether CUDA is built."""
+    found = set()
+    for func in tree.body:
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+        params |= {a.arg for a in (func.args.vararg, func.args.kwarg) if a is not None}
+        for node in ast.walk(func):
+            if isinstance(node, ast.Call) and _call_name(node.func) == "load":
+                sources = _keyword(node, "sources") or (node.args[1] if len(node.args) > 1 else None)
+                if sources is not None and any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(sources)):
+                    found.add(func.name)
+                    break
+    return found
 
 
 def _builds_cuda(call: ast.Call) -> bool:

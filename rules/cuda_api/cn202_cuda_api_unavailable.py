@@ -65,6 +65,10 @@ _GAPS: dict[str, _Gap] = {
     "torch.cuda.graphs.make_graphed_callables": _GRAPHS,
     "torch.cuda.graph_pool_handle": _GRAPHS,
     "torch.cuda.is_current_stream_capturing": _GRAPHS,
+    # The same names through their defining module (`torch.cuda.graphs.graph_pool_handle()`).
+    "torch.cuda.graphs.CUDAGraph": _GRAPHS,
+    "torch.cuda.graphs.graph_pool_handle": _GRAPHS,
+    "torch.cuda.graphs.is_current_stream_capturing": _GRAPHS,
 }
 _MEMBERS = frozenset(q.rpartition(".")[2] for q in _GAPS)
 
@@ -115,6 +119,7 @@ class CudaApiUnavailable(MemberReferences, Rule):
         Invalid("import torch\ng = torch.cuda.CUDAGraph()\n"),
         Invalid("from torch.cuda import make_graphed_callables\nm = make_graphed_callables(m, (x,))\n"),
         Invalid("import torch\nwith torch.cuda.graph(g):\n    y = m(x)\n"),
+        Invalid("import torch\npool = torch.cuda.graphs.graph_pool_handle()\n"),
         Invalid("import torch\narchs = torch.cuda.get_arch_list()\n", target="accelerator"),
     )
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Safety
 
+from .._shared.kernels import KernelIndex, kernel_index
 from .._shared.target import NEURON, compared_type_expr
 from ._helpers import Use, UseKind, comparison_safety
 
@@ -17,6 +18,103 @@ _GUIDANCE = (
     "this test picks a code path written for CUDA; if the branch calls CUDA-only code keep its "
     "fallback for Neuron, otherwise test `.is_neuron`"
 )
+
+
+_KERNEL_GUIDANCE = (
+    "left as is: on Neuron the test is False, so the check fails (or the code takes its other "
+    "branch) instead of handing neuron tensors to a kernel that cannot run there. Port the kernel "
+    "(NKI, or the plain PyTorch path for neuron tensors), then test for the target device."
+)
+
+
+def _enclosing_function(ancestors: list[cst.CSTNode], below: int) -> cst.FunctionDef | None:
+    return next((a for a in reversed(ancestors[:below]) if isinstance(a, cst.FunctionDef)), None)
+
+
+def _only_raises(block: cst.BaseSuite) -> bool:
+    body = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    return all(
+        isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, cst.Raise) for s in stmt.body)
+        for stmt in body
+    )
+
+
+def _guarded_kernel(rule: Rule, node: cst.Attribute) -> str | None:
+    """What CUDA-only code this ``.is_cuda`` test stands in front of, decided from code.
+
+    * ``assert x.is_cuda`` / ``if not x.is_cuda: raise``: the input check of the function it is
+      in; that function calls a kernel.
+    * ``if x.is_cuda: <kernel>`` / ``<kernel> if x.is_cuda else ref``: a branch calls one.
+    * ``use_kernel = x.is_cuda and ...``: the flag later picks a branch that calls one.
+
+    A kernel is a call the file's kernel index knows (``rules/_shared/kernels.py``): a Triton /
+    TileLang / CuTe launch, a CUDA-only package, the project's compiled extensions and kernel
+    modules (the project sweep), a hub kernel, or a function of the file that calls one.
+    """
+    ancestors = rule.context.ancestors
+    index = None
+    child: cst.CSTNode = node
+    for i in range(len(ancestors) - 1, -1, -1):
+        anc = ancestors[i]
+        if index is None:
+            index = kernel_index(rule)
+            if not index.names:
+                return None
+        if isinstance(anc, cst.Assert):
+            func = _enclosing_function(ancestors, i)
+            return index.first_call([func.body]) if func is not None else None
+        if isinstance(anc, (cst.If, cst.While)) and child is anc.test:
+            found = index.first_call([anc.body, *([anc.orelse] if anc.orelse is not None else [])])
+            if found is None and _only_raises(anc.body):
+                func = _enclosing_function(ancestors, i)
+                found = index.first_call([func.body]) if func is not None else None
+            return found
+        if isinstance(anc, cst.IfExp) and child is anc.test:
+            return index.first_call([anc.body, anc.orelse])
+        if isinstance(anc, cst.Assign):
+            names = {t.target.value for t in anc.targets if isinstance(t.target, cst.Name)}
+            scope = _enclosing_function(ancestors, i) or rule.context.module
+            return _flag_gates(index, scope, names) if names else None
+        if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return None
+        child = anc
+    return None
+
+
+class _FlagUses(cst.CSTVisitor):
+    """Branches whose test reads one of ``names``: ``if use_kernel:``, ``a if use_kernel else b``."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.branches: list[cst.CSTNode] = []
+
+    def _reads(self, test: cst.BaseExpression) -> bool:
+        finder = _NameFinder(self.names)
+        test.visit(finder)
+        return finder.found
+
+    def visit_If(self, node: cst.If) -> None:
+        if self._reads(node.test):
+            self.branches += [node.body, *([node.orelse] if node.orelse is not None else [])]
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        if self._reads(node.test):
+            self.branches += [node.body, node.orelse]
+
+
+class _NameFinder(cst.CSTVisitor):
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found = self.found or node.value in self.names
+
+
+def _flag_gates(index: KernelIndex, scope: cst.CSTNode, names: set[str]) -> str | None:
+    uses = _FlagUses(names)
+    scope.visit(uses)
+    return index.first_call(uses.branches) if uses.branches else None
 
 
 def _compared_with_is_cuda(node: cst.Attribute, parent: cst.CSTNode | None) -> bool:
@@ -86,6 +184,24 @@ class IsCudaAttribute(Rule):
         Invalid("if flash_attn_func is not None and q.is_cuda:\n    kind = \"flash_attn\"\n", None, unsafe=True),
         Invalid("if HAS_TRITON and x.is_cuda:\n    y = 1\n", None, unsafe=True),
         Invalid("y = ext.fused(x) if x.is_cuda else ref(x)\n", None),
+        # input checks and gates of a CUDA-only kernel keep their meaning (False on Neuron)
+        Invalid(
+            "import triton\n\n@triton.jit\ndef _k(x_ptr):\n    pass\n\n"
+            "def run(x):\n    assert x.is_cuda, 'All tensors must be on CUDA'\n    _k[(1,)](x)\n"
+        ),
+        Invalid(
+            "import selective_scan_cuda\n\ndef scan(u):\n    if not u.is_cuda:\n        raise ValueError('cuda only')\n"
+            "    return selective_scan_cuda.fwd(u)\n"
+        ),
+        Invalid(
+            "from causal_conv1d import causal_conv1d_fn\n\ndef f(q, k):\n    use_kernel = q.is_cuda and k.is_cuda\n"
+            "    if use_kernel:\n        return causal_conv1d_fn(q, k)\n    return q\n"
+        ),
+        Invalid(
+            "from .ops.norm import rms_norm\n\ndef f(x, w):\n    return rms_norm(x, w) if x.is_cuda else x * w\n",
+            path="pkg/model.py",
+            options=(("project", ProjectFacts(kernel_modules=frozenset({"pkg.ops.norm"}))),),
+        ),
         Invalid(
             "if a.is_cuda != b.is_cuda:\n    a = a.to(b.device)\n",
             "if a.is_neuron != b.is_neuron:\n    a = a.to(b.device)\n",
@@ -109,6 +225,17 @@ class IsCudaAttribute(Rule):
         parent = self.context.parent
         if isinstance(parent, cst.AssignTarget) and parent.target is node:
             return  # the project's own attribute being defined
+        kernel = _guarded_kernel(self, node)
+        if kernel is not None:
+            # Retargeting would send neuron tensors into a CUDA-only kernel: False on Neuron is
+            # the meaning to keep (a validation fails loudly, a dispatch takes its fallback).
+            self.report(
+                node,
+                f"`.is_cuda` guards CUDA-only code: {kernel}",
+                guidance=_KERNEL_GUIDANCE,
+                effort=Effort.MEDIUM,
+            )
+            return
         if self.context.settings.target == NEURON:
             replacement: cst.BaseExpression = node.with_changes(attr=cst.Name("is_neuron"))
             imports: tuple = ()

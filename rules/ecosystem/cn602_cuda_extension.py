@@ -6,9 +6,13 @@ import re
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from pathlib import PurePath
+
+from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Valid
+from cuda2neuron.python import dotted_name
 
 from .._shared.args import arg_by_name
+from .._shared.kernels import relative_module
 from .._shared.names import call_qualname, terminal_name
 
 __all__ = ["CudaExtension"]
@@ -18,7 +22,13 @@ _GUIDANCE = (
     "torch_neuronx.nki_op) or replace the call with plain PyTorch (keep/use the Python fallback); "
     "drop the .cu sources from the build."
 )
+_LOADER_GUIDANCE = (
+    "Find what the callers pass as sources (they are reported where they pass .cu files): CUDA "
+    "sources cannot be built on Trainium, so those kernels must be ported to NKI or replaced with "
+    "plain PyTorch; a loader given only .cpp sources builds for the host and may stay."
+)
 _EXT = "torch.utils.cpp_extension"
+_LOADERS = ProjectFacts(extension_loaders=frozenset({"pkg.jit.load_ext"}))
 # A CUDA source named in a literal: "kernel.cu", 'x.cuh', f".../{name}.cu" ...
 _CU_SOURCE = re.compile(r"""\.cuh?['"]""")
 _NAMES = frozenset({"CUDAExtension", "load_inline", "load"})
@@ -29,7 +39,10 @@ class CudaExtension(Rule):
     ## What it does
     Reports CUDA C++ extensions: ``CUDAExtension(...)`` in a build script,
     ``load_inline(..., cuda_sources=...)`` and ``torch.utils.cpp_extension.load(...)`` of ``.cu``
-    sources (or with CUDA flags).
+    sources (or with CUDA flags). A ``load`` whose sources are computed (a parameter, a glob: a
+    plugin loader) is reported as a JIT build whose sources must be checked, and every call that
+    passes ``.cu`` files to such a loader is reported too, also from other files of the project
+    (the project sweep names the loaders).
 
     ## Why is this bad?
     nvcc-compiled kernels only run on NVIDIA GPUs. On Trainium a custom kernel is written in NKI,
@@ -49,10 +62,15 @@ class CudaExtension(Rule):
     code = "CN602"
     name = "cuda-extension"
     triggers = ("cpp_extension",)
+    # The project's loaders (`def load_ext(name, sources): return load(name, sources)` in
+    # another file) are named by the sweep: a file that only calls one holds no word of its own.
+    project_triggers = True
     VALID = (
         "from torch.utils.cpp_extension import load\next = load(name='e', sources=['e.cpp'])\n",
         "from torch.utils.cpp_extension import CppExtension\nx = CppExtension('e', ['e.cpp'])\n",
         "import json\ndata = json.load(f)\n",  # another load
+        Valid("from pkg.jit import load_ext\nops = load_ext('ops', ['ops.cpp'])\n", options=(("project", _LOADERS),)),
+        "from torch.utils.cpp_extension import load\next = load(name='e', sources=('a.cpp', 'b.cpp'))\n",
     )
     INVALID = (
         Invalid(
@@ -68,6 +86,12 @@ class CudaExtension(Rule):
             "ext = ce.load('e', srcs, extra_cuda_cflags=['-O3'])\n"
         ),
         Invalid(
+            "from torch.utils.cpp_extension import load\n"
+            "def load_ext(name, sources):\n    return load(name=name, sources=sources)\n"
+        ),
+        Invalid("from pkg.jit import load_ext\nops = load_ext('ops', ['ops.cpp', 'ops_kernel.cu'])\n", options=(("project", _LOADERS),)),
+        Invalid("from .jit import load_ext\nops = load_ext('ops', ['ops_kernel.cu'])\n", path="pkg/layers.py", options=(("project", _LOADERS),)),
+        Invalid(
             "from torch.utils.cpp_extension import load_inline\n"
             "m = load_inline(name='m', cpp_sources=cpp, cuda_sources=cu, functions=['f'])\n"
         ),
@@ -76,6 +100,7 @@ class CudaExtension(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         name = terminal_name(node.func)
         if name not in _NAMES:
+            self._check_loader_call(node)
             return
         qualified = call_qualname(self, node)
         if qualified == f"{_EXT}.CUDAExtension":
@@ -89,6 +114,107 @@ class CudaExtension(Rule):
             cu = sources is not None and _CU_SOURCE.search(self.context.code(sources.value)) is not None
             if cuda_flags or cu:
                 self._report(node, "`cpp_extension.load` compiles CUDA sources at run time")
+            elif sources is not None and not _literal_sources(sources.value):
+                # A plugin loader: what it builds is decided by its caller (or a glob).
+                self.report(
+                    node,
+                    "`cpp_extension.load` JIT-builds an extension from sources computed at run time",
+                    guidance=_LOADER_GUIDANCE,
+                    effort=Effort.MEDIUM,
+                )
+        else:
+            self._check_loader_call(node)
+
+    def _check_loader_call(self, node: cst.Call) -> None:
+        """A call of one of the project's loaders (``ProjectFacts.extension_loaders``) that hands
+        it ``.cu`` files: the loader builds CUDA code here, whatever its own file says."""
+        facts = self.context.settings.project
+        local = _local_loaders(self)
+        if not (facts.extension_loaders or local) or not any(
+            _CU_SOURCE.search(self.context.code(a.value)) for a in node.args
+        ):
+            return
+        name = dotted_name(node.func)
+        if name in local and self.context.scope.lookup(name) is None:
+            loader: str | None = name
+        else:
+            loader = _loader_of(self, node.func, facts)
+        if loader is not None:
+            self._report(node, f"`{loader}` is given CUDA sources: it JIT-builds them with `cpp_extension.load`")
 
     def _report(self, node: cst.CSTNode, message: str) -> None:
         self.report(node, message, guidance=_GUIDANCE, effort=Effort.HIGH)
+
+
+def _local_loaders(rule: Rule) -> frozenset[str]:
+    """This file's functions that pass a parameter to ``load`` as its sources (the sweep finds
+    the same in other files), computed once per pass."""
+    memo = rule.context.__dict__.setdefault("_cn602_loaders", {})
+    key = id(rule.context.module)
+    if key not in memo:
+        found = set()
+        for stmt in rule.context.module.body:
+            if not isinstance(stmt, cst.FunctionDef):
+                continue
+            params = {p.name.value for p in (*stmt.params.posonly_params, *stmt.params.params, *stmt.params.kwonly_params)}
+            finder = _LoadSources(params)
+            stmt.body.visit(finder)
+            if finder.found:
+                found.add(stmt.name.value)
+        memo[key] = frozenset(found)
+    return memo[key]
+
+
+class _LoadSources(cst.CSTVisitor):
+    def __init__(self, params: set[str]) -> None:
+        self.params = params
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if terminal_name(node.func) != "load":
+            return
+        sources = arg_by_name(node, "sources") or (node.args[1] if len(node.args) > 1 and node.args[1].keyword is None else None)
+        if sources is not None and isinstance(sources.value, cst.Name) and sources.value.value in self.params:
+            self.found = True
+
+
+def _literal_sources(node: cst.BaseExpression) -> bool:
+    """``["a.cpp", "b.cpp"]``: every source named by a plain string (no name, call or glob)."""
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return all(isinstance(e.value, (cst.SimpleString, cst.ConcatenatedString)) for e in node.elements)
+    return isinstance(node, cst.SimpleString)
+
+
+def _loader_of(rule: Rule, func: cst.BaseExpression, facts: ProjectFacts) -> str | None:
+    """The project loader ``func`` names: imported absolutely (``pkg.jit.load_ext``), relatively
+    (``from .jit import load_ext``) or defined in this very file."""
+    qualified = rule.qualname(func)
+    if qualified is not None:
+        return qualified if facts.extension_loader(qualified) else None
+    name = dotted_name(func)
+    if name is None or "." in name:
+        return None
+    origin = _relative_origin(rule, name)
+    if origin is not None:
+        return next((c for c in origin if facts.extension_loader(c)), None)
+    # Defined here: the file's own module, as a dotted path, ends like the loader's name.
+    parts = PurePath(rule.context.path).with_suffix("").parts
+    for i in range(len(parts)):
+        candidate = ".".join((*parts[i:], name))
+        if candidate in facts.extension_loaders:
+            return candidate
+    return None
+
+
+def _relative_origin(rule: Rule, name: str) -> tuple[str, ...] | None:
+    """Dotted names ``name`` may mean when a relative import of this module binds it."""
+    for stmt in rule.context.module.body:
+        for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.ImportFrom) and small.relative and not isinstance(small.names, cst.ImportStar):
+                for alias in small.names:
+                    local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else dotted_name(alias.name)
+                    if local == name:
+                        module = dotted_name(small.module) if small.module is not None else None
+                        bases = relative_module(rule.context.path, len(small.relative), module)
+                        return tuple(f"{b}.{dotted_name(alias.name)}" for b in bases)
+    return None

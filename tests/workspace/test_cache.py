@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda2neuron.core import Config, FileResult, FileStatus, RunOptions, Settings
+from cuda2neuron.core import Config, FileResult, FileStatus, ProjectFacts, RunOptions, Settings
 from cuda2neuron.kinds import process_kind
 from cuda2neuron.workspace import ResultCache, SourceFile, process_files
 from cuda2neuron.workspace import _runner
@@ -109,6 +109,17 @@ def test_the_key_does_not_depend_on_hash_randomisation(tmp_path):
         for seed in ("1", "2", "3")
     }
     assert len(keys) == 1
+
+
+def test_the_key_holds_the_project_facts():
+    # A file's findings depend on what the project sweep found elsewhere (`import
+    # selective_scan_cuda` is only CUDA-only because setup.py builds it): the key must change.
+    cache = ResultCache(Path("unused"))
+    plain = Config()
+    with_ext = Config().with_overrides(project=ProjectFacts(extension_modules=frozenset({"selective_scan_cuda"})))
+    with_loader = Config().with_overrides(project=ProjectFacts(extension_loaders=frozenset({"pkg.jit.load"})))
+    keys = {cache.key("f.py", "python", b"import selective_scan_cuda\n", c, RunOptions()) for c in (plain, with_ext, with_loader)}
+    assert len(keys) == 3
 
 
 def test_concurrent_runs_share_one_cache(tmp_path):

@@ -61,7 +61,56 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 def test_sweep(tmp_path, files, extensions, kernels):
     root = _tree(tmp_path, files)
     facts = project_facts(discover([root]).files)
-    assert facts == ProjectFacts(frozenset(extensions), frozenset(kernels))
+    assert (facts.extension_modules, facts.kernel_modules) == (frozenset(extensions), frozenset(kernels))
+
+
+DETECTRON_STYLE_SETUP = """\
+import torch
+from torch.utils.cpp_extension import CppExtension, CUDAExtension
+extension = CppExtension
+if torch.cuda.is_available():
+    extension = CUDAExtension
+ext_modules = [extension("pkg._C", ["csrc/a.cpp", "csrc/a.cu"])]
+"""
+LOADER = """\
+from torch.utils.cpp_extension import load
+
+def load_ext(name, sources):
+    return load(name=name, sources=sources, verbose=True)
+
+def not_a_loader(name):
+    return load(name=name, sources=["fixed.cpp"])
+"""
+
+
+@pytest.mark.parametrize(
+    ("files", "field", "expected"),
+    [
+        pytest.param({"setup.py": DETECTRON_STYLE_SETUP}, "extension_modules", {"pkg._C"}, id="builder-chosen-at-run-time"),
+        pytest.param({"pkg/__init__.py": "", "pkg/jit.py": LOADER}, "extension_loaders", {"pkg.jit.load_ext"}, id="plugin-loader"),
+        pytest.param(
+            {"pkg/__init__.py": "", "pkg/a.py": "", "train.py": "", "src/tool/x.py": ""},
+            "own_packages", {"pkg", "train", "src"}, id="own-top-level-names",
+        ),
+    ],
+)
+def test_sweep_names(tmp_path, files, field, expected):
+    facts = project_facts(discover([_tree(tmp_path, files)]).files)
+    assert getattr(facts, field) == frozenset(expected)
+
+
+@pytest.mark.parametrize(
+    ("facts", "words"),
+    [
+        pytest.param(ProjectFacts(), (), id="nothing-known"),
+        pytest.param(
+            ProjectFacts(frozenset({"pkg._C"}), frozenset({"pkg.ops.layer_norm"}), frozenset({"pkg.jit.load_ext"})),
+            (b"_C", b"layer_norm", b"load_ext"), id="last-names",
+        ),
+    ],
+)
+def test_words_wake_the_rules_that_use_the_facts(facts, words):
+    assert facts.words() == words
 
 
 def test_named_file_still_sees_the_project_setup(tmp_path):

@@ -1,0 +1,313 @@
+"""CUDA-only kernels: which modules hold them, and which names of a file call into one.
+
+Several rules ask the same question: "is this call CUDA-only code?" CN616 reports the imports
+of third-party kernel packages (the table ``cuda_kernels.toml``), CN617 those of the project's
+own compiled extensions and kernel modules (the project sweep's facts in ``Settings.project``),
+CN618 hub kernels, and CN104 must not retarget a device test that guards such a call (that
+would send neuron tensors into the kernel). ``kernel_index`` answers it once per file from code:
+names bound by imports to a CUDA-only module, functions decorated as kernels
+(``@triton.jit``, ``@tilelang.jit``, ``@cute.kernel``), handles of ``kernels.get_kernel(...)``,
+and the file's own functions that call any of those (to a fixed point), never from words in
+comments, strings or messages.
+
+The trap it names: a relative import (``from ..ops.triton.layer_norm import rms_norm``) binds
+nothing the name resolver can follow (it marks the user's own code), so relative modules are
+resolved here against the file's path and matched with the sweep's dotted module names.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path, PurePath
+
+import libcst as cst
+
+from cuda2neuron.core import ProjectFacts, Rule
+from cuda2neuron.python import dotted_name
+
+from .packages import in_package
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - pyproject pulls tomli on 3.10
+    import tomli as tomllib
+
+__all__ = [
+    "HUB_LOADERS",
+    "KERNEL_LANGUAGES",
+    "KernelIndex",
+    "KernelPackage",
+    "OWN_RULE_PACKAGES",
+    "kernel_index",
+    "kernel_packages",
+    "package_of",
+    "relative_module",
+]
+
+TABLE = "cuda_kernels.toml"
+
+# Kernel languages whose decorators mark a function as a GPU kernel.
+KERNEL_LANGUAGES = ("triton", "tilelang", "cutlass")
+# Packages that other rules of the ecosystem family report themselves; a call into one still
+# counts as CUDA-only code for a guard.
+OWN_RULE_PACKAGES = (
+    "triton", "flash_attn", "flash_attn_2_cuda", "xformers", "apex", "amp_C", "bitsandbytes",
+    "cupy", "cupyx", "torch.library.triton_op", "torch.library.wrap_triton",
+)  # fmt: skip
+# `kernels.get_kernel("org/name")` downloads a compiled CUDA kernel from the Hugging Face hub.
+HUB_LOADERS = ("kernels.get_kernel", "kernels.get_local_kernel", "kernels.load_kernel")
+
+
+class KernelTableError(ValueError):
+    """cuda_kernels.toml is malformed (raised at import of the rules that read it)."""
+
+
+@dataclass(frozen=True)
+class KernelPackage:
+    module: str
+    what: str
+    kind: str  # "language" or "kernels"
+    instead: str
+
+
+@lru_cache(maxsize=1)
+def kernel_packages() -> dict[str, KernelPackage]:
+    """The rows of cuda_kernels.toml keyed by dotted module."""
+    raw = tomllib.loads(Path(__file__).with_name(TABLE).read_text(encoding="utf-8"))
+    rows = {}
+    for module, row in raw.get("package", {}).items():
+        if set(row) != {"what", "kind", "instead"} or row["kind"] not in ("language", "kernels"):
+            raise KernelTableError(f"{TABLE}: [package.{module}] needs exactly what, kind (language|kernels), instead")
+        rows[module] = KernelPackage(module, row["what"], row["kind"], row["instead"])
+    return rows
+
+
+def package_of(qualified: str | None, facts: ProjectFacts) -> KernelPackage | None:
+    """The table row ``qualified`` lives in; None for the project's own modules of that name."""
+    if qualified is None or facts.own_module(qualified) or _inside(qualified, facts.extension_modules):
+        return None  # the project's own code: CN617 reports it
+    rows = kernel_packages()
+    parts = qualified.split(".")
+    for i in range(len(parts), 0, -1):
+        row = rows.get(".".join(parts[:i]))
+        if row is not None:
+            return row
+    return None
+
+
+def _inside(qualified: str, modules: frozenset[str]) -> bool:
+    return any(qualified == m or qualified.startswith(m + ".") for m in modules)
+
+
+def relative_module(path: str, level: int, module: str | None) -> tuple[str, ...]:
+    """Dotted names a relative import may mean, longest first: the file's folders (as many as
+    the dots allow) joined with the module. ``pkg/models/a.py`` + ``from ..ops import x`` gives
+    ``pkg.ops``, ``ops``; the sweep's names are relative to a root the file's path may extend."""
+    folders = PurePath(path).parent.parts
+    if level > 1:
+        folders = folders[: len(folders) - (level - 1)] if level - 1 <= len(folders) else ()
+    tail = tuple(module.split(".")) if module else ()
+    parts = tuple(p for p in folders if p not in ("/", "\\") and not p.endswith(":\\")) + tail
+    return tuple(".".join(parts[i:]) for i in range(len(parts)) if parts[i:])
+
+
+def project_module(facts: ProjectFacts, candidates: tuple[str, ...]) -> str | None:
+    """The first of ``candidates`` that is (or lies inside) a kernel module or a compiled
+    extension the project builds; exact names only (a last name alone matches nothing)."""
+    for name in candidates:
+        for known in (*facts.kernel_modules, *facts.extension_modules):
+            if name == known or name.startswith(known + "."):
+                return name
+    return None
+
+
+def describe_module(qualified: str, facts: ProjectFacts) -> str | None:
+    """How a finding names the CUDA-only module ``qualified`` lives in, or None."""
+    if facts.builds_extension(qualified) or _inside(qualified, facts.extension_modules):
+        return f"`{qualified}`, from a compiled CUDA extension the project builds"
+    if facts.kernel_module(qualified):
+        return f"`{qualified}`, from a project module that runs GPU kernels"
+    row = package_of(qualified, facts)
+    if row is not None:
+        return f"`{qualified}` ({row.what})"
+    if in_package(qualified, OWN_RULE_PACKAGES):
+        return f"`{qualified}` (a CUDA-only package)"
+    return None
+
+
+class KernelIndex:
+    """Names of one module that reach CUDA-only code, each with how a finding names it."""
+
+    def __init__(self, names: dict[str, str], hubs: frozenset[str] = frozenset()) -> None:
+        self.names = names
+        # The names among them that hold a kernel downloaded by kernels.get_kernel.
+        self.hubs = hubs
+
+    def hub_handle(self, node: cst.BaseExpression) -> str | None:
+        """The hub handle ``node`` (``ops.gelu``, ``self._na3d``) is reached through, or None."""
+        dotted = dotted_name(node.value if isinstance(node, cst.Subscript) else node)
+        if dotted is None:
+            return None
+        parts = dotted.split(".")
+        return next((".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in self.hubs), None)
+
+    def call_target(self, call: cst.Call) -> str | None:
+        """What CUDA-only code ``call`` runs: ``kernel[grid](...)``, ``ext.fwd(...)``,
+        ``self._op(...)``, ``rms_norm(...)``; None for anything else."""
+        func: cst.BaseExpression = call.func
+        if isinstance(func, cst.Subscript):  # a Triton launch: kernel[grid](args)
+            func = func.value
+        return self.target(func)
+
+    def target(self, node: cst.BaseExpression) -> str | None:
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        parts = dotted.split(".")
+        for i in range(len(parts), 0, -1):
+            found = self.names.get(".".join(parts[:i]))
+            if found is not None:
+                return found
+        return None
+
+    def first_call(self, nodes: list[cst.CSTNode]) -> str | None:
+        """What the first CUDA-only call under ``nodes`` runs (None: none does)."""
+        finder = _FirstCall(self)
+        for node in nodes:
+            node.visit(finder)
+            if finder.found is not None:
+                return finder.found
+        return None
+
+
+class _FirstCall(cst.CSTVisitor):
+    def __init__(self, index: KernelIndex) -> None:
+        self.index = index
+        self.found: str | None = None
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        if self.found is None:
+            self.found = self.index.call_target(node)
+        return self.found is None
+
+
+def _imported(node: cst.Import | cst.ImportFrom, path: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(local name, dotted names it may mean) for each name an import binds."""
+    out: list[tuple[str, tuple[str, ...]]] = []
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            full = dotted_name(alias.name) or ""
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                out.append((alias.asname.name.value, (full,)))
+            else:
+                out.append((full.split(".")[0], (full.split(".")[0],)))
+        return out
+    if isinstance(node.names, cst.ImportStar):
+        return out
+    module = dotted_name(node.module) if node.module is not None else None
+    for alias in node.names:
+        name = dotted_name(alias.name) or ""
+        local = (
+            alias.asname.name.value
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+            else name.split(".")[0]
+        )
+        if node.relative:
+            bases = relative_module(path, len(node.relative), module)
+            out.append((local, tuple(f"{b}.{name}" for b in bases) + tuple(b for b in bases)))
+        elif module:
+            out.append((local, (f"{module}.{name}",)))
+    return out
+
+
+class _Collector(cst.CSTVisitor):
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+        self.facts = rule.context.settings.project
+        self.path = rule.context.path
+        self.imports: dict[str, str] = {}  # local name -> dotted (absolute imports only)
+        self.names: dict[str, str] = {}
+        self.hubs: set[str] = set()
+        self.functions: list[cst.FunctionDef] = []
+
+    def _bind_imports(self, node: cst.Import | cst.ImportFrom) -> None:
+        for local, candidates in _imported(node, self.path):
+            if isinstance(node, cst.Import) or not node.relative:
+                self.imports[local] = candidates[0]
+                what = describe_module(candidates[0], self.facts)
+                if what is None and isinstance(node, cst.ImportFrom) and node.module is not None:
+                    what = describe_module(dotted_name(node.module) or "", self.facts)
+            else:
+                found = project_module(self.facts, candidates)
+                what = describe_module(found, self.facts) if found else None
+            if what is not None:
+                self.names[local] = what
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self._bind_imports(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self._bind_imports(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node)
+        for deco in node.decorators:
+            expr = deco.decorator.func if isinstance(deco.decorator, cst.Call) else deco.decorator
+            dotted = dotted_name(expr)
+            if dotted is None:
+                continue
+            head, _, rest = dotted.partition(".")
+            qualified = f"{self.imports[head]}.{rest}".rstrip(".") if head in self.imports else ""
+            language = next((k for k in KERNEL_LANGUAGES if in_package(qualified, (k,))), None)
+            if language is not None:
+                self.names[node.name.value] = f"the {language} kernel `{node.name.value}`"
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # `ops = get_kernel("org/ops")`, `self._op = get_kernel("org/x").op`: a hub kernel handle.
+        value = node.value
+        while isinstance(value, cst.Attribute):
+            value = value.value
+        if not isinstance(value, cst.Call):
+            return
+        dotted = dotted_name(value.func)
+        if dotted is None:
+            return
+        head, _, rest = dotted.partition(".")
+        qualified = f"{self.imports[head]}.{rest}".rstrip(".") if head in self.imports else ""
+        if qualified in HUB_LOADERS:
+            repo = value.args[0].value if value.args else None
+            label = repo.value if isinstance(repo, cst.SimpleString) else "a hub repository"
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name is not None:
+                    self.names[name] = f"the hub kernel {label} (`{name}`, downloaded by kernels.get_kernel)"
+                    self.hubs.add(name)
+
+
+def kernel_index(rule: Rule) -> KernelIndex:
+    """The index of the module the rule is visiting, built once per pass and shared by rules."""
+    memo = rule.context.__dict__.setdefault("_kernel_index", {})
+    key = id(rule.context.module)
+    if key not in memo:
+        collector = _Collector(rule)
+        rule.context.module.visit(collector)
+        names = collector.names
+        # The file's own functions that call a kernel are CUDA-only too (`def rms_norm(x):
+        # return _rms_kernel[grid](x)`), to a fixed point; methods are left out (`self.f()` does
+        # not name the function).
+        changed = bool(names)
+        while changed:
+            changed = False
+            index = KernelIndex(names)
+            for func in collector.functions:
+                name = func.name.value
+                if name in names:
+                    continue
+                inner = index.first_call([func.body])
+                if inner is not None:
+                    names[name] = f"`{name}`, which calls {inner}"
+                    changed = True
+        memo[key] = KernelIndex(dict(names), frozenset(collector.hubs))
+    return memo[key]

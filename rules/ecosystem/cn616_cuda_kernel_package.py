@@ -1,0 +1,131 @@
+"""CN616: third-party CUDA kernel packages and kernel languages other than Triton."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Valid
+from cuda2neuron.python import dotted_name
+
+from .._shared.kernels import KERNEL_LANGUAGES, KernelPackage, kernel_packages, package_of
+from .._shared.names import call_qualname
+
+__all__ = ["CudaKernelPackage"]
+
+
+def _triggers() -> tuple[str, ...]:
+    # A row's first name is in every import of it (`from numba import cuda` holds "numba").
+    return tuple(sorted({m.split(".")[0] for m in kernel_packages()}))
+
+
+class CudaKernelPackage(Rule):
+    """
+    ## What it does
+    Reports imports of third-party packages whose kernels run only on NVIDIA GPUs (the table
+    ``rules/_shared/cuda_kernels.toml``: causal-conv1d, Mamba's ``selective_scan_cuda``,
+    DeepSpeed's fused ops, Liger, FlashInfer, vLLM's ``_C``, Transformer Engine, ...) and kernel
+    languages other than Triton (TileLang, CUTLASS / CuTe DSL, cuda-python's ``cuda.bindings``,
+    ``numba.cuda``), the calls made through them, and functions decorated as kernels of those
+    languages (``@tilelang.jit``, ``@cute.kernel``).
+
+    ## Why is this bad?
+    These packages ship CUDA binaries or compile for NVIDIA GPUs; none of them has a Trainium
+    build, so the import fails (or the call raises) on a Trainium host. The port calls plain
+    PyTorch (most packages have a reference implementation) or a kernel written in NKI.
+
+    ## Example
+    ```python
+    from causal_conv1d import causal_conv1d_fn
+    y = causal_conv1d_fn(x, weight, bias, activation="silu")
+    ```
+
+    ## Fix safety
+    No fix (effort high at the import, medium per call): each kernel is replaced by hand. A
+    package of the project's own (mamba_ssm inside the mamba repository) is not third-party and
+    is left to CN617.
+    """
+
+    code = "CN616"
+    name = "cuda-kernel-package"
+    triggers = _triggers()
+    VALID = (
+        "import torch.nn.functional as F\ny = F.conv1d(x, w, groups=4)\n",
+        'kernel = "causal_conv1d"\n',  # a selector string, not an import
+        "from . import causal_conv1d\n",  # the project's own module
+        "from numba import jit\n",  # numba on the host
+        # inside the mamba repository its own package is the project's code (CN617's business)
+        Valid("import mamba_ssm\n", options=(("project", ProjectFacts(own_packages=frozenset({"mamba_ssm"}))),)),
+    )
+    INVALID = (
+        Invalid("from causal_conv1d import causal_conv1d_fn\ny = causal_conv1d_fn(x, w)\n"),
+        Invalid("import selective_scan_cuda\nout = selective_scan_cuda.fwd(u, delta)\n"),
+        Invalid("from liger_kernel.transformers import apply_liger_kernel_to_llama\n"),
+        Invalid("import vllm._C\n"),
+        Invalid("from deepspeed.ops.adam import FusedAdam\nopt = FusedAdam(params)\n"),
+        Invalid("import tilelang\nimport tilelang.language as T\n\n@tilelang.jit\ndef k(M):\n    pass\n"),
+        Invalid("import cutlass.cute as cute\n\n@cute.kernel\ndef k(x):\n    pass\n"),
+        Invalid("from cuda.bindings import driver\n"),
+        Invalid("from cuda import cuda\nerr, = cuda.cuInit(0)\n"),
+        Invalid("from numba import cuda\n\n@cuda.jit\ndef k(a):\n    pass\n"),
+    )
+
+    def _facts(self) -> ProjectFacts:
+        return self.context.settings.project
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            row = package_of(dotted_name(alias.name), self._facts())
+            if row is not None:
+                self._report_import(node, dotted_name(alias.name) or row.module, row)
+                return
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None:
+            return
+        module = dotted_name(node.module) or ""
+        row = package_of(module, self._facts())
+        if row is None and not isinstance(node.names, cst.ImportStar):
+            # `from numba import cuda`, `from deepspeed.ops.adam import FusedAdam`
+            for alias in node.names:
+                name = f"{module}.{dotted_name(alias.name)}"
+                row = package_of(name, self._facts())
+                if row is not None:
+                    module = name
+                    break
+        if row is not None:
+            self._report_import(node, module, row)
+
+    def _report_import(self, node: cst.CSTNode, module: str, row: KernelPackage) -> None:
+        noun = "code written with it runs" if row.kind == "language" else "its kernels run"
+        self.report(
+            node,
+            f"`{module}`: {row.what}; {noun} only on NVIDIA GPUs",
+            guidance=f"Port: {row.instead}.",
+            effort=Effort.HIGH,
+        )
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        expr = node.decorator.func if isinstance(node.decorator, cst.Call) else node.decorator
+        qualified = self.qualname(expr)
+        row = package_of(qualified, self._facts())
+        if row is not None and row.kind == "language":
+            self.report(
+                node,
+                f"`@{qualified}` defines a GPU kernel ({row.what})",
+                guidance=f"Port: {row.instead}.",
+                effort=Effort.HIGH,
+            )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = call_qualname(self, node)
+        row = package_of(qualified, self._facts())
+        # Calls inside a kernel language are the kernel's own body (reported at the import and
+        # the decorator); calls of prebuilt kernels are each a place the port must change.
+        if row is None or row.kind == "language" or any(qualified.startswith(k) for k in KERNEL_LANGUAGES):  # type: ignore[union-attr]
+            return
+        self.report(
+            node,
+            f"`{qualified}` runs {row.what}",
+            guidance=f"Call instead: {row.instead}.",
+            effort=Effort.MEDIUM,
+        )

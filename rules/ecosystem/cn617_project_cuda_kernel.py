@@ -1,0 +1,155 @@
+"""CN617: imports of the project's own compiled CUDA extensions and GPU kernel modules."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Valid
+from cuda2neuron.python import dotted_name
+
+from .._shared.kernels import project_module, relative_module
+
+__all__ = ["ProjectCudaKernel"]
+
+_EXT_GUIDANCE = (
+    "The extension is built from CUDA sources by the project's setup (CUDAExtension) and cannot be "
+    "built or imported on Trainium: call the plain PyTorch reference of each op it exports (or an "
+    "NKI kernel registered with torch_neuronx.nki_op), and drop it from the build."
+)
+_KERNEL_GUIDANCE = (
+    "That module runs GPU kernels (it imports Triton, TileLang or CUTLASS, reported there): use "
+    "the module's pure-PyTorch reference path for neuron tensors, or port its kernels to NKI."
+)
+_FACTS = ProjectFacts(
+    extension_modules=frozenset({"selective_scan_cuda", "pkg._C"}),
+    kernel_modules=frozenset({"pkg.ops.layer_norm"}),
+    own_packages=frozenset({"pkg"}),
+)
+_OPTIONS = (("project", _FACTS),)
+
+
+class ProjectCudaKernel(Rule):
+    """
+    ## What it does
+    Reports imports of the compiled CUDA extensions the project's own setup builds
+    (``CUDAExtension(name="selective_scan_cuda")`` → ``import selective_scan_cuda``) and of the
+    project's own modules that import a GPU kernel language (``from pkg.ops.layer_norm import
+    rms_norm`` where that module imports triton), and every call made through what they bind.
+    Which modules those are comes from the project sweep run before the per-file rules.
+
+    ## Why is this bad?
+    Nothing in the importing file says CUDA: only the project's setup.py, or the imported
+    module, does. On Trainium the extension cannot be built and the kernels cannot run, so
+    the import fails or the call raises, while the file itself looks portable.
+
+    ## Example
+    ```python
+    import selective_scan_cuda
+    out, x, *rest = selective_scan_cuda.fwd(u, delta, A, B, C, D, None, None, False)
+    ```
+
+    ## Fix safety
+    No fix: each call needs the op's PyTorch reference or an NKI kernel (effort high at the
+    import, medium per call).
+    """
+
+    code = "CN617"
+    name = "project-cuda-kernel"
+    # The sweep's module names are this rule's real words (`project_triggers`); "cuda" and
+    # "triton" cover most spellings of them on their own.
+    triggers = ("cuda", "triton")
+    project_triggers = True
+    VALID = (
+        Valid("import pkg.model\nfrom pkg.ops import other\n", options=_OPTIONS),
+        Valid("import selective_scan_cuda\n"),  # no project facts: nothing known
+        Valid("from .config import _C\nv = _C.VERSION\n", path="pkg/config/x.py", options=_OPTIONS),
+    )
+    INVALID = (
+        Invalid("import selective_scan_cuda\nout = selective_scan_cuda.fwd(u, delta)\n", options=_OPTIONS),
+        Invalid("from pkg import _C\nkeep = _C.nms(boxes, scores, 0.5)\n", options=_OPTIONS),
+        Invalid("from pkg.ops.layer_norm import rms_norm\ny = rms_norm(x, w)\n", options=_OPTIONS),
+        Invalid("from ..ops.layer_norm import RMSNorm\nnorm = RMSNorm(64)\n", path="pkg/models/block.py", options=_OPTIONS),
+        Invalid("from ..ops import layer_norm\ny = layer_norm.rms_norm(x, w)\n", path="pkg/models/block.py", options=_OPTIONS),
+    )
+
+    def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
+        super().__init__(context)
+        self._bound: dict[str, tuple[str, bool]] = {}  # local name -> (module, is an extension)
+
+    def _facts(self) -> ProjectFacts:
+        return self.context.settings.project
+
+    def _classify(self, candidates: tuple[str, ...]) -> tuple[str, bool] | None:
+        facts = self._facts()
+        for name in candidates:
+            if facts.builds_extension(name):
+                return name, True
+        found = project_module(facts, candidates)
+        if found is None:
+            return None
+        extension = any(found == e or found.startswith(e + ".") for e in facts.extension_modules)
+        return found, extension
+
+    def visit_Import(self, node: cst.Import) -> None:
+        reported = False
+        for alias in node.names:
+            full = dotted_name(alias.name) or ""
+            hit = self._classify((full,))
+            if hit is None:
+                continue
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else full.split(".")[0]
+            self._bound[local if alias.asname is not None else full] = hit
+            if not reported:
+                self._report_import(node, *hit)
+                reported = True
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        module = dotted_name(node.module) if node.module is not None else None
+        if node.relative:
+            bases = relative_module(self.context.path, len(node.relative), module)
+        else:
+            bases = (module,) if module else ()
+        reported = False
+        for alias in node.names:
+            name = dotted_name(alias.name) or ""
+            # `from pkg import _C` binds the module pkg._C; `from pkg.ops.x import f`, a name in it.
+            hit = self._classify(tuple(f"{b}.{name}" for b in bases)) or self._classify(tuple(bases))
+            if hit is None:
+                continue
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
+            self._bound[local] = hit
+            if not reported:
+                self._report_import(node, *hit)
+                reported = True
+
+    def _report_import(self, node: cst.CSTNode, module: str, extension: bool) -> None:
+        if extension:
+            message = f"`{module}` is a compiled CUDA extension the project builds (CUDAExtension in its setup)"
+        else:
+            message = f"`{module}` is a project module that runs GPU kernels"
+        self.report(node, message, guidance=_EXT_GUIDANCE if extension else _KERNEL_GUIDANCE, effort=Effort.HIGH)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._bound:
+            return
+        func: cst.BaseExpression = node.func
+        dotted = dotted_name(func)
+        if dotted is None:
+            return
+        parts = dotted.split(".")
+        for i in range(len(parts), 0, -1):
+            hit = self._bound.get(".".join(parts[:i]))
+            if hit is None:
+                continue
+            module, extension = hit
+            what = "the compiled CUDA extension" if extension else "the kernel module"
+            self.report(
+                node,
+                f"`{dotted}(...)` calls {what} `{module}`",
+                guidance=_EXT_GUIDANCE if extension else _KERNEL_GUIDANCE,
+                effort=Effort.MEDIUM,
+            )
+            return
+

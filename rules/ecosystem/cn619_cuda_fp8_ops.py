@@ -1,0 +1,75 @@
+"""CN619: CUDA-only FP8 operators (``torch._scaled_mm`` and friends) and float8 dtypes."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule
+
+from .._shared.names import call_qualname
+
+__all__ = ["CudaFp8Ops"]
+
+# Private torch operators with CUDA kernels only (cuBLASLt / CUTLASS FP8 GEMMs on sm_89+).
+_OPS = frozenset({"torch._scaled_mm", "torch._scaled_mm_v2", "torch._scaled_grouped_mm", "torch.ops.aten._scaled_mm"})
+_DTYPES = frozenset({
+    "torch.float8_e4m3fn", "torch.float8_e4m3fnuz", "torch.float8_e5m2", "torch.float8_e5m2fnuz", "torch.float8_e8m0fnu",
+})  # fmt: skip
+_OP_GUIDANCE = (
+    "TorchNeuron documents no FP8 matmul operator: compute the product in bfloat16 "
+    "(dequantize: `(a.to(torch.bfloat16) * scale_a) @ (b.to(torch.bfloat16) * scale_b)`) or write an "
+    "NKI kernel; keep the FP8 weights only if the port verifies them on the device."
+)
+_DTYPE_GUIDANCE = (
+    "float8 tensors are not among the dtypes TorchNeuron documents for eager tensors; verify on the "
+    "device, or keep the data in bfloat16 (the recommended type)."
+)
+
+
+class CudaFp8Ops(Rule):
+    """
+    ## What it does
+    Reports ``torch._scaled_mm`` / ``torch._scaled_grouped_mm`` (FP8 matrix products) and uses of
+    the float8 dtypes (``torch.float8_e4m3fn``, ``torch.float8_e5m2``, ...).
+
+    ## Why is this bad?
+    ``_scaled_mm`` is a private operator with CUDA kernels only (cuBLASLt FP8 GEMMs on Ada/Hopper
+    GPUs); on any other device it raises. FP8 support on the neuron device is not documented, so
+    FP8 code paths must be checked by hand.
+
+    ## Example
+    ```python
+    out = torch._scaled_mm(a_fp8, b_fp8, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+    ```
+
+    ## Fix safety
+    No fix: the replacement changes numerics (bf16 instead of FP8) and there is no documented
+    target operator (effort medium for an operator, low for a dtype).
+    """
+
+    code = "CN619"
+    name = "cuda-fp8-ops"
+    triggers = ("_scaled_mm", "_scaled_grouped_mm", "float8")
+    VALID = (
+        "import torch\ny = a @ b\n",
+        "import torch\nx = torch.zeros(3, dtype=torch.bfloat16)\n",
+        "def _scaled_mm(a, b):\n    return a @ b\ny = _scaled_mm(a, b)\n",  # the user's own helper
+    )
+    INVALID = (
+        Invalid("import torch\nout = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)\n"),
+        Invalid("import torch\nw8 = w.to(torch.float8_e4m3fn)\n"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = call_qualname(self, node)
+        if qualified in _OPS:
+            self.report(
+                node, f"`{qualified}` is a CUDA-only FP8 matrix product", guidance=_OP_GUIDANCE, effort=Effort.MEDIUM
+            )
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if not node.attr.value.startswith("float8"):
+            return
+        qualified = self.qualname(node)
+        if qualified in _DTYPES:
+            self.report(node, f"`{qualified}`: float8 on the neuron device is undocumented", guidance=_DTYPE_GUIDANCE, effort=Effort.LOW)
