@@ -170,11 +170,10 @@ def _closing_line(report, *, fixed: bool, unsafe: bool, hidden: int) -> str:
     safe, more = len(report.fixable), len(report.unsafe_fixable)
     if unsafe:
         safe, more = safe + more, 0
-    if safe or more:
-        fixable = f"{safe} fixable with --fix" if safe else "0 fixable with --fix"
-        if more:
-            fixable += f" ({more} more with --unsafe-fixes)"
-        parts.append(fixable)
+    if safe:
+        parts.append(f"{safe} fixable with --fix" + (f" ({more} more with --unsafe-fixes)" if more else ""))
+    elif more:
+        parts.append(f"{more} fixable with --fix --unsafe-fixes")
     if report.manual:
         parts.append(f"{len(report.manual)} need a person")
     if hidden:

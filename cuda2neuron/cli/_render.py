@@ -117,17 +117,18 @@ def next_steps(report: RunReport, mode: str, paths: list[str], out_dir: str | No
             "(--rev defaults to HEAD: validate before you commit, or name the commit before the port)"
         )
     by_effort = Counter(f.effort.value for f in report.manual)
+    left = []
     if report.manual:
         levels = ", ".join(f"{by_effort[e]} {e}" for e in ("high", "medium", "low", "none") if by_effort[e])
-        steps.append(
-            f"left: {len(report.manual)} manual action(s) ({levels}; effort {effort_text(report)}), "
-            f"listed above; `cuda2neuron check {out_dir or shown}` lists them again"
-        )
+        left.append(f"{len(report.manual)} manual action(s) ({levels})")
     if report.unsafe_fixable:
-        steps.append(f"left: {len(report.unsafe_fixable)} unsafe fix(es): review them, then rerun with --unsafe-fixes")
+        left.append(f"{len(report.unsafe_fixable)} unsafe fix(es) to review (then rerun with --unsafe-fixes)")
     if report.failed:
-        steps.append(f"left: {len(report.failed)} file(s) failed (listed above) and were not rewritten")
-    if not (report.manual or report.unsafe_fixable or report.failed):
+        left.append(f"{len(report.failed)} failed file(s), not rewritten")
+    if left:
+        where = f"`cuda2neuron check {out_dir or shown}` lists them again"
+        steps.append(f"left: {', '.join(left)}; effort {effort_text(report)}; listed above, {where}")
+    else:
         steps.append("left: nothing: no manual action remains")
     return steps
 

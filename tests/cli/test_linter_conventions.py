@@ -261,5 +261,24 @@ def test_manual_actions_are_counted_by_effort(tmp_path, run):
     (tmp_path / "a.py").write_text(MIXED)
     _, _, err = run("migrate", "--diff", "a.py", cwd=tmp_path)
     assert "1 manual actions" in err and "coverage 50%" in err
-    assert "left: 1 manual action(s) (1 medium;" in err
+    assert "left: 1 manual action(s) (1 medium); effort low (3 points, under an hour)" in err
     assert "effort left: low (3 points, under an hour)" in err
+
+
+@pytest.mark.parametrize(
+    ("source", "closing"),
+    [
+        pytest.param(CUDA, "1 finding(s) in 1 file(s); 1 fixable with --fix", id="safe"),
+        pytest.param(
+            "import torch\ntorch.backends.cudnn.allow_tf32 = True\n",
+            "fixable with --fix --unsafe-fixes",
+            id="unsafe-only",
+        ),
+        pytest.param("x = 1\n", "0 finding(s) in 1 file(s)", id="clean"),
+    ],
+)
+def test_closing_line_counts_what_the_flags_fix(tmp_path, run, source, closing):
+    (tmp_path / "a.py").write_text(source)
+    _, _, err = run("check", "a.py", cwd=tmp_path)
+    assert closing in err.splitlines()[-1]
+    assert "0 fixable" not in err
