@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from cuda2neuron.core import Config, ConfigError, load_config
@@ -56,3 +58,28 @@ def test_values_reach_settings(tmp_path):
     f.write_text('[tool.cuda2neuron]\ntarget = "accelerator"\namp-dtype = "float16"\nmin-torch = "2.7"\n')
     cfg = load_config(f)
     assert (cfg.settings.target, cfg.settings.amp_dtype, cfg.settings.min_torch) == ("accelerator", "float16", (2, 7))
+
+
+# per-file-ignores patterns are relative to the config file's folder (ruff's convention).
+PER_FILE = [
+    pytest.param("scripts/*", "scripts/run.py", True, id="anchored-folder-pattern"),
+    pytest.param("scripts/*", "pkg/scripts/run.py", False, id="anchored-not-at-depth"),
+    pytest.param("scripts/", "scripts/sub/run.py", True, id="folder-with-slash"),
+    pytest.param("test_*.py", "pkg/tests/test_a.py", True, id="bare-file-name-at-any-depth"),
+    pytest.param("vendor", "src/vendor/lib.py", True, id="bare-folder-name-at-any-depth"),
+    pytest.param("legacy/*.py", "legacy/old.py", True, id="glob-in-folder"),
+    pytest.param("legacy/*.py", "legacy2/old.py", False, id="similar-folder"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "rel", "ignored"), PER_FILE)
+@pytest.mark.parametrize("cwd", ["root", "sub", "outside"])
+def test_per_file_ignores_are_relative_to_the_config(tmp_path, monkeypatch, pattern, rel, ignored, cwd):
+    root = tmp_path / "proj"
+    (root / "sub").mkdir(parents=True)
+    config = Config(per_file_ignores=((pattern, ("CN1",)),), source=str(root / "pyproject.toml"))
+    here = {"root": root, "sub": root / "sub", "outside": tmp_path}[cwd]
+    monkeypatch.chdir(here)
+    shown = os.path.relpath(root / rel, here)  # the path as the user typed it from there
+    assert config.selects("CN101", shown) is not ignored
+    assert config.selects("CN201", shown)  # other codes are never affected

@@ -79,3 +79,30 @@ def test_each_file_carries_its_root_and_kind(tmp_path):
         ("scripts/launch.sh", "shell"),
         ("train.py", "python"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("walked", "pattern", "gone"),
+    [
+        # The config lives in the tree's root: "sub/kept.py" means that file from anywhere.
+        pytest.param(".", "sub/kept.py", {"sub/kept.py"}, id="walk-the-root"),
+        pytest.param("sub", "sub/kept.py", {"kept.py"}, id="walk-a-subfolder"),
+        pytest.param("sub", "/sub/kept.py", {"kept.py"}, id="rooted-pattern"),
+        pytest.param("pkg", "b.py", {"b.py"}, id="bare-file-name"),
+    ],
+)
+def test_exclude_is_relative_to_the_config_folder(tree, walked, pattern, gone):
+    root = tree / walked
+    everything = _names(root)
+    assert gone <= everything
+    assert _names(root, exclude=[pattern], exclude_root=tree) == everything - gone
+
+
+def test_a_migrated_copy_is_never_walked_into(tmp_path):
+    (tmp_path / "src.py").write_text("")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "src.py").write_text("")
+    (tmp_path / "out" / ".cuda2neuron-port.json").write_text("{}\n")
+    assert _names(tmp_path) == {"src.py"}
+    # Named itself, the copy is checked.
+    assert {f.path.name for f in discover([tmp_path / "out"]).files if f.kind == "python"} == {"src.py"}
