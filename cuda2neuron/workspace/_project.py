@@ -62,7 +62,42 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
             kernels.add(module)
         if module:
             loaders.update(f"{module}.{name}" for name in _loader_functions(tree))
+    kernels.update(_extension_importers(candidates, extensions, kernels))
     return ProjectFacts(frozenset(extensions), frozenset(kernels), frozenset(loaders), frozenset(own))
+
+
+def _extension_importers(candidates: list[tuple[Path, Path]], extensions: set[str], known: set[str]) -> set[str]:
+    """Modules that import one of the project's compiled CUDA extensions (``try: import scan_ext``)
+    run CUDA kernels as much as a Triton module does; only known once every setup.py was read,
+    so this is a second look, at the files that spell an extension's name."""
+    words = {e.rsplit(".", 1)[-1].encode() for e in extensions}
+    found: set[str] = set()
+    if not words:
+        return found
+    for path, root in candidates:
+        module = _module_of(path, root)
+        if not module or module in known or path.name == "setup.py":
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if not any(w in data for w in words):
+            continue
+        try:
+            tree = ast.parse(data, filename=str(path))
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            if any(n in extensions for n in names):
+                found.add(module)
+                break
+    return found
 
 
 def _call_name(func: ast.expr) -> str:

@@ -89,6 +89,15 @@ def not_a_loader(name):
         pytest.param({"setup.py": DETECTRON_STYLE_SETUP}, "extension_modules", {"pkg._C"}, id="builder-chosen-at-run-time"),
         pytest.param({"pkg/__init__.py": "", "pkg/jit.py": LOADER}, "extension_loaders", {"pkg.jit.load_ext"}, id="plugin-loader"),
         pytest.param(
+            {"setup.py": SETUP_CUDA, "pkg/__init__.py": "", "pkg/scan.py": "try:\n    import selective_scan_cuda\nexcept ImportError:\n    pass\n",
+             "pkg/other.py": "selective_scan_cuda = None\n"},
+            "kernel_modules", {"pkg.scan"}, id="a-module-importing-the-extension-runs-kernels",
+        ),
+        pytest.param(
+            {"setup.py": DETECTRON_STYLE_SETUP, "pkg/__init__.py": "", "pkg/nms.py": "from pkg import _C\n"},
+            "kernel_modules", {"pkg.nms"}, id="from-package-import-extension",
+        ),
+        pytest.param(
             {"pkg/__init__.py": "", "pkg/a.py": "", "train.py": "", "src/tool/x.py": ""},
             "own_packages", {"pkg", "train", "src"}, id="own-top-level-names",
         ),

@@ -1,0 +1,60 @@
+"""tests/fixtures/projects/ssm_kernels through `check` (the CLI runs the project sweep first):
+every row of its EXPECTED.md that needs the sweep is reported on its line by the expected rule,
+and no kernel guard becomes an `is_neuron` after `migrate`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cuda2neuron.cli import main
+
+PROJECT = Path(__file__).parents[1] / "fixtures" / "projects" / "ssm_kernels"
+
+# (file, needle in the line, code that must report that line)
+ROWS = [
+    ("ssmlib/ops/norm_kernels.py", "assert x.is_cuda and weight.is_cuda", "CN104"),
+    ("ssmlib/ops/scan.py", "import scan_ext", "CN617"),
+    ("ssmlib/ops/scan.py", "if not u.is_cuda:", "CN104"),
+    ("ssmlib/ops/scan.py", "return scan_ext.fwd(", "CN617"),
+    ("ssmlib/jit.py", "return load(name=name", "CN602"),
+    ("ssmlib/plugins.py", "load_plugin(\"fused_ops\"", "CN602"),
+    ("ssmlib/model.py", "from ssmlib.ops.scan import", "CN617"),
+    ("ssmlib/model.py", "from .ops.norm_kernels import", "CN617"),
+    ("ssmlib/model.py", "fast = x.is_cuda and self.weight.is_cuda", "CN104"),
+    ("ssmlib/model.py", "h = rms_norm(x, self.weight)", "CN617"),
+    ("ssmlib/model.py", "selective_scan(h, delta) if x.is_cuda", "CN104"),
+]
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory) -> set[tuple[str, int, str]]:
+    out = tmp_path_factory.mktemp("check") / "report.json"
+    code = main(["check", str(PROJECT), "--no-cache", "--output-format", "json", "--output-file", str(out), "-q"])
+    assert code == 1
+    data = json.loads(out.read_text())
+    return {
+        (Path(f["path"]).resolve().relative_to(PROJECT.resolve()).as_posix(), f["line"], f["code"])
+        for f in data["manual_actions"] + data["edits"]
+    }
+
+
+def _line(file: str, needle: str) -> int:
+    lines = (PROJECT / file).read_text(encoding="utf-8").splitlines()
+    [number] = [i + 1 for i, text in enumerate(lines) if needle in text]
+    return number
+
+
+@pytest.mark.parametrize(("file", "needle", "code"), ROWS, ids=[f"{f}:{n}" for f, n, _ in ROWS])
+def test_reported_where_reached(findings, file, needle, code):
+    assert (file, _line(file, needle), code) in findings
+
+
+def test_no_kernel_guard_turns_into_is_neuron(tmp_path):
+    port = tmp_path / "port"
+    assert main(["migrate", str(PROJECT), "--out", str(port), "--no-cache", "-q"]) in (0, 1)
+    for path in (port / "ssmlib").rglob("*.py"):
+        assert "is_neuron" not in path.read_text(encoding="utf-8"), path
+    assert 'torch.device("neuron" if torch.neuron.is_available() else "cpu")' in (port / "ssmlib" / "model.py").read_text()
