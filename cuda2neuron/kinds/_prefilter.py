@@ -40,6 +40,7 @@ _PYTHON = (
     "_scaled_", "float8",
     "float64", "double", "complex", "polar", "cfloat", "chalf", "view_as_real", "fft",
     "multiprocessing", "ProcessPoolExecutor", "fork",
+    "rng_state_all",
 )  # fmt: skip
 _SHELL = ("cuda", "cudnn", "cublas", "nvidia", "nccl", "nproc", "num_gpus", "num-gpus", "device", "install")
 _REQUIREMENTS = (
