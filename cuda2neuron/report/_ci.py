@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
+# hashlib and xml.etree are imported by the renderers that use them: `check` imports this
+# module on every run, and a pre-commit run is a fresh process each time.
 import json
 from collections import Counter
-from xml.etree import ElementTree as ET
 
 from cuda2neuron.core import Effort, Finding
 
@@ -63,6 +63,8 @@ _SEVERITY = {Effort.NONE: "info", Effort.LOW: "minor", Effort.MEDIUM: "major", E
 
 
 def _fingerprint(f: Finding, occurrence: int) -> str:
+    import hashlib
+
     # Stable when lines move: the rule, the file, the message and which occurrence of that
     # message in the file it is -- not the line number (GitLab compares fingerprints across
     # merge requests to tell new findings from old ones).
@@ -90,6 +92,8 @@ def to_gitlab(report: RunReport) -> str:
                     "location": {"path": f.path, "lines": {"begin": f.span.start_line, "end": f.span.end_line}},
                 }
             )
+    import hashlib
+
     for r in report.failed:
         assert r.error is not None
         issues.append(
@@ -112,6 +116,8 @@ def to_junit(report: RunReport) -> str:
     """One ``testsuite`` per scanned file; in it one ``testcase`` per rule code found there (a
     ``failure`` listing every location), or one passing case for a clean file, or an ``error``
     case for a file that failed."""
+    from xml.etree import ElementTree as ET
+
     root = ET.Element("testsuites", name="cuda2neuron")
     totals = Counter[str]()
     for r in report.results:

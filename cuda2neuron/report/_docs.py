@@ -8,7 +8,6 @@ anchors are the rule codes, lower-cased.
 from __future__ import annotations
 
 import functools
-from importlib import metadata
 from pathlib import Path
 
 __all__ = ["RULES_DOC", "rule_anchor", "rule_help_uri", "rules_doc_uri", "rules_reference"]
@@ -28,6 +27,8 @@ def rule_anchor(code: str) -> str:
 @functools.cache
 def rules_doc_uri() -> str | None:
     """The page's absolute URI, or None when neither a Project-URL nor a checkout has it."""
+    from importlib import metadata  # ~15 ms: only the formats that link to rules need it
+
     try:
         urls = metadata.metadata("cuda2neuron").get_all("Project-URL") or []
     except metadata.PackageNotFoundError:
