@@ -27,7 +27,7 @@ def test_help_says_it_runs_the_users_code():
         (("{o}", "{p}"), "give --entry module:callable or --script"),
         (("{o}", "{p}", "--entry", "entry:build", "--script", "train.py"), "exclusive"),
         (("{o}", "{p}", "--entry", "entry:build", "--", "--steps", "3"), "arguments after -- are for --script only"),
-        (("{o}", "{p}", "--entry", "entry:build", "--report", "out.txt"), "must end in .md or .json"),
+        (("{o}", "{p}", "--entry", "entry:build", "--report", "out.txt"), "must end in .md, .json or .html"),
         (("{o}", "{p}", "--entry", "entry:build", "--tolerance", "fudge=2"), "unknown tolerance"),
         (("{o}", "{p}", "--entry", "entry:build", "--tolerance", "pass_factor"), "expected NAME=VALUE"),
         (("{o}", "{p}", "--entry", "entry:build", "--steps", "0"), "0"),
@@ -59,6 +59,11 @@ def reports(mlp, tmp_path_factory):
                             "--port-device", PORT_DEVICE, "--report", str(md))
             assert second.exit_code == first.exit_code
             md_text = md.read_text()
+            html = root / "fail.html"
+            third = invoke(str(mlp / "original"), str(port), "--entry", "entry:build", "--steps", "2", "--no-golden",
+                           "--port-device", PORT_DEVICE, "--report", str(html))
+            assert third.exit_code == first.exit_code
+            out["fail.html"] = html.read_text()
         out[name] = (first, json.loads(js.read_text()), md_text)
     return out
 
@@ -110,3 +115,15 @@ def test_git_revision_mode(mlp, tmp_path):
     assert "at HEAD" in result.output
     status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
     assert sorted(status.split()) == ["M", "M", "entry.py", "model.py"]  # no __pycache__, nothing else
+
+
+def test_failing_port_html_report(reports):
+    """`validate --report x.html`: the verdict table and the first divergence, on one page (the
+    browser checks of the page are in tests/report/test_html_report.py)."""
+    page = reports["fail.html"]
+    _, data, _ = reports["fail"]
+    assert page.startswith("<!DOCTYPE html>") and "default-src 'none'" in page
+    assert f'<span class="verdict {data["verdict"]}">{data["verdict"]}</span>' in page
+    assert "<table id=verdicts>" in page and '<h3 id="divergence">First divergence</h3>' in page
+    assert data["divergence"]["key"] in page
+    assert page.count('<tr data-filter="FAIL ') == data["counts"]["FAIL"]
