@@ -81,3 +81,41 @@ def test_non_device_strings_stay_unchanged(tmp_path):
     for path in src.rglob("*"):
         if path.is_file():
             assert (out / path.relative_to(src)).read_bytes() == path.read_bytes(), path
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow  # a process group in a subprocess (2-4 s)
+def test_distributed_port_runs_on_cpu_with_gloo(tmp_path):
+    """The accelerator port of a torchrun script (init_process_group(device_id=...), DDP with
+    device_ids) runs as one gloo process on this CPU-only machine: the backend falls back to
+    gloo and the device arguments to None (CN401, CN407). The port is migrated afresh here, not
+    read from the fixture pair, so the test follows the rules as they are."""
+    src = ROOT / "tests" / "fixtures" / "pairs" / "dist" / "ddp_device_args.in.py"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_bytes(src.read_bytes())
+    out = tmp_path / "port"
+    assert main(["migrate", str(tmp_path / "src"), "--out", str(out), "--target", "accelerator", "-q"]) in (0, 1)
+    port = (out / "train.py").read_text()
+    assert "device_ids=([local_rank] if torch.accelerator.is_available() else None)" in port
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "WORLD_SIZE": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+    result = subprocess.run(
+        [sys.executable, "train.py"], cwd=out, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "step done" in result.stdout

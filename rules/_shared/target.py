@@ -15,8 +15,12 @@ import libcst as cst
 from cuda2neuron.core import Rule
 
 __all__ = [
+    "ACCELERATOR_SINCE",
     "NEURON",
     "Imports",
+    "introduced_in",
+    "needs_newer_torch",
+    "spell_for_target",
     "checked_for_accelerator",
     "checkpoint_device",
     "compared_type_expr",
@@ -27,6 +31,55 @@ __all__ = [
 
 NEURON = "neuron"
 Imports = tuple[tuple[str, str | None], ...]
+
+
+# The first torch release with each name the accelerator target writes (PyTorch docs of each
+# release; neuron-target-api.md). Longest prefix wins. Every name a rule builds for
+# ``--target accelerator`` goes through ``spell_for_target``, which refuses names newer than the
+# run's ``--min-torch``: the port must run on every torch the project supports.
+ACCELERATOR_SINCE: dict[str, tuple[int, int]] = {
+    "torch.accelerator": (2, 6),
+    "torch.accelerator.current_device_index": (2, 7),
+    "torch.accelerator.set_device_index": (2, 7),
+    "torch.accelerator.device_index": (2, 8),
+    "torch.accelerator.memory": (2, 9),
+    "torch.get_default_device": (2, 3),
+    "torch.set_default_device": (2, 0),
+    "torch.Stream": (2, 6),
+    "torch.Event": (2, 6),
+    "torch.distributed.get_default_backend_for_device": (2, 5),
+}
+
+
+def introduced_in(qualified: str) -> tuple[int, int] | None:
+    """The torch release that introduced ``qualified`` (None: not version-gated here)."""
+    best: tuple[str, tuple[int, int]] | None = None
+    for prefix, version in ACCELERATOR_SINCE.items():
+        if (qualified == prefix or qualified.startswith(prefix + ".")) and (best is None or len(prefix) > len(best[0])):
+            best = (prefix, version)
+    return best[1] if best else None
+
+
+def spell_for_target(rule: Rule, qualified: str) -> tuple[cst.BaseExpression, Imports] | None:
+    """``rule.spell(qualified)``, or None when the name is newer than the run's min-torch."""
+    version = introduced_in(qualified)
+    if version is not None and version > rule.context.settings.min_torch:
+        return None
+    return rule.spell(qualified)
+
+
+def needs_newer_torch(rule: Rule) -> str | None:
+    """Why the accelerator target cannot write device-agnostic code under this min-torch, or
+    None when it can (and always on the neuron target): the guidance of a report-only finding."""
+    settings = rule.context.settings
+    if settings.target == NEURON or settings.min_torch >= ACCELERATOR_SINCE["torch.accelerator"]:
+        return None
+    have = ".".join(map(str, settings.min_torch))
+    return (
+        f"torch.accelerator needs torch >= 2.6 (min-torch is {have}): raise min-torch to 2.6 to get "
+        "device-agnostic code, or keep a device-specific branch here (e.g. choose the device "
+        "string from a setting)."
+    )
 
 
 def _int_literal(node: cst.BaseExpression | None) -> int | None:
@@ -42,8 +95,8 @@ def _accelerator_or_cpu(rule: Rule, parenthesized: bool) -> tuple[cst.BooleanOpe
     run there (a CPU-only CI, a laptop), so the fallback is spelled out. The fallback has no
     string literal so that it can sit inside an f-string of either quote style (Python < 3.12).
     """
-    acc = rule.spell("torch.accelerator.current_accelerator")
-    dev = rule.spell("torch.get_default_device")
+    acc = spell_for_target(rule, "torch.accelerator.current_accelerator")
+    dev = spell_for_target(rule, "torch.get_default_device")
     if acc is None or dev is None:
         return None
     (acc_func, imports), (dev_func, more) = acc, dev
@@ -79,7 +132,7 @@ def compared_type_expr(rule: Rule, quote: str = '"') -> tuple[cst.BaseExpression
     """
     if rule.context.settings.target == NEURON:
         return cst.SimpleString(f"{quote}neuron{quote}"), ()
-    spelled = rule.spell("torch.accelerator.current_accelerator")
+    spelled = spell_for_target(rule, "torch.accelerator.current_accelerator")
     if spelled is None:
         return None
     func, imports = spelled
@@ -140,7 +193,7 @@ def checkpoint_device(rule: Rule, built: tuple[cst.BaseExpression, Imports]) -> 
     if rule.context.settings.target == NEURON:
         return built
     expr, imports = built
-    spelled = rule.spell("torch.accelerator.is_available")
+    spelled = spell_for_target(rule, "torch.accelerator.is_available")
     if spelled is None:
         return built
     check, more = spelled
@@ -193,7 +246,7 @@ def guarded_call(
     """
     if checked_for_accelerator(rule, call):
         return None
-    spelled = rule.spell("torch.accelerator.is_available")
+    spelled = spell_for_target(rule, "torch.accelerator.is_available")
     if spelled is None:
         return None
     check, imports = spelled

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import positional_args
 from .._shared.strings import string_value
-from .._shared.target import device_type_expr
+from .._shared.target import device_type_expr, needs_newer_torch
 
 __all__ = ["AutocastState"]
 
@@ -104,6 +104,9 @@ class AutocastState(Rule):
             return
         built = device_type_expr(self)
         if built is None:
+            why = needs_newer_torch(self)
+            if why is not None and (qualified in _GPU_ONLY or qualified in _GENERIC):
+                self.report(node, f"`{qualified}` asks about CUDA", guidance=why, effort=Effort.LOW)
             return
         device, imports = built
         positional = positional_args(node)

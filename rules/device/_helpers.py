@@ -31,6 +31,7 @@ __all__ = [
     "comparison_safety",
     "find_use",
     "is_bare_prefix",
+    "is_cuda_device_string",
     "looks_like_cuda_fstring",
     "retarget_fstring",
     "retarget_string",
@@ -380,6 +381,12 @@ def _quote_of(token: str) -> tuple[str, str, str]:
     prefix, rest = token[:i], token[i:]
     quote = rest[:3] if rest[:3] in ('"""', "'''") else rest[0]
     return prefix, quote, rest[len(quote) : -len(quote)]
+
+
+def is_cuda_device_string(node: cst.SimpleString) -> bool:
+    """``"cuda"``, ``"cuda:1"``, ``"cuda:%d"``: a string ``retarget_string`` would port."""
+    value = string_value(node)
+    return value is not None and (value == _PREFIX or _DEVICE_RE.match(value) is not None)
 
 
 def retarget_string(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.strings import string_value
-from .._shared.target import checkpoint_device
-from ._helpers import UseKind, find_use, is_bare_prefix, looks_like_cuda_fstring, retarget_fstring, retarget_string
+from .._shared.target import checkpoint_device, needs_newer_torch
+from ._helpers import UseKind, find_use, is_bare_prefix, is_cuda_device_string, looks_like_cuda_fstring, retarget_fstring, retarget_string
 
 __all__ = ["CudaDeviceString"]
 
@@ -189,8 +189,14 @@ class CudaDeviceString(Rule):
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "cuda" not in node.value:  # cheap test before any walking
             return
+        if is_bare_prefix(node):
+            return
         built = retarget_string(self, node)
-        if built is None or is_bare_prefix(node):
+        if built is None:
+            # Under a min-torch without torch.accelerator the device cannot be written: the
+            # string is reported (if it is a device), never left silently.
+            if is_cuda_device_string(node) and needs_newer_torch(self):
+                self._report(node, None)
             return
         self._report(node, built)
 
@@ -200,6 +206,8 @@ class CudaDeviceString(Rule):
         built = retarget_fstring(self, node)
         if built is not None:
             self._report(node, built)
+        elif needs_newer_torch(self):
+            self._report(node, None)
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -228,7 +236,7 @@ class CudaDeviceString(Rule):
                 # Reported after the walk: say where the node sits.
                 self._emit(node, built, ancestors)
 
-    def _report(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple]) -> None:
+    def _report(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple] | None) -> None:
         use = find_use(self, node)
         if use is not None and use.kind is UseKind.BINDING:
             self._scopes.append(self.context.scope)
@@ -238,10 +246,11 @@ class CudaDeviceString(Rule):
         if use is None or use.kind is not UseKind.PLACEMENT:
             return
         if use.what == "map-key":
-            self._twin_key(node, built, use)
+            if built is not None:
+                self._twin_key(node, built, use)
             return
         # Only a whole argument or dict value: `"cuda:%d" % rank` keeps its template shape.
-        if use.what == "map_location" and not _bare_device(node) and isinstance(self.context.parent, (cst.Arg, cst.DictElement)):
+        if built is not None and use.what == "map_location" and not _bare_device(node) and isinstance(self.context.parent, (cst.Arg, cst.DictElement)):
             built = checkpoint_device(self, built)
         self._emit(node, built)
 
@@ -288,9 +297,18 @@ class CudaDeviceString(Rule):
     def _emit(
         self,
         node: cst.BaseExpression,
-        built: tuple[cst.BaseExpression, tuple],
+        built: tuple[cst.BaseExpression, tuple] | None,
         ancestors: tuple[cst.CSTNode, ...] | None = None,
     ) -> None:
+        if built is None:
+            self.report(
+                node,
+                f"`{self.context.code(node)}` names a CUDA device",
+                guidance=needs_newer_torch(self) or _GUIDANCE,
+                effort=Effort.LOW,
+                ancestors=ancestors,
+            )
+            return
         replacement, imports = built
         self.report(
             node,

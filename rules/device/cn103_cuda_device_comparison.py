@@ -6,6 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
+from .._shared.target import needs_newer_torch
 from ._helpers import UseKind, comparison_safety, find_use, is_bare_prefix, looks_like_cuda_fstring, retarget_fstring, retarget_string
 
 __all__ = ["CudaDeviceComparison"]
@@ -154,6 +155,15 @@ class CudaDeviceComparison(Rule):
         # (spec[len("cuda:"):], not a comparison) becomes: both take the device form.
         built = retarget(self, node, compared=not is_bare_prefix(node))
         if built is None:
+            why = needs_newer_torch(self)
+            if why is not None and comparison_safety(use, self) is not None:
+                # No torch.accelerator to compare with: say so rather than go silent.
+                self.report(
+                    node,
+                    f"`{self.context.code(use.user)}` checks a device against \"cuda\"",
+                    guidance=why,
+                    effort=Effort.LOW,
+                )
             return
         replacement, imports = built
         # Parsing a "cuda:" prefix off user input is string handling, not a CUDA code path; its
