@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
 from .._shared.names import call_qualname, terminal_name
-from .._shared.target import checked_for_accelerator, spell_for_target
+from .._shared.target import checked_for_accelerator, needs_newer_torch, spell_for_target
 
 __all__ = ["DeviceArgsWithoutAccelerator"]
 
@@ -50,8 +50,8 @@ class DeviceArgsWithoutAccelerator(Rule):
     Safe: where an accelerator exists the argument is what it was; where none exists the
     original could not run at all (it named CUDA), and None is the documented CPU value. An
     argument already behind an availability check, or None, is left alone. A DDP
-    ``device_ids`` given positionally is reported. Nothing happens on the neuron target, or
-    when min-torch has no ``torch.accelerator`` (the device rules report those lines).
+    ``device_ids`` given positionally is reported, and so are the arguments when min-torch has
+    no ``torch.accelerator`` to check with. Nothing happens on the neuron target.
     """
 
     code = "CN407"
@@ -116,6 +116,17 @@ class DeviceArgsWithoutAccelerator(Rule):
             return
         spelled = spell_for_target(self, _CHECK)
         if spelled is None:
+            present = [a.keyword.value for a in node.args if a.keyword is not None and a.keyword.value in keywords]
+            why = needs_newer_torch(self)
+            if present and why is not None and not any(
+                _guarded_or_none(self, a.value) for a in node.args if a.keyword is not None and a.keyword.value in present
+            ):
+                self.report(
+                    node,
+                    f"`{', '.join(present)}` must be None where there is no accelerator (a CPU-only run)",
+                    guidance=why,
+                    effort=Effort.LOW,
+                )
             return
         check, imports = spelled
         changed = []

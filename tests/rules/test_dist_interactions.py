@@ -155,13 +155,6 @@ UNTOUCHED = [
     pytest.param("assert impl in ['ref', 'nccl']\n", id="selector-list"),
     pytest.param('"""Run with backend="nccl" and CUDA_VISIBLE_DEVICES=0,1."""\n', id="docstring"),
     pytest.param(
-        "import torch.distributed as dist\n"
-        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
-        "dist.init_process_group('neuron')\n"
-        "model = DDP(model, device_ids=[local_rank], output_device=local_rank)\n",
-        id="ddp-device-ids-and-output-device",
-    ),
-    pytest.param(
         "import torch\nimport torch.distributed as dist\n"
         "dist.init_process_group(backend=dist.get_default_backend_for_device("
         "torch.accelerator.current_accelerator()))\n"
@@ -177,6 +170,24 @@ UNTOUCHED = [
 def test_untouched(source, target):
     assert lint_source(source, "example.py", _config(target=target)) == ()
     assert _fix(source, target=target) == source
+
+
+DDP_SOURCE = (
+    "import torch.distributed as dist\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "dist.init_process_group('neuron')\n"
+    "model = DDP(model, device_ids=[local_rank], output_device=local_rank)\n"
+)
+
+
+def test_ddp_device_ids_stay_on_neuron_and_fall_back_to_none_on_accelerator():
+    # Neuron: DDP device_ids=[local_rank] works as written. Accelerator: a CPU-only run needs
+    # None there (CN407), the rest stays.
+    assert lint_source(DDP_SOURCE, "example.py", _config(target="neuron")) == ()
+    assert _fix(DDP_SOURCE, target="neuron") == DDP_SOURCE
+    fixed = _fix(DDP_SOURCE, target="accelerator")
+    assert "device_ids=([local_rank] if torch.accelerator.is_available() else None)" in fixed
+    assert "output_device=(local_rank if torch.accelerator.is_available() else None)" in fixed
 
 
 def test_accelerator_reuses_user_alias():
