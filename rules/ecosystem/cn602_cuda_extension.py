@@ -89,6 +89,10 @@ class CudaExtension(Rule):
             "from torch.utils.cpp_extension import load\n"
             "def load_ext(name, sources):\n    return load(name=name, sources=sources)\n"
         ),
+        Invalid(
+            "from torch.utils.cpp_extension import CppExtension, CUDAExtension\n"
+            "extension = CppExtension\nif with_cuda:\n    extension = CUDAExtension\n"
+        ),
         Invalid("from pkg.jit import load_ext\nops = load_ext('ops', ['ops.cpp', 'ops_kernel.cu'])\n", options=(("project", _LOADERS),)),
         Invalid("from .jit import load_ext\nops = load_ext('ops', ['ops_kernel.cu'])\n", path="pkg/layers.py", options=(("project", _LOADERS),)),
         Invalid(
@@ -124,6 +128,12 @@ class CudaExtension(Rule):
                 )
         else:
             self._check_loader_call(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # `extension = CUDAExtension` (then `extension("pkg._C", sources)`): the builder is chosen
+        # at run time, so the CUDA build is only visible where CUDAExtension is assigned.
+        if isinstance(node.value, (cst.Name, cst.Attribute)) and self.qualname(node.value) == f"{_EXT}.CUDAExtension":
+            self._report(node.value, "`CUDAExtension` is chosen as the extension builder: the build compiles CUDA C++ kernels")
 
     def _check_loader_call(self, node: cst.Call) -> None:
         """A call of one of the project's loaders (``ProjectFacts.extension_loaders``) that hands
