@@ -45,7 +45,8 @@ def _guarded_kernel(rule: Rule, node: cst.Attribute) -> str | None:
     * ``assert x.is_cuda`` / ``if not x.is_cuda: raise``: the input check of the function it is
       in; that function calls a kernel.
     * ``if x.is_cuda: <kernel>`` / ``<kernel> if x.is_cuda else ref``: a branch calls one.
-    * ``use_kernel = x.is_cuda and ...``: the flag later picks a branch that calls one.
+    * ``use_kernel = x.is_cuda and ...``: the flag later picks a branch that calls one; so does
+      ``def use_kernel(x): return x.is_cuda``, through its calls in the module's tests.
 
     A kernel is a call the file's kernel index knows (``rules/_shared/kernels.py``): a Triton /
     TileLang / CuTe launch, a CUDA-only package, the project's compiled extensions and kernel
@@ -75,6 +76,10 @@ def _guarded_kernel(rule: Rule, node: cst.Attribute) -> str | None:
             names = {t.target.value for t in anc.targets if isinstance(t.target, cst.Name)}
             scope = _enclosing_function(ancestors, i) or rule.context.module
             return _flag_gates(index, scope, names) if names else None
+        if isinstance(anc, cst.Return):
+            # `def use_kernel(x): return x.is_cuda and ...`: the helper's callers are the gates.
+            func = _enclosing_function(ancestors, i)
+            return _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
         if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
             return None
         child = anc
@@ -196,6 +201,11 @@ class IsCudaAttribute(Rule):
         Invalid(
             "from causal_conv1d import causal_conv1d_fn\n\ndef f(q, k):\n    use_kernel = q.is_cuda and k.is_cuda\n"
             "    if use_kernel:\n        return causal_conv1d_fn(q, k)\n    return q\n"
+        ),
+        Invalid(
+            "import triton\n\n@triton.jit\ndef _k(x_ptr):\n    pass\n\n"
+            "def _fast(x):\n    return x.is_cuda\n\n"
+            "def run(x):\n    if _fast(x):\n        _k[(1,)](x)\n    return x\n"
         ),
         Invalid(
             "from .ops.norm import rms_norm\n\ndef f(x, w):\n    return rms_norm(x, w) if x.is_cuda else x * w\n",
