@@ -62,7 +62,7 @@ Examples:
     default="text",
     show_default=True,
     help="How findings are written: text/full (with the source), concise, json, json-lines, sarif, "
-    "github, gitlab, junit (docs/output-formats.md).",
+    "github, gitlab, junit, html (docs/output-formats.md).",
 )
 @click.option("--output-file", "-o", type=click.Path(path_type=Path, dir_okay=False), help="Write the findings (in --output-format) to this file instead of stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="Print the findings only: no summary, no progress.")

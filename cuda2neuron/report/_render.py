@@ -18,8 +18,9 @@ from ._text import to_concise, to_text
 __all__ = ["OUTPUT_FORMATS", "REPORT_SUFFIXES", "render", "to_markdown", "write_report"]
 
 # `--output-format` values (ruff's names where ruff has the format). "full" is ruff's name for
-# the text format with source snippets; "text" stays the default name.
-OUTPUT_FORMATS = ("text", "full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
+# the text format with source snippets; "text" stays the default name. "html" is ours: the page
+# `migrate --report x.html` writes, for `check --output-format html -o check.html` in CI.
+OUTPUT_FORMATS = ("text", "full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "html")
 
 # `--report FILE`: the format is chosen by the file's extension.
 REPORT_SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".sarif": "sarif", ".html": "html", ".htm": "html"}

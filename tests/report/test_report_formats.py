@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 import re
+from html.parser import HTMLParser
 from xml.etree import ElementTree as ET
 
 import pytest
@@ -137,6 +138,27 @@ def test_text_fix_lines(make_report, sources, show_fixes, note):
     assert fix_lines == ([] if note is None else [note]), lines
 
 
+@pytest.mark.parametrize(
+    ("name", "snippet"),
+    [
+        pytest.param("a.py", True, id="python"),
+        pytest.param("run.sh", True, id="shell"),
+        pytest.param("e.ipynb", False, id="notebook-columns-are-cell-columns"),
+    ],
+)
+def test_text_snippet_only_where_columns_are_the_files(make_report, name, snippet):
+    sources = {
+        "a.py": "x = y.cuda()\n",
+        "run.sh": "export CUDA_VISIBLE_DEVICES=0,1\n",
+        "e.ipynb": json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                                          "source": ["import torch\n", "y = x.cuda()\n"]}],
+                               "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1),
+    }
+    out = to_text(make_report({name: sources[name]}))
+    assert out.startswith(name + ":")
+    assert (" | " in out) is snippet, out
+
+
 def test_text_reads_stdin_source_from_the_given_sources(make_report, tmp_path):
     report = make_report({"a.py": "x = y.cuda()\n"})
     (tmp_path / "a.py").unlink()  # as for stdin: nothing on disk
@@ -230,6 +252,7 @@ PARSERS = {
     "github": None,
     "gitlab": json.loads,
     "junit": ET.fromstring,
+    "html": lambda s: HTMLParser().feed(s),
 }
 
 
