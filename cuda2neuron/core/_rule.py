@@ -88,7 +88,7 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     # Words whose absence from a file proves the rule cannot fire there (files without any
-    # trigger word of the selected rules are never parsed).
+    # trigger word of the selected rules are never parsed); ``wakes`` may look closer.
     triggers: ClassVar[tuple[str, ...]]
     VALID: ClassVar[Sequence[str | Valid]] = ()
     INVALID: ClassVar[Sequence[str | Invalid]] = ()
@@ -132,6 +132,19 @@ class Rule:
         _REGISTRY[cls.code] = cls
         # A rule from outside the catalog may use words the coarse prefilter does not know.
         admit(cls.file_kinds, cls.triggers)
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        """Can the rule fire on a file whose code is ``code``? Asked before the file is parsed.
+
+        ``code`` is the file's bytes with comments and docstrings blanked (offsets kept), and
+        one of the rule's trigger words (or a project word) occurs in it. The default says yes. A rule
+        whose words also sit in many files it never reports on (``.to(``, ``device``) looks
+        closer here, e.g. with a regular expression around the word; it must never say no
+        where the rule would report: tests run the catalog with and without this test and
+        compare the findings (bench/check_prefilter.py does the same on a real tree).
+        """
+        return True
 
     def __init__(self, context: RuleContext) -> None:
         self.context = context

@@ -50,9 +50,10 @@ def process_python_findings(
     ):
         return None, []
     # Words in comments and docstrings cannot make a rule fire: look again in the code alone,
-    # and run only the rules whose words are there (most files wake one or two families).
+    # and run only the rules whose words are there and that say they can fire on it (most
+    # files wake one or two families; the others are never instantiated).
     code = code_text(data)
-    rule_types = tuple(r for r in rule_types if fires(r, code))
+    rule_types = tuple(r for r in rule_types if fires(r, code) and r.wakes(code))
     if not rule_types:
         return None, []
     # The libcst engine, imported only for files that need it.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
@@ -24,6 +26,9 @@ _DTYPES = {
     "LongTensor": "int64",
     "BoolTensor": "bool",
 }
+
+_TYPE_WORDS = tuple(t.encode() for t in _DTYPES)
+_BARE_TYPE = re.compile(rb"(?<![.\w])(?:%s)\b" % b"|".join(_TYPE_WORDS))
 
 
 class LegacyCudaTensorType(Rule):
@@ -128,6 +133,15 @@ class LegacyCudaTensorType(Rule):
             target="accelerator",
         ),
     )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # Every report is about one of the type names (or an alias bound from one). A file
+        # without "cuda" can only hold an alias imported from a project module, which shows as
+        # the bare name; torch's CPU types (``torch.LongTensor``) follow a dot.
+        if not any(t in code for t in _TYPE_WORDS):
+            return False
+        return b"cuda" in code or _BARE_TYPE.search(code) is not None
 
     def _resolve(self, node: cst.BaseExpression) -> str | None:
         """The dtype name for a reference to a legacy CUDA type, else None."""

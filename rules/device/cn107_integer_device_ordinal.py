@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
@@ -40,16 +43,174 @@ _ORDINAL_WORDS = frozenset({"rank", "gpu", "id", "idx", "index", "ordinal", "gpu
 _INDEX_APIS = ("torch.cuda.", "torch.neuron.", "torch.accelerator.", "torch.amp.", "torch.cuda.amp.", "torch.autocast")
 
 
-def _ordinal_hint(node: cst.BaseExpression) -> bool:
-    """``rank``, ``local_rank``, ``gpu``, ``args.gpu_id``, ``device_id``: usually an index."""
-    word = node.value if isinstance(node, cst.Name) else node.attr.value if isinstance(node, cst.Attribute) else ""
-    if not word:
-        return False
+def _hint_word(word: str) -> bool:
+    """``rank``, ``local_rank``, ``gpu``, ``gpu_id``, ``device_id``: usually an index."""
     lowered = word.lower()
     if lowered in ("device_id", "device_idx", "device_index"):
         return True
     parts = lowered.strip("_").split("_")
     return (parts[-1] in _ORDINAL_WORDS or parts[0] == "gpu") and not is_device_word(word)
+
+
+def _ordinal_hint(node: cst.BaseExpression) -> bool:
+    """A name or attribute whose (last) word hints at an index: ``rank``, ``args.gpu_id``."""
+    word = node.value if isinstance(node, cst.Name) else node.attr.value if isinstance(node, cst.Attribute) else ""
+    return bool(word) and _hint_word(word)
+
+
+# -- the wake test: what the file's text must show for the rule to be able to fire ------------
+# The rule looks at two places: the device argument of ``.to(...)`` and ``device=`` of any call.
+# It reports there only (1) an integer literal, or arithmetic starting with one; (2) a call of
+# int/len/one of _INT_CALLS (or of an alias of current_device); (3) a name, ``self.X`` or
+# ``args.X`` proven to hold an int, alone or starting arithmetic; (4) a name or attribute whose
+# last word hints at an index. Each shows in the argument's text: how it starts (1-3) or how
+# it ends (4). A name can only be proven an int by an assignment, an ``int`` annotation or (for
+# ``args.X``) an argparse ``type=int`` in the same file, so those are looked for too, loosely:
+# any doubt wakes the rule.
+_ID = rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*"
+_CHAIN = rb"%s(?:[ \t\\]*\.[ \t\\]*%s)*" % (_ID, _ID)
+# An integer literal (not a float: ``1.0``, ``1e3`` and ``2j`` are no index).
+_INTEGER = rb"(?:0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|[0-9][0-9_]*)(?![.\w])"
+# Where a device argument starts: after ``.to(`` (its first argument, or a keyword), or after
+# ``device=`` that follows ``(`` or ``,`` (a keyword argument, not an assignment).
+_TO = re.compile(rb"\.to\(")
+_DEVICE_KEYWORD = re.compile(rb"device[ \t\\]*=(?!=)")
+# An argument's head: opening brackets, stars and blanks skipped, then a digit or a dotted chain
+# (and whether it is called).
+_HEAD = re.compile(rb"[\s(*\\]*(?:(?P<digit>%s)|(?P<chain>%s)(?P<call>[\s\\]*\()?)" % (_INTEGER, _CHAIN))
+# What ends an argument (outside brackets and strings): a comma or a closing bracket.
+_ARG_TOKEN = re.compile(rb"""[rRbBuUfF]{0,2}(?:"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|[()\[\]{},;]""")
+_TAIL = re.compile(rb"[\w\x80-\xff]+")
+_LONGEST_ARG = 2000  # bytes; an argument not closed by then wakes the rule
+_INT_OPTION = re.compile(rb"\btype[ \t]*=[ \t]*int\b")
+_CURRENT_NAMES = tuple(sorted({q.rsplit(".", 1)[-1].encode() for q in _CURRENT}))
+_ALIAS = re.compile(rb"\b(?:%s)[ \t]+as[ \t]+(%s)" % (b"|".join(_CURRENT_NAMES), _ID))
+_CONSTANTS = frozenset({"None", "True", "False"})
+_WORD_BYTE = re.compile(rb"[\w.\x80-\xff]")
+
+
+@lru_cache(maxsize=4096)
+def _binding(name: str) -> re.Pattern[bytes]:
+    """``name = v``, ``name: T = v``, ``name := v``, ``f(name=v)`` (loosely), or ``name: int``
+    (an annotation or a parameter); ``self.X`` as ``self . X`` too."""
+    spelled = rb"[ \t]*\.[ \t]*".join(re.escape(p.encode()) for p in name.split("."))
+    # An annotation holds no ":" (so ``a: T, b: int = 0`` does not bind ``a`` to 0).
+    return re.compile(spelled + rb"[ \t]*(?::[ \t]*(?P<annotation>int\b)|(?::[^=\n:;()]*)?=(?!=))")
+
+
+@lru_cache(maxsize=4096)
+def _option(attr: str) -> re.Pattern[bytes]:
+    """A string naming the argparse option that ``args.<attr>`` reads (``"--local-rank"``,
+    ``dest="local_rank"``, a positional ``"gpu"``)."""
+    spelled = rb"[-_]".join(re.escape(p.encode()) for p in attr.split("_"))
+    return re.compile(rb"[\"']-*" + spelled + rb"[\"']")
+
+
+def _keyword_at(code: bytes, i: int) -> bool:
+    """Is ``device`` at ``i`` a keyword argument: a whole word after ``(`` or ``,``?"""
+    before = code[max(0, i - 200) : i].rstrip(b" \t\r\n\\")
+    return bool(before) and before[-1:] in (b"(", b",") and not _WORD_BYTE.match(code, i - 1)
+
+
+def _parts(chain: bytes) -> list[str]:
+    return [p.strip(b" \t\\").decode("utf-8", "replace") for p in chain.split(b".")]
+
+
+class _Wake:
+    """The text-level test, on one file's code (see the comment above)."""
+
+    def __init__(self, code: bytes) -> None:
+        self.code = code
+        self.calls = set(_INT_CALL_NAMES)
+        if any(n in code for n in _CURRENT_NAMES):
+            self.calls.update(m.group(1).decode("utf-8", "replace") for m in _ALIAS.finditer(code))
+        self._ints: dict[str, bool] = {}
+        self._int_options: bool | None = None
+        self._arguments: dict[bytes, bool] = {}  # an argument's text: may it be reported?
+
+    def int_options(self) -> bool:
+        """Does the file declare an argparse option ``type=int``?"""
+        if self._int_options is None:
+            self._int_options = _INT_OPTION.search(self.code) is not None
+        return self._int_options
+
+    def is_int(self, name: str) -> bool:
+        """May the file prove ``name`` (or ``self.X``) to hold an int? It is bound to an integer,
+        to an int call or to another such name somewhere, or annotated ``int``."""
+        known = self._ints.get(name)
+        if known is None:
+            # Reachability from ``name`` to an int binding: each name explored once per question.
+            known = self._ints[name] = self._reaches_int(name, set())
+        return known
+
+    def _reaches_int(self, name: str, seen: set[str]) -> bool:
+        if self._ints.get(name):
+            return True
+        if name.split(".", 1)[0] in _CONSTANTS:
+            return False  # None, True, False: never bound
+        seen.add(name)
+        code = self.code
+        for m in _binding(name).finditer(code):
+            if m.start() > 0 and _WORD_BYTE.match(code, m.start() - 1):
+                continue  # part of a longer name or an attribute of something else
+            if m["annotation"]:
+                break
+            head = _HEAD.match(code, m.end())
+            if head is None:
+                continue
+            if head["digit"] or (head["call"] and _parts(head["chain"])[-1] in self.calls):
+                break
+            if head["chain"] and not head["call"]:
+                source = ".".join(_parts(head["chain"]))
+                if source not in seen and self._reaches_int(source, seen):
+                    break
+        else:
+            return False
+        # Only a yes is kept for later questions: a no may hang on a name still being explored.
+        self._ints[name] = True
+        return True
+
+    def argument(self, start: int) -> bool:
+        """Can the argument that starts at ``start`` be reported?"""
+        end = self._end(start)
+        if end is None:
+            return True
+        text = self.code[start:end]
+        known = self._arguments.get(text)
+        if known is None:
+            known = self._arguments[text] = self._may_report(text)
+        return known
+
+    def _may_report(self, text: bytes) -> bool:
+        head = _HEAD.match(text)
+        if head is not None:
+            if head["digit"]:
+                return True
+            parts = _parts(head["chain"])
+            if head["call"]:
+                if parts[-1] in self.calls:
+                    return True
+            elif len(parts) == 1 or (len(parts) == 2 and parts[0] == "self"):
+                if self.is_int(".".join(parts)):
+                    return True
+            elif len(parts) == 2 and self.int_options() and _option(parts[1]).search(self.code):
+                return True
+        # The last word, read backwards: ``args.gpu_id``, ``(local_rank)``.
+        tail = _TAIL.match(text.rstrip(b" \t\r\n)\\")[::-1])
+        return tail is not None and _hint_word(tail.group()[::-1].decode("utf-8", "replace"))
+
+    def _end(self, start: int) -> int | None:
+        depth = 0
+        for m in _ARG_TOKEN.finditer(self.code, start, start + _LONGEST_ARG):
+            tok = m.group()
+            if tok in (b"(", b"[", b"{"):
+                depth += 1
+            elif tok in (b")", b"]", b"}", b",", b";"):
+                if depth == 0:
+                    return m.start()
+                if tok != b"," and tok != b";":
+                    depth -= 1
+        return None
 
 
 def _is_self_attr(node: cst.BaseExpression) -> bool:
@@ -152,6 +313,15 @@ class IntegerDeviceOrdinal(Rule):
             target="accelerator",
         ),
     )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # ".to(" and "device" are in most files of a model library; the argument there rarely
+        # looks like an index (bench/check_prefilter.py: no finding is lost on real trees).
+        wake = _Wake(code)
+        return any(wake.argument(m.end()) for m in _TO.finditer(code)) or any(
+            wake.argument(m.end()) for m in _DEVICE_KEYWORD.finditer(code) if _keyword_at(code, m.start())
+        )
 
     def __init__(self, context) -> None:
         super().__init__(context)

@@ -18,6 +18,7 @@ _SPAWNERS = frozenset(
     {f"{m}.{f}" for m in _MP for f in ("Process", "Pool")} | {"concurrent.futures.ProcessPoolExecutor"}
 )
 _SAFE_LAUNCH = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
+_WAKE_WORDS = (b"set_start_method", b"get_context", b"cuda", b"neuron", b"accelerator")
 _GUIDANCE = (
     "The Neuron runtime does not survive fork once the device is initialised. Use the spawn start "
     "method: mp.set_start_method('spawn', force=True) under `if __name__ == '__main__':`, or "
@@ -82,6 +83,13 @@ class ForkAfterDevice(Rule):
             "with ProcessPoolExecutor(4) as ex:\n    pass\n"
         ),
     )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # A report needs a start-method call (its name shows, if only in the import of an
+        # alias) or a process started in a file with device evidence (an attribute or a
+        # string naming cuda, neuron or the accelerator).
+        return any(w in code for w in _WAKE_WORDS)
 
     def __init__(self, context) -> None:
         super().__init__(context)

@@ -85,6 +85,7 @@ def collective_reports() -> dict[int, dict[str, Any]]:
     return reports
 
 
+@pytest.mark.slow  # two rank processes (shared by the table through the module fixture)
 @pytest.mark.parametrize("name", COLLECTIVE_NAMES)
 def test_collective_matches_gloo_on_cpu(collective_reports: dict[int, dict[str, Any]], name: str) -> None:
     for rank, report in collective_reports.items():
@@ -191,6 +192,7 @@ def training_runs() -> tuple[str, str]:
     return reference, proc.stdout
 
 
+@pytest.mark.slow  # gloo ranks, then torchrun under emulate (one run shared by these tests)
 @pytest.mark.parametrize("wrapper", ["ddp", "fsdp"], ids=["DDP", "FSDP2-fully_shard"])
 def test_training_under_emulate_torchrun_matches_gloo_on_cpu(training_runs: tuple[str, str], wrapper: str) -> None:
     reference, emulated = training_runs
@@ -207,6 +209,7 @@ def test_training_under_emulate_torchrun_matches_gloo_on_cpu(training_runs: tupl
         assert got[key] == pytest.approx(value, rel=1e-6, abs=1e-7), key
 
 
+@pytest.mark.slow  # shares the torchrun run above
 def test_ddp_ranks_end_in_sync_with_the_cpu_weights(training_runs: tuple[str, str]) -> None:
     reference, emulated = training_runs
     syncs = _SYNC.findall(emulated)

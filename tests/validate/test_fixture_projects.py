@@ -16,6 +16,9 @@ from cuda2neuron.validate import ValidateRequest, Verdict, run_validation
 from fixture_ports import migrate_fixture
 from validate_helpers import PORT_DEVICE, REPO, assert_correct_port, assert_no_emulator_gap
 
+# Each test migrates a fixture project and validates it in subprocesses (seconds each).
+pytestmark = pytest.mark.slow
+
 SOURCES = {
     "cnn_cuda": REPO / "examples" / "cnn_cuda",
     "gpt_trainer": REPO / "tests" / "fixtures" / "projects" / "gpt_trainer",

@@ -1,0 +1,148 @@
+"""The prefilter loses nothing: rules' ``wakes`` tests, and the catalog with and without them.
+
+A rule's ``wakes`` is asked before a file is parsed; saying no where the rule would report loses
+a finding. The table below holds device-index code in the shapes real training scripts use
+(written for this test), each run through the whole catalog twice: as `migrate` runs it, and
+with no prefilter at all (every rule on the parsed file). bench/check_prefilter.py does the
+same over a real tree.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda2neuron.core import Config, RunOptions
+from cuda2neuron.kinds import catalog, rules_for
+from cuda2neuron.kinds._code_text import code_text
+from cuda2neuron.kinds._python import process_python_findings
+from cuda2neuron.python import fix_module, lint_module, parse_bytes
+
+CN107 = catalog()["CN107"]
+
+# (source, CN107 reports it)
+SNIPPETS = [
+    pytest.param("x = x.to(0)\n", True, id="literal"),
+    pytest.param("x = x.to(\n    0,\n)\n", True, id="literal-on-next-line"),
+    pytest.param("x = x.to(  # the first GPU\n    1)\n", True, id="literal-after-comment"),
+    pytest.param("x = x.to(0x1)\n", True, id="hex-literal"),
+    pytest.param("x = x.to(device=2, non_blocking=True)\n", True, id="device-keyword-literal"),
+    pytest.param("x = x.to(non_blocking=True, device=2)\n", True, id="device-keyword-second"),
+    pytest.param("x = x.to((3))\n", True, id="parenthesized-literal"),
+    pytest.param("def f(x, local_rank):\n    return x.to(local_rank)\n", True, id="hint-parameter"),
+    pytest.param("def f(x, opts):\n    return x.to(opts.gpu)\n", True, id="hint-attribute"),
+    pytest.param("def f(x, cfg):\n    return x.to(cfg.dist.local_rank)\n", True, id="hint-long-chain"),
+    pytest.param("def f(x, get):\n    return x.to(get().local_rank)\n", True, id="hint-attribute-of-call"),
+    pytest.param("def f(x, rank):\n    return x.to((rank))\n", True, id="hint-parenthesized"),
+    pytest.param("import os\nr = int(os.environ['LOCAL_RANK'])\nx = x.to(r)\n", True, id="name-from-int"),
+    pytest.param("import os\nr: int = int(os.environ['R'])\nx = x.to(r)\n", True, id="annotated-name"),
+    pytest.param("def f(x, which: int):\n    return x.to(which)\n", True, id="int-parameter"),
+    pytest.param("w = 0\nv = w\nx = x.to(v)\n", True, id="name-from-name"),
+    pytest.param("a = b = 1\nx = x.to(a)\n", True, id="chained-assignment"),
+    pytest.param("n = 2\nx = x.to(n % 2)\n", True, id="arithmetic-on-name"),
+    pytest.param("x = x.to(1 + 1)\n", True, id="arithmetic-on-literal"),
+    pytest.param(
+        "import torch\nimport torch.distributed as dist\nx = x.to(dist.get_rank() % torch.cuda.device_count())\n",
+        True,
+        id="arithmetic-on-calls",
+    ),
+    pytest.param("import torch\nx = torch.zeros(2, device=torch.cuda.current_device())\n", True, id="current-device"),
+    pytest.param(
+        "from torch.cuda import current_device as here\nimport torch\nx = torch.ones(1, device=here())\n",
+        True,
+        id="current-device-alias",
+    ),
+    pytest.param("import torch\nx = torch.ones(1,\n    device=7)\n", True, id="device-keyword-next-line"),
+    pytest.param(
+        "class T:\n    def __init__(self, m):\n        self.idx = 0\n        self.m = m.to(self.idx)\n",
+        True,
+        id="self-attribute-from-int",
+    ),
+    pytest.param(
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--which', type=int)\n"
+        "args = p.parse_args()\nx = x.to(args.which)\n",
+        True,
+        id="argparse-int-option",
+    ),
+    pytest.param("x = x.to(device)\n", False, id="plain-device-name"),
+    pytest.param("import torch\nx = x.to(torch.float16)\n", False, id="dtype"),
+    pytest.param("def f(x, y):\n    return x.to(y.device)\n", False, id="device-of-other-tensor"),
+    pytest.param("def f(x, device=None):\n    return x.to(device)\n", False, id="device-none-default"),
+    pytest.param("def f(x, device: str | None = None, n: int = 1):\n    return x.to(device)\n", False, id="int-next-parameter"),
+    pytest.param("x = x.to(1.0)\n", False, id="float-literal"),
+    pytest.param("# x = x.to(0)\ny = 1\n", False, id="only-in-comment"),
+    pytest.param('def f():\n    """x.to(0) moves it."""\n', False, id="only-in-docstring"),
+    pytest.param("device = 0 if ok else 1\nx = x.to(dev)\n", False, id="device-assignment-not-a-keyword"),
+]
+
+
+# (source, rule code, does it wake): the other rules with a wake test of their own.
+OTHER_WAKES = [
+    pytest.param("import torch\nidx = torch.LongTensor([1, 2])\n", "CN106", False, id="cn106-cpu-type"),
+    pytest.param("import torch\nx = torch.cuda.FloatTensor(2)\n", "CN106", True, id="cn106-cuda-type"),
+    pytest.param("import torch.cuda as tc\nx = tc.HalfTensor(2)\n", "CN106", True, id="cn106-module-alias"),
+    pytest.param("from utils import FloatTensor\nm = m.type(FloatTensor)\n", "CN106", True, id="cn106-project-alias"),
+    pytest.param("import torch\nx = torch.cuda.synchronize()\n", "CN106", False, id="cn106-cuda-without-types"),
+    pytest.param("import multiprocessing as mp\np = mp.Process(target=work)\n", "CN803", False, id="cn803-no-device"),
+    pytest.param("import multiprocessing as mp\nmp.set_start_method('fork')\n", "CN803", True, id="cn803-fork"),
+    pytest.param(
+        "from multiprocessing import get_context as ctx_of\nctx = ctx_of('fork')\n", "CN803", True, id="cn803-alias"
+    ),
+    pytest.param(
+        "import multiprocessing as mp\nx = x.to('neuron')\np = mp.Pool(2)\n", "CN803", True, id="cn803-device-string"
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "code", "wakes"), OTHER_WAKES)
+def test_other_wake_tests(source, code, wakes):
+    assert catalog()[code].wakes(code_text(source.encode())) == wakes
+    config = Config()
+    for fix in (False, True):
+        _, filtered = process_python_findings("snippet.py", source.encode(), config, RunOptions(fix=fix))
+        assert _key(filtered) == _key(_unfiltered("snippet.py", source.encode(), config, fix))
+
+
+def _unfiltered(path: str, data: bytes, config: Config, fix: bool):
+    rule_types = tuple(r for r in rules_for(config, path) if "python" in r.file_kinds)
+    module = parse_bytes(data)
+    if not fix:
+        return lint_module(module, rule_types, path, config.settings)
+    outcome = fix_module(module, rule_types, path, config.settings)
+    return outcome.applied + outcome.remaining
+
+
+def _key(findings):
+    return sorted((f.code, f.span, f.message, f.fix, f.applied) for f in findings)
+
+
+@pytest.mark.parametrize(("source", "reported"), SNIPPETS)
+@pytest.mark.parametrize("fix", [False, True], ids=["check", "migrate"])
+def test_catalog_finds_the_same_with_and_without_prefilter(source, reported, fix):
+    data = source.encode()
+    config = Config()
+    _, filtered = process_python_findings("snippet.py", data, config, RunOptions(fix=fix))
+    everything = _unfiltered("snippet.py", data, config, fix)
+    assert _key(filtered) == _key(everything)
+    assert any(f.code == "CN107" for f in everything) == reported
+
+
+@pytest.mark.parametrize(("source", "reported"), SNIPPETS)
+def test_cn107_wakes_where_it_reports_and_sleeps_on_plain_devices(source, reported):
+    # Every reported shape must wake the rule; the shapes it never reports should not (that is
+    # what saves the parse of most files of a model library).
+    assert CN107.wakes(code_text(source.encode())) == reported
+
+
+def _python_invalid_examples():
+    for code, rule in catalog().items():
+        if "python" not in rule.file_kinds:
+            continue
+        for i, ex in enumerate(rule.INVALID):
+            source = ex if isinstance(ex, str) else ex.source
+            if isinstance(ex, str) or ex.path.endswith(".py"):
+                yield pytest.param(rule, source, id=f"{code}-invalid-{i}")
+
+
+@pytest.mark.parametrize(("rule", "source"), list(_python_invalid_examples()))
+def test_every_rule_wakes_on_its_invalid_examples(rule, source):
+    assert rule.wakes(code_text(source.encode()))
