@@ -37,6 +37,8 @@ Trees:  ORIGINAL PORT        the pair written by `cuda2neuron migrate --out PORT
 Modes:  --entry module:callable   build() returns (model, inputs[, optimizer]), a dict with
                                   model/inputs/optimizer, or a training-step function
         --script train.py -- ARGS run the script unmodified, record the first --steps steps
+        --nproc N                 distributed: N ranks per run, each run its own rendezvous
+                                  (or --script torchrun -- --nproc_per_node=N train.py ARGS)
 
 \b
 Examples:
@@ -94,12 +96,16 @@ def _parse_tolerances(items: tuple[str, ...]) -> dict[str, float]:
 @click.option("--seed", type=int, help="Seed for random, numpy and torch in every run (default 0).")
 @click.option("--tolerance", "tolerances", multiple=True, metavar="NAME=VALUE",
               help="Override a tolerance: pass_factor, warn_factor, floor_<dtype>, residency_fail_share, ...")
+@click.option("--nproc", type=click.IntRange(min=1), metavar="N",
+              help="Distributed: run each side as N ranks, launched like torchrun --nproc_per_node=N "
+                   "(the original on gloo, the port on the neuron process group).")
 @click.option("--no-golden", is_flag=True, help="Skip the float64 golden run; compare port and reference directly.")
 @click.option("--port-device", type=click.Choice(["neuron", "cpu"]), default="neuron", hidden=True)
 @click.pass_context
 def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | None, script: str | None,
                      steps: int | None, rev: str | None, report_path: Path | None, timeout: float | None,
-                     seed: int | None, tolerances: tuple[str, ...], no_golden: bool, port_device: str) -> None:
+                     seed: int | None, tolerances: tuple[str, ...], no_golden: bool, port_device: str,
+                     nproc: int | None) -> None:
     from cuda2neuron.core import ConfigError, load_validate_table
     from cuda2neuron.validate._request import RequestError, build_request
     from cuda2neuron.validate._trees import TreeError, resolve_trees
@@ -119,7 +125,7 @@ def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | N
             table = load_validate_table(trees.port)
             request = build_request(
                 trees, table, entry=entry, script=script, args=script_args, steps=steps, timeout=timeout, seed=seed,
-                tolerances=overrides, golden=not no_golden, port_device=port_device,
+                tolerances=overrides, golden=not no_golden, port_device=port_device, nproc=nproc,
             )
         except ConfigError as exc:
             raise UsageError(str(exc)) from None

@@ -11,7 +11,12 @@ subprocess, before any user code is imported. It maps:
 * `torch.autocast("cuda")` / `torch.cuda.amp.autocast` -> CPU autocast with the same dtype
   (float16 when none is given, like CUDA);
 * `torch.amp.GradScaler("cuda")` / `torch.cuda.amp.GradScaler` -> a working CPU GradScaler;
-* `torch.distributed.init_process_group("nccl")` -> gloo; `Tensor.pin_memory()` -> identity;
+* `torch.distributed.init_process_group("nccl")` -> gloo, its `device_id=cuda:N` dropped (a gloo
+  group on the CPU has no device to bind); `DistributedDataParallel(device_ids=[local_rank],
+  output_device=...)` -> the CPU form (DDP refuses device_ids for CPU modules);
+  `init_device_mesh("cuda", ...)` -> a CPU mesh; `device_count()` is the launch's
+  LOCAL_WORLD_SIZE (1 outside a distributed launch), `set_device(N)` is remembered by
+  `current_device()`; `Tensor.pin_memory()` -> identity;
 * `torch.Generator(device="cuda")` -> a CPU generator.
 
 Randomness: validate draws every random number from the one CPU default generator in every run
@@ -27,6 +32,8 @@ CUDA graphs and NCCL-only features cannot run.
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import time
 import types
 from typing import Any
@@ -119,6 +126,30 @@ class _Stream:
         return True
 
 
+_CURRENT = [0]  # the index torch.cuda.set_device was given (a rank's local rank)
+
+
+def _set_device(device: Any) -> None:
+    # Trap: the index is not validated against device_count — the launch decides how many
+    # devices there are, and torch.cuda.set_device(local_rank) must work on every rank.
+    if isinstance(device, torch.device):
+        index = device.index
+    elif isinstance(device, str):
+        index = torch.device(device).index
+    else:
+        index = device
+    if isinstance(index, int) and index >= 0:
+        _CURRENT[0] = index
+
+
+def _device_count() -> int:
+    """One device per local rank, as on a node launched with --nproc_per_node=#GPUs."""
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
 def _props(device: Any = None) -> types.SimpleNamespace:
     return types.SimpleNamespace(name="cuda2neuron CUDA-on-CPU shim", total_memory=0, major=8, minor=0,
                                  multi_processor_count=1)
@@ -137,9 +168,9 @@ def _patch_device_module(golden: bool, source: str) -> None:
         "is_available": lambda: True,
         "is_initialized": lambda: True,
         "init": noop,
-        "device_count": lambda: 1,
-        "current_device": lambda: 0,
-        "set_device": noop,
+        "device_count": _device_count,
+        "current_device": lambda: _CURRENT[0],
+        "set_device": _set_device,
         "synchronize": noop,
         "empty_cache": noop,
         "ipc_collect": noop,
@@ -279,10 +310,70 @@ def _patch_distributed() -> None:
             backend = backend.replace("nccl", "gloo")
         if isinstance(kwargs.get("backend"), str):
             kwargs["backend"] = kwargs["backend"].replace("nccl", "gloo")
+        device_id = kwargs.get("device_id")
+        if device_id is not None and _is_source(device_id, "cuda"):
+            # Binding a group to a device is for NCCL's eager init; torch refuses a CUDA device
+            # id without CUDA, and a gloo group on the CPU needs none.
+            kwargs["device_id"] = None
         return original(backend, *args, **kwargs)
 
     dist.init_process_group = init_process_group
     dist.is_nccl_available = lambda: True
+    _patch_ddp()
+    _patch_device_mesh()
+
+
+def _patch_ddp() -> None:
+    """DDP(model, device_ids=[local_rank], output_device=local_rank) on the CPU.
+
+    Trap: DDP raises for a CPU module given device_ids ("device_ids ... only work with single-device
+    GPU modules or CPU modules"): on the CPU both must be None. Patched on the class itself, so
+    `from torch.nn.parallel import DistributedDataParallel as DDP` (bound before or after the
+    shim) gets it, and subclasses too.
+    """
+    from torch.nn.parallel import DistributedDataParallel
+
+    original = DistributedDataParallel.__init__
+    if getattr(original, "_cuda2neuron_shim", False):
+        return
+
+    @functools.wraps(original)
+    def __init__(self: Any, module: Any, *args: Any, **kwargs: Any) -> None:
+        # (module, device_ids=None, output_device=None, dim=0, ...): move the first two to keywords.
+        for name, value in zip(("device_ids", "output_device"), args[:2]):
+            kwargs[name] = value
+        args = args[2:]
+        on_cpu = all(p.device.type == "cpu" for p in module.parameters())
+        if on_cpu:
+            ids = kwargs.get("device_ids")
+            if ids is not None and all(_is_source(d, "cuda") for d in ids):
+                kwargs["device_ids"] = None
+            out = kwargs.get("output_device")
+            if out is not None and _is_source(out, "cuda"):
+                kwargs["output_device"] = None
+        original(self, module, *args, **kwargs)
+
+    __init__._cuda2neuron_shim = True  # type: ignore[attr-defined]
+    DistributedDataParallel.__init__ = __init__  # type: ignore[method-assign]
+
+
+def _patch_device_mesh() -> None:
+    """init_device_mesh("cuda", shape) -> a CPU mesh (FSDP2 / tensor-parallel setups build one)."""
+    try:
+        import torch.distributed.device_mesh as device_mesh
+    except ImportError:  # pragma: no cover - torch built without it
+        return
+    original = device_mesh.init_device_mesh
+
+    @functools.wraps(original)
+    def init_device_mesh(device_type: str, *args: Any, **kwargs: Any) -> Any:
+        if _is_source(device_type, "cuda"):
+            device_type = "cpu"
+        return original(device_type, *args, **kwargs)
+
+    device_mesh.init_device_mesh = init_device_mesh
+    if hasattr(torch.distributed, "init_device_mesh"):
+        torch.distributed.init_device_mesh = init_device_mesh  # type: ignore[attr-defined]
 
 
 def _patch_is_device(source: str) -> None:

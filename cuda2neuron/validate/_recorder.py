@@ -51,8 +51,23 @@ def tensor_record(t: torch.Tensor) -> dict[str, Any]:
         return _tensor_record(t)
 
 
+def _local(t: torch.Tensor) -> torch.Tensor:
+    """A DTensor (FSDP2's sharded parameters and gradients) as this rank's shard; others as is.
+
+    Each rank's shard is what rank r of the port is compared with: the reference shards the same
+    way on the same world size.
+    """
+    import sys
+
+    module = sys.modules.get("torch.distributed.tensor")  # loaded by whoever made a DTensor
+    dtensor = getattr(module, "DTensor", None) if module is not None else None
+    if dtensor is not None and isinstance(t, dtensor):
+        return t.to_local()
+    return t
+
+
 def _tensor_record(t: torch.Tensor) -> dict[str, Any]:
-    t = t.detach()
+    t = _local(t.detach())
     if t.device.type == "cpu":
         host = t.contiguous()
     elif _CPU_ALIAS is not None and t.device.type == torch._C._get_privateuse1_backend_name():
@@ -66,6 +81,7 @@ def _tensor_record(t: torch.Tensor) -> dict[str, Any]:
         "dtype": str(t.dtype).replace("torch.", ""),
         "shape": tuple(t.shape),
         "device": t.device.type,
+        "device_index": t.device.index,  # which device of a multi-device node (one per rank)
         "data": host.reshape(-1).view(torch.uint8).numpy().tobytes(),
         "host_dtype": str(host.dtype).replace("torch.", ""),
         "host_shape": tuple(host.shape),
@@ -388,4 +404,17 @@ def _load_state(module: nn.Module, state: dict[str, dict[str, Any]]) -> None:
         tensors[k] = t
     # load_state_dict copies into the existing parameters in place (casting dtype, moving device),
     # so an optimizer that already holds them keeps working.
-    module.load_state_dict(tensors, strict=True)
+    current = module.state_dict()
+    sharded = {k for k, v in current.items() if _local(v) is not v}
+    if not sharded:
+        module.load_state_dict(tensors, strict=True)
+        return
+    # FSDP2: each rank got the reference rank's own shards; copy them into the local shards
+    # (load_state_dict would mix a plain tensor into a DTensor copy).
+    with torch.no_grad():
+        for k in sharded:
+            _local(current[k]).copy_(tensors.pop(k))
+    missing, unexpected = module.load_state_dict(tensors, strict=False)
+    if set(missing) - sharded or unexpected:
+        raise RuntimeError(f"validate: initial weights do not match the module (missing {sorted(set(missing) - sharded)}, "
+                           f"unexpected {sorted(unexpected)})")

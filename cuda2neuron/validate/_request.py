@@ -35,6 +35,7 @@ class ValidateRequest:
     seed: int = DEFAULT_SEED
     golden: bool = True
     port_device: str = "neuron"  # "cpu" only for tests that run without the emulator
+    nproc: int = 1  # ranks per run (torchrun's --nproc_per_node); 1: one process per run
     tolerances: Tolerances = field(default_factory=Tolerances)
     original_label: str = ""
     port_label: str = ""
@@ -65,6 +66,7 @@ def build_request(
     tolerances: Mapping[str, float] | None = None,
     golden: bool = True,
     port_device: str = "neuron",
+    nproc: int | None = None,
 ) -> ValidateRequest:
     """The request for ``trees``; ``None`` options fall back to ``table``, then to the defaults.
 
@@ -82,6 +84,12 @@ def build_request(
     if not entry and not script:
         raise RequestError("give --entry module:callable or --script train.py "
                            "(or set entry/script in [tool.cuda2neuron.validate])")
+    launch_nproc = None
+    if script and _is_launcher(script):
+        script, args, launch_nproc = _torchrun_command(script, tuple(args))
+    nproc = nproc if nproc is not None else launch_nproc if launch_nproc is not None else table.get("nproc", 1)
+    if type(nproc) is not int or nproc < 1:
+        raise RequestError(f"nproc must be a whole number of ranks, 1 or more; got {nproc!r}", option="--nproc")
     if args and not script:
         raise RequestError("arguments after -- are for --script only")
     try:
@@ -93,5 +101,56 @@ def build_request(
         args=tuple(args), steps=steps or int(table.get("steps", DEFAULT_STEPS)),
         timeout=timeout or float(table.get("timeout", DEFAULT_TIMEOUT)),
         seed=seed if seed is not None else int(table.get("seed", DEFAULT_SEED)), golden=golden,
-        port_device=port_device, tolerances=tol, original_label=trees.original_label, port_label=trees.port_label,
+        port_device=port_device, nproc=nproc, tolerances=tol, original_label=trees.original_label, port_label=trees.port_label,
     )
+
+
+# torchrun's spellings: the console script, and `python -m torch.distributed.run` given as
+# `--script torch.distributed.run`.
+_LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+# torchrun options that take a value (a separate word unless written NAME=VALUE).
+_LAUNCHER_VALUE_OPTIONS = frozenset({
+    "--nproc-per-node", "--nproc_per_node", "--nnodes", "--node-rank", "--node_rank", "--master-addr",
+    "--master_addr", "--master-port", "--master_port", "--rdzv-backend", "--rdzv_backend", "--rdzv-endpoint",
+    "--rdzv_endpoint", "--rdzv-id", "--rdzv_id", "--rdzv-conf", "--rdzv_conf", "--max-restarts",
+    "--max_restarts", "--monitor-interval", "--monitor_interval", "--start-method", "--start_method",
+    "--role", "--log-dir", "--log_dir", "-r", "--redirects", "-t", "--tee", "--local-addr", "--local_addr",
+    "--logs-specs", "--logs_specs", "--local-ranks-filter", "--local_ranks_filter",
+})
+
+
+def _is_launcher(script: str) -> bool:
+    return script in _LAUNCHERS or script.rsplit("/", 1)[-1] == "torchrun"
+
+
+def _torchrun_command(launcher: str, args: tuple[str, ...]) -> tuple[str, tuple[str, ...], int | None]:
+    """``--script torchrun -- --nproc_per_node=2 train.py --steps 3`` -> ("train.py", ("--steps", "3"), 2).
+
+    validate launches the ranks itself (each run its own rendezvous), so the launcher's own
+    options are read for the rank count and otherwise dropped; one node only.
+    """
+    nproc: int | None = None
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if not word.startswith("-"):
+            break
+        name, eq, value = word.partition("=")
+        if name in _LAUNCHER_VALUE_OPTIONS and not eq:
+            if i + 1 >= len(args):
+                raise RequestError(f"{launcher} {name} needs a value")
+            value, i = args[i + 1], i + 1
+        if name in ("--nproc-per-node", "--nproc_per_node"):
+            if not value.isdigit() or int(value) < 1:
+                raise RequestError(f"{launcher} {name}={value}: validate needs a number of ranks (not 'gpu' or "
+                                   "'auto': there is no GPU to count)", option="--nproc")
+            nproc = int(value)
+        elif name == "--nnodes" and value not in ("1", "1:1"):
+            raise RequestError(f"{launcher} --nnodes={value}: validate runs one node; give --nproc_per_node")
+        elif name == "-m" or name == "--module":
+            raise RequestError(f"{launcher} -m: validate runs a script file; give the module's path")
+        i += 1
+    if i >= len(args):
+        raise RequestError(f"--script {launcher}: name the training script after the launcher's options "
+                           f"(--script {launcher} -- --nproc_per_node=2 train.py ARGS)")
+    return args[i], args[i + 1:], nproc

@@ -6,6 +6,12 @@ neuron device). Each sends length-prefixed frames through its own pipe; a reader
 feeds one queue, and a record is compared — then dropped — as soon as every live run produced
 it. The reference's initial weights are forwarded to the other runs' stdin the moment they
 arrive. Nothing is written to disk but each run's stdout/stderr.
+
+Distributed (`nproc` > 1): each of the three runs is N rank processes started the way torchrun
+starts them (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/MASTER_PORT in the environment), and each
+run has its own rendezvous port, so the three groups never meet. Rank r of the port is compared
+with rank r of the reference: every record key starts with ``rank<r>/``, so a divergence names
+the rank.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import os
 import queue
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -53,6 +60,7 @@ _RUN_NAMES = {"reference": "original", "golden": "golden", "port": "port"}
 @dataclass
 class _Run:
     role: str
+    rank: int | None  # None: a single, non-distributed process
     tree: Path
     proc: subprocess.Popen[bytes]
     rfd: int
@@ -65,22 +73,73 @@ class _Run:
     finished: bool = False
     failure: RunFailure | None = None
     audit: dict[str, Any] | None = None
+    ties: dict[int, list[Any]] = field(default_factory=dict)
+    # Device indices the run's model tensors lived on ("neuron:1" -> 1): one per rank, distinct.
+    devices: dict[int | None, str] = field(default_factory=dict)
+    # Killed by validate because another rank of the same run failed: its own end is no news.
+    aborted: bool = False
+
+    @property
+    def name(self) -> str:
+        """How reports name this process: "port", or "port rank 1" in a distributed run."""
+        return self.role if self.rank is None else f"{self.role} rank {self.rank}"
 
 
-def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path) -> _Run:
+# torchrun's per-worker variables (and the launcher's own): a distributed run gets fresh values,
+# the ones validate itself inherited (validate started from a torchrun shell) never leak in.
+_LAUNCH_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+                "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT",
+                "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
+                "TORCHELASTIC_USE_AGENT_STORE")
+
+
+def _free_ports(n: int) -> list[int]:
+    """``n`` distinct free TCP ports on the loopback interface, one rendezvous per run.
+
+    All sockets stay bound until every port is known, so the same port is never handed out
+    twice; the short window between closing and the rank's bind is the one torchrun has too.
+    """
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _launch_env(rank: int, world: int, master_port: int) -> dict[str, str]:
+    """The environment torchrun gives one worker of a single-node job."""
+    return {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world),
+            "GROUP_RANK": "0", "GROUP_WORLD_SIZE": "1", "ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": str(world),
+            "ROLE_NAME": "default", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(master_port),
+            "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0",
+            "TORCHELASTIC_RUN_ID": "cuda2neuron-validate", "TORCHELASTIC_USE_AGENT_STORE": "False"}
+
+
+def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path, rank: int | None = None,
+           master_port: int | None = None) -> _Run:
     rfd, wfd = os.pipe()
     config = WorkerConfig(role=role, tree=tree, fd=wfd, mode=request.mode, entry=request.entry,
                           script=request.script, args=request.args, steps=request.steps, seed=request.seed,
                           port_device=request.port_device)
-    tmp = workdir / role
+    name = role if rank is None else f"{role}.rank{rank}"
+    tmp = workdir / name
     tmp.mkdir()
     env = dict(os.environ)
+    if master_port is not None:
+        for var in _LAUNCH_VARS:
+            env.pop(var, None)
+        env.update(_launch_env(rank if rank is not None else 0, request.nproc, master_port))
     # Each run gets its own TMPDIR: scripts that checkpoint to tempfile.gettempdir() would race.
     env.update(TMPDIR=str(tmp), PYTHONHASHSEED=str(request.seed), OMP_NUM_THREADS="1",
                CUBLAS_WORKSPACE_CONFIG=":4096:8", PYTHONUNBUFFERED="1",
                # no __pycache__ folders in the user's trees
                PYTHONDONTWRITEBYTECODE="1")
-    out_path, err_path = workdir / f"{role}.stdout", workdir / f"{role}.stderr"
+    out_path, err_path = workdir / f"{name}.stdout", workdir / f"{name}.stderr"
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "cuda2neuron.validate._worker", config.to_json()],
@@ -88,20 +147,20 @@ def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path) -> _R
             start_new_session=True,
         )
     os.close(wfd)
-    return _Run(role, tree, proc, rfd, out_path, err_path)
+    return _Run(role, rank, tree, proc, rfd, out_path, err_path)
 
 
-def _reader(run: _Run, q: queue.Queue[tuple[str, Any]]) -> None:
+def _reader(run: _Run, q: queue.Queue[tuple[_Run, Any]]) -> None:
     with os.fdopen(run.rfd, "rb", buffering=1 << 16) as stream:
         try:
             while True:
                 frame = read_frame(stream)
                 if frame is None:
                     break
-                q.put((run.role, frame))
+                q.put((run, frame))
         except (FrameError, EOFError, OSError) as exc:
-            q.put((run.role, {"type": "broken", "message": str(exc)}))
-    q.put((run.role, None))
+            q.put((run, {"type": "broken", "message": str(exc)}))
+    q.put((run, None))
 
 
 def _writer(run: _Run) -> None:
@@ -144,7 +203,10 @@ class _Comparator:
         self.request = request
         self.live = {"reference", "port"} | ({"golden"} if request.golden else set())
         self.pending: dict[str, dict[str, dict[str, Any]]] = {}
-        self.order: dict[str, int] = {}
+        # (position in its rank's stream, rank): ranks interleave in a fixed order, however their
+        # records happened to arrive, so the first divergence is the same from run to run.
+        self.order: dict[str, tuple[int, int]] = {}
+        self._per_rank: dict[int, int] = {}
         self.results: dict[str, TensorComparison] = {}
         self.extra_in_port: list[str] = []
         self.ref_on_cuda = ref_on_cuda
@@ -154,8 +216,10 @@ class _Comparator:
 
     def add(self, role: str, rec: dict[str, Any]) -> None:
         key = rec["key"]
-        if role == "reference":
-            self.order.setdefault(key, len(self.order))
+        if role == "reference" and key not in self.order:
+            rank = rec.get("rank", 0)
+            self._per_rank[rank] = self._per_rank.get(rank, 0) + 1
+            self.order[key] = (self._per_rank[rank], rank)
             if rec.get("module_path") and rec.get("module_class"):
                 self.module_classes.setdefault(rec["module_path"], rec["module_class"])
         self.pending.setdefault(key, {})[role] = rec
@@ -175,11 +239,12 @@ class _Comparator:
             return
         golden = have.get("golden")
         port = have.get("port")
-        name = ref.get("module_path") or ""
+        # Per rank: an FSDP shard of a parameter differs in shape from rank to rank.
+        name = f"{ref['rank']}|{ref.get('module_path') or ''}" if "rank" in ref else ref.get("module_path") or ""
         ignore = self.noisy.get(name) if ref["kind"] == "param" else None
         self.results[key] = compare_records(key, ref, port, golden, self.request.tolerances,
                                             self.ref_on_cuda[0], ignore=ignore)
-        if ref["kind"] == "grad" and name:
+        if ref["kind"] == "grad" and ref.get("module_path"):
             noisy = noise_elements(ref, golden if golden is not None else port)
             if noisy is not None:
                 self.noisy[name] = noisy if name not in self.noisy else self.noisy[name] | noisy
@@ -207,7 +272,7 @@ class _Comparator:
                              float("nan"), None, None, None, 0, Verdict.FAIL, "produced by the port only")
             for key in self.extra_in_port
         ]
-        ordered = sorted(self.results.values(), key=lambda c: self.order.get(c.key, 1 << 30))
+        ordered = sorted(self.results.values(), key=lambda c: self.order.get(c.key, (1 << 30, 0)))
         return ordered + extra
 
 
@@ -236,60 +301,81 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
                                 original=request.original_label or str(request.original),
                                 port=request.port_label or str(request.port), golden_used=False,
                                 failures=(setup_failure,))
-    q: queue.Queue[tuple[str, Any]] = queue.Queue()
+    q: queue.Queue[tuple[_Run, Any]] = queue.Queue()
     roles = [r for r in ROLES if r != "golden" or request.golden]
     trees = {"reference": request.original, "golden": request.original, "port": request.port}
     workdir = Path(tempfile.mkdtemp(prefix="cuda2neuron-validate-runs-"))
-    runs: dict[str, _Run] = {}
+    # role -> its processes: one, or one per rank.
+    runs: dict[str, list[_Run]] = {}
     threads: list[threading.Thread] = []
     ref_on_cuda = [False]
     comparator = _Comparator(request, ref_on_cuda)
     classes: dict[str, dict[str, Any]] = {}
     port_classes: list[tuple[str, int, int, tuple[tuple[int, int], ...]]] = []
     notes: list[str] = []
-    ties: dict[str, dict[int, list[Any]]] = {}
     t0 = time.perf_counter()
-    timed_out: list[str] = []
+    timed_out: list[_Run] = []
+    distributed = request.nproc > 1 or _launched_distributed()
+    ranks: list[int | None] = list(range(request.nproc)) if distributed else [None]
+    ports = _free_ports(len(roles)) if distributed else [None] * len(roles)
     try:
-        progress(f"running {', '.join(_RUN_NAMES[r] for r in roles[:-1])} and {_RUN_NAMES[roles[-1]]} ...")
-        for role in roles:
-            runs[role] = _spawn(role, trees[role], request, workdir)
-            for target in (_reader, _writer):
-                th = threading.Thread(target=target, args=(runs[role], q) if target is _reader else (runs[role],),
-                                      daemon=True)
-                th.start()
-                threads.append(th)
-        open_streams = set(roles)
+        progress(f"running {', '.join(_RUN_NAMES[r] for r in roles[:-1])} and {_RUN_NAMES[roles[-1]]}"
+                 + (f" ({request.nproc} ranks each)" if request.nproc > 1 else "") + " ...")
+        for role, master_port in zip(roles, ports):
+            runs[role] = [_spawn(role, trees[role], request, workdir, rank, master_port) for rank in ranks]
+            for run in runs[role]:
+                for target in (_reader, _writer):
+                    th = threading.Thread(target=target, args=(run, q) if target is _reader else (run,), daemon=True)
+                    th.start()
+                    threads.append(th)
+        open_streams = {id(run): run for role in roles for run in runs[role]}
+        still_open = {role: len(runs[role]) for role in roles}
         deadline = t0 + request.timeout
         while open_streams:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
-                timed_out = sorted(open_streams)
+                timed_out = [r for r in open_streams.values() if not r.aborted]
                 break
             try:
-                role, frame = q.get(timeout=remaining)
+                run, frame = q.get(timeout=remaining)
             except queue.Empty:
                 continue
-            run = runs[role]
+            role = run.role
             if frame is None:
-                open_streams.discard(role)
+                open_streams.pop(id(run), None)
                 run.stdin_q.put(None)
-                if not run.finished and run.failure is None:
+                if not run.finished and run.failure is None and not run.aborted:
                     run.proc.wait()
-                    run.failure = RunFailure(role, "crash", f"exited with status {run.proc.returncode} without a result",
+                    run.failure = RunFailure(run.name, "crash",
+                                             f"exited with status {run.proc.returncode} without a result",
                                              _tail(run.stderr_path))
-                comparator.drop_role(role)
+                if run.failure is not None:
+                    # The other ranks would wait in their next collective until gloo's timeout.
+                    for sibling in runs[role]:
+                        if sibling is not run and not sibling.finished and sibling.failure is None:
+                            sibling.aborted = True
+                            _kill(sibling)
+                still_open[role] -= 1
+                if still_open[role] == 0:
+                    comparator.drop_role(role)
                 if role == "reference" and run.failure is not None:
                     break  # the original itself fails: nothing to compare against
                 continue
             kind = frame["type"]
             if kind == "tensor":
+                if run.rank is not None:
+                    frame["key"] = f"rank{run.rank}/{frame['key']}"
+                    frame["rank"] = run.rank
+                if frame["kind"] in ("forward", "param") and frame["device"] != "cpu":
+                    run.devices.setdefault(frame.get("device_index"), frame["key"])
                 comparator.add(role, frame)
                 run.records += 1
             elif kind == "init_state" and role == "reference":
                 for other in roles:
                     if other != "reference":
-                        runs[other].stdin_q.put(frame)
+                        for peer in runs[other]:
+                            if peer.rank == run.rank:
+                                peer.stdin_q.put(frame)
             elif kind == "class":
                 if role == "reference":
                     classes.setdefault(frame["class"], frame)
@@ -297,7 +383,7 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
                     port_classes.append((frame["file"], frame["start"], frame["end"],
                                          tuple(tuple(r) for r in frame.get("init", ()))))
             elif kind == "ties":
-                ties.setdefault(role, {})[frame["root"]] = frame["groups"]
+                run.ties[frame["root"]] = frame["groups"]
             elif kind == "hello":
                 run.device = frame["device"]
                 if role == "reference" and frame["device"].startswith("cuda"):
@@ -307,44 +393,50 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
             elif kind == "done":
                 run.finished, run.seconds = True, frame["seconds"]
             elif kind == "error":
-                run.failure = RunFailure(role, frame["kind"], frame["message"],
+                run.failure = RunFailure(run.name, frame["kind"], frame["message"],
                                          frame["traceback"] or _tail(run.stderr_path))
             elif kind == "broken":
-                run.failure = RunFailure(role, "crash", f"record stream broken: {frame['message']}", _tail(run.stderr_path))
+                run.failure = RunFailure(run.name, "crash", f"record stream broken: {frame['message']}",
+                                         _tail(run.stderr_path))
     finally:
-        for run in runs.values():
-            run.stdin_q.put(None)
-            _kill(run)
+        for role_runs in runs.values():
+            for run in role_runs:
+                run.stdin_q.put(None)
+                _kill(run)
     failures: list[RunFailure] = []
-    for role in timed_out:
-        failures.append(RunFailure(role, "timeout", f"no result within {request.timeout:g} s (all runs together)",
-                                   _tail(runs[role].stderr_path)))
+    for run in timed_out:
+        failures.append(RunFailure(run.name, "timeout", f"no result within {request.timeout:g} s (all runs together)",
+                                   _tail(run.stderr_path)))
     golden_used = request.golden
     for role in roles:
-        fail = runs[role].failure
-        if fail is None or role in timed_out:
-            continue
-        if role == "golden":
-            golden_used = False
-            notes.append(f"float64 golden run failed ({fail.message}); the port was compared with the reference "
-                         "using per-dtype thresholds")
-        else:
-            failures.append(fail)
-    if request.golden and "golden" in timed_out:
-        failures = [f for f in failures if f.role != "golden"]
+        for run in runs[role]:
+            fail = run.failure
+            if fail is None or run in timed_out:
+                continue
+            if role == "golden":
+                if golden_used:
+                    notes.append(f"float64 golden run failed ({fail.message}); the port was compared with the "
+                                 "reference using per-dtype thresholds")
+                golden_used = False
+            else:
+                failures.append(fail)
+    if request.golden and any(run.role == "golden" for run in timed_out):
+        failures = [f for f in failures if not f.role.startswith("golden")]
         golden_used = False
         notes.append("float64 golden run timed out; the port was compared with the reference")
-    for root, groups in ties.get("reference", {}).items():
-        port_groups = ties.get("port", {}).get(root)
+    ref_ties = runs["reference"][0].ties
+    port_ties = runs["port"][0].ties
+    for root, groups in ref_ties.items():
+        port_groups = port_ties.get(root)
         if port_groups is not None and port_groups != groups:
             untied = [", ".join(g) for g in groups if g not in port_groups]
             notes.append(
                 f"weights shared in the original are separate parameters in the port ({'; '.join(untied)}): moving a "
                 "module to a PrivateUse1 device such as neuron re-creates its parameters module by module, which "
                 "unties shared weights — tie them again after .to(...)")
-    ref_ok = runs["reference"].finished and runs["reference"].failure is None
-    port_ok = runs["port"].finished and runs["port"].failure is None
-    comparisons = tuple(comparator.finish(port_ok, ref_ok))
+    ref_ok = all(r.finished and r.failure is None for r in runs["reference"])
+    port_ok = all(r.finished and r.failure is None for r in runs["port"])
+    comparisons = tuple(comparator.finish(port_ok, ref_ok)) + _shared_devices(runs["port"])
     fallback = request.entry.split(":")[0].replace(".", "/") + ".py" if request.entry else request.script
     divergence = None
     first_fail = next((c for c in comparisons if c.verdict is Verdict.FAIL), None)
@@ -352,9 +444,10 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
         divergence = localise(first_fail, request.original, classes, comparator.module_classes, fallback)
         first_files = [f for f in (divergence.class_file, fallback) if f]
         divergence = dataclasses.replace(divergence, hand_edits=hand_edits(request.original, request.port, first_files))
-    audit = audit_from_report(runs["port"].audit, str(request.port), port_classes, request.tolerances,
-                              "" if runs["port"].audit is not None else
-                              f"op accounting unavailable on {runs['port'].device}")
+    port_audit = _merged_audit([r.audit for r in runs["port"]])
+    audit = audit_from_report(port_audit, str(request.port), port_classes, request.tolerances,
+                              "" if port_audit is not None else
+                              f"op accounting unavailable on {runs['port'][0].device}")
     if audit.available and audit.verdict is not Verdict.PASS and divergence is None and port_ok:
         # Residency alone failed: name the edits made by hand after migrate, the files where
         # work ran on the CPU first (a wrong device string moves everything there).
@@ -369,9 +462,8 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
         failures.append(RunFailure("harness", "no-records", "the runs produced no tensors to compare"))
     else:
         verdict = worst(verdicts)
-    infos = tuple(
-        RunInfo(role, str(runs[role].tree), runs[role].device, runs[role].seconds, runs[role].records) for role in roles
-    )
+    infos = tuple(RunInfo(run.name, str(run.tree), run.device, run.seconds, run.records)
+                  for role in roles for run in runs[role])
     shutil.rmtree(workdir, ignore_errors=True)
     return ValidationResult(
         verdict=verdict, mode=request.mode, target=request.target,
@@ -379,6 +471,58 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
         golden_used=golden_used, comparisons=comparisons, divergence=divergence, audit=audit,
         failures=tuple(failures), runs=infos, notes=tuple(notes),
     )
+
+
+def _shared_devices(ranks: list[_Run]) -> tuple[TensorComparison, ...]:
+    """A FAIL for each rank whose model ran on a device an earlier rank already used.
+
+    On the emulator every rank can address neuron:0, so ranks that all pick device 0 (a
+    hard-coded `device_ids=[0]`, `set_device(0)`, `"neuron:0"`) compute the right numbers — on a
+    Trainium node they would fight over one NeuronCore (or the runtime refuses the second
+    process). One device per rank, its local rank, is what torchrun-launched code must use.
+    """
+    owner: dict[int, int] = {}
+    found: list[TensorComparison] = []
+    for run in ranks:
+        if run.rank is None:
+            return ()
+        for index, key in sorted(run.devices.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
+            index = 0 if index is None else index
+            first = owner.setdefault(index, run.rank)
+            if first != run.rank:
+                found.append(TensorComparison(
+                    f"rank{run.rank}/device", "device", 0, None, None, (), None, "-", None, "-", f"neuron:{index}",
+                    float("nan"), float("nan"), float("nan"), None, None, None, 0, Verdict.FAIL,
+                    f"rank {run.rank} ran its model on neuron:{index}, the device of rank {first} (first at {key}): "
+                    f"each rank needs its own NeuronCore — use its LOCAL_RANK (torch.neuron.set_device(local_rank), "
+                    f"device_ids=[local_rank])"))
+    return tuple(found)
+
+
+def _launched_distributed() -> bool:
+    """validate itself was started with a launcher's variables (``WORLD_SIZE=2 cuda2neuron validate``
+    or from a torchrun shell): the script expects them, and each run still needs its own
+    rendezvous, or the three runs would meet on one MASTER_PORT (EADDRINUSE)."""
+    return "WORLD_SIZE" in os.environ or "RANK" in os.environ
+
+
+def _merged_audit(reports: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """One residency report for all ranks of the port: counts add up, host sites are joined."""
+    present = [r for r in reports if r is not None]
+    if len(present) <= 1:
+        return present[0] if present else None
+    merged: dict[str, Any] = {k: sum(r[k] for r in present) for k in
+                              ("device_ops", "device_elements", "cpu_ops", "cpu_elements", "float64_ops", "complex_ops")}
+    details: dict[str, dict[str, Any]] = {}
+    for r in present:
+        for d in r["cpu_op_details"]:
+            have = details.setdefault(d["op"], {"op": d["op"], "count": 0, "elements": 0, "locations": []})
+            have["count"] += d["count"]
+            have["elements"] += d["elements"]
+            have["locations"] = [*have["locations"], *(loc for loc in d["locations"] if loc not in have["locations"])]
+    merged["cpu_op_details"] = list(details.values())
+    merged["api_host_sites"] = sorted({s for r in present for s in r["api_host_sites"]})
+    return merged
 
 
 def _relative(location: str, tree: Path) -> str | None:

@@ -42,6 +42,13 @@ SNIPPETS = {
     "cudnn-flags": ("(setattr(torch.backends.cudnn, 'benchmark', True), torch.backends.cudnn.benchmark)[1]", True),
     "generator-cuda": ("torch.Generator(device='cuda').device.type", "cpu"),
     "properties": ("torch.cuda.get_device_properties(0).major", 8),
+    # distributed: a 1-rank group in this process (the helpers below)
+    "set-device-is-remembered": ("(torch.cuda.set_device(1), torch.cuda.current_device(), torch.cuda.set_device(0))[1]", 1),
+    "nccl-group-with-cuda-device-id": ("_group()", "gloo"),
+    "ddp-device-ids-on-cpu": ("_ddp(lambda m: DDP(m, device_ids=[0], output_device=0))", "cpu"),
+    "ddp-device-ids-positional": ("_ddp(lambda m: DDP(m, [torch.device('cuda', 0)], 0))", "cpu"),
+    "ddp-without-device-ids": ("_ddp(lambda m: DDP(m))", "cpu"),
+    "device-mesh-cuda": ("init_device_mesh('cuda', (1,)).device_type", "cpu"),
 }
 
 HELPERS = textwrap.dedent(
@@ -59,6 +66,19 @@ HELPERS = textwrap.dedent(
         s.step(opt)
         s.update()
         return bool(torch.allclose(p.detach(), torch.full((2,), 0.8)))
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    def _group():
+        if not dist.is_initialized():
+            dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1,
+                                    device_id=torch.device("cuda", 0))
+        return dist.get_backend()
+    def _ddp(wrap):
+        _group()
+        model = wrap(torch.nn.Linear(2, 2).cuda())
+        model(torch.ones(1, 2, device="cuda")).sum().backward()
+        return next(model.parameters()).grad.device.type
     """
 )
 

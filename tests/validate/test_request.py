@@ -20,6 +20,20 @@ GOOD = [
      {"mode": "script", "entry": None, "steps": 2, "seed": 0}),
     ("own-args-beat-table-args", {"script": "train.py", "args": ["--x"]}, {"args": ("--y",)}, {"args": ("--y",)}),
     ("labels-from-trees", {}, {"entry": "e:b"}, {"original_label": "o at HEAD", "port_label": "/p"}),
+    ("one-process-by-default", {}, {"entry": "e:b"}, {"nproc": 1}),
+    ("nproc-option", {}, {"script": "train.py", "nproc": 2}, {"nproc": 2, "script": "train.py"}),
+    ("nproc-from-table", {"script": "train.py", "nproc": 4}, {}, {"nproc": 4}),
+    ("nproc-option-beats-table", {"script": "train.py", "nproc": 4}, {"nproc": 2}, {"nproc": 2}),
+    # a torchrun command line as the script: validate launches the ranks itself
+    ("torchrun-launch", {}, {"script": "torchrun", "args": ("--standalone", "--nproc_per_node=2", "train.py", "--steps", "3")},
+     {"script": "train.py", "args": ("--steps", "3"), "nproc": 2}),
+    ("torchrun-separate-values", {}, {"script": "torch.distributed.run",
+                                      "args": ("--nnodes", "1", "--nproc-per-node", "3", "--master_port", "1234", "t.py")},
+     {"script": "t.py", "args": (), "nproc": 3}),
+    ("torchrun-nproc-option-wins", {}, {"script": "torchrun", "args": ("--nproc_per_node=4", "t.py"), "nproc": 2},
+     {"nproc": 2}),
+    ("torchrun-from-table", {"script": "torchrun", "args": ["--nproc_per_node=2", "train.py", "--x"]}, {},
+     {"script": "train.py", "args": ("--x",), "nproc": 2}),
 ]
 
 
@@ -42,6 +56,14 @@ BAD = [
     ("no-mode", {}, {}, "give --entry module:callable or --script", None),
     ("args-without-script", {}, {"entry": "e:b", "args": ("--x",)}, "for --script only", None),
     ("unknown-tolerance", {}, {"entry": "e:b", "tolerances": {"fudge": 2.0}}, "unknown tolerance", "--tolerance"),
+    ("zero-ranks-in-table", {"script": "t.py", "nproc": 0}, {}, "nproc must be a whole number", "--nproc"),
+    ("ranks-as-text-in-table", {"script": "t.py", "nproc": "2"}, {}, "nproc must be a whole number", "--nproc"),
+    ("torchrun-without-script", {}, {"script": "torchrun", "args": ("--nproc_per_node=2",)}, "name the training script",
+     None),
+    ("torchrun-gpu-count", {}, {"script": "torchrun", "args": ("--nproc_per_node=gpu", "t.py")}, "number of ranks",
+     "--nproc"),
+    ("torchrun-multi-node", {}, {"script": "torchrun", "args": ("--nnodes=2", "t.py")}, "one node", None),
+    ("torchrun-module", {}, {"script": "torchrun", "args": ("-m", "pkg.train")}, "script file", None),
 ]
 
 
