@@ -77,6 +77,9 @@ class DeviceRedirectMode(TorchFunctionMode):
             kwargs["device"] = _map(kwargs["device"], self.source)
         if func is torch.Tensor.to and len(args) > 1:
             args = (args[0], _map(args[1], self.source), *args[2:]) if not isinstance(args[1], (torch.dtype, torch.Tensor)) else args
+        elif func is torch._C._nn._parse_to and args and not isinstance(args[0], (torch.dtype, torch.Tensor)):
+            # nn.Module.to(local_rank): the module's own argument parser sees the bare index.
+            args = (_map(args[0], self.source), *args[1:])
         return func(*args, **kwargs)
 
 

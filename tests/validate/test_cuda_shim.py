@@ -21,6 +21,8 @@ SNIPPETS = {
     "tensor-to-int-index": ("torch.ones(2).to(0).device.type", "cpu"),
     "tensor-to-dtype-untouched": ("str(torch.ones(2).to(torch.float16).dtype)", "torch.float16"),
     "module-cuda": ("next(torch.nn.Linear(2, 2).cuda().parameters()).device.type", "cpu"),
+    "module-to-local-rank-index": ("next(torch.nn.Linear(2, 2).to(1).parameters()).device.type", "cpu"),
+    "module-to-index-and-dtype": ("str(next(torch.nn.Linear(2, 2).to(1, torch.float64).parameters()).dtype)", "torch.float64"),
     "module-to-device": ("next(torch.nn.Linear(2, 2).to(torch.device('cuda')).parameters()).device.type", "cpu"),
     "pin-memory": ("torch.ones(2).pin_memory().sum().item()", 2.0),
     "is-available": ("torch.cuda.is_available()", True),
