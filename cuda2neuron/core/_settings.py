@@ -28,6 +28,10 @@ class ProjectFacts:
     # (``def load_ext(name, sources): return cpp_extension.load(name, sources)``), dotted
     # ``module.function``: a call of one with ``.cu`` files builds CUDA code.
     extension_loaders: frozenset[str] = frozenset()
+    # The top-level names of the kernel modules that reach a kernel (``pkg.ops.norm.rms_norm``
+    # launches one; ``pkg.ops.norm.rms_norm_ref`` is plain torch and is not here). A kernel module
+    # with no name recorded here counts as a kernel as a whole.
+    kernel_names: frozenset[str] = frozenset()
     # Top-level modules and packages of the project itself: an import of one is the project's
     # own code, never a third-party CUDA package of the same name (mamba_ssm inside mamba).
     own_packages: frozenset[str] = frozenset()
@@ -38,6 +42,23 @@ class ProjectFacts:
     def kernel_module(self, module: str) -> bool:
         """Whether ``module`` (dotted) is one of the project's kernel modules or inside one."""
         return _matches(module, self.kernel_modules)
+
+    def reaches_kernel(self, dotted: str) -> bool:
+        """Whether ``dotted`` (a kernel module, or a name inside one) runs GPU kernels: the module
+        itself, a submodule, or a name the sweep saw reach a kernel (every name when it recorded
+        none for that module)."""
+        parts = dotted.split(".")
+        for i in range(len(parts), 0, -1):
+            head = ".".join(parts[:i])
+            known = next((k for k in self.kernel_modules if head == k or ("." in head and k.endswith("." + head))), None)
+            if known is None:
+                continue
+            if i == len(parts):
+                return True
+            name = f"{known}.{parts[i]}"
+            recorded = any(n.startswith(known + ".") for n in self.kernel_names)
+            return not recorded or name in self.kernel_names or name in self.kernel_modules
+        return False
 
     def extension_loader(self, function: str) -> bool:
         """Whether ``function`` (dotted, ``pkg.jit.load_ext``) is one of the project's loaders."""

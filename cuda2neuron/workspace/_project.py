@@ -35,6 +35,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     extensions: set[str] = set()
     kernels: set[str] = set()
     loaders: set[str] = set()
+    trees: dict[str, ast.Module] = {}  # kernel module -> its tree, for the names that reach a kernel
     seen: set[Path] = set()
     files = tuple(files)
     candidates = [(f.path, f.root) for f in files if f.kind == "python"]
@@ -59,19 +60,84 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         extensions.update(_extension_names(tree))
         module = _module_of(path, root)
         if module and _imports_kernel_language(tree):
-            kernels.add(module)
+            trees[module] = tree
         if module:
             loaders.update(f"{module}.{name}" for name in _loader_functions(tree))
-    kernels.update(_extension_importers(candidates, extensions, kernels))
-    return ProjectFacts(frozenset(extensions), frozenset(kernels), frozenset(loaders), frozenset(own))
+    trees.update(_extension_importers(candidates, extensions, trees))
+    kernels.update(trees)
+    names = {f"{m}.{n}" for m, tree in trees.items() for n in _reaching_names(m, tree, extensions, kernels)}
+    return ProjectFacts(
+        extension_modules=frozenset(extensions),
+        kernel_modules=frozenset(kernels),
+        extension_loaders=frozenset(loaders),
+        kernel_names=frozenset(names),
+        own_packages=frozenset(own),
+    )
 
 
-def _extension_importers(candidates: list[tuple[Path, Path]], extensions: set[str], known: set[str]) -> set[str]:
+def _bound_by(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
+    """(local name, dotted name it binds) for an absolute import."""
+    if isinstance(node, ast.Import):
+        return [(a.asname or a.name.split(".")[0], a.name if a.asname else a.name.split(".")[0]) for a in node.names]
+    if node.level or not node.module:
+        return []
+    return [(a.asname or a.name, f"{node.module}.{a.name}") for a in node.names if a.name != "*"]
+
+
+def _reaching_names(module: str, tree: ast.Module, extensions: set[str], kernels: set[str]) -> set[str]:
+    """Top-level names of a kernel module that reach a kernel: bound by an import of a kernel
+    language, a project extension or another kernel module (relative imports resolved against
+    ``module``), or defined by a ``def`` / ``class`` / assignment whose code uses such a name, to
+    a fixed point. ``rms_norm_ref`` written in plain torch is not one."""
+
+    def kernel_import(dotted: str) -> bool:
+        return dotted.split(".")[0] in KERNEL_LANGUAGES or any(
+            dotted == m or dotted.startswith(m + ".") for m in (*extensions, *kernels)
+        )
+
+    package = module.split(".")[:-1]
+    seeds: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[: len(package) - (node.level - 1)] if node.level - 1 <= len(package) else []
+            prefix = ".".join([*base, *([node.module] if node.module else [])])
+            seeds.update(
+                a.asname or a.name for a in node.names if a.name != "*" and kernel_import(f"{prefix}.{a.name}".lstrip("."))
+            )
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            seeds.update(local for local, dotted in _bound_by(node) if kernel_import(dotted))
+    defs: dict[str, set[str]] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            targets = [stmt.name]
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = [t.id for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) if isinstance(t, ast.Name)]
+        else:
+            continue
+        used = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+        for t in targets:
+            defs.setdefault(t, set()).update(used)
+    reaching = set(seeds)
+    changed = True
+    while changed:
+        changed = False
+        for name, used in defs.items():
+            if name not in reaching and used & reaching:
+                reaching.add(name)
+                changed = True
+    # Names the module defines or imports, never the language's own (`triton`, `tl`).
+    return {n for n in reaching if n in defs or n in seeds} - {
+        local for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+        for local, dotted in _bound_by(node) if dotted.split(".")[0] in KERNEL_LANGUAGES
+    }
+
+
+def _extension_importers(candidates: list[tuple[Path, Path]], extensions: set[str], known: dict[str, ast.Module]) -> dict[str, ast.Module]:
     """Modules that import one of the project's compiled CUDA extensions (``try: import scan_ext``)
     run CUDA kernels as much as a Triton module does; only known once every setup.py was read,
     so this is a second look, at the files that spell an extension's name."""
     words = {e.rsplit(".", 1)[-1].encode() for e in extensions}
-    found: set[str] = set()
+    found: dict[str, ast.Module] = {}
     if not words:
         return found
     for path, root in candidates:
@@ -95,7 +161,7 @@ def _extension_importers(candidates: list[tuple[Path, Path]], extensions: set[st
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
                 names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
             if any(n in extensions for n in names):
-                found.add(module)
+                found[module] = tree
                 break
     return found
 

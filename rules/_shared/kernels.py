@@ -117,9 +117,10 @@ def project_module(facts: ProjectFacts, candidates: tuple[str, ...]) -> str | No
     """The first of ``candidates`` that is (or lies inside) a kernel module or a compiled
     extension the project builds; exact names only (a last name alone matches nothing)."""
     for name in candidates:
-        for known in (*facts.kernel_modules, *facts.extension_modules):
-            if name == known or name.startswith(known + "."):
-                return name
+        if _inside(name, facts.extension_modules):
+            return name
+        if any(_inside(name, frozenset({k})) for k in facts.kernel_modules):
+            return name if facts.reaches_kernel(name) else None
     return None
 
 
@@ -128,6 +129,8 @@ def describe_module(qualified: str, facts: ProjectFacts) -> str | None:
     if facts.builds_extension(qualified) or _inside(qualified, facts.extension_modules):
         return f"`{qualified}`, from a compiled CUDA extension the project builds"
     if facts.kernel_module(qualified):
+        if not facts.reaches_kernel(qualified):
+            return None  # plain torch in a kernel module (`rms_norm_ref`)
         return f"`{qualified}`, from a project module that runs GPU kernels"
     row = package_of(qualified, facts)
     if row is not None:

@@ -23,6 +23,7 @@ _KERNEL_GUIDANCE = (
 _FACTS = ProjectFacts(
     extension_modules=frozenset({"selective_scan_cuda", "pkg._C"}),
     kernel_modules=frozenset({"pkg.ops.layer_norm"}),
+    kernel_names=frozenset({"pkg.ops.layer_norm.rms_norm", "pkg.ops.layer_norm.RMSNorm"}),
     own_packages=frozenset({"pkg"}),
 )
 _OPTIONS = (("project", _FACTS),)
@@ -63,6 +64,8 @@ class ProjectCudaKernel(Rule):
         Valid("import pkg.model\nfrom pkg.ops import other\n", options=_OPTIONS),
         Valid("import selective_scan_cuda\n"),  # no project facts: nothing known
         Valid("from .config import _C\nv = _C.VERSION\n", path="pkg/config/x.py", options=_OPTIONS),
+        # plain torch beside the kernels: the sweep saw it reach none
+        Valid("from pkg.ops.layer_norm import rms_norm_ref\ny = rms_norm_ref(x, w)\n", options=_OPTIONS),
     )
     INVALID = (
         Invalid("import selective_scan_cuda\nout = selective_scan_cuda.fwd(u, delta)\n", options=_OPTIONS),
@@ -115,7 +118,9 @@ class ProjectCudaKernel(Rule):
         for alias in node.names:
             name = dotted_name(alias.name) or ""
             # `from pkg import _C` binds the module pkg._C; `from pkg.ops.x import f`, a name in it.
-            hit = self._classify(tuple(f"{b}.{name}" for b in bases)) or self._classify(tuple(bases))
+            hit = self._classify(tuple(f"{b}.{name}" for b in bases))
+            if hit is None and any(self._facts().builds_extension(b) for b in bases):
+                hit = self._classify(tuple(bases))  # `from scan_ext import fwd`
             if hit is None:
                 continue
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
@@ -127,6 +132,8 @@ class ProjectCudaKernel(Rule):
     def _report_import(self, node: cst.CSTNode, module: str, extension: bool) -> None:
         if extension:
             message = f"`{module}` is a compiled CUDA extension the project builds (CUDAExtension in its setup)"
+        elif self._facts().kernel_module(module) and not any(module == k or (k.endswith("." + module) and "." in module) for k in self._facts().kernel_modules):
+            message = f"`{module}` comes from a project module that runs GPU kernels"
         else:
             message = f"`{module}` is a project module that runs GPU kernels"
         self.report(node, message, guidance=_EXT_GUIDANCE if extension else _KERNEL_GUIDANCE, effort=Effort.HIGH)
@@ -144,6 +151,9 @@ class ProjectCudaKernel(Rule):
             if hit is None:
                 continue
             module, extension = hit
+            rest = parts[i:]
+            if not extension and rest and not self._facts().reaches_kernel(".".join([module, *rest])):
+                return  # `norm.rms_norm_ref(x)`: plain torch beside the kernels
             what = "the compiled CUDA extension" if extension else "the kernel module"
             self.report(
                 node,

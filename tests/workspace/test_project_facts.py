@@ -98,6 +98,18 @@ def not_a_loader(name):
             "kernel_modules", {"pkg.nms"}, id="from-package-import-extension",
         ),
         pytest.param(
+            {
+                "pkg/__init__.py": "",
+                "pkg/norm.py": "import triton\n\n@triton.jit\ndef _k(x):\n    pass\n\ndef fast(x):\n    _k[(1,)](x)\n\n"
+                "class Norm:\n    def forward(self, x):\n        return fast(x)\n\ndef ref(x):\n    return x * 2\n",
+                "pkg/wrap.py": "from .norm import fast, ref\nimport triton\n\ndef wrapped(x):\n    return fast(x)\n\ndef plain(x):\n    return ref(x)\n",
+            },
+            # wrap.ref is plain torch in norm.py, but a name imported from a kernel module counts
+            # (the sweep does not follow names across modules: over-reporting, never a miss)
+            "kernel_names", {"pkg.norm._k", "pkg.norm.fast", "pkg.norm.Norm", "pkg.wrap.fast", "pkg.wrap.ref", "pkg.wrap.wrapped", "pkg.wrap.plain"},
+            id="names-that-reach-a-kernel",
+        ),
+        pytest.param(
             {"pkg/__init__.py": "", "pkg/a.py": "", "train.py": "", "src/tool/x.py": ""},
             "own_packages", {"pkg", "train", "src"}, id="own-top-level-names",
         ),
@@ -141,3 +153,21 @@ def test_named_file_still_sees_the_project_setup(tmp_path):
 )
 def test_kernel_module_matching(module, expected):
     assert ProjectFacts(kernel_modules=frozenset({"pkg.ops.norm"})).kernel_module(module) is expected
+
+
+@pytest.mark.parametrize(
+    ("dotted", "expected"),
+    [
+        pytest.param("pkg.ops.norm", True, id="the-module-itself"),
+        pytest.param("pkg.ops.norm.rms_norm", True, id="a-name-that-launches"),
+        pytest.param("pkg.ops.norm.rms_norm_ref", False, id="plain-torch-beside-it"),
+        pytest.param("ops.norm.rms_norm", True, id="src-layout-suffix"),
+        pytest.param("pkg.ops.scan.anything", True, id="module-without-recorded-names"),
+        pytest.param("pkg.model.Block", False, id="not-a-kernel-module"),
+    ],
+)
+def test_reaches_kernel(dotted, expected):
+    facts = ProjectFacts(
+        kernel_modules=frozenset({"pkg.ops.norm", "pkg.ops.scan"}), kernel_names=frozenset({"pkg.ops.norm.rms_norm"})
+    )
+    assert facts.reaches_kernel(dotted) is expected
