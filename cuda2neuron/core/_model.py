@@ -111,7 +111,7 @@ class FileError:
     kind: str  # "parse", "decode", "io", "convergence", "internal"
     message: str
     line: int | None = None
-    col: int | None = None
+    col: int | None = None  # 1-based, like every column the reports show
     traceback: str = ""
 
 

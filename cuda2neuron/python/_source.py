@@ -33,9 +33,10 @@ def parse_bytes(data: bytes) -> cst.Module:
         return cst.parse_module(data)
     except cst.ParserSyntaxError as exc:
         # The message's "error at L:C" is the reliable location; libcst's raw_line is off by one
-        # at end of file.
+        # at end of file. C is already 1-based ("a b" fails at 1:3, the `b`), except at end of
+        # file where libcst writes 0; FileError.col is 1-based.
         where = _LOCATION_RE.search(exc.message)
-        line, col = (int(where.group(1)), int(where.group(2)) + 1) if where else (exc.raw_line, exc.raw_column)
+        line, col = (int(where.group(1)), max(1, int(where.group(2)))) if where else (exc.raw_line, exc.raw_column + 1)
         raise SourceError("parse", f"syntax error: {exc.message}", line, col) from None
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         # LookupError: an unknown encoding named in the PEP 263 cookie.

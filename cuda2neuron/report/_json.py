@@ -84,7 +84,7 @@ def _document(report: RunReport) -> dict[str, Any]:
                 "kind": r.error.kind,
                 "message": r.error.message,
                 "line": r.error.line,
-                "col": r.error.col,  # already 1-based (the parser's "error at L:C", plus one)
+                "col": r.error.col,  # FileError.col is 1-based already
             }
             for r in report.failed
             if r.error is not None

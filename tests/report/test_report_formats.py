@@ -62,7 +62,9 @@ def test_json_is_versioned_one_based_and_splits_fixable(make_report):
     # `model = Net().cuda()`: the call starts at the 9th character, as the text format says.
     assert (cuda["line"], cuda["col"], cuda["end_col"]) == (2, 9, 21)
     assert cuda["status"] == "fixable"
-    assert data["failures"][0]["path"] == "pkg/broken.py" and data["failures"][0]["line"] == 2
+    # `def (:` fails at the `(`: line 2, column 5
+    assert data["failures"][0]["path"] == "pkg/broken.py"
+    assert (data["failures"][0]["line"], data["failures"][0]["col"]) == (2, 5)
 
 
 def test_json_columns_match_text(make_report):
