@@ -219,7 +219,7 @@ def _imported(node: cst.Import | cst.ImportFrom, path: str) -> list[tuple[str, t
         )
         if node.relative:
             bases = relative_module(path, len(node.relative), module)
-            out.append((local, tuple(f"{b}.{name}" for b in bases) + tuple(b for b in bases)))
+            out.append((local, tuple(f"{b}.{name}" for b in bases)))
         elif module:
             out.append((local, (f"{module}.{name}",)))
     return out
