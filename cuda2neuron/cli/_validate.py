@@ -100,12 +100,14 @@ def _parse_tolerances(items: tuple[str, ...]) -> dict[str, float]:
               help="Distributed: run each side as N ranks, launched like torchrun --nproc_per_node=N "
                    "(the original on gloo, the port on the neuron process group).")
 @click.option("--no-golden", is_flag=True, help="Skip the float64 golden run; compare port and reference directly.")
+@click.option("--fail-on", type=click.Choice(["fail", "warn"]), default=None,
+              help="Least severe verdict that exits 1: fail (default) or warn (for CI).")
 @click.option("--port-device", type=click.Choice(["neuron", "cpu"]), default="neuron", hidden=True)
 @click.pass_context
 def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | None, script: str | None,
                      steps: int | None, rev: str | None, report_path: Path | None, timeout: float | None,
-                     seed: int | None, tolerances: tuple[str, ...], no_golden: bool, port_device: str,
-                     nproc: int | None) -> None:
+                     seed: int | None, tolerances: tuple[str, ...], no_golden: bool, fail_on: str | None,
+                     port_device: str, nproc: int | None) -> None:
     from cuda2neuron.core import ConfigError, load_validate_table
     from cuda2neuron.validate._request import RequestError, build_request
     from cuda2neuron.validate._trees import TreeError, resolve_trees
@@ -125,7 +127,7 @@ def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | N
             table = load_validate_table(trees.port)
             request = build_request(
                 trees, table, entry=entry, script=script, args=script_args, steps=steps, timeout=timeout, seed=seed,
-                tolerances=overrides, golden=not no_golden, port_device=port_device, nproc=nproc,
+                tolerances=overrides, golden=not no_golden, port_device=port_device, nproc=nproc, fail_on=fail_on,
             )
         except ConfigError as exc:
             raise UsageError(str(exc)) from None

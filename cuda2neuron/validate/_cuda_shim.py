@@ -17,7 +17,13 @@ subprocess, before any user code is imported. It maps:
   `init_device_mesh("cuda", ...)` -> a CPU mesh; `device_count()` is the launch's
   LOCAL_WORLD_SIZE (1 outside a distributed launch), `set_device(N)` is remembered by
   `current_device()`; `Tensor.pin_memory()` -> identity;
-* `torch.Generator(device="cuda")` -> a CPU generator.
+* `torch.Generator(device="cuda")` -> a CPU generator;
+* `torch.accelerator.*` answers as on a one-GPU CUDA machine: is_available() -> True,
+  current_accelerator() -> device("cuda") (mapped to cpu like any other), device_count() -> 1,
+  current_device_index() -> 0, synchronize / set_device_index -> no-ops, memory figures -> 0
+  (trap: left alone, the reference says "no accelerator" while torch.cuda says one is there, and
+  code that asks torch.accelerator fails with "Cannot access accelerator device when none is
+  available").
 
 Randomness: validate draws every random number from the one CPU default generator in every run
 (the port run moves random ops off the device, see `_rng.py`), so a seeded "cuda generator" has
@@ -127,6 +133,10 @@ class _Stream:
 
     def query(self) -> bool:
         return True
+
+    def is_capturing(self) -> bool:
+        # torch's optimizers ask torch.accelerator.current_stream() this before every step.
+        return False
 
 
 _CURRENT = [0]  # the index torch.cuda.set_device was given (a rank's local rank)
@@ -411,6 +421,40 @@ def _patch_load(source: str) -> None:
     torch.load = load
 
 
+def _patch_accelerator() -> None:
+    acc = getattr(torch, "accelerator", None)
+    if acc is None:
+        return
+    noop = lambda *a, **k: None  # noqa: E731
+    zero = lambda *a, **k: 0  # noqa: E731
+    values = {
+        "is_available": lambda *a, **k: True,
+        "current_accelerator": lambda *a, **k: torch.device("cuda"),
+        "device_count": lambda: 1,
+        "current_device_index": lambda: 0,
+        "current_device_idx": lambda: 0,
+        "set_device_index": noop,
+        "set_device_idx": noop,
+        "synchronize": noop,
+        "empty_cache": noop,
+        "device_index": lambda device=None: contextlib.nullcontext(),
+        "current_stream": lambda device=None: _Stream(),
+        "set_stream": noop,
+        "get_device_capability": lambda device=None: {"major": 8, "minor": 0},
+        "get_memory_info": lambda device=None: (0, 0),
+        "memory_allocated": zero,
+        "max_memory_allocated": zero,
+        "memory_reserved": zero,
+        "max_memory_reserved": zero,
+        "memory_stats": lambda device=None: {},
+        "reset_peak_memory_stats": noop,
+        "reset_accumulated_memory_stats": noop,
+    }
+    for name, value in values.items():
+        if hasattr(acc, name):
+            setattr(acc, name, value)
+
+
 _INSTALLED: list[DeviceRedirectMode] = []
 
 
@@ -441,6 +485,7 @@ def install(golden: bool = False, source: str = "cuda") -> DeviceRedirectMode:
     _patch_is_device(source)
     if source == "cuda":
         _patch_distributed()
+        _patch_accelerator()
     mode = DeviceRedirectMode(source)
     mode.__enter__()
     _INSTALLED.append(mode)

@@ -222,12 +222,13 @@ class ValidationResult:
     failures: tuple[RunFailure, ...] = ()
     runs: tuple[RunInfo, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    fail_on: str = "fail"  # "warn": WARN exits 1 too (`--fail-on warn`, for CI)
 
     @property
     def exit_code(self) -> int:
         if self.verdict is Verdict.ERROR:
             return 2
-        if self.verdict is Verdict.FAIL:
+        if self.verdict is Verdict.FAIL or (self.verdict is Verdict.WARN and self.fail_on == "warn"):
             return 1
         return 0
 

@@ -5,6 +5,14 @@ The same recorder serves entry mode (the harness drives the loop) and script mod
 loop runs unmodified): module forward hooks, optimizer step pre/post hooks and a wrapper around
 `Tensor.backward` are process-global, so no user code changes.
 
+Skipped steps (fp16 loss scaling): a GradScaler skips `optimizer.step()` when the scaled
+gradients overflow. The reference reports every optimizer step's outcome (a `step` frame, sent on
+to the other runs); the golden and the port wait for it at their own step and, where the original
+skipped, skip too (their parameters and optimizer state are put back after the step): a bf16
+port that needs no loss scaling, or the float64 golden that never overflows, would otherwise take
+an update the original never took and every later tensor would differ. The skipped step's
+gradients (inf/NaN in the original) are not recorded by any run.
+
 Loops without a torch.optim optimizer (`p.data.add_(p.grad, alpha=-lr)`, common in older code)
 have no step hook: there a step ends with a backward whose gradients the loop then consumed
 (`_ManualSteps`).
@@ -168,6 +176,13 @@ class Recorder:
         self._scaled: tuple[torch.Tensor, torch.Tensor] | None = None
         self.optimizer_seen = False
         self._manual = _ManualSteps()
+        # Frames from the parent that arrived before they were asked for (init_state / step).
+        self._inbox: list[dict[str, Any]] = []
+        self._reference_done = False
+        # Set in _opt_pre when the reference skipped this step: what to put back in _opt_post.
+        self._restore: tuple[Any, list[tuple[torch.Tensor, torch.Tensor]], dict[Any, Any]] | None = None
+        self.skipped_steps: list[int] = []
+        self.scaler_depth = 0
 
     # -- installation -------------------------------------------------------------------------
     def install(self) -> None:
@@ -204,8 +219,10 @@ class Recorder:
         except ImportError:  # pragma: no cover
             pass
         self._orig_scale = [cls.scale for cls in self._scaler_classes]
-        for cls, orig_scale in zip(self._scaler_classes, self._orig_scale):
+        self._orig_step = [cls.step for cls in self._scaler_classes]
+        for cls, orig_scale, orig_step in zip(self._scaler_classes, self._orig_scale, self._orig_step):
             cls.scale = _scale_wrapper(recorder, orig_scale)  # type: ignore[method-assign]
+            cls.step = _step_wrapper(recorder, orig_step)  # type: ignore[method-assign]
 
     def uninstall(self) -> None:
         for h in self._handles:
@@ -213,8 +230,9 @@ class Recorder:
         self._handles.clear()
         if self._orig_backward is not None:
             torch.Tensor.backward = self._orig_backward  # type: ignore[method-assign]
-            for cls, orig_scale in zip(self._scaler_classes, self._orig_scale):
+            for cls, orig_scale, orig_step in zip(self._scaler_classes, self._orig_scale, self._orig_step):
                 cls.scale = orig_scale  # type: ignore[method-assign]
+                cls.step = orig_step  # type: ignore[method-assign]
 
     # -- recording ----------------------------------------------------------------------------
     def send_tensor(self, key: str, kind: str, t: torch.Tensor, module_path: str | None = None,
@@ -255,7 +273,7 @@ class Recorder:
                 state = {k: tensor_record(v) for k, v in module.state_dict().items()}
                 self.emit({"type": "init_state", "root": idx, "state": state})
             else:
-                msg = self.receive()
+                msg = self._receive_kind("init_state")
                 if not msg or msg.get("root") != idx:
                     raise RuntimeError(f"validate: expected the reference's initial weights for module #{idx}")
                 from cuda2neuron.validate._accounting import paused
@@ -323,9 +341,61 @@ class Recorder:
             self.send_tensor(f"s{self.step}/loss#{self.loss_calls}", "loss", loss)
         self.loss_calls += 1
 
+    # -- step alignment (see the module docstring) --------------------------------------------
+    def _receive_kind(self, kind: str) -> dict[str, Any] | None:
+        """The next frame of this kind from the parent (others are kept for later); None at EOF."""
+        for i, msg in enumerate(self._inbox):
+            if msg.get("type") == kind:
+                return self._inbox.pop(i)
+        while True:
+            msg = self.receive()
+            if not msg:
+                return None
+            if msg.get("type") == "reference_done":
+                self._reference_done = True
+                if kind == "step":
+                    return None
+                continue
+            if msg.get("type", "init_state") == kind:
+                return msg
+            self._inbox.append(msg)
+
+    def reference_skipped(self, step: int) -> bool:
+        """Golden / port: did the reference skip optimizer step ``step``? (waits for its outcome)."""
+        if self.role == "reference" or self._reference_done:
+            return False
+        while True:
+            msg = self._receive_kind("step")
+            if msg is None:
+                return False
+            if msg["step"] == step:
+                return bool(msg["skipped"])
+            # an earlier step's outcome this run consumed no step for: not expected, skip it
+
+    def scaler_skipped(self, scaler: Any) -> None:
+        """A GradScaler's step() returned without calling optimizer.step() (inf/NaN gradients)."""
+        self.optimizer_seen = True  # an optimizer defines the steps, even one that never stepped yet
+        self._manual.take()
+        if self.paused:
+            return
+        if self.role == "reference":
+            self.emit({"type": "step", "step": self.step, "skipped": True, "scale": _scale_of(scaler)})
+        else:
+            self.reference_skipped(self.step)  # consume the reference's outcome of this step
+        self.skipped_steps.append(self.step)
+        self._opt_post(None, (), {})
+
     def _opt_pre(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         self.optimizer_seen = True
         self._manual.take()  # an optimizer defines the steps; the post-backward snapshot is moot
+        if self.paused:
+            return
+        if self.role == "reference":
+            self.emit({"type": "step", "step": self.step, "skipped": False})
+        elif self.reference_skipped(self.step):
+            self.skipped_steps.append(self.step)
+            self._restore = (optimizer, *_snapshot(optimizer))
+            return  # its gradients are not compared: the original's were inf/NaN
         for gi, group in enumerate(optimizer.param_groups):
             for pi, p in enumerate(group["params"]):
                 if p.grad is not None:
@@ -333,6 +403,10 @@ class Recorder:
                     self.send_tensor(f"s{self.step}/grad/{name}", "grad", p.grad, name)
 
     def _opt_post(self, optimizer: torch.optim.Optimizer | None, args: Any, kwargs: Any) -> None:
+        if self._restore is not None and optimizer is self._restore[0]:
+            _, params, state = self._restore
+            self._restore = None
+            _put_back(optimizer, params, state)
         self.step += 1
         self.calls.clear()
         self.loss_calls = 0
@@ -394,6 +468,54 @@ def _scale_wrapper(recorder: Recorder, orig_scale: Any) -> Any:
         return scaled
 
     return scale
+
+
+def _step_wrapper(recorder: Recorder, orig_step: Any) -> Any:
+    """GradScaler.step that tells the recorder when it skipped optimizer.step() (overflow)."""
+
+    def step(self: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+        if recorder.scaler_depth:  # a subclass's step calling the base one through super()
+            return orig_step(self, optimizer, *args, **kwargs)
+        recorder.scaler_depth = 1
+        before = recorder.step
+        try:
+            result = orig_step(self, optimizer, *args, **kwargs)
+        finally:
+            recorder.scaler_depth = 0
+        if recorder.step == before and self.is_enabled():
+            recorder.scaler_skipped(self)
+        return result
+
+    return step
+
+
+def _scale_of(scaler: Any) -> float | None:
+    try:
+        return float(scaler.get_scale())
+    except Exception:  # noqa: BLE001 - a scaler without a readable scale: the note omits it
+        return None
+
+
+def _snapshot(optimizer: Any) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], dict[Any, Any]]:
+    """The parameters and optimizer state before a step the run must not take (validate's own
+    copies: not counted as the port's work)."""
+    from cuda2neuron.validate._accounting import paused
+
+    with paused(), torch.no_grad():
+        params = [(p, p.detach().clone()) for g in optimizer.param_groups for p in g["params"]]
+        state = {p: {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in st.items()}
+                 for p, st in optimizer.state.items()}
+    return params, state
+
+
+def _put_back(optimizer: Any, params: list[tuple[torch.Tensor, torch.Tensor]], state: dict[Any, Any]) -> None:
+    from cuda2neuron.validate._accounting import paused
+
+    with paused(), torch.no_grad():
+        for p, saved in params:
+            p.copy_(saved)
+        optimizer.state.clear()
+        optimizer.state.update(state)
 
 
 def _load_state(module: nn.Module, state: dict[str, dict[str, Any]]) -> None:

@@ -20,6 +20,8 @@ __all__ = ["RequestError", "ValidateRequest", "build_request"]
 DEFAULT_STEPS = 3
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_SEED = 0
+#: The verdicts `--fail-on` accepts: the least severe verdict that makes validate exit 1.
+FAIL_ON = ("fail", "warn")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class ValidateRequest:
     tolerances: Tolerances = field(default_factory=Tolerances)
     original_label: str = ""
     port_label: str = ""
+    fail_on: str = "fail"  # "warn": a WARN verdict exits 1 as well (for CI)
 
     @property
     def target(self) -> str:
@@ -67,6 +70,7 @@ def build_request(
     golden: bool = True,
     port_device: str = "neuron",
     nproc: int | None = None,
+    fail_on: str | None = None,
 ) -> ValidateRequest:
     """The request for ``trees``; ``None`` options fall back to ``table``, then to the defaults.
 
@@ -96,12 +100,16 @@ def build_request(
         tol = Tolerances().with_overrides(**{**table.get("tolerances", {}), **(tolerances or {})})
     except ValueError as exc:
         raise RequestError(str(exc), option="--tolerance") from None
+    fail_on = fail_on or str(table.get("fail_on", "fail"))
+    if fail_on not in FAIL_ON:
+        raise RequestError(f"fail_on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}", option="--fail-on")
     return ValidateRequest(
         original=trees.original, port=trees.port, mode="entry" if entry else "script", entry=entry, script=script,
         args=tuple(args), steps=steps or int(table.get("steps", DEFAULT_STEPS)),
         timeout=timeout or float(table.get("timeout", DEFAULT_TIMEOUT)),
         seed=seed if seed is not None else int(table.get("seed", DEFAULT_SEED)), golden=golden,
         port_device=port_device, nproc=nproc, tolerances=tol, original_label=trees.original_label, port_label=trees.port_label,
+        fail_on=fail_on,
     )
 
 

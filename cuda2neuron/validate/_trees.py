@@ -60,6 +60,7 @@ def resolve_trees(paths: tuple[Path, ...], revision: str | None = None) -> Trees
     if _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], root).returncode != 0:
         raise TreeError(f"{root}: git revision {rev!r} not found")
     rel = port.relative_to(root)
+    _refuse_same_tree(root, rel, rev, port)
     archive = _git(["archive", "--format=tar", rev, "--", str(rel) if str(rel) != "." else "."], root)
     if archive.returncode != 0:
         raise TreeError(f"{root}: git archive {rev} failed: {archive.stderr.decode(errors='replace').strip()}")
@@ -71,3 +72,24 @@ def resolve_trees(paths: tuple[Path, ...], revision: str | None = None) -> Trees
         tmp.cleanup()
         raise TreeError(f"{port}: does not exist at git revision {rev}")
     return Trees(original, port, f"{rel} at {rev}", str(port), tmp)
+
+
+def _refuse_same_tree(root: Path, rel: Path, rev: str, port: Path) -> None:
+    """Refuse a port that is its own original: the port was committed, so `rev` (HEAD by
+    default) already holds migrated code, which would run as the "original" on the CUDA shim
+    (and fail there with "Unknown backend type neuron")."""
+    spec = str(rel) if str(rel) != "." else "."
+    if _git(["diff", "--quiet", rev, "--", spec], root).returncode != 0:
+        return  # the work tree differs from rev (or git cannot tell): a real pair
+    untracked = _git(["ls-files", "--others", "--exclude-standard", "--", spec], root)
+    if untracked.returncode != 0 or untracked.stdout.strip():
+        return
+    last = _git(["log", "-1", "--format=%h %s", rev, "--", spec], root).stdout.decode(errors="replace").strip()
+    hint = ""
+    if last:
+        sha, _, subject = last.partition(" ")
+        hint = (f" The last commit that changed it is {sha} ({subject!r}); if that commit is the port, "
+                f"run: cuda2neuron validate {port} --rev {sha}~1")
+    raise TreeError(f"{port}: identical to git revision {rev}, so the original and the port would be the same code "
+                    f"(a committed port would run as the original and fail on the CUDA shim with \"Unknown backend "
+                    f"type neuron\"). Give the commit before the port with --rev <pre-port commit>.{hint}")

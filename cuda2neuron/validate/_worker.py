@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         emit({"type": "error", "kind": exc.kind, "message": str(exc), "traceback": ""})
         return 2
     except BaseException as exc:  # noqa: BLE001 - every failure of user code is reported, typed
-        emit({"type": "error", "kind": "crash", "message": f"{type(exc).__name__}: {exc}",
+        emit({"type": "error", "kind": "crash", "message": _crash_message(exc),
               "traceback": traceback.format_exc()})
         return 2
     finally:
@@ -288,6 +288,19 @@ def main(argv: list[str] | None = None) -> int:
             out.flush()
         except OSError:
             pass
+
+
+def _crash_message(exc: BaseException) -> str:
+    """``Type: message at file:line`` — the line where it was raised, so that an exception with no
+    text (a bare ``assert``, ``raise RuntimeError()``) still says what and where."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else f"{type(exc).__name__} (no message)"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        last = frames[-1]
+        text += f" at {last.filename}:{last.lineno}"
+        if not str(exc) and last.line:
+            text += f" ({last.line.strip()})"
+    return text
 
 
 def _report_dict(report: Any, api_sites: Any = ()) -> dict[str, Any]:

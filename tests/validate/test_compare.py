@@ -142,3 +142,28 @@ def test_final_params_leave_out_noise_gradient_elements(ignore, expected):
                           ignore=ignore)
     assert out.verdict is expected, out.reason
     assert ("left out" in out.reason) is (ignore is not None)
+
+
+# The reference's own error against the golden: fp32 rounding of a float64 value.
+GOLD = (BASE.double() * (1 + 1e-9 * torch.arange(64, dtype=torch.float64).reshape(8, 8)))
+# A reference that is itself 1e-5 off the golden (a long reduction in fp32).
+GOLD_FAR = BASE.double() * (1 + 1e-5 * torch.cos(torch.arange(64, dtype=torch.float64)).reshape(8, 8))
+PRECISION = [
+    # id, port, golden, ref amp, port amp, same kernels, expected, reason fragment
+    ("fp16-round-trip-same-kernels", BASE.half().float() * (1 + 3e-4), GOLD, None, None, True, Verdict.FAIL,
+     "precision lost in the port"),
+    ("drift-other-kernels-warns", BASE * (1 + 1e-4), GOLD, None, None, False, Verdict.WARN, ">"),
+    ("drift-under-100x-the-reference-stays-warn", BASE * (1 + 1e-4), GOLD_FAR, None, None, True, Verdict.WARN, ">"),
+    ("fp32-noise-same-kernels-passes", fp32_noise(BASE), GOLD, None, None, True, Verdict.PASS, "<="),
+    ("autocast-explains-it", BASE.half().float() * (1 + 3e-4), GOLD, "bfloat16", "bfloat16", True, Verdict.PASS, "<="),
+]
+
+
+@pytest.mark.parametrize(("port", "golden", "ref_amp", "port_amp", "same", "expected", "fragment"),
+                         [c[1:] for c in PRECISION], ids=[c[0] for c in PRECISION])
+def test_precision_lost_on_the_same_kernels_fails(port, golden, ref_amp, port_amp, same, expected, fragment):
+    ref = BASE.float()
+    out = compare_records("k", rec(ref, amp=ref_amp), rec(port.float(), amp=port_amp), rec(golden), Tolerances(),
+                          False, same_kernels=same)
+    assert out.verdict is expected, out.reason
+    assert fragment in out.reason

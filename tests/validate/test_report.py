@@ -46,3 +46,18 @@ def test_audit_failure_shows_the_hand_edits_in_both_renderings():
     for part in to_rich(result):
         console.print(part)
     assert 'changed main.py:67  device = "cpu"' in console.export_text()
+
+
+@pytest.mark.parametrize(("verdict", "fail_on", "code"), [
+    pytest.param("PASS", "warn", 0, id="pass-with-fail-on-warn"),
+    pytest.param("WARN", "fail", 0, id="warn-default-exits-0"),
+    pytest.param("WARN", "warn", 1, id="warn-with-fail-on-warn-exits-1"),
+    pytest.param("FAIL", "fail", 1, id="fail-exits-1"),
+    pytest.param("ERROR", "warn", 2, id="error-exits-2"),
+])
+def test_fail_on_warn_sets_the_exit_code(verdict, fail_on, code):
+    from cuda2neuron.validate._model import ValidationResult, Verdict as V
+
+    r = ValidationResult(verdict=V(verdict), mode="entry", target="m:b", original="o", port="p", golden_used=True,
+                         fail_on=fail_on)
+    assert r.exit_code == code

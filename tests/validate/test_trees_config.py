@@ -73,6 +73,34 @@ def test_unknown_revision(repo: Path):
         resolve_trees((repo / "proj",), "nope")
 
 
+@pytest.mark.parametrize("sub", [".", "proj"], ids=["repo-root", "subfolder"])
+def test_committed_port_is_refused_with_a_rev_hint(repo: Path, sub: str):
+    """`validate .` after the port was committed: HEAD is the port, the original would be itself."""
+    _git(repo, "commit", "-qam", "port to neuron")
+    port_commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True,
+                                 text=True).stdout.strip()
+    with pytest.raises(TreeError, match="identical to git revision HEAD") as info:
+        resolve_trees((repo / sub,))
+    message = str(info.value)
+    assert "--rev <pre-port commit>" in message and f"--rev {port_commit}~1" in message, message
+    trees = resolve_trees((repo / sub,), f"{port_commit}~1")  # the hint works
+    try:
+        rel = Path("proj/model.py") if sub == "." else Path("model.py")
+        assert (trees.original / rel).read_text() == "device = 'cuda'\n"
+    finally:
+        trees.cleanup()
+
+
+def test_untracked_file_makes_a_real_pair(repo: Path):
+    _git(repo, "commit", "-qam", "port to neuron")
+    (repo / "proj" / "extra.py").write_text("x = 1\n")
+    trees = resolve_trees((repo / "proj",))
+    try:
+        assert not (trees.original / "extra.py").exists() and (trees.port / "extra.py").is_file()
+    finally:
+        trees.cleanup()
+
+
 CONFIGS = [
     ("absent", "", {}),
     ("entry-and-steps", '[tool.cuda2neuron.validate]\nentry = "m:build"\nsteps = 2\n', {"entry": "m:build", "steps": 2}),
