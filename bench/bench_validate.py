@@ -1,18 +1,24 @@
 """Benchmark: whole `validate` vs. the two bare runs it replaces.
 
-    .venv/bin/python bench/bench_validate.py [--project gpt_trainer|cnn_cuda|mlp] [--mode script|entry]
-                                             [--repeat 2] [--port-device neuron|cpu]
+    .venv/bin/python bench/bench_validate.py [--project gpt_trainer|cnn_cuda|mlp|amp_vit] [--repeat 2]
+                                             [--port-device neuron|cpu]
+    .venv/bin/python bench/bench_validate.py --original DIR --port DIR --script train.py [-- ARGS]
+
+The second form times any pair (a public codebase and its port, kept outside this repository).
 
 Bare runs = the original script under the CUDA-on-CPU shim, then the port on the emulated neuron
 device, one after the other, same thread setting (1 thread) as validate's runs. Goal: validate
 (reference + float64 golden + port, recording and comparing every module output, loss and
-gradient) takes <= 2x the sum of the bare runs. Prints one line per measurement and the ratio.
+gradient) takes <= 2x the sum of the bare runs. Prints one line per measurement and the ratio,
+wall time and CPU time (user + system of the child processes) side by side: on a loaded machine
+the wall ratio moves with the load, the CPU ratio much less.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -49,23 +55,38 @@ _SETUP = {
 }
 
 
-def bare_run(tree: Path, setup: str, script: str, args: tuple[str, ...], tmp: Path) -> float:
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def bare_run(tree: Path, setup: str, script: str, args: tuple[str, ...], tmp: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of one bare run."""
     env = dict(os.environ, OMP_NUM_THREADS="1", TMPDIR=str(tmp), PYTHONDONTWRITEBYTECODE="1")
     code = "import torch; torch.set_num_threads(1)\n" + _BARE.format(setup=_SETUP[setup], script=script, args=list(args))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _children_cpu()
     proc = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True)
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, _children_cpu() - c0
     if proc.returncode != 0:
         raise SystemExit(f"bare {setup} run failed in {tree}:\n{proc.stderr[-3000:]}")
-    return elapsed
+    return elapsed, cpu
 
 
 def main() -> int:
+    argv = sys.argv[1:]
+    script_args: tuple[str, ...] = ()
+    if "--" in argv:
+        script_args = tuple(argv[argv.index("--") + 1:])
+        argv = argv[:argv.index("--")]
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--project", default="gpt_trainer", choices=[*SOURCES, "mlp"])
+    p.add_argument("--project", default="gpt_trainer", choices=[*SOURCES, "mlp", "amp_vit"])
+    p.add_argument("--original", type=Path, help="any original tree (with --port and --script)")
+    p.add_argument("--port", type=Path)
+    p.add_argument("--script", default="train.py")
+    p.add_argument("--steps", type=int, default=3)
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--port-device", default=None, choices=["neuron", "cpu"])
-    args = p.parse_args()
+    args = p.parse_args(argv)
     port_device = args.port_device
     if port_device is None:
         try:
@@ -76,31 +97,40 @@ def main() -> int:
             port_device = "cpu"
     work = Path(tempfile.mkdtemp(prefix="bench-validate-"))
     try:
-        if args.project == "mlp":
-            original = REPO / "tests" / "fixtures" / "projects" / "mlp" / "original"
-            port = REPO / "tests" / "fixtures" / "projects" / "mlp" / "port"
-            script, script_args = "train.py", ("--steps", "3")
+        script = args.script
+        if args.original is not None:
+            if args.port is None:
+                raise SystemExit("--original needs --port")
+            original, port, label = args.original.resolve(), args.port.resolve(), str(args.original)
+        elif args.project in ("mlp", "amp_vit"):
+            original = REPO / "tests" / "fixtures" / "projects" / args.project / "original"
+            port = REPO / "tests" / "fixtures" / "projects" / args.project / "port"
+            script, label = "train.py", args.project
         else:
-            original, port = SOURCES[args.project], work / "port"
+            original, port, label = SOURCES[args.project], work / "port", args.project
             migrate_fixture(original, port, args.project)
-            script, script_args = "train.py", ("--steps", "3")
+            script = "train.py"
+        if not script_args:
+            script_args = ("--steps", str(args.steps))
         bare_ref, bare_port, whole = [], [], []
         for i in range(args.repeat):
             tmp = work / f"tmp{i}"
             tmp.mkdir()
             bare_ref.append(bare_run(original, "reference", script, script_args, tmp))
             bare_port.append(bare_run(port, port_device, script, script_args, tmp))
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), _children_cpu()
             result = run_validation(ValidateRequest(original=original, port=port, mode="script", script=script,
-                                                    args=script_args, port_device=port_device))
-            whole.append(time.perf_counter() - t0)
-            print(f"run {i}: bare original {bare_ref[-1]:.2f} s, bare port {bare_port[-1]:.2f} s, "
-                  f"validate {whole[-1]:.2f} s ({result.verdict.value}, {len(result.comparisons)} tensors)")
-        bare = statistics.median(bare_ref) + statistics.median(bare_port)
-        ratio = statistics.median(whole) / bare
-        print(f"project {args.project}, port device {port_device}, cores {os.cpu_count()}")
-        print(f"median bare original {statistics.median(bare_ref):.2f} s + bare port {statistics.median(bare_port):.2f} s"
-              f" = {bare:.2f} s; median validate {statistics.median(whole):.2f} s; ratio {ratio:.2f}x (goal <= 2.0x)")
+                                                    args=script_args, steps=args.steps, port_device=port_device))
+            whole.append((time.perf_counter() - t0, _children_cpu() - c0))
+            print(f"run {i}: bare original {bare_ref[-1][0]:.2f} s ({bare_ref[-1][1]:.2f} s CPU), bare port "
+                  f"{bare_port[-1][0]:.2f} s ({bare_port[-1][1]:.2f} s CPU), validate {whole[-1][0]:.2f} s "
+                  f"({whole[-1][1]:.2f} s CPU) ({result.verdict.value}, {len(result.comparisons)} tensors)")
+        med = lambda xs, k: statistics.median(x[k] for x in xs)  # noqa: E731
+        for k, what in ((0, "wall"), (1, "CPU")):
+            bare = med(bare_ref, k) + med(bare_port, k)
+            print(f"{what}: bare original {med(bare_ref, k):.2f} s + bare port {med(bare_port, k):.2f} s = {bare:.2f} s; "
+                  f"validate {med(whole, k):.2f} s; ratio {med(whole, k) / bare:.2f}x (goal <= 2.0x)")
+        print(f"project {label}, port device {port_device}, cores {os.cpu_count()}, load {os.getloadavg()[0]:.1f}")
         return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -19,8 +19,8 @@ subprocess, before any user code is imported. It maps:
   `current_device()`; `Tensor.pin_memory()` -> identity;
 * `torch.Generator(device="cuda")` -> a CPU generator;
 * `torch.accelerator.*` answers as on a one-GPU CUDA machine: is_available() -> True,
-  current_accelerator() -> device("cuda") (mapped to cpu like any other), device_count() -> 1,
-  current_device_index() -> 0, synchronize / set_device_index -> no-ops, memory figures -> 0
+  current_accelerator() -> device("cuda") (mapped to cpu like any other), device_count() and
+  current_device_index() / set_device_index() as torch.cuda's, synchronize a no-op, memory figures 0
   (trap: left alone, the reference says "no accelerator" while torch.cuda says one is there, and
   code that asks torch.accelerator fails with "Cannot access accelerator device when none is
   available").
@@ -430,11 +430,12 @@ def _patch_accelerator() -> None:
     values = {
         "is_available": lambda *a, **k: True,
         "current_accelerator": lambda *a, **k: torch.device("cuda"),
-        "device_count": lambda: 1,
-        "current_device_index": lambda: 0,
-        "current_device_idx": lambda: 0,
-        "set_device_index": noop,
-        "set_device_idx": noop,
+        # As torch.cuda here: one device per local rank, the index set_device was given.
+        "device_count": lambda: _device_count(),
+        "current_device_index": lambda: _CURRENT[0],
+        "current_device_idx": lambda: _CURRENT[0],
+        "set_device_index": lambda device, *a, **k: _set_device(device),
+        "set_device_idx": lambda device, *a, **k: _set_device(device),
         "synchronize": noop,
         "empty_cache": noop,
         "device_index": lambda device=None: contextlib.nullcontext(),

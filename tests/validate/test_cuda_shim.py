@@ -51,6 +51,13 @@ SNIPPETS = {
     "ddp-device-ids-positional": ("_ddp(lambda m: DDP(m, [torch.device('cuda', 0)], 0))", "cpu"),
     "ddp-without-device-ids": ("_ddp(lambda m: DDP(m))", "cpu"),
     "device-mesh-cuda": ("init_device_mesh('cuda', (1,)).device_type", "cpu"),
+    # torch.accelerator answers like torch.cuda (a one-GPU machine), not "none available".
+    "accelerator-available": ("torch.accelerator.is_available()", True),
+    "accelerator-current": ("str(torch.accelerator.current_accelerator())", "cuda"),
+    "accelerator-index": ("(torch.accelerator.set_device_index(1), torch.accelerator.current_device_index(), torch.cuda.current_device(), torch.accelerator.set_device_index(0))[1:3]", [1, 1]),
+    "accelerator-sync": ("(torch.accelerator.synchronize(), 'ok')[1]", "ok"),
+    "accelerator-device-maps-to-cpu": ("torch.ones(2, device=torch.accelerator.current_accelerator()).device.type", "cpu"),
+    "adam-under-accelerator": ("_adam()", True),
 }
 
 HELPERS = textwrap.dedent(
@@ -81,6 +88,13 @@ HELPERS = textwrap.dedent(
         model = wrap(torch.nn.Linear(2, 2).cuda())
         model(torch.ones(1, 2, device="cuda")).sum().backward()
         return next(model.parameters()).grad.device.type
+    def _adam():
+        # torch's optimizers ask torch.accelerator.current_stream().is_capturing() each step.
+        p = torch.nn.Parameter(torch.ones(2, device="cuda"))
+        opt = torch.optim.Adam([p], lr=0.1)
+        p.sum().backward()
+        opt.step()
+        return bool((p.detach() < 1).all())
     """
 )
 

@@ -40,3 +40,22 @@ def test_a_failing_atexit_handler_does_not_change_the_status():
                           env={"PATH": "", "PYTHONPATH": ":".join(sys.path)})
     assert proc.returncode == 0
     assert "ZeroDivisionError" in proc.stderr
+
+
+def _raise(exc: BaseException) -> BaseException:
+    try:
+        raise exc
+    except BaseException as caught:  # noqa: BLE001
+        return caught
+
+
+@pytest.mark.parametrize(("exc", "fragments"), [
+    pytest.param(RuntimeError("boom"), ("RuntimeError: boom at ", "test_worker_exit.py:"), id="with-text"),
+    pytest.param(AssertionError(), ("AssertionError (no message) at ", "test_worker_exit.py:", "(raise exc)"),
+                 id="bare-assert-still-says-what-and-where"),
+])
+def test_crash_message_names_the_line(exc, fragments):
+    from cuda2neuron.validate._worker import _crash_message
+
+    message = _crash_message(_raise(exc))
+    assert all(f in message for f in fragments), message
