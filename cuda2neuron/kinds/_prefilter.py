@@ -35,7 +35,7 @@ _PYTHON = (
     # CUDA-only kernel packages and languages (rules/_shared/cuda_kernels.toml), hub kernels, FP8
     "tilelang", "cutlass", "numba", "conv1d", "mamba", "dropout_layer_norm", "rotary_emb", "xentropy",
     "deepspeed", "liger", "flashinfer", "vllm", "flash_mla", "deep_gemm", "deep_ep", "sgl_kernel",
-    "transformer_engine", "natten", "nvdiffrast", "gsplat", "gaussian", "simple_knn",
+    "transformer_engine", "natten", "nvdiffrast", "gsplat", "gaussian", "simple_knn", "sageattention",
     "get_kernel", "get_local_kernel", "load_kernel", "kernelize", "use_kernel_forward_from_hub",
     "_scaled_", "float8",
     "float64", "double", "complex", "polar", "cfloat", "chalf", "view_as_real", "fft",
