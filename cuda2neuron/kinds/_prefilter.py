@@ -28,7 +28,7 @@ _PYTHON = (
     "IntTensor", "LongTensor", "BoolTensor",
     "nvtx", "allow_tf32", "reduced_precision_reduction", "set_float32_matmul_precision",
     "autocast", "GradScaler", "custom_fwd", "custom_bwd",
-    "nccl", "init_process_group",
+    "nccl", "init_process_group", "DistributedDataParallel",
     "compile", "_inductor",
     "triton", "cpp_extension", "flash_attn", "xformers", "apex", "bitsandbytes", "fused", "sdp",
     "profiler", "cupy", "nvml", "nvidia", "gpustat", "GPUtil", "nvitop", "elapsed_time",
