@@ -93,3 +93,17 @@ def test_a_crashing_rank_is_named_and_its_peers_do_not_hang(tmp_path, nproc):
     assert result.verdict is Verdict.ERROR
     assert [(f.role, f.kind) for f in result.failures] == [("port rank 1", "crash")], result.failures
     assert "rank 1 lost its device" in result.failures[0].message
+
+
+def test_inherited_launcher_variables_get_a_rendezvous_per_run(monkeypatch):
+    # validate started from a shell where a torchrun-style launch was set up by hand: with one
+    # MASTER_PORT for all, the three concurrent runs collided (EADDRINUSE on the store).
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")  # replaced: without --nproc each run is one rank
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    result = run_validation(ValidateRequest(original=PAIR / "original", port=PAIR / "port", mode="script",
+                                            script="train.py", args=STEPS, timeout=240))
+    assert_correct_port(result)
+    assert sorted(run.role for run in result.runs) == ["golden rank 0", "port rank 0", "reference rank 0"]
