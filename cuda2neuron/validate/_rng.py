@@ -55,7 +55,9 @@ class CpuRandomMode(TorchDispatchMode):
         if func.overloadpacket not in RANDOM_OPS:
             return func(*args, **kwargs)
         device = _device_of(args, kwargs)
-        if device is None:
+        if device is None or device.type == "meta":
+            # Meta tensors hold no data, so they draw nothing (`with torch.device("meta"):` model
+            # construction before FSDP2's to_empty + reset_parameters); no CPU twin to make.
             return func(*args, **kwargs)
         from cuda2neuron.validate._accounting import paused
 
@@ -82,3 +84,20 @@ class CpuRandomMode(TorchDispatchMode):
             args[0].copy_(cpu_args[0])
             return args[0]
         return tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, out)
+
+
+def local_dtensor_draws() -> None:
+    """DTensor random ops (FSDP2's `reset_parameters()` on sharded parameters) draw each rank's
+    local shard from the CPU generator, as they do in the CPU reference.
+
+    Trap: on a device mesh whose device module has `set_rng_state`, DTensor switches to its
+    offset-based RNG tracker, which reads the device generator's state as a 16-byte Philox
+    seed/offset pair; the emulated device keeps a CPU generator's state there, and the tracker
+    fails (`AssertionError` in `_random.py` `offset`). The CPU mesh of the reference never uses
+    the tracker, and validate draws every random number from the one CPU generator anyway.
+    Patched where DTensor's dispatcher looks it up. Only for distributed launches (importing
+    DTensor costs time every other run would pay for nothing).
+    """
+    from torch.distributed.tensor import _dispatch
+
+    _dispatch.is_rng_supported_mesh = lambda mesh: False

@@ -52,6 +52,7 @@ def _setup_device(role: str, port_device: str) -> tuple[str, bool]:
             from cuda2neuron.validate._rng import CpuRandomMode
 
             CpuRandomMode().__enter__()
+            _distributed_rng()
             return f"cuda ({torch.cuda.get_device_name(0)})", False
         from cuda2neuron.validate import _cuda_shim
 
@@ -84,7 +85,19 @@ def _setup_device(role: str, port_device: str) -> tuple[str, bool]:
         use_cpu_alias(backend.cpu_alias)
         label, accounting = "neuron (cuda2neuron emulator)", True
     CpuRandomMode().__enter__()
+    _distributed_rng()
     return label, accounting
+
+
+def _distributed_rng() -> None:
+    """Under a distributed launch (validate --nproc), DTensor draws like the CPU reference."""
+    if "WORLD_SIZE" in os.environ:
+        import torch.distributed as dist
+
+        if dist.is_available():
+            from cuda2neuron.validate._rng import local_dtensor_draws
+
+            local_dtensor_draws()
 
 
 def _resolve_entry(entry: str, tree: str) -> Any:

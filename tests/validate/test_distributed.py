@@ -10,18 +10,17 @@ ranks, ~20 s of CPU on a quiet machine, so the table stays short.
 from __future__ import annotations
 
 import pytest
+import torch
 
 from cuda2neuron.validate import ValidateRequest, Verdict, run_validation
 from cuda2neuron.validate._request import build_request
+from cuda2neuron.validate._rng import CpuRandomMode
 from cuda2neuron.validate._trees import Trees
 
 from validate_helpers import PROJECTS, assert_correct_port, copy_with_patches, needs_emulator
 
 PAIR = PROJECTS / "ddp_trainer"
 STEPS = ("--steps", "3")
-
-pytestmark = [pytest.mark.slow, needs_emulator]
-
 
 def _validate(port, script: str, args: tuple[str, ...] = STEPS):
     # Launched the way the README shows, `--script torchrun -- --nproc_per_node=2 train.py ...`.
@@ -38,6 +37,8 @@ CORRECT = [
 ]
 
 
+@pytest.mark.slow
+@needs_emulator
 @pytest.mark.parametrize(("script", "args"), CORRECT)
 def test_correct_distributed_port_passes_on_every_rank(script, args):
     result = _validate(PAIR / "port", script, args)
@@ -68,6 +69,8 @@ DEFECTS = [
 ]
 
 
+@pytest.mark.slow
+@needs_emulator
 @pytest.mark.parametrize(("script", "args", "patches", "key", "module"), [d[1:] for d in DEFECTS],
                          ids=[d[0] for d in DEFECTS])
 def test_seeded_distributed_defect_fails_naming_the_rank(tmp_path, script, args, patches, key, module):
@@ -80,6 +83,8 @@ def test_seeded_distributed_defect_fails_naming_the_rank(tmp_path, script, args,
     assert result.divergence.module_path == module
 
 
+@pytest.mark.slow
+@needs_emulator
 @pytest.mark.parametrize("nproc", [pytest.param(2, id="2-ranks")])
 def test_a_crashing_rank_is_named_and_its_peers_do_not_hang(tmp_path, nproc):
     # Rank 1 of the port dies before its first collective; rank 0 would wait for it until gloo's
@@ -95,6 +100,8 @@ def test_a_crashing_rank_is_named_and_its_peers_do_not_hang(tmp_path, nproc):
     assert "rank 1 lost its device" in result.failures[0].message
 
 
+@pytest.mark.slow
+@needs_emulator
 def test_inherited_launcher_variables_get_a_rendezvous_per_run(monkeypatch):
     # validate started from a shell where a torchrun-style launch was set up by hand: with one
     # MASTER_PORT for all, the three concurrent runs collided (EADDRINUSE on the store).
@@ -107,3 +114,15 @@ def test_inherited_launcher_variables_get_a_rendezvous_per_run(monkeypatch):
                                             script="train.py", args=STEPS, timeout=240))
     assert_correct_port(result)
     assert sorted(run.role for run in result.runs) == ["golden rank 0", "port rank 0", "reference rank 0"]
+
+
+@pytest.mark.parametrize("build", [
+    pytest.param(lambda: torch.nn.Embedding(8, 4), id="embedding-normal_"),
+    pytest.param(lambda: torch.nn.Linear(4, 4), id="linear-kaiming_uniform_"),
+])
+def test_random_init_on_the_meta_device_draws_nothing(build):
+    # FSDP2's large-model idiom: build under `with torch.device("meta")`, shard, then to_empty +
+    # reset_parameters. The port's CPU random mode tried to copy the meta tensor to the CPU.
+    with CpuRandomMode(), torch.device("meta"):
+        module = build()
+    assert all(p.device.type == "meta" for p in module.parameters())
