@@ -39,10 +39,12 @@ from cuda2neuron.core import (
 from ._catalog import unknown_selectors
 from ._code_text import _TOKEN_RE
 
-__all__ = ["CHECKED_KINDS", "UNUSED_SUPPRESSION", "Directive", "check_suppressions", "directives"]
+__all__ = ["CHECKED_KINDS", "LINE_KINDS", "UNUSED_SUPPRESSION", "Directive", "check_suppressions", "directives"]
 
-# The kinds whose files keep `#` comments on the file's own lines.
-CHECKED_KINDS = frozenset({"python", "shell", "requirements", "config", "dockerfile"})
+# The kinds whose files keep `#` comments on the file's own lines (CN901 and unknown codes).
+LINE_KINDS = frozenset({"python", "shell", "requirements", "config", "dockerfile"})
+# Notebooks: unknown codes only (their comments sit in cells, located by cell and line).
+CHECKED_KINDS = LINE_KINDS | {"notebook"}
 UNUSED_SUPPRESSION = ("CN901", "unused-suppression")
 # Entries that name the unused-suppression rule itself: such a comment is kept as asked.
 _SELF = frozenset({"CN9", "CN90", "CN901"})
@@ -101,6 +103,8 @@ def check_suppressions(kind: str, path: str, data: bytes, result: FileResult, co
 def _check(kind: str, path: str, data: bytes, result: FileResult, config: Config, options: RunOptions, body) -> FileResult:  # noqa: ANN001
     if kind not in CHECKED_KINDS or result.status is FileStatus.FAILED:
         return result
+    if kind == "notebook":
+        return _notebook_codes(path, result.new_bytes if result.new_bytes is not None else data) or result
     final = result.new_bytes if result.new_bytes is not None else data
     found = directives(final, kind)
     if not found:
@@ -136,6 +140,35 @@ def _check(kind: str, path: str, data: bytes, result: FileResult, config: Config
         new_bytes=new,
         old_bytes=data,
     )
+
+
+def _notebook_codes(path: str, data: bytes) -> FileResult | None:
+    """A failed result when a code cell's suppression comment names an unknown code."""
+    import json
+
+    try:
+        cells = json.loads(data.decode("utf-8-sig")).get("cells", [])
+    except (ValueError, AttributeError):
+        return None  # the notebook handler reported what is wrong with the file
+    # Cells are numbered from 1 among all cells, as the notebook's findings say.
+    for number, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        text = "".join(source) if isinstance(source, list) else str(source)
+        for d in directives(text.encode("utf-8", "surrogateescape"), "python"):
+            bad = unknown_selectors(d.codes or ())
+            if bad:
+                return FileResult(
+                    path,
+                    FileStatus.FAILED,
+                    error=FileError(
+                        "suppression",
+                        f"cell {number}, line {d.line}: unknown rule code(s) {', '.join(bad)} in a "
+                        "suppression comment (`cuda2neuron rules` lists them)",
+                    ),
+                )
+    return None
 
 
 def _sorted(findings) -> tuple[Finding, ...]:  # noqa: ANN001

@@ -47,6 +47,22 @@ def test_unknown_codes_in_comments_fail_the_file_at_the_line(source, path, line,
     assert code in result.error.message
 
 
+def test_unknown_codes_in_notebook_cells_name_the_cell():
+    import json
+
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["# cuda2neuron: ignore[XYZ] is prose here"]},
+            {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+             "source": ["import torch\n", "x = y.cuda()  # cuda2neuron: ignore[CN1O1]\n"]},
+        ],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    result = process_bytes("nb.ipynb", json.dumps(nb).encode(), Config(), RunOptions())
+    assert result.error is not None and result.error.kind == "suppression"
+    assert result.error.message.startswith("cell 2, line 2: unknown rule code(s) CN1O1")
+
+
 @pytest.mark.parametrize(
     "source",
     [
