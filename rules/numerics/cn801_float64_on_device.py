@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
@@ -16,6 +19,17 @@ _GUIDANCE = (
     "downcast, so code that relies on double precision gets float32 results. Use torch.float32 "
     "for device tensors; keep float64 only for host (CPU) tensors, e.g. metric accumulation."
 )
+
+# Each pattern starts with a literal word, which the regex engine finds fast; none looks at what
+# comes before it, so ``mytorch.float64`` wakes the rule too (the parse then says no).
+_DOUBLE_CALL = re.compile(rb"double[ \t\\]*\([\s\\]*\)")
+_FROM_TORCH = re.compile(rb"from[ \t\\]+torch[ \t\\]+import")
+_TORCH_ALIAS = re.compile(rb"torch[ \t\\]+as[ \t\\]+([A-Za-z_\x80-\xff][\w\x80-\xff]*)")
+
+
+@lru_cache(maxsize=64)
+def _dtype_attribute(head: bytes) -> re.Pattern[bytes]:
+    return re.compile(re.escape(head) + rb"[ \t\\]*\.[ \t\\]*(?:float64|double)\b")
 
 
 class Float64OnDevice(Rule):
@@ -70,6 +84,16 @@ class Float64OnDevice(Rule):
         Invalid("y = y.double()\n", "y = y.float()\n", unsafe=True),
         Invalid("import torch\nx = x.to(torch.float64)\n"),
     )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # NumPy's float64 is everywhere in model code and never reported: a report needs torch's
+        # float64/double (through ``torch``, an alias of it, or ``from torch import``) or a
+        # ``.double()`` call.
+        if _DOUBLE_CALL.search(code) or _FROM_TORCH.search(code):
+            return True
+        heads = {b"torch", *(m.group(1) for m in _TORCH_ALIAS.finditer(code))}
+        return any(_dtype_attribute(head).search(code) for head in heads)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         attr = node.attr.value

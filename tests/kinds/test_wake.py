@@ -83,6 +83,12 @@ OTHER_WAKES = [
     pytest.param("from utils import FloatTensor\nm = m.type(FloatTensor)\n", "CN106", True, id="cn106-project-alias"),
     pytest.param("import torch\nx = torch.cuda.synchronize()\n", "CN106", False, id="cn106-cuda-without-types"),
     pytest.param("import multiprocessing as mp\np = mp.Process(target=work)\n", "CN803", False, id="cn803-no-device"),
+    pytest.param("import numpy as np\na = np.zeros(2, dtype=np.float64)\n", "CN801", False, id="cn801-numpy"),
+    pytest.param("import torch\nx = torch.zeros(2, dtype=torch . float64)\n", "CN801", True, id="cn801-torch"),
+    pytest.param("import numpy as np, torch as th\nx = th.ones(1, dtype=th.double)\n", "CN801", True, id="cn801-alias"),
+    pytest.param("from torch import float64\nx = x.to(float64)\n", "CN801", True, id="cn801-from-torch"),
+    pytest.param("y = y.double(\n)\n", "CN801", True, id="cn801-double-call"),
+    pytest.param("y = y.double(2)\n", "CN801", False, id="cn801-double-with-argument"),
     pytest.param("import multiprocessing as mp\nmp.set_start_method('fork')\n", "CN803", True, id="cn803-fork"),
     pytest.param(
         "from multiprocessing import get_context as ctx_of\nctx = ctx_of('fork')\n", "CN803", True, id="cn803-alias"
