@@ -1,11 +1,13 @@
 """Benchmark of the emulated neuron device against plain CPU, same thread count, side by side.
 
-    python bench/bench_backend.py [--threads N] [--repeat R]
+    python bench/bench_backend.py [--threads N] [--repeat R] [--per-op [--calls N]]
 
 Measures (emulator time / CPU time): a small-GPT training step (goal <= 1.2x), a loop of 10,000
 tiny adds (goal <= 2.5x), a 256x256 matmul loop (~1.0x), peak memory of a training step
 (goal <= 1.1x, zero copy), plus the cold build time (fresh cache, in a subprocess) and the
 import / activate time. Peak memory is measured in fresh subprocesses (VmHWM after a reset).
+``--per-op`` instead prints the per-call time of 20 common ops on small tensors, neuron beside
+CPU, wall and CPU (process) seconds, with OMP_NUM_THREADS=1 and torch.set_num_threads(1) on both.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -121,6 +124,58 @@ def _workloads(device: str):
             "256x256 matmul x50": matmuls}
 
 
+def _per_op_cases(device: str) -> dict[str, Callable[[], object]]:
+    """20 common ops on small tensors (what an optimizer step or a small layer issues)."""
+    import torch
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(64, 64, generator=g).to(device)
+    b = torch.randn(64, 64, generator=g).to(device)
+    v = torch.randn(1024, generator=g).to(device)
+    x4 = torch.randn(2, 4, 16, 16, generator=g).to(device)
+    w4 = torch.randn(8, 4, 3, 3, generator=g).to(device)
+    idx = torch.randint(0, 64, (32,), generator=g).to(device)
+    tgt = torch.randint(0, 64, (64,), generator=g).to(device)
+    q = torch.randn(2, 4, 16, 32, generator=g).to(device)
+    ln_w = torch.ones(64, device=device)
+    ps = [torch.randn(64, 64, generator=g).to(device) for _ in range(4)]
+    return {
+        "add": lambda: a + b, "mul (scalar)": lambda: a * 0.5, "add_ (in place)": lambda: a.add_(b, alpha=0.0),
+        "exp": lambda: torch.exp(v), "relu": lambda: F.relu(a), "gelu": lambda: F.gelu(a),
+        "sum": lambda: a.sum(), "mean(dim)": lambda: a.mean(1), "softmax": lambda: a.softmax(-1),
+        "mm 64x64": lambda: a @ b, "linear": lambda: F.linear(a, b), "layer_norm": lambda: F.layer_norm(a, (64,), ln_w),
+        "conv2d": lambda: F.conv2d(x4, w4, padding=1), "cross_entropy": lambda: F.cross_entropy(a, tgt),
+        "index_select": lambda: a.index_select(0, idx), "cat": lambda: torch.cat([a, b]),
+        "view+transpose": lambda: a.view(32, 128).t(), "clone": lambda: a.clone(),
+        "sdpa": lambda: F.scaled_dot_product_attention(q, q, q),
+        "_foreach_add_ (4)": lambda: torch._foreach_add_(ps, ps, alpha=0.0),
+    }
+
+
+def per_op(calls: int, repeat: int) -> list[tuple[str, float, float, float, float]]:
+    """(op, cpu wall us, neuron wall us, cpu cpu-us, neuron cpu-us) per call, best of `repeat`."""
+    cases = {d: _per_op_cases(d) for d in ("cpu", "neuron")}
+
+    def clock(fn: Callable[[], object]) -> tuple[float, float]:
+        best_w = best_c = float("inf")
+        fn()
+        for _ in range(repeat):
+            w0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(calls):
+                fn()
+            best_w = min(best_w, time.perf_counter() - w0)
+            best_c = min(best_c, time.process_time() - c0)
+        return best_w / calls * 1e6, best_c / calls * 1e6
+
+    rows = []
+    for name in cases["cpu"]:
+        cw, cc = clock(cases["cpu"][name])  # interleaved: machine noise hits both alike
+        dw, dc = clock(cases["neuron"][name])
+        rows.append((name, cw, dw, cc, dc))
+    return rows
+
+
 def _peak_rss(device: str, threads: int) -> tuple[int, int]:
     """(peak RSS during three training steps, RSS before them) in KiB, measured in a fresh process."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -153,7 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads on both sides (default 1)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--cold-build", action="store_true", help="also time a cold build (about a minute+)")
+    parser.add_argument("--per-op", action="store_true", help="per-call overhead of 20 common ops instead")
+    parser.add_argument("--calls", type=int, default=200, help="calls per timing with --per-op")
     args = parser.parse_args(argv)
+    if args.per_op:
+        os.environ["OMP_NUM_THREADS"] = "1"  # before torch is imported: its thread pool reads it
 
     import torch
 
@@ -161,6 +220,17 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     backend.activate()
+    if args.per_op:
+        rows = per_op(args.calls, args.repeat)
+        print(f"threads={args.threads} torch={torch.__version__}; microseconds per call, best of {args.repeat}")
+        print("| op | CPU wall | neuron wall | ratio | CPU cpu-time | neuron cpu-time | ratio |")
+        print("|---|---|---|---|---|---|---|")
+        for name, cw, dw, cc, dc in rows:
+            print(f"| {name} | {cw:.1f} | {dw:.1f} | {dw / cw:.2f} | {cc:.1f} | {dc:.1f} | {dc / max(cc, 1e-9):.2f} |")
+        tw = statistics.geometric_mean(r[2] / r[1] for r in rows)
+        tc = statistics.geometric_mean(r[4] / max(r[3], 1e-9) for r in rows)
+        print(f"| geometric mean | | | {tw:.2f} | | | {tc:.2f} |")
+        return 0
     rows = []
     cpu_w, dev_w = _workloads("cpu"), _workloads("neuron")
     goals = {"small-GPT train step": 1.2, "10,000 tiny adds": 2.5, "256x256 matmul x50": 1.0}

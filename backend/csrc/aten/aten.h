@@ -44,7 +44,11 @@ void check_dtype(c10::ScalarType st, const char* op);
 // ---- registrations (one per unit; called from register.cpp's TORCH_LIBRARY_IMPL blocks) ----
 // The boxed fallback itself (for `_`), and the structured ops that run through it directly.
 void neuron_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack);
-void register_structured_fallbacks(torch::Library& m);
+// Sends every op with a CPU kernel and a composite-explicit kernel to the fallback; returns how many.
+int register_cpu_kernels_over_composites(torch::Library& m);
+// An efficient zero tensor (no memory, ZeroTensor key) on neuron device `idx` (kernels.cpp).
+at::Tensor efficient_zero_tensor(c10::IntArrayRef size, c10::ScalarType dtype, c10::DeviceIndex idx);
+void sparse_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack);
 void register_kernels(torch::Library& m);
 void register_rnn(torch::Library& m);
 

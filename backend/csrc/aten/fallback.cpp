@@ -50,9 +50,18 @@ c10::Storage alias_storage(const c10::Storage& neuron_storage) {
                                                             std::move(ptr), &g_alias_allocator, true));
 }
 
+// The dispatch keys of a tensor on `backend` that carries `like`'s ZeroTensor marker. Trap: an
+// efficient zero tensor (autograd's zero gradients) has storage without memory; dropping the
+// marker on the way between CPU and neuron makes a tensor whose data pointer is null (a segfault).
+c10::DispatchKeySet keys_like(c10::DispatchKey backend, const at::Tensor& like) {
+  c10::DispatchKeySet ks(backend);
+  if (like._is_zerotensor()) ks = ks | c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
+  return ks;
+}
+
 at::Tensor neuron_tensor_on(c10::Storage storage, const at::Tensor& like) {
-  auto impl = c10::make_intrusive<c10::TensorImpl>(std::move(storage),
-                                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), like.dtype());
+  auto impl = c10::make_intrusive<c10::TensorImpl>(std::move(storage), keys_like(c10::DispatchKey::PrivateUse1, like),
+                                                   like.dtype());
   impl->set_sizes_and_strides(like.sizes(), like.strides(), like.storage_offset());
   if (like.is_conj()) impl->_set_conj(true);
   if (like.is_neg()) impl->_set_neg(true);
@@ -292,8 +301,8 @@ void neuron_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::
 
 at::Tensor cpu_alias(const at::Tensor& t) {
   TORCH_CHECK(t.device().type() == kDev, "cpu_alias expects a neuron tensor, got ", t.device());
-  auto impl = c10::make_intrusive<c10::TensorImpl>(alias_storage(t.storage()),
-                                                   c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  auto impl = c10::make_intrusive<c10::TensorImpl>(alias_storage(t.storage()), keys_like(c10::DispatchKey::CPU, t),
+                                                   t.dtype());
   impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
   if (t.is_conj()) impl->_set_conj(true);
   if (t.is_neg()) impl->_set_neg(true);
@@ -307,6 +316,10 @@ at::Tensor to_neuron_result(const at::Tensor& cpu_in, c10::DeviceIndex idx) {
     return neuron_tensor_on(c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(target)), cpu);
   }
   if (cpu.storage().device().type() == kDev) return neuron_tensor_on(cpu.storage(), cpu);
+  if (cpu._is_zerotensor()) return efficient_zero_tensor(cpu.sizes(), cpu.scalar_type(), idx);
+  TORCH_CHECK_NOT_IMPLEMENTED(cpu.layout() == c10::kStrided, "neuron: ", cpu.layout(),
+                              " tensors are not supported on the device (only strided tensors); keep sparse "
+                              "tensors on the CPU or call .to_dense() before moving them");
   if (cpu.scalar_type() == at::kDouble) {
     check_dtype(at::kDouble, "result");
     cpu = cpu.to(at::kFloat);
@@ -345,6 +358,14 @@ void sync_back(const at::Tensor& neuron_t, const at::Tensor& alias) {
   }
 }
 
+// Sparse layouts have no neuron storage: every op on them (sparse_coo_tensor(device="neuron"),
+// .to("neuron") of a sparse tensor, empty(layout=sparse)) ends here with a clear error instead of
+// PyTorch's "Could not run ... with arguments from the 'Sparseneuron' backend".
+void sparse_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack*) {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "neuron: sparse tensors are not supported on the device (", op.schema().name(),
+                              "); keep them on the CPU or call .to_dense() before moving them");
+}
+
 void raise_device_mismatch(const c10::Device& a, const c10::Device& b) {
   TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ",
               a, " and ", b, "!");
@@ -372,20 +393,32 @@ void check_dtype(c10::ScalarType st, const char* op) {
   }
 }
 
-// Structured ops reach PrivateUse1 through a generated composite that allocates the output on the
-// device and calls the out= variant. Running the CPU *functional* kernel through the fallback
-// instead is faster (one dispatch, no meta pass) and keeps the CPU semantics exactly: e.g.
-// mse_loss.out warns about resizing a 0-dim output, and sum(dtype=float64) would need a float64
-// output the device cannot store (the functional result is converted to float32 instead).
-void register_structured_fallbacks(torch::Library& m) {
-  for (const char* name : {"add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "mm", "addmm", "bmm", "baddbmm",
-                           "mse_loss", "sum.dim_IntList", "mean.dim", "prod.dim_int", "cumsum", "cumprod",
-                           "linalg_vector_norm", "gelu", "gelu_backward", "tanh", "sigmoid", "exp",
-                           "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
-                           "threshold_backward", "addcmul", "addcdiv", "pow.Tensor_Scalar", "nll_loss_forward",
-                           "nll_loss_backward"}) {
-    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&neuron_fallback>());
+// An op with both a CPU kernel and a CompositeExplicitAutograd(NonFunctional) kernel reaches
+// PrivateUse1 through the composite, not through the fallback: a device without its own kernel gets
+// the composite. Trap: the composite is not the CPU kernel — native_layer_norm / native_group_norm
+// compute their statistics in float32 and return float32 mean/rstd for bfloat16 input, where CPU
+// returns bfloat16 and other values; structured ops (add, mul, ...) allocate on the device and call
+// the out= variant, one dispatch more and e.g. a float64 output the device cannot store. Every such
+// op is sent to the fallback instead, so it runs the very CPU kernel (CPU's values, dtypes, strides).
+// The list is computed from the dispatcher (ops registered by libtorch when this library loads);
+// ops that already have a neuron kernel (kernels.cpp, rnn.cpp) keep it.
+int register_cpu_kernels_over_composites(torch::Library& m) {
+  auto& dispatcher = c10::Dispatcher::singleton();
+  int n = 0;
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    if (name.name.rfind("aten::", 0) != 0) continue;
+    auto op = dispatcher.findOp(name);
+    if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
+    if (op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
+    if (!op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional))
+      continue;
+    std::string full = name.name.substr(6);
+    if (!name.overload_name.empty()) full += "." + name.overload_name;
+    m.impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&neuron_fallback>());
+    ++n;
   }
+  return n;
 }
 
 }  // namespace neuron

@@ -4,6 +4,9 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/TensorFactories.h>
+#include <ATen/native/transformers/attention.h>
+#include <ATen/ops/_fused_sdp_choice.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/view_native.h>
@@ -167,6 +170,40 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   return {back(gi), back(gw), back(gb)};
 }
 
+// autograd's zero gradients (sgn, polar, ... of real input): a tensor without memory, marked
+// ZeroTensor, whose ops the ZeroTensor key materialises. Trap: through the fallback the CPU
+// kernel's memory-less storage was adopted as device memory and the marker dropped — a neuron
+// tensor over a null pointer, and a segfault on first read.
+at::Tensor efficientzerotensor(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool>) {
+  TORCH_CHECK(!layout || *layout == c10::kStrided, "neuron supports only strided tensors, got layout ", *layout);
+  return efficient_zero_tensor(size, storable(c10::dtype_or_default(dtype)), target_index(device));
+}
+
+// scaled_dot_product_attention asks the device which kernel to use (a dispatch stub, not an op);
+// with no answer registered, PrivateUse1 takes the math path and so other float32 values than CPU,
+// which takes its flash kernel. The device answers as CPU does, and the chosen kernel
+// (_scaled_dot_product_flash_attention_for_cpu, ...) then runs through the fallback.
+}  // namespace
+
+int64_t fused_sdp_choice_for_device(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                         const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
+                         std::optional<double> scale, bool enable_gqa) {
+  // The choice depends on requires_grad (a mask that needs a gradient forces math): the host
+  // views are fresh tensors without autograd metadata, so they carry the flag over.
+  auto view = [](const at::Tensor& t) {
+    at::Tensor h = host_view(t);
+    if (t.requires_grad()) h.set_requires_grad(true);
+    return h;
+  };
+  std::optional<at::Tensor> hm;
+  if (mask && mask->defined()) hm = view(*mask);
+  return at::_fused_sdp_choice(view(q), view(k), view(v), hm, dropout_p, is_causal, scale, enable_gqa);
+}
+
+namespace {
+
 // Dense CPU and dense neuron tensors can swap their TensorImpl contents (param.data = ...), as
 // CPU and CUDA can. Trap: c10's built-in answer leaves PrivateUse1 out, so nn.Module.to("neuron")
 // creates a new Parameter per module and silently unties tied weights (GPT's embedding/head).
@@ -184,7 +221,16 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
 
 }  // namespace
 
+
+at::Tensor efficient_zero_tensor(c10::IntArrayRef size, c10::ScalarType dtype, c10::DeviceIndex idx) {
+  c10::Device dev(kDev, idx);
+  at::native::ZeroTensorAllocator allocator(dev);
+  auto ks = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1) | c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
+  return at::detail::empty_generic(size, &allocator, ks, dtype, std::nullopt);
+}
+
 void register_kernels(torch::Library& m) {
+  m.impl("_efficientzerotensor", TORCH_FN(efficientzerotensor));
   m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));
@@ -201,3 +247,8 @@ void register_kernels(torch::Library& m) {
 }
 
 }  // namespace neuron
+
+// The macro names the stub's registrar type unqualified: it has to stand in the stub's namespace.
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &neuron::fused_sdp_choice_for_device)
+}  // namespace at::native

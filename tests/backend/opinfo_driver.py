@@ -1,0 +1,410 @@
+"""PyTorch's OpInfo database (shipped in the torch wheel) run on CPU and on the emulated device.
+
+Every (op, mode, dtype, sample) *case* runs the sample on CPU, then the same sample copied to
+``neuron`` (same sizes, strides and storage offset, same seed), and compares every output:
+device (``neuron`` where CPU gives ``cpu``), dtype, shape, strides, and values bit for bit (NaN
+equal to NaN). The emulator runs CPU kernels on the very same memory layout, so any difference is
+a bug of the emulator — except the few differences by design listed in ``BY_DESIGN``.
+
+Modes: ``forward`` (float32, bfloat16, int64, bool: the dtypes the op supports on CPU),
+``backward`` (float32: gradients of every differentiable input for a fixed grad_output),
+``inplace`` (the op's in-place variant, same dtypes as forward). foreach ops are ops of
+``foreach_db`` and go through the same modes.
+
+The input is the database in the wheel (``op_db``, ``python_ref_db``, ``foreach_db`` of
+``torch.testing._internal.common_methods_invocations``); nothing of PyTorch's test files is copied.
+Used by tests/backend/test_opinfo.py (a fixed subset, in-process) and bench/opinfo_sweep.py
+(everything, one subprocess per chunk of ops so that an abort is recorded, not fatal).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_map
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "int64": torch.int64, "bool": torch.bool}
+MODES = ("forward", "backward", "inplace")
+FOREACH_DBS = ("foreach_unary_op_db", "foreach_binary_op_db", "foreach_pointwise_op_db", "foreach_reduce_op_db",
+               "foreach_other_op_db")
+
+#: Outcomes of one case. Only "identical", "both_raise" and "by_design" count as agreeing.
+AGREE = frozenset({"identical", "both_raise", "by_design"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    op: str
+    mode: str
+    dtype: str
+    index: int
+    outcome: str  # identical | both_raise | by_design | mismatch | meta | neuron_raises | cpu_raises
+    detail: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.op}|{self.mode}|{self.dtype}|{self.index}"
+
+
+def _ops():
+    from torch.testing._internal import common_methods_invocations as cmi
+
+    # foreach_db is the union of these five lists (the wheel exports them, not the union).
+    foreach = [op for part in FOREACH_DBS for op in getattr(cmi, part)]
+    return [*cmi.op_db, *cmi.python_ref_db, *foreach]
+
+
+def full_name(op: Any) -> str:
+    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+
+
+def all_ops() -> dict[str, Any]:
+    """Every OpInfo by full name, in database order (first entry wins on a duplicate name)."""
+    out: dict[str, Any] = {}
+    for op in _ops():
+        out.setdefault(full_name(op), op)
+    return out
+
+
+def plans(op: Any) -> list[tuple[str, str]]:
+    """The (mode, dtype) pairs that apply to an op: the dtypes it supports on CPU."""
+    out = []
+    cpu = op.supported_dtypes("cpu")
+    for name, dt in DTYPES.items():
+        if dt in cpu:
+            out.append(("forward", name))
+    if op.supports_autograd and torch.float32 in op.supported_backward_dtypes("cpu"):
+        out.append(("backward", "float32"))
+    if op.inplace_variant is not None:
+        for name, dt in DTYPES.items():
+            if dt in cpu:
+                out.append(("inplace", name))
+    return out
+
+
+# ---- moving a sample to the device --------------------------------------------------------------
+
+
+def _same_layout(t: torch.Tensor, device: str) -> torch.Tensor:
+    """``t`` on ``device`` with the same sizes, strides and storage offset (a plain ``.to`` would
+    make a non-dense input dense and so change the output strides)."""
+    if t.layout != torch.strided:
+        return t.to(device)
+    if t.is_conj() or t.is_neg():
+        return t.to(device)
+    nbytes = t.untyped_storage().nbytes()
+    n = nbytes // t.element_size()
+    flat = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), 0, (n,), (1,))
+    dev = flat.to(device)
+    out = dev.as_strided(t.shape, t.stride(), t.storage_offset())
+    return out.detach().requires_grad_(t.requires_grad)
+
+
+def _leaf(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().requires_grad_(t.requires_grad) if t.layout == torch.strided else t
+
+
+def to_device(x: Any, device: str) -> Any:
+    def move(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return _same_layout(v, device)
+        if isinstance(v, torch.device) and v.type == "cpu":
+            return torch.device(device)
+        return v
+
+    return tree_map(move, x)
+
+
+def _device_kwargs(kwargs: dict[str, Any], device: str) -> dict[str, Any]:
+    # Factory samples name their device ("device": "cpu"): it follows the inputs.
+    return {k: (device if k == "device" and v in ("cpu", torch.device("cpu")) else v) for k, v in kwargs.items()}
+
+
+# ---- running one case ---------------------------------------------------------------------------
+
+
+def _inputs_of(sample: Any) -> list[torch.Tensor]:
+    leaves, _ = tree_flatten((sample.input, sample.args, sample.kwargs))
+    return [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
+
+
+def _run(fn: Callable[..., Any], sample: Any, mode: str, device: str, seed: int) -> Any:
+    inp, args, kwargs = sample.input, sample.args, sample.kwargs
+    if device != "cpu":
+        inp, args, kwargs = to_device((inp, args, kwargs), device)
+        kwargs = _device_kwargs(kwargs, device)
+    else:
+        inp, args, kwargs = tree_map(lambda v: _leaf(v) if isinstance(v, torch.Tensor) else v, (inp, args, kwargs))
+    torch.manual_seed(seed)
+    if mode == "inplace":
+        # An in-place variant writes its first input: run it on a copy, compare that and the result.
+        if isinstance(inp, torch.Tensor):
+            inp = inp.detach().clone()
+        elif isinstance(inp, (list, tuple)):
+            inp = type(inp)(t.detach().clone() if isinstance(t, torch.Tensor) else t for t in inp)
+        out = fn(inp, *args, **kwargs)
+        return (out, inp)
+    out = fn(inp, *args, **kwargs)
+    if mode == "forward":
+        return out
+    # backward: gradients of every input that requires grad, for a fixed grad_output.
+    wrt = _inputs_of(type(sample)(inp, args=args, kwargs=kwargs))
+    outs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not outs or not wrt:
+        return ("no-grad", out)
+    gen = torch.Generator().manual_seed(seed + 1)
+    grads_out = [
+        torch.randn(o.shape, generator=gen, dtype=torch.float32).to(o.dtype).to(o.device)
+        if o.dtype.is_floating_point
+        else torch.ones_like(o)
+        for o in outs
+    ]
+    grads = torch.autograd.grad(outs, wrt, grads_out, allow_unused=True)
+    return (out, grads)
+
+
+def _describe(e: BaseException) -> str:
+    return f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+
+
+def _equal_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.is_complex():
+        a, b = torch.view_as_real(a.resolve_conj().resolve_neg()), torch.view_as_real(b.resolve_conj().resolve_neg())
+    if a.dtype.is_floating_point:
+        return bool(((a == b) | (a.isnan() & b.isnan())).all())
+    return bool((a == b).all())
+
+
+def compare(cpu: Any, dev: Any, device: str) -> tuple[str, str]:
+    """("identical", "") or (outcome, what differs) for two output trees."""
+    ca, cspec = tree_flatten(cpu)
+    da, dspec = tree_flatten(dev)
+    if cspec != dspec:
+        return "meta", f"output structure {cspec} vs {dspec}"
+    for i, (c, d) in enumerate(zip(ca, da)):
+        if isinstance(c, torch.Tensor) != isinstance(d, torch.Tensor):
+            return "meta", f"output {i}: {type(c).__name__} vs {type(d).__name__}"
+        if not isinstance(c, torch.Tensor):
+            if c != d and not (isinstance(c, float) and isinstance(d, float) and math.isnan(c) and math.isnan(d)):
+                return "mismatch", f"output {i}: {c!r} vs {d!r}"
+            continue
+        want_dev = device if c.device.type == "cpu" else c.device.type
+        if d.device.type != want_dev:
+            return "meta", f"output {i}: device {d.device} (CPU gives {c.device})"
+        if c.dtype != d.dtype:
+            return "meta", f"output {i}: dtype {d.dtype} (CPU gives {c.dtype})"
+        if c.shape != d.shape:
+            return "meta", f"output {i}: shape {tuple(d.shape)} (CPU gives {tuple(c.shape)})"
+        if c.layout != torch.strided or d.layout != torch.strided:
+            if c.layout != d.layout:
+                return "meta", f"output {i}: layout {d.layout} (CPU gives {c.layout})"
+            c, d = c.to_dense(), d.to_dense()
+        elif c.numel() > 1 and c.stride() != d.stride():
+            return "meta", f"output {i}: strides {d.stride()} (CPU gives {c.stride()})"
+        if not _equal_values(c.detach(), d.detach().cpu()):
+            return "mismatch", f"output {i}: values differ ({c.dtype}, shape {tuple(c.shape)})"
+    return "identical", ""
+
+
+def cases(op: Any, mode: str, dtype: str) -> Iterator[Any]:
+    """The samples of one (op, mode, dtype), generated on CPU with a fixed seed."""
+    torch.manual_seed(0)
+    dt = DTYPES[dtype]
+    samples = op.sample_inputs("cpu", dt, requires_grad=(mode == "backward"))
+    yield from samples
+
+
+def run_case(op: Any, mode: str, dtype: str, index: int, sample: Any, device: str = "neuron") -> Result:
+    name = full_name(op)
+    fn = op.inplace_variant if mode == "inplace" else op.op
+    seed = 1234 + index
+    cpu_err = dev_err = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cpu = _run(fn, sample, mode, "cpu", seed)
+        except Exception as e:  # noqa: BLE001 — any CPU error is an expected outcome
+            cpu_err = e
+        try:
+            dev = _run(fn, sample, mode, device, seed)
+        except Exception as e:  # noqa: BLE001
+            dev_err = e
+    by_design = BY_DESIGN.get(name)
+    if cpu_err is not None and dev_err is not None:
+        return Result(name, mode, dtype, index, "both_raise", _describe(dev_err))
+    if dev_err is not None:
+        outcome = "by_design" if by_design and by_design.matches(mode, dtype, dev_err) else "neuron_raises"
+        return Result(name, mode, dtype, index, outcome, _describe(dev_err))
+    if cpu_err is not None:
+        return Result(name, mode, dtype, index, "cpu_raises", _describe(cpu_err))
+    outcome, detail = compare(cpu, dev, device)
+    return Result(name, mode, dtype, index, outcome, detail)
+
+
+def run_plan(op: Any, mode: str, dtype: str, *, before: Callable[[str], None] | None = None) -> Iterator[Result]:
+    """Runs every sample of one (op, mode, dtype); ``before(key)`` is called ahead of each case
+    (the sweep's worker writes it out, so that an abort names its case)."""
+    name = full_name(op)
+    try:
+        it = iter(cases(op, mode, dtype))
+        index = 0
+        while True:
+            try:
+                sample = next(it)
+            except StopIteration:
+                return
+            if before is not None:
+                before(f"{name}|{mode}|{dtype}|{index}")
+            yield run_case(op, mode, dtype, index, sample)
+            index += 1
+    except Exception as e:  # noqa: BLE001 — the database cannot make samples: not the device's fault
+        yield Result(name, mode, dtype, -1, "no_samples", _describe(e))
+
+
+# ---- differences by design ----------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ByDesign:
+    """The device raises where CPU computes, on purpose (documented in docs/backend.md)."""
+
+    why: str
+    error: str  # a substring of the device's error message
+
+    def matches(self, mode: str, dtype: str, err: BaseException) -> bool:
+        return self.error in str(err)
+
+
+#: Ops whose device error is by design (see docs/backend.md "Differences by design").
+BY_DESIGN: dict[str, ByDesign] = {}
+
+
+# ---- the worker: cases in a subprocess, so that an abort is recorded ------------------------------
+
+
+def worker(ops: list[str], after: str | None) -> int:
+    """Runs the cases of ``ops`` in order (after ``after``, a case key, when given), writing a
+    ``B key`` line before each case and an ``R json`` line after it. Each (op, mode, dtype) runs in
+    a forked child: a case that kills the child is written as an ``abort`` result and a new child
+    resumes after it (a fork costs milliseconds, a fresh interpreter with torch seconds)."""
+    import cuda2neuron.backend as backend
+
+    backend.activate()
+    torch.set_num_threads(1)
+    db = all_ops()
+    skip_op, skip_plan, skip_index = None, None, -1
+    if after is not None:
+        skip_op, mode, dtype, index = after.split("|")
+        skip_plan, skip_index = (mode, dtype), int(index)
+    skipping = after is not None
+    for name in ops:
+        if skipping and name != skip_op:
+            continue
+        op = db[name]
+        for plan in plans(op):
+            if skipping and plan != skip_plan:
+                continue
+            start = skip_index + 1 if skipping else 0
+            skipping = False
+            while start is not None:
+                start = _forked_plan(op, name, plan, start)
+    return 0
+
+
+def _forked_plan(op: Any, name: str, plan: tuple[str, str], start: int) -> int | None:
+    """Runs the samples ``start``... of one plan in a forked child; the index to resume from when
+    the child died, else None."""
+    sys.stdout.flush()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, report through the pipe, leave without cleanup
+        os.close(r)
+        out = os.fdopen(w, "w")
+        try:
+            try:
+                samples = list(cases(op, *plan))
+            except Exception as e:  # noqa: BLE001 — the database cannot make samples here
+                emit(out, Result(name, *plan, -1, "no_samples", _describe(e)))
+                samples = []
+            for index, sample in enumerate(samples):
+                if index < start:
+                    continue
+                out.write(f"B {name}|{plan[0]}|{plan[1]}|{index}\n")
+                out.flush()
+                emit(out, run_case(op, *plan, index, sample))
+            out.flush()
+        finally:
+            os._exit(0)
+    os.close(w)
+    last_begin = None
+    with os.fdopen(r) as pipe:
+        for line in pipe:
+            sys.stdout.write(line)
+            last_begin = line[2:].strip() if line.startswith("B ") else None
+    sys.stdout.flush()
+    _, status = os.waitpid(pid, 0)
+    if last_begin is None:
+        return None
+    index = int(last_begin.rsplit("|", 1)[1])
+    how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.waitstatus_to_exitcode(status)}"
+    emit(sys.stdout, Result(name, *plan, index, "abort", f"process died ({how})"))
+    return index + 1
+
+
+def emit(out: Any, r: Result) -> None:
+    out.write("R " + json.dumps(dataclass_dict(r)) + "\n")
+    out.flush()
+
+
+def dataclass_dict(r: Result) -> dict[str, Any]:
+    return dataclasses.asdict(r)
+
+
+def run_chunk(ops: list[str], timeout: float = 900) -> list[dict[str, Any]]:
+    """Runs a chunk in workers until it is done; each abort becomes a result and the next worker
+    resumes after the aborted case."""
+    results: list[dict] = []
+    after: str | None = None
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    while True:
+        cmd = [sys.executable, str(Path(__file__).resolve()), ",".join(ops)] + ([after] if after else [])
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+            stdout, rc, err = proc.stdout, proc.returncode, proc.stderr
+        except subprocess.TimeoutExpired as e:
+            stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            rc, err = "timeout", ""
+        last_begin = None
+        for line in stdout.splitlines():
+            if line.startswith("B "):
+                last_begin = line[2:]
+            elif line.startswith("R "):
+                r = json.loads(line[2:])
+                results.append(r)
+                last_begin = None
+        if rc == 0:
+            return results
+        if last_begin is None:
+            # died outside a case (import, build, sample generation): record it against the chunk
+            results.append({"op": ops[0], "mode": "-", "dtype": "-", "index": -1, "outcome": "abort",
+                            "detail": f"worker exit {rc} outside a case: {err.strip().splitlines()[-1:] }"})
+            return results
+        op, mode, dtype, index = last_begin.split("|")
+        results.append({"op": op, "mode": mode, "dtype": dtype, "index": int(index), "outcome": "abort",
+                        "detail": f"process died (exit {rc})"})
+        after = last_begin
+
+
+if __name__ == "__main__":
+    # python opinfo_driver.py OP1,OP2,... [AFTER]: the worker of run_chunk (results on stdout)
+    raise SystemExit(worker(sys.argv[1].split(","), sys.argv[2] if len(sys.argv) > 2 else None))

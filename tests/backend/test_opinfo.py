@@ -1,0 +1,105 @@
+"""PyTorch's OpInfo samples on CPU and on neuron: a fixed subset in every run (the full sweep is
+bench/opinfo_sweep.py; docs/backend.md has its table).
+
+The subset is chosen by a fixed rule, not by chance: COMMON (ops every training script uses)
+plus EVER_DIFFERED (every op that ever differed from CPU or aborted in a full sweep — add an op
+here when the sweep finds it). Each group runs in one worker subprocess (tests/backend/opinfo_driver.py),
+so an op that kills its process is reported as an abort instead of taking pytest down.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+import torch
+
+import opinfo_driver as drv
+
+# Ops every training script uses (the model tests' ops: linear layers, activations, losses,
+# reductions, indexing, views, optimizer arithmetic).
+COMMON = {
+    "pointwise": ["add", "sub", "mul", "div.no_rounding_mode", "pow", "exp", "sigmoid", "tanh", "where",
+                  "clamp", "lerp", "addcmul", "masked_fill"],
+    "nn": ["nn.functional.linear", "nn.functional.gelu", "nn.functional.relu", "softmax",
+           "log_softmax", "nn.functional.cross_entropy", "nn.functional.embedding", "nn.functional.dropout",
+           "nn.functional.conv2d", "nn.functional.mse_loss"],
+    "tensor": ["sum", "mean", "amax", "matmul", "bmm", "cat", "index_select", "gather", "scatter_add",
+               "transpose", "view", "reshape", "cumsum", "argmax", "topk", "_foreach_add", "_foreach_mul",
+               "_foreach_lerp"],
+}
+
+# Every op that differed from CPU or aborted the process in a full sweep (docs/backend.md).
+EVER_DIFFERED = {
+    "norms-attention": ["nn.functional.layer_norm", "native_layer_norm", "nn.functional.group_norm",
+                        "native_batch_norm", "nn.functional.scaled_dot_product_attention"],
+    "complex-zero-grad": ["fft.ifft", "fft.hfft", "fft.hfft2", "fft.ihfft", "fft.ihfftn", "sgn", "polar",
+                          "linalg.eig", "linalg.eigvals"],
+}
+
+GROUPS = {**COMMON, **EVER_DIFFERED}
+
+
+@pytest.fixture(scope="module")
+def database() -> dict[str, object]:
+    return drv.all_ops()
+
+
+@pytest.mark.parametrize("ops", [pytest.param(ops, id=name) for name, ops in GROUPS.items()])
+def test_opinfo_group_matches_cpu(ops: list[str], database: dict[str, object]) -> None:
+    missing = [op for op in ops if op not in database]
+    assert not missing, f"not in this torch's OpInfo database: {missing}"
+    results = drv.run_chunk(ops)
+    per_op = collections.Counter(r["op"] for r in results if r["index"] >= 0)
+    assert set(per_op) == set(ops), f"ops without a single case: {set(ops) - set(per_op)}"
+    bad = [r for r in results if r["outcome"] not in drv.AGREE and r["outcome"] != "no_samples"]
+    listing = "\n".join(f"{r['op']} {r['mode']} {r['dtype']} #{r['index']}: {r['outcome']} {r['detail']}"
+                        for r in bad[:30])
+    assert not bad, f"{len(bad)} of {len(results)} cases differ from CPU:\n{listing}"
+
+
+# ---- the comparison itself can fail --------------------------------------------------------------
+
+
+def _pair(kind: str) -> tuple[object, object]:
+    c = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    d = c.to("neuron")
+    if kind == "identical":
+        return c, d
+    if kind == "nan-equal":
+        c = torch.tensor([float("nan"), 1.0])
+        return c, c.to("neuron")
+    if kind == "value":
+        return c, d + 1
+    if kind == "dtype":
+        return c, d.to(torch.bfloat16)
+    if kind == "shape":
+        return c, d.reshape(3, 2)
+    if kind == "strides":
+        return c, d.t().contiguous().t()
+    if kind == "device":
+        return c, c.clone()
+    if kind == "structure":
+        return (c, c), (d,)
+    if kind == "scalar":
+        return 1.0, 2.0
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize(
+    ("kind", "outcome"),
+    [
+        pytest.param("identical", "identical", id="identical"),
+        pytest.param("nan-equal", "identical", id="nan-equals-nan"),
+        pytest.param("value", "mismatch", id="values"),
+        pytest.param("scalar", "mismatch", id="python-scalars"),
+        pytest.param("dtype", "meta", id="dtype"),
+        pytest.param("shape", "meta", id="shape"),
+        pytest.param("strides", "meta", id="strides"),
+        pytest.param("device", "meta", id="device"),
+        pytest.param("structure", "meta", id="output-structure"),
+    ],
+)
+def test_compare_tells_every_difference(kind: str, outcome: str) -> None:
+    cpu, dev = _pair(kind)
+    assert drv.compare(cpu, dev, "neuron")[0] == outcome
