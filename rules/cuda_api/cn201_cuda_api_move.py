@@ -6,6 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
+from .._shared.kernel_gates import guarded_kernel
 from .._shared.names import import_to_drop
 from .._shared.target import guarded_call
 from ._helpers import ApiMove, MemberReferences, accelerator_name_for, load_moves
@@ -13,6 +14,11 @@ from ._helpers import ApiMove, MemberReferences, accelerator_name_for, load_move
 __all__ = ["CudaApiMove"]
 
 _MOVES = load_moves()
+_KERNEL_GUIDANCE = (
+    "left as is: on Neuron this reads as 'no CUDA', so the CUDA-only code it guards (or the test "
+    "it skips) does not run there. Port the kernel (NKI, or the plain PyTorch path), then test for "
+    "the target device."
+)
 # Cheap pre-check before any name resolution: the last component of every covered name.
 _MEMBERS = frozenset(move.name for move in _MOVES.values())
 
@@ -56,6 +62,11 @@ class CudaApiMove(MemberReferences, Rule):
     ``if torch.accelerator.is_available():`` and a memory statistic reads 0 there, as CUDA's do
     before CUDA is initialised (the ``accelerator-no-device`` column). Calls already behind an
     ``is_available()`` check are left as they are.
+
+    A check that guards CUDA-only code (``if torch.cuda.is_available():`` around a Triton
+    launch, ``@pytest.mark.skipif(not torch.cuda.is_available())`` on a kernel's test, a flag
+    computed from it that picks the kernel) is reported and left as is: on Neuron it must keep
+    answering "no CUDA" until the kernel is ported.
 
     ## Fix safety
     Safe on the ``neuron`` target: ``torch.neuron.X`` has the signature of ``torch.cuda.X``
@@ -178,6 +189,25 @@ class CudaApiMove(MemberReferences, Rule):
         Invalid("import torch\ntorch.cuda.synchronize(device=d)\n", target="accelerator"),
         # torch.Event takes `device` first.
         Invalid("import torch\ne = torch.cuda.Event(True)\n", target="accelerator"),
+        # Checks in front of CUDA-only kernels keep their meaning: reported, never moved.
+        Invalid(
+            "import torch\nimport triton\n\n@triton.jit\ndef k(x):\n    pass\n\n"
+            "def f(x):\n    if torch.cuda.is_available():\n        return k[(1,)](x)\n    return x\n",
+            None,
+        ),
+        Invalid(
+            "import pytest\nimport torch\nfrom causal_conv1d import causal_conv1d_fn\n\n"
+            "@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')\n"
+            "def test_conv(x):\n    causal_conv1d_fn(x, x)\n",
+            None,
+        ),
+        Invalid(
+            "import torch\nfrom causal_conv1d import causal_conv1d_fn\n\n"
+            "use_kernels = torch.cuda.is_available()\n\n"
+            "def f(x):\n    return causal_conv1d_fn(x, x) if use_kernels else x\n",
+            None,
+            target="accelerator",
+        ),
         Invalid("import torch\ntorch.cuda.memory_summary()\n", target="accelerator"),
     )
 
@@ -187,6 +217,12 @@ class CudaApiMove(MemberReferences, Rule):
         if move is None:
             return
         message = f"`{qualified}` is CUDA-only"
+        kernel = guarded_kernel(self, node)
+        if kernel is not None:
+            # `if torch.cuda.is_available(): <triton kernel>` retargeted would run the kernel on
+            # Neuron; a skipif on a kernel's test would run the test there.
+            self.report(node, f"{message} and guards CUDA-only code: {kernel}", guidance=_KERNEL_GUIDANCE, effort=Effort.MEDIUM)
+            return
         if self.context.settings.target == "neuron":
             self._move(node, move, move.neuron_name, message, Safety.SAFE, note=move.neuron_note)
             return

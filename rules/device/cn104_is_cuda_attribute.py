@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Safety
 
-from .._shared.kernels import KernelIndex, kernel_index
+from .._shared.kernel_gates import guarded_kernel
 from .._shared.target import NEURON, compared_type_expr
 from ._helpers import Use, UseKind, comparison_safety
 
@@ -25,101 +25,6 @@ _KERNEL_GUIDANCE = (
     "branch) instead of handing neuron tensors to a kernel that cannot run there. Port the kernel "
     "(NKI, or the plain PyTorch path for neuron tensors), then test for the target device."
 )
-
-
-def _enclosing_function(ancestors: list[cst.CSTNode], below: int) -> cst.FunctionDef | None:
-    return next((a for a in reversed(ancestors[:below]) if isinstance(a, cst.FunctionDef)), None)
-
-
-def _only_raises(block: cst.BaseSuite) -> bool:
-    body = block.body if isinstance(block, cst.IndentedBlock) else [block]
-    return all(
-        isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, cst.Raise) for s in stmt.body)
-        for stmt in body
-    )
-
-
-def _guarded_kernel(rule: Rule, node: cst.Attribute) -> str | None:
-    """What CUDA-only code this ``.is_cuda`` test stands in front of, decided from code.
-
-    * ``assert x.is_cuda`` / ``if not x.is_cuda: raise``: the input check of the function it is
-      in; that function calls a kernel.
-    * ``if x.is_cuda: <kernel>`` / ``<kernel> if x.is_cuda else ref``: a branch calls one.
-    * ``use_kernel = x.is_cuda and ...``: the flag later picks a branch that calls one; so does
-      ``def use_kernel(x): return x.is_cuda``, through its calls in the module's tests.
-
-    A kernel is a call the file's kernel index knows (``rules/_shared/kernels.py``): a Triton /
-    TileLang / CuTe launch, a CUDA-only package, the project's compiled extensions and kernel
-    modules (the project sweep), a hub kernel, or a function of the file that calls one.
-    """
-    ancestors = rule.context.ancestors
-    index = None
-    child: cst.CSTNode = node
-    for i in range(len(ancestors) - 1, -1, -1):
-        anc = ancestors[i]
-        if index is None:
-            index = kernel_index(rule)
-            if not index.names:
-                return None
-        if isinstance(anc, cst.Assert):
-            func = _enclosing_function(ancestors, i)
-            return index.first_call([func.body]) if func is not None else None
-        if isinstance(anc, (cst.If, cst.While)) and child is anc.test:
-            found = index.first_call([anc.body, *([anc.orelse] if anc.orelse is not None else [])])
-            if found is None and _only_raises(anc.body):
-                func = _enclosing_function(ancestors, i)
-                found = index.first_call([func.body]) if func is not None else None
-            return found
-        if isinstance(anc, cst.IfExp) and child is anc.test:
-            return index.first_call([anc.body, anc.orelse])
-        if isinstance(anc, cst.Assign):
-            names = {t.target.value for t in anc.targets if isinstance(t.target, cst.Name)}
-            scope = _enclosing_function(ancestors, i) or rule.context.module
-            return _flag_gates(index, scope, names) if names else None
-        if isinstance(anc, cst.Return):
-            # `def use_kernel(x): return x.is_cuda and ...`: the helper's callers are the gates.
-            func = _enclosing_function(ancestors, i)
-            return _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
-        if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
-            return None
-        child = anc
-    return None
-
-
-class _FlagUses(cst.CSTVisitor):
-    """Branches whose test reads one of ``names``: ``if use_kernel:``, ``a if use_kernel else b``."""
-
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
-        self.branches: list[cst.CSTNode] = []
-
-    def _reads(self, test: cst.BaseExpression) -> bool:
-        finder = _NameFinder(self.names)
-        test.visit(finder)
-        return finder.found
-
-    def visit_If(self, node: cst.If) -> None:
-        if self._reads(node.test):
-            self.branches += [node.body, *([node.orelse] if node.orelse is not None else [])]
-
-    def visit_IfExp(self, node: cst.IfExp) -> None:
-        if self._reads(node.test):
-            self.branches += [node.body, node.orelse]
-
-
-class _NameFinder(cst.CSTVisitor):
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
-        self.found = False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.found = self.found or node.value in self.names
-
-
-def _flag_gates(index: KernelIndex, scope: cst.CSTNode, names: set[str]) -> str | None:
-    uses = _FlagUses(names)
-    scope.visit(uses)
-    return index.first_call(uses.branches) if uses.branches else None
 
 
 def _compared_with_is_cuda(node: cst.Attribute, parent: cst.CSTNode | None) -> bool:
@@ -235,7 +140,7 @@ class IsCudaAttribute(Rule):
         parent = self.context.parent
         if isinstance(parent, cst.AssignTarget) and parent.target is node:
             return  # the project's own attribute being defined
-        kernel = _guarded_kernel(self, node)
+        kernel = guarded_kernel(self, node)
         if kernel is not None:
             # Retargeting would send neuron tensors into a CUDA-only kernel: False on Neuron is
             # the meaning to keep (a validation fails loudly, a dispatch takes its fallback).
