@@ -112,17 +112,7 @@ def _check(kind: str, path: str, data: bytes, result: FileResult, config: Config
     for d in found:
         bad = unknown_selectors(d.codes or ())
         if bad:
-            return FileResult(
-                path,
-                FileStatus.FAILED,
-                error=FileError(
-                    "suppression",
-                    f"unknown rule code(s) {', '.join(bad)} in a suppression comment "
-                    "(`cuda2neuron rules` lists them)",
-                    d.line,
-                    d.col + 1,
-                ),
-            )
+            return _unknown_codes(path, bad, "", d.line, d.col + 1)
     if not config.selects(UNUSED_SUPPRESSION[0], path):
         return result
     unused = _unused(found, _all_findings(path, final, config, body))
@@ -159,16 +149,14 @@ def _notebook_codes(path: str, data: bytes) -> FileResult | None:
         for d in directives(text.encode("utf-8", "surrogateescape"), "python"):
             bad = unknown_selectors(d.codes or ())
             if bad:
-                return FileResult(
-                    path,
-                    FileStatus.FAILED,
-                    error=FileError(
-                        "suppression",
-                        f"cell {number}, line {d.line}: unknown rule code(s) {', '.join(bad)} in a "
-                        "suppression comment (`cuda2neuron rules` lists them)",
-                    ),
-                )
+                # The file's line would point into the notebook's JSON: name the cell instead.
+                return _unknown_codes(path, bad, f"cell {number}, line {d.line}: ")
     return None
+
+
+def _unknown_codes(path: str, bad, where: str, line: int | None = None, col: int | None = None) -> FileResult:  # noqa: ANN001
+    message = f"{where}unknown rule code(s) {', '.join(bad)} in a suppression comment (`cuda2neuron rules` lists them)"
+    return FileResult(path, FileStatus.FAILED, error=FileError("suppression", message, line, col))
 
 
 def _sorted(findings) -> tuple[Finding, ...]:  # noqa: ANN001

@@ -5,8 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from cuda2neuron.cli import main
-
 
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(
@@ -35,14 +33,6 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def run(capfd, monkeypatch):
-    """Run the CLI in-process from a folder; returns (exit code, stdout, stderr)."""
-
-    def _run(*args: str, cwd: Path | None = None):
-        if cwd is not None:
-            monkeypatch.chdir(cwd)
-        code = main(list(args))
-        out, err = capfd.readouterr()
-        return code, out, err
-
-    return _run
+def run(run_cli):
+    """The suite's in-process CLI runner (tests/conftest.py), under the name these tests use."""
+    return run_cli

@@ -37,18 +37,3 @@ def make_report(tmp_path: Path, monkeypatch):
         return build_report(command, config.settings.target, results)
 
     return _make
-
-
-@pytest.fixture
-def run_cli(capfd, monkeypatch):
-    """Run the CLI in-process from a folder; returns (exit code, stdout, stderr)."""
-    from cuda2neuron.cli import main
-
-    def _run(*args: str, cwd: Path | None = None):
-        if cwd is not None:
-            monkeypatch.chdir(cwd)
-        code = main(list(args))
-        out, err = capfd.readouterr()
-        return code, out, err
-
-    return _run
