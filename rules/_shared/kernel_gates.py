@@ -46,37 +46,49 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     modules (the project sweep), a hub kernel, or a function of the file that calls one.
     """
     ancestors = rule.context.ancestors
-    index = None
+    i = _gate_position(ancestors, node)
+    if i is None:
+        return None
+    # Only now the file's kernel index: most device tests sit in plain statements, and the index
+    # visits the whole module.
+    index = kernel_index(rule)
+    if not index.names:
+        return None
+    anc = ancestors[i]
+    if isinstance(anc, cst.Decorator):
+        # `@pytest.mark.skipif(not torch.cuda.is_available())` on a test that runs a kernel.
+        func = ancestors[i - 1] if i > 0 else None
+        return index.first_call([func.body]) if isinstance(func, cst.FunctionDef) else None
+    if isinstance(anc, cst.Assert):
+        func = _enclosing_function(ancestors, i)
+        return index.first_call([func.body]) if func is not None else None
+    if isinstance(anc, (cst.If, cst.While)):
+        found = index.first_call([anc.body, *([anc.orelse] if anc.orelse is not None else [])])
+        if found is None and _only_raises(anc.body):
+            func = _enclosing_function(ancestors, i)
+            found = index.first_call([func.body]) if func is not None else None
+        return found
+    if isinstance(anc, cst.IfExp):
+        return index.first_call([anc.body, anc.orelse])
+    if isinstance(anc, cst.Assign):
+        names = {t.target.value for t in anc.targets if isinstance(t.target, cst.Name)}
+        scope = _enclosing_function(ancestors, i) or rule.context.module
+        return _flag_gates(index, scope, names) if names else None
+    # `def use_kernel(x): return x.is_cuda and ...`: the helper's callers are the gates.
+    func = _enclosing_function(ancestors, i)
+    return _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
+
+
+def _gate_position(ancestors: list[cst.CSTNode], node: cst.CSTNode) -> int | None:
+    """Where the test decides something: the index of its decorator, assert, branch test,
+    flag assignment or return among ``ancestors``; None inside any other statement."""
     child: cst.CSTNode = node
     for i in range(len(ancestors) - 1, -1, -1):
         anc = ancestors[i]
-        if index is None:
-            index = kernel_index(rule)
-            if not index.names:
-                return None
-        if isinstance(anc, cst.Decorator):
-            # `@pytest.mark.skipif(not torch.cuda.is_available())` on a test that runs a kernel.
-            func = ancestors[i - 1] if i > 0 else None
-            return index.first_call([func.body]) if isinstance(func, cst.FunctionDef) else None
-        if isinstance(anc, cst.Assert):
-            func = _enclosing_function(ancestors, i)
-            return index.first_call([func.body]) if func is not None else None
-        if isinstance(anc, (cst.If, cst.While)) and child is anc.test:
-            found = index.first_call([anc.body, *([anc.orelse] if anc.orelse is not None else [])])
-            if found is None and _only_raises(anc.body):
-                func = _enclosing_function(ancestors, i)
-                found = index.first_call([func.body]) if func is not None else None
-            return found
-        if isinstance(anc, cst.IfExp) and child is anc.test:
-            return index.first_call([anc.body, anc.orelse])
-        if isinstance(anc, cst.Assign):
-            names = {t.target.value for t in anc.targets if isinstance(t.target, cst.Name)}
-            scope = _enclosing_function(ancestors, i) or rule.context.module
-            return _flag_gates(index, scope, names) if names else None
-        if isinstance(anc, cst.Return):
-            # `def use_kernel(x): return x.is_cuda and ...`: the helper's callers are the gates.
-            func = _enclosing_function(ancestors, i)
-            return _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
+        if isinstance(anc, (cst.Decorator, cst.Assert, cst.Assign, cst.Return)):
+            return i
+        if isinstance(anc, (cst.If, cst.While, cst.IfExp)) and child is anc.test:
+            return i
         if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
             return None
         child = anc
