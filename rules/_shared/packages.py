@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import libcst as cst
 
-from cuda2neuron.core import Rule
+from cuda2neuron.core import Effort, Rule
 from cuda2neuron.python import dotted_name
 
 __all__ = ["PackageRule", "in_package"]
@@ -29,6 +29,10 @@ class PackageRule(Rule):
 
     abstract = True
     packages: ClassVar[tuple[str, ...]] = ()
+    # A rule whose imports need no more than a fixed message says so here instead of
+    # overriding ``report_import``.
+    import_message: ClassVar[str] = ""
+    import_guidance: ClassVar[str] = ""
 
     def visit_Import(self, node: cst.Import) -> None:
         # Import targets are always dotted names, so dotted_name never answers None here.
@@ -40,4 +44,6 @@ class PackageRule(Rule):
             self.report_import(node)
 
     def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
-        raise NotImplementedError
+        if not self.import_message:
+            raise NotImplementedError(f"{type(self).__name__}: set import_message or override report_import")
+        self.report(node, self.import_message, guidance=self.import_guidance, effort=Effort.LOW)

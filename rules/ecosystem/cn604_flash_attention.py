@@ -60,6 +60,8 @@ class FlashAttention(PackageRule):
     name = "flash-attention"
     fixes = frozenset({Safety.UNSAFE})
     packages = ("flash_attn",)
+    import_message = "flash-attn is CUDA-only and not available on Trainium"
+    import_guidance = _GUIDANCE + " Remove the import once its calls are ported."
     triggers = ("flash_attn",)
     emits = ("torch.nn.functional.scaled_dot_product_attention",)
     VALID = (
@@ -92,15 +94,6 @@ class FlashAttention(PackageRule):
             "from flash_attn import flash_attn_varlen_func\ny = flash_attn_varlen_func(q, k, v, cu, cu, m, m)\n"
         ),
     )
-
-
-    def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
-        self.report(
-            node,
-            "flash-attn is CUDA-only and not available on Trainium",
-            guidance=_GUIDANCE + " Remove the import once its calls are ported.",
-            effort=Effort.LOW,
-        )
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)

@@ -55,6 +55,8 @@ class XformersAttention(PackageRule):
     name = "xformers-attention"
     fixes = frozenset({Safety.UNSAFE})
     packages = ("xformers",)
+    import_message = "xformers is CUDA-only and not available on Trainium"
+    import_guidance = _GUIDANCE + " Remove the import once its calls are ported."
     triggers = ("xformers",)
     emits = ("torch.nn.functional.scaled_dot_product_attention",)
     VALID = (
@@ -82,15 +84,6 @@ class XformersAttention(PackageRule):
         ),
         Invalid("import xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v, attn_bias=bias)\n"),
     )
-
-
-    def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
-        self.report(
-            node,
-            "xformers is CUDA-only and not available on Trainium",
-            guidance=_GUIDANCE + " Remove the import once its calls are ported.",
-            effort=Effort.LOW,
-        )
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)
