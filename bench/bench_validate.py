@@ -40,14 +40,14 @@ SOURCES = {
     "lstm_tagger": REPO / "tests" / "fixtures" / "projects" / "lstm_tagger",
 }
 
-_BARE = """
+BARE_RUN = """
 import runpy, sys
 {setup}
 sys.argv = [{script!r}, *{args!r}]
 sys.path.insert(0, '.')
 runpy.run_path({script!r}, run_name='__main__')
 """
-_SETUP = {
+SETUP = {
     "reference": "from cuda2neuron.validate import _cuda_shim; _cuda_shim.install()",
     "neuron": "import cuda2neuron.backend as b; b.activate()",
     "cpu": "import torch; torch.utils.rename_privateuse1_backend('neuron');"
@@ -55,7 +55,7 @@ _SETUP = {
 }
 
 
-def _children_cpu() -> float:
+def children_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
 
@@ -63,10 +63,10 @@ def _children_cpu() -> float:
 def bare_run(tree: Path, setup: str, script: str, args: tuple[str, ...], tmp: Path) -> tuple[float, float]:
     """(wall, CPU) seconds of one bare run."""
     env = dict(os.environ, OMP_NUM_THREADS="1", TMPDIR=str(tmp), PYTHONDONTWRITEBYTECODE="1")
-    code = "import torch; torch.set_num_threads(1)\n" + _BARE.format(setup=_SETUP[setup], script=script, args=list(args))
-    t0, c0 = time.perf_counter(), _children_cpu()
+    code = "import torch; torch.set_num_threads(1)\n" + BARE_RUN.format(setup=SETUP[setup], script=script, args=list(args))
+    t0, c0 = time.perf_counter(), children_cpu()
     proc = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True)
-    elapsed, cpu = time.perf_counter() - t0, _children_cpu() - c0
+    elapsed, cpu = time.perf_counter() - t0, children_cpu() - c0
     if proc.returncode != 0:
         raise SystemExit(f"bare {setup} run failed in {tree}:\n{proc.stderr[-3000:]}")
     return elapsed, cpu
@@ -118,10 +118,10 @@ def main() -> int:
             tmp.mkdir()
             bare_ref.append(bare_run(original, "reference", script, script_args, tmp))
             bare_port.append(bare_run(port, port_device, script, script_args, tmp))
-            t0, c0 = time.perf_counter(), _children_cpu()
+            t0, c0 = time.perf_counter(), children_cpu()
             result = run_validation(ValidateRequest(original=original, port=port, mode="script", script=script,
                                                     args=script_args, steps=args.steps, port_device=port_device))
-            whole.append((time.perf_counter() - t0, _children_cpu() - c0))
+            whole.append((time.perf_counter() - t0, children_cpu() - c0))
             print(f"run {i}: bare original {bare_ref[-1][0]:.2f} s ({bare_ref[-1][1]:.2f} s CPU), bare port "
                   f"{bare_port[-1][0]:.2f} s ({bare_port[-1][1]:.2f} s CPU), validate {whole[-1][0]:.2f} s "
                   f"({whole[-1][1]:.2f} s CPU) ({result.verdict.value}, {len(result.comparisons)} tensors)")

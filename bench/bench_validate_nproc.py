@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -25,30 +24,19 @@ from cuda2neuron.validate import ValidateRequest, run_validation
 from cuda2neuron.validate._runner import _free_ports, _launch_env
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+import bench_validate as _single  # noqa: E402
 PAIR = REPO / "tests" / "fixtures" / "projects" / "ddp_trainer"
 
-_BARE = """
-import runpy, sys
-{setup}
-sys.argv = [{script!r}, *{args!r}]
-sys.path.insert(0, '.')
-runpy.run_path({script!r}, run_name='__main__')
-"""
-_SETUP = {
-    "reference": "from cuda2neuron.validate import _cuda_shim; _cuda_shim.install()",
-    "port": "import cuda2neuron.backend as b; b.activate()",
-}
-
-
-def _children_cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
+# The bare-run script and its setups are bench_validate's; a rank runs the port on the emulator.
+SETUP = {"reference": _single.SETUP["reference"], "port": _single.SETUP["neuron"]}
 
 
 def bare(tree: Path, role: str, script: str, args: list[str], nproc: int) -> tuple[float, float]:
     (port,) = _free_ports(1)
-    code = _BARE.format(setup=_SETUP[role], script=script, args=args)
-    cpu0, t0 = _children_cpu(), time.perf_counter()
+    code = _single.BARE_RUN.format(setup=SETUP[role], script=script, args=args)
+    cpu0, t0 = _single.children_cpu(), time.perf_counter()
     procs = [subprocess.Popen([sys.executable, "-c", code], cwd=tree, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True,
                               env={**os.environ, **_launch_env(rank, nproc, port), "OMP_NUM_THREADS": "1"})
@@ -57,7 +45,7 @@ def bare(tree: Path, role: str, script: str, args: list[str], nproc: int) -> tup
         _, err = p.communicate(timeout=1800)
         if p.returncode != 0:
             raise SystemExit(f"bare {role} run failed ({p.returncode}):\n{err[-3000:]}")
-    return time.perf_counter() - t0, _children_cpu() - cpu0
+    return time.perf_counter() - t0, _single.children_cpu() - cpu0
 
 
 def main() -> int:
@@ -75,10 +63,10 @@ def main() -> int:
         wall, cpu = bare(tree.resolve(), role, args.script, script_args, args.nproc)
         rows.append((f"bare {role} x{args.nproc}", wall, cpu))
         print(f"{rows[-1][0]:<22} {wall:7.1f} s wall {cpu:7.1f} s CPU", flush=True)
-    cpu0, t0 = _children_cpu(), time.perf_counter()
+    cpu0, t0 = _single.children_cpu(), time.perf_counter()
     result = run_validation(ValidateRequest(original=args.original.resolve(), port=args.port.resolve(), mode="script",
                                             script=args.script, args=tuple(script_args), nproc=args.nproc))
-    wall, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
+    wall, cpu = time.perf_counter() - t0, _single.children_cpu() - cpu0
     print(f"{'validate --nproc ' + str(args.nproc):<22} {wall:7.1f} s wall {cpu:7.1f} s CPU  ({result.verdict.value})")
     bare_wall, bare_cpu = sum(r[1] for r in rows), sum(r[2] for r in rows)
     print(f"ratio validate / bare: {wall / bare_wall:.2f} wall, {cpu / bare_cpu:.2f} CPU (goal <= 2)")
