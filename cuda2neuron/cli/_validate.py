@@ -201,7 +201,8 @@ def to_rich(result: ValidationResult) -> list[Any]:
     parts.append(Panel(Text("\n").join(lines), title="cuda2neuron validate", expand=False))
     for f in result.failures:
         body = Text(f.message + ("\n\n" + f.traceback.rstrip() if f.traceback else ""))
-        parts.append(Panel(body, title=f"error: {f.role} — {f.kind}", border_style="red", expand=False))
+        title = f"port defect: {f.role} raised at {f.location}" if f.kind == "defect" else f"error: {f.role} — {f.kind}"
+        parts.append(Panel(body, title=title, border_style="red", expand=False))
     d = result.divergence
     if d is not None:
         t = Text()

@@ -194,9 +194,12 @@ class ResidencyAudit:
 @dataclass(frozen=True)
 class RunFailure:
     role: str  # reference | golden | port | harness
-    kind: str  # crash | timeout | entry-not-found | no-training-loop | bad-entry | setup
+    # crash | timeout | entry-not-found | no-training-loop | bad-entry | setup, or defect: the
+    # port's own code raised while the original ran through (a FAIL of the port, not an ERROR)
+    kind: str
     message: str
     traceback: str = ""
+    location: str = ""  # the innermost frame of the run's own tree ("train.py:42"), if any
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,18 @@ port that needs no loss scaling, or the float64 golden that never overflows, wou
 an update the original never took and every later tensor would differ. The skipped step's
 gradients (inf/NaN in the original) are not recorded by any run.
 
+Sign alignment (normalising optimizers): Adam's first update is ~lr * sign(g) per element, so
+where a gradient element is rounding noise — the port's and the original's computations of it
+disagree in sign, at a size the comparison already accepts as rounding — the two runs would move
+that weight by 2*lr in opposite directions, and every later forward through it (a LayerScale
+gamma that starts at 1e-5, a position-embedding row) would differ by far more than rounding.
+The reference's step frame therefore carries its (unscaled) gradients; the golden and the port
+record their own, then follow the original's value at exactly those elements
+(`_sign_noise`) before their optimizer steps. Gradients are compared before the alignment, so a
+wrong gradient still FAILs at its own step; the alignment never touches an element whose sign is
+determined (larger than `SIGN_NOISE` of the tensor's largest), so a wrong learning rate, a
+dropped `unscale_` or a wrong loss still diverge.
+
 Loops without a torch.optim optimizer (`p.data.add_(p.grad, alpha=-lr)`, common in older code)
 have no step hook: there a step ends with a backward whose gradients the loop then consumed
 (`_ManualSteps`).
@@ -239,6 +251,11 @@ class Recorder:
                     module_class: str | None = None) -> None:
         if self.paused:
             return
+        self.emit(self.tensor_frame(key, kind, t, module_path, module_class))
+
+    def tensor_frame(self, key: str, kind: str, t: torch.Tensor, module_path: str | None = None,
+                     module_class: str | None = None) -> dict[str, Any]:
+        """The record frame of one tensor (counted as recorded: the caller sends it)."""
         rec = tensor_record(t)
         amp = _amp_dtype()
         # Sticky: gradients and losses computed outside the autocast block still carry the
@@ -247,7 +264,7 @@ class Recorder:
         rec.update(type="tensor", key=key, kind=kind, step=self.step, module_path=module_path,
                    module_class=module_class, amp=self.amp)
         self.records += 1
-        self.emit(rec)
+        return rec
 
     def adopt_root(self, module: nn.Module) -> int:
         """Register a top-level module; hand the reference's initial weights to the other runs."""
@@ -360,17 +377,24 @@ class Recorder:
                 return msg
             self._inbox.append(msg)
 
-    def reference_skipped(self, step: int) -> bool:
-        """Golden / port: did the reference skip optimizer step ``step``? (waits for its outcome)."""
+    def reference_step(self, step: int) -> dict[str, Any] | None:
+        """Golden / port: the reference's outcome of optimizer step ``step`` (waits for it): whether
+        its GradScaler skipped it and, when it stepped, its gradients. None when the reference
+        has no such step."""
         if self.role == "reference" or self._reference_done:
-            return False
+            return None
         while True:
             msg = self._receive_kind("step")
             if msg is None:
-                return False
+                return None
             if msg["step"] == step:
-                return bool(msg["skipped"])
+                return msg
             # an earlier step's outcome this run consumed no step for: not expected, skip it
+
+    def reference_skipped(self, step: int) -> bool:
+        """Golden / port: did the reference skip optimizer step ``step``? (waits for its outcome)."""
+        outcome = self.reference_step(step)
+        return bool(outcome and outcome["skipped"])
 
     def scaler_skipped(self, scaler: Any) -> None:
         """A GradScaler's step() returned without calling optimizer.step() (inf/NaN gradients)."""
@@ -390,17 +414,26 @@ class Recorder:
         self._manual.take()  # an optimizer defines the steps; the post-backward snapshot is moot
         if self.paused:
             return
+        named = [(self.param_names.get(id(p), f"?group{gi}.{pi}"), p)
+                 for gi, group in enumerate(optimizer.param_groups) for pi, p in enumerate(group["params"])
+                 if p.grad is not None]
         if self.role == "reference":
-            self.emit({"type": "step", "step": self.step, "skipped": False})
-        elif self.reference_skipped(self.step):
+            # The gradients travel in the step frame: the parent records them and hands them on
+            # to the other runs for the sign alignment (module docstring).
+            grads = [self.tensor_frame(f"s{self.step}/grad/{name}", "grad", p.grad, name) for name, p in named]
+            self.emit({"type": "step", "step": self.step, "skipped": False, "grads": grads})
+            return
+        outcome = self.reference_step(self.step)
+        if outcome is not None and outcome["skipped"]:
             self.skipped_steps.append(self.step)
             self._restore = (optimizer, *_snapshot(optimizer))
             return  # its gradients are not compared: the original's were inf/NaN
-        for gi, group in enumerate(optimizer.param_groups):
-            for pi, p in enumerate(group["params"]):
-                if p.grad is not None:
-                    name = self.param_names.get(id(p), f"?group{gi}.{pi}")
-                    self.send_tensor(f"s{self.step}/grad/{name}", "grad", p.grad, name)
+        for name, p in named:
+            self.send_tensor(f"s{self.step}/grad/{name}", "grad", p.grad, name)
+        if outcome is not None and outcome.get("grads"):
+            aligned = _follow_reference_signs(named, {g["module_path"]: g for g in outcome["grads"]})
+            if aligned:
+                self.emit({"type": "aligned", "step": self.step, "elements": aligned})
 
     def _opt_post(self, optimizer: torch.optim.Optimizer | None, args: Any, kwargs: Any) -> None:
         if self._restore is not None and optimizer is self._restore[0]:
@@ -487,6 +520,49 @@ def _step_wrapper(recorder: Recorder, orig_step: Any) -> Any:
         return result
 
     return step
+
+
+#: Largest size, relative to the gradient tensor's largest element, at which an element may follow
+#: the original's sign: 1/16 is the bfloat16 pass bound of the comparison (4 x its 1.6e-2 floor),
+#: the rounding a correct bf16 port of an fp16/fp32 original is allowed on a gradient.
+SIGN_NOISE = 1.0 / 16
+
+
+def _sign_noise(own: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    """Elements whose sign the two computations do not agree on while both are at rounding level:
+    sign(own) != sign(ref) and max(|own|, |ref|) <= SIGN_NOISE * max|ref| (float64, on the host)."""
+    top = float(ref.abs().max()) if ref.numel() else 0.0
+    if not top or not torch.isfinite(torch.tensor(top)):
+        return torch.zeros(own.shape, dtype=torch.bool)
+    small = torch.maximum(own.abs(), ref.abs()) <= SIGN_NOISE * top
+    return small & (torch.sign(own) != torch.sign(ref)) & torch.isfinite(own) & torch.isfinite(ref)
+
+
+def _follow_reference_signs(named: list[tuple[str, torch.Tensor]], ref_grads: dict[str, dict[str, Any]]) -> int:
+    """Golden / port: take the reference's gradient value at its sign-noise elements (module
+    docstring); the number of elements changed. validate's own work: not counted as the port's."""
+    from cuda2neuron.validate._accounting import paused
+
+    changed = 0
+    with paused(), torch.no_grad():
+        for name, p in named:
+            rec = ref_grads.get(name)
+            grad = _local(p.grad)
+            if rec is None or tuple(rec["shape"]) != tuple(grad.shape) or not grad.is_floating_point():
+                continue
+            ref = _from_record(rec).double()
+            own = grad.detach().to("cpu", torch.float64)
+            mask = _sign_noise(own, ref)
+            n = int(mask.sum())
+            if n:
+                grad.copy_(torch.where(mask, ref, own).to(grad.dtype))
+                changed += n
+    return changed
+
+
+def _from_record(rec: dict[str, Any]) -> torch.Tensor:
+    host = torch.frombuffer(bytearray(rec["data"]), dtype=torch.uint8) if rec["data"] else torch.empty(0, dtype=torch.uint8)
+    return host.view(getattr(torch, rec["host_dtype"])).reshape(rec["host_shape"])
 
 
 def _scale_of(scaler: Any) -> float | None:

@@ -76,7 +76,8 @@ def to_markdown(result: ValidationResult) -> str:
         out.append(f"- note: {note}")
     out.append("")
     for f in result.failures:
-        out += [f"## Error: {f.role} — {f.kind}", "", f.message, ""]
+        title = f"## Port defect: {f.role} raised at {f.location}" if f.kind == "defect" else f"## Error: {f.role} — {f.kind}"
+        out += [title, "", f.message, ""]
         if f.traceback:
             out += ["```", f.traceback.rstrip(), "```", ""]
     d = result.divergence

@@ -328,6 +328,7 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
     t0 = time.perf_counter()
     timed_out: list[_Run] = []
     skipped: list[tuple[int, float | None]] = []  # (step, loss scale) the original's GradScaler skipped
+    aligned: dict[str, int] = {}  # role -> gradient elements that followed the original's sign
     distributed = request.nproc > 1 or _launched_distributed()
     ranks: list[int | None] = list(range(request.nproc)) if distributed else [None]
     ports = _free_ports(len(roles)) if distributed else [None] * len(roles)
@@ -382,14 +383,10 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
                 continue
             kind = frame["type"]
             if kind == "tensor":
-                if run.rank is not None:
-                    frame["key"] = f"rank{run.rank}/{frame['key']}"
-                    frame["rank"] = run.rank
-                if frame["kind"] in ("forward", "param") and frame["device"] != "cpu":
-                    run.devices.setdefault(frame.get("device_index"), frame["key"])
-                comparator.add(role, frame)
-                run.records += 1
+                _record(run, frame, comparator)
             elif kind in ("init_state", "step") and role == "reference":
+                for grad in frame.get("grads", ()):  # the reference's gradients travel with its step
+                    _record(run, dict(grad), comparator)
                 # The initial weights, and each optimizer step's outcome (skipped by the
                 # GradScaler or not): the same rank of the other runs waits for them (_recorder.py).
                 for other in roles:
@@ -405,6 +402,8 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
                 elif role == "port":
                     port_classes.append((frame["file"], frame["start"], frame["end"],
                                          tuple(tuple(r) for r in frame.get("init", ()))))
+            elif kind == "aligned":
+                aligned[role] = aligned.get(role, 0) + int(frame["elements"])
             elif kind == "ties":
                 run.ties[frame["root"]] = frame["groups"]
             elif kind == "hello":
@@ -418,7 +417,8 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
                 run.finished, run.seconds = True, frame["seconds"]
             elif kind == "error":
                 run.failure = RunFailure(run.name, frame["kind"], frame["message"],
-                                         frame["traceback"] or _tail(run.stderr_path))
+                                         frame["traceback"] or _tail(run.stderr_path),
+                                         "" if frame.get("harness") else frame.get("user_frame") or "")
             elif kind == "broken":
                 run.failure = RunFailure(run.name, "crash", f"record stream broken: {frame['message']}",
                                          _tail(run.stderr_path))
@@ -460,15 +460,20 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
                 "unties shared weights — tie them again after .to(...)")
     if skipped:
         notes.append(_skipped_note(skipped))
+    if aligned:
+        notes.append(_aligned_note(aligned))
     ref_ok = all(r.finished and r.failure is None for r in runs["reference"])
     port_ok = all(r.finished and r.failure is None for r in runs["port"])
-    comparisons = tuple(comparator.finish(port_ok, ref_ok)) + _shared_devices(runs["port"])
+    failures, crashes = _port_defects(failures, ref_ok)
+    comparisons = tuple(comparator.finish(port_ok, ref_ok)) + _shared_devices(runs["port"]) + crashes
     fallback = request.entry.split(":")[0].replace(".", "/") + ".py" if request.entry else request.script
     divergence = None
     first_fail = _first_failure(comparisons)
     if first_fail is not None and ref_ok:
         divergence = localise(first_fail, request.original, classes, comparator.module_classes, fallback)
         first_files = [f for f in (divergence.class_file, fallback) if f]
+        if first_fail.kind == "crash":  # the port file that raised first
+            first_files.insert(0, first_fail.reason.rsplit(" at ", 1)[-1].split(":")[0])
         divergence = dataclasses.replace(divergence, hand_edits=hand_edits(request.original, request.port, first_files))
     port_audit = _merged_audit([r.audit for r in runs["port"]])
     audit = audit_from_report(port_audit, str(request.port), port_classes, request.tolerances,
@@ -481,7 +486,7 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
         first_files = [f for f in (*cpu_files, fallback) if f]
         audit = dataclasses.replace(audit, hand_edits=hand_edits(request.original, request.port, first_files))
     verdicts = [c.verdict for c in comparisons] + ([audit.verdict] if audit.available else [])
-    if failures:
+    if any(f.kind != "defect" for f in failures):
         verdict = Verdict.ERROR
     elif not comparisons:
         verdict = Verdict.ERROR
@@ -525,6 +530,30 @@ def _shared_devices(ranks: list[_Run]) -> tuple[TensorComparison, ...]:
     return tuple(found)
 
 
+def _port_defects(failures: list[RunFailure], ref_ok: bool) -> tuple[list[RunFailure], tuple[TensorComparison, ...]]:
+    """A port run that raised in its own code while the original ran to its end is a defect of the
+    port — `DDP(device_ids=[0])` on every rank, a tensor left on the host meeting a device tensor
+    — so a FAIL naming the port line, not an ERROR. It stays an ERROR when the original failed too,
+    when the exception never went through the port's code or came from validate itself
+    (`location` empty), or when it is a gap of the emulated device (an aten op it lacks)."""
+    if not ref_ok:
+        return failures, ()
+    kept: list[RunFailure] = []
+    found: list[TensorComparison] = []
+    for f in failures:
+        if (f.role.startswith("port") and f.kind == "crash" and f.location
+                and "Could not run 'aten::" not in f.message):
+            f = dataclasses.replace(f, kind="defect")
+            rank = f.role.removeprefix("port").strip().replace("rank ", "rank")
+            message = f.message.rsplit(" at /", 1)[0]
+            found.append(TensorComparison(
+                f"{rank}/crash" if rank else "crash", "crash", -1, None, None, (), None, "-", None, "-", None,
+                float("nan"), float("nan"), float("nan"), None, None, None, 0, Verdict.FAIL,
+                f"the {f.role} raised {message} where the original ran through, at {f.location}"))
+        kept.append(f)
+    return kept, tuple(found)
+
+
 def _launched_distributed() -> bool:
     """validate itself was started with a launcher's variables (``WORLD_SIZE=2 cuda2neuron validate``
     or from a torchrun shell): the script expects them, and each run still needs its own
@@ -561,6 +590,25 @@ def _first_failure(comparisons: tuple[TensorComparison, ...]) -> TensorCompariso
     missing = next((c for c in comparisons if c.verdict is Verdict.FAIL and c.kind == "grad" and c.step == first.step
                     and c.reason == "not produced by the port"), None)
     return missing or first
+
+
+def _record(run: _Run, frame: dict[str, Any], comparator: _Comparator) -> None:
+    """One tensor record of ``run`` into the comparison (its key prefixed by its rank)."""
+    if run.rank is not None:
+        frame["key"] = f"rank{run.rank}/{frame['key']}"
+        frame["rank"] = run.rank
+    if frame["kind"] in ("forward", "param") and frame["device"] != "cpu":
+        run.devices.setdefault(frame.get("device_index"), frame["key"])
+    comparator.add(run.role, frame)
+    run.records += 1
+
+
+def _aligned_note(aligned: dict[str, int]) -> str:
+    counts = " and ".join(f"{n} in the {_RUN_NAMES[role]}" for role, n in sorted(aligned.items()))
+    return (f"gradient elements whose sign is rounding noise (the original and this run disagree on it at under "
+            f"1/16 of the tensor's largest gradient) followed the original's value before each optimizer step: "
+            f"{counts}; a normalising optimizer (Adam) would otherwise move those weights by ~2*lr in opposite "
+            "directions. The gradients were compared before that")
 
 
 def _skipped_note(skipped: list[tuple[int, float | None]]) -> str:

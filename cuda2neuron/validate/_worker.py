@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BaseException as exc:  # noqa: BLE001 - every failure of user code is reported, typed
         emit({"type": "error", "kind": "crash", "message": _crash_message(exc),
-              "traceback": traceback.format_exc()})
+              "traceback": traceback.format_exc(), **_crash_site(exc, str(config.tree))})
         return 2
     finally:
         try:
@@ -314,6 +314,23 @@ def _crash_message(exc: BaseException) -> str:
         if not str(exc) and last.line:
             text += f" ({last.line.strip()})"
     return text
+
+
+def _crash_site(exc: BaseException, tree: str) -> dict[str, Any]:
+    """Where in the run's own tree the exception went through: ``user_frame`` is the innermost
+    frame inside the tree (``train.py:42``, None when the traceback never entered it) and
+    ``harness`` is true for validate's own errors (their messages start with "validate:") — the
+    parent tells a defect of the port (its code raised while the original ran through) from a
+    failure of validate. Trap: the innermost Python frame says nothing, an error raised in C++
+    under validate's dispatch modes (`_rng.py`) surfaces in validate's own frame."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    root = os.path.realpath(tree)
+    user = None
+    for frame in frames:
+        path = os.path.realpath(frame.filename)
+        if path.startswith(root + os.sep) and "site-packages" not in path:  # not a venv inside the tree
+            user = f"{os.path.relpath(path, root)}:{frame.lineno}"
+    return {"user_frame": user, "harness": str(exc).startswith("validate:")}
 
 
 def _report_dict(report: Any, api_sites: Any = ()) -> dict[str, Any]:

@@ -156,8 +156,6 @@ def test_a_dropped_line_in_the_entry_is_named_as_a_hand_edit(mlp, tmp_path):
 ERRORS = [
     ("original-crashes", (("entry.py", "def build():\n", "def build():\n    raise ValueError('broken original')\n"),), (),
      ENTRY, "reference", "crash"),
-    ("port-crashes", (), (("entry.py", "def build():\n", "def build():\n    raise ValueError('broken port')\n"),),
-     ENTRY, "port", "crash"),
     ("entry-not-found", (), (), {"entry": "nope:build"}, "reference", "entry-not-found"),
     ("entry-attr-not-found", (), (), {"entry": "entry:nope"}, "reference", "entry-not-found"),
     ("script-without-training-loop", (), (), {"script": "infer.py"}, "reference", "no-training-loop"),
@@ -180,6 +178,23 @@ def test_errors(mlp, tmp_path, orig_patches, port_patches, kw, role, kind):
     if kind == "crash":
         assert "ValueError: broken" in failure.message
         assert "entry.py" in failure.traceback  # the user's own traceback is shown
+
+
+def test_port_raising_in_its_own_code_is_a_fail_naming_the_line(mlp, tmp_path):
+    """The original ran through, the port's code raised: a defect of the port (exit 1), not an error
+    of validate — the failure keeps its traceback and names the port line."""
+    port = copy_with_patches(mlp / "port", tmp_path / "port", (
+        ("entry.py", "def build():\n", "def build():\n    raise ValueError('broken port')\n"),))
+    r = validate(mlp / "original", port, golden=False, **ENTRY)
+    assert r.verdict is Verdict.FAIL and r.exit_code == 1, (r.verdict, r.failures)
+    [failure] = r.failures
+    line = next(i for i, t in enumerate((port / "entry.py").read_text().splitlines(), 1) if "broken port" in t)
+    assert (failure.role, failure.kind, failure.location) == ("port", "defect", f"entry.py:{line}"), failure
+    assert "ValueError: broken port" in failure.message and "entry.py" in failure.traceback
+    crash = [c for c in r.comparisons if c.kind == "crash"]
+    assert [c.verdict for c in crash] == [Verdict.FAIL] and f"entry.py:{line}" in crash[0].reason, crash
+    assert r.divergence is not None and r.divergence.key == "crash"
+    assert ("entry.py", line, "added") in [(h.path, h.line, h.kind) for h in r.divergence.hand_edits]
 
 
 def test_model_compute_left_on_cpu_is_a_residency_finding(mlp, tmp_path):

@@ -95,9 +95,33 @@ def test_a_crashing_rank_is_named_and_its_peers_do_not_hang(tmp_path, nproc):
          "    if rank == 1:\n        raise RuntimeError('rank 1 lost its device')\n"),))
     result = run_validation(ValidateRequest(original=PAIR / "original", port=port, mode="script",
                                             script="train.py", args=STEPS, nproc=nproc, timeout=240, golden=False))
-    assert result.verdict is Verdict.ERROR
-    assert [(f.role, f.kind) for f in result.failures] == [("port rank 1", "crash")], result.failures
+    # The original ran through and the port's own code raised: a FAIL of the port, naming the line.
+    assert result.verdict is Verdict.FAIL and result.exit_code == 1, (result.verdict, result.failures)
+    line = next(i for i, t in enumerate((port / "train.py").read_text().splitlines(), 1) if "lost its device" in t)
+    assert [(f.role, f.kind, f.location) for f in result.failures] == [("port rank 1", "defect", f"train.py:{line}")]
     assert "rank 1 lost its device" in result.failures[0].message
+    assert "rank1/crash" in [c.key for c in result.comparisons if c.verdict is Verdict.FAIL]
+
+
+@pytest.mark.slow
+@needs_emulator
+def test_wrong_device_ids_crash_is_a_fail_naming_the_port_line(tmp_path):
+    # Each rank's model sits on neuron:<local_rank>, DDP is told device 0: rank 1 crashes in the
+    # port's own code (as on a GPU node) while the original ran through — a defect of the port.
+    port = copy_with_patches(PAIR / "port", tmp_path / "port", (
+        ("train.py", "device_ids=[local_rank], output_device=local_rank", "device_ids=[0], output_device=0"),))
+    result = _validate(port, "train.py", STEPS)
+    assert result.verdict is Verdict.FAIL and result.exit_code == 1, (result.verdict, result.failures)
+    defects = [f for f in result.failures if f.kind == "defect"]
+    # It raises where rank 1's input meets the weights on neuron:0 (the model's forward); the
+    # edited DDP line is named as a port line migrate did not write.
+    assert defects and all(f.role.startswith("port rank") and (port / f.location.split(":")[0]).is_file()
+                           and f.location.split(":")[1].isdigit() for f in defects), result.failures
+    assert "Expected all tensors to be on the same device" in defects[0].message
+    assert not [f for f in result.failures if f.kind != "defect"], result.failures
+    line = next(i for i, t in enumerate((port / "train.py").read_text().splitlines(), 1) if "device_ids=[0]" in t)
+    assert result.divergence is not None and result.divergence.key.endswith("/crash"), result.divergence
+    assert ("train.py", line, "changed") in [(h.path, h.line, h.kind) for h in result.divergence.hand_edits]
 
 
 @pytest.mark.slow
