@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ._positions import spans_and_code
     from ._rebuild import rebuild
     from ._source import parse_bytes
-    from ._walk import walk_rules
+    from ._walk import visit_syntax, walk_rules
 
 __all__ = [
     "LOCAL",
@@ -32,6 +32,7 @@ __all__ = [
     "parse_bytes",
     "rebuild",
     "spans_and_code",
+    "visit_syntax",
     "walk_rules",
 ]
 
@@ -48,6 +49,7 @@ _HOME = {
     "spans_and_code": "_positions",
     "rebuild": "_rebuild",
     "parse_bytes": "_source",
+    "visit_syntax": "_walk",
     "walk_rules": "_walk",
 }
 

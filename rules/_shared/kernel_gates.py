@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cuda2neuron.core import Rule
+from cuda2neuron.python import visit_syntax
 
 from .kernels import KernelIndex, kernel_index
 
@@ -104,7 +105,7 @@ class _FlagUses(cst.CSTVisitor):
 
     def _reads(self, test: cst.BaseExpression) -> bool:
         finder = _NameFinder(self.names)
-        test.visit(finder)
+        visit_syntax(test, finder)
         return finder.found
 
     def visit_If(self, node: cst.If) -> None:
@@ -127,5 +128,5 @@ class _NameFinder(cst.CSTVisitor):
 
 def _flag_gates(index: KernelIndex, scope: cst.CSTNode, names: set[str]) -> str | None:
     uses = _FlagUses(names)
-    scope.visit(uses)
+    visit_syntax(scope, uses)
     return index.first_call(uses.branches) if uses.branches else None

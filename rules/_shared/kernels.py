@@ -25,7 +25,7 @@ from pathlib import Path, PurePath
 import libcst as cst
 
 from cuda2neuron.core import ProjectFacts, Rule
-from cuda2neuron.python import dotted_name
+from cuda2neuron.python import dotted_name, visit_syntax
 
 from .packages import in_package
 
@@ -179,7 +179,7 @@ class KernelIndex:
         """What the first CUDA-only call under ``nodes`` runs (None: none does)."""
         finder = _FirstCall(self)
         for node in nodes:
-            node.visit(finder)
+            visit_syntax(node, finder)  # read-only: the fast walk, not libcst's rebuilding visit
             if finder.found is not None:
                 return finder.found
         return None
@@ -295,7 +295,7 @@ def kernel_index(rule: Rule) -> KernelIndex:
     key = id(rule.context.module)
     if key not in memo:
         collector = _Collector(rule)
-        rule.context.module.visit(collector)
+        visit_syntax(rule.context.module, collector)
         names = collector.names
         # The file's own functions that call a kernel are CUDA-only too (`def rms_norm(x):
         # return _rms_kernel[grid](x)`), to a fixed point; methods are left out (`self.f()` does

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Safety
@@ -21,6 +23,9 @@ _GUIDANCE = (
 )
 _MEA = frozenset({"xformers.ops.memory_efficient_attention", "xformers.ops.fmha.memory_efficient_attention"})
 _CAUSAL = frozenset({"xformers.ops.LowerTriangularMask", "xformers.ops.fmha.attn_bias.LowerTriangularMask"})
+# Every report resolves a name through an import of xformers (``import xformers.ops as xops``,
+# ``from xformers import ops``), continuation lines included.
+_IMPORTS_XFORMERS = re.compile(rb"\bfrom[ \t\\\r\n]+xformers\b|\bimport\b(?:[^;\r\n]|\\\r?\n)*\bxformers\b")
 
 
 class XformersAttention(PackageRule):
@@ -84,6 +89,12 @@ class XformersAttention(PackageRule):
         ),
         Invalid("import xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v, attn_bias=bias)\n"),
     )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # diffusers names xformers in 200 files (``enable_xformers_memory_efficient_attention``,
+        # ``is_xformers_available()``) and imports it in a handful.
+        return _IMPORTS_XFORMERS.search(code) is not None
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)

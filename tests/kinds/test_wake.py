@@ -96,6 +96,13 @@ OTHER_WAKES = [
     pytest.param(
         "import multiprocessing as mp\nx = x.to('neuron')\np = mp.Pool(2)\n", "CN803", True, id="cn803-device-string"
     ),
+    pytest.param("import xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v)\n", "CN605", True, id="cn605-import"),
+    pytest.param("import os, \\\n    xformers\nxformers.ops.memory_efficient_attention(q, k, v)\n", "CN605", True, id="cn605-continued-import"),
+    pytest.param("from xformers import ops\nops.memory_efficient_attention(q, k, v)\n", "CN605", True, id="cn605-from-import"),
+    pytest.param("if ok:\n    import xformers; xformers.ops.memory_efficient_attention(q, k, v)\n", "CN605", True, id="cn605-nested-import"),
+    pytest.param("pipe.enable_xformers_memory_efficient_attention()\n", "CN605", False, id="cn605-method-name"),
+    pytest.param("from diffusers.utils import is_xformers_available\nok = is_xformers_available()\n", "CN605", False, id="cn605-availability-helper"),
+    pytest.param("# import xformers\nbackend = 'xformers'\n", "CN605", False, id="cn605-commented-import"),
 ]
 
 
