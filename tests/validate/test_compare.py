@@ -50,6 +50,8 @@ def test_verdicts(ref, port, golden, expected, fragment):
     out = compare_records("k", rec(ref), rec(port), rec(golden) if golden is not None else None, Tolerances(), False)
     assert out.verdict is expected, out.reason
     assert fragment in out.reason
+    if fragment != "precision lost in the port":
+        assert "precision lost" not in out.reason
 
 
 def test_missing_in_port_fails():
@@ -82,6 +84,8 @@ def test_autocast_rules(ref, ref_amp, port, port_amp, expected, fragment):
     out = compare_records("k", rec(ref, amp=ref_amp), rec(port, amp=port_amp), rec(BASE.double()), Tolerances(), False)
     assert out.verdict is expected, out.reason
     assert fragment in out.reason
+    if fragment != "precision lost in the port":
+        assert "precision lost" not in out.reason
 
 
 def test_left_on_cpu_when_reference_ran_on_cuda():
@@ -156,6 +160,8 @@ PRECISION = [
     ("drift-under-100x-the-reference-stays-warn", BASE * (1 + 1e-4), GOLD_FAR, None, None, True, Verdict.WARN, ">"),
     ("fp32-noise-same-kernels-passes", fp32_noise(BASE), GOLD, None, None, True, Verdict.PASS, "<="),
     ("autocast-explains-it", BASE.half().float() * (1 + 3e-4), GOLD, "bfloat16", "bfloat16", True, Verdict.PASS, "<="),
+    # A wrong value (a causal mask removed) is far beyond the WARN band: a plain FAIL, not "precision".
+    ("wrong-value-is-not-precision-loss", BASE * 1.5, GOLD, None, None, True, Verdict.FAIL, "(vs golden)"),
 ]
 
 
@@ -167,3 +173,5 @@ def test_precision_lost_on_the_same_kernels_fails(port, golden, ref_amp, port_am
                           False, same_kernels=same)
     assert out.verdict is expected, out.reason
     assert fragment in out.reason
+    if fragment != "precision lost in the port":
+        assert "precision lost" not in out.reason
