@@ -232,9 +232,14 @@ class Recorder:
             pass
         self._orig_scale = [cls.scale for cls in self._scaler_classes]
         self._orig_step = [cls.step for cls in self._scaler_classes]
+        # Only the class's own unscale_ (a subclass that inherits it must not be wrapped twice).
+        self._orig_unscale = [cls.__dict__.get("unscale_") for cls in self._scaler_classes]
         for cls, orig_scale, orig_step in zip(self._scaler_classes, self._orig_scale, self._orig_step):
             cls.scale = _scale_wrapper(recorder, orig_scale)  # type: ignore[method-assign]
             cls.step = _step_wrapper(recorder, orig_step)  # type: ignore[method-assign]
+        for cls, orig_unscale in zip(self._scaler_classes, self._orig_unscale):
+            if orig_unscale is not None:
+                cls.unscale_ = _unscale_wrapper(orig_unscale)  # type: ignore[method-assign]
 
     def uninstall(self) -> None:
         for h in self._handles:
@@ -245,6 +250,9 @@ class Recorder:
             for cls, orig_scale, orig_step in zip(self._scaler_classes, self._orig_scale, self._orig_step):
                 cls.scale = orig_scale  # type: ignore[method-assign]
                 cls.step = orig_step  # type: ignore[method-assign]
+            for cls, orig_unscale in zip(self._scaler_classes, self._orig_unscale):
+                if orig_unscale is not None:
+                    cls.unscale_ = orig_unscale  # type: ignore[method-assign]
 
     # -- recording ----------------------------------------------------------------------------
     def send_tensor(self, key: str, kind: str, t: torch.Tensor, module_path: str | None = None,
@@ -501,6 +509,21 @@ def _scale_wrapper(recorder: Recorder, orig_scale: Any) -> Any:
         return scaled
 
     return scale
+
+
+def _unscale_wrapper(orig_unscale: Any) -> Any:
+    """GradScaler.unscale_ with the op accounting paused: torch's own bookkeeping there
+    (``self._scale.double().reciprocal().float()``, a one-element float64 op on every device)
+    made every migrated port with a live fp16 GradScaler WARN "float64 ops" in the residency
+    audit. The unscale itself runs on the gradients' device; nothing of the user's is hidden."""
+
+    def unscale_(self: Any, optimizer: Any) -> Any:
+        from cuda2neuron.validate._accounting import paused
+
+        with paused():
+            return orig_unscale(self, optimizer)
+
+    return unscale_
 
 
 def _step_wrapper(recorder: Recorder, orig_step: Any) -> Any:

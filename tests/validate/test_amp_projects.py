@@ -84,6 +84,10 @@ def test_migrate_output_with_live_fp16_scaler_passes(migrated):
     assert_correct_port(r)
     # The port's own scaler overflows on the same steps as the original's (same kernels).
     assert any("step(s) 0" in n for n in r.notes), r.notes
+    # GradScaler.unscale_'s own float64 reciprocal of the scale is torch's bookkeeping, not the
+    # port's work: it made every migrated live-scaler port WARN "float64 ops".
+    if r.audit is not None and r.audit.available:
+        assert r.audit.float64_ops == 0 and r.audit.verdict is Verdict.PASS, r.audit.reasons
 
 
 ROUND_TRIP = ("model.py", "        return x + self.mlp(self.norm2(x))\n",
