@@ -13,11 +13,21 @@ nothing. Prints one summary line (files, edits, manual actions, silent misses) a
 The word list is deliberately wide: a line like `if device == "cuda":` that the tool correctly
 leaves alone (the test reads as false on neuron) shows up here too, with its finding if it has
 one. Read the list; what is left is either a miss to fix or a line to justify.
+
+A finding points at the whole statement it is on, at the `except ImportError:` fallback of a
+reported import in a `try`, and (for a kernel-stack finding on a decorator or `def`) at the
+whole kernel. A line is counted as holding no CUDA construct, and listed with `--excused`, when
+each of its CUDA words is one of: a name the project itself defines (`def _require_cuda()`,
+`torch_cuda_version = ...`, never the bare word `cuda`), a name bound by a reported import (the
+`cuda` of `import cuda.bindings.driver as cuda`), a string used as a key of the program's own
+data (`checkpoint["cuda_rng_state"]`, not `os.environ["PYTORCH_CUDA_ALLOC_CONF"]`), or the
+kernel language in a file whose kernels are reported.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import io
 import json
 import re
@@ -39,9 +49,9 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cuda2neuron", *args], capture_output=True, text=True)
 
 
-def _code_lines(path: Path) -> dict[int, str]:
+def _code_lines(path: Path) -> dict[int, list[tokenize.TokenInfo]]:
     """Line -> the code tokens of that line that hold a CUDA word (comments and docstrings out)."""
-    out: dict[int, str] = {}
+    out: dict[int, list[tokenize.TokenInfo]] = {}
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8", errors="replace")).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
@@ -58,11 +68,149 @@ def _code_lines(path: Path) -> dict[int, str]:
         # A string with spaces is prose (a log or error message), not a device name or a module.
         if docstring or (tok.type == tokenize.STRING and " " in tok.string.strip("'\"")):
             continue
-        text = tok.string
-        if WORDS.search(text) and not HARMLESS.fullmatch(text):
-            out.setdefault(tok.start[0], "")
-            out[tok.start[0]] += text + " "
+        if WORDS.search(tok.string) and not HARMLESS.fullmatch(tok.string):
+            out.setdefault(tok.start[0], []).append(tok)
     return out
+
+
+# A bare word is the API itself (`x.cuda()`, `torch.version.cuda`, `"nccl"`): never excused as a
+# name of the project's, even where the project also defines something of that name.
+_BARE = re.compile(r"_*(?:cuda|nccl|cudnn|triton|tilelang|cutlass|cupy)_*", re.IGNORECASE)
+
+
+class _Names(ast.NodeVisitor):
+    """What a module defines and imports, and the shape of the code around a token."""
+
+    def __init__(self) -> None:
+        self.defined: set[str] = set()  # functions, classes, parameters, variables, attributes
+        self.imported: dict[str, int] = {}  # bound name -> line of its import
+        self.keys: set[tuple[int, int]] = set()  # (line, col) of strings used as mapping keys
+        self.statements: list[ast.stmt] = []
+
+    def generic_visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.stmt):
+            self.statements.append(node)
+        super().generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.defined.add(node.name)
+        self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.defined.add(node.name)
+        self.generic_visit(node)
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self.defined.add(node.arg)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Store):
+            self.defined.add(node.id)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.ctx, ast.Store):
+            self.defined.add(node.attr)
+        self.generic_visit(node)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.imported[alias.asname or alias.name.split(".")[0]] = node.lineno
+        self.generic_visit(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for alias in node.names:
+            self.imported[alias.asname or alias.name] = node.lineno
+        self.generic_visit(node)
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        self.keys.update((k.lineno, k.col_offset) for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        # `state["cuda_rng_state"]` names a field of the program's own data; `os.environ["..."]`
+        # names a variable something else reads, which is a setting, not a key.
+        environ = isinstance(node.value, ast.Attribute) and node.value.attr == "environ"
+        if not environ and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            self.keys.add((node.slice.lineno, node.slice.col_offset))
+        self.generic_visit(node)
+
+
+def _parse(path: Path) -> tuple[ast.Module, _Names] | None:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (SyntaxError, ValueError):
+        return None
+    names = _Names()
+    names.visit(tree)
+    return tree, names
+
+
+def _widen(names: _Names, lines: set[int], kernel_lines: set[int]) -> set[int]:
+    """The lines a reviewer reads a finding as pointing at: the whole simple statement a finding
+    is on (a call spread over lines), the `except ImportError` fallback of a reported import in
+    a `try`, and the whole body of a function whose decorator or `def` line a kernel-stack
+    finding points at (a `@triton.jit` kernel uses its language on every line)."""
+    out = set(lines)
+    for stmt in names.statements:
+        end = stmt.end_lineno or stmt.lineno
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            header = {d.lineno for d in stmt.decorator_list} | {stmt.lineno}
+            if header & kernel_lines:
+                out.update(range(min(header), end + 1))
+            continue
+        if isinstance(stmt, ast.Try):
+            if any(isinstance(b, (ast.Import, ast.ImportFrom)) and b.lineno in lines for b in stmt.body):
+                out.update(range(stmt.lineno, end + 1))
+            continue
+        if not isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.ClassDef, ast.Match)):
+            if any(line in lines for line in range(stmt.lineno, end + 1)):
+                out.update(range(stmt.lineno, end + 1))
+    return out
+
+
+def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str]], kernel_lines: dict[str, set[int]]) -> tuple[list[str], list[str]]:
+    """(misses, excused): every code line of the port holding a CUDA word that no finding points
+    at, and the ones among them that hold no CUDA construct, each with its reason."""
+    parsed = {str(p.relative_to(port)): _parse(p) for p in sorted(port.rglob("*.py"))}
+    # Names the project defines anywhere (a helper `_require_cuda` used in other files), minus
+    # names bound by an import (`selective_scan_cuda`, the extension module, is not the project's).
+    defined: set[str] = set()
+    imported: set[str] = set()
+    for entry in parsed.values():
+        if entry is not None:
+            defined |= entry[1].defined
+            imported |= set(entry[1].imported)
+    own = defined - imported
+    misses: list[str] = []
+    excused: list[str] = []
+    for rel, entry in parsed.items():
+        names = entry[1] if entry is not None else _Names()
+        lines = _widen(names, pointed.get(rel, set()), kernel_lines.get(rel, set()))
+        reported_imports = {name for name, line in names.imported.items() if line in lines}
+        for line, tokens in _code_lines(port / rel).items():
+            if line in lines:
+                continue
+            reasons = []
+            for tok in tokens:
+                word = tok.string
+                if any(s in word.lower() for s in stacks.get(rel, ())) and not re.search(r"cuda|nccl|cudnn", word, re.IGNORECASE):
+                    reasons.append(f"{word}: kernel language of a reported file")
+                elif tok.type == tokenize.NAME and word in reported_imports and not tok.line[: tok.start[1]].rstrip().endswith("."):
+                    reasons.append(f"{word}: bound by a reported import")
+                elif tok.type == tokenize.NAME and word in own and not _BARE.fullmatch(word):
+                    reasons.append(f"{word}: a name the project defines")
+                elif tok.type == tokenize.STRING and tok.start in names.keys and not _BARE.fullmatch(word.strip("'\"")):
+                    reasons.append(f"{word}: a key of the program's own data")
+                else:
+                    reasons.append("")
+            words = " ".join(t.string for t in tokens)
+            if all(reasons):
+                excused.append(f"{rel}:{line}: {'; '.join(reasons)}")
+            else:
+                misses.append(f"{rel}:{line}: {words}")
+    return misses, excused
 
 
 def audit(project: Path, target: str, keep: Path | None) -> dict:
@@ -76,21 +224,17 @@ def audit(project: Path, target: str, keep: Path | None) -> dict:
     remaining = json.loads(checked.stdout)
     pointed: dict[str, set[int]] = {}
     stacks: dict[str, set[str]] = {}  # file -> kernel stacks a finding names
+    kernel_lines: dict[str, set[int]] = {}  # file -> lines of findings that name a kernel stack
     for f in remaining.get("manual_actions", []) + remaining.get("fixable", []) + remaining.get("edits", []):
         rel = str(Path(f["path"]).resolve().relative_to(port.resolve()))
-        pointed.setdefault(rel, set()).update(range(f["line"], f.get("end_line", f["line"]) + 1))
+        span = range(f["line"], f.get("end_line", f["line"]) + 1)
+        pointed.setdefault(rel, set()).update(span)
         text = (f["message"] + " " + f.get("guidance", "")).lower()
-        stacks.setdefault(rel, set()).update(s for s in STACKS if s in text)
-    misses = []
-    for path in sorted(port.rglob("*.py")):
-        rel = str(path.relative_to(port))
-        for line, words in _code_lines(path).items():
-            if line in pointed.get(rel, set()):
-                continue
-            lowered = words.lower()
-            if any(s in lowered for s in stacks.get(rel, ())) and not re.search(r"cuda|nccl|cudnn", lowered):
-                continue
-            misses.append(f"{rel}:{line}: {words.strip()}")
+        named = {s for s in STACKS if s in text}
+        stacks.setdefault(rel, set()).update(named)
+        if named:
+            kernel_lines.setdefault(rel, set()).update(span)
+    misses, excused = classify(port, pointed, stacks, kernel_lines)
     summary = report.get("summary", {})
     return {
         "project": project.name,
@@ -102,6 +246,8 @@ def audit(project: Path, target: str, keep: Path | None) -> dict:
         "failed": len(report.get("failures", [])),
         "silent_miss_lines": len(misses),
         "misses": misses,
+        "excused_lines": len(excused),
+        "excused": excused,
     }
 
 
@@ -111,6 +257,7 @@ def main() -> None:
     parser.add_argument("--target", default="neuron", choices=("neuron", "accelerator"))
     parser.add_argument("--keep", type=Path, help="write the port and reports here instead of a temp folder")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--excused", action="store_true", help="also list the lines counted as no construct, with the reason")
     args = parser.parse_args()
     result = audit(args.project.resolve(), args.target, args.keep)
     if args.json:
@@ -119,10 +266,15 @@ def main() -> None:
     print(
         f"{result['project']} ({result['target']}): {result['files']} files, {result['changed']} changed, "
         f"{result['edits']} edits, {result['manual']} manual actions, {result['failed']} failed, "
-        f"{result['silent_miss_lines']} CUDA lines no finding points at"
+        f"{result['silent_miss_lines']} CUDA lines no finding points at, "
+        f"{result['excused_lines']} lines with CUDA words but no construct"
     )
     for miss in result["misses"]:
         print("  " + miss)
+    if args.excused:
+        print("no construct:")
+        for line in result["excused"]:
+            print("  " + line)
 
 
 if __name__ == "__main__":

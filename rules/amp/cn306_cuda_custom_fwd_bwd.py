@@ -63,7 +63,10 @@ class CustomFwdBwd(Rule):
     ## Fix safety
     Safe: ``torch.amp.custom_fwd(device_type=...)`` is what the CUDA decorator does, for the
     target device. Calls with ``**kwargs`` and other references to the CUDA decorators
-    (aliases) are reported with the spelling to use.
+    (aliases) are reported with the spelling to use. An import of the CUDA decorators that is
+    not at module level (an old-torch ``else:`` branch, a ``try``, a function body) is reported
+    at the import too: the engine's import cleanup only drops module-level imports, and such a
+    branch still picks the CUDA decorators on an old torch.
     """
 
     code = "CN306"
@@ -120,6 +123,12 @@ class CustomFwdBwd(Rule):
             target="accelerator",
         ),
         Invalid("import torch\nfwd = torch.cuda.amp.custom_fwd\n"),
+        # The old-torch branch of a compatibility shim: the import itself is what picks CUDA.
+        Invalid(
+            "import torch\nif hasattr(torch.amp, 'custom_fwd'):\n    from torch.amp import custom_fwd\n"
+            "else:\n    from torch.cuda.amp import custom_fwd\n"
+        ),
+        Invalid("def load():\n    from torch.cuda.amp import custom_bwd as bwd\n    return bwd\n"),
     )
 
     # -- calls: the decorator with arguments, the function form, functools.partial ------------
@@ -205,6 +214,26 @@ class CustomFwdBwd(Rule):
             imports=imports,
             unused_imports=import_to_drop(self, first.value),
             description=f"use `{_LEGACY[qualified]}` with device_type",
+        )
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar) or node.relative or node.module is None:
+            return
+        module = self.context.code(node.module)
+        legacy = [a for a in node.names if f"{module}.{self.context.code(a.name)}" in _LEGACY]
+        if not legacy:
+            return
+        # A module-level import goes with the decorators the fixes rewrite; one in a branch, a
+        # try or a function is the code that chooses the CUDA decorators, and stays.
+        if not any(isinstance(a, (cst.If, cst.Else, cst.Try, cst.FunctionDef, cst.With)) for a in self.context.ancestors):
+            return
+        qualified = f"{module}.{self.context.code(legacy[0].name)}"
+        self.report(
+            node,
+            f"`from {module} import ...` picks the CUDA-only (deprecated) `{qualified}`",
+            guidance=f'Import `{_LEGACY[qualified]}` instead and pass `device_type="neuron"` where it is applied '
+            "(it exists since torch 2.4: a branch for older torch can go).",
+            effort=Effort.LOW,
         )
 
     # -- bare decorators and other references --------------------------------------------------

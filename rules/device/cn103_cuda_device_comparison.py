@@ -6,6 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
+from .._shared.kernel_gates import guarded_kernel
 from .._shared.target import needs_newer_torch
 from ._helpers import UseKind, comparison_safety, find_use, is_bare_prefix, looks_like_cuda_fstring, retarget_fstring, retarget_string
 
@@ -15,6 +16,11 @@ _GUIDANCE = (
     "this test picks a code path written for CUDA: if the branch calls CUDA-only code (custom "
     "kernels, Triton, flash-attn) keep the test as is so that the fallback runs on Neuron; "
     'otherwise compare with "neuron"'
+)
+_KERNEL_GUIDANCE = (
+    "left as is: on Neuron the test is False, so the check fails (or the code takes its other "
+    "branch) instead of handing neuron tensors to a kernel that cannot run there. Port the kernel "
+    "(NKI, or the plain PyTorch path for neuron tensors), then test for the target device."
 )
 
 
@@ -59,7 +65,10 @@ class CudaDeviceComparison(Rule):
     plain optimizer, which is right. Tests of the bare ``"cuda:"`` prefix are input parsing and
     always safe, so ``spec.startswith("cuda:")`` and ``spec[len("cuda:"):]`` change together.
     Comparisons with a name that does not say device (``impl in ["ref", "cuda"]``) are never
-    touched.
+    touched. A test that stands in front of a CUDA-only kernel the file knows (an input check
+    ``assert x.device.type == "cuda"`` of a function that launches a Triton kernel, a flag
+    ``use_kernel = x.device.type == "cuda"`` that picks a compiled extension's call) is reported
+    without a fix, as CN104 and CN201 do: False on Neuron is the meaning to keep.
     """
 
     code = "CN103"
@@ -118,6 +127,19 @@ class CudaDeviceComparison(Rule):
             'if device_type == "cuda":\n    x = x.pin_memory().to(device, non_blocking=True)\nelse:\n    x = x.to(device)\n',
             'if device_type == "neuron":\n    x = x.pin_memory().to(device, non_blocking=True)\nelse:\n    x = x.to(device)\n',
         ),
+        # The input check and the flag of a CUDA-only kernel keep their meaning (False on Neuron).
+        Invalid(
+            "import triton\n\n@triton.jit\ndef _k(x_ptr):\n    pass\n\n"
+            "def launch(x):\n    assert x.device.type == 'cuda', 'CUDA tensors only'\n    _k[(1,)](x)\n",
+            None,
+        ),
+        Invalid(
+            "from causal_conv1d import causal_conv1d_fn\n\ndef f(x, w):\n"
+            "    use_kernel = x.device.type == 'cuda'\n"
+            "    if use_kernel:\n        return causal_conv1d_fn(x, w)\n    return x\n",
+            None,
+            target="accelerator",
+        ),
         Invalid(
             'import torch\npin = x.device.type == "cuda"\n',
             'import torch\npin = x.device.type == getattr(torch.accelerator.current_accelerator(), "type", "no accelerator")\n',
@@ -150,6 +172,17 @@ class CudaDeviceComparison(Rule):
     def _check(self, node: cst.BaseExpression, retarget) -> None:
         use = find_use(self, node)
         if use is None or use.kind is not UseKind.COMPARISON:
+            return
+        kernel = guarded_kernel(self, node)
+        if kernel is not None:
+            # Retargeting would send neuron tensors into a CUDA-only kernel: the check must keep
+            # failing (the dispatch keep taking its fallback) on Neuron until the kernel is ported.
+            self.report(
+                node,
+                f"`{self.context.code(use.user)}` checks a device against \"cuda\" in front of CUDA-only code: {kernel}",
+                guidance=_KERNEL_GUIDANCE,
+                effort=Effort.MEDIUM,
+            )
             return
         # A "cuda:" prefix parsed off a device string must match what its slice
         # (spec[len("cuda:"):], not a comparison) becomes: both take the device form.

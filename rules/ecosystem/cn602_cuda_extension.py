@@ -27,6 +27,13 @@ _LOADER_GUIDANCE = (
     "sources cannot be built on Trainium, so those kernels must be ported to NKI or replaced with "
     "plain PyTorch; a loader given only .cpp sources builds for the host and may stay."
 )
+_BUILD_GUIDANCE = (
+    "On Trainium the extension is not built: port its kernels to NKI or use the package's Python "
+    "fallback, and build or install the package without this CUDA build (its skip-build switch, or "
+    "a build script of its own for Neuron). The CUDA_HOME / nvcc version probing, "
+    "TORCH_CUDA_ARCH_LIST and CUDA-tagged wheel names in this script belong to the CUDA build."
+)
+_SETUP = frozenset({"setuptools.setup", "distutils.core.setup"})
 _EXT = "torch.utils.cpp_extension"
 _LOADERS = ProjectFacts(extension_loaders=frozenset({"pkg.jit.load_ext"}))
 # A CUDA source named in a literal: "kernel.cu", 'x.cuh', f".../{name}.cu" ...
@@ -56,7 +63,10 @@ class CudaExtension(Rule):
 
     ## Fix safety
     No fix (effort high): the kernel must be ported or dropped. C++-only extensions (``.cpp``
-    sources, ``CppExtension``) are not reported: they build for the host CPU.
+    sources, ``CppExtension``) are not reported: they build for the host CPU. A build script
+    (a file that calls ``setuptools.setup``) with a ``CUDAExtension`` is also reported as a whole,
+    once, with a finding that spans the file: its CUDA_HOME and nvcc probing, arch lists and
+    CUDA-versioned wheel names are the CUDA build, not code to port line by line.
     """
 
     code = "CN602"
@@ -76,6 +86,13 @@ class CudaExtension(Rule):
         Invalid(
             "from torch.utils.cpp_extension import CUDAExtension\n"
             "ext = CUDAExtension('e', ['e.cpp', 'e_kernel.cu'])\n"
+        ),
+        # A build script: the CUDAExtension, and the script as a whole (CUDA_HOME probing and all).
+        Invalid(
+            "from setuptools import setup\nfrom torch.utils.cpp_extension import CUDA_HOME, CUDAExtension\n\n"
+            "def nvcc_version(cuda_dir):\n    return cuda_dir\n\n"
+            "setup(name='pkg', ext_modules=[CUDAExtension('pkg_cuda', ['k.cu'])] if CUDA_HOME else [])\n",
+            path="setup.py",
         ),
         Invalid(
             "from torch.utils.cpp_extension import load\n"
@@ -101,13 +118,22 @@ class CudaExtension(Rule):
         ),
     )
 
+    def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
+        super().__init__(context)
+        self._cuda_extensions: list[str] = []  # the names the file's CUDAExtension calls build
+        self._setup = False  # the file calls setuptools.setup: a build script
+
     def visit_Call(self, node: cst.Call) -> None:
         name = terminal_name(node.func)
+        if name == "setup" and call_qualname(self, node) in _SETUP:
+            self._setup = True
         if name not in _NAMES:
             self._check_loader_call(node)
             return
         qualified = call_qualname(self, node)
         if qualified == f"{_EXT}.CUDAExtension":
+            named = arg_by_name(node, "name") or (node.args[0] if node.args and node.args[0].keyword is None else None)
+            self._cuda_extensions.append(self.context.code(named.value) if named is not None else "CUDAExtension(...)")
             self._report(node, "`CUDAExtension` builds CUDA C++ kernels")
         elif qualified == f"{_EXT}.load_inline":
             if arg_by_name(node, "cuda_sources") is not None or arg_by_name(node, "with_cuda") is not None:
@@ -128,6 +154,18 @@ class CudaExtension(Rule):
                 )
         else:
             self._check_loader_call(node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if not (self._setup and self._cuda_extensions):
+            return
+        names = ", ".join(dict.fromkeys(self._cuda_extensions))
+        self.report(
+            original_node,
+            f"this build script builds CUDA extensions ({names}): the CUDA build as a whole",
+            guidance=_BUILD_GUIDANCE,
+            effort=Effort.HIGH,
+            ancestors=(),
+        )
 
     def visit_Assign(self, node: cst.Assign) -> None:
         # `extension = CUDAExtension` (then `extension("pkg._C", sources)`): the builder is chosen

@@ -1,0 +1,80 @@
+"""bench/audit_port.py's own classification: which CUDA words are silent misses and which are
+not constructs. The audit is what 'no silent misses' is measured with, so its excuses are
+tested like a rule: each reason once, and each near miss that must stay a miss."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+_SPEC = importlib.util.spec_from_file_location("audit_port", Path(__file__).parents[1] / "bench" / "audit_port.py")
+audit_port = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(audit_port)
+
+
+def _classify(tmp_path: Path, source: str, pointed: set[int] = frozenset(), kernel: set[int] = frozenset(), stacks: set[str] = frozenset()):
+    (tmp_path / "m.py").write_text(source)
+    return audit_port.classify(tmp_path, {"m.py": set(pointed)}, {"m.py": set(stacks)}, {"m.py": set(kernel)})
+
+
+@pytest.mark.parametrize(
+    "source, pointed, kernel, stacks, reason",
+    [
+        pytest.param("def _require_cuda():\n    pass\n", (), (), (), "a name the project defines", id="own-function-name"),
+        pytest.param("def f(cuda_dir):\n    return cuda_dir\n", (), (), (), "a name the project defines", id="own-parameter"),
+        pytest.param("state = {}\nstate['cuda_rng_state'] = 1\n", (), (), (), "a key of the program's own data", id="subscript-key"),
+        pytest.param("d = {'cuda_rng_state': 1}\n", (), (), (), "a key of the program's own data", id="dict-key"),
+        pytest.param(
+            "import cuda.bindings.driver as cuda\ndef f(stream: cuda.CUstream):\n    pass\n", {1}, (), (),
+            "bound by a reported import", id="use-of-reported-import",
+        ),
+        pytest.param(
+            "import triton\ngrid = (triton.cdiv(n, 128),)\n", {1}, (), {"triton"},
+            "kernel language of a reported file", id="kernel-language",
+        ),
+    ],
+)
+def test_excused_with_reason(tmp_path, source, pointed, kernel, stacks, reason):
+    misses, excused = _classify(tmp_path, source, pointed, kernel, stacks)
+    assert misses == []
+    assert excused and all(reason in line for line in excused), excused
+
+
+@pytest.mark.parametrize(
+    "source, pointed",
+    [
+        # The bare word is the API even where the project defines a method of that name.
+        pytest.param("class M:\n    def cuda(self):\n        pass\nx = y.cuda()\n", (), id="bare-word-method"),
+        pytest.param("import os\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'x'\n", (), id="environ-key-is-a-setting"),
+        pytest.param("backend = 'nccl'\n", (), id="device-string"),
+        # `torch.cuda` is not the `cuda` a reported `import cuda` binds.
+        pytest.param("import cuda\nimport torch\nx = torch.cuda.current_stream()\n", {1}, id="attribute-not-the-import"),
+        pytest.param("import selective_scan_cuda\n", (), id="extension-import-unreported"),
+    ],
+)
+def test_still_a_miss(tmp_path, source, pointed):
+    misses, _ = _classify(tmp_path, source, pointed)
+    assert misses, "a CUDA construct no finding points at must be listed"
+
+
+@pytest.mark.parametrize(
+    "source, pointed, kernel",
+    [
+        pytest.param("k = load_kernel(\n    'k',\n    cuda_include_dirs=['/usr/local/cuda/include'],\n)\n", {1}, (), id="whole-statement"),
+        pytest.param(
+            "try:\n    import selective_scan_cuda\nexcept ImportError:\n    selective_scan_cuda = None\n", {2}, (),
+            id="import-fallback",
+        ),
+        pytest.param("@triton.jit\ndef k(x):\n    y = x.to(tl.float8e4nv)\n    z = cuda_thing(y)\n", {1}, {1}, id="kernel-body"),
+    ],
+)
+def test_finding_covers(tmp_path, source, pointed, kernel):
+    misses, excused = _classify(tmp_path, source, pointed, kernel)
+    assert misses == [] and excused == []
+
+
+def test_a_finding_on_one_line_does_not_cover_the_next_statement(tmp_path):
+    misses, _ = _classify(tmp_path, "x = torch.cuda.foo()\ny = torch.cuda.bar()\n", {1})
+    assert misses == ["m.py:2: cuda"]
