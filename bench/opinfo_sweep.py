@@ -23,11 +23,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DRIVER_DIR = REPO / "tests" / "backend"
+#: The outcomes that agree with CPU (opinfo_driver.AGREE; repeated so that the table needs no torch).
+AGREE = ("identical", "both_raise", "by_design", "undefined_values", "on_cpu")
 
 
 def table(results: list[dict]) -> str:
-    cols = ["cases", "identical", "both_raise", "by_design", "mismatch", "meta", "neuron_raises", "cpu_raises",
-            "no_samples", "abort"]
+    cols = ["cases", "identical", "both_raise", "by_design", "undefined_values", "on_cpu", "mismatch", "meta",
+            "neuron_raises", "cpu_raises", "no_samples", "abort", "timeout"]
     rows: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     ops_per: dict[str, set] = collections.defaultdict(set)
     for r in results:
@@ -38,7 +40,7 @@ def table(results: list[dict]) -> str:
     lines = ["| mode dtype | ops | " + " | ".join(cols) + " | agree % |", "|" + "---|" * (len(cols) + 3)]
     for k in sorted(rows, key=lambda k: (k == "all", k)):
         c = rows[k]
-        agree = c["identical"] + c["both_raise"] + c["by_design"]
+        agree = sum(c[x] for x in AGREE)
         pct = 100.0 * agree / c["cases"] if c["cases"] else 100.0
         lines.append(f"| {k} | {len(ops_per[k])} | " + " | ".join(str(c[x]) for x in cols) + f" | {pct:.2f} |")
     return "\n".join(lines)
@@ -50,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunk", type=int, default=40)
     p.add_argument("--ops", default="", help="only ops whose full name matches this regex")
     p.add_argument("--out", default="", help="write every result as JSON lines here")
-    p.add_argument("--timeout", type=float, default=900, help="seconds per worker before its case counts as abort")
+    p.add_argument("--timeout", type=float, default=600, help="seconds one case may run before it is killed and counted as timeout")
     a = p.parse_args(argv)
     sys.path.insert(0, str(DRIVER_DIR))
     import opinfo_driver as drv

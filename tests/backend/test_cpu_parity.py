@@ -96,8 +96,38 @@ _v = torch.tensor([1.0, 2.0])
         pytest.param(lambda: torch.sparse_coo_tensor(_i, _v, (2, 2), device="neuron"), id="sparse_coo_tensor"),
         pytest.param(lambda: torch.sparse_coo_tensor(_i, _v, (2, 2)).to("neuron"), id="to-neuron"),
         pytest.param(lambda: torch.empty(2, 2, layout=torch.sparse_coo, device="neuron"), id="empty-sparse"),
+        pytest.param(lambda: torch.eye(2, device="neuron").to_sparse(), id="to_sparse-of-a-device-tensor"),
+        pytest.param(lambda: torch.eye(2, device="neuron").to_sparse_csr(), id="to_sparse_csr-of-a-device-tensor"),
+        # A CSR tensor can be moved (its constructor builds it without a sparse op); its first op refuses it.
+        pytest.param(lambda: torch.eye(2).to_sparse_csr().to("neuron").to_dense(), id="csr-moved-then-used"),
     ],
 )
 def test_sparse_tensors_are_refused_clearly(make) -> None:
-    with pytest.raises(NotImplementedError, match="neuron: sparse|not supported on the device"):
+    # PyTorch's own "Cannot access storage of SparseTensorImpl" (to_sparse) says nothing useful.
+    with pytest.raises(NotImplementedError, match=r"^neuron: .*(sparse|Sparse).* not supported on the device"):
         make()
+
+
+@pytest.mark.parametrize(
+    ("shape", "error"),
+    [
+        pytest.param((), "2D tensor expected, got 0D tensor for input", id="0d-self"),
+        pytest.param((2,), "2D tensor expected, got 1D tensor for input", id="1d-self"),
+        pytest.param((1, 2), r"size mismatch, input: \[1, 2\], v1: \[3\], v2: \[2\]",
+                     id="2d-self-to-broadcast"),
+    ],
+)
+def test_addr_inplace_refuses_what_cpu_refuses(shape, error) -> None:
+    # addr_ hands its self to the kernel twice (as input and out); the boxed fallback used to see
+    # two tensors, broadcast self and resize it in place where CPU raises.
+    vec1, vec2 = torch.arange(3.0), torch.arange(2.0)
+    for device in ("cpu", "neuron"):
+        with pytest.raises(RuntimeError, match=error):
+            torch.ones(shape, device=device).addr_(vec1.to(device), vec2.to(device))
+
+
+def test_addr_inplace_still_computes() -> None:
+    vec1, vec2 = torch.arange(3.0), torch.arange(2.0)
+    cpu = torch.ones(3, 2).addr_(vec1, vec2, beta=2, alpha=0.5)
+    dev = torch.ones(3, 2, device="neuron").addr_(vec1.to("neuron"), vec2.to("neuron"), beta=2, alpha=0.5)
+    _same(cpu, dev)

@@ -35,6 +35,9 @@ EVER_DIFFERED = {
                         "native_batch_norm", "nn.functional.scaled_dot_product_attention"],
     "complex-zero-grad": ["fft.ifft", "fft.hfft", "fft.hfft2", "fft.ihfft", "fft.ihfftn", "sgn", "polar",
                           "linalg.eig", "linalg.eigvals"],
+    # in-place self twice (addr_), sparse results, undefined values, float64, CPU-named samples
+    "inplace-sparse-by-design": ["addr", "to_sparse", "empty_like", "new_empty", "double", "to", "arange",
+                                 "_refs.logspace"],
 }
 
 GROUPS = {**COMMON, **EVER_DIFFERED}
@@ -103,3 +106,81 @@ def _pair(kind: str) -> tuple[object, object]:
 def test_compare_tells_every_difference(kind: str, outcome: str) -> None:
     cpu, dev = _pair(kind)
     assert drv.compare(cpu, dev, "neuron")[0] == outcome
+
+
+def _f64(values: list[float]) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.float64)
+
+
+@pytest.mark.parametrize(
+    ("cpu", "dev", "values", "outcome"),
+    [
+        # The device has no float64: a float64 result comes back as float32 (neuron-target-api.md).
+        pytest.param(_f64([1.0, 1 / 3]), _f64([1.0, 1 / 3]).float(), True, "by_design", id="float64-as-float32"),
+        pytest.param(_f64([1.0, 1 / 3]), torch.tensor([1.0, 0.3333]), True, "mismatch",
+                     id="float64-beyond-float32-rounding"),
+        pytest.param(_f64([1.0]), torch.tensor([1.0], dtype=torch.bfloat16), True, "meta", id="float64-as-bfloat16"),
+        pytest.param(torch.zeros(3), torch.ones(3), False, "undefined_values", id="undefined-values-differ"),
+        pytest.param(torch.zeros(3), torch.ones(2), False, "meta", id="undefined-values-shape-still-compared"),
+    ],
+)
+def test_compare_by_design_rules(cpu, dev, values, outcome) -> None:
+    dev = dev.to("neuron") if dev.dtype != torch.float64 else dev.float().to("neuron")
+    assert drv.compare(cpu, dev, "neuron", values=values)[0] == outcome
+
+
+# Each by-design row of the sweep, with the device behaviour behind it asserted directly, so that a
+# change of the device (or of the database) fails here and not silently in the table.
+
+def _outcomes(database, name: str, mode: str, dtype: str) -> collections.Counter:
+    op = database[name]
+    return collections.Counter(drv.run_case(op, mode, dtype, i, s).outcome
+                               for i, s in enumerate(drv.cases(op, mode, dtype)))
+
+
+def test_float64_factories_give_float32(database) -> None:
+    assert torch.ones(2, dtype=torch.float64, device="neuron").dtype == torch.float32
+    assert torch.arange(3, device="neuron").double().dtype == torch.float32
+    got = _outcomes(database, "double", "forward", "float32")
+    assert got["by_design"] > 0 and set(got) <= {"by_design", "identical"}, got
+
+
+def test_logspace_reference_computes_float32_exponents(database) -> None:
+    # _refs.logspace asks for float64 exponents; the device computes them as float32.
+    dev = torch._refs.logspace(0, 1.2, 4, dtype=torch.float32, device="neuron").cpu()
+    assert torch.equal(dev, drv.logspace_float32_steps(0, 1.2, 4, dtype=torch.float32))
+    assert not torch.equal(dev, torch._refs.logspace(0, 1.2, 4, dtype=torch.float32))
+    got = _outcomes(database, "_refs.logspace", "forward", "float32")
+    assert got["by_design"] > 0 and got["mismatch"] == 0, got
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in ["empty", "empty_like", "new_empty",
+                                                                    "empty_strided", "empty_permuted"]])
+def test_uninitialised_values_are_not_compared(database, name) -> None:
+    # OpInfo itself skips comparing these ops' values across devices (test_compare_cpu).
+    op = database[name]
+    assert not drv.values_defined(op, "float32")
+    got = _outcomes(database, name, "forward", "float32")
+    assert set(got) <= {"identical", "undefined_values", "by_design", "on_cpu"}, got
+
+
+def test_values_are_compared_for_ordinary_ops(database) -> None:
+    assert drv.values_defined(database["add"], "float32")
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param("to", True, id="to-cpu-string"),
+        pytest.param("arange", True, id="factory-without-device"),
+        pytest.param("add", False, id="tensor-op"),
+    ],
+)
+def test_samples_naming_cpu(database, name, expected) -> None:
+    samples = list(drv.cases(database[name], "forward", "float32"))
+    assert any(drv.names_cpu(s) for s in samples) == expected
+
+
+def test_sparse_results_are_refused_by_design(database) -> None:
+    got = _outcomes(database, "to_sparse", "forward", "float32")
+    assert got["by_design"] > 0 and got["neuron_raises"] == 0, got

@@ -311,15 +311,16 @@ at::Tensor cpu_alias(const at::Tensor& t) {
 
 at::Tensor to_neuron_result(const at::Tensor& cpu_in, c10::DeviceIndex idx) {
   at::Tensor cpu = cpu_in;
+  // First: a sparse result (x.to_sparse() of a neuron tensor) has no storage to look at.
+  TORCH_CHECK_NOT_IMPLEMENTED(cpu.layout() == c10::kStrided, "neuron: ", cpu.layout(),
+                              " tensors are not supported on the device (only strided tensors); keep sparse "
+                              "tensors on the CPU or call .to_dense() before moving them");
   if (auto* target = alias_target(cpu.storage().unsafeGetStorageImpl())) {
     // A view of a neuron tensor (a CPU kernel returned a view of its input).
     return neuron_tensor_on(c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(target)), cpu);
   }
   if (cpu.storage().device().type() == kDev) return neuron_tensor_on(cpu.storage(), cpu);
   if (cpu._is_zerotensor()) return efficient_zero_tensor(cpu.sizes(), cpu.scalar_type(), idx);
-  TORCH_CHECK_NOT_IMPLEMENTED(cpu.layout() == c10::kStrided, "neuron: ", cpu.layout(),
-                              " tensors are not supported on the device (only strided tensors); keep sparse "
-                              "tensors on the CPU or call .to_dense() before moving them");
   if (cpu.scalar_type() == at::kDouble) {
     check_dtype(at::kDouble, "result");
     cpu = cpu.to(at::kFloat);

@@ -219,6 +219,21 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
   return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
 }
 
+// ATen's addr_ is addr_out(self, self): handed the very same Tensor twice, the CPU kernel takes
+// self as the output as is (no broadcast) and needs it 2-D of the outer product's shape. Trap: the
+// boxed fallback gets two stack entries, so the CPU kernel broadcasts a 0-D or 1-D self and
+// resizes it in place where CPU raises. The checks are the CPU kernel's (same messages).
+at::Tensor& addr_inplace(at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const c10::Scalar& beta,
+                         const c10::Scalar& alpha) {
+  TORCH_CHECK(self.dim() == 2, "2D tensor expected, got ", self.dim(), "D tensor for input");
+  if (vec1.dim() == 1 && vec2.dim() == 1) {
+    std::vector<int64_t> outer{vec1.size(0), vec2.size(0)};
+    TORCH_CHECK(self.sizes() == c10::IntArrayRef(outer), "size mismatch, input: ", self.sizes(), ", v1: ",
+                vec1.sizes(), ", v2: ", vec2.sizes());
+  }
+  return at::_ops::addr_out::call(self, vec1, vec2, beta, alpha, self);
+}
+
 }  // namespace
 
 
@@ -235,6 +250,7 @@ void register_kernels(torch::Library& m) {
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));
   m.impl("as_strided", TORCH_FN(as_strided));
+  m.impl("addr_", TORCH_FN(addr_inplace));
   m.impl("view", TORCH_FN(view));
   m.impl("_reshape_alias", TORCH_FN(reshape_alias));
   m.impl("_copy_from", TORCH_FN(copy_from));
