@@ -41,6 +41,8 @@ class CudnnTf32Flags(Rule):
     ``.deterministic``, ``.enabled``, ``.allow_tf32``, ``torch.backends.cuda.matmul.allow_tf32``)
     and calls of ``torch.set_float32_matmul_precision(...)``; with ``--unsafe-fixes`` the whole
     statement is removed. ``torch.use_deterministic_algorithms`` works on Neuron and is left alone.
+    On ``--target accelerator`` they are reported only: the port still runs on CUDA, where they
+    act, and does nothing with them on Neuron or the CPU.
 
     ## Why is this bad?
     Neuron has no cuDNN and no TF32 mode: the switches do nothing there (fp32 stays fp32), so
@@ -56,22 +58,21 @@ class CudnnTf32Flags(Rule):
     ## Fix safety
     Unsafe: deleting the statement drops whatever the right-hand side computes, and code that
     still runs on CUDA loses the setting. Statements that share a line with other statements or
-    assign several targets are only reported. The rule does not apply to ``--target accelerator``,
-    whose output must keep running well on CUDA (the switches are harmless on Neuron).
+    assign several targets are only reported. On ``--target accelerator`` nothing is removed:
+    that output must keep running well on CUDA (the switches are harmless on Neuron), but a
+    reader must know that the speed-up or determinism they stand for does not carry over.
     """
 
     code = "CN205"
     name = "cudnn-tf32-flags"
     fixes = frozenset({Safety.UNSAFE})
     triggers = ("cudnn", "allow_tf32", "reduced_precision_reduction", "set_float32_matmul_precision")
-    targets = frozenset({"neuron"})
     VALID = (
         "import torch\ntorch.use_deterministic_algorithms(True)\n",
         # Reading a flag is harmless.
         "import torch\nif torch.backends.cudnn.enabled:\n    pass\n",
         # A project's own settings object with the same attribute names stays.
         "cfg.backends.cudnn.benchmark = True\n",
-        Valid("import torch\ntorch.backends.cudnn.benchmark = True\n", target="accelerator"),
     )
     INVALID = (
         Invalid(
@@ -97,6 +98,9 @@ class CudnnTf32Flags(Rule):
         # Shares its line with another statement: reported only.
         Invalid("import torch\ntorch.backends.cudnn.benchmark = True; x = 1\n"),
         Invalid("import torch\na = torch.backends.cudnn.benchmark = True\n"),
+        # The accelerator target keeps the switch (it acts on CUDA) and says it does nothing on Neuron.
+        Invalid("import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n", target="accelerator"),
+        Invalid("import torch\ntorch.backends.cudnn.benchmark = True\n", target="accelerator", unsafe=True),
     )
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -107,7 +111,16 @@ class CudnnTf32Flags(Rule):
                 continue
             qualified, guidance, removable, expr = found
             message = f"`{qualified}` has no effect on Neuron"
-            if alone and removable:
+            if self.context.settings.target != "neuron":
+                # Kept: the accelerator port still runs on CUDA, where the switch acts.
+                self.report(
+                    statement,
+                    message + " (kept: it still acts on CUDA)",
+                    guidance="Keep it for CUDA runs; it does nothing on Neuron."
+                    + ("" if guidance.endswith("delete the line.") else " " + guidance),
+                    effort=Effort.LOW,
+                )
+            elif alone and removable:
                 self.report(
                     node,
                     message,

@@ -92,6 +92,8 @@ _DEVICE_KEYWORDS = frozenset({"device", "map_location"})
 # String methods that test or strip a device name: device-selection helpers strip a "cuda:"
 # prefix from user input (``spec.startswith("cuda:")``, ``spec.replace("cuda:", "")``).
 _STRING_TESTS = frozenset({"startswith", "endswith", "removeprefix", "replace", "split", "partition", "find", "index"})
+# Methods that add an element to a list or set, and the position of the element.
+_COLLECTION_ADDS: dict[str, int] = {"append": 0, "add": 0, "extend": 0, "insert": 1}
 # Calls owned by the AMP family (CN3xx): their device_type/device arguments are rewritten there.
 _AMP_PREFIXES = ("torch.amp.", "torch.cuda.amp.", "torch.cpu.amp.", "torch.autocast")
 
@@ -227,9 +229,19 @@ def _arg_use(rule: Rule, call: cst.Call, arg: cst.Arg, above: tuple[cst.CSTNode,
     index = positions.index(arg)
     if qualified is None and isinstance(func, cst.Attribute) and func.attr.value == "to":
         return Use(UseKind.PLACEMENT, call, above) if index == 0 else None
+    # devices.append("cuda:1"), devices.insert(0, f"cuda:{i}"): an element added to a collection
+    # whose name says it holds devices is a device, like the elements of `devices = [...]`.
+    if qualified is None and isinstance(func, cst.Attribute) and func.attr.value in _COLLECTION_ADDS:
+        if index == _COLLECTION_ADDS[func.attr.value] and says_device(func.value, rule):
+            return Use(UseKind.PLACEMENT, call, above)
+        return None
     if qualified is not None and qualified in _DEVICE_PARAMS and _DEVICE_PARAMS[qualified][0] == index:
         return Use(UseKind.PLACEMENT, call, above, what=_DEVICE_PARAMS[qualified][1])
     return None
+
+
+# Methods that add one element to a list or set, and the position of that element.
+_COLLECTION_ADDS = {"append": 0, "add": 0, "insert": 1}
 
 
 def _is_device_option(call: cst.Call) -> bool:

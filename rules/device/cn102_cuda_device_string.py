@@ -27,7 +27,8 @@ class CudaDeviceString(Rule):
     positions are ``torch.device(...)``, ``.to(...)``,
     ``device=`` and ``map_location=`` arguments of any call, ``torch.load(f, "cuda")``,
     ``torch.Generator``, parameter defaults and assignments whose name says device
-    (``device``, ``self.device``, ``args.device``, ``cfg["device"]``, ``device_type``), argparse
+    (``device``, ``self.device``, ``args.device``, ``cfg["device"]``, ``device_type``), elements
+    added to a device collection (``devices.append("cuda:1")``), argparse
     ``add_argument("--device", default="cuda")`` and config dicts ``{"device": "cuda"}``. The
     string is followed through ``"cuda" if ... else "cpu"``, ``args.device or "cuda"`` and
     tuples/lists, and through a plain name (``arg = "cuda:0"`` ... ``torch.device(arg)`` in
@@ -74,7 +75,8 @@ class CudaDeviceString(Rule):
         'parser.add_argument("--cuda", action="store_true", help="use cuda")\n',
         'USE_CUDA = "cuda"\n',
         'print("moving model to cuda")\nlogger.info(f"cuda:{rank} ready")\n',
-        'print(f"cuda")\nname = f"cuda_{i}"\n',  # an f-string that is no device, or not in a device position
+        'print(f"cuda")\nname = f"cuda_{i}"\n',
+        'names.append("cuda")\nbackends.add("cuda")\n',  # a collection whose name says no device  # an f-string that is no device, or not in a device position
         '# model.to("cuda")\nx = 1\n',
         'def f():\n    """Example: model.to("cuda")"""\n',
         "activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]\n",
@@ -118,6 +120,11 @@ class CudaDeviceString(Rule):
         ),
         Invalid('device = args.device or "cuda"\n', 'device = args.device or "neuron"\n'),
         Invalid('devices = ["cuda:0", "cuda:1"]\n', 'devices = ["neuron:0", "neuron:1"]\n'),
+        # An element added to a collection of devices (detectron2's test device list).
+        Invalid(
+            'devices = ["cpu"]\ndevices.append(f"cuda:{n - 1}")\ndevices.insert(0, "cuda:0")\n',
+            'devices = ["cpu"]\ndevices.append(f"neuron:{n - 1}")\ndevices.insert(0, "neuron:0")\n',
+        ),
         Invalid(
             'import torch\ng = torch.Generator(device="cuda")\n', 'import torch\ng = torch.Generator(device="neuron")\n'
         ),

@@ -31,7 +31,8 @@ class NcclEnvVar(Rule):
 
     Covered:
     ``os.environ["NCCL_DEBUG"] = "INFO"``, ``os.environ.setdefault("NCCL_P2P_DISABLE", "1")``,
-    ``os.putenv``, ``os.environ.get(...)``, env dicts and ``update(NCCL_...=...)``.
+    ``os.putenv``, ``os.environ.get(...)``, env dicts and ``update(NCCL_...=...)``, and a key
+    bound to a name first (``key, value = "NCCL_DEBUG", "INFO"``).
 
     ## Why is this bad?
     These variables tune NVIDIA's NCCL library. On Trainium the ``neuron`` process-group backend
@@ -56,6 +57,8 @@ class NcclEnvVar(Rule):
     VALID = (
         'print("set NCCL_DEBUG=INFO to debug hangs")\n',
         'KEYS = ["NCCL_DEBUG"]\n',
+        'key, doc = "NCCL_DEBUG is not set", "x"\n',  # prose, not a key
+        'obj.key = "NCCL_DEBUG"\n',  # an attribute of some object: unknown use
         'os.environ["NEURON_RT_LOG_LEVEL"] = "INFO"\n',
         "# os.environ['NCCL_DEBUG'] = 'INFO'\n",
     )
@@ -67,14 +70,39 @@ class NcclEnvVar(Rule):
         Invalid('import os\nos.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1"\n'),
         Invalid('import os\nos.environ.update(NCCL_IB_DISABLE="1")\n'),
         Invalid('env = dict(os.environ, **{"NCCL_DEBUG": "WARN"})\n'),
+        # The key reaches os.environ through a name (dinov2's distributed setup).
+        Invalid('import os\nkey, value = "NCCL_ASYNC_ERROR_HANDLING", "1"\nos.environ[key] = value\n'),
+        Invalid('DEBUG_KEY = "NCCL_DEBUG"\n'),
         Invalid('import os\nos.environ["NCCL_DEBUG"] = "INFO"\n', target="accelerator"),
     )
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "NCCL_" not in node.value or "b" in node.prefix.lower() or not _is_nccl_key(node.evaluated_value):
             return
-        if env_site(self, node) is not None:
+        if env_site(self, node) is not None or self._bound_to_name(node):
             self._report(node, str(node.evaluated_value))
+
+    def _bound_to_name(self, node: cst.SimpleString) -> bool:
+        """``KEY = "NCCL_X"`` / ``key, value = "NCCL_X", "1"``: the key is set through a name.
+
+        A whole ``NCCL_*`` identifier bound to a plain name has no other use than naming the
+        variable (dinov2 sets ``os.environ[key]`` after such an unpacking); a list of such names
+        or a log line is not a setting.
+        """
+        anc = self.context.ancestors
+        parent = anc[-1] if anc else None
+        if isinstance(parent, cst.Assign):
+            return parent.value is node and all(isinstance(t.target, cst.Name) for t in parent.targets)
+        if isinstance(parent, cst.Element) and len(anc) >= 3 and isinstance(anc[-2], cst.Tuple):
+            assign, values = anc[-3], anc[-2]
+            if not isinstance(assign, cst.Assign) or assign.value is not values or len(assign.targets) != 1:
+                return False
+            names = assign.targets[0].target
+            if not isinstance(names, cst.Tuple) or len(names.elements) != len(values.elements):
+                return False
+            position = next(i for i, e in enumerate(values.elements) if e is parent)
+            return isinstance(names.elements[position].value, cst.Name)
+        return False
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None and _is_nccl_key(node.keyword.value):
