@@ -306,7 +306,7 @@ def run_case(op: Any, mode: str, dtype: str, index: int, sample: Any, device: st
         outcome, detail = compare(cpu, dev, device, values=values_defined(op, dtype), cpu_ok=True)
         return Result(name, mode, dtype, index, "on_cpu" if outcome == "identical" else outcome, detail)
     outcome, detail = compare(cpu, dev, device, values=values_defined(op, dtype))
-    if outcome == "mismatch" and by_design and by_design.values and by_design.values(sample, dtype, dev):
+    if outcome in ("mismatch", "meta") and by_design and by_design.values and by_design.values(sample, dtype, cpu, dev):
         return Result(name, mode, dtype, index, "by_design", f"{detail}: {by_design.why}")
     return Result(name, mode, dtype, index, outcome, detail)
 
@@ -343,7 +343,7 @@ class ByDesign:
 
     why: str
     error: str = ""
-    values: Callable[[Any, str, Any], bool] | None = None
+    values: Callable[[Any, str, Any, Any], bool] | None = None  # (sample, dtype, cpu result, device result)
 
     def matches(self, mode: str, dtype: str, err: BaseException) -> bool:
         return bool(self.error) and self.error in str(err)
@@ -361,15 +361,65 @@ def logspace_float32_steps(start: Any, end: Any, steps: int, base: float = 10.0,
     return torch.pow(base, exps).to(dtype or torch.get_default_dtype())
 
 
-def _equals_float32_logspace(sample: Any, dtype: str, dev: Any) -> bool:
+def _equals_float32_logspace(sample: Any, dtype: str, cpu: Any, dev: Any) -> bool:
     want = logspace_float32_steps(sample.input, *sample.args, **sample.kwargs)
     return isinstance(dev, torch.Tensor) and _equal_values(want, dev.detach().cpu())
+
+
+def _float32_rounding_of(sample: Any, dtype: str, cpu: Any, dev: Any) -> bool:
+    """Every output equal to CPU's up to float32 rounding (same dtypes and shapes): what an op that
+    computes in float64 inside (``dtype=torch.float64``, ``float_power``) gives where float64 is
+    computed as float32."""
+    ca, da = tree_flatten(cpu)[0], tree_flatten(dev)[0]
+    for c, d in zip(ca, da):
+        if isinstance(c, torch.Tensor):
+            if not isinstance(d, torch.Tensor) or c.shape != d.shape or not c.dtype.is_floating_point:
+                return False
+            if not _float64_close(c.detach(), d.detach().cpu()):
+                return False
+    return len(ca) == len(da)
+
+
+def _layer_norm_stats_as_off_cpu(sample: Any, dtype: str, cpu: Any, dev: Any) -> bool:
+    """``_refs.native_layer_norm`` rounds mean and rstd to the input dtype only when its input is
+    on CPU (``input.device.type in ["cpu", "mtia"]``): on any other device they stay float32. So
+    the device gives float32 statistics which, rounded, are CPU's; the normalised output is CPU's."""
+    out_c, mean_c, rstd_c = cpu
+    out_d, mean_d, rstd_d = (t.detach().cpu() for t in dev)
+    return (_equal_values(out_c, out_d) and mean_d.dtype == rstd_d.dtype == torch.float32
+            and _equal_values(mean_c, mean_d.to(mean_c.dtype)) and _equal_values(rstd_c, rstd_d.to(rstd_c.dtype)))
+
+
+def group_norm_off_cpu(x: torch.Tensor, weight: Any, bias: Any, n: int, c: int, hxw: int, groups: int,
+                       eps: float) -> torch.Tensor:
+    """The output ``_refs.native_group_norm`` computes for an input that is not on CPU: it takes
+    ``(x - mean) * rstd * weight + bias``; for a CPU input with a weight it folds rstd, weight and
+    bias into one scale and shift first (``input.device.type == "cpu"``), which rounds differently."""
+    acc = x.float().reshape(n, groups, c // groups, hxw)
+    var, mean = torch.var_mean(acc, dim=[2, 3], unbiased=False, keepdim=True)
+    out = ((acc - mean) * torch.rsqrt(var + eps)).view(x.shape)
+    dims = [0] + list(range(2, x.ndim))
+    shape = [1 if i in dims else s for i, s in enumerate(x.shape)]
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out.to(x.dtype)
+
+
+def _group_norm_as_off_cpu(sample: Any, dtype: str, cpu: Any, dev: Any) -> bool:
+    want = group_norm_off_cpu(sample.input, *sample.args)
+    return _equal_values(want, dev[0].detach().cpu()) and all(
+        _equal_values(c, d.detach().cpu()) for c, d in zip(cpu[1:], dev[1:]))
 
 
 _SPARSE = ByDesign("the device has no sparse layouts: making one raises NotImplementedError",
                    error="tensors are not supported on the device")
 _WHY_CPU_INDICES = ("tensor_split takes a tensor of indices only on CPU (as on CUDA): the indices move to "
                     "the device with the sample, so the device run raises PyTorch's own error")
+_F64_INSIDE = ByDesign("the op computes in float64 (the sample's dtype=torch.float64, float_power, a "
+                       "reference's float64 steps), which the device computes as float32",
+                       values=_float32_rounding_of)
 _LOGSPACE = ByDesign("the Python reference computes the exponents in float64, stored as float32 on the "
                      "device", values=_equals_float32_logspace)
 
@@ -382,6 +432,13 @@ BY_DESIGN: dict[str, ByDesign] = {
     "tensor_split": ByDesign(_WHY_CPU_INDICES, error="expected tensor_indices_or_sections to be on cpu"),
     "_refs.tensor_split": ByDesign(_WHY_CPU_INDICES, error="it must be on the CPU"),
     "_refs.logspace": _LOGSPACE,
+    "_refs.native_layer_norm": ByDesign("the Python reference keeps float32 statistics off CPU (its own device "
+                                        "rule, as on CUDA)", values=_layer_norm_stats_as_off_cpu),
+    "_refs.native_group_norm": ByDesign("the Python reference computes the output another way off CPU (its own "
+                                        "device rule, as on CUDA)", values=_group_norm_as_off_cpu),
+    **{name: _F64_INSIDE for name in ("float_power", "_refs.float_power", "softmax.with_dtype",
+                                      "log_softmax.with_dtype", "nn.functional.softmin.with_dtype",
+                                      "_foreach_norm", "_refs.arange", "_refs.linspace.tensor_overload")},
     "_refs.logspace.tensor_overload": _LOGSPACE,
 }
 

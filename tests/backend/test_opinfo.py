@@ -37,7 +37,8 @@ EVER_DIFFERED = {
                           "linalg.eig", "linalg.eigvals"],
     # in-place self twice (addr_), sparse results, undefined values, float64, CPU-named samples
     "inplace-sparse-by-design": ["addr", "to_sparse", "empty_like", "new_empty", "double", "to", "arange",
-                                 "_refs.logspace"],
+                                 "_refs.logspace", "_refs.native_layer_norm", "_refs.native_group_norm",
+                                 "softmax.with_dtype", "float_power"],
 }
 
 GROUPS = {**COMMON, **EVER_DIFFERED}
@@ -184,3 +185,33 @@ def test_samples_naming_cpu(database, name, expected) -> None:
 def test_sparse_results_are_refused_by_design(database) -> None:
     got = _outcomes(database, "to_sparse", "forward", "float32")
     assert got["by_design"] > 0 and got["neuron_raises"] == 0, got
+
+
+def test_layer_norm_reference_keeps_float32_statistics_off_cpu(database) -> None:
+    # The reference's own rule (mean/rstd rounded to the input dtype only on CPU), as on CUDA.
+    x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(0)).bfloat16()
+    _, mean_c, _ = torch._refs.native_layer_norm(x, (4,), None, None, 1e-5)
+    _, mean_d, _ = torch._refs.native_layer_norm(x.to("neuron"), (4,), None, None, 1e-5)
+    assert (mean_c.dtype, mean_d.dtype) == (torch.bfloat16, torch.float32)
+    got = _outcomes(database, "_refs.native_layer_norm", "forward", "bfloat16")
+    assert got["by_design"] > 0 and got["meta"] == got["mismatch"] == 0, got
+
+
+def test_group_norm_reference_computes_as_off_cpu(database) -> None:
+    g = torch.Generator().manual_seed(0)
+    x, w, b = torch.randn(1, 6, 3, generator=g), torch.randn(6, generator=g), torch.randn(6, generator=g)
+    args = (1, 6, 3, 2, 0.5)
+    dev = torch._refs.native_group_norm(x.to("neuron"), w.to("neuron"), b.to("neuron"), *args)[0].cpu()
+    assert torch.equal(dev, drv.group_norm_off_cpu(x, w, b, *args))
+    got = _outcomes(database, "_refs.native_group_norm", "forward", "float32")
+    assert got["by_design"] > 0 and got["mismatch"] == 0, got
+
+
+@pytest.mark.parametrize(("name", "mode"), [pytest.param("softmax.with_dtype", "backward", id="softmax-dtype-float64"),
+                                            pytest.param("float_power", "backward", id="float_power")])
+def test_float64_inside_an_op_is_float32_rounding(database, name, mode) -> None:
+    x = torch.randn(5, generator=torch.Generator().manual_seed(0))
+    cpu, dev = torch.softmax(x, 0, dtype=torch.float64), torch.softmax(x.to("neuron"), 0, dtype=torch.float64)
+    assert dev.dtype == torch.float32 and torch.allclose(cpu.float(), dev.cpu(), rtol=1e-5, atol=1e-6)
+    got = _outcomes(database, name, mode, "float32")
+    assert got["by_design"] > 0 and got["mismatch"] == 0, got
