@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from typing import ClassVar
 
 import libcst as cst
@@ -9,7 +11,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Rule
 from cuda2neuron.python import dotted_name
 
-__all__ = ["PackageRule", "in_package"]
+__all__ = ["PackageRule", "imports_any", "in_package"]
 
 
 def in_package(qualified: str | None, packages: tuple[str, ...]) -> bool:
@@ -20,6 +22,24 @@ def in_package(qualified: str | None, packages: tuple[str, ...]) -> bool:
         if qualified.startswith(p) and (len(qualified) == len(p) or qualified[len(p)] == "."):
             return True
     return False
+
+
+@lru_cache(maxsize=64)
+def _import_pattern(tops: tuple[str, ...]) -> re.Pattern[bytes]:
+    words = b"|".join(re.escape(t.encode()) for t in tops)
+    # `from P...` (continued with `\\` too), or P anywhere in an `import` clause up to the
+    # statement's end (`import os, P`, `import a, \\` + newline + `P`, `from x import y as P`).
+    return re.compile(
+        rb"\bfrom[ \t\\\r\n]+(?:" + words + rb")\b|\bimport\b(?:[^;\r\n]|\\\r?\n)*\b(?:" + words + rb")\b"
+    )
+
+
+def imports_any(code: bytes, tops: tuple[str, ...]) -> bool:
+    """Can ``code`` (comments and docstrings blanked) import a module whose first name is one of
+    ``tops``? A rule that reports only names resolved through such an import uses it as its
+    ``wakes`` test: diffusers spells ``enable_xformers_memory_efficient_attention`` and
+    ``image_rotary_emb`` in hundreds of files and imports xformers or rotary_emb in a handful."""
+    return _import_pattern(tops).search(code) is not None
 
 
 class PackageRule(Rule):

@@ -12,19 +12,41 @@ imports torch and no other framework with a ``Model.compile`` of its own, and it
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from cuda2neuron.core import Rule
 
 from .._shared.names import call_qualname
 
-__all__ = ["COMPILE_KEYWORDS", "compile_callee", "has_star_kwargs", "is_compile_call", "is_torch_compile"]
+__all__ = ["COMPILE_KEYWORDS", "wakes_on_compile", "compile_callee", "has_star_kwargs", "is_compile_call", "is_torch_compile"]
 
 # The keywords of torch.compile after the model (what nn.Module.compile forwards).
 COMPILE_KEYWORDS = frozenset({"fullgraph", "dynamic", "backend", "mode", "options", "disable"})
 # Frameworks whose models have a compile() method of their own (keras' takes an optimizer and
 # a loss; a file that imports one of them is not read as calling nn.Module.compile).
 _OTHER_COMPILES = frozenset({"keras", "tensorflow", "tf_keras", "jax", "flax", "mlx", "paddle"})
+
+
+_COMPILE_WORD = re.compile(rb"\bcompile\b")
+# `re.compile(r"...")`: a bare name's compile called with a string first. Neither torch.compile
+# (unless the name is torch, or bound by `... as NAME`) nor nn.Module.compile (keywords only).
+_STRING_COMPILE = re.compile(rb"(?<![\w.])(\w+)\.compile\(\s*[rRbBuU]{0,2}['\"]")
+
+
+def wakes_on_compile(cls: type[Rule], code: bytes) -> bool:  # noqa: ARG001 - a classmethod's cls
+    """The compile family's ``wakes``: the whole word ``compile`` other than in
+    ``re.compile("...")`` (``is_compiled_module`` and regular expressions are what a model
+    library's files hold), or ``_inductor``."""
+    if b"_inductor" in code:
+        return True
+    skip = {
+        m.start() + len(m.group(1)) + 1
+        for m in _STRING_COMPILE.finditer(code)
+        if m.group(1) != b"torch" and not re.search(rb"\bas\s+" + re.escape(m.group(1)) + rb"\b", code)
+    }
+    return any(m.start() not in skip for m in _COMPILE_WORD.finditer(code))
 
 
 def is_torch_compile(rule: Rule, node: cst.Call) -> bool:

@@ -9,7 +9,7 @@ from cuda2neuron.core import Effort, Invalid, Rule, Safety
 from .._shared.args import add_kwarg, arg_by_name
 from .._shared.names import terminal_name
 from .._shared.strings import make_string, string_value
-from ._helpers import compile_callee, has_star_kwargs
+from ._helpers import compile_callee, has_star_kwargs, wakes_on_compile
 
 __all__ = ["CompileBackend"]
 
@@ -65,6 +65,7 @@ class CompileBackend(Rule):
     name = "compile-backend"
     fixes = frozenset({Safety.SAFE})
     triggers = ("compile",)
+    wakes = classmethod(wakes_on_compile)
     emits = ()
     VALID = (
         'import torch\nmodel = torch.compile(model, backend="neuron")\n',

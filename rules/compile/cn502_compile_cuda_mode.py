@@ -8,7 +8,7 @@ from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import arg_by_name, remove_arg
 from .._shared.strings import string_value
-from ._helpers import compile_callee, is_compile_call
+from ._helpers import compile_callee, is_compile_call, wakes_on_compile
 
 __all__ = ["CompileCudaMode"]
 
@@ -49,6 +49,7 @@ class CompileCudaMode(Rule):
     fixes = frozenset({Safety.SAFE})
     # Only a torch.compile call can carry the mode, and no spelling of it avoids this word.
     triggers = ("compile",)
+    wakes = classmethod(wakes_on_compile)
     VALID = (
         'import torch\nm = torch.compile(m, backend="neuron")\n',
         'import torch\nm = torch.compile(m, backend="neuron", mode="default")\n',

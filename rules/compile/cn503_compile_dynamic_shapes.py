@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import arg_by_name
-from ._helpers import is_compile_call
+from ._helpers import is_compile_call, wakes_on_compile
 
 __all__ = ["CompileDynamic"]
 
@@ -42,6 +42,7 @@ class CompileDynamic(Rule):
     fixes = frozenset({Safety.UNSAFE})
     # Only a torch.compile call can carry dynamic=, and no spelling of it avoids this word.
     triggers = ("compile",)
+    wakes = classmethod(wakes_on_compile)
     VALID = (
         'import torch\nm = torch.compile(m, backend="neuron")\n',
         'import torch\nm = torch.compile(m, backend="neuron", dynamic=False)\n',

@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import add_kwarg, arg_by_name
-from ._helpers import compile_callee, is_compile_call
+from ._helpers import compile_callee, is_compile_call, wakes_on_compile
 
 __all__ = ["CompileFullgraph"]
 
@@ -41,6 +41,7 @@ class CompileFullgraph(Rule):
     name = "compile-fullgraph"
     fixes = frozenset({Safety.DISPLAY_ONLY})
     triggers = ("compile",)
+    wakes = classmethod(wakes_on_compile)
     targets = frozenset({"neuron"})
     VALID = (
         'import torch\nm = torch.compile(m, backend="neuron", fullgraph=True)\n',

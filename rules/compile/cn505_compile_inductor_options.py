@@ -9,7 +9,7 @@ from cuda2neuron.core import Effort, Invalid, Rule
 from .._shared.args import arg_by_name
 from .._shared.packages import in_package
 from .._shared.strings import string_value
-from ._helpers import is_compile_call
+from ._helpers import is_compile_call, wakes_on_compile
 
 __all__ = ["CompileInductorOptions"]
 
@@ -76,6 +76,7 @@ class CompileInductorOptions(Rule):
     name = "compile-inductor-options"
     # options= only counts on a torch.compile call; the config assignments name torch._inductor.
     triggers = ("compile", "_inductor")
+    wakes = classmethod(wakes_on_compile)
     targets = frozenset({"neuron"})
     VALID = (
         'import torch\nm = torch.compile(m, backend="neuron")\n',

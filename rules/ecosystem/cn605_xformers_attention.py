@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Safety
 
 from .._shared.args import arg_by_name
 from .._shared.names import call_qualname
-from .._shared.packages import PackageRule, in_package
+from .._shared.packages import PackageRule, imports_any, in_package
 from ._helpers import sdpa_bshd
 
 __all__ = ["XformersAttention"]
@@ -23,9 +21,6 @@ _GUIDANCE = (
 )
 _MEA = frozenset({"xformers.ops.memory_efficient_attention", "xformers.ops.fmha.memory_efficient_attention"})
 _CAUSAL = frozenset({"xformers.ops.LowerTriangularMask", "xformers.ops.fmha.attn_bias.LowerTriangularMask"})
-# Every report resolves a name through an import of xformers (``import xformers.ops as xops``,
-# ``from xformers import ops``), continuation lines included.
-_IMPORTS_XFORMERS = re.compile(rb"\bfrom[ \t\\\r\n]+xformers\b|\bimport\b(?:[^;\r\n]|\\\r?\n)*\bxformers\b")
 
 
 class XformersAttention(PackageRule):
@@ -92,9 +87,8 @@ class XformersAttention(PackageRule):
 
     @classmethod
     def wakes(cls, code: bytes) -> bool:
-        # diffusers names xformers in 200 files (``enable_xformers_memory_efficient_attention``,
-        # ``is_xformers_available()``) and imports it in a handful.
-        return _IMPORTS_XFORMERS.search(code) is not None
+        # Every report resolves a name through an import of xformers.
+        return imports_any(code, cls.packages)
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)

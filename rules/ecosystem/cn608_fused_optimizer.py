@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
@@ -18,6 +20,10 @@ _GUIDANCE = (
     "its for-each implementation, the same update. Keep a CUDA-only choice as a comparison with "
     "'cuda' that is False on Neuron."
 )
+
+
+# What every report starts from: a `fused=` keyword, or an assignment to a name holding "fused".
+_FUSED_ASSIGNED = re.compile(rb"(?i)fused\w*\s*=(?!=)")
 
 
 class FusedOptimizer(Rule):
@@ -54,7 +60,9 @@ class FusedOptimizer(Rule):
     code = "CN608"
     name = "fused-optimizer"
     fixes = frozenset({Safety.SAFE})
-    triggers = ("fused",)
+    # Trigger words are matched case-sensitively; flags are judged case-insensitively
+    # (`USE_FUSED = device == "cuda"`).
+    triggers = ("fused", "Fused", "FUSED")
     VALID = (
         "import torch\nopt = torch.optim.AdamW(ps, lr=1e-3)\n",
         "import torch\nopt = torch.optim.AdamW(ps, fused=False)\n",
@@ -78,6 +86,12 @@ class FusedOptimizer(Rule):
         Invalid("extra_args = dict(fused=True) if use_fused else dict()\n"),
         Invalid("import torch\nopt = torch.optim.AdamW(ps, fused=True)\n", target="accelerator"),
     )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # `fuse_qkv_projections()`, `if attn.fused_projections:` and tests named *_fused_* hold
+        # the word and never set a flag.
+        return _FUSED_ASSIGNED.search(code) is not None
 
     def visit_Call(self, node: cst.Call) -> None:
         fused = arg_by_name(node, "fused")

@@ -9,6 +9,7 @@ from cuda2neuron.python import dotted_name
 
 from .._shared.kernels import KERNEL_LANGUAGES, KernelPackage, kernel_packages, package_of
 from .._shared.names import call_qualname
+from .._shared.packages import imports_any
 
 __all__ = ["CudaKernelPackage"]
 
@@ -68,6 +69,12 @@ class CudaKernelPackage(Rule):
         Invalid("from cuda import cuda\nerr, = cuda.cuInit(0)\n"),
         Invalid("from numba import cuda\n\n@cuda.jit\ndef k(a):\n    pass\n"),
     )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # Imports, decorators and calls are all reported through an import of a row's package
+        # (its first name is a trigger word): "rotary_emb" in `image_rotary_emb` is not one.
+        return imports_any(code, cls.triggers)
 
     def _facts(self) -> ProjectFacts:
         return self.context.settings.project
