@@ -15,8 +15,9 @@ leaves alone (the test reads as false on neuron) shows up here too, with its fin
 one. Read the list; what is left is either a miss to fix or a line to justify.
 
 A finding points at the whole statement it is on, at the `except ImportError:` fallback of a
-reported import in a `try`, and (for a kernel-stack finding on a decorator or `def`) at the
-whole kernel. A line is counted as holding no CUDA construct, and listed with `--excused`, when
+reported import in a `try`, at an import whose bound name is read only on lines findings point
+at (`import torch.backends.cudnn as cudnn` before a reported `cudnn.benchmark = True`), and
+(for a kernel-stack finding on a decorator or `def`) at the whole kernel. A line is counted as holding no CUDA construct, and listed with `--excused`, when
 each of its CUDA words is one of: a name the project itself defines (`def _require_cuda()`,
 `torch_cuda_version = ...`, never the bare word `cuda`), a name bound by a reported import (the
 `cuda` of `import cuda.bindings.driver as cuda`), a string used as a key of the program's own
@@ -85,6 +86,7 @@ class _Names(ast.NodeVisitor):
         self.defined: set[str] = set()  # functions, classes, parameters, variables, attributes
         self.imported: dict[str, int] = {}  # bound name -> line of its import
         self.keys: set[tuple[int, int]] = set()  # (line, col) of strings used as mapping keys
+        self.uses: dict[str, set[int]] = {}  # name -> lines where it is read
         self.statements: list[ast.stmt] = []
 
     def generic_visit(self, node: ast.AST) -> None:
@@ -108,6 +110,8 @@ class _Names(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Store):
             self.defined.add(node.id)
+        elif isinstance(node.ctx, ast.Load):
+            self.uses.setdefault(node.id, set()).add(node.lineno)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if isinstance(node.ctx, ast.Store):
@@ -167,6 +171,12 @@ def _widen(names: _Names, lines: set[int], kernel_lines: set[int]) -> set[int]:
         if not isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.ClassDef, ast.Match)):
             if any(line in lines for line in range(stmt.lineno, end + 1)):
                 out.update(range(stmt.lineno, end + 1))
+    # `import torch.backends.cudnn as cudnn` ... `cudnn.benchmark = True` (reported): an import
+    # whose name is read only where findings point is what those findings ask to change.
+    for name, line in names.imported.items():
+        uses = names.uses.get(name)
+        if uses and uses <= out:
+            out.add(line)
     return out
 
 

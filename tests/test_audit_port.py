@@ -52,6 +52,8 @@ def test_excused_with_reason(tmp_path, source, pointed, kernel, stacks, reason):
         # `torch.cuda` is not the `cuda` a reported `import cuda` binds.
         pytest.param("import cuda\nimport torch\nx = torch.cuda.current_stream()\n", {1}, id="attribute-not-the-import"),
         pytest.param("import selective_scan_cuda\n", (), id="extension-import-unreported"),
+        # One use of the imported name is not reported: the import is not covered.
+        pytest.param("from torch.cuda.amp import custom_fwd\n@custom_fwd\ndef f():\n    pass\ng = custom_fwd\n", {2}, id="import-with-unreported-use"),
     ],
 )
 def test_still_a_miss(tmp_path, source, pointed):
@@ -68,6 +70,8 @@ def test_still_a_miss(tmp_path, source, pointed):
             id="import-fallback",
         ),
         pytest.param("@triton.jit\ndef k(x):\n    y = x.to(tl.float8e4nv)\n    z = cuda_thing(y)\n", {1}, {1}, id="kernel-body"),
+        # dinov2: the import's only use is a reported flag.
+        pytest.param("import torch.backends.cudnn as cudnn\ncudnn.benchmark = True\n", {2}, (), id="import-used-only-where-reported"),
     ],
 )
 def test_finding_covers(tmp_path, source, pointed, kernel):
