@@ -21,7 +21,7 @@ def value_user(
 
     Passed through: ``a if c else b`` (not its test), ``a or b`` / ``a and b``, and the elements
     of tuples, lists and sets; with ``templates``, also string formatting that keeps the
-    literal's shape (``"cuda:%d" % i``, ``"cuda:{}".format(i)``). None when the value is a
+    literal's shape (``"cuda:%d" % i``, ``"cuda:{}".format(i)``, ``"cuda:" + str(i)``). None when the value is a
     conditional's test (it selects, it is not passed on) or nothing above uses it. Every step is
     O(1), so rules can afford the walk on every literal that already looks right.
     """
@@ -45,6 +45,15 @@ def value_user(
             and child is anc.left
             and isinstance(anc.operator, cst.Modulo)
             and _is_string_template(child)
+        ):
+            child, i = anc, i - 1
+            continue
+        # "cuda:" + str(i): a prefix joined to the index at run time keeps the prefix's meaning.
+        if templates and (
+            isinstance(anc, cst.BinaryOperation)
+            and child is anc.left
+            and isinstance(anc.operator, cst.Add)
+            and isinstance(child, cst.SimpleString)
         ):
             child, i = anc, i - 1
             continue

@@ -16,6 +16,11 @@ __all__ = ["CudaDeviceString"]
 def _bare_device(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.SimpleString) and string_value(node) == "cuda"
 
+def _joined_prefix(node: cst.SimpleString, parent: cst.CSTNode | None) -> bool:
+    """``"cuda:" + str(rank)``: the bare prefix starts a device string built at run time."""
+    return isinstance(parent, cst.BinaryOperation) and parent.left is node and isinstance(parent.operator, cst.Add)
+
+
 _GUIDANCE = 'write the target device instead ("neuron", "neuron:N", or torch.accelerator.current_accelerator())'
 
 
@@ -23,7 +28,7 @@ class CudaDeviceString(Rule):
     """
     ## What it does
     Rewrites CUDA device strings where they name a device. The shapes are ``"cuda"``,
-    ``"cuda:N"``, ``f"cuda:{rank}"``, f-strings without a placeholder (``f"cuda"``), ``"cuda:%d" % i`` and ``"cuda:{}".format(i)``; the
+    ``"cuda:N"``, ``f"cuda:{rank}"``, f-strings without a placeholder (``f"cuda"``), ``"cuda:%d" % i``, ``"cuda:{}".format(i)`` and ``"cuda:" + str(i)``; the
     positions are ``torch.device(...)``, ``.to(...)``,
     ``device=`` and ``map_location=`` arguments of any call, ``torch.load(f, "cuda")``,
     ``torch.Generator``, parameter defaults and assignments whose name says device
@@ -84,6 +89,7 @@ class CudaDeviceString(Rule):
         "from utils import get_device\nmodel.to(get_device())\n",
         'name = "cuda" if fast else "ref"\n',
         'kind = "cuda"\nrun(kind)\n',  # bound to a name never used as a device
+        'label = "cuda:" + str(i)\n',  # a joined prefix that is not used as a device
         'def f():\n    where = "cuda"\n\n\ndef g(m):\n    return m.to(where)\n',  # another scope
         'd = {"cuda": "nccl", "cpu": "gloo"}\n',
         # a second run: the CUDA key already has its target twin
@@ -103,6 +109,7 @@ class CudaDeviceString(Rule):
         Invalid('x = make(device=f"cuda:{rank}")\n', 'x = make(device=f"neuron:{rank}")\n'),
         Invalid('x.to("cuda:%d" % i)\n', 'x.to("neuron:%d" % i)\n'),
         Invalid('x.to("cuda:{}".format(i))\n', 'x.to("neuron:{}".format(i))\n'),
+        Invalid('import torch\nd = torch.device("cuda:" + str(rank))\n', 'import torch\nd = torch.device("neuron:" + str(rank))\n'),
         Invalid('def f(x, device="cuda"):\n    pass\n', 'def f(x, device="neuron"):\n    pass\n'),
         Invalid('device = "cuda"\n', 'device = "neuron"\n'),
         Invalid('self.device = "cuda:0"\n', 'self.device = "neuron:0"\n'),
@@ -196,7 +203,7 @@ class CudaDeviceString(Rule):
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "cuda" not in node.value:  # cheap test before any walking
             return
-        if is_bare_prefix(node):
+        if is_bare_prefix(node) and not _joined_prefix(node, self.context.parent):
             return
         built = retarget_string(self, node)
         if built is None:
