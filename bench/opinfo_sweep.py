@@ -24,11 +24,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DRIVER_DIR = REPO / "tests" / "backend"
 #: The outcomes that agree with CPU (opinfo_driver.AGREE; repeated so that the table needs no torch).
-AGREE = ("identical", "both_raise", "by_design", "undefined_values", "on_cpu")
+AGREE = ("identical", "both_raise", "by_design", "undefined_values", "on_cpu", "cpu_unstable")
 
 
 def table(results: list[dict]) -> str:
-    cols = ["cases", "identical", "both_raise", "by_design", "undefined_values", "on_cpu", "mismatch", "meta",
+    cols = ["cases", "identical", "both_raise", "by_design", "undefined_values", "on_cpu", "cpu_unstable", "mismatch",
+            "meta",
             "neuron_raises", "cpu_raises", "no_samples", "abort", "timeout"]
     rows: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     ops_per: dict[str, set] = collections.defaultdict(set)

@@ -215,3 +215,14 @@ def test_float64_inside_an_op_is_float32_rounding(database, name, mode) -> None:
     assert dev.dtype == torch.float32 and torch.allclose(cpu.float(), dev.cpu(), rtol=1e-5, atol=1e-6)
     got = _outcomes(database, name, mode, "float32")
     assert got["by_design"] > 0 and got["mismatch"] == 0, got
+
+
+def test_a_case_leaves_its_sample_unchanged(database) -> None:
+    # embedding_bag(max_norm=...) renormalises its weight in place: the CPU run used to change the
+    # sample the device run copied next (4 "differences" that were the driver's).
+    op = database["nn.functional.embedding_bag"]
+    samples = [s for s in drv.cases(op, "forward", "float32") if s.kwargs.get("max_norm")]
+    assert samples
+    before = samples[0].input.clone()
+    assert drv.run_case(op, "forward", "float32", 0, samples[0]).outcome == "identical"
+    assert torch.equal(samples[0].input, before)
