@@ -13,15 +13,24 @@ def _is_string_template(node: cst.CSTNode) -> bool:
     return isinstance(node, (cst.SimpleString, cst.FormattedString))
 
 
+def _is_collection(node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.IfExp):
+        return _is_collection(node.body) or _is_collection(node.orelse)
+    return isinstance(node, (cst.List, cst.Tuple, cst.BinaryOperation)) and (
+        not isinstance(node, cst.BinaryOperation) or isinstance(node.operator, cst.Add) and _is_collection(node.left)
+    )
+
+
 def value_user(
     ancestors: Sequence[cst.CSTNode], node: cst.CSTNode, *, templates: bool = False
 ) -> tuple[int, cst.CSTNode] | None:
     """``(i, child)``: ``ancestors[i]`` is the first node above ``node`` that *uses* its value,
     and ``child`` is the node below it on the way up (``node`` or what carried its value).
 
-    Passed through: ``a if c else b`` (not its test), ``a or b`` / ``a and b``, and the elements
-    of tuples, lists and sets; with ``templates``, also string formatting that keeps the
-    literal's shape (``"cuda:%d" % i``, ``"cuda:{}".format(i)``, ``"cuda:" + str(i)``). None when the value is a
+    Passed through: ``a if c else b`` (not its test), ``a or b`` / ``a and b``, the elements
+    of tuples, lists and sets, and concatenations of lists or tuples (``["cpu"] + ["cuda"]``);
+    with ``templates``, also string formatting that keeps the literal's shape (``"cuda:%d" % i``,
+    ``"cuda:{}".format(i)``, ``"cuda:" + str(i)``). None when the value is a
     conditional's test (it selects, it is not passed on) or nothing above uses it. Every step is
     O(1), so rules can afford the walk on every literal that already looks right.
     """
@@ -39,6 +48,11 @@ def value_user(
             continue
         if isinstance(anc, cst.Element) and i >= 1 and isinstance(ancestors[i - 1], (cst.Tuple, cst.List, cst.Set)):
             child, i = ancestors[i - 1], i - 2
+            continue
+        # ["cpu"] + (["cuda"] if ok else []): a concatenation of collections holds their elements
+        # (joining a string is the templates case below).
+        if isinstance(anc, cst.BinaryOperation) and isinstance(anc.operator, cst.Add) and _is_collection(child):
+            child, i = anc, i - 1
             continue
         if templates and (
             isinstance(anc, cst.BinaryOperation)

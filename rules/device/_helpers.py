@@ -176,6 +176,12 @@ def find_use(rule: Rule, node: cst.BaseExpression) -> Use | None:
         return None
     if isinstance(anc, cst.DictElement):
         return _dict_use(rule, anc, child, above)
+    # for device in ["cpu", "cuda"]: / [f(d) for d in (...)]: each element is bound to the loop
+    # variable, whose name says device.
+    if isinstance(anc, (cst.For, cst.CompFor)):
+        if child is anc.iter and says_device(anc.target, rule):
+            return Use(UseKind.PLACEMENT, anc, above)
+        return None
     if isinstance(anc, cst.Comparison):
         if child is anc.left and len(anc.comparisons) == 1 and says_device(anc.comparisons[0].comparator, rule):
             return Use(UseKind.COMPARISON, anc, above)

@@ -33,7 +33,8 @@ class CudaDeviceString(Rule):
     ``device=`` and ``map_location=`` arguments of any call, ``torch.load(f, "cuda")``,
     ``torch.Generator``, parameter defaults and assignments whose name says device
     (``device``, ``self.device``, ``args.device``, ``cfg["device"]``, ``device_type``), elements
-    added to a device collection (``devices.append("cuda:1")``), argparse
+    added to a device collection (``devices.append("cuda:1")``), the devices a loop runs over
+    (``for device in ["cpu"] + ["cuda"]``), argparse
     ``add_argument("--device", default="cuda")`` and config dicts ``{"device": "cuda"}``. The
     string is followed through ``"cuda" if ... else "cpu"``, ``args.device or "cuda"`` and
     tuples/lists, and through a plain name (``arg = "cuda:0"`` ... ``torch.device(arg)`` in
@@ -81,7 +82,8 @@ class CudaDeviceString(Rule):
         'USE_CUDA = "cuda"\n',
         'print("moving model to cuda")\nlogger.info(f"cuda:{rank} ready")\n',
         'print(f"cuda")\nname = f"cuda_{i}"\n',
-        'names.append("cuda")\nbackends.add("cuda")\n',  # a collection whose name says no device  # an f-string that is no device, or not in a device position
+        'names.append("cuda")\nbackends.add("cuda")\n',  # a collection whose name says no device
+        'for impl in ["ref"] + ["cuda"]:\n    run(impl)\nname = "cuda" + suffix\n',  # an f-string that is no device, or not in a device position
         '# model.to("cuda")\nx = 1\n',
         'def f():\n    """Example: model.to("cuda")"""\n',
         "activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]\n",
@@ -127,6 +129,11 @@ class CudaDeviceString(Rule):
         ),
         Invalid('device = args.device or "cuda"\n', 'device = args.device or "neuron"\n'),
         Invalid('devices = ["cuda:0", "cuda:1"]\n', 'devices = ["neuron:0", "neuron:1"]\n'),
+        # The devices a loop runs over (detectron2's tests: CUDA joins the list when available).
+        Invalid(
+            'for device in ["cpu"] + (["cuda"] if ok else []):\n    run(device)\nxs = [run(dev) for dev in ("cpu", "cuda:0")]\n',
+            'for device in ["cpu"] + (["neuron"] if ok else []):\n    run(device)\nxs = [run(dev) for dev in ("cpu", "neuron:0")]\n',
+        ),
         # An element added to a collection of devices (detectron2's test device list).
         Invalid(
             'devices = ["cpu"]\ndevices.append(f"cuda:{n - 1}")\ndevices.insert(0, "cuda:0")\n',
