@@ -21,7 +21,8 @@ at (`import torch.backends.cudnn as cudnn` before a reported `cudnn.benchmark = 
 each of its CUDA words is one of: a name the project itself defines (`def _require_cuda()`,
 `torch_cuda_version = ...`, never the bare word `cuda`), a name bound by a reported import (the
 `cuda` of `import cuda.bindings.driver as cuda`), a string used as a key of the program's own
-data (`checkpoint["cuda_rng_state"]`, not `os.environ["PYTORCH_CUDA_ALLOC_CONF"]`), or the
+data (`checkpoint["cuda_rng_state"]`, not `os.environ["PYTORCH_CUDA_ALLOC_CONF"]`), the
+package of a `pytest.importorskip("tilelang")` (the test skips on Neuron, as it should), or the
 kernel language in a file whose kernels are reported.
 """
 
@@ -88,6 +89,7 @@ class _Names(ast.NodeVisitor):
         self.keys: set[tuple[int, int]] = set()  # (line, col) of strings used as mapping keys
         self.uses: dict[str, set[int]] = {}  # name -> lines where it is read
         self.statements: list[ast.stmt] = []
+        self.skips: set[tuple[int, int]] = set()  # (line, col) of `pytest.importorskip("pkg")` names
 
     def generic_visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.stmt):
@@ -126,6 +128,16 @@ class _Names(ast.NodeVisitor):
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         for alias in node.names:
             self.imported[alias.asname or alias.name] = node.lineno
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        # `pytest.importorskip("tilelang")`: the test skips where the package is absent, which
+        # is the right answer on Neuron.
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "importorskip" and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                self.skips.add((first.lineno, first.col_offset))
         self.generic_visit(node)
 
     def visit_Dict(self, node: ast.Dict) -> None:
@@ -211,6 +223,8 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
                     reasons.append(f"{word}: bound by a reported import")
                 elif tok.type == tokenize.NAME and word in own and not _BARE.fullmatch(word):
                     reasons.append(f"{word}: a name the project defines")
+                elif tok.type == tokenize.STRING and tok.start in names.skips:
+                    reasons.append(f"{word}: a test skipped where the package is absent")
                 elif tok.type == tokenize.STRING and tok.start in names.keys and not _BARE.fullmatch(word.strip("'\"")):
                     reasons.append(f"{word}: a key of the program's own data")
                 else:

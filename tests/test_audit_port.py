@@ -27,6 +27,10 @@ def _classify(tmp_path: Path, source: str, pointed: set[int] = frozenset(), kern
         pytest.param("state = {}\nstate['cuda_rng_state'] = 1\n", (), (), (), "a key of the program's own data", id="subscript-key"),
         pytest.param("d = {'cuda_rng_state': 1}\n", (), (), (), "a key of the program's own data", id="dict-key"),
         pytest.param(
+            "import pytest\npytest.importorskip('tilelang')\n", (), (), (), "a test skipped where the package is absent",
+            id="importorskip",
+        ),
+        pytest.param(
             "import cuda.bindings.driver as cuda\ndef f(stream: cuda.CUstream):\n    pass\n", {1}, (), (),
             "bound by a reported import", id="use-of-reported-import",
         ),
@@ -54,6 +58,8 @@ def test_excused_with_reason(tmp_path, source, pointed, kernel, stacks, reason):
         pytest.param("import selective_scan_cuda\n", (), id="extension-import-unreported"),
         # One use of the imported name is not reported: the import is not covered.
         pytest.param("from torch.cuda.amp import custom_fwd\n@custom_fwd\ndef f():\n    pass\ng = custom_fwd\n", {2}, id="import-with-unreported-use"),
+        # A mock target names the API the code under test calls: it must move with that code.
+        pytest.param("from unittest.mock import patch\np = patch('torch.cuda.get_device_capability')\n", (), id="mock-target"),
     ],
 )
 def test_still_a_miss(tmp_path, source, pointed):

@@ -25,19 +25,49 @@ def _enclosing_function(ancestors: list[cst.CSTNode], below: int) -> cst.Functio
     return next((a for a in reversed(ancestors[:below]) if isinstance(a, cst.FunctionDef)), None)
 
 
-def _only_raises(block: cst.BaseSuite) -> bool:
+# Calls that end a test or a program as a raise does: `if not cuda: pytest.skip(...)`.
+_STOPS = frozenset({"pytest.skip", "pytest.fail", "pytest.exit", "sys.exit", "unittest.SkipTest"})
+
+
+def _stops(rule: Rule, small: cst.BaseSmallStatement) -> bool:
+    if isinstance(small, cst.Raise):
+        return True
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        return rule.qualname(small.value.func) in _STOPS
+    return False
+
+
+def _only_raises(rule: Rule, block: cst.BaseSuite) -> bool:
     body = block.body if isinstance(block, cst.IndentedBlock) else [block]
-    return all(
-        isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, cst.Raise) for s in stmt.body)
-        for stmt in body
-    )
+    return all(isinstance(stmt, cst.SimpleStatementLine) and all(_stops(rule, s) for s in stmt.body) for stmt in body)
+
+
+class _CallersOf(cst.CSTVisitor):
+    """The functions of a module that call one of ``names`` (``_require_cuda()`` in a test)."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.stack: list[cst.FunctionDef] = []
+        self.callers: list[cst.FunctionDef] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.stack.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.stack.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value in self.names and self.stack and self.stack[-1] not in self.callers:
+            self.callers.append(self.stack[-1])
 
 
 def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     """What CUDA-only code this device test (``x.is_cuda``, ``torch.cuda.is_available()``) guards.
 
     * ``assert x.is_cuda`` / ``if not x.is_cuda: raise``: the input check of the function it is
-      in; that function calls a kernel.
+      in; that function calls a kernel. ``pytest.skip(...)`` / ``sys.exit(...)`` stop as a raise
+      does; in a skip helper (``def _require_cuda(): ...``) the functions that call the helper
+      are what it guards.
     * ``if x.is_cuda: <kernel>`` / ``<kernel> if x.is_cuda else ref``: a branch calls one.
     * ``use_kernel = x.is_cuda and ...``: the flag later picks a branch that calls one; so does
       ``def use_kernel(x): return x.is_cuda``, through its calls in the module's tests.
@@ -65,9 +95,15 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
         return index.first_call([func.body]) if func is not None else None
     if isinstance(anc, (cst.If, cst.While)):
         found = index.first_call([anc.body, *([anc.orelse] if anc.orelse is not None else [])])
-        if found is None and _only_raises(anc.body):
+        if found is None and _only_raises(rule, anc.body):
             func = _enclosing_function(ancestors, i)
             found = index.first_call([func.body]) if func is not None else None
+            if found is None and func is not None:
+                # A skip helper (`def _require_cuda(): if not ...: pytest.skip()`): the tests
+                # that call it are what it guards.
+                callers = _CallersOf({func.name.value})
+                visit_syntax(rule.context.module, callers)
+                found = index.first_call([c.body for c in callers.callers if c is not func])
         return found
     if isinstance(anc, cst.IfExp):
         return index.first_call([anc.body, anc.orelse])
