@@ -108,6 +108,8 @@ class NcclBackend(Rule):
     triggers = ("nccl", "NCCL")
     emits = ACCELERATOR_BACKEND_EMITS
     VALID = (
+        # A field whose name says nothing about a backend keeps its default.
+        'from dataclasses import field\n\nclass Cfg:\n    kernel: str = field(default="nccl")\n',
         'dist.init_process_group(backend="neuron")\n',
         'print("using nccl")\nlogger.info("nccl")\n',
         'LIBS = ["nccl", "cudnn"]\n',
@@ -127,6 +129,11 @@ class NcclBackend(Rule):
         ),
     )
     INVALID = (
+        # A config dataclass's field default.
+        Invalid(
+            'from dataclasses import field\n\nclass Cfg:\n    distributed_backend: str = field(default="nccl", metadata={})\n',
+            'from dataclasses import field\n\nclass Cfg:\n    distributed_backend: str = field(default="neuron", metadata={})\n',
+        ),
         Invalid(
             'import torch.distributed as dist\ndist.init_process_group("nccl")\n',
             'import torch.distributed as dist\ndist.init_process_group("neuron")\n',
@@ -281,7 +288,19 @@ class NcclBackend(Rule):
         i, child = found
         node = anc[i]
         if isinstance(node, cst.Arg) and node.value is child and i >= 1 and isinstance(anc[i - 1], cst.Call):
-            return self._arg_is_backend(anc[i - 1], node)
+            # A dataclass field's default (``distributed_backend: str = field(default="nccl")``)
+            # is the field's value, as in ``distributed_backend: str = "nccl"``.
+            call = anc[i - 1]
+            if (
+                i >= 2
+                and isinstance(anc[i - 2], cst.AnnAssign)
+                and anc[i - 2].value is call
+                and node.keyword is not None
+                and node.keyword.value == "default"
+                and self.qualname(call.func) == "dataclasses.field"
+            ):
+                return is_backend_named(anc[i - 2].target)
+            return self._arg_is_backend(call, node)
         if isinstance(node, cst.Assign) and node.value is child:
             targets = [t.target for t in node.targets]
             if any(is_backend_named(t) for t in targets):
