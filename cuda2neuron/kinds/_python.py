@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dis
 from functools import lru_cache
 from pathlib import Path
 
@@ -24,6 +25,57 @@ def python_triggers(rule_types: tuple[type[Rule], ...]) -> tuple[bytes, ...]:
     return trigger_words({t for r in rule_types if "python" in r.file_kinds for t in r.triggers})
 
 
+def _awake(rule_types: tuple[type[Rule], ...], code: bytes, project: tuple[bytes, ...]) -> tuple[type[Rule], ...]:
+    """The rules whose words occur in ``code`` and whose ``wakes`` test says they can fire.
+
+    Many rules share words ("cuda") and a wake test (the compile family's), so each word is
+    searched once per file and each test run once per file, not once per rule.
+    """
+    found: dict[bytes, bool] = {}
+    woken: dict[object, bool] = {}
+    in_project = None
+    awake = []
+    for rule in rule_types:
+        fires = False
+        for word in python_triggers((rule,)):
+            hit = found.get(word)
+            if hit is None:
+                hit = found[word] = word in code
+            if hit:
+                fires = True
+                break
+        if not fires and project and rule.project_triggers:
+            if in_project is None:
+                in_project = has_trigger(code, project)
+            fires = in_project
+        if not fires:
+            continue
+        test = _wake_key(rule)
+        wakes = woken.get(test)
+        if wakes is None:
+            wakes = woken[test] = rule.wakes(code)
+        if wakes:
+            awake.append(rule)
+    return tuple(awake)
+
+
+@lru_cache(maxsize=None)
+def _wake_key(rule: type[Rule]) -> object:
+    """One key for the rules whose ``wakes`` is the same test: a function shared by several rules
+    (``wakes = classmethod(f)``, the default) that never reads its ``cls`` gives one answer for
+    them all; any other test is the rule's own."""
+    func = getattr(rule.wakes, "__func__", None)
+    code = getattr(func, "__code__", None)
+    if code is None or code.co_argcount < 1:
+        return rule
+    cls_name = code.co_varnames[0]
+    if cls_name in code.co_cellvars:
+        return rule
+    if any(i.argval == cls_name for i in dis.get_instructions(code) if i.opname.startswith(("LOAD_FAST", "STORE_FAST", "DELETE_FAST"))):
+        return rule
+    return func
+
+
 @lru_cache(maxsize=8)
 def _project_words(facts: ProjectFacts) -> tuple[bytes, ...]:
     return facts.words()
@@ -39,21 +91,17 @@ def process_python_findings(
     if not may_trigger(data, "python") and not (project and has_trigger(data, project)):
         return None, []  # no rule can fire: the catalog and the parser stay unloaded
 
-    def fires(rule: type[Rule], text: bytes) -> bool:
-        return has_trigger(text, python_triggers((rule,))) or bool(
-            project and rule.project_triggers and has_trigger(text, project)
-        )
-
     rule_types = tuple(r for r in rules_for(config, path) if "python" in r.file_kinds)
     if not rule_types or not (
-        has_trigger(data, python_triggers(rule_types)) or any(fires(r, data) for r in rule_types if r.project_triggers)
+        has_trigger(data, python_triggers(rule_types))
+        or (project and any(r.project_triggers for r in rule_types) and has_trigger(data, project))
     ):
         return None, []
     # Words in comments and docstrings cannot make a rule fire: look again in the code alone,
     # and run only the rules whose words are there and that say they can fire on it (most
     # files wake one or two families; the others are never instantiated).
     code = code_text(data)
-    rule_types = tuple(r for r in rule_types if fires(r, code) and r.wakes(code))
+    rule_types = _awake(rule_types, code, project)
     if not rule_types:
         return None, []
     # The libcst engine, imported only for files that need it.

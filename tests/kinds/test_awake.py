@@ -1,0 +1,101 @@
+"""The Python kind's wake step: which rules run on a file, asked once per word and per shared test.
+
+``_awake`` must answer exactly what asking every rule on its own answers (its trigger words in
+the code, then its ``wakes``), while running a ``wakes`` function shared by several rules only
+once per file when it cannot tell those rules apart (it never reads ``cls``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda2neuron.core import Rule, has_trigger
+from cuda2neuron.kinds._python import _awake, python_triggers
+
+CALLS: list[str] = []
+
+
+def _shared(cls: type[Rule], code: bytes) -> bool:  # noqa: ARG001 - a classmethod's cls, unused on purpose
+    CALLS.append("shared")
+    return b"yes" in code
+
+
+def _by_class(cls: type[Rule], code: bytes) -> bool:
+    CALLS.append(cls.code)
+    return cls.code.encode() in code
+
+
+class _SharedA(Rule):
+    """Test rule: a wake test shared with _SharedB that does not read cls."""
+
+    abstract = True
+    code, name, triggers = "CN981", "shared-a", ("alpha",)
+    wakes = classmethod(_shared)
+
+
+class _SharedB(Rule):
+    """Test rule: the same wake test as _SharedA."""
+
+    abstract = True
+    code, name, triggers = "CN982", "shared-b", ("alpha", "beta")
+    wakes = classmethod(_shared)
+
+
+class _ClassA(Rule):
+    """Test rule: a shared wake function that reads cls, so it answers per rule."""
+
+    abstract = True
+    code, name, triggers = "CN983", "class-a", ("alpha",)
+    wakes = classmethod(_by_class)
+
+
+class _ClassB(Rule):
+    """Test rule: the same cls-reading wake function as _ClassA."""
+
+    abstract = True
+    code, name, triggers = "CN984", "class-b", ("alpha",)
+    wakes = classmethod(_by_class)
+
+
+class _Default(Rule):
+    """Test rule: the default wake test (always yes)."""
+
+    abstract = True
+    code, name, triggers = "CN985", "default", ("gamma",)
+
+
+RULES = (_SharedA, _SharedB, _ClassA, _ClassB, _Default)
+
+
+def _one_by_one(code: bytes) -> tuple[type[Rule], ...]:
+    return tuple(r for r in RULES if has_trigger(code, python_triggers((r,))) and r.wakes(code))
+
+
+@pytest.mark.parametrize(
+    ("code", "awake", "calls"),
+    [
+        pytest.param(b"nothing here", (), [], id="no-word-no-test"),
+        pytest.param(b"alpha yes", ("CN981", "CN982"), ["shared", "CN983", "CN984"], id="shared-test-runs-once"),
+        pytest.param(b"beta yes", ("CN982",), ["shared"], id="second-word-of-a-rule"),
+        pytest.param(b"alpha no", (), ["shared", "CN983", "CN984"], id="shared-test-says-no-for-both"),
+        pytest.param(b"alpha CN984 gamma", ("CN984", "CN985"), ["shared", "CN983", "CN984"], id="cls-reading-test-runs-per-rule"),
+    ],
+)
+def test_awake_matches_asking_each_rule(code: bytes, awake: tuple[str, ...], calls: list[str]) -> None:
+    CALLS.clear()
+    got = _awake(RULES, code, ())
+    assert [r.code for r in got] == list(awake)
+    assert CALLS == calls
+    assert got == _one_by_one(code)
+
+
+def test_project_words_wake_rules_that_use_the_sweep() -> None:
+    class _Project(Rule):
+        """Test rule: woken by the project sweep's words."""
+
+        abstract = True
+        code, name, triggers = "CN986", "project", ("delta",)
+        project_triggers = True
+
+    assert _awake((_Project,), b"from .ops import fused_norm", (b"fused_norm",)) == (_Project,)
+    assert _awake((_Project,), b"from .ops import other", (b"fused_norm",)) == ()
