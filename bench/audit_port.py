@@ -86,6 +86,8 @@ class _Names(ast.NodeVisitor):
     def __init__(self) -> None:
         self.defined: set[str] = set()  # functions, classes, parameters, variables, attributes
         self.imported: dict[str, int] = {}  # bound name -> line of its import
+        self.foreign: set[str] = set()  # bound names imported from outside the project
+        self.project_modules: frozenset[str] = frozenset()  # top-level names of the project's own modules
         self.keys: set[tuple[int, int]] = set()  # (line, col) of strings used as mapping keys
         self.uses: dict[str, set[int]] = {}  # name -> lines where it is read
         self.statements: list[ast.stmt] = []
@@ -122,12 +124,21 @@ class _Names(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            self.imported[alias.asname or alias.name.split(".")[0]] = node.lineno
+            bound = alias.asname or alias.name.split(".")[0]
+            self.imported[bound] = node.lineno
+            if alias.name.split(".")[0] not in self.project_modules:
+                self.foreign.add(bound)
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        # `from .utils import move_to_cuda` / `from fairseq.utils import move_to_cuda` bind a name
+        # the project defines; only an import from outside it makes a name foreign.
+        own = node.level > 0 or (node.module or "").split(".")[0] in self.project_modules
         for alias in node.names:
-            self.imported[alias.asname or alias.name] = node.lineno
+            bound = alias.asname or alias.name
+            self.imported[bound] = node.lineno
+            if not own:
+                self.foreign.add(bound)
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -153,12 +164,13 @@ class _Names(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def _parse(path: Path) -> tuple[ast.Module, _Names] | None:
+def _parse(path: Path, project_modules: frozenset[str] = frozenset()) -> tuple[ast.Module, _Names] | None:
     try:
         tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
     except (SyntaxError, ValueError):
         return None
     names = _Names()
+    names.project_modules = project_modules
     names.visit(tree)
     return tree, names
 
@@ -195,16 +207,21 @@ def _widen(names: _Names, lines: set[int], kernel_lines: set[int]) -> set[int]:
 def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str]], kernel_lines: dict[str, set[int]]) -> tuple[list[str], list[str]]:
     """(misses, excused): every code line of the port holding a CUDA word that no finding points
     at, and the ones among them that hold no CUDA construct, each with its reason."""
-    parsed = {str(p.relative_to(port)): _parse(p) for p in sorted(port.rglob("*.py"))}
+    paths = sorted(port.rglob("*.py"))
+    # Any folder or module name of the tree can start an absolute import of the project's own
+    # code (`src/lightning/...` is imported as `lightning...`).
+    project_modules = frozenset(part for p in paths for part in (*p.relative_to(port).parent.parts, p.stem))
+    parsed = {str(p.relative_to(port)): _parse(p, project_modules) for p in paths}
     # Names the project defines anywhere (a helper `_require_cuda` used in other files), minus
-    # names bound by an import (`selective_scan_cuda`, the extension module, is not the project's).
+    # names bound by an import from outside the project (`selective_scan_cuda`, the extension
+    # module, is not the project's; `from fairseq.utils import move_to_cuda` still is).
     defined: set[str] = set()
-    imported: set[str] = set()
+    foreign: set[str] = set()
     for entry in parsed.values():
         if entry is not None:
             defined |= entry[1].defined
-            imported |= set(entry[1].imported)
-    own = defined - imported
+            foreign |= entry[1].foreign
+    own = defined - foreign
     misses: list[str] = []
     excused: list[str] = []
     for rel, entry in parsed.items():

@@ -88,3 +88,26 @@ def test_finding_covers(tmp_path, source, pointed, kernel):
 def test_a_finding_on_one_line_does_not_cover_the_next_statement(tmp_path):
     misses, _ = _classify(tmp_path, "x = torch.cuda.foo()\ny = torch.cuda.bar()\n", {1})
     assert misses == ["m.py:2: cuda"]
+
+
+@pytest.mark.parametrize(
+    "importer, excused",
+    [
+        pytest.param("from pkg.utils import move_to_cuda\nmove_to_cuda(x)\n", True, id="absolute-import-of-own-helper"),
+        pytest.param("from .utils import move_to_cuda\nmove_to_cuda(x)\n", True, id="relative-import-of-own-helper"),
+        # Defined in the project and also imported from outside it: the outside one may be meant.
+        pytest.param("from other_lib import move_to_cuda\nmove_to_cuda(x)\n", False, id="foreign-import-of-same-name"),
+    ],
+)
+def test_own_helper_imported_across_modules(tmp_path, importer, excused):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "utils.py").write_text("def move_to_cuda(sample):\n    return sample\n")
+    (tmp_path / "pkg" / "train.py").write_text(importer)
+    pointed = {"pkg/utils.py": set(), "pkg/train.py": set()}
+    misses, found_excused = audit_port.classify(tmp_path, pointed, {}, {})
+    train = [m for m in misses if m.startswith("pkg/train.py")]
+    if excused:
+        assert train == [] and any("move_to_cuda: a name the project defines" in e for e in found_excused), (misses, found_excused)
+    else:
+        assert train, "a name imported from outside the project is not the project's own"
