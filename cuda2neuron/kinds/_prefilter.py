@@ -26,7 +26,7 @@ _PYTHON = (
     # legacy tensor types (DoubleTensor is covered by "double")
     "FloatTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor", "ShortTensor",
     "IntTensor", "LongTensor", "BoolTensor",
-    "nvtx", "allow_tf32", "reduced_precision_reduction", "set_float32_matmul_precision",
+    "cublas", "nvtx", "allow_tf32", "reduced_precision_reduction", "set_float32_matmul_precision",
     "autocast", "GradScaler", "custom_fwd", "custom_bwd",
     "nccl", "init_process_group", "DistributedDataParallel",
     "compile", "_inductor",

@@ -4,20 +4,17 @@ Two questions come up in several CN4xx rules and are answered here once:
 
 * *How does the target spell the process-group backend?* ``"neuron"`` for the neuron target;
   for ``--target accelerator`` the backend torch registers for the current accelerator.
-* *Is this string literal an environment-variable key, and is it written or read?*
-  ``os.environ[K] = v``, ``os.environ.setdefault(K, v)``, ``os.putenv(K, v)``, ``{K: v}`` env
-  dicts, ``update(K=v)`` keywords, and the read forms (``os.environ.get(K)``, ``K in os.environ``).
+* *Is this string literal an environment-variable key, and is it written or read?* Answered
+  in ``rules/_shared/env.py`` (CN207 asks it too) and re-exported here.
 """
 
 from __future__ import annotations
-
-import enum
-from dataclasses import dataclass
 
 import libcst as cst
 
 from cuda2neuron.core import Rule
 
+from .._shared.env import EnvAccess, EnvSite, env_keyword_site, env_site
 from .._shared.target import NEURON, Imports
 
 __all__ = [
@@ -88,98 +85,3 @@ def is_backend_named(node: cst.BaseExpression) -> bool:
     """True for names, attributes, calls and string-keyed lookups that say "backend"."""
     name = _name_of(node)
     return name is not None and "backend" in name.lower()
-
-
-# -- environment keys ------------------------------------------------------------------------------
-
-
-class EnvAccess(str, enum.Enum):
-    WRITE = "write"
-    READ = "read"
-    DELETE = "delete"
-
-
-@dataclass(frozen=True)
-class EnvSite:
-    """Where an environment key literal sits.
-
-    ``node`` is the smallest node a fix must replace to change both key and value; ``value`` the
-    value written (WRITE) or the default read (READ), if any; ``parsed`` is True for reads whose
-    result is immediately parsed as a comma list (``os.environ[K].split(",")``).
-    """
-
-    access: EnvAccess
-    node: cst.CSTNode
-    value: cst.BaseExpression | None = None
-    parsed: bool = False
-
-
-_WRITE_CALLS = frozenset({"setdefault", "putenv"})
-_READ_CALLS = frozenset({"get", "getenv", "pop"})
-_DELETE_CALLS = frozenset({"unsetenv"})
-
-
-def _call_name(call: cst.Call) -> str | None:
-    func = call.func
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    if isinstance(func, cst.Name):
-        return func.value
-    return None
-
-
-def env_site(rule: Rule, key: cst.SimpleString) -> EnvSite | None:
-    """How the string literal ``key`` (just visited) is used as an environment key, if it is.
-
-    Only key positions count: the same text in a log message or a docstring is not a key.
-    The caller has already checked the literal's value, so this costs a few ancestor looks.
-    """
-    anc = rule.context.ancestors
-    if not anc:
-        return None
-    parent = anc[-1]
-    # os.environ[K] (any mapping: env copies handed to subprocess count as well)
-    if isinstance(parent, cst.Index) and len(anc) >= 3 and isinstance(anc[-3], cst.Subscript):
-        subscript = anc[-3]
-        if len(subscript.slice) != 1:
-            return None
-        holder = anc[-4] if len(anc) >= 4 else None
-        if isinstance(holder, cst.AssignTarget) and len(anc) >= 5 and isinstance(anc[-5], cst.Assign):
-            assign = anc[-5]
-            if len(assign.targets) == 1:
-                return EnvSite(EnvAccess.WRITE, assign, assign.value)
-            return EnvSite(EnvAccess.WRITE, subscript)
-        if isinstance(holder, cst.Del):
-            return EnvSite(EnvAccess.DELETE, subscript)
-        parsed = isinstance(holder, cst.Attribute) and holder.value is subscript and holder.attr.value == "split"
-        return EnvSite(EnvAccess.READ, subscript, parsed=parsed)
-    # os.environ.get(K, default), os.getenv(K), os.environ.setdefault(K, v), os.putenv(K, v)
-    if isinstance(parent, cst.Arg) and parent.keyword is None and len(anc) >= 2 and isinstance(anc[-2], cst.Call):
-        call = anc[-2]
-        if not call.args or call.args[0] is not parent:
-            return None
-        name = _call_name(call)
-        value = call.args[1].value if len(call.args) > 1 and call.args[1].keyword is None else None
-        if name in _WRITE_CALLS:
-            return EnvSite(EnvAccess.WRITE, call, value)
-        if name in _READ_CALLS:
-            holder = anc[-3] if len(anc) >= 3 else None
-            parsed = isinstance(holder, cst.Attribute) and holder.value is call and holder.attr.value == "split"
-            return EnvSite(EnvAccess.READ, call, value, parsed=parsed)
-        if name in _DELETE_CALLS:
-            return EnvSite(EnvAccess.DELETE, call)
-        return None
-    # {"CUDA_VISIBLE_DEVICES": "0,1"} -- an environment handed to a subprocess
-    if isinstance(parent, cst.DictElement) and parent.key is key:
-        return EnvSite(EnvAccess.WRITE, parent, parent.value)
-    # "CUDA_VISIBLE_DEVICES" in os.environ
-    if isinstance(parent, cst.Comparison) and parent.left is key and len(parent.comparisons) == 1:
-        op = parent.comparisons[0].operator
-        if isinstance(op, (cst.In, cst.NotIn)):
-            return EnvSite(EnvAccess.READ, key)
-    return None
-
-
-def env_keyword_site(arg: cst.Arg) -> EnvSite:
-    """``os.environ.update(K=v)`` / ``dict(K=v)``: the keyword argument is the key."""
-    return EnvSite(EnvAccess.WRITE, arg, arg.value)

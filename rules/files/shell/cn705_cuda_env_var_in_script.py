@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 from cuda2neuron.core import Effort, Invalid, TextReport, Valid
 from cuda2neuron.documents.shell import ShellScript
 
+from ..._shared.env import CUDA_ENV_RE as _CUDA_ENV_RE
 from .._helpers import TextRule
 
 __all__ = ["CudaEnvVarInScript"]
-
-
-# Variables the CUDA runtime, cuDNN/cuBLAS or PyTorch's CUDA code read. Named one by one (plus
-# library prefixes): a script's own `CUDA_FLAG="--cuda"` or `USE_CUDA=0` only has "cuda" in
-# its name and is not a CUDA setting.
-_CUDA_ENV_RE = re.compile(
-    r"CUDA_(?:LAUNCH_BLOCKING|DEVICE_ORDER|DEVICE_MAX_CONNECTIONS|MODULE_LOADING|HOME|PATH|ROOT"
-    r"|AUTO_BOOST|FORCE_PTX_JIT|DISABLE_PTX_JIT|CACHE_\w+|MPS_\w+)"
-    r"|PYTORCH_CUDA_\w+|PYTORCH_NO_CUDA_MEMORY_CACHING|PYTORCH_NVML_BASED_CUDA_CHECK|TORCH_CUDA_\w+"
-    r"|TORCH_CUDNN_\w+|CUDNN_\w+|CUBLAS_\w+|CUBLASLT_\w+"
-)
 
 
 class CudaEnvVarInScript(TextRule):

@@ -1,0 +1,95 @@
+"""CN207: CUDA runtime and library variables set or read through ``os.environ``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule, Valid
+
+from .._shared.env import CUDA_ENV_RE, env_site
+
+__all__ = ["CudaEnvVar"]
+
+_GUIDANCE = (
+    "Nothing on Trainium reads it (the CUDA runtime, cuDNN/cuBLAS and PyTorch's CUDA caching "
+    "allocator are not there), and TorchNeuron has no documented equivalent setting. Delete it "
+    "for Trainium runs, or keep it on a CUDA-only code path."
+)
+
+
+def _is_cuda_key(value: object) -> bool:
+    return isinstance(value, str) and CUDA_ENV_RE.fullmatch(value) is not None
+
+
+class CudaEnvVar(Rule):
+    """
+    ## What it does
+    Reports CUDA runtime, library and build variables that Python code sets or reads through the
+    environment: ``os.environ["PYTORCH_CUDA_ALLOC_CONF"] = ...``, ``os.environ.setdefault(...)``,
+    ``os.putenv(...)``, ``os.environ.get(...)`` / ``os.getenv(...)``, env dicts handed to
+    subprocesses and ``update(CUDA_LAUNCH_BLOCKING=...)``. Covered: ``CUDA_LAUNCH_BLOCKING``,
+    ``CUDA_DEVICE_ORDER``, ``CUDA_DEVICE_MAX_CONNECTIONS``, ``PYTORCH_CUDA_*``,
+    ``TORCH_CUDA_ARCH_LIST``, ``CUDA_HOME``, ``CUBLAS_*`` / ``CUDNN_*`` and the like — the same
+    list CN705 reports in shell scripts. ``CUDA_VISIBLE_DEVICES`` is CN405's (it has a Neuron
+    spelling); a project's own ``USE_CUDA`` is not a CUDA setting.
+
+    ## Why is this bad?
+    They configure the CUDA runtime, PyTorch's CUDA caching allocator or CUDA extension builds.
+    On Trainium nothing reads them, so a setting the program relied on (allocator tuning against
+    fragmentation, synchronous launches for debugging, deterministic cuBLAS workspaces) silently
+    stops applying while the port looks finished.
+
+    ## Example
+    ```python
+    os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    ```
+    is reported: delete it for Trainium runs, or keep it on the CUDA path.
+
+    ## Fix safety
+    Report only: the Neuron target API has no documented equivalent of these variables, and
+    whether the CUDA path still wants them is the user's decision. With ``--target accelerator``
+    they are kept silently (harmless on Trainium, needed on GPUs), as CN705 does in scripts.
+    """
+
+    code = "CN207"
+    name = "cuda-env-var"
+    targets = frozenset({"neuron"})
+    triggers = ("CUDA_", "CUDNN_", "CUBLAS")
+    VALID = (
+        'import os\nos.environ["NEURON_RT_VISIBLE_CORES"] = "0-1"\n',
+        'print("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation")\n',
+        'HELP = "CUDA_LAUNCH_BLOCKING"\n',  # a constant, not a key position
+        'import os\nuse = os.environ.get("USE_CUDA", "0")\n',  # the project's own switch
+        "# os.environ['CUDA_LAUNCH_BLOCKING'] = '1'\n",
+        Valid('import os\nos.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"\n', target="accelerator"),
+    )
+    INVALID = (
+        Invalid('import os\nos.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"\n'),
+        Invalid('import os\nos.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128")\n'),
+        Invalid('import os\nos.putenv("CUDA_LAUNCH_BLOCKING", "1")\n'),
+        Invalid('import os\nos.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"\n'),
+        Invalid('import os\nhome = os.environ.get("CUDA_HOME", "/usr/local/cuda")\n'),
+        Invalid('import os\nos.environ.update(CUDA_DEVICE_MAX_CONNECTIONS="1")\n'),
+        Invalid('import subprocess\nsubprocess.run(cmd, env={"TORCH_CUDA_ARCH_LIST": "8.0"})\n'),
+    )
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if not any(t in node.value for t in self.triggers) or "b" in node.prefix.lower():
+            return
+        key = node.evaluated_value
+        if _is_cuda_key(key) and env_site(self, node) is not None:
+            self._report(node, str(key), tuple(self.context.ancestors))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        # update(K=v) / dict(K=v): the keyword is the key
+        if node.keyword is not None and _is_cuda_key(node.keyword.value):
+            self._report(node.keyword, node.keyword.value, (*self.context.ancestors, node))
+
+    def _report(self, node: cst.CSTNode, key: str, chain: tuple[cst.CSTNode, ...]) -> None:
+        self.report(
+            node,
+            f"`{key}` configures CUDA and has no effect on Trainium",
+            ancestors=chain,
+            guidance=_GUIDANCE,
+            effort=Effort.LOW,
+        )
