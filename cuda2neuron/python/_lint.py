@@ -236,21 +236,44 @@ def _fix_imports(module: cst.Module, reports: list[Report]) -> cst.Module:
 
 
 def _aliases(module: cst.Module, mod: str, obj: str | None) -> set[str | None]:
-    """The ``as`` names under which ``mod`` (or ``obj`` from it) is imported at module level
-    (None for an import without ``as``): the import helper removes an alias only by its name."""
+    """The ``as`` names under which ``mod`` (or ``obj`` from it) is imported anywhere in the
+    module (None for an import without ``as``): the import helper removes an alias only by its
+    name. Imports inside functions, branches and ``try`` bodies count too (detectron2 imports
+    ``GradScaler`` in its train loop): the helper's scope analysis removes each one only where
+    its own scope no longer uses it, and a block left empty gets ``pass``."""
     found: set[str | None] = set()
-    for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if obj is None and isinstance(small, cst.Import):
-                names = [a for a in small.names if module.code_for_node(a.name) == mod]
-            elif obj is not None and isinstance(small, cst.ImportFrom) and small.module is not None:
-                if module.code_for_node(small.module) != mod or isinstance(small.names, cst.ImportStar):
-                    continue
-                names = [a for a in small.names if module.code_for_node(a.name) == obj]
-            else:
+    for small in _imports(module):
+        if obj is None and isinstance(small, cst.Import):
+            names = [a for a in small.names if module.code_for_node(a.name) == mod]
+        elif obj is not None and isinstance(small, cst.ImportFrom) and small.module is not None:
+            if module.code_for_node(small.module) != mod or isinstance(small.names, cst.ImportStar):
                 continue
-            for a in names:
-                found.add(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name) else None)
+            names = [a for a in small.names if module.code_for_node(a.name) == obj]
+        else:
+            continue
+        for a in names:
+            found.add(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name) else None)
     return found
+
+
+class _ImportCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[cst.Import | cst.ImportFrom] = []
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        self.found.append(node)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        self.found.append(node)
+        return False
+
+    # Expressions hold no import statements: do not walk into them.
+    def visit_BaseExpression(self, node: cst.BaseExpression) -> bool:  # type: ignore[override]
+        return False
+
+
+def _imports(module: cst.Module) -> list[cst.Import | cst.ImportFrom]:
+    collector = _ImportCollector()
+    module.visit(collector)
+    return collector.found
