@@ -42,8 +42,8 @@ class LightningCudaAccelerator(Rule):
     ## What it does
     Reports ``accelerator="cuda"`` and ``accelerator="gpu"`` passed to a Lightning ``Trainer``
     or ``Fabric`` (``lightning``, ``lightning.pytorch``, ``pytorch_lightning``,
-    ``lightning_fabric``), also as a branch of ``"cuda" if ... else "cpu"``. The name is resolved
-    through imports and aliases (``import lightning as L`` ... ``L.Fabric(...)``).
+    ``lightning_fabric``), also as a branch of ``"cuda" if ok else "cpu"``. The name is resolved
+    through imports and aliases (``import lightning as L``, then ``L.Fabric(...)``).
 
     ## Why is this bad?
     Lightning picks the device itself from that string: with ``"cuda"`` or ``"gpu"`` it needs CUDA,

@@ -27,7 +27,7 @@ def test_every_trigger_contains_a_coarse_word(rule, kind):
     uncovered = [t for t in rule.triggers if not any(covers(w, t) for w in words)]
     assert not uncovered, (
         f"{rule.code} triggers {uncovered} contain no coarse word for {kind!r} files: add a word to "
-        f"COARSE_WORDS[{kind!r}] in cuda2neuron/engine/_triggers.py, or files holding only these words "
+        f"COARSE_WORDS[{kind!r}] in cuda2neuron/kinds/_prefilter.py, or files holding only these words "
         "are skipped before the rule is loaded"
     )
 
