@@ -44,6 +44,13 @@ class CudnnTf32Flags(Rule):
     On ``--target accelerator`` they are reported only: the port still runs on CUDA, where they
     act, and does nothing with them on Neuron or the CPU.
 
+    Reads of the same flags are reported too (``old = torch.backends.cuda.matmul.allow_tf32``
+    before a block that switches TF32 off and restores it, ``if torch.backends.cudnn.enabled:``,
+    a flag printed in a log line): on Neuron the value is only whatever was last assigned and
+    says nothing about how the device computes, so a branch or a log line built on it is CUDA
+    reasoning left in the port. A read in a log message is reported as well, not skipped: the
+    line still states a CUDA fact the port does not have, and a grep of the port finds it.
+
     ## Why is this bad?
     Neuron has no cuDNN and no TF32 mode: the switches do nothing there (fp32 stays fp32), so
     keeping them suggests a speed-up or a determinism guarantee the port does not have.
@@ -56,7 +63,8 @@ class CudnnTf32Flags(Rule):
     is reported; with ``--unsafe-fixes`` both lines are deleted.
 
     ## Fix safety
-    Unsafe: deleting the statement drops whatever the right-hand side computes, and code that
+    Reads are report only (what the code does with the value is the user's call). Unsafe:
+    deleting the statement drops whatever the right-hand side computes, and code that
     still runs on CUDA loses the setting. Statements that share a line with other statements or
     assign several targets are only reported. On ``--target accelerator`` nothing is removed:
     that output must keep running well on CUDA (the switches are harmless on Neuron), but a
@@ -69,10 +77,9 @@ class CudnnTf32Flags(Rule):
     triggers = ("cudnn", "allow_tf32", "reduced_precision_reduction", "set_float32_matmul_precision")
     VALID = (
         "import torch\ntorch.use_deterministic_algorithms(True)\n",
-        # Reading a flag is harmless.
-        "import torch\nif torch.backends.cudnn.enabled:\n    pass\n",
         # A project's own settings object with the same attribute names stays.
         "cfg.backends.cudnn.benchmark = True\n",
+        "print(cfg.backends.cudnn.allow_tf32)\n",
     )
     INVALID = (
         Invalid(
@@ -101,6 +108,11 @@ class CudnnTf32Flags(Rule):
         # The accelerator target keeps the switch (it acts on CUDA) and says it does nothing on Neuron.
         Invalid("import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n", target="accelerator"),
         Invalid("import torch\ntorch.backends.cudnn.benchmark = True\n", target="accelerator", unsafe=True),
+        # Reads: the save half of a save/restore, a branch, a log line (report only).
+        Invalid("import torch\nold = torch.backends.cuda.matmul.allow_tf32\n"),
+        Invalid("import torch\nif torch.backends.cudnn.enabled:\n    pass\n"),
+        Invalid("from torch.backends import cudnn\nprint(f'tf32: {cudnn.allow_tf32}')\n"),
+        Invalid("import torch\nold = torch.backends.cudnn.allow_tf32\n", target="accelerator"),
     )
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -133,6 +145,34 @@ class CudnnTf32Flags(Rule):
                 )
             else:
                 self.report(statement, message, guidance=guidance, effort=Effort.LOW)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value not in _FLAG_MEMBERS or self._is_written(node):
+            return
+        qualified = self.qualname(node)
+        if qualified not in _FLAGS:
+            return
+        guidance = (
+            "The value is only what was last assigned on Neuron (no cuDNN, no TF32 there): "
+            "drop the read together with the assignment it saves or tests for"
+        )
+        if self.context.settings.target != "neuron":
+            guidance = "Keep it for CUDA runs; on Neuron it says nothing about how the device computes."
+        self.report(
+            node,
+            f"`{qualified}` is read here; it describes a CUDA switch that has no effect on Neuron",
+            guidance=guidance,
+            effort=Effort.LOW,
+        )
+
+    def _is_written(self, node: cst.Attribute) -> bool:
+        """Assignment targets (reported by visit_SimpleStatementLine) and ``del`` are not reads."""
+        parent = self.context.parent
+        if isinstance(parent, cst.AssignTarget):
+            return True
+        if isinstance(parent, (cst.AnnAssign, cst.AugAssign)) and parent.target is node:
+            return True
+        return isinstance(parent, cst.Del)
 
     def _flag_in(self, statement: cst.BaseSmallStatement) -> tuple[str, str, bool, cst.BaseExpression] | None:
         if isinstance(statement, cst.Assign):
