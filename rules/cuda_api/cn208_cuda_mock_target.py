@@ -1,0 +1,100 @@
+"""CN208: ``mock.patch("torch.cuda.…")`` targets that the port no longer calls."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule
+
+from .._shared.strings import string_value
+
+__all__ = ["CudaMockTarget"]
+
+# Callables whose first argument is a dotted import path of the thing they replace.
+_PATCHERS = frozenset({"unittest.mock.patch", "mock.patch"})
+_PREFIXES = ("torch.cuda.", "torch.backends.cudnn.", "torch.backends.cuda.")
+
+
+def _is_cuda_path(value: str | None) -> bool:
+    return value is not None and value.startswith(_PREFIXES) and " " not in value
+
+
+class CudaMockTarget(Rule):
+    """
+    ## What it does
+    Reports tests that replace a CUDA API by its import path: ``mock.patch("torch.cuda.is_available",
+    return_value=False)``, ``@patch("torch.cuda.get_device_capability")`` and
+    ``monkeypatch.setattr("torch.cuda.device_count", ...)``.
+
+    ## Why is this bad?
+    The port calls ``torch.neuron.*`` (or ``torch.accelerator.*``) instead of ``torch.cuda.*``,
+    so the patch still succeeds but replaces a function nothing calls any more: the test runs
+    the real device path and either fails on a machine without the device or passes without
+    testing what it meant to.
+
+    ## Example
+    ```python
+    @mock.patch("torch.cuda.is_available", return_value=False)
+    def test_cpu_fallback(_): ...
+    ```
+    is reported: patch the name the ported code calls (``"torch.neuron.is_available"`` for the
+    neuron target), or patch the project's own device helper.
+
+    ## Fix safety
+    Report only: which name the ported code under test calls depends on the rules applied to
+    that code (a move, a rewrite into ``torch.accelerator``, or none), which this file does not
+    show; retargeting the string blindly could patch a name that does not exist.
+    """
+
+    code = "CN208"
+    name = "cuda-mock-target"
+    triggers = ("torch.cuda.", "torch.backends.cudnn.", "torch.backends.cuda.")
+    VALID = (
+        'from unittest import mock\nmock.patch("torch.neuron.is_available", return_value=False)\n',
+        'from unittest import mock\nmock.patch("os.getcwd")\n',
+        'print("torch.cuda.is_available")\n',  # not a patch target
+        'x = {"torch.cuda.is_available": 1}\n',
+    )
+    INVALID = (
+        Invalid('from unittest import mock\nwith mock.patch("torch.cuda.is_available", return_value=False):\n    pass\n'),
+        Invalid(
+            'from unittest.mock import patch\n@patch("torch.cuda.get_device_capability", return_value=(8, 0))\n'
+            "def test_cap(_):\n    pass\n"
+        ),
+        Invalid('import mock\np = mock.patch("torch.backends.cudnn.is_available")\n'),
+        Invalid('def test_count(monkeypatch):\n    monkeypatch.setattr("torch.cuda.device_count", lambda: 2)\n'),
+        Invalid('from unittest import mock\nmock.patch("torch.cuda.is_available")\n', target="accelerator"),
+    )
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if "torch." not in node.value or not _is_cuda_path(string_value(node)):
+            return
+        anc = self.context.ancestors
+        if len(anc) < 2 or not isinstance(anc[-1], cst.Arg) or not isinstance(anc[-2], cst.Call):
+            return
+        arg, call = anc[-1], anc[-2]
+        if not call.args or call.args[0] is not arg or arg.keyword is not None:
+            return
+        if not self._is_patcher(call.func):
+            return
+        self.report(
+            node,
+            f"patches `{string_value(node)}`, which the ported code no longer calls",
+            guidance=(
+                "Patch the name the ported code calls instead (`torch.neuron.*` for the neuron "
+                "target, `torch.accelerator.*` where the port uses it), or the project's own "
+                "device helper; otherwise the test exercises the real device path."
+            ),
+            effort=Effort.LOW,
+        )
+
+    def _is_patcher(self, func: cst.BaseExpression) -> bool:
+        if self.qualname(func) in _PATCHERS:
+            return True
+        # pytest's monkeypatch fixture is a parameter: its type is not visible, its name is.
+        return (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "setattr"
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "monkeypatch"
+        )
