@@ -10,6 +10,7 @@ so an op that kills its process is reported as an abort instead of taking pytest
 from __future__ import annotations
 
 import collections
+import contextlib
 
 import pytest
 import torch
@@ -39,6 +40,11 @@ EVER_DIFFERED = {
     "inplace-sparse-by-design": ["addr", "to_sparse", "empty_like", "new_empty", "double", "to", "arange",
                                  "_refs.logspace", "_refs.native_layer_norm", "_refs.native_group_norm",
                                  "softmax.with_dtype", "float_power"],
+    # CPU kernel vs composite (mish_backward), float64 inside (renorm backward, linspace to int64),
+    # torch's own device rule (linear_cross_entropy's options), an op unstable on CPU (lstsq)
+    "followup-by-design": ["nn.functional.mish", "nn.functional.silu", "renorm", "_refs.linspace.tensor_overload",
+                           "nn.functional.linear_cross_entropy.chunked",
+                           "nn.functional.linear_cross_entropy.chunked_none", "linalg.lstsq"],
 }
 
 GROUPS = {**COMMON, **EVER_DIFFERED}
@@ -226,3 +232,86 @@ def test_a_case_leaves_its_sample_unchanged(database) -> None:
     before = samples[0].input.clone()
     assert drv.run_case(op, "forward", "float32", 0, samples[0]).outcome == "identical"
     assert torch.equal(samples[0].input, before)
+
+
+@pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in ["mish_backward", "silu_backward"]])
+def test_backward_with_a_cpu_kernel_runs_it_not_the_composite(op) -> None:
+    # mish_backward has a CPU kernel and a CompositeImplicitAutograd one (math_mish_backward): the
+    # device got the composite and rounded otherwise (OpInfo's nn.functional.mish float32 backward).
+    assert torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{op}", "PrivateUse1")
+    g = torch.Generator().manual_seed(0)
+    grad, x = torch.randn(2000, generator=g), torch.randn(2000, generator=g) * 4
+    fn = getattr(torch.ops.aten, op)
+    assert torch.equal(fn(grad.to("neuron"), x.to("neuron")).cpu(), fn(grad, x))
+
+
+def _renorm_grad(device: str, mode=None) -> torch.Tensor:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(5, 5, 5, generator=g).to(device).requires_grad_()
+    grad_out = torch.randn(5, 5, 5, generator=g).to(device)
+    with mode if mode is not None else contextlib.nullcontext():
+        return torch.autograd.grad(torch.renorm(x, 2, 1, 0.5), x, grad_out)[0].cpu()
+
+
+def test_renorm_backward_accumulates_through_float64(database) -> None:
+    # renorm_backward accumulates in toAccumulateType(float32, device) = float64 on CPU and on
+    # PrivateUse1 alike; the device rounds each float64 result to float32.
+    dev = _renorm_grad("neuron")
+    assert not torch.equal(dev, _renorm_grad("cpu"))
+    assert torch.equal(dev, _renorm_grad("cpu", drv.Float64ResultsAsFloat32()))
+    got = _outcomes(database, "renorm", "backward", "float32")
+    assert got["by_design"] > 0 and got["mismatch"] == 0, got
+
+
+def test_integer_linspace_reference_cuts_float32_steps(database) -> None:
+    # _refs.linspace computes integer steps in float64 and truncates: 28 * (7 / 49) is 4.0 in
+    # float64 and 3.9999998 in float32, so the device's element 28 is 3 where CPU's is 4.
+    def lin(device: str) -> torch.Tensor:
+        return torch._refs.linspace(torch.tensor(0, device=device), torch.tensor(7, device=device), 50,
+                                    dtype=torch.int64, device=device).cpu()
+
+    dev, cpu = lin("neuron"), lin("cpu")
+    assert (dev != cpu).nonzero().flatten().tolist() == [28] and (cpu[28].item(), dev[28].item()) == (4, 3)
+    with drv.Float64ResultsAsFloat32():
+        assert torch.equal(lin("cpu"), dev)
+    got = _outcomes(database, "_refs.linspace.tensor_overload", "forward", "int64")
+    assert got["by_design"] > 0 and got["mismatch"] == 0, got
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in ["nn.functional.linear_cross_entropy.chunked",
+                                                                    "nn.functional.linear_cross_entropy.chunked_none"]])
+def test_linear_cross_entropy_options_pick_float32_only_on_cpu_and_cuda(database, name) -> None:
+    from torch.nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions as Options
+
+    # torch's own device rule: bfloat16 accumulates in float32 on CPU (and CUDA), else in bfloat16.
+    assert Options._resolve_auto_acc_dtype(torch.bfloat16, torch.device("cpu")) == torch.float32
+    assert Options._resolve_auto_acc_dtype(torch.bfloat16, torch.device("neuron")) is None
+    got = _outcomes(database, name, "forward", "bfloat16")
+    assert got["by_design"] > 0 and got["mismatch"] == 0, got
+
+
+class _Flaky:
+    """An op that gives another result on every ``period``-th call (as lstsq's gelsy does)."""
+
+    def __init__(self, period: int) -> None:
+        self.calls, self.period = 0, period
+
+    def __call__(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+        self.calls += 1
+        return torch.add(x, *args, **kwargs) + (1.0 if self.period and self.calls % self.period == 0 else 0.0)
+
+
+@pytest.mark.parametrize(
+    ("period", "unstable"),
+    [
+        pytest.param(0, False, id="stable-op-is-a-real-mismatch"),
+        pytest.param(8, True, id="one-run-in-eight-differs"),
+        pytest.param(20, True, id="one-run-in-twenty-differs"),
+    ],
+)
+def test_an_op_that_does_not_reproduce_is_cpu_unstable(database, period, unstable) -> None:
+    sample = next(iter(drv.cases(database["add"], "forward", "float32")))
+    fn = _Flaky(period)
+    cpu = drv._run(fn, sample, "forward", "cpu", 0)
+    dev = drv._run(fn, sample, "forward", "neuron", 0)
+    assert drv._cpu_unstable(fn, sample, "forward", 0, cpu, dev, database["add"], "float32") is unstable

@@ -401,6 +401,10 @@ void check_dtype(c10::ScalarType st, const char* op) {
 // returns bfloat16 and other values; structured ops (add, mul, ...) allocate on the device and call
 // the out= variant, one dispatch more and e.g. a float64 output the device cannot store. Every such
 // op is sent to the fallback instead, so it runs the very CPU kernel (CPU's values, dtypes, strides).
+// The same holds for a CPU kernel next to a CompositeImplicitAutograd one (mish_backward,
+// silu_backward, native_channel_shuffle): the device got math_mish_backward, which rounds otherwise
+// than CPU's fused kernel (OpInfo's nn.functional.mish float32 backward). With a kernel of its own
+// the op's autograd key on the device is then what it is on CPU (the CPU one has a kernel too).
 // The list is computed from the dispatcher (ops registered by libtorch when this library loads);
 // ops that already have a neuron kernel (kernels.cpp, rnn.cpp) keep it.
 int register_cpu_kernels_over_composites(torch::Library& m) {
@@ -412,7 +416,8 @@ int register_cpu_kernels_over_composites(torch::Library& m) {
     if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
     if (op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
     if (!op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
-        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional))
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) &&
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd))
       continue;
     std::string full = name.name.substr(6);
     if (!name.overload_name.empty()) full += "." + name.overload_name;
