@@ -3,8 +3,8 @@
 ``if x.is_cuda: <triton kernel>`` and ``@skipif(not torch.cuda.is_available())`` on a test of
 a Triton kernel look like any device test, but retargeting them to Neuron sends neuron tensors
 into a kernel that cannot run there (or runs a kernel test on a machine that cannot run it).
-CN104 (``.is_cuda``) and CN201 (``torch.cuda.is_available()``) ask ``guarded_kernel`` first
-and, when it names a kernel, report instead of rewriting: False on Neuron is then the meaning
+CN103 (``x.device.type == "cuda"``), CN104 (``.is_cuda``) and CN201 (``torch.cuda.is_available()``)
+ask ``report_kernel_gate`` first and, when it names a kernel, report instead of rewriting: False on Neuron is then the meaning
 to keep. What a kernel is comes from ``kernels.kernel_index`` (imports, decorators, hub
 handles, the project sweep), never from words in comments or messages.
 """
@@ -13,12 +13,32 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Rule
+from collections.abc import Callable
+
+from cuda2neuron.core import Effort, Rule
 from cuda2neuron.python import visit_syntax
 
 from .kernels import KernelIndex, kernel_index
 
-__all__ = ["guarded_kernel"]
+__all__ = ["DEVICE_TEST_GUIDANCE", "guarded_kernel", "report_kernel_gate"]
+
+DEVICE_TEST_GUIDANCE = (
+    "left as is: on Neuron the test is False, so the check fails (or the code takes its other "
+    "branch) instead of handing neuron tensors to a kernel that cannot run there. Port the kernel "
+    "(NKI, or the plain PyTorch path for neuron tensors), then test for the target device."
+)
+
+
+def report_kernel_gate(
+    rule: Rule, node: cst.CSTNode, describe: Callable[[str], str], guidance: str = DEVICE_TEST_GUIDANCE
+) -> bool:
+    """Report ``node`` when it gates CUDA-only code (``describe`` gets the kernel's description);
+    True when it did, and the caller must then leave the test as it is."""
+    kernel = guarded_kernel(rule, node)
+    if kernel is None:
+        return False
+    rule.report(node, describe(kernel), guidance=guidance, effort=Effort.MEDIUM)
+    return True
 
 
 def _enclosing_function(ancestors: list[cst.CSTNode], below: int) -> cst.FunctionDef | None:

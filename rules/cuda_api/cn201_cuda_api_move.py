@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
-from .._shared.kernel_gates import guarded_kernel
+from .._shared.kernel_gates import report_kernel_gate
 from .._shared.names import import_to_drop
 from .._shared.target import guarded_call
 from ._helpers import ApiMove, MemberReferences, accelerator_name_for, load_moves
@@ -217,11 +217,9 @@ class CudaApiMove(MemberReferences, Rule):
         if move is None:
             return
         message = f"`{qualified}` is CUDA-only"
-        kernel = guarded_kernel(self, node)
-        if kernel is not None:
-            # `if torch.cuda.is_available(): <triton kernel>` retargeted would run the kernel on
-            # Neuron; a skipif on a kernel's test would run the test there.
-            self.report(node, f"{message} and guards CUDA-only code: {kernel}", guidance=_KERNEL_GUIDANCE, effort=Effort.MEDIUM)
+        # `if torch.cuda.is_available(): <triton kernel>` retargeted would run the kernel on
+        # Neuron; a skipif on a kernel's test would run the test there.
+        if report_kernel_gate(self, node, lambda kernel: f"{message} and guards CUDA-only code: {kernel}", _KERNEL_GUIDANCE):
             return
         if self.context.settings.target == "neuron":
             self._move(node, move, move.neuron_name, message, Safety.SAFE, note=move.neuron_note)

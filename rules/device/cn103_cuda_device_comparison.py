@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
-from .._shared.kernel_gates import guarded_kernel
+from .._shared.kernel_gates import report_kernel_gate
 from .._shared.target import needs_newer_torch
 from ._helpers import UseKind, comparison_safety, find_use, is_bare_prefix, looks_like_cuda_fstring, retarget_fstring, retarget_string
 
@@ -16,11 +16,6 @@ _GUIDANCE = (
     "this test picks a code path written for CUDA: if the branch calls CUDA-only code (custom "
     "kernels, Triton, flash-attn) keep the test as is so that the fallback runs on Neuron; "
     'otherwise compare with "neuron"'
-)
-_KERNEL_GUIDANCE = (
-    "left as is: on Neuron the test is False, so the check fails (or the code takes its other "
-    "branch) instead of handing neuron tensors to a kernel that cannot run there. Port the kernel "
-    "(NKI, or the plain PyTorch path for neuron tensors), then test for the target device."
 )
 
 
@@ -173,16 +168,12 @@ class CudaDeviceComparison(Rule):
         use = find_use(self, node)
         if use is None or use.kind is not UseKind.COMPARISON:
             return
-        kernel = guarded_kernel(self, node)
-        if kernel is not None:
-            # Retargeting would send neuron tensors into a CUDA-only kernel: the check must keep
-            # failing (the dispatch keep taking its fallback) on Neuron until the kernel is ported.
-            self.report(
-                node,
-                f"`{self.context.code(use.user)}` checks a device against \"cuda\" in front of CUDA-only code: {kernel}",
-                guidance=_KERNEL_GUIDANCE,
-                effort=Effort.MEDIUM,
-            )
+        # Retargeting would send neuron tensors into a CUDA-only kernel: the check must keep
+        # failing (the dispatch keep taking its fallback) on Neuron until the kernel is ported.
+        def describe(kernel: str) -> str:
+            return f"`{self.context.code(use.user)}` checks a device against \"cuda\" in front of CUDA-only code: {kernel}"
+
+        if report_kernel_gate(self, node, describe):
             return
         # A "cuda:" prefix parsed off a device string must match what its slice
         # (spec[len("cuda:"):], not a comparison) becomes: both take the device form.

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Safety
 
-from .._shared.kernel_gates import guarded_kernel
+from .._shared.kernel_gates import report_kernel_gate
 from .._shared.target import NEURON, compared_type_expr
 from ._helpers import Use, UseKind, comparison_safety
 
@@ -17,13 +17,6 @@ __all__ = ["IsCudaAttribute"]
 _GUIDANCE = (
     "this test picks a code path written for CUDA; if the branch calls CUDA-only code keep its "
     "fallback for Neuron, otherwise test `.is_neuron`"
-)
-
-
-_KERNEL_GUIDANCE = (
-    "left as is: on Neuron the test is False, so the check fails (or the code takes its other "
-    "branch) instead of handing neuron tensors to a kernel that cannot run there. Port the kernel "
-    "(NKI, or the plain PyTorch path for neuron tensors), then test for the target device."
 )
 
 
@@ -140,16 +133,9 @@ class IsCudaAttribute(Rule):
         parent = self.context.parent
         if isinstance(parent, cst.AssignTarget) and parent.target is node:
             return  # the project's own attribute being defined
-        kernel = guarded_kernel(self, node)
-        if kernel is not None:
-            # Retargeting would send neuron tensors into a CUDA-only kernel: False on Neuron is
-            # the meaning to keep (a validation fails loudly, a dispatch takes its fallback).
-            self.report(
-                node,
-                f"`.is_cuda` guards CUDA-only code: {kernel}",
-                guidance=_KERNEL_GUIDANCE,
-                effort=Effort.MEDIUM,
-            )
+        # Retargeting would send neuron tensors into a CUDA-only kernel: False on Neuron is
+        # the meaning to keep (a validation fails loudly, a dispatch takes its fallback).
+        if report_kernel_gate(self, node, lambda kernel: f"`.is_cuda` guards CUDA-only code: {kernel}"):
             return
         if self.context.settings.target == NEURON:
             replacement: cst.BaseExpression = node.with_changes(attr=cst.Name("is_neuron"))
