@@ -7,7 +7,10 @@ replaced nodes. Real files converge in two rounds: one that applies, one that fi
 
 from __future__ import annotations
 
+import io
 import re
+import textwrap
+import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -197,6 +200,8 @@ def _maybe_unused(code: str, local: str) -> bool:
     # The import helpers' scope analysis is expensive; only pay it when the name no longer
     # appears outside import lines (a mention in a string keeps the import: the safe side).
     # `torch.neuron.synchronize` is not a use of a from-imported `synchronize`: no dot before.
+    # Comments and docstrings are prose, not uses: `code` comes without them (`_prose_out`), so
+    # a docstring that names `GradScaler` does not keep a nested CUDA import alive.
     pattern = re.compile(rf"(?<![.\w]){re.escape(local)}\b")
     for line in code.splitlines():
         stripped = line.lstrip()
@@ -205,6 +210,46 @@ def _maybe_unused(code: str, local: str) -> bool:
         if pattern.search(line):
             return False
     return True
+
+
+_PROSE_AFTER = frozenset({tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING})
+
+
+def _prose_out(code: str) -> str:
+    """``code`` without its comments and statement-level strings (docstrings, bare strings).
+
+    Only those: a string that is part of an expression (``__all__ = ["GradScaler"]``,
+    ``getattr(amp, "GradScaler")``) stays, and keeps the import (the safe side). Lines keep their
+    places; text the tokenizer cannot read comes back unchanged.
+    """
+    if "#" not in code and '"' not in code and "'" not in code:
+        return code
+    lines = code.splitlines(keepends=True)
+    blank: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return code
+    previous = tokenize.NEWLINE
+    for i, tok in enumerate(tokens):
+        if tok.type == tokenize.COMMENT:
+            blank.append((tok.start, tok.end))
+        elif tok.type == tokenize.STRING and previous in _PROSE_AFTER:
+            after = next((t.type for t in tokens[i + 1 :] if t.type not in (tokenize.COMMENT, tokenize.NL)), tokenize.NEWLINE)
+            if after in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                blank.append((tok.start, tok.end))
+        if tok.type not in (tokenize.COMMENT, tokenize.NL):
+            previous = tok.type
+    for (srow, scol), (erow, ecol) in reversed(blank):
+        if srow == erow:
+            line = lines[srow - 1]
+            lines[srow - 1] = line[:scol] + " " * (ecol - scol) + line[ecol:]
+        else:
+            lines[srow - 1] = lines[srow - 1][:scol] + "\n"
+            for row in range(srow, erow - 1):
+                lines[row] = "\n"
+            lines[erow - 1] = " " * ecol + lines[erow - 1][ecol:]
+    return "".join(lines)
 
 
 def _fix_imports(module: cst.Module, reports: list[Report]) -> cst.Module:
@@ -220,12 +265,13 @@ def _fix_imports(module: cst.Module, reports: list[Report]) -> cst.Module:
             AddImportsVisitor.add_needed_import(context, mod, obj)
         module = AddImportsVisitor(context).transform_module(module)
     if removes:
-        code = module.code
+        code = _prose_out(module.code)
         candidates = {
             (mod, obj, alias)
             for mod, obj in removes
-            for alias in _aliases(module, mod, obj)
+            for alias, scopes in _aliases(module, mod, obj).items()
             if _maybe_unused(code, alias or obj or mod.split(".")[0])
+            or _unused_where_nested(module, scopes, alias or obj or mod.split(".")[0])
         }
         if candidates:
             context = CodemodContext()
@@ -235,14 +281,32 @@ def _fix_imports(module: cst.Module, reports: list[Report]) -> cst.Module:
     return module
 
 
-def _aliases(module: cst.Module, mod: str, obj: str | None) -> set[str | None]:
+def _unused_where_nested(module: cst.Module, scopes: list[cst.FunctionDef | None], local: str) -> bool:
+    """A name still used somewhere in the file may be unused where a function imports it
+    (``from torch.cuda.amp import GradScaler`` in ``__init__``, the name used again by another
+    function's own import). When every import of it sits in a function, one of those functions no
+    longer uses it, and none mentions it in a string (the safe side), the import helper's scope
+    analysis may decide, per scope."""
+    if not scopes or any(f is None for f in scopes):
+        return False
+    quoted = re.compile(rf"""['"]{re.escape(local)}\b""")
+    texts = [_prose_out(textwrap.dedent(module.code_for_node(f))) for f in scopes]  # type: ignore[arg-type]
+    # A function whose only mention is a string (`globals()["GradScaler"]`) would lose its
+    # import to the scope analysis: keep every import of the name then.
+    if any(quoted.search(t) and _maybe_unused(quoted.sub("''", t), local) for t in texts):
+        return False
+    return any(_maybe_unused(t, local) for t in texts)
+
+
+def _aliases(module: cst.Module, mod: str, obj: str | None) -> dict[str | None, list[cst.FunctionDef | None]]:
     """The ``as`` names under which ``mod`` (or ``obj`` from it) is imported anywhere in the
-    module (None for an import without ``as``): the import helper removes an alias only by its
-    name. Imports inside functions, branches and ``try`` bodies count too (detectron2 imports
-    ``GradScaler`` in its train loop): the helper's scope analysis removes each one only where
-    its own scope no longer uses it, and a block left empty gets ``pass``."""
-    found: set[str | None] = set()
-    for small in _imports(module):
+    module (None for an import without ``as``), each with the function each import sits in (None
+    at module level, in a class body or a branch of one): the import helper removes an alias only
+    by its name. Imports inside functions, branches and ``try`` bodies count too (detectron2
+    imports ``GradScaler`` in its train loop): the helper's scope analysis removes each one only
+    where its own scope no longer uses it, and a block left empty gets ``pass``."""
+    found: dict[str | None, list[cst.FunctionDef | None]] = {}
+    for small, func in _imports(module):
         if obj is None and isinstance(small, cst.Import):
             names = [a for a in small.names if module.code_for_node(a.name) == mod]
         elif obj is not None and isinstance(small, cst.ImportFrom) and small.module is not None:
@@ -252,20 +316,34 @@ def _aliases(module: cst.Module, mod: str, obj: str | None) -> set[str | None]:
         else:
             continue
         for a in names:
-            found.add(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name) else None)
+            alias = a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name) else None
+            found.setdefault(alias, []).append(func)
     return found
 
 
 class _ImportCollector(cst.CSTVisitor):
     def __init__(self) -> None:
-        self.found: list[cst.Import | cst.ImportFrom] = []
+        self.found: list[tuple[cst.Import | cst.ImportFrom, cst.FunctionDef | None]] = []
+        self._functions: list[cst.FunctionDef | None] = [None]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._functions.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._functions.append(None)  # a class body is its own scope, read by its methods' code
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._functions.pop()
 
     def visit_Import(self, node: cst.Import) -> bool:
-        self.found.append(node)
+        self.found.append((node, self._functions[-1]))
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        self.found.append(node)
+        self.found.append((node, self._functions[-1]))
         return False
 
     # Expressions hold no import statements: do not walk into them.
@@ -273,7 +351,7 @@ class _ImportCollector(cst.CSTVisitor):
         return False
 
 
-def _imports(module: cst.Module) -> list[cst.Import | cst.ImportFrom]:
+def _imports(module: cst.Module) -> list[tuple[cst.Import | cst.ImportFrom, cst.FunctionDef | None]]:
     collector = _ImportCollector()
     module.visit(collector)
     return collector.found

@@ -92,3 +92,48 @@ def test_unused_import_precheck(code, name, unused):
     from cuda2neuron.python._lint import _maybe_unused
 
     assert _maybe_unused(code, name) is unused
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "unused"),
+    [
+        pytest.param('def f():\n    """Takes a GradScaler."""\n    from m import GradScaler\n', "GradScaler", True, id="docstring-is-prose"),
+        pytest.param("from m import sync\n# sync() was here\n", "sync", True, id="comment-is-prose"),
+        pytest.param('from m import sync\n"""\nsync\n"""\nx = 1\n', "sync", True, id="multiline-bare-string-is-prose"),
+        pytest.param('from m import sync\n__all__ = ["sync"]\n', "sync", False, id="string-in-an-expression-keeps-it"),
+        pytest.param('from m import sync\nx = getattr(m, "sync")\n', "sync", False, id="argument-string-keeps-it"),
+        pytest.param('from m import sync\n"sync" in names\n', "sync", False, id="string-operand-keeps-it"),
+    ],
+)
+def test_prose_is_not_a_use(code, name, unused):
+    """The import cleanup decides from code: comments and docstrings never keep an import."""
+    from cuda2neuron.python._lint import _maybe_unused, _prose_out
+
+    assert _maybe_unused(_prose_out(code), name) is unused
+
+
+_NESTED_USED_ELSEWHERE = (
+    "def a():\n    from m import sync\n    return torch.neuron.sync()\n\n"
+    "def b():\n    from m import sync\n    return sync\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "unused"),
+    [
+        # a's import is unused although b still uses the name: the scope analysis may decide
+        pytest.param(_NESTED_USED_ELSEWHERE, True, id="unused-in-one-function"),
+        pytest.param("from m import sync\n" + _NESTED_USED_ELSEWHERE, False, id="module-level-import-too"),
+        pytest.param(
+            _NESTED_USED_ELSEWHERE + '\ndef c():\n    from m import sync\n    return globals()["sync"]\n',
+            False,
+            id="string-only-use-keeps-all",
+        ),
+        pytest.param("def a():\n    from m import sync\n    # sync\n    return sync()\n", False, id="used-in-its-function"),
+    ],
+)
+def test_nested_import_unused_in_its_function(code, unused):
+    from cuda2neuron.python._lint import _aliases, _unused_where_nested
+
+    module = cst.parse_module(code)
+    assert _unused_where_nested(module, _aliases(module, "m", "sync")[None], "sync") is unused
