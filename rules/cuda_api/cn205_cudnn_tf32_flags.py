@@ -29,6 +29,18 @@ _FLAGS: dict[str, str] = {
     "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": _TF32,
 }
 _CALLS: dict[str, str] = {"torch.set_float32_matmul_precision": _TF32}
+# cuDNN's functions: a context manager that switches it for a block, and its probes.
+_CUDNN_CALLS: dict[str, str] = {
+    "torch.backends.cudnn.flags": (
+        "switches cuDNN for the block; Neuron has no cuDNN, so the block runs as it would "
+        "without the `with`"
+    ),
+    "torch.backends.cudnn.set_flags": "sets cuDNN switches; Neuron has no cuDNN",
+    "torch.backends.cudnn.version": "asks for the cuDNN version; there is none on Neuron",
+    "torch.backends.cudnn.is_available": "probes for cuDNN; there is none on Neuron",
+    "torch.backends.cudnn.is_acceptable": "asks whether cuDNN takes a tensor; there is no cuDNN on Neuron",
+}
+_CUDNN_CALL_MEMBERS = frozenset(q.rpartition(".")[2] for q in _CUDNN_CALLS)
 _FLAG_MEMBERS = frozenset(q.rpartition(".")[2] for q in _FLAGS)
 _CALL_MEMBERS = frozenset(q.rpartition(".")[2] for q in _CALLS)
 
@@ -43,6 +55,12 @@ class CudnnTf32Flags(Rule):
     statement is removed. ``torch.use_deterministic_algorithms`` works on Neuron and is left alone.
     On ``--target accelerator`` they are reported only: the port still runs on CUDA, where they
     act, and does nothing with them on Neuron or the CPU.
+
+    cuDNN's functions are reported as well: ``with torch.backends.cudnn.flags(enabled=False):``
+    around a call (a CTC loss kept off cuDNN), ``set_flags``, and the probes ``version()``,
+    ``is_available()``, ``is_acceptable(t)``. The block of a ``flags`` context runs unchanged on
+    Neuron; what the code decided for cuDNN (a workaround, a determinism choice) does not carry
+    over, and a probe answers for a library the device does not have.
 
     Reads of the same flags are reported too (``old = torch.backends.cuda.matmul.allow_tf32``
     before a block that switches TF32 off and restores it, ``if torch.backends.cudnn.enabled:``,
@@ -63,7 +81,8 @@ class CudnnTf32Flags(Rule):
     is reported; with ``--unsafe-fixes`` both lines are deleted.
 
     ## Fix safety
-    Reads are report only (what the code does with the value is the user's call). Unsafe:
+    Reads and cuDNN's functions are report only (what the code does with the value is the
+    user's call; removing a ``with`` re-indents its block). Unsafe:
     deleting the statement drops whatever the right-hand side computes, and code that
     still runs on CUDA loses the setting. Statements that share a line with other statements or
     assign several targets are only reported. On ``--target accelerator`` nothing is removed:
@@ -113,6 +132,10 @@ class CudnnTf32Flags(Rule):
         Invalid("import torch\nif torch.backends.cudnn.enabled:\n    pass\n"),
         Invalid("from torch.backends import cudnn\nprint(f'tf32: {cudnn.allow_tf32}')\n"),
         Invalid("import torch\nold = torch.backends.cudnn.allow_tf32\n", target="accelerator"),
+        # cuDNN's context manager and probes: report only.
+        Invalid("import torch\nwith torch.backends.cudnn.flags(enabled=False):\n    loss = f(x)\n"),
+        Invalid("from torch.backends import cudnn\nv = cudnn.version()\n"),
+        Invalid("import torch\nwith torch.backends.cudnn.flags(enabled=False):\n    loss = f(x)\n", target="accelerator"),
     )
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -145,6 +168,27 @@ class CudnnTf32Flags(Rule):
                 )
             else:
                 self.report(statement, message, guidance=guidance, effort=Effort.LOW)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        member = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        if member not in _CUDNN_CALL_MEMBERS:
+            return
+        qualified = self.qualname(func)
+        what = _CUDNN_CALLS.get(qualified or "")
+        if what is None:
+            return
+        if self.context.settings.target != "neuron":
+            guidance = "Keep it for CUDA runs; on Neuron it does nothing."
+        elif member == "flags":
+            guidance = (
+                "Keep the block's body and drop the `with` for Trainium (nothing there reads "
+                "cuDNN's switches); if it was a determinism or correctness workaround, check the "
+                "op on Neuron instead."
+            )
+        else:
+            guidance = "Drop the call, or the branch it decides, for Trainium."
+        self.report(node, f"`{qualified}(...)` {what}", guidance=guidance, effort=Effort.LOW)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value not in _FLAG_MEMBERS or self._is_written(node):

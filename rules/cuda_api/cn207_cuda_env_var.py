@@ -7,6 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Valid
 
 from .._shared.env import CUDA_ENV_RE, env_site
+from .._shared.names import is_reference
 
 __all__ = ["CudaEnvVar"]
 
@@ -17,8 +18,28 @@ _GUIDANCE = (
 )
 
 
+# Build switches that build scripts (detectron2's, torchvision's, mmcv's) read to compile their
+# CUDA kernels without a GPU in sight; no CUDA library reads them, the project's setup does.
+_BUILD_SWITCHES = frozenset({"FORCE_CUDA"})
+_BUILD_GUIDANCE = (
+    "It forces the project's CUDA extension build, which cannot be built or run on Trainium: "
+    "build without it (the extension's Python fallback, or an NKI port of its kernels)."
+)
+# Where torch.utils.cpp_extension found the CUDA toolkit (None without one): toolkit probes.
+_TOOLKIT = {
+    "torch.utils.cpp_extension.CUDA_HOME": "the CUDA toolkit",
+    "torch.utils.cpp_extension.CUDNN_HOME": "cuDNN",
+}
+_TOOLKIT_NAMES = frozenset(q.rpartition(".")[2] for q in _TOOLKIT)
+_TOOLKIT_GUIDANCE = (
+    "It is None on a Trainium host (no CUDA toolkit), so code built on it (nvcc / cuobjdump "
+    "paths, a CUDA build chosen when it is set) probes for CUDA: drop it from the Trainium path, "
+    "or keep it on a CUDA-only one."
+)
+
+
 def _is_cuda_key(value: object) -> bool:
-    return isinstance(value, str) and CUDA_ENV_RE.fullmatch(value) is not None
+    return isinstance(value, str) and (CUDA_ENV_RE.fullmatch(value) is not None or value in _BUILD_SWITCHES)
 
 
 class CudaEnvVar(Rule):
@@ -31,7 +52,10 @@ class CudaEnvVar(Rule):
     ``CUDA_DEVICE_ORDER``, ``CUDA_DEVICE_MAX_CONNECTIONS``, ``PYTORCH_CUDA_*``,
     ``TORCH_CUDA_ARCH_LIST``, ``CUDA_HOME``, ``CUBLAS_*`` / ``CUDNN_*`` and the like — the same
     list CN705 reports in shell scripts. ``CUDA_VISIBLE_DEVICES`` is CN405's (it has a Neuron
-    spelling); a project's own ``USE_CUDA`` is not a CUDA setting.
+    spelling); a project's own ``USE_CUDA`` is not a CUDA setting, but ``FORCE_CUDA``, the switch
+    build scripts read to compile their CUDA kernels anyway, is reported. So are the toolkit
+    probes of ``torch.utils.cpp_extension``: each use of ``CUDA_HOME`` / ``CUDNN_HOME``
+    (``os.path.join(CUDA_HOME, "bin", "nvcc")``, ``if CUDA_HOME is not None:``).
 
     ## Why is this bad?
     They configure the CUDA runtime, PyTorch's CUDA caching allocator or CUDA extension builds.
@@ -54,12 +78,14 @@ class CudaEnvVar(Rule):
     code = "CN207"
     name = "cuda-env-var"
     targets = frozenset({"neuron"})
-    triggers = ("CUDA_", "CUDNN_", "CUBLAS")
+    triggers = ("CUDA_", "CUDNN_", "CUBLAS", "FORCE_CUDA")
     VALID = (
         'import os\nos.environ["NEURON_RT_VISIBLE_CORES"] = "0-1"\n',
         'print("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation")\n',
         'HELP = "CUDA_LAUNCH_BLOCKING"\n',  # a constant, not a key position
         'import os\nuse = os.environ.get("USE_CUDA", "0")\n',  # the project's own switch
+        "from torch.utils.cpp_extension import CUDA_HOME\n",  # the import alone
+        "def probe(CUDA_HOME):\n    return CUDA_HOME\n",  # a parameter of the same name
         "# os.environ['CUDA_LAUNCH_BLOCKING'] = '1'\n",
         Valid('import os\nos.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"\n', target="accelerator"),
     )
@@ -71,7 +97,39 @@ class CudaEnvVar(Rule):
         Invalid('import os\nhome = os.environ.get("CUDA_HOME", "/usr/local/cuda")\n'),
         Invalid('import os\nos.environ.update(CUDA_DEVICE_MAX_CONNECTIONS="1")\n'),
         Invalid('import subprocess\nsubprocess.run(cmd, env={"TORCH_CUDA_ARCH_LIST": "8.0"})\n'),
+        Invalid('import os\nforce = os.getenv("FORCE_CUDA", "0") == "1"\n'),
+        # Toolkit probes: every use of CUDA_HOME, not the import.
+        Invalid(
+            "import os\nfrom torch.utils.cpp_extension import CUDA_HOME\n"
+            "nvcc = os.path.join(CUDA_HOME, 'bin', 'nvcc')\n"
+        ),
+        Invalid("import torch.utils.cpp_extension as ext\nok = ext.CUDA_HOME is not None\n"),
     )
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value not in _TOOLKIT_NAMES:
+            return
+        parent = self.context.parent
+        if isinstance(parent, (cst.Attribute, cst.ImportAlias)) or not is_reference(self, node):
+            return
+        qualified = self.context.scope.lookup(node.value)
+        if qualified in _TOOLKIT:
+            self._toolkit(node, qualified)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in _TOOLKIT_NAMES:
+            qualified = self.qualname(node)
+            if qualified in _TOOLKIT:
+                self._toolkit(node, qualified)
+
+    def _toolkit(self, node: cst.CSTNode, qualified: str) -> None:
+        self.report(
+            node,
+            f"`{qualified.rpartition('.')[2]}` (torch.utils.cpp_extension) is where {_TOOLKIT[qualified]} "
+            "is installed: a CUDA toolkit probe",
+            guidance=_TOOLKIT_GUIDANCE,
+            effort=Effort.LOW,
+        )
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if not any(t in node.value for t in self.triggers) or "b" in node.prefix.lower():
@@ -86,10 +144,11 @@ class CudaEnvVar(Rule):
             self._report(node.keyword, node.keyword.value, (*self.context.ancestors, node))
 
     def _report(self, node: cst.CSTNode, key: str, chain: tuple[cst.CSTNode, ...]) -> None:
+        build = key in _BUILD_SWITCHES
         self.report(
             node,
-            f"`{key}` configures CUDA and has no effect on Trainium",
+            f"`{key}` forces a CUDA extension build" if build else f"`{key}` configures CUDA and has no effect on Trainium",
             ancestors=chain,
-            guidance=_GUIDANCE,
+            guidance=_BUILD_GUIDANCE if build else _GUIDANCE,
             effort=Effort.LOW,
         )

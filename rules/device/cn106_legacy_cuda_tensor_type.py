@@ -9,7 +9,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import keyword_arg, positional_args
-from .._shared.strings import string_value
+from .._shared.strings import make_string, string_value
 from .._shared.target import NEURON, compared_type_expr, device_expr
 
 __all__ = ["LegacyCudaTensorType"]
@@ -43,6 +43,12 @@ class LegacyCudaTensorType(Rule):
     * ``isinstance(x, torch.cuda.FloatTensor)`` →
       ``(isinstance(x, torch.Tensor) and x.is_neuron and x.dtype == torch.float32)``
 
+    The type's name as a string is ported too: in a test of a tensor's type string,
+    ``x.type() == "torch.cuda.HalfTensor"`` (also ``!=``, ``in (...)``) becomes
+    ``x.type() == "torch.neuron.HalfTensor"`` (the string torch gives a tensor of the renamed
+    PrivateUse1 device), and ``x.type("torch.cuda.HalfTensor")`` becomes ``x.to("neuron",
+    dtype=torch.float16)``; the string anywhere else is reported.
+
     ``torch.set_default_tensor_type(torch.cuda.HalfTensor)`` (also the type's name as a string)
     is reported with its two-call port, ``torch.set_default_dtype(torch.float16)`` and
     ``torch.set_default_device("neuron")``.
@@ -71,7 +77,12 @@ class LegacyCudaTensorType(Rule):
     like the legacy constructor; list/tuple literals are data; ``.type(T)`` and ``.to(device,
     dtype=...)`` both return the tensor itself when nothing changes. (On a *module*,
     ``.type(T)`` also casts integer buffers, ``.to`` only floating ones — what a device port
-    wants.) A constructor called with a variable is reported: ``FloatTensor(n)`` is a size when
+    wants.) A type string compared with ``x.type()`` names the same dtype on the device the port
+    runs on: ``Tensor.type()`` spells a tensor on the ``neuron`` device ``torch.neuron.HalfTensor``
+    as it spells a CUDA one ``torch.cuda.HalfTensor``, and a CPU tensor still matches neither.
+    With ``--target accelerator`` the string names the current accelerator's type
+    (``f"torch.{...current_accelerator()...}.HalfTensor"``; with none, a string no tensor's type
+    equals). A constructor called with a variable is reported: ``FloatTensor(n)`` is a size when
     ``n`` is an int and data when it is a list, and the source cannot tell which.
     """
 
@@ -95,6 +106,8 @@ class LegacyCudaTensorType(Rule):
         "import torch\nm = (a == b).type(torch.FloatTensor)\n",  # torch's CPU type
         "from torch import FloatTensor\nm = (a == b).type(FloatTensor)\n",
         "import torch\ntorch.set_default_tensor_type('torch.FloatTensor')\n",
+        "if x.type() == 'torch.FloatTensor':\n    pass\n",  # the CPU type string
+        "print('expected torch.cuda.HalfTensor input')\n",  # prose
     )
     INVALID = (
         Invalid(
@@ -126,6 +139,25 @@ class LegacyCudaTensorType(Rule):
         Invalid("from utils import FloatTensor\nm = (a == b).type(FloatTensor)\n"),
         Invalid(
             "import torch\nLT = torch.cuda.LongTensor if cuda else torch.LongTensor\npos = LT(n)\n"
+        ),
+        # Type strings: compared with x.type(), passed to .type(), anywhere else.
+        Invalid(
+            "if z.type() == 'torch.cuda.HalfTensor':\n    pass\n",
+            "if z.type() == 'torch.neuron.HalfTensor':\n    pass\n",
+        ),
+        Invalid(
+            'ok = x.type() in ("torch.cuda.FloatTensor", "torch.cuda.HalfTensor")\n',
+            'ok = x.type() in ("torch.neuron.FloatTensor", "torch.neuron.HalfTensor")\n',
+        ),
+        Invalid(
+            "h = h.type('torch.cuda.HalfTensor')\n",
+            'import torch\n\nh = h.to("neuron", dtype=torch.float16)\n',
+        ),
+        Invalid("KINDS = {'torch.cuda.HalfTensor': 2}\n"),
+        Invalid(
+            "if z.type() != 'torch.cuda.HalfTensor':\n    pass\n",
+            "import torch\n\nif z.type() != f'torch.{getattr(torch.accelerator.current_accelerator(), \"type\", \"no accelerator\")}.HalfTensor':\n    pass\n",
+            target="accelerator",
         ),
         Invalid(
             "import torch\nx = torch.cuda.FloatTensor(4)\n",
@@ -270,6 +302,111 @@ class LegacyCudaTensorType(Rule):
         if self.qualname(node.func) == "torch.set_default_tensor_type":
             name = value[len("torch.cuda.") :]
             self._default_type(node, name, _DTYPES[name])
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        # "torch.cuda.HalfTensor" as a string: cheap test first, this runs for every literal.
+        if "torch.cuda." not in node.value:
+            return
+        value = string_value(node)
+        name = value[len("torch.cuda.") :] if value is not None and value.startswith("torch.cuda.") else ""
+        if name not in _DTYPES:
+            return
+        anc = self.context.ancestors
+        parent = anc[-1] if anc else None
+        grand = anc[-2] if len(anc) >= 2 else None
+        if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
+            if self.qualname(grand.func) == "torch.set_default_tensor_type":
+                return  # visit_Call's
+            built = self._as_argument(grand, parent, _DTYPES[name])
+            if built is not None and isinstance(grand.func, cst.Attribute) and grand.func.attr.value == "type":
+                replacement, imports = built
+                self.report(
+                    grand,
+                    f'`.type("torch.cuda.{name}")` casts to a legacy CUDA tensor type',
+                    replacement=replacement,
+                    imports=imports,
+                    safety=Safety.SAFE,
+                    description=f"name dtype torch.{_DTYPES[name]} and the device",
+                    ancestors=anc[:-2],
+                )
+                return
+        if self._compared_with_type(anc):
+            message = (
+                f'`"torch.cuda.{name}"` is the type string of a CUDA tensor; a tensor on the '
+                "device the port runs on has another"
+            )
+            fixed = self._type_string(node, name)
+            if fixed is None:
+                self.report(node, message, guidance=self._type_string_guidance(name))
+                return
+            replacement, imports = fixed
+            self.report(
+                node,
+                message,
+                replacement=replacement,
+                imports=imports,
+                safety=Safety.SAFE,
+                guidance=self._type_string_guidance(name),
+                description="compare with the device's type string",
+            )
+            return
+        self.report(
+            node,
+            f'`"torch.cuda.{name}"` names a legacy CUDA tensor type',
+            guidance=self._type_string_guidance(name),
+        )
+
+    @staticmethod
+    def _type_string_guidance(name: str) -> str:
+        return (
+            f"test `x.dtype == torch.{_DTYPES[name]}` and the tensor's device "
+            "(`x.device.type`) instead of its legacy type string"
+        )
+
+    def _compared_with_type(self, anc: tuple) -> bool:
+        """Is the literal just visited one side of ``x.type() == s`` (or an element of the
+        tuple/list/set in ``x.type() in (...)``), with ``x.type()`` a method call, not torch's?"""
+        i = len(anc) - 1
+        if i >= 2 and isinstance(anc[i], cst.Element) and isinstance(anc[i - 1], (cst.Tuple, cst.List, cst.Set)):
+            i -= 2
+        if i >= 0 and isinstance(anc[i], cst.ComparisonTarget):
+            i -= 1
+        comparison = anc[i] if i >= 0 else None
+        if not isinstance(comparison, cst.Comparison):
+            return False
+        operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+        return any(
+            isinstance(op, cst.Call)
+            and not op.args
+            and isinstance(op.func, cst.Attribute)
+            and op.func.attr.value == "type"
+            and self.qualname(op.func) is None
+            for op in operands
+        )
+
+    def _type_string(self, node: cst.SimpleString, name: str) -> tuple[cst.BaseExpression, tuple] | None:
+        """The string ``x.type()`` gives a ``name`` tensor on the port's device."""
+        if self.context.settings.target == NEURON:
+            return make_string(f"torch.{NEURON}.{name}", like=node), ()
+        body = node.value[len(node.prefix) :]
+        if node.prefix.lower() not in ("", "u") or body[:3] in ('"' * 3, "'" * 3):
+            return None
+        quote = body[0]
+        inner = "'" if quote == '"' else '"'
+        built = compared_type_expr(self, quote=inner)
+        if built is None:
+            return None
+        expr, imports = built
+        fstring = cst.FormattedString(
+            parts=[
+                cst.FormattedStringText("torch."),
+                cst.FormattedStringExpression(expression=expr),
+                cst.FormattedStringText(f".{name}"),
+            ],
+            start=f"f{quote}",
+            end=quote,
+        )
+        return fstring, imports
 
     def _default_type(self, call: cst.Call, name: str, dtype: str) -> None:
         """``torch.set_default_tensor_type(torch.cuda.HalfTensor)`` sets two defaults at once:

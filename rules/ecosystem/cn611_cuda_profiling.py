@@ -21,6 +21,7 @@ _ACTIVITY = frozenset(
         "torch._C._profiler.ProfilerActivity",
     }
 )
+_PROFILER_PACKAGES = ("torch.profiler", "torch.autograd.profiler")
 _GUIDANCE = (
     "CUDA profiling records nothing on Trainium. Profile with ProfilerActivity.CPU (operator "
     "timings of the host side) and use the Neuron profiler for device timelines."
@@ -40,7 +41,10 @@ class CudaProfiling(Rule):
     In ``activities=[...]`` of ``torch.profiler.profile``, removes ``ProfilerActivity.CUDA``
     (or turns it into ``ProfilerActivity.CPU`` when it is the only one); turns
     ``sort_by="cuda_time_total"``-style keys into their CPU twins; reports
-    ``torch.cuda.profiler.*``, ``use_cuda=True`` and ``ProfilerActivity.CUDA`` elsewhere.
+    ``torch.cuda.profiler.*``, ``use_cuda=True`` and ``ProfilerActivity.CUDA`` elsewhere
+    (``activities.append(ProfilerActivity.CUDA)``, ``ProfilerActivity.CUDA in activities``), and
+    in a module that uses torch's profiler, the legacy ``"use_cuda"`` option read from or
+    written into a profiler keyword dict (``profiler_kwargs.get("use_cuda", False)``).
 
     ## Why is this bad?
     The CUDA activity is collected through CUPTI, which does not exist on a Trainium host: the
@@ -61,8 +65,10 @@ class CudaProfiling(Rule):
 
     ## Fix safety
     Safe for ``--target neuron``: only what the profiler records changes, never what the program
-    computes. ``ProfilerActivity.CUDA`` outside an ``activities`` list (e.g. a membership test)
-    is left alone: it is an enum value, not a device. ``--target accelerator`` only reports.
+    computes. ``ProfilerActivity.CUDA`` outside an ``activities=[...]`` argument (appended to a
+    list built elsewhere, a membership test) and ``"use_cuda"`` keys are reported only: which
+    list reaches the profiler, and what a test for the CUDA activity decides, is the code's
+    business. ``--target accelerator`` only reports.
     """
 
     code = "CN611"
@@ -73,8 +79,9 @@ class CudaProfiling(Rule):
     VALID = (
         "from torch.profiler import ProfilerActivity, profile\n"
         "with profile(activities=[ProfilerActivity.CPU]):\n    pass\n",
-        "from torch.profiler import ProfilerActivity\nif ProfilerActivity.CUDA in acts:\n    pass\n",
         "USE_CUDA = True\n",
+        # A project's own "use_cuda" setting, in a module that does not profile.
+        "use = cfg.get('use_cuda', False)\n",
     )
     INVALID = (
         Invalid(
@@ -96,12 +103,86 @@ class CudaProfiling(Rule):
             "import torch\nwith torch.autograd.profiler.profile() as p:\n    pass\n",
         ),
         Invalid("import torch\ntorch.cuda.profiler.start()\n"),
+        # The activity list built elsewhere, and a test for the CUDA activity: reported.
+        Invalid("from torch.profiler import ProfilerActivity\nacts.append(ProfilerActivity.CUDA)\n"),
+        Invalid("from torch.profiler import ProfilerActivity\nif ProfilerActivity.CUDA in acts:\n    pass\n"),
+        # The legacy option in a dict forwarded to the profiler.
+        Invalid("from torch.profiler import profile\nif kwargs.get('use_cuda', False):\n    pass\n"),
         Invalid(
             "from torch.profiler import ProfilerActivity, profile\n"
             "with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):\n    pass\n",
             target="accelerator",
         ),
     )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # Set by an import of torch's profiler: only then is a "use_cuda" key a profiler option
+        # (elsewhere it is usually the program's own device switch).
+        self._profiles = False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.module is not None and not node.relative:
+            module = cst.Module([]).code_for_node(node.module)
+            if in_package(module, _PROFILER_PACKAGES) or (
+                module in ("torch", "torch.autograd")
+                and not isinstance(node.names, cst.ImportStar)
+                and any(getattr(a.name, "value", None) == "profiler" for a in node.names)
+            ):
+                self._profiles = True
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            if in_package(cst.Module([]).code_for_node(alias.name), _PROFILER_PACKAGES):
+                self._profiles = True
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if not self._profiles or "use_cuda" not in node.value or string_value(node) != "use_cuda":
+            return
+        anc = self.context.ancestors
+        parent = anc[-1] if anc else None
+        grand = anc[-2] if len(anc) >= 2 else None
+        key = (
+            # kw.get("use_cuda", ...) / kw.pop(...) / kw.setdefault(...)
+            (
+                isinstance(parent, cst.Arg)
+                and isinstance(grand, cst.Call)
+                and grand.args
+                and grand.args[0] is parent
+                and isinstance(grand.func, cst.Attribute)
+                and grand.func.attr.value in ("get", "pop", "setdefault")
+            )
+            or isinstance(parent, (cst.Index, cst.DictElement))  # kw["use_cuda"], {"use_cuda": x}
+            or (isinstance(parent, cst.Comparison) and parent.left is node)  # "use_cuda" in kw
+        )
+        if key:
+            self.report(
+                node,
+                '`"use_cuda"` is the legacy profiler option that profiles CUDA kernels, absent on Trainium',
+                guidance=_GUIDANCE + " Drop the option (torch >= 2.4 deprecates it for activities=).",
+                effort=Effort.LOW,
+            )
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value != "CUDA" or not self._is_cuda_activity(node):
+            return
+        anc = self.context.ancestors
+        # Inside activities=[...]: the argument's fix handles it.
+        if (
+            len(anc) >= 3
+            and isinstance(anc[-1], cst.Element)
+            and isinstance(anc[-2], (cst.List, cst.Tuple, cst.Set))
+            and isinstance(anc[-3], cst.Arg)
+            and anc[-3].keyword is not None
+            and anc[-3].keyword.value == "activities"
+        ):
+            return
+        self.report(
+            node,
+            "ProfilerActivity.CUDA records nothing on Trainium",
+            guidance=_GUIDANCE + " Drop it where the activity list is built; a test for it reads a CUDA profiler setting.",
+            effort=Effort.LOW,
+        )
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is None:

@@ -6,6 +6,9 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
+from .._shared.args import positional_args
+from .._shared.strings import string_value
+
 __all__ = ["PrivateCudaApi"]
 
 _GUIDANCE = (
@@ -20,7 +23,8 @@ class PrivateCudaApi(Rule):
     ## What it does
     Reports uses of private CUDA internals: ``torch.cuda._lazy_call``, ``torch.cuda._sleep``,
     ``torch.cuda._utils._get_device_index``, ``torch._C._cuda_getDevice``,
-    ``torch._C._cudart``...
+    ``torch._C._cudart`` and the rest, also when named by a string:
+    ``hasattr(torch._C, "_cuda_clearCublasWorkspaces")`` / ``getattr(torch._C, "_cuda_getDevice")``.
 
     ## Why is this bad?
     They reach into the CUDA runtime binding; the neuron device module implements the public
@@ -38,17 +42,23 @@ class PrivateCudaApi(Rule):
 
     code = "CN614"
     name = "private-cuda-api"
-    triggers = ("cuda._", "_C._cuda", "_C._nccl", "torch.cuda import")
+    triggers = ("cuda._", "_C._cuda", "_C._nccl", "torch.cuda import", '"_cuda', "'_cuda", '"_nccl', "'_nccl")
     VALID = (
         "import torch\ntorch.cuda.synchronize()\n",
         "import torch\nn = torch._C._get_tracing_state()\n",
         "import mylib\nmylib.cuda._helper()\n",
+        # A public name probed by string, and a private name of another object.
+        "import torch\nok = hasattr(torch.cuda, 'is_available')\n",
+        "ok = hasattr(cfg, '_cuda_graphs')\n",
     )
     INVALID = (
         Invalid("import torch\ntorch.cuda._lazy_call(cb)\n"),
         Invalid("import torch\nd = torch._C._cuda_getDevice()\n"),
         Invalid("from torch.cuda import _sleep\n_sleep(100)\n"),
         Invalid("import torch\ni = torch.cuda._utils._get_device_index(dev)\n"),
+        # A guard by name: the probe is false on a CPU/Neuron build only by accident of the build.
+        Invalid("import torch\nif hasattr(torch._C, '_cuda_clearCublasWorkspaces'):\n    pass\n"),
+        Invalid("import torch\nf = getattr(torch._C, '_cuda_getDevice', None)\n"),
     )
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -62,6 +72,25 @@ class PrivateCudaApi(Rule):
             # Report the first private segment only: `torch.cuda._utils._get_device_index` once.
             return
         self._report(node, qualified)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # hasattr(torch._C, "_cuda_x") / getattr(torch.cuda, "_x", None): the private name is a
+        # string, so no attribute resolves; the object it is looked up on does.
+        func = node.func
+        if not (isinstance(func, cst.Name) and func.value in ("hasattr", "getattr")):
+            return
+        args = positional_args(node)
+        if len(args) < 2:
+            return
+        member = string_value(args[1].value)
+        if member is None or not member.startswith("_"):
+            return
+        owner = self.qualname(args[0].value)
+        if owner not in ("torch._C", "torch.cuda") or self.context.scope.lookup(func.value) is not None:
+            return
+        qualified = f"{owner}.{member}"
+        if _private_cuda(qualified):
+            self._report(node, qualified)
 
     def visit_Name(self, node: cst.Name) -> None:
         if not node.value.startswith("_"):
