@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib.metadata
 import json
 import importlib.util
@@ -95,6 +97,7 @@ def activate(*, strict: bool | None = None) -> ModuleType:
             # init_process_group("neuron") must work after a plain activate(), not only under
             # `cuda2neuron emulate`.
             _register_process_group()
+            atexit.register(_free_cycles_before_finalization)
             _ext = ext
             _module = _device_module
             if strict is None:
@@ -102,6 +105,20 @@ def activate(*, strict: bool | None = None) -> ModuleType:
         if strict is not None:
             _ext.set_strict(bool(strict))  # type: ignore[union-attr]
         return _module
+
+
+def _free_cycles_before_finalization() -> None:
+    """Free objects held only by reference cycles while the interpreter still runs.
+
+    FSDP2 keeps its hooks and autograd Functions in cycles. Left to the interpreter's teardown,
+    the autograd engine's neuron device thread ends up taking the GIL after finalization has
+    begun (a backtrace of the abort shows Engine::thread_main -> PyEval_AcquireThread ->
+    pthread_exit); the forced unwind crosses a noexcept C++ frame and the process aborts
+    ("terminate called without an active exception", SIGABRT) after the program's last line.
+    atexit handlers run before finalization, so the collection here frees them on a live
+    interpreter (torchrun DDP+FSDP2 fixture: 4 of 4 runs aborted without it, 0 of 10 with it).
+    """
+    gc.collect()
 
 
 def is_available() -> bool:

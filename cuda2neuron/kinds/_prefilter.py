@@ -41,6 +41,8 @@ _PYTHON = (
     "float64", "double", "complex", "polar", "cfloat", "chalf", "view_as_real", "fft",
     "multiprocessing", "ProcessPoolExecutor", "fork",
     "rng_state_all",
+    # CN210: CUDA out-of-memory handlers (torch.cuda.OutOfMemoryError is covered by "cuda")
+    "OutOfMemoryError", "out of memory",
     # Lightning's Trainer/Fabric(accelerator=...) (CN108); torchao.float8 (CN616's kernel table)
     "accelerator", "torchao",
 )  # fmt: skip
