@@ -49,6 +49,8 @@ _DEFAULT_FLOORS = (
     ("float32", 2e-5),
     ("float16", 2e-3),
     ("bfloat16", 1.6e-2),
+    # A float32 reference computed in TF32 on a GPU (float16's mantissa), judged without a golden.
+    ("tf32", 2e-3),
 )
 
 

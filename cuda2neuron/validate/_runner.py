@@ -214,6 +214,7 @@ class _Comparator:
         # Per parameter ("0:fc.bias"): elements whose gradient was rounding noise at some step.
         self.noisy: dict[str, Any] = {}  # bool tensors
         self.devices: dict[str, str] = {}  # role -> the device its hello named
+        self.ref_tf32 = False  # the reference's hello: a GPU computing float32 in TF32
 
     def same_kernels(self) -> bool:
         """The port on the emulator, the reference on the CPU shim: both run the CPU kernels."""
@@ -249,7 +250,8 @@ class _Comparator:
         name = f"{ref['rank']}|{ref.get('module_path') or ''}" if "rank" in ref else ref.get("module_path") or ""
         ignore = self.noisy.get(name) if ref["kind"] == "param" else None
         self.results[key] = compare_records(key, ref, port, golden, self.request.tolerances,
-                                            self.ref_on_cuda[0], ignore=ignore, same_kernels=self.same_kernels())
+                                            self.ref_on_cuda[0], ignore=ignore, same_kernels=self.same_kernels(),
+                                            ref_tf32=self.ref_tf32)
         if ref["kind"] == "grad" and ref.get("module_path"):
             noisy = noise_elements(ref, golden if golden is not None else port)
             if self.results[key].verdict is Verdict.PASS:
@@ -411,6 +413,7 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
                 comparator.devices.setdefault(role, frame["device"])
                 if role == "reference" and frame["device"].startswith("cuda"):
                     ref_on_cuda[0] = True
+                    comparator.ref_tf32 = bool(frame.get("tf32"))
             elif kind == "audit":
                 run.audit = frame["report"]
             elif kind == "done":
@@ -458,6 +461,10 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
                 f"weights shared in the original are separate parameters in the port ({'; '.join(untied)}): moving a "
                 "module to a PrivateUse1 device such as neuron re-creates its parameters module by module, which "
                 "unties shared weights — tie them again after .to(...)")
+    if comparator.ref_tf32 and not golden_used:
+        notes.append("the reference ran on a GPU that computes float32 convolutions/RNNs (cuDNN's default) or "
+                     "matmuls in TF32: without the float64 golden, float32 tensors were judged at TF32's "
+                     "precision (floor_tf32); keep the golden on for the tighter verdict")
     if skipped:
         notes.append(_skipped_note(skipped))
     if aligned:

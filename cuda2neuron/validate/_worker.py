@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 from cuda2neuron.validate._wire import read_frame, write_frame
 from cuda2neuron.validate._worker_config import WorkerConfig
 
-__all__ = ["exit_process", "main"]
+__all__ = ["exit_process", "gpus_short_of_ranks", "main", "tf32_allowed"]
 
 
 # The learning rate of the SGD an entry's (model, inputs) is trained with when build() returns
@@ -48,7 +48,9 @@ def _setup_device(role: str, port_device: str) -> tuple[str, bool]:
         _golden.install()
         return "cpu (float64 golden, CUDA-on-CPU shim)", False
     if role == "reference":
-        if torch.cuda.is_available():
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        short = gpus_short_of_ranks(gpus, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+        if gpus and short is None:
             from cuda2neuron.validate._rng import CpuRandomMode
 
             CpuRandomMode().__enter__()
@@ -57,7 +59,7 @@ def _setup_device(role: str, port_device: str) -> tuple[str, bool]:
         from cuda2neuron.validate import _cuda_shim
 
         _cuda_shim.install()
-        return "cpu (CUDA-on-CPU shim)", False
+        return f"cpu (CUDA-on-CPU shim{': ' + short if short else ''})", False
     # port
     if port_device == "cpu":
         # Test-only: run a port on the CPU by redirecting "neuron" devices (no emulator needed).
@@ -87,6 +89,34 @@ def _setup_device(role: str, port_device: str) -> tuple[str, bool]:
     CpuRandomMode().__enter__()
     _distributed_rng()
     return label, accounting
+
+
+def gpus_short_of_ranks(gpus: int, local_ranks: int) -> str | None:
+    """Why this machine's GPUs cannot hold the original's ranks, or None when they can.
+
+    The original binds rank N to cuda:N (`set_device(local_rank)`, `device_ids=[local_rank]`):
+    on fewer GPUs than ranks it crashes with "invalid device ordinal" before its first step (seen
+    on a one-GPU H200 with `--nproc 2`), so the reference then runs on the CUDA-on-CPU shim, which
+    gives every rank a device of its own, and says why.
+    """
+    if gpus and local_ranks > gpus:
+        return f"{local_ranks} ranks need {local_ranks} GPUs, this machine has {gpus}"
+    return None
+
+
+def tf32_allowed() -> bool:
+    """Does this CUDA reference compute float32 convolutions, RNNs or matmuls in TF32?
+
+    cuDNN's convolutions and RNNs default to TF32 on Ampere and later (torch's
+    `torch.backends.cudnn.allow_tf32` is True unless the program turns it off); matmuls when the
+    program allows it. TF32 keeps float16's 10-bit mantissa, so such a float32 reference is
+    itself ~1e-3 off float32 (measured on an H200: an LSTM's outputs 6e-4 from the CPU's).
+    """
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability(0)[0] < 8:
+        return False
+    return bool(torch.backends.cudnn.allow_tf32) or bool(torch.backends.cuda.matmul.allow_tf32)
 
 
 def _distributed_rng() -> None:
@@ -254,7 +284,10 @@ def main(argv: list[str] | None = None) -> int:
         # torch._inductor (~2 s per run) only to set a config flag for compiled code.
         torch._C._set_deterministic_algorithms(True, warn_only=True)
         label, accounting = _setup_device(role, config.port_device)
-        emit({"type": "hello", "role": role, "device": label})
+        hello = {"type": "hello", "role": role, "device": label}
+        if role == "reference" and label.startswith("cuda"):
+            hello["tf32"] = tf32_allowed()
+        emit(hello)
         seed = config.seed
         random.seed(seed)
         np.random.seed(seed)

@@ -175,3 +175,28 @@ def test_precision_lost_on_the_same_kernels_fails(port, golden, ref_amp, port_am
     assert fragment in out.reason
     if fragment != "precision lost in the port":
         assert "precision lost" not in out.reason
+
+
+# A float32 reference computed on a GPU in TF32 (cuDNN's default for convolutions and RNNs on
+# Ampere and later), judged without a golden: the port, exact float32 on the CPU kernels, is ~6e-4
+# from it (an LSTM on an H200: WARN by the float32 floor). TF32 keeps float16's mantissa, so its
+# floor is float16's.
+TF32_OFF = BASE * (1 + 6e-4 * torch.cos(torch.arange(64, dtype=torch.float32)).reshape(8, 8))
+TF32 = [
+    # id, port, reference in TF32, golden, expected, reason fragment
+    ("tf32-reference-no-golden-passes", TF32_OFF, True, None, Verdict.PASS, "(vs reference)"),
+    ("fp32-reference-no-golden-warns", TF32_OFF, False, None, Verdict.WARN, "(vs reference)"),
+    # TF32 explains rounding, never a wrong value.
+    ("tf32-reference-wrong-value-fails", BASE * 1.5, True, None, Verdict.FAIL, "(vs reference)"),
+    # With a golden the reference's own error is measured: the flag changes nothing.
+    ("tf32-flag-ignored-with-golden", TF32_OFF, True, BASE.double(), Verdict.WARN, "(vs golden)"),
+]
+
+
+@pytest.mark.parametrize(("port", "tf32", "golden", "expected", "fragment"), [c[1:] for c in TF32],
+                         ids=[c[0] for c in TF32])
+def test_a_tf32_reference_without_golden_is_judged_at_tf32_precision(port, tf32, golden, expected, fragment):
+    out = compare_records("k", rec(BASE, device="cuda"), rec(port, device="neuron"), rec(golden) if golden is not None else None,
+                          Tolerances(), True, ref_tf32=tf32)
+    assert out.verdict is expected, out.reason
+    assert fragment in out.reason

@@ -88,3 +88,22 @@ def test_importing_it_does_not_import_torch():
              "print(any(m == 'torch' or m.startswith('torch.') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# When the original's ranks cannot each have a GPU of this machine (seen: `--nproc 2` on a one-GPU
+# H200 crashed rank 1 with "invalid device ordinal"), the reference runs on the CPU shim instead.
+GPU_FIT = [
+    # id, GPUs, local ranks, why not (None: the GPUs hold the ranks)
+    ("no-gpu", 0, 1, None),
+    ("one-gpu-one-rank", 1, 1, None),
+    ("two-gpus-two-ranks", 2, 2, None),
+    ("one-gpu-two-ranks", 1, 2, "2 ranks need 2 GPUs, this machine has 1"),
+    ("four-gpus-eight-ranks", 4, 8, "8 ranks need 8 GPUs, this machine has 4"),
+]
+
+
+@pytest.mark.parametrize(("gpus", "ranks", "why"), [c[1:] for c in GPU_FIT], ids=[c[0] for c in GPU_FIT])
+def test_the_reference_uses_the_gpus_only_when_every_rank_gets_one(gpus, ranks, why):
+    from cuda2neuron.validate._worker import gpus_short_of_ranks
+
+    assert gpus_short_of_ranks(gpus, ranks) == why
