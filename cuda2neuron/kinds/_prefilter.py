@@ -30,7 +30,7 @@ _PYTHON = (
     "autocast", "GradScaler", "custom_fwd", "custom_bwd",
     "nccl", "init_process_group", "DistributedDataParallel",
     "compile", "_inductor",
-    "triton", "cpp_extension", "flash_attn", "xformers", "apex", "bitsandbytes", "fused", "sdp",
+    "triton", "cpp_extension", '.cu"', ".cu'", '.cuh"', ".cuh'", "flash_attn", "xformers", "apex", "bitsandbytes", "fused", "sdp",
     "profiler", "cupy", "nvml", "nvidia", "gpustat", "GPUtil", "nvitop", "elapsed_time",
     # CUDA-only kernel packages and languages (rules/_shared/cuda_kernels.toml), hub kernels, FP8
     "tilelang", "cutlass", "numba", "conv1d", "mamba", "dropout_layer_norm", "rotary_emb", "xentropy",

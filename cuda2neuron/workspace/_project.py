@@ -23,7 +23,7 @@ __all__ = ["project_facts", "with_project_facts"]
 
 # Top-level packages of CUDA-only kernel languages: a project module importing one is a kernel.
 KERNEL_LANGUAGES = frozenset({"triton", "tilelang", "cutlass"})
-_WORDS = (b"CUDAExtension", b"cpp_extension", *(w.encode() for w in KERNEL_LANGUAGES))
+_WORDS = (b"CUDAExtension", b"cpp_extension", b".cu\"", b".cu'", *(w.encode() for w in KERNEL_LANGUAGES))
 
 
 def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ()) -> ProjectFacts:
@@ -179,7 +179,8 @@ def _keyword(call: ast.Call, name: str) -> ast.expr | None:
 
 
 def _extension_names(tree: ast.AST) -> set[str]:
-    """``CUDAExtension(name=...)`` and ``load(name=..., sources=[... .cu ...])`` names."""
+    """``CUDAExtension(name=...)``, any other ``*Extension(name, sources=[... .cu ...])`` and
+    ``load(name=..., sources=[... .cu ...])`` names."""
     names = set()
     # `extension = CppExtension` / `if cuda: extension = CUDAExtension` / `extension(name, ...)`:
     # a builder chosen at run time builds CUDA where it can, so its calls count.
@@ -190,18 +191,28 @@ def _extension_names(tree: ast.AST) -> set[str]:
         for t in node.targets
         if isinstance(t, ast.Name)
     }
+    # `sources = ["a.cpp", "k.cu"]` (or a glob) named once and passed as `sources=sources`.
+    assigned: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    assigned.setdefault(t.id, []).append(node.value)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         called = _call_name(node.func)
         if called in cuda_builders:
             called = "CUDAExtension"
-        if called not in ("CUDAExtension", "load", "load_inline"):
+        # fairseq builds `cpp_extension.CppExtension("fairseq.libnat_cuda", sources=[...".cu"])`:
+        # any extension class (CppExtension, setuptools' Extension, a subclass) given .cu sources
+        # builds CUDA code; without them it is a CPU extension.
+        if called not in ("CUDAExtension", "load", "load_inline") and not called.endswith("Extension"):
             continue
         name = _keyword(node, "name") or (node.args[0] if node.args else None)
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value):
             continue
-        if called != "CUDAExtension" and not _builds_cuda(node):
+        if called != "CUDAExtension" and not _builds_cuda(node, assigned):
             continue
         names.add(name.value)
     return names
@@ -225,15 +236,23 @@ def _loader_functions(tree: ast.Module) -> set[str]:
     return found
 
 
-def _builds_cuda(call: ast.Call) -> bool:
-    """A JIT ``load`` builds CUDA when a source it names ends in .cu (or it passes cuda_sources)."""
+def _builds_cuda(call: ast.Call, assigned: dict[str, list[ast.expr]] | None = None) -> bool:
+    """A JIT ``load`` or an extension class builds CUDA when a source it names ends in .cu (or
+    it passes cuda_sources); a name given as the sources is looked up where the file assigns it."""
     if _keyword(call, "cuda_sources") is not None:
         return True
     sources = _keyword(call, "sources") or (call.args[1] if len(call.args) > 1 else None)
+    if sources is None:
+        return False
+    exprs = [sources]
+    for n in ast.walk(sources):
+        if isinstance(n, ast.Name) and assigned:
+            exprs += assigned.get(n.id, [])
     return any(
         isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith((".cu", ".cuh"))
-        for n in ast.walk(sources)
-    ) if sources is not None else False
+        for e in exprs
+        for n in ast.walk(e)
+    )
 
 
 def _imports_kernel_language(tree: ast.Module) -> bool:

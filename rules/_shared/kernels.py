@@ -35,11 +35,13 @@ else:  # pragma: no cover - pyproject pulls tomli on 3.10
     import tomli as tomllib
 
 __all__ = [
+    "DYNAMIC_IMPORTS",
     "HUB_LOADERS",
     "KERNEL_LANGUAGES",
     "KernelIndex",
     "KernelPackage",
     "OWN_RULE_PACKAGES",
+    "dynamic_import",
     "kernel_index",
     "kernel_packages",
     "package_of",
@@ -140,6 +142,24 @@ def describe_module(qualified: str, facts: ProjectFacts) -> str | None:
     return None
 
 
+DYNAMIC_IMPORTS = frozenset({"importlib.import_module", "builtins.__import__"})
+
+
+def dynamic_import(call: cst.Call, qualified: str | None) -> str | None:
+    """The module ``importlib.import_module("fused_adam_cuda")`` / ``__import__("x")`` imports,
+    when its name is a literal (``qualified``: the call's resolved name); None otherwise. A
+    relative name (``import_module(".ops", pkg)``) is left alone: its package is a value."""
+    if qualified not in DYNAMIC_IMPORTS and not (isinstance(call.func, cst.Name) and call.func.value == "__import__"):
+        return None
+    first = call.args[0] if call.args else None
+    if first is None or first.keyword is not None or first.star:
+        return None
+    value = first.value.evaluated_value if isinstance(first.value, cst.SimpleString) else None
+    if not isinstance(value, str) or not value or value.startswith(".") or not all(p.isidentifier() for p in value.split(".")):
+        return None
+    return value
+
+
 class KernelIndex:
     """Names of one module that reach CUDA-only code, each with how a finding names it."""
 
@@ -194,6 +214,27 @@ class _FirstCall(cst.CSTVisitor):
         if self.found is None:
             self.found = self.index.call_target(node)
         return self.found is None
+
+    # `if p.is_cuda: from ext_cuda import train as op` / `else: from ext_cpu import ...`, then
+    # `op(p)` after the branch: importing a CUDA-only module is what the branch does.
+    def visit_Import(self, node: cst.Import) -> bool:
+        self._imports(node)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        self._imports(node)
+        return False
+
+    def _imports(self, node: cst.Import | cst.ImportFrom) -> None:
+        if self.found is None and not (isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar)):
+            names = node.names if isinstance(node.names, (list, tuple)) else ()
+            for alias in names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                local = dotted_name(bound) if isinstance(bound, (cst.Name, cst.Attribute)) else None
+                found = self.index.names.get((local or "").split(".")[0]) if local else None
+                if found is not None:
+                    self.found = found
+                    return
 
 
 def _imported(node: cst.Import | cst.ImportFrom, path: str) -> list[tuple[str, tuple[str, ...]]]:
@@ -279,6 +320,15 @@ class _Collector(cst.CSTVisitor):
             return
         head, _, rest = dotted.partition(".")
         qualified = f"{self.imports[head]}.{rest}".rstrip(".") if head in self.imports else ""
+        module = dynamic_import(value, qualified)
+        if module is not None:
+            # `ext = importlib.import_module("fused_adam_cuda")`: an import spelled as a call.
+            what = describe_module(module, self.facts)
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if what is not None and name is not None:
+                    self.names[name] = what
+            return
         if qualified in HUB_LOADERS:
             repo = value.args[0].value if value.args else None
             label = repo.value if isinstance(repo, cst.SimpleString) else "a hub repository"

@@ -39,17 +39,29 @@ _LOADERS = ProjectFacts(extension_loaders=frozenset({"pkg.jit.load_ext"}))
 # A CUDA source named in a literal: "kernel.cu", 'x.cuh', f".../{name}.cu" ...
 _CU_SOURCE = re.compile(r"""\.cuh?['"]""")
 _NAMES = frozenset({"CUDAExtension", "load_inline", "load"})
+# Extension classes that build whatever their sources are: CUDA when one of them is a .cu file.
+_SOURCE_BUILDERS = frozenset({f"{_EXT}.CppExtension", "setuptools.Extension", "distutils.core.Extension", "distutils.extension.Extension"})
+# `open("kernel_forward.cu", "w")`: a script that writes CUDA source (a kernel generator).
+_WRITE_MODE = re.compile(r"[wax]")
+_GEN_GUIDANCE = (
+    "The script generates CUDA C++ kernel source for the CUDA build: on Trainium nothing builds "
+    "it. Port the generated kernels to NKI (or the plain PyTorch the extension replaces), and "
+    "leave the generator out of the Neuron build."
+)
 
 
 class CudaExtension(Rule):
     """
     ## What it does
-    Reports CUDA C++ extensions: ``CUDAExtension(...)`` in a build script,
+    Reports CUDA C++ extensions: ``CUDAExtension(...)`` in a build script (or a
+    ``CppExtension`` / setuptools ``Extension`` given ``.cu`` sources),
     ``load_inline(..., cuda_sources=...)`` and ``torch.utils.cpp_extension.load(...)`` of ``.cu``
     sources (or with CUDA flags). A ``load`` whose sources are computed (a parameter, a glob: a
     plugin loader) is reported as a JIT build whose sources must be checked, and every call that
     passes ``.cu`` files to such a loader is reported too, also from other files of the project
-    (the project sweep names the loaders).
+    (the project sweep names the loaders). A script that writes ``.cu`` files
+    (``open("conv_cuda_forward.cu", "w")``, ``Path(...).write_text``) is reported as
+    generating CUDA source.
 
     ## Why is this bad?
     nvcc-compiled kernels only run on NVIDIA GPUs. On Trainium a custom kernel is written in NKI,
@@ -71,7 +83,9 @@ class CudaExtension(Rule):
 
     code = "CN602"
     name = "cuda-extension"
-    triggers = ("cpp_extension",)
+    # `.cu"`: a .cu file named in code (setuptools' Extension given CUDA sources, a script
+    # that writes a kernel source).
+    triggers = ("cpp_extension", '.cu"', ".cu'", '.cuh"', ".cuh'")
     # The project's loaders (`def load_ext(name, sources): return load(name, sources)` in
     # another file) are named by the sweep: a file that only calls one holds no word of its own.
     project_triggers = True
@@ -81,6 +95,8 @@ class CudaExtension(Rule):
         "import json\ndata = json.load(f)\n",  # another load
         Valid("from pkg.jit import load_ext\nops = load_ext('ops', ['ops.cpp'])\n", options=(("project", _LOADERS),)),
         "from torch.utils.cpp_extension import load\next = load(name='e', sources=('a.cpp', 'b.cpp'))\n",
+        'with open("kernel.cu") as f:\n    text = f.read()\n',  # reading a source generates nothing
+        'from setuptools import Extension\next = Extension("fast", sources=["fast.c"])\n',
     )
     INVALID = (
         Invalid(
@@ -116,6 +132,15 @@ class CudaExtension(Rule):
             "from torch.utils.cpp_extension import load_inline\n"
             "m = load_inline(name='m', cpp_sources=cpp, cuda_sources=cu, functions=['f'])\n"
         ),
+        # fairseq: CppExtension (not CUDAExtension) given .cu sources builds CUDA all the same.
+        Invalid(
+            "from torch.utils import cpp_extension\n"
+            "ext = cpp_extension.CppExtension('pkg.edit_cuda', sources=['edit.cu', 'bind.cpp'])\n"
+        ),
+        Invalid('from setuptools import Extension\next = Extension("fast_cuda", ["fast.cu"])\n'),
+        # A kernel generator: a script that writes .cu source.
+        Invalid('with open("conv_cuda_forward.cu", "w") as out:\n    out.write(head)\n'),
+        Invalid('from pathlib import Path\nPath(f"{d}/k{n}.cu").write_text(src)\n'),
     )
 
     def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
@@ -127,6 +152,16 @@ class CudaExtension(Rule):
         name = terminal_name(node.func)
         if name == "setup" and call_qualname(self, node) in _SETUP:
             self._setup = True
+        if name in ("open", "write_text", "write_bytes"):
+            self._check_generated_source(node, name)
+            return
+        if name is not None and name.endswith("Extension") and call_qualname(self, node) in _SOURCE_BUILDERS:
+            sources = arg_by_name(node, "sources") or (node.args[1] if len(node.args) > 1 and node.args[1].keyword is None else None)
+            if sources is not None and _CU_SOURCE.search(self.context.code(sources.value)):
+                named = arg_by_name(node, "name") or (node.args[0] if node.args and node.args[0].keyword is None else None)
+                self._cuda_extensions.append(self.context.code(named.value) if named is not None else f"{name}(...)")
+                self._report(node, f"`{name}` is given .cu sources: it builds CUDA C++ kernels")
+            return
         if name not in _NAMES:
             self._check_loader_call(node)
             return
@@ -189,6 +224,33 @@ class CudaExtension(Rule):
             loader = _loader_of(self, node.func, facts)
         if loader is not None:
             self._report(node, f"`{loader}` is given CUDA sources: it JIT-builds them with `cpp_extension.load`")
+
+    def _check_generated_source(self, node: cst.Call, name: str) -> None:
+        """``open("x_cuda_forward.cu", "w")`` (the builtin, or ``io.open``) and
+        ``Path("x.cu").write_text(...)``: the file writes a CUDA source."""
+        if name == "open":
+            if self.context.scope.lookup("open") is not None and call_qualname(self, node) != "io.open":
+                return  # an `open` imported from elsewhere
+            target = node.args[0] if node.args and node.args[0].keyword is None else arg_by_name(node, "file")
+            mode = arg_by_name(node, "mode") or (node.args[1] if len(node.args) > 1 and node.args[1].keyword is None else None)
+            if target is None or mode is None or not isinstance(mode.value, cst.SimpleString):
+                return
+            if not _WRITE_MODE.search(str(mode.value.evaluated_value)):
+                return
+        else:
+            if not (isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Call) and node.func.value.args):
+                return
+            target = node.func.value.args[0]
+        code = self.context.code(target.value)
+        match = re.search(r"""[\w./{}-]*\.cuh?(?=['"])""", code)
+        if match is None:
+            return
+        self.report(
+            node,
+            f"writes CUDA kernel source (`{match.group()}`): this script generates code for the CUDA build",
+            guidance=_GEN_GUIDANCE,
+            effort=Effort.HIGH,
+        )
 
     def _report(self, node: cst.CSTNode, message: str) -> None:
         self.report(node, message, guidance=_GUIDANCE, effort=Effort.HIGH)

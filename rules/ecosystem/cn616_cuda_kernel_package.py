@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Valid
 from cuda2neuron.python import dotted_name
 
-from .._shared.kernels import KERNEL_LANGUAGES, KernelPackage, kernel_packages, package_of
+from .._shared.kernels import KERNEL_LANGUAGES, KernelPackage, dynamic_import, kernel_packages, package_of
 from .._shared.names import call_qualname
 from .._shared.packages import imports_any
 
@@ -17,6 +20,13 @@ __all__ = ["CudaKernelPackage"]
 def _triggers() -> tuple[str, ...]:
     # A row's first name is in every import of it (`from numba import cuda` holds "numba").
     return tuple(sorted({m.split(".")[0] for m in kernel_packages()}))
+
+
+@lru_cache(maxsize=4)
+def _dynamic_pattern(tops: tuple[str, ...]) -> re.Pattern[bytes]:
+    """``import_module("fused_adam_cuda")`` / ``__import__('x.y')`` of one of ``tops``."""
+    names = b"|".join(re.escape(t.encode()) for t in tops)
+    return re.compile(rb"""(?:import_module|__import__)\(\s*[rbu]?['"](?:""" + names + rb""")\b""")
 
 
 class CudaKernelPackage(Rule):
@@ -54,6 +64,8 @@ class CudaKernelPackage(Rule):
         'kernel = "causal_conv1d"\n',  # a selector string, not an import
         "from . import causal_conv1d\n",  # the project's own module
         "from numba import jit\n",  # numba on the host
+        'import importlib\nmod = importlib.import_module("json")\n',
+        'import importlib\nmod = importlib.import_module(name)\n',  # a name only known at run time
         # inside the mamba repository its own package is the project's code (CN617's business)
         Valid("import mamba_ssm\n", options=(("project", ProjectFacts(own_packages=frozenset({"mamba_ssm"}))),)),
     )
@@ -68,13 +80,16 @@ class CudaKernelPackage(Rule):
         Invalid("from cuda.bindings import driver\n"),
         Invalid("from cuda import cuda\nerr, = cuda.cuInit(0)\n"),
         Invalid("from numba import cuda\n\n@cuda.jit\ndef k(a):\n    pass\n"),
+        # An import spelled as a call, and the calls made through what it returns.
+        Invalid('import importlib\nops = importlib.import_module("fused_adam_cuda")\nops.adam(p, g)\n'),
+        Invalid('ext = __import__("selective_scan_cuda")\n'),
     )
 
     @classmethod
     def wakes(cls, code: bytes) -> bool:
         # Imports, decorators and calls are all reported through an import of a row's package
         # (its first name is a trigger word): "rotary_emb" in `image_rotary_emb` is not one.
-        return imports_any(code, cls.triggers)
+        return imports_any(code, cls.triggers) or _dynamic_pattern(cls.triggers).search(code) is not None
 
     def _facts(self) -> ProjectFacts:
         return self.context.settings.project
@@ -123,8 +138,37 @@ class CudaKernelPackage(Rule):
                 effort=Effort.HIGH,
             )
 
+    def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
+        super().__init__(context)
+        # `ops = importlib.import_module("fused_adam_cuda")`: names bound to a row's module.
+        self._dynamic: dict[str, tuple[str, KernelPackage]] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not isinstance(node.value, cst.Call):
+            return
+        module = dynamic_import(node.value, call_qualname(self, node.value))
+        row = package_of(module, self._facts()) if module else None
+        if row is None:
+            return
+        for target in node.targets:
+            name = dotted_name(target.target)
+            if name is not None:
+                self._dynamic[name] = (module, row)  # type: ignore[assignment]
+
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)
+        module = dynamic_import(node, qualified)
+        if module is not None:
+            row = package_of(module, self._facts())
+            if row is not None:
+                self._report_import(node, module, row)
+            return
+        if qualified is None and self._dynamic:
+            dotted = dotted_name(node.func)
+            head = next((h for h in self._dynamic if dotted and (dotted == h or dotted.startswith(h + "."))), None)
+            if head is not None:
+                module, row = self._dynamic[head]
+                qualified = module + dotted[len(head):]  # type: ignore[index]
         row = package_of(qualified, self._facts())
         # Calls inside a kernel language are the kernel's own body (reported at the import and
         # the decorator); calls of prebuilt kernels are each a place the port must change.

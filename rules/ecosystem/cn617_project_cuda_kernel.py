@@ -7,12 +7,13 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Valid
 from cuda2neuron.python import dotted_name
 
-from .._shared.kernels import project_module, relative_module
+from .._shared.kernels import dynamic_import, project_module, relative_module
+from .._shared.names import call_qualname
 
 __all__ = ["ProjectCudaKernel"]
 
 _EXT_GUIDANCE = (
-    "The extension is built from CUDA sources by the project's setup (CUDAExtension) and cannot be "
+    "The extension is built from CUDA sources by the project's setup (CUDAExtension, or .cu sources) and cannot be "
     "built or imported on Trainium: call the plain PyTorch reference of each op it exports (or an "
     "NKI kernel registered with torch_neuronx.nki_op), and drop it from the build."
 )
@@ -73,6 +74,8 @@ class ProjectCudaKernel(Rule):
         Invalid("from pkg.ops.layer_norm import rms_norm\ny = rms_norm(x, w)\n", options=_OPTIONS),
         Invalid("from ..ops.layer_norm import RMSNorm\nnorm = RMSNorm(64)\n", path="pkg/models/block.py", options=_OPTIONS),
         Invalid("from ..ops import layer_norm\ny = layer_norm.rms_norm(x, w)\n", path="pkg/models/block.py", options=_OPTIONS),
+        # An import spelled as a call, and a call through what it returns.
+        Invalid('import importlib\next = importlib.import_module("pkg._C")\next.nms(b, s, 0.5)\n', options=_OPTIONS),
     )
 
     def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
@@ -131,14 +134,31 @@ class ProjectCudaKernel(Rule):
 
     def _report_import(self, node: cst.CSTNode, module: str, extension: bool) -> None:
         if extension:
-            message = f"`{module}` is a compiled CUDA extension the project builds (CUDAExtension in its setup)"
+            message = f"`{module}` is a compiled CUDA extension the project builds (from CUDA sources, in its setup)"
         elif self._facts().kernel_module(module) and not any(module == k or (k.endswith("." + module) and "." in module) for k in self._facts().kernel_modules):
             message = f"`{module}` comes from a project module that runs GPU kernels"
         else:
             message = f"`{module}` is a project module that runs GPU kernels"
         self.report(node, message, guidance=_EXT_GUIDANCE if extension else _KERNEL_GUIDANCE, effort=Effort.HIGH)
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # `ext = importlib.import_module("pkg._C")`: an import spelled as a call binds `ext`.
+        hit = self._dynamic(node.value) if isinstance(node.value, cst.Call) else None
+        if hit is not None:
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name is not None:
+                    self._bound[name] = hit
+
+    def _dynamic(self, call: cst.Call) -> tuple[str, bool] | None:
+        module = dynamic_import(call, call_qualname(self, call))
+        return self._classify((module,)) if module else None
+
     def visit_Call(self, node: cst.Call) -> None:
+        hit = self._dynamic(node)
+        if hit is not None:
+            self._report_import(node, *hit)
+            return
         if not self._bound:
             return
         func: cst.BaseExpression = node.func

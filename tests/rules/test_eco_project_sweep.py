@@ -1,6 +1,6 @@
-"""tests/fixtures/projects/ssm_kernels through `check` (the CLI runs the project sweep first):
-every row of its EXPECTED.md that needs the sweep is reported on its line by the expected rule,
-and no kernel guard becomes an `is_neuron` after `migrate`."""
+"""tests/fixtures/projects/ssm_kernels and seq_extensions through `check` (the CLI runs the
+project sweep first): every row of their EXPECTED.md that needs the sweep is reported on its
+line by the expected rule, and no kernel guard becomes an `is_neuron` after `migrate`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import pytest
 
 from cuda2neuron.cli import main
 
-PROJECT = Path(__file__).parents[1] / "fixtures" / "projects" / "ssm_kernels"
+PROJECTS = Path(__file__).parents[1] / "fixtures" / "projects"
+PROJECT = PROJECTS / "ssm_kernels"
+SEQ = PROJECTS / "seq_extensions"
 
 # (file, needle in the line, code that must report that line)
 ROWS = [
@@ -69,3 +71,56 @@ def test_no_kernel_guard_turns_into_is_neuron(tmp_path):
     for path in (port / "ssmlib").rglob("*.py"):
         assert "is_neuron" not in path.read_text(encoding="utf-8"), path
     assert 'torch.device("neuron" if torch.neuron.is_available() else "cpu")' in (port / "ssmlib" / "model.py").read_text()
+
+
+# seq_extensions: extensions built by CppExtension from .cu sources (package-prefixed names, in an
+# `if` and a list), a kernel module imported by importlib, a script that writes .cu sources.
+SEQ_ROWS = [
+    ("setup.py", 'CppExtension("seqlib.edit_cuda"', "CN602"),
+    ("setup.py", 'CppExtension("align_cuda_binding"', "CN602"),
+    ("seqlib/edit.py", "from seqlib import edit_cuda", "CN617"),
+    ("seqlib/align.py", "if p_choose.is_cuda:", "CN104"),
+    ("seqlib/align.py", "from align_cuda_binding import", "CN617"),
+    ("seqlib/align.py", "align(p_choose, alpha, eps)", "CN617"),
+    ("seqlib/optim.py", 'importlib.import_module("fused_adam_cuda")', "CN616"),
+    ("seqlib/optim.py", "fused_ops.adam(", "CN616"),
+    ("seqlib/kernels/gen.py", "conv_forward_kernels.cu", "CN602"),
+]
+SEQ_NOT_REPORTED = [
+    ("setup.py", 'CppExtension("seqlib.edit_host"', "CN602"),
+    ("seqlib/edit.py", "from seqlib import edit_host", "CN617"),
+    ("seqlib/kernels/gen.py", "with open(path) as f:", "CN602"),
+]
+
+
+@pytest.fixture(scope="module")
+def seq_findings(tmp_path_factory) -> set[tuple[str, int, str]]:
+    out = tmp_path_factory.mktemp("check") / "report.json"
+    assert main(["check", str(SEQ), "--no-cache", "--output-format", "json", "--output-file", str(out), "-q"]) == 1
+    data = json.loads(out.read_text())
+    return {
+        (Path(f["path"]).resolve().relative_to(SEQ.resolve()).as_posix(), f["line"], f["code"])
+        for f in data["manual_actions"] + data["edits"]
+    }
+
+
+def _seq_line(file: str, needle: str) -> int:
+    [number] = [i + 1 for i, text in enumerate((SEQ / file).read_text(encoding="utf-8").splitlines()) if needle in text]
+    return number
+
+
+@pytest.mark.parametrize(("file", "needle", "code"), SEQ_ROWS, ids=[f"{f}:{n}" for f, n, _ in SEQ_ROWS])
+def test_seq_extensions_reported_where_reached(seq_findings, file, needle, code):
+    assert (file, _seq_line(file, needle), code) in seq_findings
+
+
+@pytest.mark.parametrize(("file", "needle", "code"), SEQ_NOT_REPORTED, ids=[f"{f}:{n}" for f, n, _ in SEQ_NOT_REPORTED])
+def test_seq_extensions_host_paths_not_reported(seq_findings, file, needle, code):
+    assert (file, _seq_line(file, needle), code) not in seq_findings
+
+
+def test_seq_extensions_device_branch_keeps_is_cuda(tmp_path):
+    port = tmp_path / "port"
+    assert main(["migrate", str(SEQ), "--out", str(port), "--no-cache", "-q"]) in (0, 1)
+    text = (port / "seqlib" / "align.py").read_text(encoding="utf-8")
+    assert "if p_choose.is_cuda:" in text and "is_neuron" not in text

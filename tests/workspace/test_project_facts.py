@@ -20,6 +20,24 @@ setup(
 """
 
 
+# Extensions built with CppExtension (not CUDAExtension) from .cu sources, inside an `if` and a
+# list, one named with its package prefix: each builds CUDA code.
+FAIRSEQ_STYLE_SETUP = """\
+import sys
+from setuptools import setup
+extensions = []
+if "build_ext" in sys.argv:
+    from torch.utils import cpp_extension
+    extensions.extend([cpp_extension.CppExtension("pkg.edit_host", sources=["csrc/edit.cpp"])])
+    if "CUDA_HOME" in __import__("os").environ:
+        extensions.extend([
+            cpp_extension.CppExtension("pkg.edit_cuda", sources=["csrc/edit.cu", "csrc/bind.cpp"]),
+            cpp_extension.CppExtension("align_cuda_binding", sources=["ops/align_kernel.cu", "ops/align.cpp"]),
+        ])
+setup(name="pkg", ext_modules=extensions)
+"""
+
+
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         path = tmp_path / "proj" / name
@@ -39,6 +57,11 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         pytest.param(
             {"setup.py": 'from torch.utils.cpp_extension import CppExtension\nCppExtension(name="cpu_only", sources=["a.cpp"])\n'},
             set(), set(), id="cpp-extension-is-not-cuda",
+        ),
+        pytest.param({"setup.py": FAIRSEQ_STYLE_SETUP}, {"pkg.edit_cuda", "align_cuda_binding"}, set(), id="cpp-extension-with-cu-sources"),
+        pytest.param(
+            {"setup.py": 'from setuptools import Extension\nsrcs = ["k.cpp", "k.cu"]\next = Extension("fast_ops", sources=srcs)\n'},
+            {"fast_ops"}, set(), id="setuptools-extension-sources-by-name",
         ),
         pytest.param(
             {"jit.py": 'from torch.utils import cpp_extension\nops = cpp_extension.load(name="fused", sources=["k.cpp", "k.cu"])\n'},
