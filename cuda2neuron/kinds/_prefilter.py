@@ -30,10 +30,12 @@ _PYTHON = (
     "autocast", "GradScaler", "custom_fwd", "custom_bwd",
     "nccl", "init_process_group", "DistributedDataParallel",
     "compile", "_inductor",
-    "triton", "cpp_extension", '.cu"', ".cu'", '.cuh"', ".cuh'", "flash_attn", "xformers", "apex", "bitsandbytes", "fused", "sdp",
+    "triton", "cpp_extension", "flash_attn", "xformers", "apex", "bitsandbytes", "fused", "sdp",
+    # CN602: a CUDA source named in a literal (an Extension's sources, a kernel generator)
+    '.cu"', ".cu'", '.cuh"', ".cuh'",
     "profiler", "cupy", "nvml", "nvidia", "gpustat", "GPUtil", "nvitop", "elapsed_time",
     # CUDA-only kernel packages and languages (rules/_shared/cuda_kernels.toml), hub kernels, FP8
-    "tilelang", "cutlass", "numba", "conv1d", "mamba", "dropout_layer_norm", "rotary_emb", "xentropy",
+    "tilelang", "cutlass", "numba", "conv1d", "mamba", "dropout_layer_norm", "rotary_emb", "xentropy", "amp_C",
     "deepspeed", "liger", "flashinfer", "vllm", "flash_mla", "deep_gemm", "deep_ep", "sgl_kernel",
     "transformer_engine", "natten", "nvdiffrast", "gsplat", "gaussian", "simple_knn", "sageattention",
     "get_kernel", "get_local_kernel", "load_kernel", "kernelize", "use_kernel_forward_from_hub",

@@ -95,12 +95,10 @@ def _reaching_names(module: str, tree: ast.Module, extensions: set[str], kernels
             dotted == m or dotted.startswith(m + ".") for m in (*extensions, *kernels)
         )
 
-    package = module.split(".")[:-1]
     seeds: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level:
-            base = package[: len(package) - (node.level - 1)] if node.level - 1 <= len(package) else []
-            prefix = ".".join([*base, *([node.module] if node.module else [])])
+            prefix = _relative_base(module, node)
             seeds.update(
                 a.asname or a.name for a in node.names if a.name != "*" and kernel_import(f"{prefix}.{a.name}".lstrip("."))
             )
@@ -132,6 +130,15 @@ def _reaching_names(module: str, tree: ast.Module, extensions: set[str], kernels
     }
 
 
+def _relative_base(module: str, node: ast.ImportFrom, package_init: bool = False) -> str:
+    """The dotted module a relative ``from ..x import y`` in ``module`` (a file's dotted name;
+    ``package_init``: the file is that package's ``__init__.py``) imports from:
+    ``fairseq.models.nat.utils`` + ``from ... import libnat_cuda`` gives ``fairseq``."""
+    package = module.split(".") if package_init else module.split(".")[:-1]
+    base = package[: len(package) - (node.level - 1)] if node.level - 1 <= len(package) else []
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
 def _extension_importers(candidates: list[tuple[Path, Path]], extensions: set[str], known: dict[str, ast.Module]) -> dict[str, ast.Module]:
     """Modules that import one of the project's compiled CUDA extensions (``try: import scan_ext``)
     run CUDA kernels as much as a Triton module does; only known once every setup.py was read,
@@ -158,8 +165,10 @@ def _extension_importers(candidates: list[tuple[Path, Path]], extensions: set[st
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.ImportFrom) and (node.module or node.level):
+                # `from fairseq import libnat_cuda`, and inside the package `from .. import libnat_cuda`
+                base = _relative_base(module, node, path.name == "__init__.py") if node.level else node.module
+                names = [base, *(f"{base}.{a.name}".lstrip(".") for a in node.names)]
             if any(n in extensions for n in names):
                 found[module] = tree
                 break

@@ -226,6 +226,9 @@ class _FirstCall(cst.CSTVisitor):
         return False
 
     def _imports(self, node: cst.Import | cst.ImportFrom) -> None:
+        # By the name it binds, not the module: `if not p.is_cuda: from ext_cpu import op`
+        # rebinds a name the module's CUDA import also binds, and the call after the branch
+        # runs whichever was bound, so the test still picks the kernel path.
         if self.found is None and not (isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar)):
             names = node.names if isinstance(node.names, (list, tuple)) else ()
             for alias in names:

@@ -40,7 +40,10 @@ _LOADERS = ProjectFacts(extension_loaders=frozenset({"pkg.jit.load_ext"}))
 _CU_SOURCE = re.compile(r"""\.cuh?['"]""")
 _NAMES = frozenset({"CUDAExtension", "load_inline", "load"})
 # Extension classes that build whatever their sources are: CUDA when one of them is a .cu file.
-_SOURCE_BUILDERS = frozenset({f"{_EXT}.CppExtension", "setuptools.Extension", "distutils.core.Extension", "distutils.extension.Extension"})
+_SOURCE_BUILDERS = frozenset({
+    f"{_EXT}.CppExtension", "setuptools.Extension", "setuptools.extension.Extension",
+    "distutils.core.Extension", "distutils.extension.Extension",
+})  # fmt: skip
 # `open("kernel_forward.cu", "w")`: a script that writes CUDA source (a kernel generator).
 _WRITE_MODE = re.compile(r"[wax]")
 _GEN_GUIDANCE = (
@@ -96,7 +99,10 @@ class CudaExtension(Rule):
         Valid("from pkg.jit import load_ext\nops = load_ext('ops', ['ops.cpp'])\n", options=(("project", _LOADERS),)),
         "from torch.utils.cpp_extension import load\next = load(name='e', sources=('a.cpp', 'b.cpp'))\n",
         'with open("kernel.cu") as f:\n    text = f.read()\n',  # reading a source generates nothing
+        'text = Path("kernel.cu").read_text()\nPath("notes.txt").write_text(text)\n',
         'from setuptools import Extension\next = Extension("fast", sources=["fast.c"])\n',
+        # a subclass of the script's own building Cython sources
+        "from setuptools import Extension\nclass NumpyExtension(Extension):\n    pass\next = NumpyExtension('utils_fast', sources=['utils_fast.pyx'])\n",
     )
     INVALID = (
         Invalid(
@@ -138,15 +144,26 @@ class CudaExtension(Rule):
             "ext = cpp_extension.CppExtension('pkg.edit_cuda', sources=['edit.cu', 'bind.cpp'])\n"
         ),
         Invalid('from setuptools import Extension\next = Extension("fast_cuda", ["fast.cu"])\n'),
+        # The sources named once, and a builder of the script's own (a subclass).
+        Invalid('from setuptools import Extension\nsrcs = ["k.cpp", "k.cu"]\next = Extension("ops", sources=srcs)\n'),
+        Invalid(
+            "from setuptools.extension import Extension\nclass NumpyExtension(Extension):\n    pass\n"
+            "ext = NumpyExtension('ops', sources=['ops_kernel.cu'])\n"
+        ),
         # A kernel generator: a script that writes .cu source.
         Invalid('with open("conv_cuda_forward.cu", "w") as out:\n    out.write(head)\n'),
         Invalid('from pathlib import Path\nPath(f"{d}/k{n}.cu").write_text(src)\n'),
+        Invalid('(out_dir / "fused_kernel.cuh").write_text(header)\n'),
     )
 
     def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
         super().__init__(context)
         self._cuda_extensions: list[str] = []  # the names the file's CUDAExtension calls build
         self._setup = False  # the file calls setuptools.setup: a build script
+        # `class NumpyExtension(Extension)`: the file's own builders, and names of lists of
+        # .cu sources (`srcs = ["k.cpp", "k.cu"]`, then `Extension("ops", sources=srcs)`).
+        self._builders: set[str] = set()
+        self._cu_lists: set[str] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         name = terminal_name(node.func)
@@ -155,9 +172,9 @@ class CudaExtension(Rule):
         if name in ("open", "write_text", "write_bytes"):
             self._check_generated_source(node, name)
             return
-        if name is not None and name.endswith("Extension") and call_qualname(self, node) in _SOURCE_BUILDERS:
+        if name is not None and name.endswith("Extension") and self._source_builder(node):
             sources = arg_by_name(node, "sources") or (node.args[1] if len(node.args) > 1 and node.args[1].keyword is None else None)
-            if sources is not None and _CU_SOURCE.search(self.context.code(sources.value)):
+            if sources is not None and self._names_cu(sources.value):
                 named = arg_by_name(node, "name") or (node.args[0] if node.args and node.args[0].keyword is None else None)
                 self._cuda_extensions.append(self.context.code(named.value) if named is not None else f"{name}(...)")
                 self._report(node, f"`{name}` is given .cu sources: it builds CUDA C++ kernels")
@@ -202,7 +219,28 @@ class CudaExtension(Rule):
             ancestors=(),
         )
 
+    def _source_builder(self, call: cst.Call) -> bool:
+        if call_qualname(self, call) in _SOURCE_BUILDERS:
+            return True
+        return isinstance(call.func, cst.Name) and call.func.value in self._builders
+
+    def _names_cu(self, sources: cst.BaseExpression) -> bool:
+        if _CU_SOURCE.search(self.context.code(sources)):
+            return True
+        return isinstance(sources, cst.Name) and sources.value in self._cu_lists
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if any(self.qualname(b.value) in _SOURCE_BUILDERS for b in node.bases):
+            self._builders.add(node.name.value)
+
     def visit_Assign(self, node: cst.Assign) -> None:
+        if (
+            len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+            and isinstance(node.value, (cst.List, cst.Tuple, cst.Call, cst.BinaryOperation))
+            and _CU_SOURCE.search(self.context.code(node.value))
+        ):
+            self._cu_lists.add(node.targets[0].target.value)
         # `extension = CUDAExtension` (then `extension("pkg._C", sources)`): the builder is chosen
         # at run time, so the CUDA build is only visible where CUDAExtension is assigned.
         if isinstance(node.value, (cst.Name, cst.Attribute)) and self.qualname(node.value) == f"{_EXT}.CUDAExtension":
@@ -227,7 +265,8 @@ class CudaExtension(Rule):
 
     def _check_generated_source(self, node: cst.Call, name: str) -> None:
         """``open("x_cuda_forward.cu", "w")`` (the builtin, or ``io.open``) and
-        ``Path("x.cu").write_text(...)``: the file writes a CUDA source."""
+        ``Path("x.cu").write_text(...)`` / ``(folder / "x.cu").write_text(...)``: the file writes
+        a CUDA source."""
         if name == "open":
             if self.context.scope.lookup("open") is not None and call_qualname(self, node) != "io.open":
                 return  # an `open` imported from elsewhere
@@ -237,11 +276,11 @@ class CudaExtension(Rule):
                 return
             if not _WRITE_MODE.search(str(mode.value.evaluated_value)):
                 return
+            code = self.context.code(target.value)
+        elif isinstance(node.func, cst.Attribute):
+            code = self.context.code(node.func.value)  # the path the text is written to
         else:
-            if not (isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Call) and node.func.value.args):
-                return
-            target = node.func.value.args[0]
-        code = self.context.code(target.value)
+            return
         match = re.search(r"""[\w./{}-]*\.cuh?(?=['"])""", code)
         if match is None:
             return

@@ -37,7 +37,9 @@ class CudaKernelPackage(Rule):
     DeepSpeed's fused ops, Liger, FlashInfer, vLLM's ``_C``, Transformer Engine, ...) and kernel
     languages other than Triton (TileLang, CUTLASS / CuTe DSL, cuda-python's ``cuda.bindings``,
     ``numba.cuda``), the calls made through them, and functions decorated as kernels of those
-    languages (``@tilelang.jit``, ``@cute.kernel``).
+    languages (``@tilelang.jit``, ``@cute.kernel``). An import spelled as a call with a literal
+    name (``importlib.import_module("fused_adam_cuda")``, ``__import__``) counts as an import,
+    and the calls made through the name it is assigned to are reported too.
 
     ## Why is this bad?
     These packages ship CUDA binaries or compile for NVIDIA GPUs; none of them has a Trainium
@@ -84,6 +86,11 @@ class CudaKernelPackage(Rule):
         Invalid('import importlib\nops = importlib.import_module("fused_adam_cuda")\nops.adam(p, g)\n'),
         Invalid('ext = __import__("selective_scan_cuda")\n'),
     )
+
+    def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
+        super().__init__(context)
+        # `ops = importlib.import_module("fused_adam_cuda")`: names bound to a row's module.
+        self._dynamic: dict[str, tuple[str, KernelPackage]] = {}
 
     @classmethod
     def wakes(cls, code: bytes) -> bool:
@@ -137,11 +144,6 @@ class CudaKernelPackage(Rule):
                 guidance=f"Port: {row.instead}.",
                 effort=Effort.HIGH,
             )
-
-    def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
-        super().__init__(context)
-        # `ops = importlib.import_module("fused_adam_cuda")`: names bound to a row's module.
-        self._dynamic: dict[str, tuple[str, KernelPackage]] = {}
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if not isinstance(node.value, cst.Call):

@@ -13,13 +13,17 @@ from .._shared.names import call_qualname
 __all__ = ["ProjectCudaKernel"]
 
 _EXT_GUIDANCE = (
-    "The extension is built from CUDA sources by the project's setup (CUDAExtension, or .cu sources) and cannot be "
-    "built or imported on Trainium: call the plain PyTorch reference of each op it exports (or an "
-    "NKI kernel registered with torch_neuronx.nki_op), and drop it from the build."
+    "The project's setup builds the extension from CUDA sources (CUDAExtension, or another "
+    "extension class given .cu files); it cannot be built or imported on Trainium: call the plain "
+    "PyTorch reference of each op it exports (or an NKI kernel registered with "
+    "torch_neuronx.nki_op), and drop it from the build."
 )
 _KERNEL_GUIDANCE = (
-    "That module runs GPU kernels (it imports Triton, TileLang or CUTLASS, reported there): use "
-    "the module's pure-PyTorch reference path for neuron tensors, or port its kernels to NKI."
+    "That module runs GPU kernels (it imports Triton, TileLang, CUTLASS or one of the project's "
+    "compiled CUDA extensions, reported there): use the module's pure-PyTorch reference path for "
+    "neuron tensors, or port its kernels to NKI. Where the module itself falls back to plain "
+    "PyTorch when its kernel is missing (an `except ImportError` path, a flag it checks), this "
+    "use needs no change of its own once that module is ported."
 )
 _FACTS = ProjectFacts(
     extension_modules=frozenset({"selective_scan_cuda", "pkg._C"}),
@@ -34,10 +38,12 @@ class ProjectCudaKernel(Rule):
     """
     ## What it does
     Reports imports of the compiled CUDA extensions the project's own setup builds
-    (``CUDAExtension(name="selective_scan_cuda")`` → ``import selective_scan_cuda``) and of the
-    project's own modules that import a GPU kernel language (``from pkg.ops.layer_norm import
-    rms_norm`` where that module imports triton), and every call made through what they bind.
-    Which modules those are comes from the project sweep run before the per-file rules.
+    (``CUDAExtension(name="selective_scan_cuda")`` → ``import selective_scan_cuda``; also a
+    ``CppExtension("pkg.edit_cuda", sources=["edit.cu"])`` → ``from pkg import edit_cuda``,
+    and ``importlib.import_module("pkg._C")``) and of the project's own modules that import a
+    GPU kernel language or such an extension (``from pkg.ops.layer_norm import rms_norm`` where
+    that module imports triton), and every call made through what they bind. Which modules
+    those are comes from the project sweep run before the per-file rules.
 
     ## Why is this bad?
     Nothing in the importing file says CUDA: only the project's setup.py, or the imported

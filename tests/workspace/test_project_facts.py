@@ -121,6 +121,12 @@ def not_a_loader(name):
             "kernel_modules", {"pkg.nms"}, id="from-package-import-extension",
         ),
         pytest.param(
+            {"setup.py": FAIRSEQ_STYLE_SETUP, "pkg/__init__.py": "from . import edit_cuda\n", "pkg/nat/__init__.py": "",
+             "pkg/nat/utils.py": "def load():\n    from .. import edit_cuda\n    return edit_cuda\n",
+             "pkg/nat/host.py": "from .. import edit_host\n"},
+            "kernel_modules", {"pkg", "pkg.nat.utils"}, id="relative-import-of-extension",
+        ),
+        pytest.param(
             {
                 "pkg/__init__.py": "",
                 "pkg/norm.py": "import triton\n\n@triton.jit\ndef _k(x):\n    pass\n\ndef fast(x):\n    _k[(1,)](x)\n\n"
