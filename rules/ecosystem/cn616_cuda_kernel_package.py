@@ -96,7 +96,10 @@ class CudaKernelPackage(Rule):
     def wakes(cls, code: bytes) -> bool:
         # Imports, decorators and calls are all reported through an import of a row's package
         # (its first name is a trigger word): "rotary_emb" in `image_rotary_emb` is not one.
-        return imports_any(code, cls.triggers) or _dynamic_pattern(cls.triggers).search(code) is not None
+        if imports_any(code, cls.triggers):
+            return True
+        # `importlib.import_module("fused_adam_cuda")`: the regex only where such a call can be.
+        return (b"import_module" in code or b"__import__" in code) and _dynamic_pattern(cls.triggers).search(code) is not None
 
     def _facts(self) -> ProjectFacts:
         return self.context.settings.project
