@@ -92,34 +92,78 @@ class _Names(ast.NodeVisitor):
         self.uses: dict[str, set[int]] = {}  # name -> lines where it is read
         self.statements: list[ast.stmt] = []
         self.skips: set[tuple[int, int]] = set()  # (line, col) of `pytest.importorskip("pkg")` names
+        # The project's own bare-word names (`def f(cuda=True)`, `self.cuda = ...`): where they are
+        # written, by (line, byte col). Resolved against the whole project in `classify`.
+        self.params: dict[str, set[str]] = {}  # function or class -> its parameter names
+        self.param_names: set[tuple[int, int]] = set()  # a parameter, and its reads in its function
+        self.keywords: list[tuple[int, int, str, str]] = []  # (line, col, callee, keyword) of `f(cuda=...)`
+        self.attr_stores: set[str] = set()  # attributes the module assigns (`self.cuda = ...`)
+        self.attr_reads: list[tuple[int, int, str]] = []  # (line, col, attr) of `x.attr` not called, on a non-import
+        self.exported: list[tuple[int, int, str]] = []  # (line, col, name) of the strings of `__all__`
+        self.own_import_paths: list[tuple[int, tuple[str, ...]]] = []  # (line, module parts) of `from own.mod import`
+        self._scopes: list[set[str]] = []
+        self._classes: list[str] = []
+        self._called: set[int] = set()
 
     def generic_visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.stmt):
             self.statements.append(node)
         super().generic_visit(node)
 
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        self.defined.add(node.name)
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        args = node.args
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, *filter(None, (args.vararg, args.kwarg))]
+        params = {a.arg for a in every}
+        if not isinstance(node, ast.Lambda):
+            self.defined.add(node.name)
+            self.params.setdefault(node.name, set()).update(params)
+            if node.name == "__init__" and self._classes:
+                # `BacktranslationDataset(..., cuda=True)` passes the parameter of its __init__.
+                self.params.setdefault(self._classes[-1], set()).update(params)
+        self._scopes.append(params)
         self.generic_visit(node)
+        self._scopes.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
+    visit_Lambda = visit_FunctionDef
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.defined.add(node.name)
+        self._classes.append(node.name)
+        # A class body is no function scope: its names are not parameters of an enclosing def.
+        outer, self._scopes = self._scopes, []
         self.generic_visit(node)
+        self._scopes = outer
+        self._classes.pop()
 
     def visit_arg(self, node: ast.arg) -> None:
         self.defined.add(node.arg)
+        self.param_names.add((node.lineno, node.col_offset))
+        self.generic_visit(node)  # its annotation
 
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Store):
             self.defined.add(node.id)
         elif isinstance(node.ctx, ast.Load):
             self.uses.setdefault(node.id, set()).add(node.lineno)
+        # `if cuda:` inside `def f(..., cuda=True)`: the parameter, read.
+        if any(node.id in scope for scope in self._scopes):
+            self.param_names.add((node.lineno, node.col_offset))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if isinstance(node.ctx, ast.Store):
             self.defined.add(node.attr)
+            self.attr_stores.add(node.attr)
+        # Where the attribute's name is written: at the end of the node (`self.cuda`).
+        where = (node.end_lineno or node.lineno, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
+        root = node.value
+        while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        # Not `x.cuda()` (the API, whatever x is) and not `torch.cuda` / `np.cuda` (an attribute of
+        # an imported module): those are the library's, not an attribute the project assigns.
+        imported_root = isinstance(root, ast.Name) and root.id in self.imported
+        if id(node) not in self._called and not imported_root:
+            self.attr_reads.append((*where, node.attr))
         self.generic_visit(node)
 
     def visit_Import(self, node: ast.Import) -> None:
@@ -134,6 +178,8 @@ class _Names(ast.NodeVisitor):
         # `from .utils import move_to_cuda` / `from fairseq.utils import move_to_cuda` bind a name
         # the project defines; only an import from outside it makes a name foreign.
         own = node.level > 0 or (node.module or "").split(".")[0] in self.project_modules
+        if own and node.module:
+            self.own_import_paths.append((node.lineno, (node.level, *node.module.split("."))))
         for alias in node.names:
             bound = alias.asname or alias.name
             self.imported[bound] = node.lineno
@@ -145,10 +191,22 @@ class _Names(ast.NodeVisitor):
         # `pytest.importorskip("tilelang")`: the test skips where the package is absent, which
         # is the right answer on Neuron.
         func = node.func
+        self._called.add(id(func))
+        callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if callee is not None:
+            self.keywords.extend((k.lineno, k.col_offset, callee, k.arg) for k in node.keywords if k.arg is not None)
         if isinstance(func, ast.Attribute) and func.attr == "importorskip" and node.args:
             first = node.args[0]
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
                 self.skips.add((first.lineno, first.col_offset))
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        # `__all__ = ["retry_if_cuda_oom"]`: strings naming what the module exports.
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets) and isinstance(node.value, (ast.List, ast.Tuple)):
+            for e in node.value.elts:
+                if isinstance(e, ast.Constant) and isinstance(e.value, str):
+                    self.exported.append((e.lineno, e.col_offset, e.value))
         self.generic_visit(node)
 
     def visit_Dict(self, node: ast.Dict) -> None:
@@ -222,19 +280,34 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
             defined |= entry[1].defined
             foreign |= entry[1].foreign
     own = defined - foreign
+    # The project's functions and classes with their parameters, and the attributes it assigns:
+    # a bare `cuda` is the project's own name where it is one of these (fairseq's
+    # `backtranslate_samples(..., cuda=True)`, `self.cuda = torch.cuda.is_available() and ...`).
+    params: dict[str, set[str]] = {}
+    attrs: set[str] = set()
+    for entry in parsed.values():
+        if entry is not None:
+            for callee, names_ in entry[1].params.items():
+                params.setdefault(callee, set()).update(names_)
+            attrs |= entry[1].attr_stores
+    modules = {".".join(Path(rel).with_suffix("").parts[: -1 if Path(rel).stem == "__init__" else None]) for rel in parsed}
     misses: list[str] = []
     excused: list[str] = []
     for rel, entry in parsed.items():
         names = entry[1] if entry is not None else _Names()
         lines = _widen(names, pointed.get(rel, set()), kernel_lines.get(rel, set()))
         reported_imports = {name for name, line in names.imported.items() if line in lines}
+        own_names, own_paths = _own_bare_names(rel, names, params, attrs, own, modules)
         for line, tokens in _code_lines(port / rel).items():
             if line in lines:
                 continue
             reasons = []
             for tok in tokens:
                 word = tok.string
-                if any(s in word.lower() for s in stacks.get(rel, ())) and not re.search(r"cuda|nccl|cudnn", word, re.IGNORECASE):
+                own_reason = _own_reason(tok, own_names, own_paths)
+                if own_reason is not None:
+                    reasons.append(f"{word}: {own_reason}")
+                elif any(s in word.lower() for s in stacks.get(rel, ())) and not re.search(r"cuda|nccl|cudnn", word, re.IGNORECASE):
                     reasons.append(f"{word}: kernel language of a reported file")
                 elif tok.type == tokenize.NAME and word in reported_imports and not tok.line[: tok.start[1]].rstrip().endswith("."):
                     reasons.append(f"{word}: bound by a reported import")
@@ -252,6 +325,56 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
             else:
                 misses.append(f"{rel}:{line}: {words}")
     return misses, excused
+
+
+def _own_bare_names(
+    rel: str, names: _Names, params: dict[str, set[str]], attrs: set[str], own: set[str], modules: set[str]
+) -> tuple[dict[tuple[tuple[int, int], str], str], dict[int, set[str]]]:
+    """The tokens of one module that spell a project's own name although the word alone is an
+    API (`cuda`): ((line, byte col), token) -> reason, and line -> the module-path parts of a
+    `from` import of the project's own module on that line.
+
+    Own: a parameter of the project's function and its reads there; a keyword argument passed to
+    the project's function or class that has that parameter (not `cuda=` passed to a library); an
+    attribute the project assigns, read without a call, on something that is not an imported module
+    (`self.cuda`, never `x.cuda()` or `torch.cuda`); a string of `__all__` naming a project's def;
+    a part of the module path in `from lightning.fabric.accelerators.cuda import ...`, when that
+    path is a module of the tree."""
+    out: dict[tuple[tuple[int, int], str], str] = {}
+    for where in names.param_names:
+        out[where, ""] = "a parameter of the project's function"
+    for line, col, callee, keyword in names.keywords:
+        if callee not in names.foreign and keyword in params.get(callee, ()):
+            out[(line, col), keyword] = f"a keyword of the project's {callee}()"
+    for line, col, attr in names.attr_reads:
+        if attr in attrs:
+            out[(line, col), attr] = "an attribute the project assigns"
+    for line, col, value in names.exported:
+        if value in own:
+            for quote in ('"', "'"):
+                out[(line, col), f"{quote}{value}{quote}"] = "a name the module exports"
+    paths: dict[int, set[str]] = {}
+    package = Path(rel).parent.parts
+    for line, (level, *parts) in names.own_import_paths:
+        base = package[: len(package) - level + 1] if level else ()
+        dotted = ".".join((*base, *parts))
+        if any(m == dotted or m.endswith("." + dotted) for m in modules):
+            paths.setdefault(line, set()).update(parts)
+    return out, paths
+
+
+def _own_reason(tok: tokenize.TokenInfo, own_names: dict, paths: dict[int, set[str]]) -> str | None:
+    if tok.type != tokenize.NAME:
+        return own_names.get(((tok.start[0], len(tok.line[: tok.start[1]].encode("utf-8"))), tok.string))
+    if not _BARE.fullmatch(tok.string):
+        return None  # `use_cuda`, `move_to_cuda`: a name the project defines, decided by `own`
+    where = (tok.start[0], len(tok.line[: tok.start[1]].encode("utf-8")))
+    reason = own_names.get((where, tok.string)) or own_names.get((where, ""))
+    if reason is None and tok.string in paths.get(tok.start[0], ()):
+        before = tok.line[: tok.start[1]]
+        if re.match(r"\s*from\s", before) and not re.search(r"\bimport\b", before):
+            reason = "a module of the project"
+    return reason
 
 
 def audit(project: Path, target: str, keep: Path | None) -> dict:
