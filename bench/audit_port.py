@@ -19,7 +19,10 @@ reported import in a `try`, at an import whose bound name is read only on lines 
 at (`import torch.backends.cudnn as cudnn` before a reported `cudnn.benchmark = True`), and
 (for a kernel-stack finding on a decorator or `def`) at the whole kernel. A line is counted as holding no CUDA construct, and listed with `--excused`, when
 each of its CUDA words is one of: a name the project itself defines (`def _require_cuda()`,
-`torch_cuda_version = ...`, never the bare word `cuda`), a name bound by a reported import (the
+`torch_cuda_version = ...`; the bare word `cuda` only where it is provably the project's: a
+parameter of its function and the reads of it there, a keyword passed to its own function or class
+that has that parameter, a `self.cuda` field it assigns, a string of `__all__` naming its def, a
+part of a `from` path that is a module of the tree), a name bound by a reported import (the
 `cuda` of `import cuda.bindings.driver as cuda`), a string used as a key of the program's own
 data (`checkpoint["cuda_rng_state"]`, not `os.environ["PYTORCH_CUDA_ALLOC_CONF"]`), the
 package of a `pytest.importorskip("tilelang")` (the test skips on Neuron, as it should), or the
@@ -97,8 +100,8 @@ class _Names(ast.NodeVisitor):
         self.params: dict[str, set[str]] = {}  # function or class -> its parameter names
         self.param_names: set[tuple[int, int]] = set()  # a parameter, and its reads in its function
         self.keywords: list[tuple[int, int, str, str]] = []  # (line, col, callee, keyword) of `f(cuda=...)`
-        self.attr_stores: set[str] = set()  # attributes the module assigns (`self.cuda = ...`)
-        self.attr_reads: list[tuple[int, int, str]] = []  # (line, col, attr) of `x.attr` not called, on a non-import
+        self.attr_stores: set[str] = set()  # attributes the module assigns on self (`self.cuda = ...`)
+        self.attr_reads: list[tuple[int, int, str]] = []  # (line, col, attr) of `self.attr`, not called
         self.exported: list[tuple[int, int, str]] = []  # (line, col, name) of the strings of `__all__`
         self.own_import_paths: list[tuple[int, tuple[str, ...]]] = []  # (line, module parts) of `from own.mod import`
         self._scopes: list[set[str]] = []
@@ -153,16 +156,14 @@ class _Names(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if isinstance(node.ctx, ast.Store):
             self.defined.add(node.attr)
-            self.attr_stores.add(node.attr)
-        # Where the attribute's name is written: at the end of the node (`self.cuda`).
-        where = (node.end_lineno or node.lineno, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
-        root = node.value
-        while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
-            root = root.func if isinstance(root, ast.Call) else root.value
-        # Not `x.cuda()` (the API, whatever x is) and not `torch.cuda` / `np.cuda` (an attribute of
-        # an imported module): those are the library's, not an attribute the project assigns.
-        imported_root = isinstance(root, ast.Name) and root.id in self.imported
-        if id(node) not in self._called and not imported_root:
+        # `self.cuda = torch.cuda.is_available() and ...` then `if self.cuda:` (fairseq's Trainer):
+        # a field of the project's own object. Only on `self`, and never called: `x.cuda()` and
+        # `torch.cuda` are the API whatever x is, and `torch.cuda = Mock()` is no field of ours.
+        if isinstance(node.value, ast.Name) and node.value.id == "self" and id(node) not in self._called:
+            if isinstance(node.ctx, ast.Store):
+                self.attr_stores.add(node.attr)
+            # Where the attribute's name is written: at the end of the node.
+            where = (node.end_lineno or node.lineno, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
             self.attr_reads.append((*where, node.attr))
         self.generic_visit(node)
 
@@ -193,7 +194,12 @@ class _Names(ast.NodeVisitor):
         func = node.func
         self._called.add(id(func))
         callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-        if callee is not None:
+        root = func
+        while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        # `lib.load(cuda=True)` passes a keyword to a library even where the project has a
+        # `load(cuda=...)` of its own: the callee must not hang off an imported foreign name.
+        if callee is not None and not (isinstance(root, ast.Name) and root.id in self.foreign):
             self.keywords.extend((k.lineno, k.col_offset, callee, k.arg) for k in node.keywords if k.arg is not None)
         if isinstance(func, ast.Attribute) and func.attr == "importorskip" and node.args:
             first = node.args[0]
@@ -336,8 +342,8 @@ def _own_bare_names(
 
     Own: a parameter of the project's function and its reads there; a keyword argument passed to
     the project's function or class that has that parameter (not `cuda=` passed to a library); an
-    attribute the project assigns, read without a call, on something that is not an imported module
-    (`self.cuda`, never `x.cuda()` or `torch.cuda`); a string of `__all__` naming a project's def;
+    attribute the project assigns on `self`, read there without a call (`self.cuda`, never
+    `x.cuda()`, `self.cuda()` or `torch.cuda`); a string of `__all__` naming a project's def;
     a part of the module path in `from lightning.fabric.accelerators.cuda import ...`, when that
     path is a module of the tree."""
     out: dict[tuple[tuple[int, int], str], str] = {}

@@ -111,3 +111,70 @@ def test_own_helper_imported_across_modules(tmp_path, importer, excused):
         assert train == [] and any("move_to_cuda: a name the project defines" in e for e in found_excused), (misses, found_excused)
     else:
         assert train, "a name imported from outside the project is not the project's own"
+
+
+# The bare word `cuda` is the API by default; each row is one way a project makes it its own name
+# (fairseq's Trainer and backtranslation, detectron2's `__all__`, Lightning's `accelerators/cuda.py`).
+_OWN_BARE = {
+    "parameter": ("def f(x, cuda=False):\n    if cuda:\n        return x\n", "a parameter of the project's function"),
+    "lambda-parameter": ("g = lambda cuda: cuda\n", "a parameter of the project's function"),
+    "keyword-of-own-function": ("def f(cuda=False):\n    pass\nf(cuda=True)\n", "a keyword of the project's f()"),
+    "keyword-of-own-class": (
+        "class D:\n    def __init__(self, cuda=False):\n        pass\nd = D(cuda=True)\n", "a keyword of the project's D()"
+    ),
+    "self-field": (
+        "class T:\n    def __init__(self):\n        self.cuda = False\n    def g(self):\n        if self.cuda:\n            pass\n",
+        "an attribute the project assigns",
+    ),
+    "exported-def": ("__all__ = ['retry_if_cuda_oom']\ndef retry_if_cuda_oom(f):\n    return f\n", "a name the module exports"),
+}
+
+
+@pytest.mark.parametrize("source, reason", _OWN_BARE.values(), ids=_OWN_BARE.keys())
+def test_own_bare_word_excused(tmp_path, source, reason):
+    misses, excused = _classify(tmp_path, source)
+    assert misses == [], misses
+    assert any(reason in line for line in excused), excused
+
+
+# Near misses: the same shapes where `cuda` is the API, which must stay misses.
+_API_BARE = {
+    # The parameter `cuda` does not make `torch.cuda` in the same function the project's.
+    "api-beside-parameter": "import torch\ndef f(cuda=False):\n    return torch.cuda.device_count()\n",
+    "keyword-to-library": "import lib\nlib.g(cuda=True)\n",
+    # The project has an `f(cuda=...)`, but this `f` hangs off a foreign module.
+    "keyword-to-library-namesake": "import lib\ndef f(cuda=False):\n    pass\nlib.f(cuda=True)\n",
+    "keyword-not-a-parameter": "def f(device=None):\n    pass\nf(cuda=True)\n",
+    "method-call-on-self": "class T:\n    def __init__(self):\n        self.cuda = False\n    def g(self):\n        self.cuda()\n",
+    "field-on-other-object": "class T:\n    def __init__(self):\n        self.cuda = False\nfn = model.cuda\n",
+    # A monkeypatched module attribute is not a field of the project's.
+    "store-on-module": "import torch\ntorch.cuda = None\nx = self.cuda\n",
+    "export-not-defined": "__all__ = ['retry_if_cuda_oom']\n",
+    "from-torch-cuda": "from torch.cuda import amp\n",
+}
+
+
+@pytest.mark.parametrize("source", _API_BARE.values(), ids=_API_BARE.keys())
+def test_api_bare_word_still_a_miss(tmp_path, source):
+    misses, _ = _classify(tmp_path, source)
+    assert misses, "the bare word is the CUDA API here"
+
+
+@pytest.mark.parametrize(
+    "importer, excused",
+    [
+        pytest.param("from pkg.accelerators.cuda import num_devices\n", True, id="own-module-path"),
+        pytest.param("from .accelerators.cuda import num_devices\n", True, id="relative-own-module-path"),
+        # No `pkg/cuda.py`: the `cuda` in the path is not a module of the tree.
+        pytest.param("from pkg.cuda import num_devices\n", False, id="not-a-module-of-the-tree"),
+    ],
+)
+def test_own_module_path(tmp_path, importer, excused):
+    (tmp_path / "pkg" / "accelerators").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "accelerators" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "accelerators" / "cuda.py").write_text("def num_devices():\n    return 0\n")
+    (tmp_path / "pkg" / "train.py").write_text(importer)
+    misses, _ = audit_port.classify(tmp_path, {}, {}, {})
+    train = [m for m in misses if m.startswith("pkg/train.py")]
+    assert (train == []) == excused, misses
