@@ -12,6 +12,7 @@ look like a CUDA device, so files pay nothing for it.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 import re
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ import libcst as cst
 
 from cuda2neuron.core import Rule, Safety
 
-from .._shared.args import positional_args
+from .._shared.args import arg_by_name, positional_args
 from .._shared.names import is_device_word
 from .._shared.strings import fstring_text, string_value
 from .._shared.target import NEURON, Imports, compared_type_expr, device_type_expr
@@ -94,6 +95,8 @@ _DEVICE_KEYWORDS = frozenset({"device", "map_location"})
 _STRING_TESTS = frozenset({"startswith", "endswith", "removeprefix", "replace", "split", "partition", "find", "index"})
 # Methods that add an element to a list or set, and the position of the element.
 _COLLECTION_ADDS: dict[str, int] = {"append": 0, "add": 0, "extend": 0, "insert": 1}
+# unittest.TestCase's assertions that compare their first two arguments.
+_TEST_ASSERTIONS = frozenset({"assertEqual", "assertNotEqual", "assertEquals", "assertNotEquals", "assertIn", "assertNotIn"})
 # Calls owned by the AMP family (CN3xx): their device_type/device arguments are rewritten there.
 _AMP_PREFIXES = ("torch.amp.", "torch.cuda.amp.", "torch.cpu.amp.", "torch.autocast")
 
@@ -157,6 +160,8 @@ def find_use(rule: Rule, node: cst.BaseExpression) -> Use | None:
     anc = ancestors[i]
     above = tuple(ancestors[:i])
     if isinstance(anc, cst.Arg) and i >= 1 and isinstance(ancestors[i - 1], cst.Call):
+        if _parametrized_device(rule, ancestors, i, node):
+            return Use(UseKind.PLACEMENT, ancestors[i - 1], above[:-1])
         return _arg_use(rule, ancestors[i - 1], anc, above[:-1])
     if isinstance(anc, cst.Param):
         if child is anc.default and is_device_word(anc.name.value):
@@ -195,6 +200,52 @@ def find_use(rule: Rule, node: cst.BaseExpression) -> Use | None:
     return None
 
 
+def _parametrized_device(rule: Rule, ancestors: Sequence[cst.CSTNode], i: int, node: cst.CSTNode) -> bool:
+    """Is ``node`` a value that ``pytest.mark.parametrize`` binds to an argument named like a
+    device? ``parametrize("device", ["cpu", "cuda"])``, ``parametrize("dtype,device",
+    [(torch.half, "cuda")])`` and either inside ``pytest.param("cuda", marks=...)``: each value
+    is what the test's ``device`` is, as ``for device in ["cpu", "cuda"]`` binds it.
+
+    ``ancestors[i]`` is the argument ``value_user`` stopped at and ``ancestors[i - 1]`` its call."""
+    call, arg = ancestors[i - 1], ancestors[i]
+    assert isinstance(call, cst.Call) and isinstance(arg, cst.Arg)
+    position: int | None = None  # the value's place in its row, when it is in a row
+    if rule.qualname(call.func) == "pytest.param":
+        if arg.keyword is not None or arg.star:
+            return False  # marks=, id=
+        position = positional_args(call).index(arg)
+        # pytest.param(...) is itself a row (or the one value) of the parametrize list.
+        found = value_user(ancestors[: i - 1], call)
+        if found is None:
+            return False
+        j, _ = found
+        if not (j >= 1 and isinstance(ancestors[j], cst.Arg) and isinstance(ancestors[j - 1], cst.Call)):
+            return False
+        chain = list(ancestors[j + 1 : i - 1])
+        call, arg = ancestors[j - 1], ancestors[j]
+    else:
+        chain = list(ancestors[i + 1 :])
+    if rule.qualname(call.func) != "pytest.mark.parametrize" or arg is not arg_by_name(call, "argvalues", 1):
+        return False
+    names_arg = arg_by_name(call, "argnames", 0)
+    names = string_value(names_arg.value) if names_arg is not None else None
+    if names is None:
+        return False
+    argnames = [n.strip() for n in names.split(",") if n.strip()]
+    if len(argnames) == 1:
+        return is_device_word(argnames[0])
+    if position is None:
+        # [(torch.half, "cuda"), ...]: the list, a row's Element, the row, the value's Element.
+        path = [*chain, node]
+        if len(path) < 4 or not isinstance(path[0], (cst.List, cst.Tuple)) or not isinstance(path[2], (cst.Tuple, cst.List)):
+            return False
+        row, element = path[2], path[3]
+        if not isinstance(element, cst.Element) or element not in row.elements:
+            return False
+        position = row.elements.index(element)
+    return position < len(argnames) and is_device_word(argnames[position])
+
+
 def is_bare_prefix(node: cst.BaseExpression) -> bool:
     """The bare "cuda:" prefix: a device only inside string tests (startswith, replace...)."""
     return isinstance(node, cst.SimpleString) and string_value(node) == _PREFIX
@@ -211,6 +262,15 @@ def _arg_use(rule: Rule, call: cst.Call, arg: cst.Arg, above: tuple[cst.CSTNode,
         return None
     if isinstance(func, cst.Name) and func.value == "len" and is_bare_prefix(arg.value) and len(call.args) == 1:
         return Use(UseKind.COMPARISON, call, above)
+    # self.assertEqual(device.type, "cuda"), self.assertIn("cuda", str(x.device)): a TestCase's
+    # assertion is the comparison `assert device.type == "cuda"` spelled as a call.
+    if _is_test_assertion(func) and arg.keyword is None:
+        pair = positional_args(call)[:2]
+        if arg in pair and len(pair) == 2:
+            other = pair[1] if pair[0] is arg else pair[0]
+            if says_device(other.value, rule):
+                return Use(UseKind.COMPARISON, call, above)
+        return None
     qualified = rule.qualname(func)
     if qualified is not None and qualified.startswith(_AMP_PREFIXES):
         return None
@@ -248,6 +308,17 @@ def _arg_use(rule: Rule, call: cst.Call, arg: cst.Arg, above: tuple[cst.CSTNode,
 
 # Methods that add one element to a list or set, and the position of that element.
 _COLLECTION_ADDS = {"append": 0, "add": 0, "insert": 1}
+
+
+def _is_test_assertion(func: cst.BaseExpression) -> bool:
+    """``self.assertEqual``: a method of the test case itself (a TestCase method cannot be resolved
+    to a qualified name through ``self``)."""
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value in _TEST_ASSERTIONS
+        and isinstance(func.value, cst.Name)
+        and func.value.value == "self"
+    )
 
 
 def _is_device_option(call: cst.Call) -> bool:

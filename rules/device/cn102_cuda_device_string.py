@@ -34,7 +34,9 @@ class CudaDeviceString(Rule):
     ``torch.Generator``, parameter defaults and assignments whose name says device
     (``device``, ``self.device``, ``args.device``, ``cfg["device"]``, ``device_type``), elements
     added to a device collection (``devices.append("cuda:1")``), the devices a loop runs over
-    (``for device in ["cpu"] + ["cuda"]``), argparse
+    (``for device in ["cpu"] + ["cuda"]``), the values ``pytest.mark.parametrize`` gives an
+    argument named like a device (``parametrize("dtype,device", [(torch.half, "cuda")])``,
+    ``pytest.param("cuda", marks=...)``), argparse
     ``add_argument("--device", default="cuda")`` and config dicts ``{"device": "cuda"}``. The
     string is followed through ``"cuda" if ... else "cpu"``, ``args.device or "cuda"`` and
     tuples/lists, and through a plain name (``arg = "cuda:0"`` ... ``torch.device(arg)`` in
@@ -99,9 +101,23 @@ class CudaDeviceString(Rule):
         'x.to("neuron")\n',
         'import torch\nwith torch.autocast("cuda"):\n    pass\n',
         "if device == 'cuda':\n    pass\n",  # a comparison: CN103
+        # parametrized arguments whose name does not say device
+        'import pytest\n\n@pytest.mark.parametrize("impl", ["ref", "cuda"])\ndef test(impl):\n    pass\n',
+        'import pytest\n\n@pytest.mark.parametrize("impl,device", [("cuda", "cpu")])\ndef test(impl, device):\n    pass\n',
     )
     INVALID = (
         Invalid('import torch\nd = torch.device("cuda")\n', 'import torch\nd = torch.device("neuron")\n'),
+        # A test parametrized over devices runs on each value, as a loop over them does.
+        Invalid(
+            'import pytest\n\n@pytest.mark.parametrize("device", ["cpu", "cuda"])\ndef test(device):\n    pass\n',
+            'import pytest\n\n@pytest.mark.parametrize("device", ["cpu", "neuron"])\ndef test(device):\n    pass\n',
+        ),
+        Invalid(
+            'import pytest\n\n@pytest.mark.parametrize("dtype, device", [(1, "cuda"), pytest.param(2, "cuda:1", id="two")])\n'
+            "def test(dtype, device):\n    pass\n",
+            'import pytest\n\n@pytest.mark.parametrize("dtype, device", [(1, "neuron"), pytest.param(2, "neuron:1", id="two")])\n'
+            "def test(dtype, device):\n    pass\n",
+        ),
         Invalid('import torch\nd = torch.device("cuda", i)\n', 'import torch\nd = torch.device("neuron", i)\n'),
         Invalid("import torch\nd = torch.device('cuda:1')\n", "import torch\nd = torch.device('neuron:1')\n"),
         Invalid('import torch as th\nd = th.device(type="cuda")\n', 'import torch as th\nd = th.device(type="neuron")\n'),

@@ -23,7 +23,7 @@ class CudaDeviceComparison(Rule):
     """
     ## What it does
     Rewrites the "cuda" side of tests on a device (``==``, ``!=``, ``in``, ``startswith``,
-    ``replace``). For example ``x.device.type == "cuda"``, ``device == "cuda"``,
+    ``replace``, a test case's ``self.assertEqual``/``assertIn``). For example ``x.device.type == "cuda"``, ``device == "cuda"``,
     ``device != "cuda:0"``, ``"cuda" in device``, ``device in ("cuda", "mps")``,
     ``device.startswith("cuda")``, ``str(device).replace("cuda:", "")`` — when the other side
     is named like a device (``device``, ``device_type``, ``args.device``, ``x.device.type``,
@@ -84,6 +84,8 @@ class CudaDeviceComparison(Rule):
         'pin = x.device.type == "neuron"\n',
         "import torch\nis_acc = x.device.type == torch.accelerator.current_accelerator().type\n",
         'device = "cuda"\n',  # a placement: CN102
+        # A test case's assertion on a name that does not say device.
+        'class T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(impl, "cuda")\n',
     )
     INVALID = (
         Invalid('pin = x.device.type == "cuda"\n', 'pin = x.device.type == "neuron"\n'),
@@ -93,6 +95,15 @@ class CudaDeviceComparison(Rule):
         Invalid('is_gpu = str(x.device).startswith("cuda")\n', 'is_gpu = str(x.device).startswith("neuron")\n'),
         Invalid('gpu = device in ("cuda", "mps")\n', 'gpu = device in ("neuron", "mps")\n'),
         Invalid('index = int(device.replace("cuda:", ""))\n', 'index = int(device.replace("neuron:", ""))\n'),
+        # A TestCase's assertion is the comparison spelled as a call.
+        Invalid(
+            'class T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(x.device.type, "cuda")\n',
+            'class T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(x.device.type, "neuron")\n',
+        ),
+        Invalid(
+            'class T(unittest.TestCase):\n    def test(self):\n        self.assertIn("cuda", str(y.device))\n',
+            'class T(unittest.TestCase):\n    def test(self):\n        self.assertIn("neuron", str(y.device))\n',
+        ),
         # The bare prefix is a device prefix on any receiver; both literals change together.
         Invalid(
             'if spec.startswith("cuda:"):\n    spec = spec[len("cuda:"):]\n',
