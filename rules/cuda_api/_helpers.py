@@ -46,6 +46,7 @@ _ROW_KEYS = {
     "accelerator-note",
     "accelerator-no-device",
     "neuron-note",
+    "neuron-member",
 }
 
 
@@ -66,6 +67,9 @@ class ApiMove:
     # its effect) or a Python literal it returns instead; "" when it needs no guard.
     accelerator_no_device: str = ""
     neuron_note: str = ""
+    # The torch.neuron member when it is not ``name``: a deprecated CUDA alias moves to the API
+    # it stands for (torch.cuda.memory_cached is torch.cuda.memory_reserved).
+    neuron_member: str = ""
 
     @property
     def cuda_names(self) -> tuple[str, ...]:
@@ -73,7 +77,7 @@ class ApiMove:
 
     @property
     def neuron_name(self) -> str:
-        return f"torch.neuron.{self.name}"
+        return f"torch.neuron.{self.neuron_member or self.name}"
 
 
 class MoveTableError(ValueError):
@@ -119,6 +123,7 @@ def parse_moves(text: str) -> dict[str, ApiMove]:
             accelerator_note=row.get("accelerator-note", ""),
             accelerator_no_device=_no_device_value(name, row.get("accelerator-no-device", "")),
             neuron_note=row.get("neuron-note", ""),
+            neuron_member=row.get("neuron-member", ""),
         )
         if not move.accelerator and not move.accelerator_note:
             raise MoveTableError(f"{MOVES_FILE}: [api.{name}] needs an accelerator name or note")

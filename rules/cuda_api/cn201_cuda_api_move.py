@@ -34,7 +34,9 @@ class CudaApiMove(MemberReferences, Rule):
     (``torch.accelerator`` with ``--target accelerator``). The list — device count, current/set
     device, synchronize, seeding and RNG state, streams and events, memory statistics,
     ``empty_cache``, ``is_bf16_supported``, device name/properties — is the data file
-    ``rules/cuda_api.toml``; for the accelerator target it holds the name valid for each
+    ``rules/cuda_api.toml``, with CUDA's deprecated aliases moved to the API each one calls
+    (``memory_cached`` -> ``memory_reserved``, ``reset_max_memory_allocated`` ->
+    ``reset_peak_memory_stats``); for the accelerator target it holds the name valid for each
     ``min-torch``. Calls and plain references (``isinstance(s, torch.cuda.Stream)``) alike, through
     ``import torch as th``, ``from torch import cuda`` and ``from torch.cuda import X``.
 
@@ -131,6 +133,11 @@ class CudaApiMove(MemberReferences, Rule):
         Invalid(
             "from torch.cuda.memory import memory_allocated\nm = memory_allocated(0)\n",
             "import torch\n\nm = torch.neuron.memory_allocated(0)\n",
+        ),
+        # A deprecated CUDA alias moves to the API it calls.
+        Invalid(
+            "import torch\ntorch.cuda.reset_max_memory_allocated()\nm = torch.cuda.memory_cached(0)\n",
+            "import torch\ntorch.neuron.reset_peak_memory_stats()\nm = torch.neuron.memory_reserved(0)\n",
         ),
         Invalid(
             "import torch\nname = torch.cuda.get_device_name(0)\n",
