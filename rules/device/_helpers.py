@@ -126,6 +126,11 @@ def says_device(node: cst.BaseExpression, rule: Rule | None = None) -> bool:
             return says_device(node.args[0].value, rule)
         if isinstance(func, cst.Attribute) and func.attr.value in ("lower", "strip") and not node.args:
             return says_device(func.value, rule)
+        # get_current_device(), accelerator.get_device(): a helper named for what it returns.
+        if isinstance(func, cst.Name):
+            return is_device_word(func.value)
+        if isinstance(func, cst.Attribute):
+            return is_device_word(func.attr.value)
     return False
 
 
@@ -185,6 +190,12 @@ def find_use(rule: Rule, node: cst.BaseExpression) -> Use | None:
     # variable, whose name says device.
     if isinstance(anc, (cst.For, cst.CompFor)):
         if child is anc.iter and says_device(anc.target, rule):
+            return Use(UseKind.PLACEMENT, anc, above)
+        return None
+    # def get_device(): return "cuda": what a helper named for a device returns is one.
+    if isinstance(anc, cst.Return):
+        function = next((a for a in reversed(ancestors[:i]) if isinstance(a, (cst.FunctionDef, cst.Lambda))), None)
+        if isinstance(function, cst.FunctionDef) and is_device_word(function.name.value):
             return Use(UseKind.PLACEMENT, anc, above)
         return None
     if isinstance(anc, cst.Comparison):
@@ -286,7 +297,9 @@ def _arg_use(rule: Rule, call: cst.Call, arg: cst.Arg, above: tuple[cst.CSTNode,
             return Use(UseKind.PLACEMENT, call, above)
         if qualified is not None and qualified in _DEVICE_PARAMS and _DEVICE_PARAMS[qualified][1] == kw:
             return Use(UseKind.PLACEMENT, call, above)
-        if kw == "default" and _is_device_option(call):
+        # The default and the choices of a --device option change together: a "neuron" default
+        # with choices=["cuda", "cpu"] rejects `--device neuron` on the command line.
+        if kw in ("default", "choices") and _is_device_option(call):
             return Use(UseKind.PLACEMENT, call, above)
         return None
     positions = positional_args(call)

@@ -32,12 +32,14 @@ class CudaDeviceString(Rule):
     positions are ``torch.device(...)``, ``.to(...)``,
     ``device=`` and ``map_location=`` arguments of any call, ``torch.load(f, "cuda")``,
     ``torch.Generator``, parameter defaults and assignments whose name says device
-    (``device``, ``self.device``, ``args.device``, ``cfg["device"]``, ``device_type``), elements
+    (``device``, ``self.device``, ``args.device``, ``cfg["device"]``, ``device_type``), what a
+    function named for a device returns (``def get_device(): return "cuda"``), elements
     added to a device collection (``devices.append("cuda:1")``), the devices a loop runs over
     (``for device in ["cpu"] + ["cuda"]``), the values ``pytest.mark.parametrize`` gives an
     argument named like a device (``parametrize("dtype,device", [(torch.half, "cuda")])``,
     ``pytest.param("cuda", marks=...)``), argparse
-    ``add_argument("--device", default="cuda")`` and config dicts ``{"device": "cuda"}``. The
+    ``add_argument("--device", default="cuda", choices=["cuda", "cpu"])`` and config dicts
+    ``{"device": "cuda"}``. The
     string is followed through ``"cuda" if ... else "cpu"``, ``args.device or "cuda"`` and
     tuples/lists, and through a plain name (``arg = "cuda:0"`` ... ``torch.device(arg)`` in
     the same scope). In a ``map_location`` dict the values change, and each CUDA key gains a
@@ -101,6 +103,7 @@ class CudaDeviceString(Rule):
         'x.to("neuron")\n',
         'import torch\nwith torch.autocast("cuda"):\n    pass\n',
         "if device == 'cuda':\n    pass\n",  # a comparison: CN103
+        'def get_kernel():\n    return "cuda"\n',  # a helper not named for a device
         # parametrized arguments whose name does not say device
         'import pytest\n\n@pytest.mark.parametrize("impl", ["ref", "cuda"])\ndef test(impl):\n    pass\n',
         'import pytest\n\n@pytest.mark.parametrize("impl,device", [("cuda", "cpu")])\ndef test(impl, device):\n    pass\n',
@@ -119,6 +122,15 @@ class CudaDeviceString(Rule):
             "def test(dtype, device):\n    pass\n",
         ),
         Invalid('import torch\nd = torch.device("cuda", i)\n', 'import torch\nd = torch.device("neuron", i)\n'),
+        # What a helper named for a device returns is a device.
+        Invalid(
+            'import torch\n\ndef get_device():\n    return "cuda" if torch.cuda.is_available() else "cpu"\n',
+            'import torch\n\ndef get_device():\n    return "neuron" if torch.cuda.is_available() else "cpu"\n',
+        ),
+        Invalid(
+            'parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])\n',
+            'parser.add_argument("--device", default="neuron", choices=["neuron", "cpu"])\n',
+        ),
         Invalid("import torch\nd = torch.device('cuda:1')\n", "import torch\nd = torch.device('neuron:1')\n"),
         Invalid('import torch as th\nd = th.device(type="cuda")\n', 'import torch as th\nd = th.device(type="neuron")\n'),
         Invalid('model.to("cuda")\n', 'model.to("neuron")\n'),

@@ -27,7 +27,7 @@ class CudaDeviceComparison(Rule):
     ``device != "cuda:0"``, ``"cuda" in device``, ``device in ("cuda", "mps")``,
     ``device.startswith("cuda")``, ``str(device).replace("cuda:", "")`` — when the other side
     is named like a device (``device``, ``device_type``, ``args.device``, ``x.device.type``,
-    ``str(x.device)``).
+    ``str(x.device)``, ``get_current_device()``).
 
     ## Why is this bad?
     Once placement says ``"neuron"``, a test for ``"cuda"`` is always false: pinned memory,
@@ -92,6 +92,11 @@ class CudaDeviceComparison(Rule):
         Invalid('on_gpu = device == "cuda"\n', 'on_gpu = device == "neuron"\n'),
         Invalid('ok = "cuda:0" != args.device\n', 'ok = "neuron:0" != args.device\n'),
         Invalid('pin = "cuda" in device\n', 'pin = "neuron" in device\n'),
+        # A helper named for what it returns: colossalai's get_current_device().
+        Invalid(
+            'dtype = "half" if get_current_device() == "cuda" else "float"\n',
+            'dtype = "half" if get_current_device() == "neuron" else "float"\n',
+        ),
         Invalid('is_gpu = str(x.device).startswith("cuda")\n', 'is_gpu = str(x.device).startswith("neuron")\n'),
         Invalid('gpu = device in ("cuda", "mps")\n', 'gpu = device in ("neuron", "mps")\n'),
         Invalid('index = int(device.replace("cuda:", ""))\n', 'index = int(device.replace("neuron:", ""))\n'),
