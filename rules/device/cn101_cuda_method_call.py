@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
 from .._shared.args import arg_by_name, keyword_arg, positional_args
 from .._shared.names import is_device_word
 from .._shared.target import device_expr
 
 __all__ = ["CudaMethodCall"]
+
+_FORWARDED_GUIDANCE = (
+    "write the move with the target device yourself: `.cuda(*args, **kwargs)` reads a forwarded "
+    "positional argument as the device index, `.to()` reads it as a dtype; e.g. "
+    "`device = args[0] if args else kwargs.pop(\"device\", None)` then "
+    "`.to(\"neuron\" if device is None else f\"neuron:{device}\", **kwargs)`"
+)
 
 
 def _holds_device(node: cst.BaseExpression) -> bool:
@@ -43,7 +50,9 @@ class CudaMethodCall(Rule):
     ```
 
     ## Fix safety
-    Safe: ``.to(device)`` is what ``.cuda(device)`` does for tensors and modules. Storages take
+    Safe: ``.to(device)`` is what ``.cuda(device)`` does for tensors and modules. A call that
+    forwards ``*args``/``**kwargs`` (an override's ``super().cuda(*args, **kwargs)``) is reported
+    without a fix: ``.cuda()`` reads a forwarded positional as the device, ``.to()`` as a dtype. Storages take
     the device only by keyword (``UntypedStorage.to(*, device)``), so inside a ``map_location``
     lambda — where the receiver is a storage — the fix writes ``.to(device=...)``. An argument
     named like a device (``.cuda(device)``) may hold a ``torch.device``, so it is passed through
@@ -84,6 +93,8 @@ class CudaMethodCall(Rule):
             "s = torch.load(p, map_location=lambda storage, loc: storage.cuda(gpu))\n",
             's = torch.load(p, map_location=lambda storage, loc: storage.to(device=f"neuron:{gpu}"))\n',
         ),
+        # Forwarded arguments mean a device to .cuda() and a dtype to .to(): reported only.
+        Invalid("class M(Module):\n    def cuda(self, *args, **kwargs):\n        return super().cuda(*args, **kwargs)\n", None),
         Invalid(
             "import torch\nm.cuda()\n",
             "import torch\nm.to(torch.accelerator.current_accelerator() or torch.get_default_device())\n",
@@ -97,6 +108,16 @@ class CudaMethodCall(Rule):
             return
         # `torch.cuda(...)` is not a method call on a tensor; the module is not callable anyway.
         if self.qualname(func) is not None:
+            return
+        if any(a.star for a in node.args):
+            # `super().cuda(*args, **kwargs)` in an override forwards a device index (or
+            # device=) that `.to()` would read as its dtype, or receive twice: no rewrite.
+            self.report(
+                node,
+                "`.cuda()` places the tensor on a CUDA device",
+                guidance=_FORWARDED_GUIDANCE,
+                effort=Effort.LOW,
+            )
             return
         device_arg = arg_by_name(node, "device", position=0)
         index = device_arg.value if device_arg is not None else None
