@@ -11,6 +11,7 @@ look like a CUDA device, so files pay nothing for it.
 
 from __future__ import annotations
 
+import builtins
 import enum
 from collections.abc import Sequence
 import re
@@ -442,10 +443,19 @@ class _CallKinds(cst.CSTVisitor):
         if isinstance(func, cst.Attribute) and func.attr.value in _DATA_METHODS:
             return
         qualified = self.rule.qualname(func)
+        # `raise ValueError(f"Device should be CUDA, got {device}")`: a branch that only rejects
+        # the input is a check, like `assert device.type == "cuda"`, not CUDA-only code.
+        if isinstance(func, cst.Name) and qualified is None and func.value in _BUILTIN_EXCEPTIONS:
+            return
         if qualified is not None and qualified.startswith("torch.") and "cpp_extension" not in qualified:
             self.torch = True
         else:
             self.other = True
+
+
+_BUILTIN_EXCEPTIONS = frozenset(
+    name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)
+)
 
 
 def _guard_safety(rule: Rule, branches: list[cst.CSTNode]) -> Safety:

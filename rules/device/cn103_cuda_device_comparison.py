@@ -49,7 +49,8 @@ class CudaDeviceComparison(Rule):
     ## Fix safety
     Depends on what the test selects. *Data* — it is assigned, passed or returned, picks between
     plain values or data moves (``t.to(rank) if ... else t``), or guards an ``if`` whose branches
-    only move tensors (``x.pin_memory().to(device)``): safe. *Code* — the test of an
+    only move tensors (``x.pin_memory().to(device)``) or only raise a built-in exception
+    (``if device.type != "cuda": raise ValueError(...)``, a check like ``assert``): safe. *Code* — the test of an
     ``if``/``while`` or conditional expression whose branches call torch (``torch.cuda.synchronize()``):
     unsafe, applied with ``--unsafe-fixes``. Branches that call anything else (``fused(x)``, a
     Triton kernel, flash-attn): display-only, because such a guard usually protects a CUDA-only
@@ -133,6 +134,11 @@ class CudaDeviceComparison(Rule):
         # A guard around a project's CUDA kernel: its pure-PyTorch fallback is the port; advice only.
         Invalid('if x.device.type == "cuda":\n    y = fused_kernel(x)\n', None, unsafe=True),
         Invalid('y = fused(x) if x.device.type == "cuda" else slow(x)\n', None, unsafe=True),
+        # A guard that only rejects the input is a check, as `assert device.type == "cuda"` is.
+        Invalid(
+            'if device.type != "cuda":\n    raise ValueError(f"expected CUDA, got {device}")\n',
+            'if device.type != "neuron":\n    raise ValueError(f"expected CUDA, got {device}")\n',
+        ),
         # A guard whose branches only move data is a data choice.
         Invalid(
             'if device_type == "cuda":\n    x = x.pin_memory().to(device, non_blocking=True)\nelse:\n    x = x.to(device)\n',
