@@ -127,6 +127,9 @@ def says_device(node: cst.BaseExpression, rule: Rule | None = None) -> bool:
             return says_device(node.args[0].value, rule)
         if isinstance(func, cst.Attribute) and func.attr.value in ("lower", "strip") and not node.args:
             return says_device(func.value, rule)
+        # getattr(device, "type", None): the attribute read defensively.
+        if isinstance(func, cst.Name) and func.value == "getattr" and 2 <= len(node.args) <= 3:
+            return string_value(node.args[1].value) == "type" and says_device(node.args[0].value, rule)
         # get_current_device(), accelerator.get_device(): a helper named for what it returns.
         if isinstance(func, cst.Name):
             return is_device_word(func.value)
