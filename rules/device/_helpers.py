@@ -90,7 +90,9 @@ _DEVICE_PARAMS: dict[str, tuple[int, str]] = {
     },
 }
 # Keywords that hold a device in any call.
-_DEVICE_KEYWORDS = frozenset({"device", "map_location"})
+# Keywords whose value is a device in any call; `device_map="cuda"` is how Hugging Face's
+# from_pretrained places a whole model on one device.
+_DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_map"})
 # String methods that test or strip a device name: device-selection helpers strip a "cuda:"
 # prefix from user input (``spec.startswith("cuda:")``, ``spec.replace("cuda:", "")``).
 _STRING_TESTS = frozenset({"startswith", "endswith", "removeprefix", "replace", "split", "partition", "find", "index"})

@@ -30,7 +30,8 @@ class CudaDeviceString(Rule):
     Rewrites CUDA device strings where they name a device. The shapes are ``"cuda"``,
     ``"cuda:N"``, ``f"cuda:{rank}"``, f-strings without a placeholder (``f"cuda"``), ``"cuda:%d" % i``, ``"cuda:{}".format(i)`` and ``"cuda:" + str(i)``; the
     positions are ``torch.device(...)``, ``.to(...)``,
-    ``device=`` and ``map_location=`` arguments of any call, ``torch.load(f, "cuda")``,
+    ``device=``, ``map_location=`` and ``device_map=`` (a whole model on one device) arguments
+    of any call, ``torch.load(f, "cuda")``,
     ``torch.Generator``, parameter defaults and assignments whose name says device
     (``device``, ``self.device``, ``args.device``, ``cfg["device"]``, ``device_type``), what a
     function named for a device returns (``def get_device(): return "cuda"``), elements
@@ -136,6 +137,10 @@ class CudaDeviceString(Rule):
         Invalid('model.to("cuda")\n', 'model.to("neuron")\n'),
         Invalid('x = x.to(device="cuda:0", non_blocking=True)\n', 'x = x.to(device="neuron:0", non_blocking=True)\n'),
         Invalid('x = torch.zeros(3, device="cuda")\n', 'x = torch.zeros(3, device="neuron")\n'),
+        Invalid(
+            'model = AutoModel.from_pretrained(path, device_map="cuda")\n',
+            'model = AutoModel.from_pretrained(path, device_map="neuron")\n',
+        ),
         Invalid('x = make(device=f"cuda:{rank}")\n', 'x = make(device=f"neuron:{rank}")\n'),
         Invalid('x.to("cuda:%d" % i)\n', 'x.to("neuron:%d" % i)\n'),
         Invalid('x.to("cuda:{}".format(i))\n', 'x.to("neuron:{}".format(i))\n'),
