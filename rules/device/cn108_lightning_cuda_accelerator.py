@@ -81,6 +81,13 @@ class LightningCudaAccelerator(Rule):
         Invalid('import lightning_fabric\nf = lightning_fabric.Fabric(accelerator="gpu", strategy="ddp")\n'),
     )
 
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # Every entry point is reached through an import of a Lightning package, so the code
+        # holds "lightning"; without it the word is Accelerate's `accelerator` object, a
+        # `require_torch_accelerator` decorator or `torch.accelerator` (diffusers: 126 files).
+        return b"lightning" in code
+
     def visit_Call(self, node: cst.Call) -> None:
         if self.qualname(node.func) not in _ENTRY_POINTS:
             return

@@ -24,6 +24,8 @@ _GUIDANCE = (
 
 # What every report starts from: a `fused=` keyword, or an assignment to a name holding "fused".
 _FUSED_ASSIGNED = re.compile(rb"(?i)fused\w*\s*=(?!=)")
+# The keyword itself (arg_by_name matches it exactly, lowercase).
+_FUSED_KEYWORD = re.compile(rb"\bfused\s*=(?!=)")
 
 
 class FusedOptimizer(Rule):
@@ -90,8 +92,12 @@ class FusedOptimizer(Rule):
     @classmethod
     def wakes(cls, code: bytes) -> bool:
         # `fuse_qkv_projections()`, `if attn.fused_projections:` and tests named *_fused_* hold
-        # the word and never set a flag.
-        return _FUSED_ASSIGNED.search(code) is not None
+        # the word and never set a flag. A flag is only reported when its value tests for CUDA
+        # (`"cuda"`, `.is_cuda`, `torch.cuda.is_available()`): without the word "cuda" in the
+        # code only a `fused=` keyword can fire (`fused_qkv_weight = sd.pop(k)`: 22 diffusers files).
+        if _FUSED_KEYWORD.search(code) is not None:
+            return True
+        return b"cuda" in code and _FUSED_ASSIGNED.search(code) is not None
 
     def visit_Call(self, node: cst.Call) -> None:
         fused = arg_by_name(node, "fused")

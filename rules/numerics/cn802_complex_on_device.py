@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
@@ -25,6 +27,9 @@ _NAMES = frozenset(
     }
 )
 _ATTRS = frozenset(q.rsplit(".", 1)[1] for q in _NAMES) | {"fft", "rfft", "ifft", "irfft", "fft2", "rfft2", "stft"}
+# Every report is one of these names as a whole identifier, resolved to torch: the code holds
+# the name and "torch" (`complex_human_instruction`, `is_complex()`, NumPy's fft hold neither).
+_WORD = re.compile(rb"\b(?:" + b"|".join(sorted(a.encode() for a in _ATTRS)) + rb")\b")
 _GUIDANCE = (
     "Trainium has no complex dtypes. Rewrite with real tensors: for rotary embeddings, precompute "
     "cos and sin and rotate pairs, out = cat(x1 * cos - x2 * sin, x1 * sin + x2 * cos); keep FFTs "
@@ -69,6 +74,10 @@ class ComplexOnDevice(Rule):
         Invalid("import torch\nz = torch.zeros(4, dtype=torch.complex64)\n"),
         Invalid("import torch\nspec = torch.fft.rfft(x)\n"),
     )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        return b"torch" in code and _WORD.search(code) is not None
 
     def visit_Name(self, node: cst.Name) -> None:
         # `from torch import view_as_complex` then a bare call; not the attribute part of
