@@ -27,59 +27,103 @@ _TOKEN_RE = re.compile(
     rb"""
     (?P<comment>\#[^\r\n]*)
   | (?P<string>
-        (?<![A-Za-z0-9_])[rRbBuUfF]{0,2}
-        (?: \"\"\"(?:\\.|[^\\])*?\"\"\"
-          | '''(?:\\.|[^\\])*?'''
-          | "(?:\\.|[^"\\\r\n])*"
-          | '(?:\\.|[^'\\\r\n])*'
-        )
+        # Bodies as runs of plain bytes between escapes (and, triple-quoted, lone quotes): the
+        # ends "any escape or byte, as few as possible" finds, without a step per byte.
+        \"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*\"\"\"
+      | '''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''
+      | "[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*"
+      | '[^'\\\r\n]*(?:\\.[^'\\\r\n]*)*'
     )
     """,
     re.VERBOSE | re.DOTALL,
 )
-_OPENERS = b"([{"
-_CLOSERS = b")]}"
+# A string's prefix letters sit before its quote, and the token starts at a word boundary
+# (``rb"..."``, not the ``in"..."`` of ``x in"abc"``: the scan never took that for a string).
+# The pattern starts at a ``#`` or a quote, so the regular-expression engine skips straight to
+# those bytes instead of trying every position with a look-behind (three times faster).
+_PREFIX_LETTERS = frozenset(b"rRbBuUfF")
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 # What may follow a statement-level string on its line.
 _STATEMENT_END = re.compile(rb"[ \t]*(?:#[^\r\n]*)?(?:[\r\n;]|$)")
 # What may precede an assigned value on its line: ``NAME =``, ``self.NAME =``, ``NAME: str =``.
 _ASSIGNED = re.compile(rb"[ \t]*[A-Za-z_][\w.]*[ \t]*(?::[^=\r\n]*)?=[ \t]*")
 
 
-def _depth_change(chunk: bytes) -> int:
-    return sum(chunk.count(bytes([c])) for c in _OPENERS) - sum(chunk.count(bytes([c])) for c in _CLOSERS)
+def _depth(data: bytes, gaps: list[int]) -> int:
+    """The bracket depth change over the code between tokens (``gaps``: start, end, ...)."""
+    change = 0
+    for i in range(0, len(gaps), 2):
+        a, b = gaps[i], gaps[i + 1]
+        change += data.count(b"(", a, b) + data.count(b"[", a, b) + data.count(b"{", a, b)
+        change -= data.count(b")", a, b) + data.count(b"]", a, b) + data.count(b"}", a, b)
+    gaps.clear()
+    return change
+
+
+def _string_start(data: bytes, quote: int) -> int | None:
+    """Where a string whose quote is at ``quote`` starts with its prefix, or None when a word
+    character runs into it (the same tokens a look-behind ``(?<![A-Za-z0-9_])[rRbBuUfF]{0,2}``
+    before the quote finds, leftmost first)."""
+    if quote == 0 or data[quote - 1] not in _WORD_BYTES:
+        return quote  # no prefix letter either: they are word bytes
+    for letters in (2, 1):
+        start = quote - letters
+        if start < 0 or any(data[i] not in _PREFIX_LETTERS for i in range(start, quote)):
+            continue
+        if start == 0 or data[start - 1] not in _WORD_BYTES:
+            return start
+    return None
 
 
 def code_text(data: bytes) -> bytes:
     """``data`` with comments and statement-level strings replaced by spaces (offsets kept)."""
-    if b"#" not in data and b'"""' not in data and b"'''" not in data:
+    if b"#" not in data and b'"""' not in data and b"\'\'\'" not in data:
         return data
     out = bytearray(data)
     depth = 0
+    # The code between tokens whose brackets are not counted yet: the depth is only needed
+    # for the few strings that could be statements.
+    gaps: list[int] = []
     pos = 0
-    for m in _TOKEN_RE.finditer(data):
-        depth += _depth_change(data[pos : m.start()])
-        pos = m.end()
+    search = _TOKEN_RE.search
+    while (m := search(data, pos)) is not None:
+        end = m.end()
         if m.lastgroup == "comment":
-            out[m.start() : m.end()] = b" " * (m.end() - m.start())
+            start = m.start()
+            gaps += (pos, start)
+            pos = end
+            out[start:end] = b" " * (end - start)
             continue
-        text = m.group()
-        if depth > 0 or b"f" in text[: len(text) - len(text.lstrip(b"rRbBuUfF"))].lower():
+        start = _string_start(data, m.start())
+        if start is None:
+            # Not a string token (a word runs into the quote): scan on from the next byte,
+            # its bytes still count as code.
+            gaps += (pos, m.start() + 1)
+            pos = m.start() + 1
             continue
-        if not (_at_line_start(data, m.start()) or _assigned_text(data, m)):
+        gaps += (pos, start)
+        pos = end
+        text = data[start:end]
+        if b"f" in text[: len(text) - len(text.lstrip(b"rRbBuUfF"))].lower():
             continue
-        if not _STATEMENT_END.match(data, m.end()):
+        if not (_at_line_start(data, start) or _assigned_text(data, start, text)):
+            continue
+        if not _STATEMENT_END.match(data, end):
             continue  # "x".join(...), "a" + b: an expression that uses the string
-        out[m.start() : m.end()] = b" " * (m.end() - m.start())
+        depth += _depth(data, gaps)
+        if depth > 0:
+            continue
+        out[start:end] = b" " * (end - start)
     return bytes(out)
 
 
-def _assigned_text(data: bytes, m: re.Match[bytes]) -> bool:
+def _assigned_text(data: bytes, start: int, text: bytes) -> bool:
     """A multi-line triple-quoted string right after ``NAME =`` at the start of its line."""
-    body = m.group().lstrip(b"rRbBuU")
+    body = text.lstrip(b"rRbBuU")
     if not body.startswith((b'"""', b"'''")) or b"\n" not in body:
         return False
-    line_start = data.rfind(b"\n", 0, m.start()) + 1
-    return _ASSIGNED.fullmatch(data, line_start, m.start()) is not None and _at_line_start(data, line_start)
+    line_start = data.rfind(b"\n", 0, start) + 1
+    return _ASSIGNED.fullmatch(data, line_start, start) is not None and _at_line_start(data, line_start)
 
 
 def _at_line_start(data: bytes, i: int) -> bool:

@@ -37,6 +37,13 @@ from cuda2neuron.kinds._code_text import code_text
         pytest.param(b'print("#"); t.cuda()\n', True, id="code-after-a-string-with-a-hash"),
         pytest.param(b'x = f"{a}#"  # cuda\nm.cuda()\n', True, id="fstring-then-comment"),
         pytest.param(b"t.cuda()\n", True, id="plain-code"),
+        pytest.param(b'rb"""\ncuda\n"""\n', False, id="prefixed-bare-string"),
+        pytest.param(b'if x in"cuda":\n    pass\n', True, id="string-right-after-a-keyword"),
+        pytest.param(b'x = "a\\"b"  # cuda\n', False, id="escaped-quote-then-comment"),
+        pytest.param(b'"""a "" b \\""" cuda"""\n', False, id="quotes-and-escapes-in-a-docstring"),
+        pytest.param(b'"""a""""\ncuda\n', True, id="four-quotes-end-the-docstring-early"),
+        pytest.param(b'f((\n"""\ncuda\n"""))\n', True, id="string-inside-nested-brackets"),
+        pytest.param(b'f(a)[0]\n"""\ncuda\n"""\n', False, id="brackets-closed-before-a-docstring"),
     ],
 )
 def test_code_text(source, kept):
