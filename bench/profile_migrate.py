@@ -59,8 +59,6 @@ class Timers:
 
 def install(timers: Timers, per_rule: dict[str, float] | None):
     """Wrap the engine's phase functions where they are looked up."""
-    import ast
-
     import cuda2neuron.kinds._python as kpy
     import cuda2neuron.python as cpy
     import cuda2neuron.python._lint as lint
@@ -74,10 +72,7 @@ def install(timers: Timers, per_rule: dict[str, float] | None):
     lint._fix_imports = timers.wrap("rebuild + imports", lint._fix_imports)
     lint.spans_and_code = timers.wrap("codegen", lint.spans_and_code)
 
-    class _Ast:
-        parse = staticmethod(timers.wrap("check", ast.parse))
-
-    kpy.ast = _Ast  # type: ignore[assignment]
+    kpy._compile_check = timers.wrap("check", kpy._compile_check)
     if per_rule is not None:
         original_init = walk._Walker.__init__
 

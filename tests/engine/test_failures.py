@@ -8,7 +8,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from cuda2neuron.core import Config, FileStatus, Rule, RunOptions, atomic_write
+from cuda2neuron.core import Config, FileStatus, Rule, RunOptions, Safety, atomic_write
 from cuda2neuron.workspace import SourceFile, process_files
 from cuda2neuron.kinds import _python
 
@@ -77,3 +77,47 @@ def test_parallel_run_returns_the_same_results(tmp_path):
     serial = process_files(files, Config(), RunOptions(fix=True), jobs=1)
     parallel = process_files(files, Config(), RunOptions(fix=True), jobs=2)
     assert [(r.path, r.status, r.new_bytes) for r in serial] == [(r.path, r.status, r.new_bytes) for r in parallel]
+
+
+class _Rewrite(Rule):
+    """Test rule that replaces a marked call with the given statement text (a broken rewrite)."""
+
+    abstract = True
+    code, name, triggers = "CN992", "rewrite", ("mark",)
+    fixes = frozenset({Safety.SAFE})
+    replacement = ""
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "mark":
+            if self.replacement == "walrus":
+                # An unparenthesized walrus where Python wants parentheses: libcst builds and
+                # writes it, neither CPython nor libcst reads it back.
+                new = cst.NamedExpr(target=cst.Name("a"), value=cst.Integer("1"))
+            else:
+                new = cst.parse_expression(self.replacement)
+            self.report(node, "marked", replacement=new, safety=Safety.SAFE)
+
+
+@pytest.mark.parametrize(
+    ("source", "replacement", "status"),
+    [
+        # A rewrite that neither CPython nor libcst reads is never handed back.
+        pytest.param("x = mark()\n", "walrus", FileStatus.FAILED, id="bare-walrus"),
+        # A file CPython's compiler refuses as a whole ('return' outside a function, as in a
+        # template) is handed back where libcst reads the rewrite.
+        pytest.param("x = mark()\nreturn x\n", "done", FileStatus.CHANGED, id="compiler-only-error-kept"),
+        pytest.param("x = mark()\n", "(yield)", FileStatus.CHANGED, id="yield-outside-a-function"),
+        # The compiler's warnings about the user's code are not failures.
+        pytest.param("x = mark()\nif x is 'a':\n    pass\n", "done", FileStatus.CHANGED, id="syntax-warning"),
+    ],
+)
+def test_rewrites_are_compile_checked(tmp_path, monkeypatch, recwarn, source, replacement, status):
+    rule = type("_R", (_Rewrite,), {"replacement": replacement, "abstract": True})
+    monkeypatch.setattr(_python, "rules_for", lambda config, path=None: (rule,))
+    f = tmp_path / "a.py"
+    f.write_text(source)
+    [result] = process_files([SourceFile.at(f)], Config(), RunOptions(fix=True), jobs=1)
+    assert result.status is status
+    if status is FileStatus.FAILED:
+        assert "the rewrite does not parse" in result.error.message
+    assert not [w for w in recwarn if issubclass(w.category, SyntaxWarning)]
