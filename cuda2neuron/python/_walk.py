@@ -71,28 +71,55 @@ class _Walker:
                     self.visit.setdefault(attr[6:], []).append(getattr(rule, attr))
                 elif attr.startswith("leave_") and "_" not in attr[6:]:
                     self.leave.setdefault(attr[6:], []).append(getattr(rule, attr))
+        self._plans: dict[type, tuple] = {}
+
+    def _plan(self, t: type) -> tuple:
+        """What walking a node of type ``t`` does: its visits, binder, fields, leaves, and
+        whether it owns a scope (looked up once per type, not once per node)."""
+        name = t.__name__
+        plan = (
+            tuple(self.visit.get(name, ())),
+            _BINDERS.get(name),
+            _child_fields(t),
+            tuple(self.leave.get(name, ())),
+            name in _SCOPE_OWNER_NAMES,
+        )
+        self._plans[t] = plan
+        return plan
 
     def walk(self, node: cst.CSTNode) -> None:
+        # The hot loop of every lint: one plan lookup per node, the field loop inlined.
+        plan = self._plans.get(type(node))
+        if plan is None:
+            plan = self._plan(type(node))
+        visits, binder, fields, leaves, owner = plan
         context = self.context
-        name = type(node).__name__
-        for method in self.visit.get(name, ()):
+        for method in visits:
             method(node)
-        binder = _BINDERS.get(name)
         if binder is not None:
             binder(node, context.scope)
         ancestors = context.ancestors
         ancestors.append(node)
-        owner = name in _SCOPE_OWNER_NAMES
-        for field in _child_fields(type(node)):
+        walk = self.walk
+        for field in fields:
             value = getattr(node, field)
             if owner and field == "body":
                 context.push_scope(_scope_for(node, context.scope))
                 self._walk_value(value)
                 context.pop_scope()
+                continue
+            t = type(value)
+            if t is tuple or t is list:
+                for item in value:
+                    known = _IS_NODE.get(type(item))
+                    if known or (known is None and _is_node(type(item))):
+                        walk(item)
             else:
-                self._walk_value(value)
+                known = _IS_NODE.get(t)
+                if known or (known is None and _is_node(t)):
+                    walk(value)
         ancestors.pop()
-        for method in self.leave.get(name, ()):
+        for method in leaves:
             method(node)
 
     def _walk_value(self, value: object) -> None:
