@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid
 
 from .._shared.names import call_qualname
-from .._shared.packages import PackageRule, in_package
+from .._shared.packages import PackageRule, imports_any, in_package
 
 __all__ = ["Bitsandbytes"]
 
@@ -62,6 +62,12 @@ class Bitsandbytes(PackageRule):
         Invalid("import bitsandbytes as bnb\nopt = bnb.optim.AdamW8bit(ps, lr=1e-4)\n"),
         Invalid("from bitsandbytes.nn import Linear8bitLt\nlayer = Linear8bitLt(16, 16)\n"),
     )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # Every report is an import of bitsandbytes or a name resolved through one (diffusers
+        # names it in availability checks and version tables in a dozen files).
+        return imports_any(code, cls.packages)
 
     def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
         self._report(node, "bitsandbytes is CUDA-only and not available on Trainium", _DEFAULT)

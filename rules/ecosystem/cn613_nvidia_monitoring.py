@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid
 
 from .._shared.names import call_qualname
-from .._shared.packages import PackageRule, in_package
+from .._shared.packages import PackageRule, imports_any, in_package
 
 __all__ = ["NvidiaMonitoring"]
 
@@ -70,6 +70,13 @@ class NvidiaMonitoring(PackageRule):
         Invalid("import shutil\nhave = shutil.which('nvidia-smi') is not None\n"),
         Invalid("from subprocess import check_output as co\nout = co('nvidia-smi -L', shell=True)\n"),
     )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # A report is an import of a monitoring package, a name resolved through one, or a
+        # command line whose code spells nvidia-smi (model ids such as "nvidia/Cosmos-..." and
+        # license links hold the word and report nothing).
+        return b"nvidia-smi" in code or imports_any(code, cls.packages)
 
     def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
         self._report(node, "NVML monitoring needs NVIDIA drivers")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
@@ -15,6 +17,8 @@ _OPS = frozenset({"torch._scaled_mm", "torch._scaled_mm_v2", "torch._scaled_grou
 _DTYPES = frozenset({
     "torch.float8_e4m3fn", "torch.float8_e4m3fnuz", "torch.float8_e5m2", "torch.float8_e5m2fnuz", "torch.float8_e8m0fnu",
 })  # fmt: skip
+# An attribute named float8...: the dot, then blanks or line continuations, then the name.
+_FLOAT8_ATTRIBUTE = re.compile(rb"\.[\s\\]*float8")
 _OP_GUIDANCE = (
     "TorchNeuron documents no FP8 matmul operator: compute the product in bfloat16 "
     "(dequantize: `(a.to(torch.bfloat16) * scale_a) @ (b.to(torch.bfloat16) * scale_b)`) or write an "
@@ -59,6 +63,12 @@ class CudaFp8Ops(Rule):
         Invalid("import torch\nout = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)\n"),
         Invalid("import torch\nw8 = w.to(torch.float8_e4m3fn)\n"),
     )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # An operator call names the operator (also through an alias's import); a dtype is an
+        # attribute (`torch.float8_e4m3fn`): "float8" in strings and dict keys reports nothing.
+        return b"_scaled_mm" in code or b"_scaled_grouped_mm" in code or _FLOAT8_ATTRIBUTE.search(code) is not None
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)

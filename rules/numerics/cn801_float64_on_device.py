@@ -24,6 +24,8 @@ _GUIDANCE = (
 # comes before it, so ``mytorch.float64`` wakes the rule too (the parse then says no).
 _DOUBLE_CALL = re.compile(rb"double[ \t\\]*\([\s\\]*\)")
 _FROM_TORCH = re.compile(rb"from[ \t\\]+torch[ \t\\]+import")
+# A name imported from torch is used as itself: the whole word (not `double_self_attention`).
+_BARE_NAME = re.compile(rb"\b(?:float64|double)\b")
 _TORCH_ALIAS = re.compile(rb"torch[ \t\\]+as[ \t\\]+([A-Za-z_\x80-\xff][\w\x80-\xff]*)")
 
 
@@ -90,7 +92,7 @@ class Float64OnDevice(Rule):
         # NumPy's float64 is everywhere in model code and never reported: a report needs torch's
         # float64/double (through ``torch``, an alias of it, or ``from torch import``) or a
         # ``.double()`` call.
-        if _DOUBLE_CALL.search(code) or _FROM_TORCH.search(code):
+        if _DOUBLE_CALL.search(code) or (_FROM_TORCH.search(code) and _BARE_NAME.search(code)):
             return True
         heads = {b"torch", *(m.group(1) for m in _TORCH_ALIAS.finditer(code))}
         return any(_dtype_attribute(head).search(code) for head in heads)
