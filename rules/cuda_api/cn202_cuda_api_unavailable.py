@@ -58,6 +58,17 @@ _GAPS: dict[str, _Gap] = {
         "`torch.neuron.is_available()` if the branch is about the device, or remove it.",
         Effort.LOW,
     ),
+    # fairseq's NAT models wrap host-side loops in it. On a neuron (or CPU) tensor it selects
+    # device -1, a no-op, so the block still runs: only what relied on the tensor's CUDA device
+    # being current (an index-less torch.cuda call, a CUDA extension launch) changes.
+    "torch.cuda.device_of": _Gap(
+        "TorchNeuron has no device_of(); on a neuron tensor torch.cuda.device_of selects no device",
+        "Write `with torch.neuron.device(t.device.index):` (with `--target accelerator`, "
+        "`torch.accelerator.device_index(t.device.index)`, torch >= 2.8) where calls in the block "
+        "need the tensor's device to be current; where the block only runs host code on CPU "
+        "tensors, drop the `with`.",
+        Effort.LOW,
+    ),
     "torch.cuda.CUDAGraph": _GRAPHS,
     "torch.cuda.graph": _GRAPHS,
     "torch.cuda.graphs.graph": _GRAPHS,
@@ -78,7 +89,7 @@ class CudaApiUnavailable(MemberReferences, Rule):
     ## What it does
     Reports ``torch.cuda`` APIs with no TorchNeuron equivalent, each with what to write instead.
     They are ``get_device_capability``, ``mem_get_info``, ``ipc_collect``, ``get_arch_list``,
-    ``torch.version.cuda`` and CUDA graphs (``CUDAGraph``, ``graph``, ``make_graphed_callables``).
+    ``torch.version.cuda``, ``device_of`` and CUDA graphs (``CUDAGraph``, ``graph``, ``make_graphed_callables``).
 
     ## Why is this bad?
     These calls raise or return meaningless values on Trainium, and code that branches on them
@@ -116,6 +127,8 @@ class CudaApiUnavailable(MemberReferences, Rule):
         Invalid("import torch as th\nfree, total = th.cuda.mem_get_info()\n"),
         Invalid("import torch\ntorch.cuda.ipc_collect()\n"),
         Invalid("import torch\nprint(torch.version.cuda)\n"),
+        Invalid("import torch\nwith torch.cuda.device_of(tokens):\n    ids = tokens.tolist()\n"),
+        Invalid("from torch.cuda import device_of\nwith device_of(x):\n    pass\n", target="accelerator"),
         Invalid("import torch\ng = torch.cuda.CUDAGraph()\n"),
         Invalid("from torch.cuda import make_graphed_callables\nm = make_graphed_callables(m, (x,))\n"),
         Invalid("import torch\nwith torch.cuda.graph(g):\n    y = m(x)\n"),

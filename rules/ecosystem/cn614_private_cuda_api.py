@@ -42,7 +42,12 @@ class PrivateCudaApi(Rule):
 
     code = "CN614"
     name = "private-cuda-api"
-    triggers = ("cuda._", "_C._cuda", "_C._nccl", "torch.cuda import", '"_cuda', "'_cuda", '"_nccl', "'_nccl")
+    # `cuda, "_` is the string probe of torch.cuda itself (Lightning's
+    # `getattr(torch.cuda, "_is_in_bad_fork", None)`): its private name need not start with _cuda.
+    triggers = (
+        "cuda._", "_C._cuda", "_C._nccl", "torch.cuda import", '"_cuda', "'_cuda", '"_nccl', "'_nccl",
+        'cuda, "_', "cuda, '_",
+    )  # fmt: skip
     VALID = (
         "import torch\ntorch.cuda.synchronize()\n",
         "import torch\nn = torch._C._get_tracing_state()\n",
@@ -59,6 +64,9 @@ class PrivateCudaApi(Rule):
         # A guard by name: the probe is false on a CPU/Neuron build only by accident of the build.
         Invalid("import torch\nif hasattr(torch._C, '_cuda_clearCublasWorkspaces'):\n    pass\n"),
         Invalid("import torch\nf = getattr(torch._C, '_cuda_getDevice', None)\n"),
+        # A private name of torch.cuda itself that no other trigger word spells.
+        Invalid('import torch\nbad = getattr(torch.cuda, "_is_in_bad_fork", None)\n'),
+        Invalid("import torch.cuda\nok = hasattr(torch.cuda, '_is_in_bad_fork')\n"),
     )
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
