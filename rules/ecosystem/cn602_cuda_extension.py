@@ -144,6 +144,14 @@ class CudaExtension(Rule):
             "ext = cpp_extension.CppExtension('pkg.edit_cuda', sources=['edit.cu', 'bind.cpp'])\n"
         ),
         Invalid('from setuptools import Extension\next = Extension("fast_cuda", ["fast.cu"])\n'),
+        # A build script that picks the builder at run time: reported as a whole all the same.
+        Invalid(
+            "from setuptools import setup\nfrom torch.utils.cpp_extension import CppExtension, CUDAExtension\n"
+            "extension = CppExtension\nmacros = []\nif with_cuda:\n    extension = CUDAExtension\n"
+            "    macros += [('WITH_CUDA', None)]\n"
+            "setup(name='pkg', ext_modules=[extension('pkg._C', ['vision.cpp'], define_macros=macros)])\n",
+            path="setup.py",
+        ),
         # The sources named once, and a builder of the script's own (a subclass).
         Invalid('from setuptools import Extension\nsrcs = ["k.cpp", "k.cu"]\next = Extension("ops", sources=srcs)\n'),
         Invalid(
@@ -164,6 +172,9 @@ class CudaExtension(Rule):
         # .cu sources (`srcs = ["k.cpp", "k.cu"]`, then `Extension("ops", sources=srcs)`).
         self._builders: set[str] = set()
         self._cu_lists: set[str] = set()
+        # `extension = CUDAExtension`: the variables a build script binds the builder to; a call
+        # through one (`extension("pkg._C", sources)`) names the CUDA extension it builds.
+        self._chosen: set[str] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         name = terminal_name(node.func)
@@ -172,6 +183,10 @@ class CudaExtension(Rule):
         if name in ("open", "write_text", "write_bytes"):
             self._check_generated_source(node, name)
             return
+        if isinstance(node.func, cst.Name) and node.func.value in self._chosen:
+            named = arg_by_name(node, "name") or (node.args[0] if node.args and node.args[0].keyword is None else None)
+            if named is not None:
+                self._cuda_extensions.append(self.context.code(named.value))
         if name is not None and name.endswith("Extension") and self._source_builder(node):
             sources = arg_by_name(node, "sources") or (node.args[1] if len(node.args) > 1 and node.args[1].keyword is None else None)
             if sources is not None and self._names_cu(sources.value):
@@ -208,9 +223,9 @@ class CudaExtension(Rule):
             self._check_loader_call(node)
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        if not (self._setup and self._cuda_extensions):
+        if not (self._setup and (self._cuda_extensions or self._chosen)):
             return
-        names = ", ".join(dict.fromkeys(self._cuda_extensions))
+        names = ", ".join(dict.fromkeys(self._cuda_extensions)) or "CUDAExtension, chosen at run time"
         self.report(
             original_node,
             f"this build script builds CUDA extensions ({names}): the CUDA build as a whole",
@@ -245,6 +260,10 @@ class CudaExtension(Rule):
         # at run time, so the CUDA build is only visible where CUDAExtension is assigned.
         if isinstance(node.value, (cst.Name, cst.Attribute)) and self.qualname(node.value) == f"{_EXT}.CUDAExtension":
             self._report(node.value, "`CUDAExtension` is chosen as the extension builder: the build compiles CUDA C++ kernels")
+            # detectron2's setup.py: the WITH_CUDA macros and nvcc flags of the branch that chose
+            # it are the CUDA build too, which only the whole-script finding covers.
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                self._chosen.add(node.targets[0].target.value)
 
     def _check_loader_call(self, node: cst.Call) -> None:
         """A call of one of the project's loaders (``ProjectFacts.extension_loaders``) that hands
