@@ -96,8 +96,6 @@ _DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_map"})
 # String methods that test or strip a device name: device-selection helpers strip a "cuda:"
 # prefix from user input (``spec.startswith("cuda:")``, ``spec.replace("cuda:", "")``).
 _STRING_TESTS = frozenset({"startswith", "endswith", "removeprefix", "replace", "split", "partition", "find", "index"})
-# Methods that add an element to a list or set, and the position of the element.
-_COLLECTION_ADDS: dict[str, int] = {"append": 0, "add": 0, "extend": 0, "insert": 1}
 # unittest.TestCase's assertions that compare their first two arguments.
 _TEST_ASSERTIONS = frozenset({"assertEqual", "assertNotEqual", "assertEquals", "assertNotEquals", "assertIn", "assertNotIn"})
 # Calls owned by the AMP family (CN3xx): their device_type/device arguments are rewritten there.
