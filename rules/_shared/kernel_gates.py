@@ -100,12 +100,18 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     i = _gate_position(ancestors, node)
     if i is None:
         return None
+    anc = ancestors[i]
+    if isinstance(anc, cst.If):
+        # A build script's `if torch.cuda.is_available() and CUDA_HOME: extension = CUDAExtension`
+        # (detectron2): the branch decides whether CUDA code is compiled, not where tensors go.
+        chosen = _cuda_build_chosen(rule, [anc.body, *([anc.orelse] if anc.orelse is not None else [])])
+        if chosen is not None:
+            return chosen
     # Only now the file's kernel index: most device tests sit in plain statements, and the index
     # visits the whole module.
     index = kernel_index(rule)
     if not index.names:
         return None
-    anc = ancestors[i]
     if isinstance(anc, cst.Decorator):
         # `@pytest.mark.skipif(not torch.cuda.is_available())` on a test that runs a kernel.
         func = ancestors[i - 1] if i > 0 else None
@@ -134,6 +140,33 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     # `def use_kernel(x): return x.is_cuda and ...`: the helper's callers are the gates.
     func = _enclosing_function(ancestors, i)
     return _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
+
+
+# The builder that compiles .cu sources: a branch naming it chooses the CUDA build.
+_CUDA_BUILDERS = frozenset({"torch.utils.cpp_extension.CUDAExtension"})
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[cst.Name | cst.Attribute] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self.found.append(node)
+        return False
+
+
+def _cuda_build_chosen(rule: Rule, blocks: list[cst.CSTNode]) -> str | None:
+    """``the CUDA extension build (CUDAExtension)`` when a branch names the CUDA builder."""
+    names = _Names()
+    for block in blocks:
+        visit_syntax(block, names)
+    for name in names.found:
+        if rule.qualname(name) in _CUDA_BUILDERS:
+            return "the CUDA extension build (`CUDAExtension`)"
+    return None
 
 
 def _gate_position(ancestors: list[cst.CSTNode], node: cst.CSTNode) -> int | None:

@@ -109,6 +109,14 @@ class CudaApiMove(MemberReferences, Rule):
         "import torch\ntorch.cuda.amp.autocast()\ntorch.cuda.get_device_capability()\n",
     )
     INVALID = (
+        # A build script's gate picks the CUDA builder (detectron2's setup.py): it decides whether
+        # .cu sources are compiled, so it is reported and kept (False on Trainium: the CPU build).
+        Invalid(
+            "import torch\nfrom torch.utils.cpp_extension import CUDA_HOME, CppExtension, CUDAExtension\n"
+            "extension = CppExtension\n"
+            "if torch.cuda.is_available() and CUDA_HOME is not None:\n    extension = CUDAExtension\n",
+            None,
+        ),
         Invalid(
             "import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
             "import torch\nif torch.neuron.is_available():\n    torch.neuron.synchronize()\n",
