@@ -65,7 +65,10 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
             loaders.update(f"{module}.{name}" for name in _loader_functions(tree))
     trees.update(_extension_importers(candidates, extensions, trees))
     kernels.update(trees)
-    names = {f"{m}.{n}" for m, tree in trees.items() for n in _reaching_names(m, tree, extensions, kernels)}
+    spaces = op_namespaces(extensions)
+    names = {f"{m}.{n}" for m, tree in trees.items() for n in _reaching_names(m, tree, extensions, kernels, spaces)}
+    if kernels:
+        _add_reexports(candidates, kernels, names)
     return ProjectFacts(
         extension_modules=frozenset(extensions),
         kernel_modules=frozenset(kernels),
@@ -84,7 +87,11 @@ def _bound_by(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
     return [(a.asname or a.name, f"{node.module}.{a.name}") for a in node.names if a.name != "*"]
 
 
-def _reaching_names(module: str, tree: ast.Module, extensions: set[str], kernels: set[str]) -> set[str]:
+_OPS = "torch.ops"  # stands for a call of an extension's registered op in the reaching-name search
+
+
+def _reaching_names(module: str, tree: ast.Module, extensions: set[str], kernels: set[str],
+                    spaces: set[str] = frozenset()) -> set[str]:
     """Top-level names of a kernel module that reach a kernel: bound by an import of a kernel
     language, a project extension or another kernel module (relative imports resolved against
     ``module``), or defined by a ``def`` / ``class`` / assignment whose code uses such a name, to
@@ -113,6 +120,9 @@ def _reaching_names(module: str, tree: ast.Module, extensions: set[str], kernels
         else:
             continue
         used = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+        if spaces and any(_calls_op_namespace(n, spaces) for n in ast.walk(stmt)):
+            used.add(_OPS)
+            seeds.add(_OPS)
         for t in targets:
             defs.setdefault(t, set()).update(used)
     reaching = set(seeds)
@@ -124,10 +134,56 @@ def _reaching_names(module: str, tree: ast.Module, extensions: set[str], kernels
                 reaching.add(name)
                 changed = True
     # Names the module defines or imports, never the language's own (`triton`, `tl`).
-    return {n for n in reaching if n in defs or n in seeds} - {
+    return {n for n in reaching if n in defs or n in seeds} - {_OPS} - {
         local for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
         for local, dotted in _bound_by(node) if dotted.split(".")[0] in KERNEL_LANGUAGES
     }
+
+
+def _add_reexports(candidates: list[tuple[Path, Path]], kernels: set[str], names: set[str]) -> None:
+    """Package ``__init__`` files that re-export a kernel name become kernel modules holding just
+    the names they re-export (to a fixed point: a package above re-exporting it again).
+
+    detectron2's tests import ``DeformConv`` from ``detectron2.layers``, whose ``__init__`` takes
+    it from ``deform_conv`` (which imports the compiled ``_C``): without this the tests' "skip
+    without CUDA" gates were retargeted and ran the CUDA ops on neuron tensors. Only package
+    ``__init__`` files are read (re-export hubs, small), and only in projects with kernels.
+    """
+    inits: dict[str, ast.Module] = {}
+    for path, root in candidates:
+        if path.name != "__init__.py":
+            continue
+        module = _module_of(path, root)
+        try:
+            inits[module] = ast.parse(path.read_bytes(), filename=str(path))
+        except (OSError, SyntaxError, ValueError):
+            continue  # the per-file run reports it
+    recorded = {n.rpartition(".")[0] for n in names}
+
+    def reaches(dotted: str) -> bool:
+        if dotted in names or dotted in kernels:
+            return True
+        owner = dotted.rpartition(".")[0]
+        return owner in kernels and owner not in recorded
+
+    changed = True
+    while changed:
+        changed = False
+        for module, tree in inits.items():
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.ImportFrom) or not (node.module or node.level):
+                    continue
+                base = _relative_base(module, node, package_init=True) if node.level else node.module
+                for alias in node.names:
+                    found = [n for n in names if n.rpartition(".")[0] == base] if alias.name == "*" else (
+                        [f"{base}.{alias.name}"] if reaches(f"{base}.{alias.name}") else [])
+                    for dotted in found:
+                        local = f"{module}.{dotted.rpartition('.')[2] if alias.name == '*' else alias.asname or alias.name}"
+                        if local not in names:
+                            names.add(local)
+                            kernels.add(module)
+                            recorded.add(module)
+                            changed = True
 
 
 def _relative_base(module: str, node: ast.ImportFrom, package_init: bool = False) -> str:
@@ -144,6 +200,8 @@ def _extension_importers(candidates: list[tuple[Path, Path]], extensions: set[st
     run CUDA kernels as much as a Triton module does; only known once every setup.py was read,
     so this is a second look, at the files that spell an extension's name."""
     words = {e.rsplit(".", 1)[-1].encode() for e in extensions}
+    spaces = op_namespaces(extensions)
+    words |= {f"ops.{ns}".encode() for ns in spaces}
     found: dict[str, ast.Module] = {}
     if not words:
         return found
@@ -169,10 +227,26 @@ def _extension_importers(candidates: list[tuple[Path, Path]], extensions: set[st
                 # `from fairseq import libnat_cuda`, and inside the package `from .. import libnat_cuda`
                 base = _relative_base(module, node, path.name == "__init__.py") if node.level else node.module
                 names = [base, *(f"{base}.{a.name}".lstrip(".") for a in node.names)]
-            if any(n in extensions for n in names):
+            if any(n in extensions for n in names) or _calls_op_namespace(node, spaces):
                 found[module] = tree
                 break
     return found
+
+
+def op_namespaces(extensions: Iterable[str]) -> set[str]:
+    """Operator namespaces the project's extensions register: detectron2 builds ``detectron2._C``,
+    whose C++ registers ``torch.ops.detectron2.nms_rotated``; its Python calls those ops without
+    importing ``_C``. The package of a package-qualified extension is taken as its namespace."""
+    return {e.split(".")[0] for e in extensions if "." in e}
+
+
+def _calls_op_namespace(node: ast.AST, spaces: set[str]) -> bool:
+    """``torch.ops.<namespace>.<op>`` for one of ``spaces``."""
+    if not spaces or not isinstance(node, ast.Attribute):
+        return False
+    inner = node.value
+    return (isinstance(inner, ast.Attribute) and inner.attr == "ops" and isinstance(inner.value, ast.Name)
+            and inner.value.id == "torch" and node.attr in spaces)
 
 
 def _call_name(func: ast.expr) -> str:

@@ -278,6 +278,7 @@ class _Collector(cst.CSTVisitor):
         self.names: dict[str, str] = {}
         self.hubs: set[str] = set()
         self.functions: list[cst.FunctionDef] = []
+        self.methods: set[int] = set()  # id() of the functions defined directly in a class body
 
     def _bind_imports(self, node: cst.Import | cst.ImportFrom) -> None:
         for local, candidates in _imported(node, self.path):
@@ -285,7 +286,11 @@ class _Collector(cst.CSTVisitor):
                 self.imports[local] = candidates[0]
                 what = describe_module(candidates[0], self.facts)
                 if what is None and isinstance(node, cst.ImportFrom) and node.module is not None:
-                    what = describe_module(dotted_name(node.module) or "", self.facts)
+                    module = dotted_name(node.module) or ""
+                    # A project kernel module has answered for the name already: plain code beside
+                    # its kernels (`from pkg.layers import Linear` beside `DeformConv`) stays plain.
+                    if not self.facts.kernel_module(module):
+                        what = describe_module(module, self.facts)
             else:
                 found = project_module(self.facts, candidates)
                 what = describe_module(found, self.facts) if found else None
@@ -297,6 +302,10 @@ class _Collector(cst.CSTVisitor):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self._bind_imports(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+        self.methods.update(id(s) for s in body if isinstance(s, cst.FunctionDef))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)
@@ -351,14 +360,16 @@ def kernel_index(rule: Rule) -> KernelIndex:
         visit_syntax(rule.context.module, collector)
         names = collector.names
         # The file's own functions that call a kernel are CUDA-only too (`def rms_norm(x):
-        # return _rms_kernel[grid](x)`), to a fixed point; methods are left out (`self.f()` does
-        # not name the function).
+        # return _rms_kernel[grid](x)`), to a fixed point; a method by the `self.f()` that calls
+        # it (detectron2's `test_x_cuda` runs `self.test_x_cpu(device="cuda")`, which calls the
+        # kernel; a same-named method of another class of the file then counts too: a report
+        # where a rewrite might have done, never the reverse).
         changed = bool(names)
         while changed:
             changed = False
             index = KernelIndex(names)
             for func in collector.functions:
-                name = func.name.value
+                name = f"self.{func.name.value}" if id(func) in collector.methods else func.name.value
                 if name in names:
                     continue
                 inner = index.first_call([func.body])

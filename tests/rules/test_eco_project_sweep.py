@@ -126,3 +126,45 @@ def test_seq_extensions_device_branch_keeps_is_cuda(tmp_path):
     assert main(["migrate", str(SEQ), "--out", str(port), "--no-cache", "-q"]) in (0, 1)
     text = (port / "seqlib" / "align.py").read_text(encoding="utf-8")
     assert "if p_choose.is_cuda:" in text and "is_neuron" not in text
+
+
+# A test module imports a kernel through the package's re-export (detectron2's tests of `_C` ops):
+# its "skip without CUDA" gate is reported and kept, also where the test reaches the kernel through
+# another test method (`self.test_x_cpu(device="cuda")`); a test of plain code from the same
+# package is retargeted as usual.
+REEXPORT_PROJECT = {
+    "setup.py": "import torch\nfrom torch.utils.cpp_extension import CppExtension, CUDAExtension\n"
+                "extension = CppExtension\nif torch.cuda.is_available():\n    extension = CUDAExtension\n"
+                "ext_modules = [extension(\"pkg._C\", [\"csrc/a.cpp\", \"csrc/a.cu\"])]\n",
+    "pkg/__init__.py": "",
+    "pkg/layers/__init__.py": "from .deform import DeformConv\nfrom .plain import Linear\n",
+    "pkg/layers/deform.py": "from pkg import _C\n\nclass DeformConv:\n    def __call__(self, x):\n        return _C.deform(x)\n",
+    "pkg/layers/plain.py": "class Linear:\n    def __call__(self, x):\n        return x\n",
+    "tests/test_layers.py": (
+        "import unittest\nimport torch\nfrom pkg.layers import DeformConv, Linear\n\n"
+        "class T(unittest.TestCase):\n"
+        "    @unittest.skipIf(not torch.cuda.is_available(), 'needs CUDA')\n"
+        "    def test_deform(self):\n        DeformConv()(torch.ones(2).cuda())\n\n"
+        "    @unittest.skipIf(not torch.cuda.is_available(), 'needs CUDA')\n"
+        "    def test_linear(self):\n        Linear()(torch.ones(2).cuda())\n\n"
+        "    def test_deform_cpu(self, device='cpu'):\n        DeformConv()(torch.ones(2, device=device))\n\n"
+        "    @unittest.skipIf(not torch.cuda.is_available(), 'needs CUDA')\n"
+        "    def test_deform_cuda(self):\n        self.test_deform_cpu(device='cuda')\n"
+    ),
+}
+
+
+@pytest.mark.parametrize(("line", "kind"), [(6, "manual_actions"), (10, "fixable"), (17, "manual_actions")],
+                         ids=["gate-of-a-re-exported-kernel-is-reported", "gate-of-plain-code-is-ported",
+                              "gate-of-a-method-calling-the-kernel-through-self"])
+def test_a_kernel_reexported_by_a_package_keeps_its_tests_gate(tmp_path, line, kind):
+    for name, text in REEXPORT_PROJECT.items():
+        path = tmp_path / "proj" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    out = tmp_path / "report.json"
+    main(["check", str(tmp_path / "proj"), "--no-cache", "--output-format", "json", "--output-file", str(out), "-q"])
+    data = json.loads(out.read_text())
+    cn201 = {(kind_, f["line"]) for kind_ in ("manual_actions", "fixable") for f in data[kind_]
+             if f["code"] == "CN201" and f["path"].endswith("test_layers.py")}
+    assert (kind, line) in cn201, cn201

@@ -142,6 +142,24 @@ def not_a_loader(name):
             {"pkg/__init__.py": "", "pkg/a.py": "", "train.py": "", "src/tool/x.py": ""},
             "own_packages", {"pkg", "train", "src"}, id="own-top-level-names",
         ),
+        # detectron2's nms.py calls the ops its `_C` registers (`torch.ops.detectron2.nms_rotated`)
+        # without importing `_C`; torch's own namespaces (`torch.ops.aten`) are not the project's.
+        pytest.param(
+            {"setup.py": DETECTRON_STYLE_SETUP, "pkg/__init__.py": "",
+             "pkg/nms.py": "import torch\n\ndef nms_rotated(b):\n    return torch.ops.pkg.nms_rotated(b)\n\ndef plain(b):\n    return b\n",
+             "pkg/other.py": "import torch\n\ndef f(x):\n    return torch.ops.aten.add(x, x)\n"},
+            "kernel_names", {"pkg.nms.nms_rotated"}, id="ops-the-extension-registers",
+        ),
+        # detectron2: `from detectron2.layers import DeformConv`, re-exported by the package's
+        # __init__ from the module that imports `_C`; a package above re-exports it again.
+        pytest.param(
+            {"setup.py": DETECTRON_STYLE_SETUP, "pkg/__init__.py": "from .layers import *\n",
+             "pkg/layers/__init__.py": "from .deform import DeformConv as DConv\nfrom .plain import Linear\n",
+             "pkg/layers/deform.py": "from pkg import _C\n\nclass DeformConv:\n    def forward(self, x):\n        return _C.deform(x)\n",
+             "pkg/layers/plain.py": "class Linear:\n    pass\n"},
+            "kernel_names", {"pkg.layers.deform._C", "pkg.layers.deform.DeformConv", "pkg.layers.DConv", "pkg.DConv"},
+            id="re-exported-by-package-inits",
+        ),
     ],
 )
 def test_sweep_names(tmp_path, files, field, expected):
