@@ -19,7 +19,7 @@ import libcst as cst
 from cuda2neuron.core import MAX_ITERATIONS, ConvergenceError, Finding, Fix, Report, Rule, Safety, Settings, Span, Suppressions
 
 from ._context import RuleContext
-from ._positions import spans_and_code
+from ._positions import spans_and_code, spans_of
 from ._rebuild import rebuild
 from ._walk import walk_rules
 
@@ -53,12 +53,16 @@ def _finding(report: Report, span: Span, path: str, module: cst.Module, applied:
 
 
 def _findings(
-    module: cst.Module, reports: list[Report], path: str
+    module: cst.Module, reports: list[Report], path: str, source: str | None = None
 ) -> tuple[list[tuple[Report, Finding]], str | None]:
-    """Findings sorted by position (suppressed ones dropped) and the module's code."""
+    """Findings sorted by position (suppressed ones dropped) and the module's code
+    (``source``: the text ``module`` was parsed from, unchanged; then only the spans are made)."""
     if not reports:
         return [], None
-    spans, code = spans_and_code(module, [r.node for r in reports])
+    if source is not None:
+        spans, code = spans_of(module, [r.node for r in reports]), source
+    else:
+        spans, code = spans_and_code(module, [r.node for r in reports])
     suppressions = Suppressions.from_text(code)
     out = [
         (r, _finding(r, spans[id(r.node)], path, module))
@@ -73,7 +77,7 @@ def lint_module(
     module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings, source: str | None = None
 ) -> list[Finding]:
     """Findings for ``module`` without changing it (``source``: its text, when the caller has it)."""
-    pairs, _ = _findings(module, _collect(module, rule_types, path, settings, source), path)
+    pairs, _ = _findings(module, _collect(module, rule_types, path, settings, source), path, source)
     return [f for _, f in pairs]
 
 
@@ -124,11 +128,15 @@ def fix_module(
     located where its replacement sits in the *output*; a removed statement where it was.
     """
     applied: list[_Applied] = []
+    original = source
     for _ in range(MAX_ITERATIONS):
         reports = _collect(module, rule_types, path, settings, source)
+        # The first round walks the module parsed from `source`: its code is known, and a file
+        # whose findings need no fix (most of them) never pays a whole code generation.
+        unchanged = original if source is not None else None
         source = None  # later rounds walk a rewritten module
         if may_suppress and reports:
-            pairs, _ = _findings(module, reports, path)
+            pairs, _ = _findings(module, reports, path, unchanged)
             reports = [r for r, _ in pairs]
         chosen: list[Report] = []
         # Outer-first: a fix inside another fix's node waits for the next round.
@@ -139,7 +147,7 @@ def fix_module(
                 continue
             chosen.append(report)
         if not chosen:
-            return _outcome(module, reports, applied, path)
+            return _outcome(module, reports, applied, path, unchanged)
         new_module = rebuild(module, {id(r.node): r.replacement for r in chosen}, [r.ancestors for r in chosen])  # type: ignore[misc]
         new_module = _fix_imports(new_module, chosen)
         if new_module.deep_equals(module):
@@ -160,13 +168,19 @@ def fix_module(
     )
 
 
-def _outcome(module: cst.Module, remaining: list[Report], applied: list[_Applied], path: str) -> FixOutcome:
+def _outcome(
+    module: cst.Module, remaining: list[Report], applied: list[_Applied], path: str, source: str | None = None
+) -> FixOutcome:
+    """``source``: the text ``module`` was parsed from, when no fix changed it."""
     replacement_nodes = [
         a.report.replacement for a in applied if isinstance(a.report.replacement, cst.CSTNode)
     ]
     if not remaining and not applied:
         return FixOutcome(module, [], [], None)
-    spans, code = spans_and_code(module, [r.node for r in remaining] + replacement_nodes)  # type: ignore[list-item]
+    if source is not None and not applied:
+        spans, code = spans_of(module, [r.node for r in remaining]), source
+    else:
+        spans, code = spans_and_code(module, [r.node for r in remaining] + replacement_nodes)  # type: ignore[list-item]
     done: list[Finding] = []
     for a in applied:
         span = spans.get(id(a.report.replacement))

@@ -14,13 +14,18 @@ from libcst._nodes.internal import CodegenState
 
 from cuda2neuron.core import Span
 
-__all__ = ["spans_and_code"]
+__all__ = ["spans_and_code", "spans_of"]
+
+
+class _AllFound(Exception):
+    """Every wanted span is known: the rest of the code generation would only be thrown away."""
 
 
 class _SpanState(CodegenState):
-    def __init__(self, module: cst.Module, wanted: set[int]) -> None:
+    def __init__(self, module: cst.Module, wanted: set[int], stop_early: bool = False) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self._wanted = wanted
+        self._stop_early = stop_early
         self._counted = 0
         self._line = 1
         self._col = 0
@@ -52,6 +57,11 @@ class _SpanState(CodegenState):
             if key not in self._syntactic:
                 end = self._position()
                 self.spans[key] = Span(start[0], start[1], end[0], end[1])
+            self._check_done()
+
+    def _check_done(self) -> None:
+        if self._stop_early and len(self.spans) == len(self._wanted):
+            raise _AllFound
 
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
         # libcst enters this for ~80% of the nodes it generates; its own is a @contextmanager,
@@ -94,6 +104,7 @@ class _Syntactic:
         self._state._syntactic.add(self._key)
         start = self._start
         self._state.spans[self._key] = Span(start[0], start[1], end[0], end[1])
+        # after_codegen of the same node follows and may stop the generation then.
 
 
 def spans_and_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[dict[int, Span], str]:
@@ -101,3 +112,20 @@ def spans_and_code(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> tuple[di
     state = _SpanState(module, {id(n) for n in nodes})
     module._codegen(state)
     return state.spans, "".join(state.tokens)
+
+
+def spans_of(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Span]:
+    """Spans of ``nodes`` only: the code generation stops once the last of them has ended.
+
+    For a module whose text the caller already has (the parsed file, unchanged): a file with
+    findings but no fix needs its code for nothing else, and its findings often sit in its first
+    half. Only for freshly parsed modules, where no node object occurs twice.
+    """
+    state = _SpanState(module, {id(n) for n in nodes}, stop_early=True)
+    if not state._wanted:
+        return {}
+    try:
+        module._codegen(state)
+    except _AllFound:
+        pass
+    return state.spans
