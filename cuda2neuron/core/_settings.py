@@ -35,6 +35,17 @@ class ProjectFacts:
     # Top-level modules and packages of the project itself: an import of one is the project's
     # own code, never a third-party CUDA package of the same name (mamba_ssm inside mamba).
     own_packages: frozenset[str] = frozenset()
+    # Parameters of the project's own functions that reach ``init_process_group``'s backend
+    # unchanged, as (function name, position in a call, parameter name): ``def wrap_model(model,
+    # rank, backend): dist.init_process_group(backend)`` gives ``("wrap_model", 2, "backend")``.
+    # The position leaves out a method's ``self`` and is None for a keyword-only parameter; a
+    # name the project defines more than once with such a parameter is left out (ambiguous).
+    backend_params: frozenset[tuple[str, int | None, str]] = frozenset()
+
+    def backend_param(self, function: str) -> tuple[int | None, str] | None:
+        """(position, parameter name) of the backend parameter of the project's one function
+        (or method) named ``function``, a callee's last name; None when there is none."""
+        return next(((pos, param) for name, pos, param in self.backend_params if name == function), None)
 
     def builds_extension(self, module: str) -> bool:
         return module in self.extension_modules or module.rsplit(".", 1)[-1] in self.extension_modules

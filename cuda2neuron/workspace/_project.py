@@ -24,6 +24,8 @@ __all__ = ["project_facts", "with_project_facts"]
 # Top-level packages of CUDA-only kernel languages: a project module importing one is a kernel.
 KERNEL_LANGUAGES = frozenset({"triton", "tilelang", "cutlass"})
 _WORDS = (b"CUDAExtension", b"cpp_extension", b".cu\"", b".cu'", *(w.encode() for w in KERNEL_LANGUAGES))
+# Files holding one of these may define a function that hands a parameter on as the backend.
+_BACKEND_WORDS = (b"init_process_group", b"nccl", b"NCCL")
 
 
 def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ()) -> ProjectFacts:
@@ -35,6 +37,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     extensions: set[str] = set()
     kernels: set[str] = set()
     loaders: set[str] = set()
+    backend_params: list[tuple[str, int | None, str]] = []
     trees: dict[str, ast.Module] = {}  # kernel module -> its tree, for the names that reach a kernel
     seen: set[Path] = set()
     files = tuple(files)
@@ -51,12 +54,18 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
             data = path.read_bytes()
         except OSError:
             continue  # the per-file run reports unreadable files
-        if not any(w in data for w in _WORDS):
+        builds = any(w in data for w in _WORDS)
+        backends = any(w in data for w in _BACKEND_WORDS)
+        if not builds and not backends:
             continue
         try:
             tree = ast.parse(data, filename=str(path))
         except (SyntaxError, ValueError):
             continue  # the per-file run reports the syntax error
+        if backends:
+            backend_params += _backend_parameters(tree)
+        if not builds:
+            continue
         extensions.update(_extension_names(tree))
         module = _module_of(path, root)
         if module and _imports_kernel_language(tree):
@@ -75,7 +84,73 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         extension_loaders=frozenset(loaders),
         kernel_names=frozenset(names),
         own_packages=frozenset(own),
+        backend_params=_unambiguous(backend_params),
     )
+
+
+def _unambiguous(found: list[tuple[str, int | None, str]]) -> frozenset[tuple[str, int | None, str]]:
+    """The entries of the function names found once: a caller of a name defined twice (two
+    classes' ``setup`` methods) cannot be told apart by its last name."""
+    counts: dict[str, int] = {}
+    for name, _, _ in found:
+        counts[name] = counts.get(name, 0) + 1
+    return frozenset(entry for entry in found if counts[entry[0]] == 1)
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _backend_parameters(tree: ast.Module) -> list[tuple[str, int | None, str]]:
+    """(function, call position, parameter) for each parameter a function (or method) passes on
+    as a backend (``_passed_backend``), a bare name never rebound in its body: modded-nanogpt's
+    and detectron2's launchers take the backend from their caller, in another file, as a plain
+    ``"nccl"`` argument."""
+    methods = {
+        id(f) for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+        for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    found = []
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        positional = [*func.args.posonlyargs, *func.args.args]
+        static = any(_call_name(d) == "staticmethod" for d in func.decorator_list)
+        skip = 1 if id(func) in methods and not static and positional else 0  # self / cls
+        params: dict[str, int | None] = {a.arg: i - skip for i, a in enumerate(positional) if i >= skip}
+        params.update({a.arg: None for a in func.args.kwonlyargs})
+        own = list(_own_nodes(func))
+        rebound = {n.id for n in own if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        passed = next((n for n in map(_passed_backend, own) if n in params and n not in rebound), None)
+        if passed is not None:
+            found.append((func.name, params[passed], passed))
+    return found
+
+
+def _passed_backend(node: ast.AST) -> str | None:
+    """The bare name ``node`` hands on as a backend: ``init_process_group(name)`` (position 0 or
+    ``backend=``), or ``backend == "nccl"`` for a name saying "backend", a test CN401 rewrites
+    to ``"neuron"`` (modded-nanogpt's ``DDPStrategy.wrap_model``), so its callers' ``"nccl"``
+    must move with it."""
+    if isinstance(node, ast.Call) and _call_name(node.func) == "init_process_group":
+        backend = _keyword(node, "backend")
+        if backend is None and node.args and not isinstance(node.args[0], ast.Starred):
+            backend = node.args[0]
+        return backend.id if isinstance(backend, ast.Name) else None
+    if isinstance(node, ast.Compare):
+        operands = [node.left, *node.comparators]
+        if any(isinstance(o, ast.Constant) and isinstance(o.value, str) and o.value.lower() == "nccl" for o in operands):
+            return next((o.id for o in operands if isinstance(o, ast.Name) and "backend" in o.id.lower()), None)
+    return None
+
+
+def _own_nodes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterable[ast.AST]:
+    """The nodes of ``func``'s body outside nested functions and classes (their parameters
+    shadow the outer ones)."""
+    stack: list[ast.AST] = [s for s in func.body if not isinstance(s, _SCOPES)]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
 
 
 def _bound_by(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:

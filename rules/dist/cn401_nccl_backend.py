@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Invalid, ProjectFacts, Rule, Safety, Valid
 
 from .._shared.args import arg_by_name
 from .._shared.strings import string_value
@@ -30,6 +30,9 @@ _NCCL_ENUM = frozenset({"torch.distributed.Backend.NCCL", "torch.distributed.dis
 _LOOKUPS = frozenset({"get", "getenv", "setdefault", "pop"})
 # argparse keywords that hold option values.
 _ARGPARSE_VALUES = frozenset({"default", "choices", "const"})
+
+# The project's one ``wrap_model`` hands its third argument (or ``pg=``) to init_process_group.
+_WRAPPER = (("project", ProjectFacts(backend_params=frozenset({("wrap_model", 2, "pg")}))),)
 
 # A literal's replacement and the imports it needs, or None where the target cannot express it.
 _Plan = tuple[cst.BaseExpression, tuple[tuple[str, str | None], ...]] | None
@@ -70,7 +73,11 @@ class NcclBackend(Rule):
     (``add_argument("--dist-backend", default="nccl")``), conditional forms
     (``"nccl" if ... else "gloo"``, ``"gloo" if os.name == "nt" else "nccl"``), comparisons with a
     backend (``backend == "nccl"``, ``dist.get_backend() == "nccl"``), composite backends
-    (``"cpu:gloo,cuda:nccl"``) and ``dist.Backend.NCCL``.
+    (``"cpu:gloo,cuda:nccl"``) and ``dist.Backend.NCCL``. In a project, also the argument of a
+    call of the project's own function (or method) that passes that parameter on as the
+    backend, defined in any file (``strategy.wrap_model(model, 0, "nccl")`` with ``def
+    wrap_model(self, model, rank, pg): dist.init_process_group(pg)``); only when the project
+    defines one function of that name that does so.
 
     ## Why is this bad?
     NCCL is NVIDIA's collective library; TorchNeuron registers its own process-group backend
@@ -121,6 +128,9 @@ class NcclBackend(Rule):
         "model = DDP(model, device_ids=[local_rank], output_device=local_rank)\n",
         'parser.add_argument("--log-level", default="nccl")\n',
         "import torch.distributed as dist\nB = {'cuda': dist.Backend.NCCL, 'neuron': 'neuron'}\n",
+        # Another position of the project's wrapper, or a wrapper the project does not define.
+        Valid('strategy.wrap_model(model, "nccl", 0)\n', options=_WRAPPER),
+        Valid('strategy.wrap_model(model, 0, "nccl")\n'),
         Valid(
             "import torch.distributed as dist\n"
             "dist.init_process_group(backend=dist.get_default_backend_for_device("
@@ -188,6 +198,9 @@ class NcclBackend(Rule):
             'import torch.distributed as dist\npg = "nccl"\ndist.init_process_group(pg)\n',
             'import torch.distributed as dist\npg = "neuron"\ndist.init_process_group(pg)\n',
         ),
+        # The project's own function that passes its parameter on as the backend.
+        Invalid('strategy.wrap_model(model, 0, "nccl")\n', 'strategy.wrap_model(model, 0, "neuron")\n', options=_WRAPPER),
+        Invalid('wrap_model(model, 0, pg="nccl")\n', 'wrap_model(model, 0, pg="neuron")\n', options=_WRAPPER),
         Invalid(
             'import torch.distributed as dist\ng = dist.new_group([0, 1], None, "nccl")\n',
             'import torch.distributed as dist\ng = dist.new_group([0, 1], None, "neuron")\n',
@@ -335,6 +348,8 @@ class NcclBackend(Rule):
         position = self._backend_position(call)
         if position is not None and arg_by_name(call, "backend", position) is arg:
             return True
+        if func_name is not None and self._reaches_own_backend_param(call, arg, func_name):
+            return True
         if func_name == "add_argument" and keyword in _ARGPARSE_VALUES:
             return any(
                 (flag := string_value(a.value)) is not None and "backend" in flag.lower()
@@ -345,6 +360,15 @@ class NcclBackend(Rule):
             key = string_value(call.args[0].value)
             return key is not None and "backend" in key.lower()
         return False
+
+    def _reaches_own_backend_param(self, call: cst.Call, arg: cst.Arg, func_name: str) -> bool:
+        """``strategy.wrap_model(model, 0, "nccl")`` where the project's one ``wrap_model`` hands
+        that parameter on to ``init_process_group`` (the project sweep found it, in any file)."""
+        found = self.context.settings.project.backend_param(func_name)
+        if found is None:
+            return False
+        position, param = found
+        return arg_by_name(call, param, position) is arg
 
     def _backend_position(self, call: cst.Call) -> int | None:
         """Position of the backend parameter if ``call`` is a torch.distributed backend taker."""

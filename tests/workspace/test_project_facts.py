@@ -160,6 +160,29 @@ def not_a_loader(name):
             "kernel_names", {"pkg.layers.deform._C", "pkg.layers.deform.DeformConv", "pkg.layers.DConv", "pkg.DConv"},
             id="re-exported-by-package-inits",
         ),
+        # modded-nanogpt / detectron2: a launcher takes the backend from its caller in another file.
+        pytest.param(
+            {"pkg/__init__.py": "",
+             "pkg/launch.py": "import torch.distributed as dist\n\n"
+             "def launch(fn, world, backend, *, pg_kind='x'):\n    dist.init_process_group(backend, world_size=world)\n\n"
+             "class Strategy:\n    def connect(self, model, rank, pg):\n        dist.init_process_group(backend=pg)\n\n"
+             "    @staticmethod\n    def setup(rank, *, kind):\n        dist.init_process_group(kind)\n",
+             "pkg/other.py": "import torch.distributed as dist\n\n"
+             # rebound before use, a nested function's own parameter, a name defined twice
+             "def rebound(backend):\n    backend = backend.lower()\n    dist.init_process_group(backend)\n\n"
+             "def outer(backend):\n    def inner(backend):\n        dist.init_process_group(backend)\n    return inner\n\n"
+             "def twice(b):\n    dist.init_process_group(b)\n\n"
+             "class Other:\n    def twice(self, b):\n        dist.init_process_group(b)\n",
+             "pkg/plain.py": "def launch_plain(backend):\n    return backend\n",
+             # modded-nanogpt's DDPStrategy tests the backend it is given (CN401 rewrites the
+             # test); the other strategies' `wrap_model`s do not, so the name stays unambiguous.
+             "pkg/wrap.py": "class DDP:\n    def wrap_model(self, model, rank, backend):\n        if backend == 'nccl':\n            return model\n\n"
+             "class Single:\n    def wrap_model(self, model, rank, backend):\n        return model\n\n"
+             "def uses(kind):\n    return kind == 'nccl'\n"},
+            "backend_params", {("launch", 2, "backend"), ("connect", 2, "pg"), ("setup", None, "kind"), ("inner", 0, "backend"),
+                               ("wrap_model", 2, "backend")},
+            id="parameters-passed-on-as-the-backend",
+        ),
     ],
 )
 def test_sweep_names(tmp_path, files, field, expected):
