@@ -384,7 +384,14 @@ def _own_reason(tok: tokenize.TokenInfo, own_names: dict, paths: dict[int, set[s
 
 
 def audit(project: Path, target: str, keep: Path | None) -> dict:
-    work = keep or Path(tempfile.mkdtemp(prefix="audit-port-"))
+    if keep is not None:
+        return _audit(project, target, keep)
+    # The port of a large tree is hundreds of MB: a temporary one goes when the audit ends.
+    with tempfile.TemporaryDirectory(prefix="audit-port-") as work:
+        return _audit(project, target, Path(work))
+
+
+def _audit(project: Path, target: str, work: Path) -> dict:
     port = work / project.name
     migrated = _run("migrate", str(project), "--out", str(port), "--target", target, "--report", str(work / "migrate.json"), "-q")
     if migrated.returncode not in (0, 1):
