@@ -86,8 +86,8 @@ def is_reference(rule: Rule, node: cst.Name) -> bool:
 def import_to_drop(rule: Rule, expr: cst.BaseExpression) -> tuple[tuple[str, str | None], ...]:
     """The from-import that ``expr`` depends on and a rewrite may leave unused.
 
-    ``amp.autocast`` after ``from torch.cuda import amp`` -> (("torch.cuda", "amp"),);
-    ``autocast`` after ``from torch.cuda.amp import autocast`` -> (("torch.cuda.amp", "autocast"),).
+    ``amp.autocast`` after ``from torch.cuda import amp`` -> (("torch.cuda", "amp"), ("torch.cuda.amp", None));
+    ``autocast`` after ``from torch.cuda.amp import autocast`` -> (("torch.cuda.amp", "autocast"), ...).
     ``import torch`` is never dropped (the rewrite usually needs it). The engine removes the
     import only if nothing else uses it.
     """
@@ -100,11 +100,10 @@ def import_to_drop(rule: Rule, expr: cst.BaseExpression) -> tuple[tuple[str, str
     if qualified is None or "." not in qualified:
         return ()
     module, _, obj = qualified.rpartition(".")
-    if obj != head.value:
-        # An `as` alias: `from module import obj as x` or `import module.obj as x`; the engine
-        # finds the alias name and removes whichever exists, if unused.
-        return ((module, obj), (qualified, None))
-    return ((module, obj),)
+    # `from module import obj [as x]` or `import module.obj as x` (whose alias may equal the last
+    # part: Swin's `import torch.cuda.amp as amp`); the engine finds the name each binds and
+    # removes whichever exists, if unused.
+    return ((module, obj), (qualified, None))
 
 
 def is_device_word(word: str) -> bool:

@@ -22,6 +22,12 @@ REWRITES = [
         'import torch\n\nwith torch.autocast("neuron", dtype=torch.bfloat16):\n    pass\n',
     ),
     (
+        # The alias equals the module's last part: it reads like `from torch.cuda import amp`.
+        "submodule-alias-named-like-the-module",
+        "import torch\nimport torch.cuda.amp as amp\nscaler = amp.GradScaler()\nwith amp.autocast():\n    pass\n",
+        'import torch\nscaler = torch.amp.GradScaler("neuron", enabled=False)\nwith torch.autocast("neuron", dtype=torch.bfloat16):\n    pass\n',
+    ),
+    (
         "from-import-still-used-is-kept",
         "import torch\nfrom torch.cuda import amp\nwith amp.autocast():\n    pass\nhelper = amp.common\n",
         'import torch\nfrom torch.cuda import amp\nwith torch.autocast("neuron", dtype=torch.bfloat16):\n    pass\nhelper = amp.common\n',
