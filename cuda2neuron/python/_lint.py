@@ -212,17 +212,48 @@ def _module_binds(module: cst.Module, mod: str, obj: str | None) -> bool:
 
 def _maybe_unused(code: str, local: str) -> bool:
     # The import helpers' scope analysis is expensive; only pay it when the name no longer
-    # appears outside import lines (a mention in a string keeps the import: the safe side).
-    # `torch.neuron.synchronize` is not a use of a from-imported `synchronize`: no dot before.
-    # Comments and docstrings are prose, not uses: `code` comes without them (`_prose_out`), so
-    # a docstring that names `GradScaler` does not keep a nested CUDA import alive.
+    # appears outside import lines. `torch.neuron.synchronize` is not a use of a from-imported
+    # `synchronize`: no dot before. Comments and docstrings are prose, not uses: `code` comes
+    # without them (`_prose_out`), so a docstring that names `GradScaler` does not keep a nested
+    # CUDA import alive.
     pattern = re.compile(rf"(?<![.\w]){re.escape(local)}\b")
-    for line in code.splitlines():
-        stripped = line.lstrip()
-        if stripped.startswith(("import ", "from ")):
+    lines = [
+        (row, line)
+        for row, line in enumerate(code.splitlines(), 1)
+        if not line.lstrip().startswith(("import ", "from ")) and pattern.search(line)
+    ]
+    if not lines:
+        return True
+    return _string_mentions_only(code, local, {row for row, _ in lines})
+
+
+def _string_mentions_only(code: str, local: str, rows: set[int]) -> bool:
+    """Is every mention of ``local`` on ``rows`` inside a string that cannot name the binding?
+
+    A string that *is* the name or a dotted path from it (``__all__ = ["amp"]``,
+    ``getattr(m, "sync")``, ``"amp.autocast"``) or an f-string field using it keeps the import:
+    the safe side. Text around it (``'--enable-amp'``, ``"use amp for speed"``) is not a use:
+    Swin's ``--enable-amp`` option kept a dead ``import torch.cuda.amp as amp``.
+    """
+    name = re.escape(local)
+    naming = re.compile(rf"[rRuUbB]*(['\"]{{1,3}}){name}(\.\w+)*\1")
+    field = re.compile(rf"\{{[^}}]*(?<![.\w]){name}\b")
+    mention = re.compile(rf"(?<![.\w]){name}\b")
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    for tok in tokens:
+        if not rows.intersection(range(tok.start[0], tok.end[0] + 1)):
             continue
-        if pattern.search(line):
+        if tok.type == tokenize.NAME and tok.string == local:
             return False
+        if tok.type == tokenize.STRING and mention.search(tok.string):
+            prefix = tok.string[: len(tok.string) - len(tok.string.lstrip("rRuUbBfF"))]
+            if naming.fullmatch(tok.string) or ("f" in prefix.lower() and field.search(tok.string)):
+                return False
+        elif tok.type not in (tokenize.STRING, tokenize.NAME) and mention.search(tok.string):
+            return False  # text the tokenizer splits otherwise (3.12 f-string parts): the safe side
     return True
 
 

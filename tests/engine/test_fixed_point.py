@@ -85,7 +85,14 @@ def test_unsafe_fix_needs_opt_in():
         pytest.param("from m import sync\nx = torch.neuron.sync()\n", "sync", True, id="attribute-is-not-a-use"),
         pytest.param("from m import sync\nsync()\n", "sync", False, id="call-is-a-use"),
         pytest.param("from m import sync\nx = [sync]\n", "sync", False, id="reference-is-a-use"),
-        pytest.param("from m import sync\nprint('sync')\n", "sync", False, id="string-mention-keeps-it"),
+        pytest.param("from m import sync\nprint('sync')\n", "sync", False, id="string-naming-it-keeps-it"),
+        pytest.param("from m import amp\nx = 'amp.autocast'\n", "amp", False, id="string-path-from-it-keeps-it"),
+        pytest.param("from m import amp\nx = f'{amp.state}'\n", "amp", False, id="f-string-field-keeps-it"),
+        pytest.param("from m import amp\nx = f'{y} amp'\n", "amp", True, id="f-string-text-is-not-a-use"),
+        pytest.param("from m import amp\np.add_argument('--enable-amp')\n", "amp", True, id="option-name-is-not-a-use"),
+        pytest.param("from m import amp\nlog('use amp here')\n", "amp", True, id="words-in-a-string-are-not-a-use"),
+        pytest.param("from m import amp\nf(x='--amp', y=amp)\n", "amp", False, id="use-beside-a-string-mention"),
+        pytest.param("from m import (\n    amp,\n)\nx = 1\n", "amp", False, id="continuation-line-of-an-import-safe-side"),
     ],
 )
 def test_unused_import_precheck(code, name, unused):
