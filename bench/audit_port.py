@@ -5,7 +5,7 @@
 Migrates PROJECT into a temporary copy (`migrate --out`), checks the copy (`check
 --output-format json`: what is left is what the report tells the user to do), then reads every
 Python file of the copy with `tokenize` and lists each line whose code (not its comments or
-docstrings) still holds a CUDA word — `cuda`, `nccl`, `cudnn`, `triton`, `tilelang`, `cutlass`,
+docstrings) still holds a CUDA word — `cuda`, `nccl`, `cudnn`, `triton`, `tilelang`, `cutlass`, `helion`,
 `_scaled_mm`, `float8`, or a compiled extension the project builds — on which no finding of the
 port points. Those are silent misses: the port would stop on Trainium while the report said
 nothing. Prints one summary line (files, edits, manual actions, silent misses) and the misses.
@@ -42,10 +42,10 @@ import tempfile
 import tokenize
 from pathlib import Path
 
-WORDS = re.compile(r"cuda|nccl|cudnn|triton|tilelang|cutlass|_scaled_mm|float8|\bcupy\b", re.IGNORECASE)
+WORDS = re.compile(r"cuda|nccl|cudnn|triton|tilelang|cutlass|helion|_scaled_mm|float8|\bcupy\b", re.IGNORECASE)
 # Kernel stacks: a file that imports one is reported once, at the import; its kernel bodies,
 # which use the stack on every line, count as pointed at when the file has such a finding.
-STACKS = ("triton", "tilelang", "cutlass", "cupy")
+STACKS = ("triton", "tilelang", "cutlass", "helion", "cupy")
 # Words that mention CUDA without depending on it.
 HARMLESS = re.compile(r"cuda2neuron|neuron", re.IGNORECASE)
 
@@ -80,7 +80,7 @@ def _code_lines(path: Path) -> dict[int, list[tokenize.TokenInfo]]:
 
 # A bare word is the API itself (`x.cuda()`, `torch.version.cuda`, `"nccl"`): never excused as a
 # name of the project's, even where the project also defines something of that name.
-_BARE = re.compile(r"_*(?:cuda|nccl|cudnn|triton|tilelang|cutlass|cupy)_*", re.IGNORECASE)
+_BARE = re.compile(r"_*(?:cuda|nccl|cudnn|triton|tilelang|cutlass|helion|cupy)_*", re.IGNORECASE)
 
 
 class _Names(ast.NodeVisitor):

@@ -38,6 +38,10 @@ def _classify(tmp_path: Path, source: str, pointed: set[int] = frozenset(), kern
             "import triton\ngrid = (triton.cdiv(n, 128),)\n", {1}, (), {"triton"},
             "kernel language of a reported file", id="kernel-language",
         ),
+        pytest.param(
+            "import helion\nconfig = helion.Config(num_warps=4)\n", {1}, (), {"helion"},
+            "kernel language of a reported file", id="helion-kernel-language",
+        ),
     ],
 )
 def test_excused_with_reason(tmp_path, source, pointed, kernel, stacks, reason):
@@ -56,6 +60,7 @@ def test_excused_with_reason(tmp_path, source, pointed, kernel, stacks, reason):
         # `torch.cuda` is not the `cuda` a reported `import cuda` binds.
         pytest.param("import cuda\nimport torch\nx = torch.cuda.current_stream()\n", {1}, id="attribute-not-the-import"),
         pytest.param("import selective_scan_cuda\n", (), id="extension-import-unreported"),
+        pytest.param("import helion\n", (), id="helion-import-unreported"),
         # One use of the imported name is not reported: the import is not covered.
         pytest.param("from torch.cuda.amp import custom_fwd\n@custom_fwd\ndef f():\n    pass\ng = custom_fwd\n", {2}, id="import-with-unreported-use"),
         # A mock target names the API the code under test calls: it must move with that code.

@@ -35,7 +35,7 @@ _PYTHON = (
     '.cu"', ".cu'", '.cuh"', ".cuh'",
     "profiler", "cupy", "nvml", "nvidia", "gpustat", "GPUtil", "nvitop", "elapsed_time",
     # CUDA-only kernel packages and languages (rules/_shared/cuda_kernels.toml), hub kernels, FP8
-    "tilelang", "cutlass", "numba", "conv1d", "mamba", "dropout_layer_norm", "rotary_emb", "xentropy", "amp_C",
+    "tilelang", "cutlass", "helion", "numba", "conv1d", "mamba", "dropout_layer_norm", "rotary_emb", "xentropy", "amp_C",
     "deepspeed", "liger", "flashinfer", "vllm", "flash_mla", "deep_gemm", "deep_ep", "sgl_kernel",
     "transformer_engine", "natten", "nvdiffrast", "gsplat", "gaussian", "simple_knn", "sageattention",
     "get_kernel", "get_local_kernel", "load_kernel", "kernelize", "use_kernel_forward_from_hub",

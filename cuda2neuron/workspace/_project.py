@@ -22,7 +22,7 @@ from ._discover import SourceFile
 __all__ = ["project_facts", "with_project_facts"]
 
 # Top-level packages of CUDA-only kernel languages: a project module importing one is a kernel.
-KERNEL_LANGUAGES = frozenset({"triton", "tilelang", "cutlass"})
+KERNEL_LANGUAGES = frozenset({"triton", "tilelang", "cutlass", "helion"})
 _WORDS = (b"CUDAExtension", b"cpp_extension", b".cu\"", b".cu'", *(w.encode() for w in KERNEL_LANGUAGES))
 # Files holding one of these may define a function that hands a parameter on as the backend.
 _BACKEND_WORDS = (b"init_process_group", b"nccl", b"NCCL")

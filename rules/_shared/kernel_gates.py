@@ -62,6 +62,24 @@ def _only_raises(rule: Rule, block: cst.BaseSuite) -> bool:
     return all(isinstance(stmt, cst.SimpleStatementLine) and all(_stops(rule, s) for s in stmt.body) for stmt in body)
 
 
+def _leaves(block: cst.BaseSuite) -> bool:
+    """Does the branch end by leaving the function (``return``, ``raise``)? Then the statements
+    after the ``if`` run only when the test went the other way: ``if not eligible(x): return
+    None`` guards the kernel launch below it as an ``if eligible(x):`` around it would."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        small = block.body
+    else:
+        last = block.body[-1] if block.body else None
+        small = last.body if isinstance(last, cst.SimpleStatementLine) else ()
+    return bool(small) and isinstance(small[-1], (cst.Return, cst.Raise))
+
+
+def _after(block: cst.CSTNode | None, statement: cst.CSTNode) -> list[cst.CSTNode]:
+    """The statements that follow ``statement`` in ``block`` (its enclosing block)."""
+    body = block.body if isinstance(block, (cst.IndentedBlock, cst.Module)) else ()
+    return list(body[body.index(statement) + 1 :]) if statement in body else []
+
+
 class _CallersOf(cst.CSTVisitor):
     """The functions of a module that call one of ``names`` (``_require_cuda()`` in a test)."""
 
@@ -121,6 +139,8 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
         return index.first_call([func.body]) if func is not None else None
     if isinstance(anc, (cst.If, cst.While)):
         found = index.first_call([anc.body, *([anc.orelse] if anc.orelse is not None else [])])
+        if found is None and isinstance(anc, cst.If) and _leaves(anc.body) and i > 0:
+            found = index.first_call(_after(ancestors[i - 1], anc))
         if found is None and _only_raises(rule, anc.body):
             func = _enclosing_function(ancestors, i)
             found = index.first_call([func.body]) if func is not None else None
@@ -200,6 +220,13 @@ class _FlagUses(cst.CSTVisitor):
     def visit_If(self, node: cst.If) -> None:
         if self._reads(node.test):
             self.branches += [node.body, *([node.orelse] if node.orelse is not None else [])]
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        # `if not use_kernel(x): return None` then the launch: what follows the early exit is
+        # the branch the test picks.
+        for stmt in node.body:
+            if isinstance(stmt, cst.If) and _leaves(stmt.body) and self._reads(stmt.test):
+                self.branches += _after(node, stmt)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         if self._reads(node.test):

@@ -6,7 +6,7 @@ own compiled extensions and kernel modules (the project sweep's facts in ``Setti
 CN618 hub kernels, and CN104 must not retarget a device test that guards such a call (that
 would send neuron tensors into the kernel). ``kernel_index`` answers it once per file from code:
 names bound by imports to a CUDA-only module, functions decorated as kernels
-(``@triton.jit``, ``@tilelang.jit``, ``@cute.kernel``), handles of ``kernels.get_kernel(...)``,
+(``@triton.jit``, ``@tilelang.jit``, ``@cute.kernel``, ``@helion.kernel``), handles of ``kernels.get_kernel(...)``,
 and the file's own functions that call any of those (to a fixed point), never from words in
 comments, strings or messages.
 
@@ -51,7 +51,7 @@ __all__ = [
 TABLE = "cuda_kernels.toml"
 
 # Kernel languages whose decorators mark a function as a GPU kernel.
-KERNEL_LANGUAGES = ("triton", "tilelang", "cutlass")
+KERNEL_LANGUAGES = ("triton", "tilelang", "cutlass", "helion")
 # Packages that other rules of the ecosystem family report themselves; a call into one still
 # counts as CUDA-only code for a guard.
 OWN_RULE_PACKAGES = (
@@ -213,6 +213,11 @@ class _FirstCall(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> bool:
         if self.found is None:
             self.found = self.index.call_target(node)
+        # A kernel handed to a call runs there: `spmd.local_map(...)(_kernel_fwd)(x)`,
+        # `_run_tuned(_rope_kernel, config, x)` (torchtitan's Helion RoPE).
+        for arg in node.args:
+            if self.found is None and isinstance(arg.value, (cst.Name, cst.Attribute)):
+                self.found = self.index.target(arg.value)
         return self.found is None
 
     # `if p.is_cuda: from ext_cuda import train as op` / `else: from ext_cpu import ...`, then
