@@ -310,6 +310,8 @@ def _arg_use(rule: Rule, call: cst.Call, arg: cst.Arg, above: tuple[cst.CSTNode,
     if arg not in positions:
         return None
     index = positions.index(arg)
+    if _lookup_default(call, qualified, positions, index):
+        return Use(UseKind.PLACEMENT, call, above)
     if qualified is None and isinstance(func, cst.Attribute) and func.attr.value == "to":
         return Use(UseKind.PLACEMENT, call, above) if index == 0 else None
     # devices.append("cuda:1"), devices.insert(0, f"cuda:{i}"): an element added to a collection
@@ -321,6 +323,32 @@ def _arg_use(rule: Rule, call: cst.Call, arg: cst.Arg, above: tuple[cst.CSTNode,
     if qualified is not None and qualified in _DEVICE_PARAMS and _DEVICE_PARAMS[qualified][0] == index:
         return Use(UseKind.PLACEMENT, call, above, what=_DEVICE_PARAMS[qualified][1])
     return None
+
+
+# Lookups with a fallback, and the positions of their key and of the value used when the key is
+# missing: `getattr(args, "device", "cuda")`, `cfg.get("device", "cuda")`,
+# `os.environ.get("TORCH_DEVICE", "cuda")`, `os.getenv("DEVICE", "cuda")`, `kw.pop("device", "cuda")`.
+_LOOKUP_METHODS = frozenset({"get", "pop", "setdefault"})
+_LOOKUPS = {"getattr": (1, 2), "os.getenv": (0, 1), "os.environ.get": (0, 1)}
+
+
+def _lookup_default(call: cst.Call, qualified: str | None, positions: list[cst.Arg], index: int) -> bool:
+    """Is the argument at ``index`` the fallback of a lookup whose key says device? What the lookup
+    returns is then the device (timm's `getattr(args, 'device', 'cuda')`), the fallback included."""
+    func = call.func
+    if isinstance(func, cst.Name) and func.value == "getattr":
+        spots = _LOOKUPS["getattr"]
+    elif qualified in _LOOKUPS:
+        spots = _LOOKUPS[qualified]
+    elif isinstance(func, cst.Attribute) and func.attr.value in _LOOKUP_METHODS:
+        spots = (0, 1)
+    else:
+        return False
+    key_at, default_at = spots
+    if index != default_at or len(positions) <= key_at:
+        return False
+    key = string_value(positions[key_at].value)
+    return key is not None and is_device_word(key)
 
 
 # Methods that add one element to a list or set, and the position of that element.

@@ -39,8 +39,10 @@ class CudaDeviceString(Rule):
     (``for device in ["cpu"] + ["cuda"]``), the values ``pytest.mark.parametrize`` gives an
     argument named like a device (``parametrize("dtype,device", [(torch.half, "cuda")])``,
     ``pytest.param("cuda", marks=...)``), argparse
-    ``add_argument("--device", default="cuda", choices=["cuda", "cpu"])`` and config dicts
-    ``{"device": "cuda"}``. The
+    ``add_argument("--device", default="cuda", choices=["cuda", "cpu"])``, config dicts
+    ``{"device": "cuda"}`` and the fallback of a lookup whose key says device
+    (``getattr(args, "device", "cuda")``, ``os.environ.get("TORCH_DEVICE", "cuda")``,
+    ``cfg.get("device", "cuda")``). The
     string is followed through ``"cuda" if ... else "cpu"``, ``args.device or "cuda"`` and
     tuples/lists, and through a plain name (``arg = "cuda:0"`` ... ``torch.device(arg)`` in
     the same scope). In a ``map_location`` dict the values change, and each CUDA key gains a
@@ -99,6 +101,8 @@ class CudaDeviceString(Rule):
         'label = "cuda:" + str(i)\n',  # a joined prefix that is not used as a device
         'def f():\n    where = "cuda"\n\n\ndef g(m):\n    return m.to(where)\n',  # another scope
         'd = {"cuda": "nccl", "cpu": "gloo"}\n',
+        # a lookup whose key names no device, and a selector's fallback
+        'import os\nimpl = os.environ.get("FLA_CONV_BACKEND", "cuda")\narch = getattr(args, "gpu_arch_type", "cuda")\n',
         # a second run: the CUDA key already has its target twin
         'torch.load(path, map_location={"cuda:0": "cpu", "neuron:0": "cpu"})\n',
         'x.to("neuron")\n',
@@ -161,6 +165,13 @@ class CudaDeviceString(Rule):
             'device = "neuron" if torch.cuda.is_available() else "cpu"\n',
         ),
         Invalid('device = args.device or "cuda"\n', 'device = args.device or "neuron"\n'),
+        # The fallback of a lookup whose key says device is what the lookup returns.
+        Invalid(
+            'import os\ndevice = getattr(args, "device", "cuda")\nname = os.environ.get("TORCH_DEVICE", "cuda")\n'
+            'd = cfg.get("device", "cuda:0")\ne = os.getenv("DEVICE", "cuda")\n',
+            'import os\ndevice = getattr(args, "device", "neuron")\nname = os.environ.get("TORCH_DEVICE", "neuron")\n'
+            'd = cfg.get("device", "neuron:0")\ne = os.getenv("DEVICE", "neuron")\n',
+        ),
         Invalid('devices = ["cuda:0", "cuda:1"]\n', 'devices = ["neuron:0", "neuron:1"]\n'),
         # The devices a loop runs over (detectron2's tests: CUDA joins the list when available).
         Invalid(
