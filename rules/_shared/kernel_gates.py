@@ -106,6 +106,8 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
       in; that function calls a kernel. ``pytest.skip(...)`` / ``sys.exit(...)`` stop as a raise
       does; in a skip helper (``def _require_cuda(): ...``) the functions that call the helper
       are what it guards.
+    * ``@skipUnless(torch.cuda.is_available())`` on a test function or a test class: the test
+      (any method of the class) calls one.
     * ``if x.is_cuda: <kernel>`` / ``<kernel> if x.is_cuda else ref``: a branch calls one.
     * ``use_kernel = x.is_cuda and ...``: the flag later picks a branch that calls one; so does
       ``def use_kernel(x): return x.is_cuda``, through its calls in the module's tests.
@@ -131,9 +133,10 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     if not index.names:
         return None
     if isinstance(anc, cst.Decorator):
-        # `@pytest.mark.skipif(not torch.cuda.is_available())` on a test that runs a kernel.
+        # `@pytest.mark.skipif(not torch.cuda.is_available())` on a test that runs a kernel, or
+        # `@unittest.skipUnless(torch.cuda.is_available())` on a TestCase whose methods do.
         func = ancestors[i - 1] if i > 0 else None
-        return index.first_call([func.body]) if isinstance(func, cst.FunctionDef) else None
+        return index.first_call([func.body]) if isinstance(func, (cst.FunctionDef, cst.ClassDef)) else None
     if isinstance(anc, cst.Assert):
         func = _enclosing_function(ancestors, i)
         return index.first_call([func.body]) if func is not None else None
