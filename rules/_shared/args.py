@@ -59,7 +59,13 @@ def add_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
         sep = args[-2].comma if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma) else None
         args[-1] = last.with_changes(comma=sep or cst.Comma(whitespace_after=_ONE_SPACE))
     else:
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=_ONE_SPACE))
+        # `f(\n    a, b=c\n)`: the line break before `)` is the last argument's; it moves to the
+        # new one, which joins the others' layout (one per line, or all on one line).
+        sep = args[-2].comma if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma) else None
+        new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+        args[-1] = last.with_changes(
+            comma=sep or cst.Comma(whitespace_after=_ONE_SPACE), whitespace_after_arg=cst.SimpleWhitespace("")
+        )
     return call.with_changes(args=[*args, new])
 
 

@@ -94,6 +94,12 @@ class CompileBackend(Rule):
             "import torch as th\nm = th.compile(m, fullgraph=True)\n",
             'import torch as th\nm = th.compile(m, fullgraph=True, backend="neuron")\n',
         ),
+        # A multi-line call keeps its layout: no trailing blank, `)` stays on its own line.
+        Invalid(
+            "import torch\nf = torch.compile(\n    fn, options=cfg\n)\ng = torch.compile(\n    fn,\n    dynamic=False\n)\n",
+            'import torch\nf = torch.compile(\n    fn, options=cfg, backend="neuron"\n)\n'
+            'g = torch.compile(\n    fn,\n    dynamic=False,\n    backend="neuron"\n)\n',
+        ),
         Invalid(
             "from torch import compile as tc\nm = tc(m)\n",
             'from torch import compile as tc\nm = tc(m, backend="neuron")\n',
