@@ -45,6 +45,15 @@ def _enclosing_function(ancestors: list[cst.CSTNode], below: int) -> cst.Functio
     return next((a for a in reversed(ancestors[:below]) if isinstance(a, cst.FunctionDef)), None)
 
 
+def _enclosing_class(ancestors: list[cst.CSTNode], below: int) -> cst.ClassDef | None:
+    """The class whose method holds ``ancestors[below]`` (a method directly in its body)."""
+    for j in range(below - 1, 0, -1):
+        if isinstance(ancestors[j], cst.FunctionDef):
+            block, owner = ancestors[j - 1], ancestors[j - 2] if j >= 2 else None
+            return owner if isinstance(block, cst.IndentedBlock) and isinstance(owner, cst.ClassDef) else None
+    return None
+
+
 # Calls that end a test or a program as a raise does: `if not cuda: pytest.skip(...)`.
 _STOPS = frozenset({"pytest.skip", "pytest.fail", "pytest.exit", "sys.exit", "unittest.SkipTest"})
 
@@ -103,7 +112,8 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     """What CUDA-only code this device test (``x.is_cuda``, ``torch.cuda.is_available()``) guards.
 
     * ``assert x.is_cuda`` / ``if not x.is_cuda: raise``: the input check of the function it is
-      in; that function calls a kernel. ``pytest.skip(...)`` / ``sys.exit(...)`` stop as a raise
+      in; that function calls a kernel (or, for a method, another method of its class does: a
+      kernel backend's ``if not q.is_cuda: return False, "CUDA-only"`` verifier). ``pytest.skip(...)`` / ``sys.exit(...)`` stop as a raise
       does; in a skip helper (``def _require_cuda(): ...``) the functions that call the helper
       are what it guards.
     * ``@skipUnless(torch.cuda.is_available())`` on a test function or a test class: the test
@@ -153,6 +163,11 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
                 callers = _CallersOf({func.name.value})
                 visit_syntax(rule.context.module, callers)
                 found = index.first_call([c.body for c in callers.callers if c is not func])
+        if found is None and isinstance(anc, cst.If) and (_leaves(anc.body) or _only_raises(rule, anc.body)):
+            # A kernel backend's input check (`if not q.is_cuda: return False, "CUDA-only"` in
+            # a verifier method): the other methods of its class launch the kernel.
+            owner = _enclosing_class(ancestors, i)
+            found = index.first_call([owner.body]) if owner is not None else None
         return found
     if isinstance(anc, cst.IfExp):
         return index.first_call([anc.body, anc.orelse])

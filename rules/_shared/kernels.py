@@ -58,6 +58,7 @@ OWN_RULE_PACKAGES = (
     "triton", "flash_attn", "flash_attn_2_cuda", "xformers", "apex", "amp_C", "bitsandbytes",
     "cupy", "cupyx", "torch.library.triton_op", "torch.library.wrap_triton",
 )  # fmt: skip
+_AUTOGRAD_FUNCTION = "torch.autograd.Function"
 # `kernels.get_kernel("org/name")` downloads a compiled CUDA kernel from the Hugging Face hub.
 HUB_LOADERS = ("kernels.get_kernel", "kernels.get_local_kernel", "kernels.load_kernel")
 
@@ -284,6 +285,8 @@ class _Collector(cst.CSTVisitor):
         self.hubs: set[str] = set()
         self.functions: list[cst.FunctionDef] = []
         self.methods: set[int] = set()  # id() of the functions defined directly in a class body
+        # `class _Fn(torch.autograd.Function)`: `_Fn.apply(x)` runs its forward.
+        self.functions_classes: list[cst.ClassDef] = []
 
     def _bind_imports(self, node: cst.Import | cst.ImportFrom) -> None:
         for local, candidates in _imported(node, self.path):
@@ -311,6 +314,8 @@ class _Collector(cst.CSTVisitor):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
         self.methods.update(id(s) for s in body if isinstance(s, cst.FunctionDef))
+        if any(self.rule.qualname(b.value) == _AUTOGRAD_FUNCTION for b in node.bases):
+            self.functions_classes.append(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)
@@ -381,5 +386,13 @@ def kernel_index(rule: Rule) -> KernelIndex:
                 if inner is not None:
                     names[name] = f"`{name}`, which calls {inner}"
                     changed = True
+            # An autograd Function whose forward or backward launches a kernel: `_Fn.apply(x)`
+            # (the way Triton kernels are wrapped for autograd) runs it.
+            for cls in collector.functions_classes:
+                if cls.name.value not in names:
+                    inner = index.first_call([cls.body])
+                    if inner is not None:
+                        names[cls.name.value] = f"`{cls.name.value}.apply`, which calls {inner}"
+                        changed = True
         memo[key] = KernelIndex(dict(names), frozenset(collector.hubs))
     return memo[key]
