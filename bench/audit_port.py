@@ -21,10 +21,13 @@ at (`import torch.backends.cudnn as cudnn` before a reported `cudnn.benchmark = 
 each of its CUDA words is one of: a name the project itself defines (`def _require_cuda()`,
 `torch_cuda_version = ...`; the bare word `cuda` only where it is provably the project's: a
 parameter of its function and the reads of it there, a keyword passed to its own function or class
-that has that parameter, a `self.cuda` field it assigns, a string of `__all__` naming its def, a
-part of a `from` path that is a module of the tree), a name bound by a reported import (the
+that has that parameter, a `self.cuda` field it assigns, a variable `cuda` a function assigns and
+its reads there, a string of `__all__` naming its def, a part of a `from` path that is a module
+of the tree; a pytest marker it registers with `addinivalue_line("markers", ...)`, and
+`pytest.mark.<that name>`), a name bound by a reported import (the
 `cuda` of `import cuda.bindings.driver as cuda`), a string used as a key of the program's own
 data (`checkpoint["cuda_rng_state"]`, not `os.environ["PYTORCH_CUDA_ALLOC_CONF"]`), the
+`"cuda"` key of a dict that also has a `"neuron"` key (a device table the port extended), the
 package of a `pytest.importorskip("tilelang")` (the test skips on Neuron, as it should), or the
 kernel language in a file whose kernels are reported.
 """
@@ -104,7 +107,12 @@ class _Names(ast.NodeVisitor):
         self.attr_reads: list[tuple[int, int, str]] = []  # (line, col, attr) of `self.attr`, not called
         self.exported: list[tuple[int, int, str]] = []  # (line, col, name) of the strings of `__all__`
         self.own_import_paths: list[tuple[int, tuple[str, ...]]] = []  # (line, module parts) of `from own.mod import`
+        self.local_names: set[tuple[int, int]] = set()  # a variable a function assigns (`cuda = ...`), and its reads there
+        self.device_tables: set[tuple[int, int]] = set()  # "cuda" keys of a dict that also has a "neuron" key
+        self.markers: dict[str, list[tuple[int, int]]] = {}  # pytest markers registered here -> where the string is
+        self.marker_uses: list[tuple[int, int, str]] = []  # (line, col, name) of `pytest.mark.<name>`
         self._scopes: list[set[str]] = []
+        self._locals: list[set[str]] = []
         self._classes: list[str] = []
         self._called: set[int] = set()
 
@@ -124,7 +132,17 @@ class _Names(ast.NodeVisitor):
                 # `BacktranslationDataset(..., cuda=True)` passes the parameter of its __init__.
                 self.params.setdefault(self._classes[-1], set()).update(params)
         self._scopes.append(params)
+        # `cuda = torch.device("neuron")` in a test's setUp (torchtitan): a bare word the function
+        # assigns is its local variable everywhere in it (Python's scoping), unless declared global.
+        body = node.body if isinstance(node.body, list) else [node.body]
+        declared = {n for b in body for sub in ast.walk(b) if isinstance(sub, (ast.Global, ast.Nonlocal)) for n in sub.names}
+        assigned = {
+            sub.id for b in body for sub in ast.walk(b)
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and _BARE.fullmatch(sub.id)
+        }
+        self._locals.append(assigned - declared - params)
         self.generic_visit(node)
+        self._locals.pop()
         self._scopes.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -152,6 +170,8 @@ class _Names(ast.NodeVisitor):
         # `if cuda:` inside `def f(..., cuda=True)`: the parameter, read.
         if any(node.id in scope for scope in self._scopes):
             self.param_names.add((node.lineno, node.col_offset))
+        elif self._locals and node.id in self._locals[-1]:
+            self.local_names.add((node.lineno, node.col_offset))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if isinstance(node.ctx, ast.Store):
@@ -159,6 +179,9 @@ class _Names(ast.NodeVisitor):
         # `self.cuda = torch.cuda.is_available() and ...` then `if self.cuda:` (fairseq's Trainer):
         # a field of the project's own object. Only on `self`, and never called: `x.cuda()` and
         # `torch.cuda` are the API whatever x is, and `torch.cuda = Mock()` is no field of ours.
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "mark":
+            where = (node.end_lineno or node.lineno, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
+            self.marker_uses.append((*where, node.attr))
         if isinstance(node.value, ast.Name) and node.value.id == "self" and id(node) not in self._called:
             if isinstance(node.ctx, ast.Store):
                 self.attr_stores.add(node.attr)
@@ -201,6 +224,13 @@ class _Names(ast.NodeVisitor):
         # `load(cuda=...)` of its own: the callee must not hang off an imported foreign name.
         if callee is not None and not (isinstance(root, ast.Name) and root.id in self.foreign):
             self.keywords.extend((k.lineno, k.col_offset, callee, k.arg) for k in node.keywords if k.arg is not None)
+        # `config.addinivalue_line("markers", "requires_cuda: ...")`: the project registers a
+        # pytest marker of that name; `@pytest.mark.requires_cuda` then uses the project's name.
+        if isinstance(func, ast.Attribute) and func.attr == "addinivalue_line" and len(node.args) == 2:
+            kind, text = node.args
+            if isinstance(kind, ast.Constant) and kind.value == "markers" and isinstance(text, ast.Constant) and isinstance(text.value, str):
+                name = re.split(r"[:(\s]", text.value.strip(), maxsplit=1)[0]
+                self.markers.setdefault(name, []).append((text.lineno, text.col_offset))
         if isinstance(func, ast.Attribute) and func.attr == "importorskip" and node.args:
             first = node.args[0]
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
@@ -217,6 +247,15 @@ class _Names(ast.NodeVisitor):
 
     def visit_Dict(self, node: ast.Dict) -> None:
         self.keys.update((k.lineno, k.col_offset) for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+        # `{"cuda": "nccl", "neuron": "neuron", ...}` (timm's backend table after CN402): the
+        # CUDA row stays for CUDA runs; the port's device has its own row.
+        words = [k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+        if "neuron" in words:
+            for k, v in zip(node.keys, node.values):
+                if isinstance(k, ast.Constant) and k.value == "cuda":
+                    self.device_tables.add((k.lineno, k.col_offset))
+                    if isinstance(v, ast.Constant):  # its value: "nccl" for a backend table
+                        self.device_tables.add((v.lineno, v.col_offset))
         self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
@@ -291,11 +330,13 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
     # `backtranslate_samples(..., cuda=True)`, `self.cuda = torch.cuda.is_available() and ...`).
     params: dict[str, set[str]] = {}
     attrs: set[str] = set()
+    markers: set[str] = set()  # pytest markers the project registers (conftest.py)
     for entry in parsed.values():
         if entry is not None:
             for callee, names_ in entry[1].params.items():
                 params.setdefault(callee, set()).update(names_)
             attrs |= entry[1].attr_stores
+            markers |= set(entry[1].markers)
     modules = {".".join(Path(rel).with_suffix("").parts[: -1 if Path(rel).stem == "__init__" else None]) for rel in parsed}
     misses: list[str] = []
     excused: list[str] = []
@@ -303,7 +344,7 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
         names = entry[1] if entry is not None else _Names()
         lines = _widen(names, pointed.get(rel, set()), kernel_lines.get(rel, set()))
         reported_imports = {name for name, line in names.imported.items() if line in lines}
-        own_names, own_paths = _own_bare_names(rel, names, params, attrs, own, modules)
+        own_names, own_paths = _own_bare_names(rel, names, params, attrs, own, modules, markers)
         for line, tokens in _code_lines(port / rel).items():
             if line in lines:
                 continue
@@ -319,6 +360,8 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
                     reasons.append(f"{word}: bound by a reported import")
                 elif tok.type == tokenize.NAME and word in own and not _BARE.fullmatch(word):
                     reasons.append(f"{word}: a name the project defines")
+                elif tok.type == tokenize.STRING and tok.start in names.device_tables:
+                    reasons.append(f"{word}: the CUDA row of a device table that has the port's row")
                 elif tok.type == tokenize.STRING and tok.start in names.skips:
                     reasons.append(f"{word}: a test skipped where the package is absent")
                 elif tok.type == tokenize.STRING and tok.start in names.keys and not _BARE.fullmatch(word.strip("'\"")):
@@ -334,7 +377,8 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
 
 
 def _own_bare_names(
-    rel: str, names: _Names, params: dict[str, set[str]], attrs: set[str], own: set[str], modules: set[str]
+    rel: str, names: _Names, params: dict[str, set[str]], attrs: set[str], own: set[str], modules: set[str],
+    markers: set[str] = frozenset(),
 ) -> tuple[dict[tuple[tuple[int, int], str], str], dict[int, set[str]]]:
     """The tokens of one module that spell a project's own name although the word alone is an
     API (`cuda`): ((line, byte col), token) -> reason, and line -> the module-path parts of a
@@ -349,6 +393,15 @@ def _own_bare_names(
     out: dict[tuple[tuple[int, int], str], str] = {}
     for where in names.param_names:
         out[where, ""] = "a parameter of the project's function"
+    for where in names.local_names:
+        out[where, ""] = "a variable of the project's function"
+    for name, places in names.markers.items():
+        for where in places:
+            for quote in ('"', "'"):
+                out[where, f"{quote}{name}{quote}"] = "a pytest marker the project registers"
+    for line, col, name in names.marker_uses:
+        if name in markers:
+            out[(line, col), name] = "a pytest marker the project registers"
     for line, col, callee, keyword in names.keywords:
         if callee not in names.foreign and keyword in params.get(callee, ()):
             out[(line, col), keyword] = f"a keyword of the project's {callee}()"
@@ -372,9 +425,11 @@ def _own_bare_names(
 def _own_reason(tok: tokenize.TokenInfo, own_names: dict, paths: dict[int, set[str]]) -> str | None:
     if tok.type != tokenize.NAME:
         return own_names.get(((tok.start[0], len(tok.line[: tok.start[1]].encode("utf-8"))), tok.string))
-    if not _BARE.fullmatch(tok.string):
-        return None  # `use_cuda`, `move_to_cuda`: a name the project defines, decided by `own`
     where = (tok.start[0], len(tok.line[: tok.start[1]].encode("utf-8")))
+    if not _BARE.fullmatch(tok.string):
+        # `use_cuda`, `move_to_cuda`: a name the project defines, decided by `own`; a marker the
+        # project registers is its own name only in `pytest.mark.<name>`.
+        return own_names.get((where, tok.string))
     reason = own_names.get((where, tok.string)) or own_names.get((where, ""))
     if reason is None and tok.string in paths.get(tok.start[0], ()):
         before = tok.line[: tok.start[1]]

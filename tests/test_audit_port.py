@@ -27,6 +27,10 @@ def _classify(tmp_path: Path, source: str, pointed: set[int] = frozenset(), kern
         pytest.param("state = {}\nstate['cuda_rng_state'] = 1\n", (), (), (), "a key of the program's own data", id="subscript-key"),
         pytest.param("d = {'cuda_rng_state': 1}\n", (), (), (), "a key of the program's own data", id="dict-key"),
         pytest.param(
+            "backends = {'cuda': 'nccl', 'neuron': 'neuron', 'cpu': 'gloo'}\n", (), (), (),
+            "the CUDA row of a device table that has the port's row", id="device-table-with-target-row",
+        ),
+        pytest.param(
             "import pytest\npytest.importorskip('tilelang')\n", (), (), (), "a test skipped where the package is absent",
             id="importorskip",
         ),
@@ -57,6 +61,7 @@ def test_excused_with_reason(tmp_path, source, pointed, kernel, stacks, reason):
         pytest.param("class M:\n    def cuda(self):\n        pass\nx = y.cuda()\n", (), id="bare-word-method"),
         pytest.param("import os\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'x'\n", (), id="environ-key-is-a-setting"),
         pytest.param("backend = 'nccl'\n", (), id="device-string"),
+        pytest.param("backends = {'cuda': 'nccl', 'cpu': 'gloo'}\n", (), id="device-table-without-target-row"),
         # `torch.cuda` is not the `cuda` a reported `import cuda` binds.
         pytest.param("import cuda\nimport torch\nx = torch.cuda.current_stream()\n", {1}, id="attribute-not-the-import"),
         pytest.param("import selective_scan_cuda\n", (), id="extension-import-unreported"),
@@ -131,6 +136,15 @@ _OWN_BARE = {
         "class T:\n    def __init__(self):\n        self.cuda = False\n    def g(self):\n        if self.cuda:\n            pass\n",
         "an attribute the project assigns",
     ),
+    "local-variable": (
+        "import torch\ndef setup():\n    cuda = torch.device('neuron')\n    return torch.zeros(1, device=cuda)\n",
+        "a variable of the project's function",
+    ),
+    "registered-marker": (
+        "import pytest\ndef pytest_configure(config):\n    config.addinivalue_line('markers', 'requires_cuda')\n"
+        "@pytest.mark.requires_cuda\ndef test_x():\n    pass\n",
+        "a pytest marker the project registers",
+    ),
     "exported-def": ("__all__ = ['retry_if_cuda_oom']\ndef retry_if_cuda_oom(f):\n    return f\n", "a name the module exports"),
 }
 
@@ -156,6 +170,11 @@ _API_BARE = {
     "store-on-module": "import torch\ntorch.cuda = None\nx = self.cuda\n",
     "export-not-defined": "__all__ = ['retry_if_cuda_oom']\n",
     "from-torch-cuda": "from torch.cuda import amp\n",
+    # A module-level `cuda` may be the import it shadows; a global is not the function's own.
+    "module-level-assignment": "from numba import cuda\ncuda = cuda\n",
+    "global-in-function": "import torch\ndef f():\n    global cuda\n    cuda = torch.cuda\n",
+    # A marker nobody registers (pytest's own or a plugin's) is no name of the project's.
+    "unregistered-marker": "import pytest\n@pytest.mark.requires_cuda\ndef test_x():\n    pass\n",
 }
 
 

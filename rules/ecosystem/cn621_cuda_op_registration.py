@@ -124,8 +124,9 @@ class CudaOpRegistration(Rule):
             return
         kernel = self._registered_kernel(node)
         what = f"; its implementation runs {kernel}" if kernel else ""
+        # At the device value: that is the line to change, inside a decorator spread over lines.
         self.report(
-            node,
+            value,  # type: ignore[arg-type]
             f"`{self.context.code(value)}`: this operator has a kernel for CUDA only, none for the neuron device{what}",
             guidance=(
                 "port the implementation (an NKI kernel, or the plain PyTorch code it replaces) and register it for "
