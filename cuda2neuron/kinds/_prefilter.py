@@ -40,7 +40,7 @@ _PYTHON = (
     "transformer_engine", "natten", "nvdiffrast", "gsplat", "gaussian", "simple_knn", "sageattention",
     "get_kernel", "get_local_kernel", "load_kernel", "kernelize", "use_kernel_forward_from_hub",
     "_scaled_", "float8",
-    "float64", "double", "complex", "polar", "cfloat", "chalf", "view_as_real", "fft",
+    "float64", "double", "complex", "sparse", "polar", "cfloat", "chalf", "view_as_real", "fft",
     "multiprocessing", "ProcessPoolExecutor", "fork",
     "rng_state_all",
     # CN210: CUDA out-of-memory handlers (torch.cuda.OutOfMemoryError is covered by "cuda")
