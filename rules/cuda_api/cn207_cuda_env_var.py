@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Valid
+from cuda2neuron.core import Effort, Invalid, Rule
 
 from .._shared.env import CUDA_ENV_RE, env_site
 from .._shared.names import is_reference
@@ -72,12 +72,13 @@ class CudaEnvVar(Rule):
     ## Fix safety
     Report only: the Neuron target API has no documented equivalent of these variables, and
     whether the CUDA path still wants them is the user's decision. With ``--target accelerator``
-    they are kept silently (harmless on Trainium, needed on GPUs), as CN705 does in scripts.
+    they are reported too: the code still sets them for its GPU runs, but a Trainium run of the
+    same code silently loses the setting (allocator tuning, deterministic cuBLAS), which a
+    reader of a port that reports nothing would not know.
     """
 
     code = "CN207"
     name = "cuda-env-var"
-    targets = frozenset({"neuron"})
     triggers = ("CUDA_", "CUDNN_", "CUBLAS", "FORCE_CUDA")
     VALID = (
         'import os\nos.environ["NEURON_RT_VISIBLE_CORES"] = "0-1"\n',
@@ -87,11 +88,12 @@ class CudaEnvVar(Rule):
         "from torch.utils.cpp_extension import CUDA_HOME\n",  # the import alone
         "def probe(CUDA_HOME):\n    return CUDA_HOME\n",  # a parameter of the same name
         "# os.environ['CUDA_LAUNCH_BLOCKING'] = '1'\n",
-        Valid('import os\nos.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"\n', target="accelerator"),
     )
     INVALID = (
         Invalid('import os\nos.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"\n'),
         Invalid('import os\nos.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128")\n'),
+        # Kept on the accelerator target too, and said: Trainium runs lose the setting.
+        Invalid('import os\nos.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"\n', target="accelerator"),
         Invalid('import os\nos.putenv("CUDA_LAUNCH_BLOCKING", "1")\n'),
         Invalid('import os\nos.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"\n'),
         Invalid('import os\nhome = os.environ.get("CUDA_HOME", "/usr/local/cuda")\n'),
