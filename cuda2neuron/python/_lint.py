@@ -31,7 +31,37 @@ def _collect(
     context = RuleContext(path, module, settings, source)
     rules = [rt(context) for rt in rule_types if settings.target in rt.targets and "python" in rt.file_kinds]
     walk_rules(module, rules, context)
-    return [report for rule in rules for report in rule.reports]
+    reports = [report for rule in rules for report in rule.reports]
+    if any(rule.net for rule in rules):
+        reports = _without_covered_net_reports(reports)
+    return reports
+
+
+def _statement_of(nodes: Sequence[cst.CSTNode]) -> cst.CSTNode | None:
+    """The innermost statement on a chain (root first): an ``if``'s test belongs to the ``if``,
+    a line of its body to that line."""
+    for node in reversed(nodes):
+        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return node
+    return None
+
+
+def _without_covered_net_reports(reports: list[Report]) -> list[Report]:
+    """Drop a safety net's reports where another rule already reports the node, an ancestor
+    of it, or another part of its statement (see ``Rule.net``)."""
+    others = [r for r in reports if not r.rule.net]
+    nodes = {id(r.node) for r in others}
+    statements = {id(s) for r in others if (s := _statement_of((*r.ancestors, r.node))) is not None}
+    return [
+        r
+        for r in reports
+        if not r.rule.net
+        or not (
+            id(r.node) in nodes
+            or any(id(a) in nodes for a in r.ancestors)
+            or id(_statement_of((*r.ancestors, r.node))) in statements
+        )
+    ]
 
 
 def _finding(report: Report, span: Span, path: str, module: cst.Module, applied: bool = False) -> Finding:

@@ -80,6 +80,17 @@ _GAPS: dict[str, _Gap] = {
     "torch.cuda.graphs.CUDAGraph": _GRAPHS,
     "torch.cuda.graphs.graph_pool_handle": _GRAPHS,
     "torch.cuda.graphs.is_current_stream_capturing": _GRAPHS,
+    # Inductor's CUDA graph trees (compile mode "reduce-overhead"): diffusers' pipelines call it
+    # before each denoising step of a compiled UNet.
+    **dict.fromkeys(
+        ("torch.compiler.cudagraph_mark_step_begin", "torch._inductor.cudagraph_mark_step_begin"),
+        _Gap(
+            "it marks a new iteration for inductor's CUDA graphs, which the neuron backend never records",
+            "Remove the call on the Trainium path (it has nothing to mark there), or keep it behind "
+            "`if torch.cuda.is_available():` for the GPU run.",
+            Effort.LOW,
+        ),
+    ),
 }
 _MEMBERS = frozenset(q.rpartition(".")[2] for q in _GAPS)
 
@@ -89,7 +100,8 @@ class CudaApiUnavailable(MemberReferences, Rule):
     ## What it does
     Reports ``torch.cuda`` APIs with no TorchNeuron equivalent, each with what to write instead.
     They are ``get_device_capability``, ``mem_get_info``, ``ipc_collect``, ``get_arch_list``,
-    ``torch.version.cuda``, ``device_of`` and CUDA graphs (``CUDAGraph``, ``graph``, ``make_graphed_callables``).
+    ``torch.version.cuda``, ``device_of`` and CUDA graphs (``CUDAGraph``, ``graph``, ``make_graphed_callables``,
+    inductor's ``torch.compiler.cudagraph_mark_step_begin``).
 
     ## Why is this bad?
     These calls raise or return meaningless values on Trainium, and code that branches on them
@@ -134,6 +146,8 @@ class CudaApiUnavailable(MemberReferences, Rule):
         Invalid("import torch\nwith torch.cuda.graph(g):\n    y = m(x)\n"),
         Invalid("import torch\npool = torch.cuda.graphs.graph_pool_handle()\n"),
         Invalid("import torch\narchs = torch.cuda.get_arch_list()\n", target="accelerator"),
+        Invalid("import torch\nfor t in steps:\n    torch._inductor.cudagraph_mark_step_begin()\n    y = unet(x)\n"),
+        Invalid("import torch\ntorch.compiler.cudagraph_mark_step_begin()\n", target="accelerator"),
     )
 
     def check_reference(self, node: cst.Attribute | cst.Name) -> None:

@@ -9,6 +9,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Valid
 
 from .._shared.names import is_reference
+from .._shared.strings import string_value
 from ._helpers import load_moves
 
 __all__ = ["CudaApiUnknown", "HANDLED_ELSEWHERE", "HANDLED_WHEN_CALLED"]
@@ -152,7 +153,9 @@ class CudaApiUnknown(Rule):
     Reports every use of a ``torch.cuda`` name that no other rule ports or reports:
     ``torch.cuda.set_per_process_memory_fraction``, ``torch.cuda.memory._record_memory_history``,
     ``torch.cuda.cudart()``, ``torch.cuda.utilization()``, ``except torch.cuda.CudaError``,
-    ``torch.cuda.FloatStorage``, and any name a newer torch adds.
+    ``torch.cuda.FloatStorage``, and any name a newer torch adds; and ``torch.cuda`` itself used
+    as a value (``getattr(torch, device_type, torch.cuda)``, ``hasattr(torch.cuda, "x")``,
+    ``mod = torch.cuda``), whose attributes are read later out of sight.
 
     It is the catalog's safety net: the names the other rules handle (CN201's move table,
     CN202's gaps, CN106's tensor types, the AMP, NVTX, RNG and profiler rules) are left to them.
@@ -188,6 +191,8 @@ class CudaApiUnknown(Rule):
         Valid("import torch\nn = torch.accelerator.device_count()\n", target="accelerator"),
         # The import is no use of torch.cuda.amp; the decorator is CN306's.
         "from torch.cuda.amp import custom_fwd\n@custom_fwd\ndef f(ctx, x):\n    return x\n",
+        "import torch\nbad = getattr(torch.cuda, '_is_in_bad_fork', None)\n",  # CN614's
+        "import torch.cuda\n",  # an import, CN212's
     )
     INVALID = (
         Invalid("import torch\ntorch.cuda.set_per_process_memory_fraction(0.9)\n"),
@@ -198,6 +203,11 @@ class CudaApiUnknown(Rule):
         Invalid("import torch.cuda as tc\ns = tc.FloatStorage(3)\n"),
         Invalid("import torch\nsaved = torch.cuda.get_rng_state_all\n"),  # a reference, not a call
         Invalid("import torch\ntorch.cuda.memory.memory_snapshot()\n", target="accelerator"),
+        # torch.cuda itself as a value (diffusers' device helpers, fairseq's OOM report, tests).
+        Invalid("import torch\nmod = getattr(torch, device_type, torch.cuda)\nmod.empty_cache()\n"),
+        Invalid("import torch\nif hasattr(torch.cuda, 'memory_summary'):\n    pass\n"),
+        Invalid("import torch\nacc = torch.accelerator if hasattr(torch, 'accelerator') else torch.cuda\n"),
+        Invalid("import torch\ndef test(monkeypatch):\n    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)\n"),
     )
 
     # Local names bound to torch.cuda or a name in it: `import torch.cuda as tc`,
@@ -245,6 +255,9 @@ class CudaApiUnknown(Rule):
         self._check(node, self.context.scope.lookup(node.value))
 
     def _check(self, node: cst.Attribute | cst.Name, qualified: str | None) -> None:
+        if qualified == "torch.cuda":
+            self._module_value(node)
+            return
         if qualified is None or not qualified.startswith("torch.cuda."):
             return
         called = isinstance(self.context.parent, cst.Call) and self.context.parent.func is node
@@ -259,6 +272,41 @@ class CudaApiUnknown(Rule):
             name = ".".join(parts[:3])
             kind = _KINDS.get(parts[2], _UNKNOWN)
         self.report(node, f"`{name}`: {kind.why}", guidance=kind.guidance, effort=kind.effort)
+
+    def _module_value(self, node: cst.Attribute | cst.Name) -> None:
+        """``torch.cuda`` itself as a value: a lookup's fallback, an object looked into by name,
+        a module kept in a variable. Its attributes are read later, out of this rule's sight."""
+        parent = self.context.parent
+        call = self.context.ancestors[-2] if len(self.context.ancestors) >= 2 else None
+        if isinstance(parent, cst.Arg) and isinstance(call, cst.Call) and isinstance(call.func, cst.Name):
+            args = [a for a in call.args if a.keyword is None]
+            if call.func.value == "getattr" and len(args) == 3 and args[2] is parent:
+                self.report(node, "`torch.cuda` is the fallback of a lookup by device type", guidance=_FALLBACK_GUIDANCE, effort=Effort.LOW)
+                return
+            if call.func.value in ("getattr", "hasattr") and len(args) >= 2 and args[0] is parent:
+                looked_up = string_value(args[1].value)
+                if looked_up is not None and looked_up.startswith("_"):
+                    return  # a private name: CN614's
+                self.report(node, f"`{self.context.code(call)}` looks a name up in the CUDA module", guidance=_LOOKUP_GUIDANCE, effort=Effort.LOW)
+                return
+        self.report(node, "`torch.cuda` is used as a value: its attributes are read through it later", guidance=_MODULE_GUIDANCE, effort=Effort.LOW)
+
+
+_FALLBACK_GUIDANCE = (
+    'On Trainium `getattr(torch, "neuron")` finds torch.neuron, so this fallback runs only for a '
+    "device type torch has no module for; write `torch.neuron` (or use `torch.accelerator`) so "
+    "that the port never reaches CUDA."
+)
+_LOOKUP_GUIDANCE = (
+    "The lookup is on CUDA's module, so the branch it guards keeps calling CUDA: look the name up in "
+    "`torch.neuron` (it mirrors device, memory-statistics, RNG and stream APIs) or keep it behind "
+    "`torch.cuda.is_available()`."
+)
+_MODULE_GUIDANCE = (
+    "Whatever is called through this value stays CUDA: use `torch.neuron` (it mirrors device, "
+    "memory-statistics, RNG and stream APIs) or `torch.accelerator`; a test that patches it "
+    "(`monkeypatch.setattr(torch.cuda, ...)`) must patch what the ported code calls."
+)
 
 
 def _handled(qualified: str, called: bool) -> bool:

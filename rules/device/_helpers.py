@@ -112,6 +112,11 @@ def says_device(node: cst.BaseExpression, rule: Rule | None = None) -> bool:
             value = node.value
             if isinstance(value, cst.Call) and rule is not None:
                 return rule.qualname(value.func) == "torch.device"
+            # parallel_devices[0].type: the type of an element of a collection of devices (a
+            # bare `devices[0]` may hold anything, such as Caffe2's device names).
+            if isinstance(value, cst.Subscript) and len(value.slice) == 1 and isinstance(value.slice[0].slice, cst.Index):
+                if isinstance(value.slice[0].slice.value, (cst.Integer, cst.Name, cst.UnaryOperation)):
+                    return says_device(value.value, rule)
             return says_device(value, rule)
         return is_device_word(node.attr.value)
     if isinstance(node, cst.Subscript) and len(node.slice) == 1:

@@ -19,6 +19,12 @@ _FORWARDED_GUIDANCE = (
     "`.to(\"neuron\" if device is None else f\"neuron:{device}\", **kwargs)`"
 )
 
+_OVERRIDE_GUIDANCE = (
+    "what this method does besides moving (a cast, a kernel library's setup, a cached device) no "
+    "longer runs on Trainium: do it where the model is placed, or in the class's `to()`; callers "
+    "that still call `.cuda()` on it are rewritten to `.to()`"
+)
+
 
 def _holds_device(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Name):
@@ -30,7 +36,9 @@ class CudaMethodCall(Rule):
     """
     ## What it does
     Rewrites ``.cuda()`` on tensors and modules to ``.to(<device>)``, keeping the device index
-    and ``non_blocking``.
+    and ``non_blocking``. A class that defines its own ``cuda`` method (an ``nn.Module``
+    override that also casts, or sets up a kernel library) is reported: the port's ``.to()``
+    calls no longer run it.
 
     ## Why is this bad?
     ``.cuda()`` only ever means a CUDA device. TorchNeuron generates ``.neuron()``, but ``.to()``
@@ -59,6 +67,8 @@ class CudaMethodCall(Rule):
     as ``.to(device)`` rather than formatted into ``f"neuron:{device}"``. A receiver that
     is not a torch object but has its own ``cuda`` method would be changed too; such classes are
     rare enough that suppressing the line (``# cuda2neuron: ignore[CN101]``) is the remedy.
+    The ``def cuda`` of a class is reported without a fix: what it does besides moving is for a
+    person to carry over.
     """
 
     code = "CN101"
@@ -70,6 +80,7 @@ class CudaMethodCall(Rule):
         "torch.cuda.is_available()",
         "cuda()",  # a plain function, not a method
         "x.cuda",  # attribute access without a call is not a placement
+        "def cuda():\n    return 1\n",  # a module-level function, not a method
         Valid("x.to(torch.accelerator.current_accelerator())", target="accelerator"),
     )
     INVALID = (
@@ -100,7 +111,24 @@ class CudaMethodCall(Rule):
             "import torch\nm.to(torch.accelerator.current_accelerator() or torch.get_default_device())\n",
             target="accelerator",
         ),
+        # An override that does more than move (diffusers' InstantID pipeline): `.to()` skips it.
+        Invalid(
+            "class Pipe(Base):\n    def cuda(self, dtype=None, use_xformers=False):\n"
+            "        self.to(dtype=dtype)\n        if use_xformers:\n            self.enable_xformers()\n",
+            None,
+        ),
     )
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        ancestors = self.context.ancestors
+        if node.name.value != "cuda" or len(ancestors) < 2 or not isinstance(ancestors[-2], cst.ClassDef):
+            return
+        self.report(
+            node.name,
+            f"`{ancestors[-2].name.value}.cuda()` overrides `.cuda()`: the port moves with `.to()`, which does not call it",
+            guidance=_OVERRIDE_GUIDANCE,
+            effort=Effort.LOW,
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -27,7 +27,8 @@ class CudaDeviceComparison(Rule):
     ``device != "cuda:0"``, ``"cuda" in device``, ``device in ("cuda", "mps")``,
     ``device.startswith("cuda")``, ``str(device).replace("cuda:", "")`` — when the other side
     is named like a device (``device``, ``device_type``, ``args.device``, ``x.device.type``,
-    ``str(x.device)``, ``getattr(device, "type", None)``, ``get_current_device()``).
+    ``str(x.device)``, ``getattr(device, "type", None)``, ``get_current_device()``, an element
+    ``devices[0]`` of a collection of devices).
 
     ## Why is this bad?
     Once placement says ``"neuron"``, a test for ``"cuda"`` is always false: pinned memory,
@@ -93,6 +94,8 @@ class CudaDeviceComparison(Rule):
         Invalid('on_gpu = device == "cuda"\n', 'on_gpu = device == "neuron"\n'),
         Invalid('ok = "cuda:0" != args.device\n', 'ok = "neuron:0" != args.device\n'),
         Invalid('pin = "cuda" in device\n', 'pin = "neuron" in device\n'),
+        # Lightning's connector: an element of a list of devices is a device.
+        Invalid('on_gpu = strategy.parallel_devices[0].type == "cuda"\n', 'on_gpu = strategy.parallel_devices[0].type == "neuron"\n'),
         Invalid(
             'forks = [device] if getattr(device, "type", None) == "cuda" else []\n',
             'forks = [device] if getattr(device, "type", None) == "neuron" else []\n',

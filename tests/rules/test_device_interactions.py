@@ -101,12 +101,27 @@ def test_device_family_rewrites(source, expected, unsafe):
     assert again == fixed
 
 
-UNTOUCHED = [
+# Device names the tool cannot prove are devices: the safety net (CN109) reports them for a
+# person to judge, and nothing is rewritten.
+REPORTED_ONLY = [
     pytest.param('def op(x, impl="cuda"):\n    assert impl in ["ref", "cuda"]\n', id="impl-selector"),
+    pytest.param('USE_CUDA = os.environ.get("USE_CUDA", "cuda")\n', id="use-cuda-env"),
+]
+
+
+@pytest.mark.parametrize("source", REPORTED_ONLY)
+def test_device_family_reports_unproven_devices_without_rewriting(source):
+    findings = lint_source(source, "mod.py", _config(unsafe=True))
+    assert findings and {f.code for f in findings} == {"CN109"}
+    assert all(f.fix is None for f in findings)
+    fixed, _ = fix_source(source, "mod.py", _config(unsafe=True))
+    assert fixed == source
+
+
+UNTOUCHED = [
     pytest.param(
         'parser.add_argument("--cuda", action="store_true")\nif args.cuda:\n    pass\n', id="cuda-flag"
     ),
-    pytest.param('USE_CUDA = os.environ.get("USE_CUDA", "cuda")\n', id="use-cuda-env"),
     pytest.param(
         "from torch.profiler import ProfilerActivity\nacts = [ProfilerActivity.CUDA]\n", id="profiler-activity"
     ),

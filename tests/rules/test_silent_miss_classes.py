@@ -63,6 +63,24 @@ ROWS = [
         "CN620",
         [2, 3],
     ),
+    # Device names whose use the tool cannot prove a device: reported by CN109, never rewritten.
+    (
+        "jit-archive-device-constants",
+        'for node in graph.findAllNodes("prim::Constant"):\n'
+        '    if str(node_get(node, "value")).startswith("cuda"):\n'
+        "        node.copyAttributes(device_node)\n",
+        "CN109",
+        [2],
+    ),
+    ("accelerator-name-tuple", 'if accelerator in ("cuda", "gpu"):\n    devices = "1"\n', "CN109", [1]),
+    (
+        "expectation-table-keyed-by-device",
+        'expected = Expectations({\n    ("cuda", 8): [0.1, 0.2],\n    ("xpu", 3): [0.1, 0.3],\n})\n',
+        "CN109",
+        [2],
+    ),
+    ("hypothesis-device-list", 'devices = st.sampled_from(["cpu", "cuda"])\n', "CN109", [1]),
+    ("own-accelerator-name", 'class GPU:\n    def name(self):\n        return "cuda"\n', "CN109", [3]),
 ]
 
 
@@ -92,6 +110,13 @@ QUIET = [
     ("public-name-by-getattr", "import torch\nf = getattr(torch.cuda, 'synchronize', None)\n", "CN614"),
     ("own-device-of", "def device_of(t):\n    return t.device\nwith device_of(t):\n    pass\n", "CN202"),
     ("other-proto-cuda", "import mylib.proto as pb\nkind = pb.CUDA\n", "CN620"),
+    # Where a rule that knows the use reports or rewrites the device name, the net says nothing.
+    ("device-string-ported", 'import torch\nx = torch.device("cuda")\n', "CN109"),
+    ("device-test-ported", 'pin = x.device.type == "cuda"\n', "CN109"),
+    ("autocast-device", 'import torch\nwith torch.autocast("cuda"):\n    y = f(x)\n', "CN109"),
+    ("lightning-trainer", 'from lightning import Trainer\nt = Trainer(accelerator="cuda")\n', "CN109"),
+    ("device-as-docstring", 'def backend():\n    "cuda"\n', "CN109"),
+    ("device-table-with-neuron-row", 'B = {"cuda": "nccl", "neuron": "neuron"}\n', "CN109"),
     ("caffe2-cpu-option", "from caffe2.proto import caffe2_pb2\nopt = caffe2_pb2.DeviceOption(device_type=caffe2_pb2.CPU)\n", "CN620"),
 ]
 

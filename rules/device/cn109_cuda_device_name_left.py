@@ -1,0 +1,184 @@
+"""CN109: a "cuda" device name no other rule ports or reports: the device family's safety net."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule
+
+from .._shared.strings import string_value
+from .._shared.values import value_user
+from ._helpers import is_cuda_device_string, looks_like_cuda_fstring
+
+__all__ = ["CudaDeviceNameLeft"]
+
+# String methods whose first argument is tested against the receiver.
+_STRING_TESTS = frozenset({"startswith", "endswith", "removeprefix", "replace", "split", "partition", "find", "index", "count"})
+
+# Calls that print or log their arguments (`logger.info("%s", "cuda")`, `sys.stdout.write`).
+_OUTPUT_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "write"})
+
+_TEST_GUIDANCE = (
+    'On Trainium this test is false. If the value is a device or a device type, compare it with '
+    '"neuron" (a name that says device, such as `device_type`, lets migrate do it); if it names a '
+    "CUDA implementation, backend or option, keep it and make sure the other path runs on Neuron."
+)
+_KEY_GUIDANCE = (
+    'A lookup by the Neuron device misses this entry (expected values per device, a device\'s '
+    'settings): if the table is read with the current device, add a "neuron" entry, with values '
+    "measured on Neuron or those of the CPU entry."
+)
+_VALUE_GUIDANCE = (
+    'If this value becomes a device (it reaches torch.device, .to() or a device= argument), write '
+    '"neuron"; if it names a CUDA implementation or option, keep it and check what Trainium runs '
+    "instead."
+)
+
+
+class CudaDeviceNameLeft(Rule):
+    """
+    ## What it does
+    Reports every ``"cuda"``, ``"cuda:N"`` or ``f"cuda:{i}"`` in code that no other rule ports
+    or reports: a test on a value whose name does not say device
+    (``str(value).startswith("cuda")``, ``accelerator in ("cuda", "gpu")``), a table keyed by
+    the device (``{("cuda", 8): expected}``), and a device name returned, collected or passed
+    where the tool cannot tell it is a device (``return "cuda"`` in ``def name()``,
+    ``sampled_from(["cpu", "cuda"])``).
+
+    It is the device family's safety net: CN102 and CN103 port device strings in the positions
+    they recognise, and the other rules report the calls they own (``autocast("cuda")``); where
+    any of them reports on the same statement, this rule says nothing.
+
+    ## Why is this bad?
+    On Trainium the device type is ``"neuron"``: a test against ``"cuda"`` is false, a table
+    lookup by the device misses its row, and a ``"cuda"`` that becomes a device fails to
+    allocate. Without this rule such a line is in no report, and "nothing reported" would not
+    mean "nothing left" — the safe rewrites stay where the tool can prove a device.
+
+    ## Example
+    ```python
+    if str(value).startswith("cuda"):
+        node.copyAttributes(device_node)
+    EXPECTED = {("cuda", 8): 0.31, ("cpu", None): 0.30}
+    ```
+    Both lines are reported with what to check; neither is rewritten.
+
+    ## Fix safety
+    Display only: whether the value is a device is what the tool could not tell. Each finding
+    says which kind of use it is (a test, a table key, a value) and what to do with each answer.
+    Not reported: a device table that already has a ``"neuron"`` entry, the keys of a
+    ``map_location`` table (where a checkpoint was saved), printed or logged values, docstrings.
+    """
+
+    code = "CN109"
+    name = "cuda-device-name-left"
+    triggers = ("cuda",)
+    net = True
+    VALID = (
+        'def f():\n    """Moves x to "cuda"."""\n',
+        'print("cuda kernels are fast")\n',
+        'name = "cudagraphs"\n',
+        # The table the port extended (CN402 adds the "neuron" row): the "cuda" row is for GPUs.
+        'BACKENDS = {"cuda": "nccl", "neuron": "neuron", "cpu": "gloo"}\n',
+        'x = "neuron:0"\n',
+        'print(f"cuda:{rank}")\n',
+        'logger.info("running on %s", "cuda")\n',
+        'state = torch.load(path, map_location={"cuda:0": "cpu"})\n',
+    )
+    INVALID = (
+        # CLIP patches the device constants of a TorchScript archive that was traced on CUDA.
+        Invalid('if str(get(node, "value")).startswith("cuda"):\n    node.copyAttributes(device_node)\n'),
+        Invalid('ok = accelerator in ("cuda", "gpu")\n'),
+        Invalid('if impl == "cuda":\n    run()\n'),
+        Invalid('EXPECTED = {("cuda", 8): 0.31, ("cpu", None): 0.30}\n'),
+        Invalid('def name():\n    return "cuda"\n'),
+        Invalid('devices = st.sampled_from(["cpu", "cuda"])\n'),
+        Invalid('same = where == f"cuda:{rank}"\n', target="accelerator"),
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # One finding per statement: a table's rows share a statement.
+        self._statements: set[int] = set()
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if "cuda" in node.value and is_cuda_device_string(node):
+            self._check(node)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        if looks_like_cuda_fstring(node):
+            self._check(node)
+
+    def _check(self, node: cst.BaseExpression) -> None:
+        ancestors = self.context.ancestors
+        statement = next((a for a in reversed(ancestors) if isinstance(a, (cst.BaseSmallStatement, cst.BaseCompoundStatement))), None)
+        if statement is None or id(statement) in self._statements:
+            return
+        if isinstance(statement, cst.Expr) and statement.value is node:
+            return  # a docstring or a bare string statement
+        found = value_user(ancestors, node, templates=True)
+        kind, user = _use_of(ancestors, found, node)
+        if kind is None:
+            return
+        self._statements.add(id(statement))
+        shown = self.context.code(user if kind == "test" else node)
+        if kind == "test":
+            message, guidance = f'`{_line(shown)}` tests a value against "cuda" that cuda2neuron cannot tell is a device', _TEST_GUIDANCE
+        elif kind == "key":
+            message, guidance = f"a table keyed by the CUDA device (`{shown}`)", _KEY_GUIDANCE
+        else:
+            message, guidance = f"`{shown}` is used as a value that cuda2neuron cannot tell is a device", _VALUE_GUIDANCE
+        self.report(node, message, guidance=guidance, effort=Effort.LOW)
+
+
+def _line(code: str) -> str:
+    first = code.strip().splitlines()[0] if code.strip() else code
+    return first if len(first) <= 80 else first[:77] + "..."
+
+
+def _use_of(ancestors, found, node: cst.CSTNode) -> tuple[str | None, cst.CSTNode]:
+    """("test" | "key" | "value", the node that uses the literal): how its statement uses it;
+    (None, node) to stay silent."""
+    if found is None:
+        return "value", node
+    i, child = found
+    anc = ancestors[i]
+    if isinstance(anc, cst.Comparison):
+        return "test", anc
+    if isinstance(anc, cst.ComparisonTarget):
+        return "test", ancestors[i - 1]
+    if isinstance(anc, cst.Arg) and i >= 1 and isinstance(ancestors[i - 1], cst.Call):
+        call = ancestors[i - 1]
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in _STRING_TESTS and call.args[0] is anc:
+            return "test", call
+        if _is_output(call.func):
+            return None, node  # printed or logged: text, not a value the program uses
+        return "value", node
+    if isinstance(anc, cst.DictElement) and child is anc.key:
+        dict_node = ancestors[i - 1] if i >= 1 else None
+        if isinstance(dict_node, cst.Dict) and any(
+            isinstance(e, cst.DictElement) and _names_neuron(e.key) for e in dict_node.elements
+        ):
+            return None, node  # the port extended this table
+        holder = ancestors[i - 2] if i >= 2 else None
+        if isinstance(holder, cst.Arg) and holder.keyword is not None and holder.keyword.value == "map_location":
+            return None, node  # where a checkpoint was saved: right to keep (CN102 ports the values)
+        return "key", node
+    if isinstance(anc, (cst.Index, cst.SubscriptElement)):
+        return "key", node
+    return "value", node
+
+
+def _is_output(func: cst.BaseExpression) -> bool:
+    if isinstance(func, cst.Name):
+        return func.value == "print"
+    return isinstance(func, cst.Attribute) and func.attr.value in _OUTPUT_METHODS
+
+
+def _names_neuron(key: cst.BaseExpression) -> bool:
+    if isinstance(key, cst.SimpleString):
+        value = string_value(key)
+        return value is not None and value.startswith("neuron")
+    if isinstance(key, cst.Tuple):
+        return any(isinstance(e.value, cst.SimpleString) and _names_neuron(e.value) for e in key.elements)
+    return False
