@@ -38,7 +38,7 @@ _PYTHON = (
     "tilelang", "cutlass", "helion", "numba", "conv1d", "mamba", "dropout_layer_norm", "rotary_emb", "xentropy", "amp_C",
     "deepspeed", "liger", "flashinfer", "vllm", "flash_mla", "deep_gemm", "deep_ep", "sgl_kernel",
     "transformer_engine", "natten", "nvdiffrast", "gsplat", "gaussian", "simple_knn", "sageattention",
-    "tensorrt", "polygraphy",
+    "tensorrt", "polygraphy", "ExecutionProvider",
     "get_kernel", "get_local_kernel", "load_kernel", "kernelize", "use_kernel_forward_from_hub",
     "_scaled_", "float8",
     "float64", "double", "complex", "sparse", "polar", "cfloat", "chalf", "view_as_real", "fft",

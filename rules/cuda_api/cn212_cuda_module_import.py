@@ -8,12 +8,20 @@ from cuda2neuron.core import Invalid, Rule, Safety
 
 __all__ = ["CudaModuleImport"]
 
+# `import torch` loads these itself (torch/__init__ imports torch.cuda and torch.backends' CUDA
+# modules), so importing them by name adds nothing but the name.
+_CUDA_MODULES = ("torch.cuda", "torch.backends.cudnn", "torch.backends.cuda")
+
+
+def _is_cuda_module(dotted: str) -> bool:
+    return any(dotted == m or dotted.startswith(m + ".") for m in _CUDA_MODULES)
+
 
 class CudaModuleImport(Rule):
     """
     ## What it does
     Rewrites ``import torch.cuda`` (and ``import torch.cuda.amp``, ``import torch.cuda.nvtx``...,
-    without ``as``) to ``import torch``, or drops it where the same statement or the module already
+    ``import torch.backends.cudnn``, ``import torch.backends.cuda``, without ``as``) to ``import torch``, or drops it where the same statement or the module already
     has ``import torch``.
 
     ## Why is this bad?
@@ -33,7 +41,7 @@ class CudaModuleImport(Rule):
     ```
 
     ## Fix safety
-    Safe: ``import torch`` imports ``torch.cuda`` and its submodules itself, so both statements
+    Safe: ``import torch`` imports ``torch.cuda``, ``torch.backends.cudnn``, ``torch.backends.cuda`` and their submodules itself, so both statements
     bind the same ``torch`` and load the same modules; uses of ``torch.cuda`` left in the file are
     reported by their own rules. ``import torch.cuda as tc`` (an alias) is left to the rules that
     judge ``tc``'s uses.
@@ -42,11 +50,12 @@ class CudaModuleImport(Rule):
     code = "CN212"
     name = "cuda-module-import"
     fixes = frozenset({Safety.SAFE})
-    triggers = ("torch.cuda",)
+    triggers = ("torch.cuda", "torch.backends.cuda", "torch.backends.cudnn")
     VALID = (
         "import torch\n",
         "import torch.cuda as tc\ntc.synchronize()\n",
         "import torch.distributed\n",
+        "import torch.backends.cudnn as cudnn\n",  # an alias: its uses are judged
         "from torch.cuda import amp\n",
     )
     INVALID = (
@@ -54,6 +63,9 @@ class CudaModuleImport(Rule):
         Invalid("import torch.cuda\ntorch.cuda.synchronize()\n", "import torch\ntorch.cuda.synchronize()\n"),
         Invalid("import os, torch.cuda.amp\n", "import os, torch\n"),
         Invalid("import torch, torch.cuda\n", "import torch\n"),
+        # Lightning's launchers: the flag is read through `torch.` below it.
+        Invalid("import torch\nimport torch.backends.cudnn\nb = torch.backends.cudnn.benchmark\n", "import torch\nb = torch.backends.cudnn.benchmark\n"),
+        Invalid("import torch.backends.cuda\n", "import torch\n"),
         Invalid("import torch\nimport torch.cuda\nx = 1\n", "import torch\nx = 1\n"),
         Invalid("import torch.cuda\n", "import torch\n", target="accelerator"),
         Invalid("def f():\n    import torch.cuda\n    return torch.cuda.is_available()\n",
@@ -64,11 +76,13 @@ class CudaModuleImport(Rule):
         names = list(node.names)
         keep: list[cst.ImportAlias] = []
         changed = False
+        first = ""  # the first CUDA module named, for the message
         binds_torch = self._module_imports_torch(node)
         for alias in names:
             dotted = self.context.code(alias.name)
-            if alias.asname is None and (dotted == "torch.cuda" or dotted.startswith("torch.cuda.")):
+            if alias.asname is None and _is_cuda_module(dotted):
                 changed = True
+                first = first or dotted
                 if binds_torch or any(self.context.code(a.name) == "torch" and a.asname is None for a in keep):
                     continue
                 binds_torch = True
@@ -86,7 +100,8 @@ class CudaModuleImport(Rule):
             replacement = node.with_changes(names=[*keep[:-1], last])
         else:
             replacement = cst.RemovalSentinel.REMOVE
-        self.report(node, "`import torch.cuda` is `import torch` with a CUDA module's name", replacement=replacement)
+        self.report(node, f"`import {first}` is `import torch` with a CUDA module's name", replacement=replacement)
+
 
     def _module_imports_torch(self, node: cst.Import) -> bool:
         """Another module-level statement already says `import torch` (only for a module-level import)."""

@@ -134,6 +134,12 @@ class CudaExtension(Rule):
         ),
         Invalid("from pkg.jit import load_ext\nops = load_ext('ops', ['ops.cpp', 'ops_kernel.cu'])\n", options=(("project", _LOADERS),)),
         Invalid("from .jit import load_ext\nops = load_ext('ops', ['ops_kernel.cu'])\n", path="pkg/layers.py", options=(("project", _LOADERS),)),
+        # The sources in a variable (gpt-neox's fused kernels): the list is reported where it is written.
+        Invalid(
+            "from pkg.jit import load_ext\ndef build(src):\n    sources = [src / 'softmax.cpp', src / 'softmax_cuda.cu']\n"
+            "    return load_ext('softmax_cuda', sources)\n",
+            options=(("project", _LOADERS),),
+        ),
         Invalid(
             "from torch.utils.cpp_extension import load_inline\n"
             "m = load_inline(name='m', cpp_sources=cpp, cuda_sources=cu, functions=['f'])\n"
@@ -172,6 +178,10 @@ class CudaExtension(Rule):
         # .cu sources (`srcs = ["k.cpp", "k.cu"]`, then `Extension("ops", sources=srcs)`).
         self._builders: set[str] = set()
         self._cu_lists: set[str] = set()
+        # Where each such list is written (its value and the chain above it): a loader call that is
+        # given the name is reported there too, since the .cu files are on those lines.
+        self._cu_values: dict[str, tuple[cst.BaseExpression, tuple[cst.CSTNode, ...]]] = {}
+        self._cu_reported: set[int] = set()
         # `extension = CUDAExtension`: the variables a build script binds the builder to; a call
         # through one (`extension("pkg._C", sources)`) names the CUDA extension it builds.
         self._chosen: set[str] = set()
@@ -256,6 +266,7 @@ class CudaExtension(Rule):
             and _CU_SOURCE.search(self.context.code(node.value))
         ):
             self._cu_lists.add(node.targets[0].target.value)
+            self._cu_values[node.targets[0].target.value] = (node.value, (*self.context.ancestors, node))
         # `extension = CUDAExtension` (then `extension("pkg._C", sources)`): the builder is chosen
         # at run time, so the CUDA build is only visible where CUDAExtension is assigned.
         if isinstance(node.value, (cst.Name, cst.Attribute)) and self.qualname(node.value) == f"{_EXT}.CUDAExtension":
@@ -268,19 +279,33 @@ class CudaExtension(Rule):
     def _check_loader_call(self, node: cst.Call) -> None:
         """A call of one of the project's loaders (``ProjectFacts.extension_loaders``) that hands
         it ``.cu`` files: the loader builds CUDA code here, whatever its own file says."""
+        if not any(self._names_cu(a.value) for a in node.args):
+            return
         facts = self.context.settings.project
         local = _local_loaders(self)
-        if not (facts.extension_loaders or local) or not any(
-            _CU_SOURCE.search(self.context.code(a.value)) for a in node.args
-        ):
+        if not (facts.extension_loaders or local):
             return
         name = dotted_name(node.func)
         if name in local and self.context.scope.lookup(name) is None:
             loader: str | None = name
         else:
             loader = _loader_of(self, node.func, facts)
-        if loader is not None:
-            self._report(node, f"`{loader}` is given CUDA sources: it JIT-builds them with `cpp_extension.load`")
+        if loader is None:
+            return
+        self._report(node, f"`{loader}` is given CUDA sources: it JIT-builds them with `cpp_extension.load`")
+        # gpt-neox: `sources = [..., srcpath / "softmax_cuda.cu"]`, then `helper(name, sources)`.
+        for arg in node.args:
+            if isinstance(arg.value, cst.Name) and arg.value.value in self._cu_values:
+                value, chain = self._cu_values[arg.value.value]
+                if id(value) not in self._cu_reported:
+                    self._cu_reported.add(id(value))
+                    self.report(
+                        value,
+                        f"`{arg.value.value}` lists CUDA sources that `{loader}` JIT-builds",
+                        guidance=_GUIDANCE,
+                        effort=Effort.HIGH,
+                        ancestors=chain,
+                    )
 
     def _check_generated_source(self, node: cst.Call, name: str) -> None:
         """``open("x_cuda_forward.cu", "w")`` (the builtin, or ``io.open``) and
@@ -321,9 +346,7 @@ def _local_loaders(rule: Rule) -> frozenset[str]:
     key = id(rule.context.module)
     if key not in memo:
         found = set()
-        for stmt in rule.context.module.body:
-            if not isinstance(stmt, cst.FunctionDef):
-                continue
+        for stmt in _function_defs(rule.context.module.body):
             params = {p.name.value for p in (*stmt.params.posonly_params, *stmt.params.params, *stmt.params.kwonly_params)}
             finder = _LoadSources(params)
             stmt.body.visit(finder)
@@ -331,6 +354,31 @@ def _local_loaders(rule: Rule) -> frozenset[str]:
                 found.add(stmt.name.value)
         memo[key] = frozenset(found)
     return memo[key]
+
+
+def _function_defs(body) -> list[cst.FunctionDef]:
+    """Every ``def`` among these statements and the blocks under them, nested ones included
+    (gpt-neox defines its loader inside the function that builds the kernels); expressions are
+    not entered."""
+    out: list[cst.FunctionDef] = []
+    for stmt in body:
+        if isinstance(stmt, cst.FunctionDef):
+            out.append(stmt)
+        for block in _blocks(stmt):
+            out.extend(_function_defs(block))
+    return out
+
+
+def _blocks(stmt: cst.CSTNode):
+    """The statement lists directly under a compound statement: its body, ``elif``/``else``,
+    ``except`` and ``finally`` blocks."""
+    if not isinstance(stmt, (cst.BaseCompoundStatement, cst.If, cst.Else, cst.ExceptHandler, cst.Finally)):
+        return
+    if isinstance(getattr(stmt, "body", None), cst.IndentedBlock):
+        yield stmt.body.body
+    for part in (getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None), *getattr(stmt, "handlers", ())):
+        if part is not None:
+            yield from _blocks(part)
 
 
 class _LoadSources(cst.CSTVisitor):

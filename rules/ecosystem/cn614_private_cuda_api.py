@@ -18,13 +18,34 @@ _GUIDANCE = (
 )
 
 
+# Private members of torch's own classes, reached through an object the rule cannot type.
+# Storages' CUDA IPC (gpt-neox's weight server shares weights with `storage._share_cuda_()`).
+_IPC_MEMBERS = frozenset({"_share_cuda_", "_new_shared_cuda", "_release_ipc_counter_cuda"})
+_IPC_GUIDANCE = (
+    "CUDA IPC hands a CUDA allocation to another process; neuron tensors have no IPC handle. Share "
+    "the weights another way (torch.multiprocessing with CPU tensors, a checkpoint file, or "
+    "collectives between the processes)."
+)
+# torch.optim.Optimizer's check that a CUDA graph capture is safe (timm's optimizers call it when
+# the newer `_accelerator_graph_capture_health_check` is missing).
+_CAPTURE_CHECK = "_cuda_graph_capture_health_check"
+_CAPTURE_GUIDANCE = (
+    "Nothing to do on Trainium: with no CUDA graph being captured the check returns at once. "
+    "torch >= 2.9 names it `_accelerator_graph_capture_health_check`; calling that one where it "
+    "exists keeps the port free of CUDA names."
+)
+
+
 class PrivateCudaApi(Rule):
     """
     ## What it does
     Reports uses of private CUDA internals: ``torch.cuda._lazy_call``, ``torch.cuda._sleep``,
     ``torch.cuda._utils._get_device_index``, ``torch._C._cuda_getDevice``,
     ``torch._C._cudart`` and the rest, also when named by a string:
-    ``hasattr(torch._C, "_cuda_clearCublasWorkspaces")`` / ``getattr(torch._C, "_cuda_getDevice")``.
+    ``hasattr(torch._C, "_cuda_clearCublasWorkspaces")`` / ``getattr(torch._C, "_cuda_getDevice")``;
+    and the private CUDA members of torch's classes, on whatever object holds them: a storage's
+    CUDA IPC (``storage._share_cuda_()``, ``_new_shared_cuda``, ``_release_ipc_counter_cuda``) and
+    the optimizer's ``self._cuda_graph_capture_health_check()``.
 
     ## Why is this bad?
     They reach into the CUDA runtime binding; the neuron device module implements the public
@@ -46,7 +67,7 @@ class PrivateCudaApi(Rule):
     # `getattr(torch.cuda, "_is_in_bad_fork", None)`): its private name need not start with _cuda.
     triggers = (
         "cuda._", "_C._cuda", "_C._nccl", "torch.cuda import", '"_cuda', "'_cuda", '"_nccl', "'_nccl",
-        'cuda, "_', "cuda, '_",
+        'cuda, "_', "cuda, '_", "_share_cuda_", "_shared_cuda", "_counter_cuda", "_cuda_graph_capture",
     )  # fmt: skip
     VALID = (
         "import torch\ntorch.cuda.synchronize()\n",
@@ -67,11 +88,22 @@ class PrivateCudaApi(Rule):
         # A private name of torch.cuda itself that no other trigger word spells.
         Invalid('import torch\nbad = getattr(torch.cuda, "_is_in_bad_fork", None)\n'),
         Invalid("import torch.cuda\nok = hasattr(torch.cuda, '_is_in_bad_fork')\n"),
+        Invalid("(device, handle, size, *rest) = storage._share_cuda_()\n"),
+        Invalid("s = torch.UntypedStorage._new_shared_cuda(*handle)\n"),
+        Invalid(
+            "class AdamW(Optimizer):\n    def step(self):\n"
+            "        if hasattr(self, '_cuda_graph_capture_health_check'):\n"
+            "            self._cuda_graph_capture_health_check()\n",
+            target="accelerator",
+        ),
     )
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         attr = node.attr.value
         if not attr.startswith("_"):
+            return
+        if attr in _IPC_MEMBERS or attr == _CAPTURE_CHECK:
+            self._member(node, attr)
             return
         qualified = self.qualname(node)
         if qualified is None or not _private_cuda(qualified):
@@ -93,6 +125,9 @@ class PrivateCudaApi(Rule):
         member = string_value(args[1].value)
         if member is None or not member.startswith("_"):
             return
+        if member == _CAPTURE_CHECK:
+            self._member(node, member)
+            return
         owner = self.qualname(args[0].value)
         if owner not in ("torch._C", "torch.cuda") or self.context.scope.lookup(func.value) is not None:
             return
@@ -112,6 +147,12 @@ class PrivateCudaApi(Rule):
         qualified = self.context.scope.lookup(node.value)
         if qualified is not None and _private_cuda(qualified):
             self._report(node, qualified)
+
+    def _member(self, node: cst.CSTNode, member: str) -> None:
+        if member == _CAPTURE_CHECK:
+            self.report(node, f"`{member}` is the optimizer's CUDA-graph capture check", guidance=_CAPTURE_GUIDANCE, effort=Effort.NONE)
+        else:
+            self.report(node, f"`{member}` is a storage's CUDA IPC", guidance=_IPC_GUIDANCE, effort=Effort.HIGH)
 
     def _report(self, node: cst.CSTNode, qualified: str) -> None:
         self.report(node, f"`{qualified}` is a private CUDA internal", guidance=_GUIDANCE, effort=Effort.MEDIUM)
