@@ -280,13 +280,21 @@ def _parse(path: Path, project_modules: frozenset[str] = frozenset()) -> tuple[a
 
 def _widen(names: _Names, lines: set[int], kernel_lines: set[int]) -> set[int]:
     """The lines a reviewer reads a finding as pointing at: the whole simple statement a finding
-    is on (a call spread over lines), the `except ImportError` fallback of a reported import in
+    is on (a call spread over lines), the whole decorator a finding is in, the `except ImportError` fallback of a reported import in
     a `try`, and the whole body of a function whose decorator or `def` line a kernel-stack
     finding points at (a `@triton.jit` kernel uses its language on every line)."""
     out = set(lines)
     for stmt in names.statements:
         end = stmt.end_lineno or stmt.lineno
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            # A decorator is one expression, however many lines its table takes
+            # (`@pytest.mark.parametrize(..., [(..., 'cuda'), (..., 'cuda')])`).
+            for d in stmt.decorator_list:
+                span = range(d.lineno, (d.end_lineno or d.lineno) + 1)
+                if any(line in lines for line in span):
+                    out.update(span)
+            if isinstance(stmt, ast.ClassDef):
+                continue
             header = {d.lineno for d in stmt.decorator_list} | {stmt.lineno}
             if header & kernel_lines:
                 out.update(range(min(header), end + 1))
@@ -295,7 +303,7 @@ def _widen(names: _Names, lines: set[int], kernel_lines: set[int]) -> set[int]:
             if any(isinstance(b, (ast.Import, ast.ImportFrom)) and b.lineno in lines for b in stmt.body):
                 out.update(range(stmt.lineno, end + 1))
             continue
-        if not isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.ClassDef, ast.Match)):
+        if not isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Match)):
             if any(line in lines for line in range(stmt.lineno, end + 1)):
                 out.update(range(stmt.lineno, end + 1))
     # `import torch.backends.cudnn as cudnn` ... `cudnn.benchmark = True` (reported): an import

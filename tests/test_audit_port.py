@@ -86,6 +86,10 @@ def test_still_a_miss(tmp_path, source, pointed):
             id="import-fallback",
         ),
         pytest.param("@triton.jit\ndef k(x):\n    y = x.to(tl.float8e4nv)\n    z = cuda_thing(y)\n", {1}, {1}, id="kernel-body"),
+        pytest.param(
+            "@pytest.mark.parametrize('b', [\n    ('x', 'cuda'),\n    ('y', 'cuda'),\n])\ndef test(b):\n    pass\n", {2}, (),
+            id="whole-decorator",
+        ),
         # dinov2: the import's only use is a reported flag.
         pytest.param("import torch.backends.cudnn as cudnn\ncudnn.benchmark = True\n", {2}, (), id="import-used-only-where-reported"),
     ],

@@ -39,9 +39,10 @@ def _collect(
 
 def _statement_of(nodes: Sequence[cst.CSTNode]) -> cst.CSTNode | None:
     """The innermost statement on a chain (root first): an ``if``'s test belongs to the ``if``,
-    a line of its body to that line."""
+    a line of its body to that line. Each item of a ``with`` and each decorator counts as a
+    statement of its own (``with (patch(a, "cuda"), patch(b)):`` holds two unrelated calls)."""
     for node in reversed(nodes):
-        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.WithItem, cst.Decorator)):
             return node
     return None
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-__all__ = ["value_user"]
+__all__ = ["is_output_call", "value_user"]
 
 
 def _is_string_template(node: cst.CSTNode) -> bool:
@@ -83,3 +83,15 @@ def value_user(
             continue
         return i, child
     return None
+
+
+# Calls that print or log their arguments (`print(x)`, `logger.info("%s", x)`, `sys.stdout.write`):
+# a value passed to one is text for a person, not something the program acts on.
+_OUTPUT_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "write"})
+
+
+def is_output_call(func: cst.BaseExpression) -> bool:
+    """Is ``func`` (a call's callee) ``print`` or a logging/writing method?"""
+    if isinstance(func, cst.Name):
+        return func.value == "print"
+    return isinstance(func, cst.Attribute) and func.attr.value in _OUTPUT_METHODS

@@ -7,16 +7,14 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule
 
 from .._shared.strings import string_value
-from .._shared.values import value_user
+from .._shared.values import is_output_call, value_user
 from ._helpers import is_cuda_device_string, looks_like_cuda_fstring
 
 __all__ = ["CudaDeviceNameLeft"]
 
+_UNITS = (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.WithItem, cst.Decorator)
 # String methods whose first argument is tested against the receiver.
 _STRING_TESTS = frozenset({"startswith", "endswith", "removeprefix", "replace", "split", "partition", "find", "index", "count"})
-
-# Calls that print or log their arguments (`logger.info("%s", "cuda")`, `sys.stdout.write`).
-_OUTPUT_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "write"})
 
 _TEST_GUIDANCE = (
     'On Trainium this test is false. If the value is a device or a device type, compare it with '
@@ -111,7 +109,8 @@ class CudaDeviceNameLeft(Rule):
 
     def _check(self, node: cst.BaseExpression) -> None:
         ancestors = self.context.ancestors
-        statement = next((a for a in reversed(ancestors) if isinstance(a, (cst.BaseSmallStatement, cst.BaseCompoundStatement))), None)
+        # The engine's unit (see Rule.net): a statement, one item of a `with`, a decorator.
+        statement = next((a for a in reversed(ancestors) if isinstance(a, _UNITS)), None)
         if statement is None or id(statement) in self._statements:
             return
         if isinstance(statement, cst.Expr) and statement.value is node:
@@ -151,7 +150,7 @@ def _use_of(ancestors, found, node: cst.CSTNode) -> tuple[str | None, cst.CSTNod
         call = ancestors[i - 1]
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in _STRING_TESTS and call.args[0] is anc:
             return "test", call
-        if _is_output(call.func):
+        if is_output_call(call.func):
             return None, node  # printed or logged: text, not a value the program uses
         return "value", node
     if isinstance(anc, cst.DictElement) and child is anc.key:
@@ -167,12 +166,6 @@ def _use_of(ancestors, found, node: cst.CSTNode) -> tuple[str | None, cst.CSTNod
     if isinstance(anc, (cst.Index, cst.SubscriptElement)):
         return "key", node
     return "value", node
-
-
-def _is_output(func: cst.BaseExpression) -> bool:
-    if isinstance(func, cst.Name):
-        return func.value == "print"
-    return isinstance(func, cst.Attribute) and func.attr.value in _OUTPUT_METHODS
 
 
 def _names_neuron(key: cst.BaseExpression) -> bool:

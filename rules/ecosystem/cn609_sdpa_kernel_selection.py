@@ -20,6 +20,17 @@ _SWITCHES = frozenset(
     }
 )
 _NAMES = frozenset({q.rsplit(".", 1)[1] for q in _CONTEXTS | _SWITCHES})
+# CUDA's kernels named outside a selection call (torchtitan keeps a list of backends for later
+# `sdpa_kernel(backends)`), and the private op of the cuDNN kernel named in op lists.
+_CUDA_BACKENDS = frozenset(
+    f"torch.nn.attention.SDPBackend.{m}" for m in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION")
+)
+_CUDA_OPS = ("torch.ops.aten._scaled_dot_product_cudnn_attention", "torch.ops.aten._scaled_dot_product_efficient_attention")
+_NAMED_GUIDANCE = (
+    "On Neuron scaled_dot_product_attention runs its own kernel, none of CUDA's: a selection built "
+    "from this list leaves it no kernel, and an op list (activation-checkpoint policies) naming "
+    "CUDA's op never matches there. Drop the CUDA kernels from the list on the Trainium path."
+)
 _GUIDANCE = (
     "These switches pick among CUDA's SDPA kernels (flash, memory-efficient, cuDNN, math); on "
     "Neuron scaled_dot_product_attention dispatches to its own NKI kernel and a restriction to "
@@ -32,7 +43,9 @@ class SdpaKernelSelection(Rule):
     ## What it does
     Replaces ``torch.backends.cuda.sdp_kernel(...)`` / ``torch.nn.attention.sdpa_kernel(...)``
     context managers by ``contextlib.nullcontext()`` and removes
-    ``torch.backends.cuda.enable_flash_sdp(...)``-style switch statements.
+    ``torch.backends.cuda.enable_flash_sdp(...)``-style switch statements. CUDA's kernels named
+    elsewhere (``[SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION]`` kept for a later
+    selection, ``torch.ops.aten._scaled_dot_product_cudnn_attention`` in an op list) are reported.
 
     ## Why is this bad?
     They restrict ``scaled_dot_product_attention`` to CUDA kernels. The neuron device has its
@@ -59,11 +72,12 @@ class SdpaKernelSelection(Rule):
     code = "CN609"
     name = "sdpa-kernel-selection"
     fixes = frozenset({Safety.UNSAFE})
-    triggers = ("sdp",)
+    triggers = ("sdp", "SDPBackend", "_scaled_dot_product_")
     emits = ("contextlib.nullcontext",)
     VALID = (
         "import torch.nn.functional as F\ny = F.scaled_dot_product_attention(q, k, v)\n",
         "import torch\nok = torch.backends.cuda.flash_sdp_enabled()\n",
+        "from torch.nn.attention import SDPBackend\nbackends = [SDPBackend.MATH]\n",
     )
     INVALID = (
         Invalid(
@@ -90,7 +104,28 @@ class SdpaKernelSelection(Rule):
             "import torch\nwith torch.backends.cuda.sdp_kernel(enable_math=False):\n    y = f(q)\n",
             target="accelerator",
         ),
+        # torchtitan: the backends kept for a later sdpa_kernel(...), and an op-list entry.
+        Invalid("from torch.nn.attention import SDPBackend\nbackends = [SDPBackend.CUDNN_ATTENTION, SDPBackend.MATH]\n"),
+        Invalid("import torch\nsave = {torch.ops.aten._scaled_dot_product_cudnn_attention.default}\n"),
     )
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        attr = node.attr.value
+        if attr.endswith("_ATTENTION"):
+            if self.qualname(node) in _CUDA_BACKENDS and not self._inside_selection():
+                self.report(node, f"`SDPBackend.{attr}` names a CUDA attention kernel", guidance=_NAMED_GUIDANCE, effort=Effort.LOW)
+        elif attr.startswith("_scaled_dot_product_"):
+            if self.qualname(node) in _CUDA_OPS:
+                self.report(node, f"`{attr}` is a CUDA-only attention op", guidance=_NAMED_GUIDANCE, effort=Effort.LOW)
+
+    def _inside_selection(self) -> bool:
+        """Inside the arguments of sdpa_kernel(...), which visit_Call reports as a whole."""
+        for anc in reversed(self.context.ancestors):
+            if isinstance(anc, cst.Call) and terminal_name(anc.func) in _NAMES and call_qualname(self, anc) in _CONTEXTS:
+                return True
+            if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return False
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         if terminal_name(node.func) not in _NAMES:

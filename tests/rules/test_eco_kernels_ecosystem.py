@@ -82,8 +82,10 @@ ROWS = [
     ("setup.py", "CUDAExtension(", "CN6", None),
 ]
 
-# Files with no CUDA construct: the port must leave them byte-identical.
+# Files with no CUDA construct to rewrite: the port must leave them byte-identical. model.py
+# picks the Triton kernel by name for half its blocks: reported (CN623), not rewritten.
 UNTOUCHED = ["fastmlp/model.py", "fastmlp/__init__.py"]
+REPORTED_ONLY = {"fastmlp/model.py": {"CN623"}}
 
 
 def _present(owner: str) -> bool:
@@ -124,7 +126,8 @@ def test_construct_is_rewritten_or_reported(row):
 def test_files_without_cuda_stay_byte_identical(rel):
     source, output, findings = _migrated(rel)
     assert output == source
-    assert findings == ()
+    assert {f.code for f in findings} == REPORTED_ONLY.get(rel, set())
+    assert all(f.fix is None for f in findings)
 
 
 @pytest.mark.parametrize("rel", sorted({r[0] for r in ROWS}))

@@ -79,6 +79,18 @@ ROWS = [
         "CN109",
         [2],
     ),
+    # torchtitan's trainer test: one item of the `with` patches a device type, another torch.cuda.
+    (
+        "device-type-patched-beside-a-cuda-patch",
+        "from unittest.mock import patch\n"
+        "with (\n"
+        '    patch("pkg.cudagraph.utils.device_type", "cuda"),\n'
+        '    patch("torch.cuda.is_available", return_value=True),\n'
+        "):\n"
+        "    run()\n",
+        "CN109",
+        [3],
+    ),
     ("hypothesis-device-list", 'devices = st.sampled_from(["cpu", "cuda"])\n', "CN109", [1]),
     ("own-accelerator-name", 'class GPU:\n    def name(self):\n        return "cuda"\n', "CN109", [3]),
 ]

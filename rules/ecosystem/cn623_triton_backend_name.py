@@ -1,0 +1,88 @@
+"""CN623: a "triton" backend name no other rule reports: the Triton family's safety net."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule
+
+from .._shared.strings import string_value
+from .._shared.values import is_output_call
+
+__all__ = ["TritonBackendName"]
+
+_NAMES = frozenset({"triton", "Triton", "TRITON"})
+# The engine's unit of a net (see Rule.net): a statement, one item of a `with`, a decorator.
+_UNITS = (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.WithItem, cst.Decorator)
+_GUIDANCE = (
+    "Triton does not run on Trainium: on the Trainium path pick the implementation written in "
+    "PyTorch (often named \"torch\", \"naive\" or \"ref\"), or skip the case there "
+    "(`pytest.mark.skipif`); an NKI kernel is the port of a Triton one."
+)
+
+
+class TritonBackendName(Rule):
+    """
+    ## What it does
+    Reports the string ``"triton"`` where code uses it as a value and no other rule reports
+    the statement: the backend of a kernel library's op (``conv(x, backend="triton")``), a test
+    parametrized over implementations (``parametrize("backend", ["triton"])``), a test against
+    the chosen implementation (``if impl == "triton":``).
+
+    It is the Triton family's safety net: CN601 reports Triton kernels and their imports,
+    CN617 the project's kernel modules; where either reports the statement, this rule says
+    nothing.
+
+    ## Why is this bad?
+    The name picks a Triton implementation, which cannot run on Trainium; without a finding the
+    port runs into it with nothing in the report.
+
+    ## Example
+    ```python
+    @pytest.mark.parametrize("backend", ["triton"])
+    def test_conv(backend):
+        y = causal_conv1d(x, w, backend=backend)
+    ```
+    is reported: run the PyTorch implementation on Trainium, or skip the case there.
+
+    ## Fix safety
+    Display only: which implementation replaces it is the project's choice.
+    """
+
+    code = "CN623"
+    name = "triton-backend-name"
+    triggers = ("triton", "Triton", "TRITON")
+    net = True
+    VALID = (
+        'print("triton")\n',
+        'def f():\n    "triton"\n',
+        'name = "tritonv2"\n',  # another word
+        'log.info("using %s", "triton")\n',
+    )
+    INVALID = (
+        Invalid('import pytest\n\n@pytest.mark.parametrize("backend", ["triton"])\ndef test(backend):\n    pass\n'),
+        Invalid('y = conv(x, w, backend="triton")\n'),
+        Invalid('if impl == "triton":\n    run()\n', target="accelerator"),
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._units: set[int] = set()
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if "riton" not in node.value and "RITON" not in node.value:
+            return
+        if string_value(node) not in _NAMES:
+            return
+        ancestors = self.context.ancestors
+        unit = next((a for a in reversed(ancestors) if isinstance(a, _UNITS)), None)
+        if unit is None or id(unit) in self._units:
+            return
+        if isinstance(unit, cst.Expr) and unit.value is node:
+            return  # a docstring or a bare string statement
+        call = next((a for a in reversed(ancestors) if isinstance(a, cst.Call)), None)
+        if call is not None and is_output_call(call.func):
+            return  # printed or logged text
+        self._units.add(id(unit))
+        self.report(node, '`"triton"` selects a Triton implementation', guidance=_GUIDANCE, effort=Effort.LOW)
+
