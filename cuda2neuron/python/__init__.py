@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._context import RuleContext
-    from ._lint import FixOutcome, fix_module, lint_module
+    from ._lint import NET_UNITS, FixOutcome, fix_module, lint_module, net_unit
     from ._names import LOCAL, Scope, bind_import, bind_target, dotted_name
     from ._positions import spans_and_code
     from ._rebuild import rebuild
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOCAL",
+    "NET_UNITS",
     "FixOutcome",
     "RuleContext",
     "Scope",
@@ -29,6 +30,7 @@ __all__ = [
     "dotted_name",
     "fix_module",
     "lint_module",
+    "net_unit",
     "parse_bytes",
     "rebuild",
     "spans_and_code",
@@ -39,8 +41,10 @@ __all__ = [
 _HOME = {
     "RuleContext": "_context",
     "FixOutcome": "_lint",
+    "NET_UNITS": "_lint",
     "fix_module": "_lint",
     "lint_module": "_lint",
+    "net_unit": "_lint",
     "LOCAL": "_names",
     "Scope": "_names",
     "bind_import": "_names",

@@ -23,7 +23,7 @@ from ._positions import spans_and_code, spans_of
 from ._rebuild import rebuild
 from ._walk import walk_rules
 
-__all__ = ["FixOutcome", "fix_module", "lint_module"]
+__all__ = ["NET_UNITS", "FixOutcome", "fix_module", "lint_module", "net_unit"]
 
 def _collect(
     module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings, source: str | None = None
@@ -37,14 +37,15 @@ def _collect(
     return reports
 
 
-def _statement_of(nodes: Sequence[cst.CSTNode]) -> cst.CSTNode | None:
-    """The innermost statement on a chain (root first): an ``if``'s test belongs to the ``if``,
-    a line of its body to that line. Each item of a ``with`` and each decorator counts as a
-    statement of its own (``with (patch(a, "cuda"), patch(b)):`` holds two unrelated calls)."""
-    for node in reversed(nodes):
-        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.WithItem, cst.Decorator)):
-            return node
-    return None
+# The unit a safety net (Rule.net) reports in, and is silenced in: a statement, one item of a
+# `with`, a decorator (`with (patch(a, "cuda"), patch(b)):` holds two unrelated calls).
+NET_UNITS = (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.WithItem, cst.Decorator)
+
+
+def net_unit(nodes: Sequence[cst.CSTNode]) -> cst.CSTNode | None:
+    """The innermost net unit on a chain (root first): an ``if``'s test belongs to the ``if``,
+    a line of its body to that line."""
+    return next((node for node in reversed(nodes) if isinstance(node, NET_UNITS)), None)
 
 
 def _without_covered_net_reports(reports: list[Report]) -> list[Report]:
@@ -52,7 +53,7 @@ def _without_covered_net_reports(reports: list[Report]) -> list[Report]:
     of it, or another part of its statement (see ``Rule.net``)."""
     others = [r for r in reports if not r.rule.net]
     nodes = {id(r.node) for r in others}
-    statements = {id(s) for r in others if (s := _statement_of((*r.ancestors, r.node))) is not None}
+    statements = {id(s) for r in others if (s := net_unit((*r.ancestors, r.node))) is not None}
     return [
         r
         for r in reports
@@ -60,7 +61,7 @@ def _without_covered_net_reports(reports: list[Report]) -> list[Report]:
         or not (
             id(r.node) in nodes
             or any(id(a) in nodes for a in r.ancestors)
-            or id(_statement_of((*r.ancestors, r.node))) in statements
+            or id(net_unit((*r.ancestors, r.node))) in statements
         )
     ]
 

@@ -83,7 +83,11 @@ _GAPS: dict[str, _Gap] = {
     # Inductor's CUDA graph trees (compile mode "reduce-overhead"): diffusers' pipelines call it
     # before each denoising step of a compiled UNet.
     **dict.fromkeys(
-        ("torch.compiler.cudagraph_mark_step_begin", "torch._inductor.cudagraph_mark_step_begin"),
+        (
+            "torch.compiler.cudagraph_mark_step_begin",
+            "torch._inductor.cudagraph_mark_step_begin",
+            "torch._inductor.cudagraph_trees.cudagraph_mark_step_begin",
+        ),
         _Gap(
             "it marks a new iteration for inductor's CUDA graphs, which the neuron backend never records",
             "Remove the call on the Trainium path (it has nothing to mark there), or keep it behind "
@@ -91,6 +95,8 @@ _GAPS: dict[str, _Gap] = {
             Effort.LOW,
         ),
     ),
+    # The memory pool of inductor's CUDA graph trees (torchtitan's graph trainer captures into it).
+    "torch._inductor.cudagraph_trees._use_cuda_memory_pool_manager": _GRAPHS,
 }
 _MEMBERS = frozenset(q.rpartition(".")[2] for q in _GAPS)
 
@@ -148,6 +154,10 @@ class CudaApiUnavailable(MemberReferences, Rule):
         Invalid("import torch\narchs = torch.cuda.get_arch_list()\n", target="accelerator"),
         Invalid("import torch\nfor t in steps:\n    torch._inductor.cudagraph_mark_step_begin()\n    y = unet(x)\n"),
         Invalid("import torch\ntorch.compiler.cudagraph_mark_step_begin()\n", target="accelerator"),
+        Invalid(
+            "from torch._inductor.cudagraph_trees import _use_cuda_memory_pool_manager\n"
+            "with _use_cuda_memory_pool_manager(device, pool, stream):\n    run()\n"
+        ),
     )
 
     def check_reference(self, node: cst.Attribute | cst.Name) -> None:

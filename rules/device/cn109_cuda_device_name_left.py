@@ -6,15 +6,13 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
+from .._shared.nets import in_output, is_bare_string, unit_of
 from .._shared.strings import string_value
-from .._shared.values import is_output_call, value_user
-from ._helpers import is_cuda_device_string, looks_like_cuda_fstring
+from .._shared.values import value_user
+from ._helpers import _STRING_TESTS, is_cuda_device_string, looks_like_cuda_fstring
 
 __all__ = ["CudaDeviceNameLeft"]
 
-_UNITS = (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.WithItem, cst.Decorator)
-# String methods whose first argument is tested against the receiver.
-_STRING_TESTS = frozenset({"startswith", "endswith", "removeprefix", "replace", "split", "partition", "find", "index", "count"})
 
 _TEST_GUIDANCE = (
     'On Trainium this test is false. If the value is a device or a device type, compare it with '
@@ -109,12 +107,11 @@ class CudaDeviceNameLeft(Rule):
 
     def _check(self, node: cst.BaseExpression) -> None:
         ancestors = self.context.ancestors
-        # The engine's unit (see Rule.net): a statement, one item of a `with`, a decorator.
-        statement = next((a for a in reversed(ancestors) if isinstance(a, _UNITS)), None)
-        if statement is None or id(statement) in self._statements:
+        statement = unit_of(ancestors)
+        if statement is None or id(statement) in self._statements or is_bare_string(statement, node):
             return
-        if isinstance(statement, cst.Expr) and statement.value is node:
-            return  # a docstring or a bare string statement
+        if in_output(ancestors):
+            return  # printed or logged: text, not a value the program uses
         found = value_user(ancestors, node, templates=True)
         kind, user = _use_of(ancestors, found, node)
         if kind is None:
@@ -150,8 +147,6 @@ def _use_of(ancestors, found, node: cst.CSTNode) -> tuple[str | None, cst.CSTNod
         call = ancestors[i - 1]
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in _STRING_TESTS and call.args[0] is anc:
             return "test", call
-        if is_output_call(call.func):
-            return None, node  # printed or logged: text, not a value the program uses
         return "value", node
     if isinstance(anc, cst.DictElement) and child is anc.key:
         dict_node = ancestors[i - 1] if i >= 1 else None

@@ -18,6 +18,9 @@ _QUALNAMES = frozenset(
         "torch.distributed.ProcessGroupNCCL",
         "torch.distributed.distributed_c10d.ProcessGroupNCCL",
         "torch._C._distributed_c10d.ProcessGroupNCCL",
+        # torchft's fault-tolerant wrapper of the same backend.
+        "torchft.ProcessGroupNCCL",
+        "torchft.process_group.ProcessGroupNCCL",
     }
 )
 _MODULES = frozenset(q.rpartition(".")[0] for q in _QUALNAMES)
@@ -35,7 +38,7 @@ class NcclProcessGroup(Rule):
     ## What it does
     Reports uses of NCCL's process-group class: ``dist.ProcessGroupNCCL.Options(...)`` passed as
     ``pg_options``, ``isinstance(pg, dist.ProcessGroupNCCL)``, and the look-up
-    ``hasattr(dist, "ProcessGroupNCCL")`` that guards them.
+    ``hasattr(dist, "ProcessGroupNCCL")`` that guards them; torchft's ``ProcessGroupNCCL`` too.
 
     ## Why is this bad?
     The port's process group runs the ``"neuron"`` backend. NCCL's class exists only in builds
@@ -68,6 +71,7 @@ class NcclProcessGroup(Rule):
         Invalid("import torch.distributed as dist\nif isinstance(pg, dist.ProcessGroupNCCL):\n    pass\n"),
         Invalid("from torch.distributed import ProcessGroupNCCL\nopts = ProcessGroupNCCL.Options()\n"),
         Invalid("from torch._C._distributed_c10d import ProcessGroupNCCL\n", target="accelerator"),
+        Invalid("import torchft\npg = torchft.ProcessGroupNCCL(timeout=t)\n"),
     )
 
     def __init__(self, context) -> None:

@@ -6,14 +6,12 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
+from .._shared.nets import in_output, is_bare_string, unit_of
 from .._shared.strings import string_value
-from .._shared.values import is_output_call
 
 __all__ = ["TritonBackendName"]
 
 _NAMES = frozenset({"triton", "Triton", "TRITON"})
-# The engine's unit of a net (see Rule.net): a statement, one item of a `with`, a decorator.
-_UNITS = (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.WithItem, cst.Decorator)
 _GUIDANCE = (
     "Triton does not run on Trainium: on the Trainium path pick the implementation written in "
     "PyTorch (often named \"torch\", \"naive\" or \"ref\"), or skip the case there "
@@ -75,13 +73,10 @@ class TritonBackendName(Rule):
         if string_value(node) not in _NAMES:
             return
         ancestors = self.context.ancestors
-        unit = next((a for a in reversed(ancestors) if isinstance(a, _UNITS)), None)
-        if unit is None or id(unit) in self._units:
+        unit = unit_of(ancestors)
+        if unit is None or id(unit) in self._units or is_bare_string(unit, node):
             return
-        if isinstance(unit, cst.Expr) and unit.value is node:
-            return  # a docstring or a bare string statement
-        call = next((a for a in reversed(ancestors) if isinstance(a, cst.Call)), None)
-        if call is not None and is_output_call(call.func):
+        if in_output(ancestors):
             return  # printed or logged text
         self._units.add(id(unit))
         self.report(node, '`"triton"` selects a Triton implementation', guidance=_GUIDANCE, effort=Effort.LOW)

@@ -91,6 +91,9 @@ ROWS = [
         "CN109",
         [3],
     ),
+    # torchft picks its NCCL group from a config string; fla's tests pick Triton by name.
+    ("backend-config-string", 'if config.process_group == "nccl":\n    pg = make_group()\n', "CN409", [1]),
+    ("triton-backend-keyword", 'y = short_conv(x, w, backend="triton")\n', "CN623", [1]),
     ("hypothesis-device-list", 'devices = st.sampled_from(["cpu", "cuda"])\n', "CN109", [1]),
     ("own-accelerator-name", 'class GPU:\n    def name(self):\n        return "cuda"\n', "CN109", [3]),
 ]
@@ -127,6 +130,8 @@ QUIET = [
     ("device-test-ported", 'pin = x.device.type == "cuda"\n', "CN109"),
     ("autocast-device", 'import torch\nwith torch.autocast("cuda"):\n    y = f(x)\n', "CN109"),
     ("lightning-trainer", 'from lightning import Trainer\nt = Trainer(accelerator="cuda")\n', "CN109"),
+    ("nccl-backend-ported", 'import torch.distributed as dist\ndist.init_process_group("nccl")\n', "CN409"),
+    ("triton-in-a-log-line", 'log.info("%s", impl == "triton")\n', "CN623"),
     ("device-as-docstring", 'def backend():\n    "cuda"\n', "CN109"),
     ("device-table-with-neuron-row", 'B = {"cuda": "nccl", "neuron": "neuron"}\n', "CN109"),
     ("caffe2-cpu-option", "from caffe2.proto import caffe2_pb2\nopt = caffe2_pb2.DeviceOption(device_type=caffe2_pb2.CPU)\n", "CN620"),

@@ -1,0 +1,35 @@
+"""What the safety-net rules (``Rule.net``: CN109, CN409, CN623) share: their unit of report and
+the places a name is only text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+from cuda2neuron.python import NET_UNITS
+from cuda2neuron.python import net_unit as unit_of
+
+from .values import is_output_call
+
+__all__ = ["in_output", "is_bare_string", "unit_of"]
+
+# A net reports once per unit (the engine's: a statement, one item of a `with`, a decorator) and
+# stays silent in a unit another rule reports; `unit_of(ancestors)` is that unit.
+
+
+def is_bare_string(unit: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """Is ``node`` a string standing alone as its statement (a docstring)?"""
+    return isinstance(unit, cst.Expr) and unit.value is node
+
+
+def in_output(ancestors: Sequence[cst.CSTNode]) -> bool:
+    """Is the node an argument of ``print``/a logging call, or inside one (``log.info("%s",
+    impl == "nccl")``): text for a person, not a value the program acts on?"""
+    for node in reversed(ancestors):
+        if isinstance(node, cst.Call):
+            return is_output_call(node.func)
+        if isinstance(node, NET_UNITS):
+            return False
+    return False
+
