@@ -289,9 +289,11 @@ def _widen(names: _Names, lines: set[int], kernel_lines: set[int]) -> set[int]:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             # A decorator is one expression, however many lines its table takes
             # (`@pytest.mark.parametrize(..., [(..., 'cuda'), (..., 'cuda')])`).
+            # A finding on the `def`/`class` line covers its decorators too: one header.
+            header_found = stmt.lineno in lines
             for d in stmt.decorator_list:
                 span = range(d.lineno, (d.end_lineno or d.lineno) + 1)
-                if any(line in lines for line in span):
+                if header_found or any(line in lines for line in span):
                     out.update(span)
             if isinstance(stmt, ast.ClassDef):
                 continue

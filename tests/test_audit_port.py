@@ -90,6 +90,7 @@ def test_still_a_miss(tmp_path, source, pointed):
             "@pytest.mark.parametrize('b', [\n    ('x', 'cuda'),\n    ('y', 'cuda'),\n])\ndef test(b):\n    pass\n", {2}, (),
             id="whole-decorator",
         ),
+        pytest.param("class M:\n    @wraps(torch.nn.Module.cuda)\n    def cuda(self):\n        pass\n", {3}, (), id="def-line-covers-its-decorators"),
         # dinov2: the import's only use is a reported flag.
         pytest.param("import torch.backends.cudnn as cudnn\ncudnn.benchmark = True\n", {2}, (), id="import-used-only-where-reported"),
     ],
