@@ -12,7 +12,7 @@ from cuda2neuron.python import net_unit as unit_of
 
 from .values import is_output_call
 
-__all__ = ["in_output", "is_bare_string", "unit_of"]
+__all__ = ["fresh_unit", "in_output", "is_bare_string", "unit_of"]
 
 # A net reports once per unit (the engine's: a statement, one item of a `with`, a decorator) and
 # stays silent in a unit another rule reports; `unit_of(ancestors)` is that unit.
@@ -33,3 +33,13 @@ def in_output(ancestors: Sequence[cst.CSTNode]) -> bool:
             return False
     return False
 
+
+
+def fresh_unit(ancestors: Sequence[cst.CSTNode], node: cst.CSTNode, seen: set[int]) -> cst.CSTNode | None:
+    """The unit a net would report ``node`` in, or None where it stays silent: no unit, one the
+    net has reported already (``seen``: the ids it reported in), a docstring, printed or logged
+    text. The caller adds the unit's id to ``seen`` when it reports."""
+    unit = unit_of(ancestors)
+    if unit is None or id(unit) in seen or is_bare_string(unit, node) or in_output(ancestors):
+        return None
+    return unit

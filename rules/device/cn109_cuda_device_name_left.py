@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
-from .._shared.nets import in_output, is_bare_string, unit_of
+from .._shared.nets import fresh_unit
 from .._shared.strings import string_value
 from .._shared.values import value_user
 from ._helpers import _STRING_TESTS, is_cuda_device_string, looks_like_cuda_fstring
@@ -107,11 +107,9 @@ class CudaDeviceNameLeft(Rule):
 
     def _check(self, node: cst.BaseExpression) -> None:
         ancestors = self.context.ancestors
-        statement = unit_of(ancestors)
-        if statement is None or id(statement) in self._statements or is_bare_string(statement, node):
+        statement = fresh_unit(ancestors, node, self._statements)
+        if statement is None:
             return
-        if in_output(ancestors):
-            return  # printed or logged: text, not a value the program uses
         found = value_user(ancestors, node, templates=True)
         kind, user = _use_of(ancestors, found, node)
         if kind is None:

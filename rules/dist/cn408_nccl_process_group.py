@@ -7,6 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule
 
 from .._shared.names import is_reference
+from .._shared.nets import unit_of
 from .._shared.strings import string_value
 
 __all__ = ["NcclProcessGroup"]
@@ -105,10 +106,7 @@ class NcclProcessGroup(Rule):
 
     def _report(self, node: cst.CSTNode, message: str) -> None:
         # One finding per statement: the options and their guard share one.
-        statement = next(
-            (a for a in reversed(self.context.ancestors) if isinstance(a, (cst.BaseSmallStatement, cst.BaseCompoundStatement))),
-            None,
-        )
+        statement = unit_of(self.context.ancestors)
         if statement is not None:
             if id(statement) in self._statements:
                 return

@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
-from .._shared.nets import in_output, is_bare_string, unit_of
+from .._shared.nets import fresh_unit
 from .._shared.strings import string_value
 
 __all__ = ["NcclNameLeft"]
@@ -70,11 +70,9 @@ class NcclNameLeft(Rule):
         if "nccl" not in node.value or string_value(node) != "nccl":
             return
         ancestors = self.context.ancestors
-        unit = unit_of(ancestors)
-        if unit is None or id(unit) in self._units or is_bare_string(unit, node):
+        unit = fresh_unit(ancestors, node, self._units)
+        if unit is None:
             return
-        if in_output(ancestors):
-            return  # printed or logged text
         parent = self.context.parent
         if isinstance(parent, cst.DictElement) and _has_neuron_entry(ancestors[-2] if len(ancestors) >= 2 else None):
             return  # a backend table the port extended (CN402)

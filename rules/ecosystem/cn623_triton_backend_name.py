@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
-from .._shared.nets import in_output, is_bare_string, unit_of
+from .._shared.nets import fresh_unit
 from .._shared.strings import string_value
 
 __all__ = ["TritonBackendName"]
@@ -72,12 +72,9 @@ class TritonBackendName(Rule):
             return
         if string_value(node) not in _NAMES:
             return
-        ancestors = self.context.ancestors
-        unit = unit_of(ancestors)
-        if unit is None or id(unit) in self._units or is_bare_string(unit, node):
+        unit = fresh_unit(self.context.ancestors, node, self._units)
+        if unit is None:
             return
-        if in_output(ancestors):
-            return  # printed or logged text
         self._units.add(id(unit))
         self.report(node, '`"triton"` selects a Triton implementation', guidance=_GUIDANCE, effort=Effort.LOW)
 
