@@ -19,7 +19,9 @@ reported import in a `try`, at an import whose bound name is read only on lines 
 at (`import torch.backends.cudnn as cudnn` before a reported `cudnn.benchmark = True`), and
 (for a kernel-stack finding on a decorator or `def`) at the whole kernel. A line is counted as holding no CUDA construct, and listed with `--excused`, when
 each of its CUDA words is one of: a name the project itself defines (`def _require_cuda()`,
-`torch_cuda_version = ...`; the bare word `cuda` only where it is provably the project's: a
+`torch_cuda_version = ...`, also spelled as a string: `setattr(mod, "has_cuda_capability", ...)`,
+a string annotation `"CUDAGraphWrapper"`, a dotted path through the project's modules; the bare
+word `cuda` only where it is provably the project's: a
 parameter of its function and the reads of it there, a keyword passed to its own function or class
 that has that parameter, a `self.cuda` field it assigns, a variable `cuda` a function assigns and
 its reads there, a string of `__all__` naming its def, a part of a `from` path that is a module
@@ -348,6 +350,7 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
             attrs |= entry[1].attr_stores
             markers |= set(entry[1].markers)
     modules = {".".join(Path(rel).with_suffix("").parts[: -1 if Path(rel).stem == "__init__" else None]) for rel in parsed}
+    module_parts = {part for m in modules for part in m.split(".")}
     misses: list[str] = []
     excused: list[str] = []
     for rel, entry in parsed.items():
@@ -370,6 +373,8 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
                     reasons.append(f"{word}: bound by a reported import")
                 elif tok.type == tokenize.NAME and word in own and not _BARE.fullmatch(word):
                     reasons.append(f"{word}: a name the project defines")
+                elif tok.type == tokenize.STRING and _names_own(word, own, module_parts):
+                    reasons.append(f"{word}: a name the project defines, as a string")
                 elif tok.type == tokenize.STRING and tok.start in names.device_tables:
                     reasons.append(f"{word}: the CUDA row of a device table that has the port's row")
                 elif tok.type == tokenize.STRING and tok.start in names.skips:
@@ -384,6 +389,20 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
             else:
                 misses.append(f"{rel}:{line}: {words}")
     return misses, excused
+
+
+def _names_own(token: str, own: set[str], module_parts: set[str]) -> bool:
+    """A string that spells the project's own names (``monkeypatch.setattr(mod,
+    "has_cuda_capability", ...)``, the annotation ``"CUDAGraphWrapper"``,
+    ``patch("pkg.cudagraph.utils.device_type", ...)``): each dotted part with a CUDA word is a
+    name the project defines (never the bare word `cuda`) or one of its modules."""
+    value = token.strip("rbuRBUfF").strip("'\"")
+    if not re.fullmatch(r"[A-Za-z_][\w.]*", value):
+        return False
+    worded = [part for part in value.split(".") if WORDS.search(part)]
+    return bool(worded) and all(
+        (part in own and not _BARE.fullmatch(part)) or part in module_parts for part in worded
+    )
 
 
 def _own_bare_names(

@@ -24,6 +24,14 @@ def _classify(tmp_path: Path, source: str, pointed: set[int] = frozenset(), kern
     [
         pytest.param("def _require_cuda():\n    pass\n", (), (), (), "a name the project defines", id="own-function-name"),
         pytest.param("def f(cuda_dir):\n    return cuda_dir\n", (), (), (), "a name the project defines", id="own-parameter"),
+        pytest.param(
+            "def has_cuda_capability():\n    return True\nmonkeypatch.setattr(mod, 'has_cuda_capability', lambda: False)\n",
+            (), (), (), "a name the project defines", id="own-name-as-string",
+        ),
+        pytest.param(
+            "class CUDAGraphWrapper:\n    pass\ndef register(w: 'CUDAGraphWrapper'):\n    pass\n",
+            (), (), (), "a name the project defines", id="own-class-in-string-annotation",
+        ),
         pytest.param("state = {}\nstate['cuda_rng_state'] = 1\n", (), (), (), "a key of the program's own data", id="subscript-key"),
         pytest.param("d = {'cuda_rng_state': 1}\n", (), (), (), "a key of the program's own data", id="dict-key"),
         pytest.param(
@@ -61,6 +69,7 @@ def test_excused_with_reason(tmp_path, source, pointed, kernel, stacks, reason):
         pytest.param("class M:\n    def cuda(self):\n        pass\nx = y.cuda()\n", (), id="bare-word-method"),
         pytest.param("import os\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'x'\n", (), id="environ-key-is-a-setting"),
         pytest.param("backend = 'nccl'\n", (), id="device-string"),
+        pytest.param("monkeypatch.setattr(torch.cuda, 'is_available', f)\nx = getattr(m, 'has_cuda_capability')\n", (), id="foreign-name-as-string"),
         pytest.param("backends = {'cuda': 'nccl', 'cpu': 'gloo'}\n", (), id="device-table-without-target-row"),
         # `torch.cuda` is not the `cuda` a reported `import cuda` binds.
         pytest.param("import cuda\nimport torch\nx = torch.cuda.current_stream()\n", {1}, id="attribute-not-the-import"),
