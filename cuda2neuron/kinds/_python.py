@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dis
 import gc
+import re
 import warnings
 from functools import lru_cache
 from pathlib import Path
@@ -35,13 +36,23 @@ def _awake(rule_types: tuple[type[Rule], ...], code: bytes, project: tuple[bytes
     found: dict[bytes, bool] = {}
     woken: dict[object, bool] = {}
     in_project = None
+    runs: bytes | None = None
     awake = []
     for rule in rule_types:
         fires = False
         for word in python_triggers((rule,)):
             hit = found.get(word)
             if hit is None:
-                hit = found[word] = word in code
+                if _is_word(word):
+                    # A word of letters, digits and _ lies inside one run of them: search the
+                    # file's distinct runs (about an eighth of its bytes on a real tree) instead
+                    # of the whole file, once per word of the catalog (diffusers: 4.1 -> 2.6 s).
+                    if runs is None:
+                        runs = b"\n".join(set(_WORD_RUN.findall(code)))
+                    hit = word in runs
+                else:
+                    hit = word in code
+                found[word] = hit
             if hit:
                 fires = True
                 break
@@ -58,6 +69,14 @@ def _awake(rule_types: tuple[type[Rule], ...], code: bytes, project: tuple[bytes
         if wakes:
             awake.append(rule)
     return tuple(awake)
+
+
+_WORD_RUN = re.compile(rb"\w+")
+
+
+@lru_cache(maxsize=None)
+def _is_word(word: bytes) -> bool:
+    return _WORD_RUN.fullmatch(word) is not None
 
 
 @lru_cache(maxsize=None)

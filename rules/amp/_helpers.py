@@ -17,6 +17,7 @@ __all__ = [
     "is_float16",
     "mentions_cuda_literal",
     "mentions_float16",
+    "wakes_on_cuda",
 ]
 
 AMP_DTYPE_NAMES = {"bfloat16": "torch.bfloat16", "float16": "torch.float16"}
@@ -119,3 +120,10 @@ def mentions_float16(rule: Rule) -> bool:
         cached = finder.found
         rule._mentions_float16 = cached  # type: ignore[attr-defined]
     return cached
+
+
+def wakes_on_cuda(cls: type[Rule], code: bytes) -> bool:  # noqa: ARG001 - a classmethod's cls
+    """The ``wakes`` of the autocast rules that need CUDA spelled in the file (CN301's
+    ``torch.cuda.amp``, CN302's ``"cuda"`` device, CN303's "cuda" literal): ``autocast`` alone
+    is in every file of a model library that casts by device (``autocast(x.device.type)``)."""
+    return b"cuda" in code

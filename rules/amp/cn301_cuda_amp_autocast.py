@@ -9,7 +9,7 @@ from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 from .._shared.args import arg_by_name, as_keywords, keyword_arg
 from .._shared.names import import_to_drop, is_reference
 from .._shared.target import device_type_expr
-from ._helpers import AMP_DTYPE_NAMES, LEGACY_AUTOCAST, dtype_expr, is_float16
+from ._helpers import AMP_DTYPE_NAMES, LEGACY_AUTOCAST, dtype_expr, is_float16, wakes_on_cuda
 
 __all__ = ["LegacyAutocast"]
 
@@ -55,6 +55,7 @@ class LegacyAutocast(Rule):
     name = "cuda-amp-autocast"
     fixes = frozenset({Safety.SAFE})
     triggers = ("autocast",)
+    wakes = classmethod(wakes_on_cuda)
     emits = ("torch.autocast", "torch.accelerator.current_accelerator", *AMP_DTYPE_NAMES.values())
     VALID = (
         "import torch\nwith torch.autocast('neuron', dtype=torch.bfloat16):\n    pass\n",

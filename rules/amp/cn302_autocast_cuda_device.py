@@ -9,7 +9,7 @@ from cuda2neuron.core import Invalid, Rule, Safety
 from .._shared.args import arg_by_name, keyword_arg
 from .._shared.strings import string_value
 from .._shared.target import device_type_expr
-from ._helpers import AMP_DTYPE_NAMES, AUTOCAST, dtype_expr, is_float16
+from ._helpers import AMP_DTYPE_NAMES, AUTOCAST, dtype_expr, is_float16, wakes_on_cuda
 
 __all__ = ["AutocastCudaDevice"]
 
@@ -55,6 +55,7 @@ class AutocastCudaDevice(Rule):
     name = "autocast-cuda-device"
     fixes = frozenset({Safety.SAFE})
     triggers = ("autocast",)
+    wakes = classmethod(wakes_on_cuda)
     emits = ("torch.autocast", "torch.accelerator.current_accelerator", *AMP_DTYPE_NAMES.values())
     VALID = (
         "import torch\nwith torch.autocast('cpu', dtype=torch.bfloat16):\n    pass\n",

@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Valid
 
 from .._shared.args import arg_by_name
-from ._helpers import AUTOCAST, SCALER, mentions_cuda_literal
+from ._helpers import AUTOCAST, SCALER, mentions_cuda_literal, wakes_on_cuda
 
 __all__ = ["AmpDeviceVariable"]
 
@@ -64,6 +64,7 @@ class AmpDeviceVariable(Rule):
     code = "CN303"
     name = "amp-device-variable"
     triggers = ("autocast", "GradScaler")
+    wakes = classmethod(wakes_on_cuda)
     VALID = (
         # Nothing left that says cuda: the variable holds the ported value.
         "import torch\ndevice_type = 'neuron' if 'neuron' in device else 'cpu'\n"

@@ -59,7 +59,8 @@ class AutocastState(Rule):
     code = "CN307"
     name = "cuda-autocast-state"
     fixes = frozenset({Safety.SAFE})
-    triggers = ("autocast",)
+    # The names of _GENERIC and _GPU_ONLY: `autocast` alone is in every file that casts by device.
+    triggers = ("is_autocast_enabled", "set_autocast_enabled", "autocast_dtype", "autocast_gpu_dtype")
     emits = (
         "torch.is_autocast_enabled",
         "torch.set_autocast_enabled",

@@ -34,7 +34,7 @@ _COMPILE_WORD = re.compile(rb"\bcompile\b")
 # (unless the name is torch, or bound by `... as NAME`) nor nn.Module.compile (keywords only).
 # The pattern starts at the dot (a literal the engine skips to); the name before it is read
 # back by hand: a look-behind and ``(\w+)`` first made the engine try every byte.
-_STRING_COMPILE = re.compile(rb"\.compile\(\s*[rRbBuU]{0,2}['\"]")
+_STRING_COMPILE = re.compile(rb"\.compile\(\s*[rRbBuUfF]{0,2}['\"]")
 _WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
@@ -50,8 +50,9 @@ def _receiver(code: bytes, dot: int) -> bytes | None:
 
 def wakes_on_compile(cls: type[Rule], code: bytes) -> bool:  # noqa: ARG001 - a classmethod's cls
     """The compile family's ``wakes``: the whole word ``compile`` other than in
-    ``re.compile("...")`` (``is_compiled_module`` and regular expressions are what a model
-    library's files hold), or ``_inductor``."""
+    ``re.compile("...")`` / ``re.compile(rf"...")`` (``is_compiled_module`` and regular
+    expressions are what a model library's files hold) and at the edge of a string
+    (``choices=["eager", "compile"]``), or ``_inductor``."""
     if b"_inductor" in code:
         return True
     bound: dict[bytes, bool] = {}  # one search of the file per receiver name, not per call
@@ -65,7 +66,16 @@ def wakes_on_compile(cls: type[Rule], code: bytes) -> bool:  # noqa: ARG001 - a 
             aliased = bound[name] = re.search(rb"\bas\s+" + re.escape(name) + rb"\b", code) is not None
         if not aliased:
             skip.add(m.start() + 1)
-    return any(m.start() not in skip for m in _COMPILE_WORD.finditer(code))
+    return any(m.start() not in skip and not _in_string_edge(code, m.start(), m.end()) for m in _COMPILE_WORD.finditer(code))
+
+
+_QUOTES = frozenset(b"'\"")
+
+
+def _in_string_edge(code: bytes, start: int, end: int) -> bool:
+    """``"compile"``, ``"compile: marks tests"``: the word right after or before a quote is text
+    in a string (a call or a decorator never touches a quote)."""
+    return (start > 0 and code[start - 1] in _QUOTES) or (end < len(code) and code[end] in _QUOTES)
 
 
 def is_torch_compile(rule: Rule, node: cst.Call) -> bool:

@@ -7,9 +7,14 @@ once per file when it cannot tell those rules apart (it never reads ``cls``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from cuda2neuron.core import Rule, has_trigger
+from cuda2neuron.core import Config, Rule, has_trigger
+from cuda2neuron.kinds import _python
+from cuda2neuron.kinds._catalog import rules_for
+from cuda2neuron.kinds._code_text import code_text
 from cuda2neuron.kinds._python import _awake, python_triggers
 
 CALLS: list[str] = []
@@ -99,3 +104,44 @@ def test_project_words_wake_rules_that_use_the_sweep() -> None:
 
     assert _awake((_Project,), b"from .ops import fused_norm", (b"fused_norm",)) == (_Project,)
     assert _awake((_Project,), b"from .ops import other", (b"fused_norm",)) == ()
+
+
+# A trigger word of letters, digits and _ is searched in the file's distinct runs of such
+# characters, the others in the whole code: the rules woken must be those a plain search wakes.
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SOURCES = sorted(p for p in FIXTURES.rglob("*.py"))
+
+
+def _plain(rule_types, code: bytes):
+    return tuple(
+        r for r in rule_types if any(w in code for w in _python.python_triggers((r,))) and r.wakes(code)
+    )
+
+
+def test_fixtures_are_there():
+    assert len(SOURCES) > 100
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param(b"x = y.is_cuda\n", id="word-inside-an-identifier"),
+        pytest.param(b"import torch.cuda as tc\n", id="word-after-a-dot"),
+        pytest.param(b"m.to(device)\n", id="word-with-punctuation"),
+        pytest.param(b"x = 'cu' + 'da'\n", id="word-split-by-punctuation"),
+        pytest.param("name = 'δcudaδ'\n".encode(), id="word-between-non-ascii-bytes"),
+    ],
+)
+def test_small_cases_match_a_plain_search(code):
+    rule_types = tuple(r for r in rules_for(Config(), "t.py") if "python" in r.file_kinds)
+    assert _python._awake(rule_types, code, ()) == _plain(rule_types, code)
+
+
+def test_every_fixture_wakes_the_same_rules():
+    rule_types = tuple(r for r in rules_for(Config(), "t.py") if "python" in r.file_kinds)
+    differ = []
+    for path in SOURCES:
+        code = code_text(path.read_bytes())
+        if _python._awake(rule_types, code, ()) != _plain(rule_types, code):
+            differ.append(str(path.relative_to(FIXTURES)))
+    assert differ == []
