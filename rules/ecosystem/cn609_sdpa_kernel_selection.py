@@ -25,7 +25,11 @@ _NAMES = frozenset({q.rsplit(".", 1)[1] for q in _CONTEXTS | _SWITCHES})
 _CUDA_BACKENDS = frozenset(
     f"torch.nn.attention.SDPBackend.{m}" for m in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION")
 )
-_CUDA_OPS = ("torch.ops.aten._scaled_dot_product_cudnn_attention", "torch.ops.aten._scaled_dot_product_efficient_attention")
+_CUDA_OPS = frozenset(
+    f"torch.ops.aten._scaled_dot_product_{kernel}_attention{part}"
+    for kernel in ("cudnn", "efficient")
+    for part in ("", "_backward")
+)
 _NAMED_GUIDANCE = (
     "On Neuron scaled_dot_product_attention runs its own kernel, none of CUDA's: a selection built "
     "from this list leaves it no kernel, and an op list (activation-checkpoint policies) naming "

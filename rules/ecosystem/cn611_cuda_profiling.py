@@ -26,6 +26,10 @@ _GUIDANCE = (
     "CUDA profiling records nothing on Trainium. Profile with ProfilerActivity.CPU (operator "
     "timings of the host side) and use the Neuron profiler for device timelines."
 )
+_COLUMN_GUIDANCE = (
+    "Use the CPU column `{cpu}` for host-side operator time, or `device_time_total` (torch >= 2.4; "
+    "zero too without a device profiler) and the Neuron profiler for device timelines."
+)
 _SORT_KEYS = {
     "cuda_time_total": "cpu_time_total",
     "self_cuda_time_total": "self_cpu_time_total",
@@ -44,7 +48,9 @@ class CudaProfiling(Rule):
     ``torch.cuda.profiler.*``, ``use_cuda=True`` and ``ProfilerActivity.CUDA`` elsewhere
     (``activities.append(ProfilerActivity.CUDA)``, ``ProfilerActivity.CUDA in activities``), and
     in a module that uses torch's profiler, the legacy ``"use_cuda"`` option read from or
-    written into a profiler keyword dict (``profiler_kwargs.get("use_cuda", False)``).
+    written into a profiler keyword dict (``profiler_kwargs.get("use_cuda", False)``), the CUDA
+    columns of profiler events (``event.cuda_time_total``) and a CUDA sort key kept for later
+    (``sort_by = "self_cuda_time_total"``).
 
     ## Why is this bad?
     The CUDA activity is collected through CUPTI, which does not exist on a Trainium host: the
@@ -82,6 +88,8 @@ class CudaProfiling(Rule):
         "USE_CUDA = True\n",
         # A project's own "use_cuda" setting, in a module that does not profile.
         "use = cfg.get('use_cuda', False)\n",
+        # Not a profiling module: a project's own field of the same name.
+        "total = timer.cuda_time_total\n",
     )
     INVALID = (
         Invalid(
@@ -108,6 +116,12 @@ class CudaProfiling(Rule):
         Invalid("from torch.profiler import ProfilerActivity\nif ProfilerActivity.CUDA in acts:\n    pass\n"),
         # The legacy option in a dict forwarded to the profiler.
         Invalid("from torch.profiler import profile\nif kwargs.get('use_cuda', False):\n    pass\n"),
+        # fla's benchmarks: the CUDA columns read from the averages, and a sort key kept for later.
+        Invalid(
+            "from torch.profiler import profile\nfor event in prof.key_averages():\n"
+            "    if event.cuda_time_total > 0:\n        stats.append(event.key)\n"
+        ),
+        Invalid("from torch.profiler import profile\nsort_by = 'self_cuda_time_total' if on_gpu else 'self_cpu_time_total'\n"),
         Invalid(
             "from torch.profiler import ProfilerActivity, profile\n"
             "with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):\n    pass\n",
@@ -137,7 +151,21 @@ class CudaProfiling(Rule):
                 self._profiles = True
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if not self._profiles or "use_cuda" not in node.value or string_value(node) != "use_cuda":
+        if not self._profiles or "cuda" not in node.value:
+            return
+        value = string_value(node)
+        if value in _SORT_KEYS:
+            # `sort_by = "self_cuda_time_total"` kept for later: sort_by= itself is fixed in visit_Arg.
+            parent = self.context.parent
+            if not (isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "sort_by"):
+                self.report(
+                    node,
+                    f'`"{value}"` names a profiler column of CUDA time, which is zero on Trainium',
+                    guidance=_COLUMN_GUIDANCE.format(cpu=_SORT_KEYS[value]),
+                    effort=Effort.LOW,
+                )
+            return
+        if value != "use_cuda":
             return
         anc = self.context.ancestors
         parent = anc[-1] if anc else None
@@ -164,6 +192,16 @@ class CudaProfiling(Rule):
             )
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in _SORT_KEYS:
+            # fla's benchmarks: `event.cuda_time_total` of prof.key_averages() is zero on Trainium.
+            if self._profiles:
+                self.report(
+                    node,
+                    f"`.{node.attr.value}` reads a profiler event's CUDA time, which is zero on Trainium",
+                    guidance=_COLUMN_GUIDANCE.format(cpu=_SORT_KEYS[node.attr.value]),
+                    effort=Effort.LOW,
+                )
+            return
         if node.attr.value != "CUDA" or not self._is_cuda_activity(node):
             return
         anc = self.context.ancestors
