@@ -123,6 +123,10 @@ class CudaProfiling(Rule):
         ),
         Invalid("from torch.profiler import profile\nsort_by = 'self_cuda_time_total' if on_gpu else 'self_cpu_time_total'\n"),
         Invalid(
+            "import torch\nwith torch.profiler.profile() as prof:\n    step()\n"
+            "slow = [e for e in prof.key_averages() if e.cuda_time_total > 1000]\n"
+        ),
+        Invalid(
             "from torch.profiler import ProfilerActivity, profile\n"
             "with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):\n    pass\n",
             target="accelerator",
@@ -131,8 +135,9 @@ class CudaProfiling(Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        # Set by an import of torch's profiler: only then is a "use_cuda" key a profiler option
-        # (elsewhere it is usually the program's own device switch).
+        # Set by an import of torch's profiler, or a use of `torch.profiler` (read in source order):
+        # only then is a "use_cuda" key a profiler option (elsewhere it is usually the program's
+        # own device switch), and `.cuda_time_total` a profiler event's column.
         self._profiles = False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
@@ -192,6 +197,9 @@ class CudaProfiling(Rule):
             )
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "profiler" and not self._profiles:
+            self._profiles = self.qualname(node) in _PROFILER_PACKAGES
+            return
         if node.attr.value in _SORT_KEYS:
             # fla's benchmarks: `event.cuda_time_total` of prof.key_averages() is zero on Trainium.
             if self._profiles:
