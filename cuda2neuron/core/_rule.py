@@ -110,10 +110,10 @@ class Rule:
     # extension, kernel module and extension loader) count as this rule's trigger words too: a
     # file whose only CUDA-only code is ``from .ops import layer_norm`` holds no word of its own.
     project_triggers: ClassVar[bool] = False
-    # A safety net (CN109, CN409, CN623): its reports stand only where no other rule's report is
-    # on the same node, one of its ancestors, or elsewhere in the same unit (a statement, one item
-    # of a `with`, a decorator: python/_lint.py's net_unit), so that what the specific rules leave
-    # unsaid is said once and what they say is not said twice. The engine filters.
+    # A safety net (CN109, CN409, CN623): the engine keeps its first report of each unit (a
+    # statement, one item of a `with`, a decorator: python/_lint.py's net_unit) and only where no
+    # other rule's report is on the same node, one of its ancestors, or elsewhere in that unit, so
+    # that what the specific rules leave unsaid is said once and what they say is not said twice.
     net: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:

@@ -49,21 +49,26 @@ def net_unit(nodes: Sequence[cst.CSTNode]) -> cst.CSTNode | None:
 
 
 def _without_covered_net_reports(reports: list[Report]) -> list[Report]:
-    """Drop a safety net's reports where another rule already reports the node, an ancestor
-    of it, or another part of its statement (see ``Rule.net``)."""
+    """A safety net's reports (see ``Rule.net``), kept once per unit and per net (the first, in
+    walk order: a table's rows share one statement) and dropped where another rule already
+    reports the node, an ancestor of it, or another part of its unit."""
     others = [r for r in reports if not r.rule.net]
     nodes = {id(r.node) for r in others}
-    statements = {id(s) for r in others if (s := net_unit((*r.ancestors, r.node))) is not None}
-    return [
-        r
-        for r in reports
-        if not r.rule.net
-        or not (
-            id(r.node) in nodes
-            or any(id(a) in nodes for a in r.ancestors)
-            or id(net_unit((*r.ancestors, r.node))) in statements
-        )
-    ]
+    units = {id(u) for r in others if (u := net_unit((*r.ancestors, r.node))) is not None}
+    kept: list[Report] = []
+    said: set[tuple[str, int]] = set()  # (net, unit) already reported
+    for r in reports:
+        if not r.rule.net:
+            kept.append(r)
+            continue
+        unit = id(net_unit((*r.ancestors, r.node)))
+        if unit in units or (r.rule.code, unit) in said:
+            continue
+        if id(r.node) in nodes or any(id(a) in nodes for a in r.ancestors):
+            continue
+        said.add((r.rule.code, unit))
+        kept.append(r)
+    return kept
 
 
 def _finding(report: Report, span: Span, path: str, module: cst.Module, applied: bool = False) -> Finding:

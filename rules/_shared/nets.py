@@ -12,10 +12,10 @@ from cuda2neuron.python import net_unit as unit_of
 
 from .values import is_output_call
 
-__all__ = ["fresh_unit", "in_output", "is_bare_string", "unit_of"]
+__all__ = ["in_output", "is_bare_string", "is_text", "unit_of"]
 
-# A net reports once per unit (the engine's: a statement, one item of a `with`, a decorator) and
-# stays silent in a unit another rule reports; `unit_of(ancestors)` is that unit.
+# The engine keeps a net's first report of a unit (a statement, one item of a `with`, a
+# decorator) and drops it in a unit another rule reports; `unit_of(ancestors)` is that unit.
 
 
 def is_bare_string(unit: cst.CSTNode, node: cst.CSTNode) -> bool:
@@ -34,12 +34,8 @@ def in_output(ancestors: Sequence[cst.CSTNode]) -> bool:
     return False
 
 
-
-def fresh_unit(ancestors: Sequence[cst.CSTNode], node: cst.CSTNode, seen: set[int]) -> cst.CSTNode | None:
-    """The unit a net would report ``node`` in, or None where it stays silent: no unit, one the
-    net has reported already (``seen``: the ids it reported in), a docstring, printed or logged
-    text. The caller adds the unit's id to ``seen`` when it reports."""
+def is_text(ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> bool:
+    """Where a net stays silent on ``node``: outside any unit, a docstring, printed or logged
+    text. (Once per unit is the engine's: it keeps each net's first report of a unit.)"""
     unit = unit_of(ancestors)
-    if unit is None or id(unit) in seen or is_bare_string(unit, node) or in_output(ancestors):
-        return None
-    return unit
+    return unit is None or is_bare_string(unit, node) or in_output(ancestors)

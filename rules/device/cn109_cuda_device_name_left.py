@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
-from .._shared.nets import fresh_unit
+from .._shared.nets import is_text
 from .._shared.strings import string_value
 from .._shared.values import value_user
 from ._helpers import _STRING_TESTS, is_cuda_device_string, looks_like_cuda_fstring
@@ -92,11 +92,6 @@ class CudaDeviceNameLeft(Rule):
         Invalid('same = where == f"cuda:{rank}"\n', target="accelerator"),
     )
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        # One finding per statement: a table's rows share a statement.
-        self._statements: set[int] = set()
-
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "cuda" in node.value and is_cuda_device_string(node):
             self._check(node)
@@ -107,14 +102,12 @@ class CudaDeviceNameLeft(Rule):
 
     def _check(self, node: cst.BaseExpression) -> None:
         ancestors = self.context.ancestors
-        statement = fresh_unit(ancestors, node, self._statements)
-        if statement is None:
+        if is_text(ancestors, node):
             return
         found = value_user(ancestors, node, templates=True)
         kind, user = _use_of(ancestors, found, node)
         if kind is None:
             return
-        self._statements.add(id(statement))
         shown = self.context.code(user if kind == "test" else node)
         if kind == "test":
             message, guidance = f'`{_line(shown)}` tests a value against "cuda" that cuda2neuron cannot tell is a device', _TEST_GUIDANCE

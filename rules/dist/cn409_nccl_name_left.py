@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
-from .._shared.nets import fresh_unit
+from .._shared.nets import is_text
 from .._shared.strings import string_value
 
 __all__ = ["NcclNameLeft"]
@@ -62,21 +62,15 @@ class NcclNameLeft(Rule):
         Invalid('def pick():\n    return "nccl"\n', target="accelerator"),
     )
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._units: set[int] = set()
-
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "nccl" not in node.value or string_value(node) != "nccl":
             return
         ancestors = self.context.ancestors
-        unit = fresh_unit(ancestors, node, self._units)
-        if unit is None:
+        if is_text(ancestors, node):
             return
         parent = self.context.parent
         if isinstance(parent, cst.DictElement) and _has_neuron_entry(ancestors[-2] if len(ancestors) >= 2 else None):
             return  # a backend table the port extended (CN402)
-        self._units.add(id(unit))
         self.report(node, '`"nccl"` names NCCL, the CUDA collectives backend', guidance=_GUIDANCE, effort=Effort.LOW)
 
 

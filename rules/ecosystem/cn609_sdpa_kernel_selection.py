@@ -21,7 +21,8 @@ _SWITCHES = frozenset(
 )
 _NAMES = frozenset({q.rsplit(".", 1)[1] for q in _CONTEXTS | _SWITCHES})
 # CUDA's kernels named outside a selection call (torchtitan keeps a list of backends for later
-# `sdpa_kernel(backends)`), and the private op of the cuDNN kernel named in op lists.
+# `sdpa_kernel(backends)`), and the private ops of the cuDNN and memory-efficient kernels named
+# in op lists (activation-checkpoint policies).
 _CUDA_BACKENDS = frozenset(
     f"torch.nn.attention.SDPBackend.{m}" for m in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION")
 )

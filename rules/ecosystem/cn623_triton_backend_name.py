@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
-from .._shared.nets import fresh_unit
+from .._shared.nets import is_text
 from .._shared.strings import string_value
 
 __all__ = ["TritonBackendName"]
@@ -63,18 +63,12 @@ class TritonBackendName(Rule):
         Invalid('if impl == "triton":\n    run()\n', target="accelerator"),
     )
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._units: set[int] = set()
-
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "riton" not in node.value and "RITON" not in node.value:
             return
         if string_value(node) not in _NAMES:
             return
-        unit = fresh_unit(self.context.ancestors, node, self._units)
-        if unit is None:
+        if is_text(self.context.ancestors, node):
             return
-        self._units.add(id(unit))
         self.report(node, '`"triton"` selects a Triton implementation', guidance=_GUIDANCE, effort=Effort.LOW)
 

@@ -58,6 +58,7 @@ def _lines(source: str, rules) -> list[tuple[str, int]]:
         pytest.param("if g():\n    z = x\n", [("CN995", 1)], id="inside-a-reported-block"),
         pytest.param("if x:\n    f(1)\n", [("CN993", 1), ("CN994", 2)], id="if-test-is-not-its-body"),
         pytest.param("z = x\n", [("CN993", 1)], id="alone"),
+        pytest.param("z = [x,\n     x]\n", [("CN993", 1)], id="once-per-unit"),
         pytest.param("with (f(1), open(x)):\n    pass\n", [("CN994", 1), ("CN993", 1)], id="with-items-apart"),
         pytest.param("with f(x):\n    pass\n", [("CN994", 1)], id="same-with-item"),
         pytest.param("@f(1)\n@deco(x)\ndef h():\n    pass\n", [("CN994", 1), ("CN993", 2)], id="decorators-apart"),
