@@ -18,6 +18,7 @@ import libcst as cst
 
 from cuda2neuron.core import Rule
 
+from .._shared.blocks import statements
 from .._shared.names import call_qualname
 
 __all__ = ["COMPILE_KEYWORDS", "wakes_on_compile", "compile_callee", "has_star_kwargs", "is_compile_call", "is_torch_compile"]
@@ -116,35 +117,11 @@ _OWN_COMPILE = "<def compile>"
 def _defines_compile(module: cst.Module) -> bool:
     # Only a statement block can hold a def: follow the blocks, never an expression (libcst's
     # visit rebuilt every node of the file for this; on diffusers that was 2% of `migrate`).
-    stack: list[cst.CSTNode] = [module]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.FunctionDef) and node.name.value == "compile":
-            return True
-        if isinstance(node, cst.SimpleStatementLine):
-            continue  # small statements only
-        for field in _BLOCK_FIELDS:
-            value = getattr(node, field, None)
-            if isinstance(value, (list, tuple)):
-                stack.extend(value)
-            elif isinstance(value, cst.CSTNode):
-                stack.append(value)
-    return False
-
-
-# Where statements nest: a module's or a block's body, a compound statement's body, its
-# else/elif, except, finally and match-case parts.
-_BLOCK_FIELDS = ("body", "orelse", "handlers", "finalbody", "cases")
+    return any(isinstance(node, cst.FunctionDef) and node.name.value == "compile" for node in statements(module))
 
 
 def _walk_imports(module: cst.Module):
-    stack: list[cst.CSTNode] = [module]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
-            yield node
-        elif isinstance(node, (cst.Module, cst.BaseSuite, cst.BaseCompoundStatement, cst.SimpleStatementLine, cst.ExceptHandler, cst.Else, cst.Finally)):
-            stack.extend(node.children)
+    return (node for node in statements(module) if isinstance(node, (cst.Import, cst.ImportFrom)))
 
 
 def _is_module_compile(rule: Rule, node: cst.Call) -> bool:

@@ -12,6 +12,7 @@ from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Valid
 from cuda2neuron.python import dotted_name
 
 from .._shared.args import arg_by_name
+from .._shared.blocks import statements
 from .._shared.kernels import relative_module
 from .._shared.names import call_qualname, terminal_name
 
@@ -346,7 +347,8 @@ def _local_loaders(rule: Rule) -> frozenset[str]:
     key = id(rule.context.module)
     if key not in memo:
         found = set()
-        for stmt in _function_defs(rule.context.module.body):
+        # Nested defs too: gpt-neox defines its loader inside the function that builds the kernels.
+        for stmt in (s for s in statements(rule.context.module) if isinstance(s, cst.FunctionDef)):
             params = {p.name.value for p in (*stmt.params.posonly_params, *stmt.params.params, *stmt.params.kwonly_params)}
             finder = _LoadSources(params)
             stmt.body.visit(finder)
@@ -354,31 +356,6 @@ def _local_loaders(rule: Rule) -> frozenset[str]:
                 found.add(stmt.name.value)
         memo[key] = frozenset(found)
     return memo[key]
-
-
-def _function_defs(body) -> list[cst.FunctionDef]:
-    """Every ``def`` among these statements and the blocks under them, nested ones included
-    (gpt-neox defines its loader inside the function that builds the kernels); expressions are
-    not entered."""
-    out: list[cst.FunctionDef] = []
-    for stmt in body:
-        if isinstance(stmt, cst.FunctionDef):
-            out.append(stmt)
-        for block in _blocks(stmt):
-            out.extend(_function_defs(block))
-    return out
-
-
-def _blocks(stmt: cst.CSTNode):
-    """The statement lists directly under a compound statement: its body, ``elif``/``else``,
-    ``except`` and ``finally`` blocks."""
-    if not isinstance(stmt, (cst.BaseCompoundStatement, cst.If, cst.Else, cst.ExceptHandler, cst.Finally)):
-        return
-    if isinstance(getattr(stmt, "body", None), cst.IndentedBlock):
-        yield stmt.body.body
-    for part in (getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None), *getattr(stmt, "handlers", ())):
-        if part is not None:
-            yield from _blocks(part)
 
 
 class _LoadSources(cst.CSTVisitor):
