@@ -31,6 +31,9 @@ PRUNED_DIRS = frozenset(
         "build", "dist", ".eggs",
     }
 )
+# Build outputs are pruned by name, but a package may own a module of that name
+# (`mmengine/dist/`, a `build/` subpackage of registries): one with an `__init__.py` is source.
+_OUTPUT_DIRS = frozenset({"build", "dist"})
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,7 @@ def _walk(root, exclude_spec, base, pruned_abs, files, skipped, seen) -> None:
                     skipped.append(SkippedPath(str(path), "symlink: not followed"))
                 continue
             if is_dir:
-                if entry.name in PRUNED_DIRS or entry.name.endswith(".egg-info") or _is_venv(path):
+                if _pruned(entry.name, path):
                     continue
                 if path.resolve() in pruned_abs or (path / PORT_MARKER).is_file():
                     # A copy written by `migrate --out` is a port, not more source: a later
@@ -170,6 +173,12 @@ def _walk(root, exclude_spec, base, pruned_abs, files, skipped, seen) -> None:
                     files.append(SourceFile(path, root, kind))
         for sub in reversed(subdirs):
             stack.append((sub, specs))
+
+
+def _pruned(name: str, path: Path) -> bool:
+    if name in _OUTPUT_DIRS:
+        return not (path / "__init__.py").is_file()
+    return name in PRUNED_DIRS or name.endswith(".egg-info") or _is_venv(path)
 
 
 def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.PathSpec]]) -> bool:

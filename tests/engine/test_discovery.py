@@ -24,6 +24,11 @@ def tree(tmp_path: Path) -> Path:
         "venv_custom/lib/x.py": "",
         "venv_custom/pyvenv.cfg": "",
         "build/lib/y.py": "",
+        "dist/pkg-1.0/setup.py": "",
+        # Packages that own a module named like a build output are source.
+        "pkg/dist/__init__.py": "",
+        "pkg/dist/comm.py": "",
+        "pkg/build/__init__.py": "",
         "node_modules/z.py": "",
         "pkg/__pycache__/c.py": "",
         "sub/.gitignore": "local_*.py\n",
@@ -41,7 +46,10 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_ignores_and_pruned_folders(tree):
-    assert _names(tree) == {"a.py", "pkg/b.py", "sub/kept.py", "third_party/vendored.py"}
+    assert _names(tree) == {
+        "a.py", "pkg/b.py", "sub/kept.py", "third_party/vendored.py",
+        "pkg/dist/__init__.py", "pkg/dist/comm.py", "pkg/build/__init__.py",
+    }
 
 
 def test_exclude_globs(tree):
