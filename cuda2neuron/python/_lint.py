@@ -270,7 +270,9 @@ def _string_mentions_only(code: str, local: str, rows: set[int]) -> bool:
     A string that *is* the name or a dotted path from it (``__all__ = ["amp"]``,
     ``getattr(m, "sync")``, ``"amp.autocast"``) or an f-string field using it keeps the import:
     the safe side. Text around it (``'--enable-amp'``, ``"use amp for speed"``) is not a use:
-    Swin's ``--enable-amp`` option kept a dead ``import torch.cuda.amp as amp``.
+    Swin's ``--enable-amp`` option kept a dead ``import torch.cuda.amp as amp``. Nor is the key
+    of a dict display (``{"cuda_device_count": get_count()}``): data, which no lookup by name
+    reaches; composer's environment report kept a dead ``from torch.cuda import ...`` for one.
     """
     name = re.escape(local)
     naming = re.compile(rf"[rRuUbB]*(['\"]{{1,3}}){name}(\.\w+)*\1")
@@ -280,18 +282,30 @@ def _string_mentions_only(code: str, local: str, rows: set[int]) -> bool:
         tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
     except (tokenize.TokenError, SyntaxError):
         return False
-    for tok in tokens:
+    brackets: list[str] = []
+    for i, tok in enumerate(tokens):
+        if tok.type == tokenize.OP and tok.string in "([{":
+            brackets.append(tok.string)
+        elif tok.type == tokenize.OP and tok.string in ")]}" and brackets:
+            brackets.pop()
         if not rows.intersection(range(tok.start[0], tok.end[0] + 1)):
             continue
         if tok.type == tokenize.NAME and tok.string == local:
             return False
         if tok.type == tokenize.STRING and mention.search(tok.string):
+            if brackets[-1:] == ["{"] and _next_is_colon(tokens, i):
+                continue  # a dict key
             prefix = tok.string[: len(tok.string) - len(tok.string.lstrip("rRuUbBfF"))]
             if naming.fullmatch(tok.string) or ("f" in prefix.lower() and field.search(tok.string)):
                 return False
         elif tok.type not in (tokenize.STRING, tokenize.NAME) and mention.search(tok.string):
             return False  # text the tokenizer splits otherwise (3.12 f-string parts): the safe side
     return True
+
+
+def _next_is_colon(tokens: list[tokenize.TokenInfo], i: int) -> bool:
+    following = next((t for t in tokens[i + 1 :] if t.type not in (tokenize.NL, tokenize.COMMENT)), None)
+    return following is not None and following.type == tokenize.OP and following.string == ":"
 
 
 _PROSE_AFTER = frozenset({tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING})

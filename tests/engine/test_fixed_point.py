@@ -93,6 +93,11 @@ def test_unsafe_fix_needs_opt_in():
         pytest.param("from m import amp\nlog('use amp here')\n", "amp", True, id="words-in-a-string-are-not-a-use"),
         pytest.param("from m import amp\nf(x='--amp', y=amp)\n", "amp", False, id="use-beside-a-string-mention"),
         pytest.param("from m import (\n    amp,\n)\nx = 1\n", "amp", False, id="continuation-line-of-an-import-safe-side"),
+        pytest.param("from m import n\nenv = {'n': count()}\n", "n", True, id="dict-key-is-data-not-a-use"),
+        pytest.param("from m import n\nenv = {\n    'n'\n    : 1}\n", "n", True, id="dict-key-over-lines-is-data"),
+        pytest.param("from m import n\nenv = {'n', 'm'}\n", "n", False, id="set-member-naming-it-keeps-it"),
+        pytest.param("from m import n\nenv = {'k': 'n'}\n", "n", False, id="dict-value-naming-it-keeps-it"),
+        pytest.param("from m import n\nx = f({'k': 1}, 'n')\n", "n", False, id="string-after-a-dict-keeps-it"),
     ],
 )
 def test_unused_import_precheck(code, name, unused):
