@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.python import dotted_name
 
 from .._shared.args import arg_by_name, as_keywords, keyword_arg
 from .._shared.names import import_to_drop, is_reference
@@ -166,6 +167,15 @@ class GradScalerDevice(Rule):
         ),
         Invalid("import torch\nscaler = torch.cuda.amp.GradScaler(**cfg)\n"),
         Invalid("import torch\nmake = torch.cuda.amp.GradScaler\n"),
+        # mmengine: the scaler class is picked per device at import time, CUDA last.
+        Invalid(
+            "if is_npu_available():\n    from torch.npu.amp import GradScaler\nelse:\n"
+            "    from torch.cuda.amp import GradScaler\nscaler_type = GradScaler\n"
+        ),
+        Invalid(
+            "if new_torch:\n    from torch.amp import GradScaler\nelse:\n"
+            "    from torch.cuda.amp import GradScaler\ndef save(scaler: GradScaler):\n    pass\n"
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -230,6 +240,33 @@ class GradScalerDevice(Rule):
             unused_imports=import_to_drop(self, node.func),
             description="use `torch.amp.GradScaler` on the target device",
         )
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        """``from torch.cuda.amp import GradScaler`` in one branch, another device's scaler (or
+        ``torch.amp``'s) in the others: the name resolves to the first import, so the uses are
+        not this class's to the other checks, yet the CUDA branch is the one a neuron run takes."""
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        if dotted_name(node.module) not in ("torch.cuda.amp", "torch.cuda.amp.grad_scaler"):
+            return
+        for alias in node.names:
+            if dotted_name(alias.name) != "GradScaler":
+                continue
+            local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else "GradScaler"
+            other = self.context.scope.lookup(local)
+            if other is None or other in LEGACY_SCALER:
+                continue
+            self.report(
+                alias,
+                f"`{local}` is the CUDA GradScaler in this branch and `{other}` in another: "
+                "the CUDA branch is the one a neuron run takes",
+                guidance=(
+                    'Add a branch for the target that binds `torch.amp.GradScaler` and construct it with "neuron" '
+                    "(enabled=False under bfloat16); where the other branch is a torch-version fallback, "
+                    "the target's torch takes that one and this import can go."
+                ),
+                effort=Effort.LOW,
+            )
 
     # Non-call references: annotations and isinstance checks move; others are reported.
     def visit_Attribute(self, node: cst.Attribute) -> None:

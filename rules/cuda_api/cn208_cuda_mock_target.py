@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
@@ -12,11 +14,13 @@ __all__ = ["CudaMockTarget"]
 
 # Callables whose first argument is a dotted import path of the thing they replace.
 _PATCHERS = frozenset({"unittest.mock.patch", "mock.patch"})
-_PREFIXES = ("torch.cuda.", "torch.backends.cudnn.", "torch.backends.cuda.")
+# `torch.cuda.is_available`, or the same reached through a module that imports torch
+# (litgpt's `"litgpt.utils.torch.cuda.device_count"`).
+_CUDA_PATH = re.compile(r"(?:[A-Za-z_]\w*\.)*torch\.(?:cuda|backends\.cudnn|backends\.cuda)\.[A-Za-z_][\w.]*")
 
 
 def _is_cuda_path(value: str | None) -> bool:
-    return value is not None and value.startswith(_PREFIXES) and " " not in value
+    return value is not None and _CUDA_PATH.fullmatch(value) is not None
 
 
 class CudaMockTarget(Rule):
@@ -24,7 +28,8 @@ class CudaMockTarget(Rule):
     ## What it does
     Reports tests that replace a CUDA API by its import path: ``mock.patch("torch.cuda.is_available",
     return_value=False)``, ``@patch("torch.cuda.get_device_capability")`` and
-    ``monkeypatch.setattr("torch.cuda.device_count", ...)``.
+    ``monkeypatch.setattr("torch.cuda.device_count", ...)``, also through the module under test
+    (``mock.patch("pkg.utils.torch.cuda.device_count")``).
 
     ## Why is this bad?
     The port calls ``torch.neuron.*`` (or ``torch.accelerator.*``) instead of ``torch.cuda.*``,
@@ -54,6 +59,8 @@ class CudaMockTarget(Rule):
         'from unittest import mock\nmock.patch("os.getcwd")\n',
         'print("torch.cuda.is_available")\n',  # not a patch target
         'x = {"torch.cuda.is_available": 1}\n',
+        # A module of the project's own that is merely named like torch's.
+        'from unittest import mock\nmock.patch("pkg.mytorch.cuda.helper")\n',
     )
     INVALID = (
         Invalid('from unittest import mock\nwith mock.patch("torch.cuda.is_available", return_value=False):\n    pass\n'),
@@ -64,6 +71,8 @@ class CudaMockTarget(Rule):
         Invalid('import mock\np = mock.patch("torch.backends.cudnn.is_available")\n'),
         Invalid('def test_count(monkeypatch):\n    monkeypatch.setattr("torch.cuda.device_count", lambda: 2)\n'),
         Invalid('from unittest import mock\nmock.patch("torch.cuda.is_available")\n', target="accelerator"),
+        # The same function reached through the module under test (litgpt's tests).
+        Invalid('from unittest import mock\nmock.patch("litgpt.utils.torch.cuda.device_count", return_value=0)\n'),
     )
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:

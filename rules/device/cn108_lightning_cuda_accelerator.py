@@ -7,6 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule
 
 from .._shared.args import arg_by_name
+from .._shared.names import is_reference
 from .._shared.strings import string_value
 
 __all__ = ["LightningCudaAccelerator"]
@@ -31,6 +32,19 @@ _ENTRY_POINTS = frozenset(
 )
 # Lightning's names for its CUDA accelerator.
 _CUDA_NAMES = frozenset({"cuda", "gpu"})
+# Lightning's CUDA accelerator class and device helpers, under every package and module that
+# exports them: on a Neuron host the class counts no device and the helpers find none.
+_CUDA_MEMBERS = ("CUDAAccelerator", "find_usable_cuda_devices", "num_cuda_devices", "is_cuda_available")
+_CUDA_OBJECTS = frozenset(
+    f"{package}.accelerators{module}.{member}"
+    for package in ("lightning.fabric", "lightning.pytorch", "lightning_fabric", "pytorch_lightning")
+    for module in ("", ".cuda")
+    for member in _CUDA_MEMBERS
+) | frozenset({"pytorch_lightning.accelerators.GPUAccelerator", "pytorch_lightning.accelerators.gpu.GPUAccelerator"})
+_OBJECT_GUIDANCE = (
+    "count and pick the devices of the target instead (torch.neuron.device_count(), "
+    '"neuron:N"), or give Lightning an Accelerator of your own for the neuron device'
+)
 _GUIDANCE = (
     "Lightning's built-in accelerators do not include the neuron device: run this loop on "
     'torch.device("neuron") in plain PyTorch, or give Lightning an Accelerator of your own for it'
@@ -51,6 +65,11 @@ class LightningCudaAccelerator(Rule):
     the port (device strings, AMP, NCCL) can be right while the Trainer still stops at start on
     Trainium, so the line needs a decision of its own.
 
+    Also reports each use of Lightning's CUDA accelerator class and its device helpers
+    (``CUDAAccelerator.auto_device_count()``, ``isinstance(acc, CUDAAccelerator)``,
+    ``find_usable_cuda_devices(2)``, ``num_cuda_devices()``): on a Neuron host they count no
+    device, so device-count logic built on them (litgpt's ``devices="auto"``) picks none.
+
     ## Example
     ```python
     trainer = L.Trainer(accelerator="cuda", devices=4)
@@ -65,7 +84,7 @@ class LightningCudaAccelerator(Rule):
 
     code = "CN108"
     name = "lightning-cuda-accelerator"
-    triggers = ("accelerator",)
+    triggers = ("accelerator", "Accelerator", "cuda_devices", "is_cuda_available")
     VALID = (
         'import lightning as L\ntrainer = L.Trainer(accelerator="cpu")\n',
         'import lightning as L\nfabric = L.Fabric(accelerator="auto", devices=1)\n',
@@ -73,12 +92,21 @@ class LightningCudaAccelerator(Rule):
         'from mylib import Trainer\nt = Trainer(accelerator="cuda")\n',
         # The word in a string that is not the accelerator argument.
         'import lightning as L\nL.Trainer(logger="cuda")\n',
+        # A project's own class of that name, and Lightning's other accelerators.
+        "from mylib import CUDAAccelerator\nn = CUDAAccelerator.auto_device_count()\n",
+        "from lightning.fabric.accelerators import CPUAccelerator\nn = CPUAccelerator.auto_device_count()\n",
     )
     INVALID = (
         Invalid('import lightning as L\ntrainer = L.Trainer(accelerator="cuda", devices=4)\n'),
         Invalid('from pytorch_lightning import Trainer\ntrainer = Trainer(accelerator="gpu")\n'),
         Invalid('from lightning.fabric import Fabric\nf = Fabric(accelerator="cuda" if gpu else "cpu")\n'),
         Invalid('import lightning_fabric\nf = lightning_fabric.Fabric(accelerator="gpu", strategy="ddp")\n'),
+        # litgpt: the device count of "auto" comes from Lightning's CUDA accelerator.
+        Invalid("from lightning.fabric.accelerators import CUDAAccelerator\nn = CUDAAccelerator.auto_device_count()\n"),
+        Invalid("import lightning as L\nok = isinstance(acc, L.pytorch.accelerators.CUDAAccelerator)\n"),
+        Invalid("import lightning as L\nn = L.fabric.accelerators.CUDAAccelerator.auto_device_count()\n"),
+        Invalid("from lightning.fabric.accelerators.cuda import find_usable_cuda_devices\nd = find_usable_cuda_devices(2)\n"),
+        Invalid("from pytorch_lightning.accelerators import GPUAccelerator\nacc = GPUAccelerator()\n"),
     )
 
     @classmethod
@@ -87,6 +115,31 @@ class LightningCudaAccelerator(Rule):
         # holds "lightning"; without it the word is Accelerate's `accelerator` object, a
         # `require_torch_accelerator` decorator or `torch.accelerator` (diffusers: 126 files).
         return b"lightning" in code
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        parent = self.context.parent
+        if isinstance(parent, (cst.ImportFrom, cst.ImportAlias)):
+            return
+        self._check_object(node, self.qualname(node))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value not in _CUDA_MEMBERS and node.value != "GPUAccelerator":
+            return
+        if not is_reference(self, node):  # the head of `CUDAAccelerator.auto_device_count` is one
+            return
+        self._check_object(node, self.context.scope.lookup(node.value))
+
+    def _check_object(self, node: cst.Name | cst.Attribute, qualified: str | None) -> None:
+        if qualified not in _CUDA_OBJECTS:
+            return
+        member = qualified.rsplit(".", 1)[-1]
+        self.report(
+            node,
+            f"`{member}` is Lightning's CUDA accelerator{'' if 'Accelerator' in member else ' helper'}: "
+            "on a Neuron host it finds no device",
+            guidance=_OBJECT_GUIDANCE,
+            effort=Effort.LOW,
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.qualname(node.func) not in _ENTRY_POINTS:

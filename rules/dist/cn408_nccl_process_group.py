@@ -13,6 +13,9 @@ from .._shared.strings import string_value
 __all__ = ["NcclProcessGroup"]
 
 _CLASS = "ProcessGroupNCCL"
+# vLLM's NCCL communicator, which RL recipes use to push weights to inference workers.
+_COMMUNICATOR = "PyNcclCommunicator"
+_CLASSES = (_CLASS, _COMMUNICATOR)
 # Where torch defines it; `torch.distributed` re-exports it only in builds with NCCL.
 _QUALNAMES = frozenset(
     {
@@ -22,6 +25,7 @@ _QUALNAMES = frozenset(
         # torchft's fault-tolerant wrapper of the same backend.
         "torchft.ProcessGroupNCCL",
         "torchft.process_group.ProcessGroupNCCL",
+        "vllm.distributed.device_communicators.pynccl.PyNcclCommunicator",
     }
 )
 _MODULES = frozenset(q.rpartition(".")[0] for q in _QUALNAMES)
@@ -34,12 +38,20 @@ _GUIDANCE = (
 )
 
 
+_COMMUNICATOR_GUIDANCE = (
+    "vLLM's communicator drives NCCL directly and has no neuron counterpart: send the weights "
+    "with the neuron process group's collectives (dist.broadcast over a group that spans trainer "
+    "and inference ranks) or through the inference engine's own weight-loading API."
+)
+
+
 class NcclProcessGroup(Rule):
     """
     ## What it does
     Reports uses of NCCL's process-group class: ``dist.ProcessGroupNCCL.Options(...)`` passed as
     ``pg_options``, ``isinstance(pg, dist.ProcessGroupNCCL)``, and the look-up
-    ``hasattr(dist, "ProcessGroupNCCL")`` that guards them; torchft's ``ProcessGroupNCCL`` too.
+    ``hasattr(dist, "ProcessGroupNCCL")`` that guards them; torchft's ``ProcessGroupNCCL`` and
+    vLLM's ``PyNcclCommunicator`` (torchtune's RL weight sync) too.
 
     ## Why is this bad?
     The port's process group runs the ``"neuron"`` backend. NCCL's class exists only in builds
@@ -58,7 +70,7 @@ class NcclProcessGroup(Rule):
 
     code = "CN408"
     name = "nccl-process-group"
-    triggers = (_CLASS,)
+    triggers = _CLASSES
     VALID = (
         "class ProcessGroupNCCL:\n    pass\n\nx = ProcessGroupNCCL()\n",  # the project's own class
         'import torch.distributed as dist\nok = hasattr(dist, "ProcessGroupGloo")\n',
@@ -73,6 +85,11 @@ class NcclProcessGroup(Rule):
         Invalid("from torch.distributed import ProcessGroupNCCL\nopts = ProcessGroupNCCL.Options()\n"),
         Invalid("from torch._C._distributed_c10d import ProcessGroupNCCL\n", target="accelerator"),
         Invalid("import torchft\npg = torchft.ProcessGroupNCCL(timeout=t)\n"),
+        Invalid(
+            "def sync(pg, device):\n"
+            "    from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n"
+            "    return PyNcclCommunicator(pg, device=device)\n"
+        ),
     )
 
     def __init__(self, context) -> None:
@@ -80,21 +97,21 @@ class NcclProcessGroup(Rule):
         self._statements: set[int] = set()
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == _CLASS and self.qualname(node) in _QUALNAMES:
-            self._report(node, f"`{self.context.code(node)}` is NCCL's process group")
+        if node.attr.value in _CLASSES and self.qualname(node) in _QUALNAMES:
+            self._report(node, f"`{self.context.code(node)}` is {_what(node.attr.value)}")
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value != _CLASS:
+        if node.value not in _CLASSES:
             return
         parent = self.context.parent
         if isinstance(parent, cst.ImportAlias):
             if self.context.scope.lookup(node.value) in _QUALNAMES:
-                self._report(node, f"`{_CLASS}` is NCCL's process group")
+                self._report(node, f"`{node.value}` is {_what(node.value)}")
             return
         if isinstance(parent, cst.Attribute) or not is_reference(self, node):
             return
         if self.context.scope.lookup(node.value) in _QUALNAMES:
-            self._report(node, f"`{_CLASS}` is NCCL's process group")
+            self._report(node, f"`{node.value}` is {_what(node.value)}")
 
     def visit_Call(self, node: cst.Call) -> None:
         # hasattr(dist, "ProcessGroupNCCL"): the guard in front of the options.
@@ -111,4 +128,9 @@ class NcclProcessGroup(Rule):
             if id(statement) in self._statements:
                 return
             self._statements.add(id(statement))
-        self.report(node, message, guidance=_GUIDANCE, effort=Effort.LOW)
+        guidance = _COMMUNICATOR_GUIDANCE if "vLLM" in message else _GUIDANCE
+        self.report(node, message, guidance=guidance, effort=Effort.LOW)
+
+
+def _what(cls: str) -> str:
+    return "vLLM's NCCL communicator" if cls == _COMMUNICATOR else "NCCL's process group"
