@@ -28,7 +28,8 @@ its reads there, a string of `__all__` naming its def, a part of a `from` path t
 of the tree; a pytest marker it registers with `addinivalue_line("markers", ...)`, and
 `pytest.mark.<that name>`), a name bound by a reported import (the
 `cuda` of `import cuda.bindings.driver as cuda`), a string used as a key of the program's own
-data (`checkpoint["cuda_rng_state"]`, not `os.environ["PYTORCH_CUDA_ALLOC_CONF"]`), the
+data (`checkpoint["cuda_rng_state"]`, `cfg.get("cudnn_deterministic_mode")`, not
+`os.environ["PYTORCH_CUDA_ALLOC_CONF"]`), the
 `"cuda"` key of a dict that also has a `"neuron"` key (a device table the port extended), the
 package of a `pytest.importorskip("tilelang")` (the test skips on Neuron, as it should), or the
 kernel language in a file whose kernels are reported.
@@ -233,6 +234,13 @@ class _Names(ast.NodeVisitor):
             if isinstance(kind, ast.Constant) and kind.value == "markers" and isinstance(text, ast.Constant) and isinstance(text.value, str):
                 name = re.split(r"[:(\s]", text.value.strip(), maxsplit=1)[0]
                 self.markers.setdefault(name, []).append((text.lineno, text.col_offset))
+        # `cfg.get("cudnn_deterministic_mode", None)`: a key of the program's own config, like
+        # `cfg["..."]`; `os.environ.get("...")` and `os.getenv("...")` name settings instead.
+        if isinstance(func, ast.Attribute) and func.attr in ("get", "pop", "setdefault") and node.args:
+            first = node.args[0]
+            environ = isinstance(func.value, ast.Attribute) and func.value.attr == "environ"
+            if not environ and isinstance(first, ast.Constant) and isinstance(first.value, str):
+                self.keys.add((first.lineno, first.col_offset))
         if isinstance(func, ast.Attribute) and func.attr == "importorskip" and node.args:
             first = node.args[0]
             if isinstance(first, ast.Constant) and isinstance(first.value, str):

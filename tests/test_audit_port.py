@@ -34,6 +34,7 @@ def _classify(tmp_path: Path, source: str, pointed: set[int] = frozenset(), kern
         ),
         pytest.param("state = {}\nstate['cuda_rng_state'] = 1\n", (), (), (), "a key of the program's own data", id="subscript-key"),
         pytest.param("d = {'cuda_rng_state': 1}\n", (), (), (), "a key of the program's own data", id="dict-key"),
+        pytest.param("seed(cfg.get('cudnn_deterministic_mode', None))\n", (), (), (), "a key of the program's own data", id="get-key"),
         pytest.param(
             "backends = {'cuda': 'nccl', 'neuron': 'neuron', 'cpu': 'gloo'}\n", (), (), (),
             "the CUDA row of a device table that has the port's row", id="device-table-with-target-row",
@@ -68,6 +69,7 @@ def test_excused_with_reason(tmp_path, source, pointed, kernel, stacks, reason):
         # The bare word is the API even where the project defines a method of that name.
         pytest.param("class M:\n    def cuda(self):\n        pass\nx = y.cuda()\n", (), id="bare-word-method"),
         pytest.param("import os\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'x'\n", (), id="environ-key-is-a-setting"),
+        pytest.param("import os\nx = os.environ.get('PYTORCH_CUDA_ALLOC_CONF')\n", (), id="environ-get-is-a-setting"),
         pytest.param("backend = 'nccl'\n", (), id="device-string"),
         pytest.param("monkeypatch.setattr(torch.cuda, 'is_available', f)\nx = getattr(m, 'has_cuda_capability')\n", (), id="foreign-name-as-string"),
         pytest.param("backends = {'cuda': 'nccl', 'cpu': 'gloo'}\n", (), id="device-table-without-target-row"),

@@ -19,7 +19,16 @@ _SWITCHES = frozenset(
         "torch.backends.cuda.enable_cudnn_sdp",
     }
 )
-_NAMES = frozenset({q.rsplit(".", 1)[1] for q in _CONTEXTS | _SWITCHES})
+# Whether one of CUDA's kernels could run these inputs (tests asserting the kernel picked).
+_CHECKS = frozenset(
+    {
+        "torch.backends.cuda.can_use_flash_attention",
+        "torch.backends.cuda.can_use_efficient_attention",
+        "torch.backends.cuda.can_use_cudnn_attention",
+        "torch.backends.cuda.SDPAParams",
+    }
+)
+_NAMES = frozenset({q.rsplit(".", 1)[1] for q in _CONTEXTS | _SWITCHES | _CHECKS})
 # CUDA's kernels named outside a selection call (torchtitan keeps a list of backends for later
 # `sdpa_kernel(backends)`), and the private ops of the cuDNN and memory-efficient kernels named
 # in op lists (activation-checkpoint policies).
@@ -36,6 +45,11 @@ _NAMED_GUIDANCE = (
     "from this list leaves it no kernel, and an op list (activation-checkpoint policies) naming "
     "CUDA's op never matches there. Drop the CUDA kernels from the list on the Trainium path."
 )
+_CHECK_GUIDANCE = (
+    "These ask whether one of CUDA's SDPA kernels accepts the inputs; on Neuron none does, so an "
+    "assertion on them fails and a branch on them takes its fallback. Test the attention's "
+    "output instead, or keep the check on the CUDA path."
+)
 _GUIDANCE = (
     "These switches pick among CUDA's SDPA kernels (flash, memory-efficient, cuDNN, math); on "
     "Neuron scaled_dot_product_attention dispatches to its own NKI kernel and a restriction to "
@@ -50,7 +64,9 @@ class SdpaKernelSelection(Rule):
     context managers by ``contextlib.nullcontext()`` and removes
     ``torch.backends.cuda.enable_flash_sdp(...)``-style switch statements. CUDA's kernels named
     elsewhere (``[SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION]`` kept for a later
-    selection, ``torch.ops.aten._scaled_dot_product_cudnn_attention`` in an op list) are reported.
+    selection, ``torch.ops.aten._scaled_dot_product_cudnn_attention`` in an op list) are reported,
+    and so are the checks whether a CUDA kernel accepts given inputs
+    (``can_use_flash_attention(SDPAParams(q, k, v, ...), debug)``, litgpt's tests).
 
     ## Why is this bad?
     They restrict ``scaled_dot_product_attention`` to CUDA kernels. The neuron device has its
@@ -77,7 +93,7 @@ class SdpaKernelSelection(Rule):
     code = "CN609"
     name = "sdpa-kernel-selection"
     fixes = frozenset({Safety.UNSAFE})
-    triggers = ("sdp", "SDPBackend", "_scaled_dot_product_")
+    triggers = ("sdp", "SDPBackend", "_scaled_dot_product_", "backends.cuda")
     emits = ("contextlib.nullcontext",)
     VALID = (
         "import torch.nn.functional as F\ny = F.scaled_dot_product_attention(q, k, v)\n",
@@ -112,6 +128,10 @@ class SdpaKernelSelection(Rule):
         # torchtitan: the backends kept for a later sdpa_kernel(...), and an op-list entry.
         Invalid("from torch.nn.attention import SDPBackend\nbackends = [SDPBackend.CUDNN_ATTENTION, SDPBackend.MATH]\n"),
         Invalid("import torch\nsave = {torch.ops.aten._scaled_dot_product_cudnn_attention.default}\n"),
+        Invalid(
+            "from torch.backends.cuda import SDPAParams, can_use_flash_attention\n"
+            "params = SDPAParams(q, k, v, None, 0.0, True)\nassert can_use_flash_attention(params, True)\n"
+        ),
     )
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -140,6 +160,10 @@ class SdpaKernelSelection(Rule):
             self._context(node, qualified)
         elif qualified in _SWITCHES:
             self._switch(node, qualified)
+        elif qualified in _CHECKS:
+            name = qualified.rsplit(".", 1)[1]
+            what = "builds the inputs of CUDA's kernel checks" if name == "SDPAParams" else "asks whether a CUDA attention kernel can run"
+            self.report(node, f"`{name}` {what}", guidance=_CHECK_GUIDANCE, effort=Effort.LOW)
 
     def _context(self, node: cst.Call, qualified: str) -> None:
         message = f"`{qualified.rsplit('.', 1)[1]}` restricts attention to CUDA kernels"
