@@ -114,6 +114,10 @@ class _Names(ast.NodeVisitor):
         self.device_tables: set[tuple[int, int]] = set()  # "cuda" keys of a dict that also has a "neuron" key
         self.markers: dict[str, list[tuple[int, int]]] = {}  # pytest markers registered here -> where the string is
         self.marker_uses: list[tuple[int, int, str]] = []  # (line, col, name) of `pytest.mark.<name>`
+        # `class RNGType(Enum): CUDA = "cuda"`, then `RNGType.CUDA`: a member of the project's class.
+        self.members: dict[str, set[str]] = {}  # class -> names its body assigns
+        self.member_defs: set[tuple[int, int]] = set()  # where such a name is assigned
+        self.member_reads: list[tuple[int, int, str, str]] = []  # (line, col, class, attr) of `Cls.attr`
         self._scopes: list[set[str]] = []
         self._locals: list[set[str]] = []
         self._classes: list[str] = []
@@ -153,6 +157,12 @@ class _Names(ast.NodeVisitor):
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.defined.add(node.name)
+        for stmt in node.body:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    self.members.setdefault(node.name, set()).add(t.id)
+                    self.member_defs.add((t.lineno, t.col_offset))
         self._classes.append(node.name)
         # A class body is no function scope: its names are not parameters of an enclosing def.
         outer, self._scopes = self._scopes, []
@@ -185,6 +195,9 @@ class _Names(ast.NodeVisitor):
         if isinstance(node.value, ast.Attribute) and node.value.attr == "mark":
             where = (node.end_lineno or node.lineno, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
             self.marker_uses.append((*where, node.attr))
+        if isinstance(node.value, ast.Name) and node.value.id != "self":
+            where = (node.end_lineno or node.lineno, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
+            self.member_reads.append((*where, node.value.id, node.attr))
         if isinstance(node.value, ast.Name) and node.value.id == "self" and id(node) not in self._called:
             if isinstance(node.ctx, ast.Store):
                 self.attr_stores.add(node.attr)
@@ -351,8 +364,11 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
     params: dict[str, set[str]] = {}
     attrs: set[str] = set()
     markers: set[str] = set()  # pytest markers the project registers (conftest.py)
+    members: dict[str, set[str]] = {}
     for entry in parsed.values():
         if entry is not None:
+            for cls, names_ in entry[1].members.items():
+                members.setdefault(cls, set()).update(names_)
             for callee, names_ in entry[1].params.items():
                 params.setdefault(callee, set()).update(names_)
             attrs |= entry[1].attr_stores
@@ -365,7 +381,7 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
         names = entry[1] if entry is not None else _Names()
         lines = _widen(names, pointed.get(rel, set()), kernel_lines.get(rel, set()))
         reported_imports = {name for name, line in names.imported.items() if line in lines}
-        own_names, own_paths = _own_bare_names(rel, names, params, attrs, own, modules, markers)
+        own_names, own_paths = _own_bare_names(rel, names, params, attrs, own, modules, markers, members)
         for line, tokens in _code_lines(port / rel).items():
             if line in lines:
                 continue
@@ -415,7 +431,7 @@ def _names_own(token: str, own: set[str], module_parts: set[str]) -> bool:
 
 def _own_bare_names(
     rel: str, names: _Names, params: dict[str, set[str]], attrs: set[str], own: set[str], modules: set[str],
-    markers: set[str] = frozenset(),
+    markers: set[str] = frozenset(), members: dict[str, set[str]] | None = None,
 ) -> tuple[dict[tuple[tuple[int, int], str], str], dict[int, set[str]]]:
     """The tokens of one module that spell a project's own name although the word alone is an
     API (`cuda`): ((line, byte col), token) -> reason, and line -> the module-path parts of a
@@ -445,6 +461,11 @@ def _own_bare_names(
     for line, col, attr in names.attr_reads:
         if attr in attrs:
             out[(line, col), attr] = "an attribute the project assigns"
+    for where in names.member_defs:
+        out[where, ""] = "a member the project's class defines"
+    for line, col, cls, attr in names.member_reads:
+        if cls not in names.foreign and attr in (members or {}).get(cls, ()):
+            out[(line, col), attr] = f"a member of the project's class {cls}"
     for line, col, value in names.exported:
         if value in own:
             for quote in ('"', "'"):

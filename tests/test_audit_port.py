@@ -162,6 +162,10 @@ _OWN_BARE = {
         "a pytest marker the project registers",
     ),
     "exported-def": ("__all__ = ['retry_if_cuda_oom']\ndef retry_if_cuda_oom(f):\n    return f\n", "a name the module exports"),
+    "enum-member-read": (
+        "import enum\nclass RNGType(enum.Enum):\n    TORCH = 'torch'\n    CUDA = 'c'\nx = RNGType.CUDA\n",
+        "a member of the project's class RNGType",
+    ),
 }
 
 
@@ -191,6 +195,9 @@ _API_BARE = {
     "global-in-function": "import torch\ndef f():\n    global cuda\n    cuda = torch.cuda\n",
     # A marker nobody registers (pytest's own or a plugin's) is no name of the project's.
     "unregistered-marker": "import pytest\n@pytest.mark.requires_cuda\ndef test_x():\n    pass\n",
+    # A member read off a foreign class, or one the project's class does not define.
+    "member-of-foreign-class": "from lib import Backend\nx = Backend.NCCL\n",
+    "member-not-defined": "class Kind:\n    CPU = 1\nx = Kind.CUDA\n",
 }
 
 
