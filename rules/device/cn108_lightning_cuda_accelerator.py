@@ -41,6 +41,7 @@ _CUDA_OBJECTS = frozenset(
     for module in ("", ".cuda")
     for member in _CUDA_MEMBERS
 ) | frozenset({"pytorch_lightning.accelerators.GPUAccelerator", "pytorch_lightning.accelerators.gpu.GPUAccelerator"})
+_MEMBER_NAMES = frozenset(q.rsplit(".", 1)[1] for q in _CUDA_OBJECTS)
 _OBJECT_GUIDANCE = (
     "count and pick the devices of the target instead (torch.neuron.device_count(), "
     '"neuron:N"), or give Lightning an Accelerator of your own for the neuron device'
@@ -117,13 +118,12 @@ class LightningCudaAccelerator(Rule):
         return b"lightning" in code
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        parent = self.context.parent
-        if isinstance(parent, (cst.ImportFrom, cst.ImportAlias)):
+        if node.attr.value not in _MEMBER_NAMES or isinstance(self.context.parent, (cst.ImportFrom, cst.ImportAlias)):
             return
         self._check_object(node, self.qualname(node))
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value not in _CUDA_MEMBERS and node.value != "GPUAccelerator":
+        if node.value not in _MEMBER_NAMES:
             return
         if not is_reference(self, node):  # the head of `CUDAAccelerator.auto_device_count` is one
             return
