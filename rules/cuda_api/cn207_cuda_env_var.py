@@ -29,6 +29,8 @@ _BUILD_GUIDANCE = (
 _TOOLKIT = {
     "torch.utils.cpp_extension.CUDA_HOME": "the CUDA toolkit",
     "torch.utils.cpp_extension.CUDNN_HOME": "cuDNN",
+    # parrots, the PyTorch-compatible framework mmengine supports, exports the same probe.
+    "parrots.utils.build_extension.CUDA_HOME": "the CUDA toolkit",
 }
 _TOOLKIT_NAMES = frozenset(q.rpartition(".")[2] for q in _TOOLKIT)
 _TOOLKIT_GUIDANCE = (
@@ -106,6 +108,7 @@ class CudaEnvVar(Rule):
             "nvcc = os.path.join(CUDA_HOME, 'bin', 'nvcc')\n"
         ),
         Invalid("import torch.utils.cpp_extension as ext\nok = ext.CUDA_HOME is not None\n"),
+        Invalid("from parrots.utils.build_extension import CUDA_HOME\nnvcc = CUDA_HOME + '/bin/nvcc'\n"),
     )
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -127,7 +130,7 @@ class CudaEnvVar(Rule):
     def _toolkit(self, node: cst.CSTNode, qualified: str) -> None:
         self.report(
             node,
-            f"`{qualified.rpartition('.')[2]}` (torch.utils.cpp_extension) is where {_TOOLKIT[qualified]} "
+            f"`{qualified.rpartition('.')[2]}` ({qualified.rpartition('.')[0]}) is where {_TOOLKIT[qualified]} "
             "is installed: a CUDA toolkit probe",
             guidance=_TOOLKIT_GUIDANCE,
             effort=Effort.LOW,

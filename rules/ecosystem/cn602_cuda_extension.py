@@ -14,7 +14,7 @@ from cuda2neuron.python import dotted_name
 from .._shared.args import arg_by_name
 from .._shared.blocks import statements
 from .._shared.kernels import relative_module
-from .._shared.names import call_qualname, terminal_name
+from .._shared.names import call_qualname, is_reference, terminal_name
 
 __all__ = ["CudaExtension"]
 
@@ -165,6 +165,12 @@ class CudaExtension(Rule):
             "from setuptools.extension import Extension\nclass NumpyExtension(Extension):\n    pass\n"
             "ext = NumpyExtension('ops', sources=['ops_kernel.cu'])\n"
         ),
+        # The builder handed on by a helper (mmengine), picked in one branch.
+        Invalid(
+            "def get_extension():\n"
+            "    from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension\n"
+            "    return BuildExtension, CppExtension, CUDAExtension\n"
+        ),
         # A kernel generator: a script that writes .cu source.
         Invalid('with open("conv_cuda_forward.cu", "w") as out:\n    out.write(head)\n'),
         Invalid('from pathlib import Path\nPath(f"{d}/k{n}.cu").write_text(src)\n'),
@@ -276,6 +282,19 @@ class CudaExtension(Rule):
             # it are the CUDA build too, which only the whole-script finding covers.
             if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
                 self._chosen.add(node.targets[0].target.value)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        # `return BuildExtension, CppExtension, CUDAExtension` (mmengine's extension helper): the
+        # builder handed on, which its receivers call with CUDA sources elsewhere.
+        if node.value != "CUDAExtension" or not is_reference(self, node):
+            return
+        parent = self.context.parent
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return  # a call: visit_Call's
+        if isinstance(parent, (cst.Assign, cst.Attribute)):
+            return  # `extension = CUDAExtension` is visit_Assign's; a dotted head is no value
+        if self.context.scope.lookup(node.value) == f"{_EXT}.CUDAExtension":
+            self._report(node, "`CUDAExtension` is handed on as the extension builder: its user compiles CUDA C++ kernels")
 
     def _check_loader_call(self, node: cst.Call) -> None:
         """A call of one of the project's loaders (``ProjectFacts.extension_loaders``) that hands
