@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
     from cuda2neuron.python import RuleContext
 
+    from ._settings import Settings
+
 __all__ = ["Invalid", "Report", "Rule", "RuleDefinitionError", "Valid", "example_fix_safeties", "registered_rules"]
 
 _CODE_RE = re.compile(r"^CN\d{3}$")
@@ -148,6 +150,16 @@ class Rule:
         closer here, e.g. with a regular expression around the word; it must never say no
         where the rule would report: tests run the catalog with and without this test and
         compare the findings (bench/check_prefilter.py does the same on a real tree).
+        """
+        return True
+
+    @classmethod
+    def applies(cls, settings: Settings) -> bool:
+        """Can the rule fire at all under ``settings``? Asked once per file before it is parsed.
+
+        The default says yes. A rule that reads only what the project sweep found (its
+        extension and kernel modules) says no where the sweep found none: it is then never
+        instantiated. Like ``wakes``, it must never say no where the rule would report.
         """
         return True
 

@@ -25,11 +25,21 @@ def catalog() -> dict[str, type[Rule]]:
 
 
 def rules_for(config: Config, path: str | None = None) -> tuple[type[Rule], ...]:
+    if not config.per_file_ignores:
+        return _rules_for_every_file(config, len(registered_rules()))
     return tuple(
         rule
         for code, rule in catalog().items()
         if config.selects(code, path) and config.settings.target in rule.targets
     )
+
+
+@lru_cache(maxsize=16)
+def _rules_for_every_file(config: Config, registered: int) -> tuple[type[Rule], ...]:
+    """A config without per-file ignores selects the same rules for every file: worked out once
+    (diffusers: 0.5 s of selector matching over 1,500 files). ``registered`` keys the answer to
+    the catalog it saw, so a rule defined later (a plugin, a test's) is not missed."""
+    return tuple(rule for code, rule in catalog().items() if config.selects(code) and config.settings.target in rule.targets)
 
 
 @lru_cache(maxsize=1)

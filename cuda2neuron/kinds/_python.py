@@ -9,7 +9,17 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 
-from cuda2neuron.core import Config, Finding, ProjectFacts, Rule, RunOptions, SourceError, has_trigger, trigger_words
+from cuda2neuron.core import (
+    Config,
+    Finding,
+    ProjectFacts,
+    Rule,
+    RunOptions,
+    Settings,
+    SourceError,
+    has_trigger,
+    trigger_words,
+)
 
 from ._catalog import rules_for
 from ._code_text import code_text
@@ -38,12 +48,12 @@ def _awake(rule_types: tuple[type[Rule], ...], code: bytes, project: tuple[bytes
     in_project = None
     runs: bytes | None = None
     awake = []
-    for rule in rule_types:
+    for rule, words, test in _plan(rule_types):
         fires = False
-        for word in python_triggers((rule,)):
+        for word, is_word in words:
             hit = found.get(word)
             if hit is None:
-                if _is_word(word):
+                if is_word:
                     # A word of letters, digits and _ lies inside one run of them: search the
                     # file's distinct runs (about an eighth of its bytes on a real tree) instead
                     # of the whole file, once per word of the catalog (diffusers: 4.1 -> 2.8 s).
@@ -62,13 +72,21 @@ def _awake(rule_types: tuple[type[Rule], ...], code: bytes, project: tuple[bytes
             fires = in_project
         if not fires:
             continue
-        test = _wake_key(rule)
         wakes = woken.get(test)
         if wakes is None:
             wakes = woken[test] = rule.wakes(code)
         if wakes:
             awake.append(rule)
     return tuple(awake)
+
+
+@lru_cache(maxsize=64)
+def _plan(rule_types: tuple[type[Rule], ...]) -> tuple[tuple[type[Rule], tuple[tuple[bytes, bool], ...], object], ...]:
+    """Per rule of a run: its trigger words (each with whether it is a word of \\w bytes) and the
+    key of its wake test, worked out once per catalog instead of once per rule and file."""
+    return tuple(
+        (rule, tuple((w, _is_word(w)) for w in python_triggers((rule,))), _wake_key(rule)) for rule in rule_types
+    )
 
 
 _WORD_RUN = re.compile(rb"\w+")
@@ -96,6 +114,12 @@ def _wake_key(rule: type[Rule]) -> object:
     return func
 
 
+@lru_cache(maxsize=64)
+def _python_rules(rule_types: tuple[type[Rule], ...], settings: Settings) -> tuple[type[Rule], ...]:
+    """The rules of a run that read Python and can fire under its settings (``Rule.applies``)."""
+    return tuple(r for r in rule_types if "python" in r.file_kinds and r.applies(settings))
+
+
 @lru_cache(maxsize=8)
 def _project_words(facts: ProjectFacts) -> tuple[bytes, ...]:
     return facts.words()
@@ -111,7 +135,7 @@ def process_python_findings(
     if not may_trigger(data, "python") and not (project and has_trigger(data, project)):
         return None, []  # no rule can fire: the catalog and the parser stay unloaded
 
-    rule_types = tuple(r for r in rules_for(config, path) if "python" in r.file_kinds)
+    rule_types = _python_rules(rules_for(config, path), config.settings)
     if not rule_types or not (
         has_trigger(data, python_triggers(rule_types))
         or (project and any(r.project_triggers for r in rule_types) and has_trigger(data, project))

@@ -9,7 +9,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 from cuda2neuron.python import dotted_name
 
-from ._helpers import cuda_only_module, false_on_neuron, true_on_neuron
+from ._helpers import CUDA_ONLY_PACKAGES, cuda_only_module, false_on_neuron, true_on_neuron
 
 __all__ = ["CudaOnlyFastPath"]
 
@@ -47,6 +47,9 @@ class _Candidate:
     @property
     def parent(self) -> cst.CSTNode | None:
         return self.ancestors[-1] if self.ancestors else None
+
+
+_PACKAGE_WORDS = tuple(p.rsplit(".", 1)[-1].encode() for p in CUDA_ONLY_PACKAGES)
 
 
 class _Names(cst.CSTVisitor):
@@ -202,6 +205,13 @@ class CudaOnlyFastPath(Rule):
         self._tainted: set[str] = set()
         self._owner: str | None = None
         self._depth = 0
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # Only a guard in front of a CUDA-only import is reported, and every such import spells
+        # its package's last name (`from torch.utils import cpp_extension`, `import triton`):
+        # diffusers' 312 files with "cuda" hold one in 20.
+        return any(word in code for word in _PACKAGE_WORDS)
 
     # -- what is CUDA-only ------------------------------------------------------------------
     # Import targets are always dotted names: dotted_name answers None only for calls and

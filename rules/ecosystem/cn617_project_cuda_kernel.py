@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Valid
+from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Settings, Valid
 from cuda2neuron.python import dotted_name
 
 from .._shared.kernels import dynamic_import, project_module, relative_module
@@ -83,6 +83,11 @@ class ProjectCudaKernel(Rule):
         # An import spelled as a call, and a call through what it returns.
         Invalid('import importlib\next = importlib.import_module("pkg._C")\next.nms(b, s, 0.5)\n', options=_OPTIONS),
     )
+
+    @classmethod
+    def applies(cls, settings: Settings) -> bool:
+        # Everything it reports is a module the sweep found; a project without any is silent.
+        return bool(settings.project.extension_modules or settings.project.kernel_modules)
 
     def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
         super().__init__(context)

@@ -7,11 +7,12 @@ once per file when it cannot tell those rules apart (it never reads ``cls``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from cuda2neuron.core import Config, Rule, has_trigger
+from cuda2neuron.core import Config, ProjectFacts, Rule, RunOptions, has_trigger
 from cuda2neuron.kinds import _python
 from cuda2neuron.kinds._catalog import rules_for
 from cuda2neuron.kinds._code_text import code_text
@@ -145,3 +146,41 @@ def test_every_fixture_wakes_the_same_rules():
         if _python._awake(rule_types, code, ()) != _plain(rule_types, code):
             differ.append(str(path.relative_to(FIXTURES)))
     assert differ == []
+
+
+# `Rule.applies`: a rule that says it cannot fire under a run's settings is never instantiated,
+# and `rules_for` selects the same rules for every file of a config without per-file ignores.
+class _OnlyWithKernels(Rule):
+    """Test rule: fires only where the project sweep found kernel modules."""
+
+    abstract = True
+    code, name, triggers = "CN987", "only-with-kernels", ("omicron",)
+    instances = 0
+
+    @classmethod
+    def applies(cls, settings) -> bool:  # noqa: ANN001
+        return bool(settings.project.kernel_modules)
+
+    def __init__(self, context) -> None:  # noqa: ANN001
+        super().__init__(context)
+        type(self).instances += 1
+
+
+@pytest.mark.parametrize(
+    ("kernels", "instances"),
+    [pytest.param(frozenset(), 0, id="no-sweep-facts-never-instantiated"), pytest.param(frozenset({"pkg.ops"}), 1, id="facts-instantiate-it")],
+)
+def test_applies_decides_before_the_parse(monkeypatch, kernels, instances):
+    monkeypatch.setattr(_python, "rules_for", lambda config, path: (_OnlyWithKernels,))
+    _python._python_rules.cache_clear()
+    _OnlyWithKernels.instances = 0
+    config = Config()
+    config = replace(config, settings=replace(config.settings, project=ProjectFacts(kernel_modules=kernels)))
+    _python.process_python_findings("t.py", b"omicron = 1\n", config, RunOptions())
+    assert _OnlyWithKernels.instances == instances
+
+
+def test_rules_for_is_the_same_for_every_file_without_per_file_ignores():
+    config = Config()
+    assert rules_for(config, "a/b.py") == rules_for(config, "c.py") == rules_for(config)
+    assert rules_for(config, "a/b.py") is rules_for(config, "c.py")  # worked out once
