@@ -38,7 +38,7 @@ _PYTHON = (
     "tilelang", "cutlass", "helion", "numba", "conv1d", "mamba", "dropout_layer_norm", "rotary_emb", "xentropy", "amp_C",
     "deepspeed", "liger", "flashinfer", "vllm", "flash_mla", "deep_gemm", "deep_ep", "sgl_kernel",
     "transformer_engine", "natten", "nvdiffrast", "gsplat", "gaussian", "simple_knn", "sageattention",
-    "tensorrt", "polygraphy", "ExecutionProvider",
+    "tensorrt", "polygraphy", "ExecutionProvider", "mslk",
     "get_kernel", "get_local_kernel", "load_kernel", "kernelize", "use_kernel_forward_from_hub",
     "_scaled_", "float8",
     "float64", "double", "complex", "sparse", "polar", "cfloat", "chalf", "view_as_real", "fft",
@@ -52,7 +52,7 @@ _PYTHON = (
 _SHELL = ("cuda", "cudnn", "cublas", "nvidia", "nccl", "nproc", "num_gpus", "num-gpus", "device", "install")
 _REQUIREMENTS = (
     "cu", "apex", "flash", "xformers", "bitsandbytes", "triton", "nvidia", "nvml", "gpustat",
-    "tensorrt", "onnxruntime", "liger", "mamba", "conv1d",
+    "tensorrt", "onnxruntime", "liger", "mamba", "conv1d", "mslk",
 )  # fmt: skip
 
 # A notebook runs the Python rules on its code cells and the shell rules on `!` lines, so its

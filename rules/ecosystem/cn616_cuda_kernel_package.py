@@ -76,6 +76,8 @@ class CudaKernelPackage(Rule):
         Invalid("import selective_scan_cuda\nout = selective_scan_cuda.fwd(u, delta)\n"),
         Invalid("from liger_kernel.transformers import apply_liger_kernel_to_llama\n"),
         Invalid("import vllm._C\n"),
+        # xformers' own fmha modules re-export it (xformers/ops/fmha/cutlass.py).
+        Invalid("from mslk.attention.fmha.cutlass import BwOp, FwOp\n"),
         Invalid("from deepspeed.ops.adam import FusedAdam\nopt = FusedAdam(params)\n"),
         Invalid("import tilelang\nimport tilelang.language as T\n\n@tilelang.jit\ndef k(M):\n    pass\n"),
         Invalid("import cutlass.cute as cute\n\n@cute.kernel\ndef k(x):\n    pass\n"),

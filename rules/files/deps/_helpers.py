@@ -22,6 +22,8 @@ _PACKAGES: dict[str, tuple[str, str, Effort]] = {
     ),
     "flash-attn": ("flash-attn (CUDA attention kernels)", f"call {_SDPA}, then drop the dependency", Effort.MEDIUM),
     "xformers": ("xformers (CUDA attention kernels)", f"call {_SDPA}, then drop the dependency", Effort.MEDIUM),
+    # xformers' attention kernels moved there; xformers itself now requires it.
+    "mslk": ("mslk (the GPU attention kernels behind xformers)", f"call {_SDPA}, then drop the dependency", Effort.MEDIUM),
     "bitsandbytes": (
         "bitsandbytes (CUDA-only 8-bit optimizers and quantisation)",
         "use `torch.optim.AdamW` (bf16 weights on Trainium) and drop the dependency",

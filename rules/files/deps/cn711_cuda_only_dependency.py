@@ -49,7 +49,7 @@ class CudaOnlyDependency(TextRule):
     name = "cuda-only-dependency"
     file_kinds = frozenset({"requirements"})
     triggers = ("apex", "flash", "xformers", "bitsandbytes", "triton", "cupy", "cuda", "nvidia", "nvml",
-                "gpustat", "tensorrt", "onnxruntime", "liger", "mamba", "conv1d")
+                "gpustat", "tensorrt", "onnxruntime", "liger", "mamba", "conv1d", "mslk")
     VALID = (
         Valid("torch>=2.3\nnumpy  # flash-attn is optional\n", path=_REQ),
         Valid("apexlib==1.0\n", path=_REQ),
@@ -60,6 +60,7 @@ class CudaOnlyDependency(TextRule):
         Invalid("flash-attn>=2.5.0\n", path=_REQ),
         Invalid("Flash_Attn==2.5.8 --hash=sha256:abc\n", path=_REQ),
         Invalid("bitsandbytes>=0.43  # 8-bit AdamW\n", path=_REQ),
+        Invalid("mslk\n", path=_REQ),
         Invalid("cupy-cuda12x\n", path="requirements-gpu.txt"),
         Invalid("nvidia-cudnn-cu12==9.1.0.70\n", path=_REQ),
         Invalid("git+https://github.com/NVIDIA/apex#egg=apex\n", path=_REQ),
