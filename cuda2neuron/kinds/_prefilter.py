@@ -30,6 +30,8 @@ _PYTHON = (
     "autocast", "GradScaler", "custom_fwd", "custom_bwd",
     "nccl", "init_process_group", "DistributedDataParallel",
     "compile", "_inductor",
+    # CN502: CUDA compile modes kept for a later torch.compile(**kwargs)
+    "max-autotune", "reduce-overhead",
     "triton", "cpp_extension", "flash_attn", "xformers", "apex", "bitsandbytes", "fused", "sdp",
     # CN602: a CUDA source named in a literal (an Extension's sources, a kernel generator)
     '.cu"', ".cu'", '.cuh"', ".cuh'",

@@ -1,4 +1,4 @@
-"""CN502: ``torch.compile(mode=...)`` values that only mean something on CUDA."""
+"""CN502: ``torch.compile(mode=...)`` values that only mean something on CUDA, passed or kept for later."""
 
 from __future__ import annotations
 
@@ -7,20 +7,24 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import arg_by_name, remove_arg
+from .._shared.names import terminal_name
 from .._shared.strings import string_value
 from ._helpers import compile_callee, is_compile_call, wakes_on_compile
 
 __all__ = ["CompileCudaMode"]
 
-# "reduce-overhead" means CUDA graphs; the autotune modes benchmark Triton kernels.
-_CUDA_MODES = frozenset({"reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"})
+# "reduce-overhead" means CUDA graphs; the autotune modes benchmark Triton kernels. Sorted: the
+# modes are trigger words, and a rule's triggers are a tuple in a stable order.
+_CUDA_MODES = ("max-autotune", "max-autotune-no-cudagraphs", "reduce-overhead")
 
 
 class CompileCudaMode(Rule):
     """
     ## What it does
     Removes ``mode="reduce-overhead"``, ``mode="max-autotune"`` and
-    ``mode="max-autotune-no-cudagraphs"`` from ``torch.compile(...)``.
+    ``mode="max-autotune-no-cudagraphs"`` from ``torch.compile(...)``, and reports such a mode
+    kept for a later ``torch.compile(**kwargs)``: ``{"mode": "max-autotune"}``,
+    ``dict(mode="reduce-overhead")``.
 
     ## Why is this bad?
     These modes configure inductor for CUDA: ``"reduce-overhead"`` records CUDA graphs and the
@@ -40,20 +44,23 @@ class CompileCudaMode(Rule):
 
     ## Fix safety
     Safe for ``--target neuron``: the neuron backend gives these modes no meaning, so removing
-    them changes nothing at run time. A mode held in a variable is reported. With
+    them changes nothing at run time. A mode held in a variable is reported, and so is one kept
+    in a dictionary of compile arguments (which call receives it is not known here). With
     ``--target accelerator`` the mode still matters on CUDA, so it is only reported.
     """
 
     code = "CN502"
     name = "compile-cuda-mode"
     fixes = frozenset({Safety.SAFE})
-    # Only a torch.compile call can carry the mode, and no spelling of it avoids this word.
-    triggers = ("compile",)
-    wakes = classmethod(wakes_on_compile)
+    # A torch.compile call carries the mode, and no spelling of it avoids this word; a mode kept
+    # for later is spelled out (peft's `compile_kwargs={"mode": "max-autotune-no-cudagraphs"}`).
+    triggers = ("compile", *_CUDA_MODES)
     VALID = (
         'import torch\nm = torch.compile(m, backend="neuron")\n',
         'import torch\nm = torch.compile(m, backend="neuron", mode="default")\n',
         'parser.add_argument("--mode", default="max-autotune")\n',  # a string, not a compile call
+        'opts = {"mode": "default"}\n',
+        'opts = {"kind": "max-autotune"}\n',  # another key
     )
     INVALID = (
         Invalid(
@@ -70,9 +77,39 @@ class CompileCudaMode(Rule):
         ),
         Invalid('import torch\nm = torch.compile(m, backend="neuron", mode=args.compile_mode)\n'),
         Invalid('import torch\nm = torch.compile(m, mode="reduce-overhead")\n', target="accelerator"),
+        # Kept for a later torch.compile(**kwargs) (peft's LoRA conversion test).
+        Invalid('out = convert(m, compile_kwargs={"mode": "max-autotune-no-cudagraphs"})\n'),
+        Invalid('COMPILE = dict(mode="reduce-overhead", fullgraph=True)\n'),
+        Invalid('kw = {"mode": "max-autotune"}\n', target="accelerator"),
     )
 
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        return b"max-autotune" in code or b"reduce-overhead" in code or wakes_on_compile(cls, code)
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        if string_value(node.key) == "mode":
+            self._kept_mode(node, node.value)
+
+    def _kept_mode(self, node: cst.CSTNode, value: cst.BaseExpression) -> None:
+        mode = string_value(value)
+        if mode not in _CUDA_MODES:
+            return
+        keeps = "keeps its meaning on CUDA" if self.context.settings.target != "neuron" else "does nothing there"
+        self.report(
+            node,
+            f'compile mode "{mode}" kept for a later `torch.compile`: it only has an effect with CUDA',
+            guidance=f'On Trainium only mode="default" has an effect; "{mode}" {keeps}. Drop the key on the '
+            "Trainium path (or keep it for the CUDA build).",
+            effort=Effort.LOW,
+        )
+
     def visit_Call(self, node: cst.Call) -> None:
+        if terminal_name(node.func) == "dict" and isinstance(node.func, cst.Name):
+            mode = arg_by_name(node, "mode")
+            if mode is not None and mode.keyword is not None:
+                self._kept_mode(mode, mode.value)
+            return
         if not node.args or not is_compile_call(self, node):
             return
         mode = arg_by_name(node, "mode")

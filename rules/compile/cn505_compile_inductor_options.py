@@ -1,4 +1,4 @@
-"""CN505: inductor-only ``torch.compile(options=...)`` keys and ``torch._inductor.config``."""
+"""CN505: inductor-only ``torch.compile(options=...)`` keys and ``torch._inductor.config`` (set or patched)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule
 
 from .._shared.args import arg_by_name
+from .._shared.names import terminal_name
 from .._shared.packages import in_package
 from .._shared.strings import string_value
 from ._helpers import is_compile_call, wakes_on_compile
@@ -54,8 +55,10 @@ class CompileInductorOptions(Rule):
     """
     ## What it does
     Reports ``torch.compile(options={...})`` dictionaries with inductor-only keys
-    (``"triton.cudagraphs"``, ``"max_autotune"``, ``"epilogue_fusion"``, ...) and assignments to
-    ``torch._inductor.config``.
+    (``"triton.cudagraphs"``, ``"max_autotune"``, ``"epilogue_fusion"``, ...), assignments to
+    ``torch._inductor.config`` and its ``patch(...)`` (a context manager or decorator that sets
+    the same settings for a block: ``config.patch("triton.cudagraph_support_input_mutation",
+    False)``).
 
     ## Why is this bad?
     Those settings belong to inductor, the compiler the port no longer uses: they tune Triton
@@ -82,6 +85,8 @@ class CompileInductorOptions(Rule):
         'import torch\nm = torch.compile(m, backend="neuron")\n',
         'import torch\nm = torch.compile(m, backend="neuron", options={"my_neuron_flag": 1})\n',
         "cfg.options = {'max_autotune': True}\n",
+        "from unittest import mock\nwith mock.patch('x.y', 1):\n    pass\n",
+        "import torch\nwith torch._dynamo.config.patch(error_on_recompile=True):\n    pass\n",  # dynamo still runs
     )
     INVALID = (
         Invalid('import torch\nm = torch.compile(m, options={"triton.cudagraphs": True})\n'),
@@ -89,9 +94,21 @@ class CompileInductorOptions(Rule):
         Invalid("import torch\nm = torch.compile(m, options=inductor_opts)\n"),
         Invalid("import torch\ntorch._inductor.config.coordinate_descent_tuning = True\n"),
         Invalid("import torch._inductor.config as ic\nic.freezing = True\n"),
+        # peft's hotswap test: inductor's CUDA-graph setting for one block.
+        Invalid('import torch\nwith torch._inductor.config.patch("triton.cudagraph_support_input_mutation", False):\n    f()\n'),
+        Invalid("from torch._inductor import config\n\n@config.patch(coordinate_descent_tuning=True)\ndef test():\n    pass\n"),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
+        if terminal_name(node.func) == "patch":
+            if self.qualname(node.func) == "torch._inductor.config.patch":
+                self.report(
+                    node,
+                    "`torch._inductor.config.patch` sets inductor settings that have no effect with the neuron backend",
+                    guidance=_GUIDANCE,
+                    effort=Effort.LOW,
+                )
+            return
         if not node.args or not is_compile_call(self, node):
             return
         options = arg_by_name(node, "options")
