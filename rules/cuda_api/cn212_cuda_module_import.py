@@ -83,6 +83,8 @@ class CudaModuleImport(Rule):
         Invalid("import torch\nimport torch.backends.cudnn\nb = torch.backends.cudnn.benchmark\n", "import torch\nb = torch.backends.cudnn.benchmark\n"),
         Invalid("import torch.backends.cuda\n", "import torch\n"),
         Invalid("import torch\nimport torch.cuda\nx = 1\n", "import torch\nx = 1\n"),
+        # Two CUDA modules on two lines: the first becomes `import torch`, the second goes.
+        Invalid("import torch.cuda.memory\nimport torch.cuda.nvtx\nx = 1\n", "import torch\nx = 1\n"),
         Invalid("import torch.cuda\n", "import torch\n", target="accelerator"),
         Invalid("def f():\n    import torch.cuda\n    return torch.cuda.is_available()\n",
                 "def f():\n    import torch\n    return torch.cuda.is_available()\n"),
@@ -192,16 +194,27 @@ class CudaModuleImport(Rule):
         )
 
     def _module_imports_torch(self, node: cst.Import) -> bool:
-        """Another module-level statement already says `import torch` (only for a module-level import)."""
+        """Another module-level statement already says `import torch`, or an earlier one imports a
+        CUDA module this rule turns into `import torch` (xformers' profiler: `import
+        torch.cuda.memory` then `import torch.cuda.nvtx` became two `import torch`). Only for a
+        module-level import."""
         body = self.context.module.body
         if not any(isinstance(s, cst.SimpleStatementLine) and node in s.body for s in body):
             return False
+        earlier = True
         for stmt in body:
-            if not isinstance(stmt, cst.SimpleStatementLine) or node in stmt.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            if node in stmt.body:
+                earlier = False
                 continue
             for small in stmt.body:
                 if isinstance(small, cst.Import) and any(
-                    a.asname is None and self.context.code(a.name) == "torch" for a in small.names
+                    a.asname is None and self._binds_torch(self.context.code(a.name), earlier) for a in small.names
                 ):
                     return True
         return False
+
+    @staticmethod
+    def _binds_torch(dotted: str, earlier: bool) -> bool:
+        return dotted == "torch" or (earlier and _is_cuda_module(dotted))
