@@ -6,7 +6,8 @@ into a kernel that cannot run there (or runs a kernel test on a machine that can
 CN103 (``x.device.type == "cuda"``), CN104 (``.is_cuda``) and CN201 (``torch.cuda.is_available()``)
 ask ``report_kernel_gate`` first and, when it names a kernel, report instead of rewriting: False on Neuron is then the meaning
 to keep. What a kernel is comes from ``kernels.kernel_index`` (imports, decorators, hub
-handles, the project sweep), never from words in comments or messages.
+handles, the project sweep, torch's own CUDA-only calls such as ``get_device_capability``, ONNX
+Runtime's CUDA provider), never from words in comments or messages.
 """
 
 from __future__ import annotations
@@ -122,9 +123,14 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     * ``use_kernel = x.is_cuda and ...``: the flag later picks a branch that calls one; so does
       ``def use_kernel(x): return x.is_cuda``, through its calls in the module's tests.
 
+    * ``torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8``: the rest of
+      the test's own expression calls one.
+
     A kernel is a call the file's kernel index knows (``rules/_shared/kernels.py``): a Triton /
     TileLang / CuTe launch, a CUDA-only package, the project's compiled extensions and kernel
-    modules (the project sweep), a hub kernel, or a function of the file that calls one.
+    modules (the project sweep), a hub kernel, torch's CUDA calls with no Neuron twin that raise
+    without a CUDA device, ONNX Runtime's CUDA provider named as a string, or a function of the
+    file that calls one.
     """
     ancestors = rule.context.ancestors
     i = _gate_position(ancestors, node)
@@ -140,8 +146,14 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     # Only now the file's kernel index: most device tests sit in plain statements, and the index
     # visits the whole module.
     index = kernel_index(rule)
-    if not index.names:
+    if not index:
         return None
+    # `torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8`: CUDA-only code
+    # in the same expression as the test runs once the test says Neuron.
+    beside = _gate_expression(anc)
+    found = index.first_call([beside]) if beside is not None else None
+    if found is not None:
+        return found
     if isinstance(anc, cst.Decorator):
         # `@pytest.mark.skipif(not torch.cuda.is_available())` on a test that runs a kernel, or
         # `@unittest.skipUnless(torch.cuda.is_available())` on a TestCase whose methods do.
@@ -204,6 +216,16 @@ def _cuda_build_chosen(rule: Rule, blocks: list[cst.CSTNode]) -> str | None:
     for name in names.found:
         if rule.qualname(name) in _CUDA_BUILDERS:
             return "the CUDA extension build (`CUDAExtension`)"
+    return None
+
+
+def _gate_expression(anc: cst.CSTNode) -> cst.CSTNode | None:
+    """The whole expression a device test decides in: a branch's test, an assert's, the value of
+    a flag or of a return (a decorator's call is its test's own business)."""
+    if isinstance(anc, (cst.If, cst.While, cst.IfExp, cst.Assert)):
+        return anc.test
+    if isinstance(anc, (cst.Assign, cst.Return)):
+        return anc.value
     return None
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "KernelIndex",
     "KernelPackage",
     "OWN_RULE_PACKAGES",
+    "TORCH_CUDA_ONLY_CALLS",
     "dynamic_import",
     "kernel_index",
     "kernel_packages",
@@ -59,6 +60,26 @@ OWN_RULE_PACKAGES = (
     "cupy", "cupyx", "torch.library.triton_op", "torch.library.wrap_triton",
 )  # fmt: skip
 _AUTOGRAD_FUNCTION = "torch.autograd.Function"
+# torch's own CUDA APIs that have no TorchNeuron twin (CN202 reports them) and raise where torch
+# has no CUDA device (checked against the CPU build: "Torch not compiled with CUDA enabled",
+# "Tried to instantiate dummy base class CUDAGraph"). A branch that calls one is CUDA-only code:
+# `if torch.cuda.is_available(): cc = torch.cuda.get_device_capability()` turned into a Neuron
+# test would run the call on Trainium and raise (xformers: ten test modules failed to import).
+# get_arch_list, device_of, is_bf16_supported and torch.version.cuda answer without a device.
+TORCH_CUDA_ONLY_CALLS = frozenset(
+    {
+        "torch.cuda.get_device_capability",
+        "torch.cuda.mem_get_info",
+        "torch.cuda.ipc_collect",
+        *(f"torch.cuda.{m}{name}" for m in ("", "graphs.") for name in (
+            "CUDAGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing",
+        )),
+    }
+)  # fmt: skip
+_TORCH_CUDA_ONLY_MEMBERS = frozenset(q.rpartition(".")[2] for q in TORCH_CUDA_ONLY_CALLS)
+# ONNX Runtime's execution providers that run only on NVIDIA GPUs (CN622 reports them): a branch
+# that picks one (`providers = ["CUDAExecutionProvider"] if cuda else [...]`) selects CUDA-only code.
+_CUDA_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
 # `kernels.get_kernel("org/name")` downloads a compiled CUDA kernel from the Hugging Face hub.
 HUB_LOADERS = ("kernels.get_kernel", "kernels.get_local_kernel", "kernels.load_kernel")
 
@@ -100,6 +121,10 @@ def package_of(qualified: str | None, facts: ProjectFacts) -> KernelPackage | No
     return None
 
 
+def _describe_torch_call(qualified: str) -> str:
+    return f"`{qualified}`, which has no Neuron counterpart and raises without a CUDA device"
+
+
 def _inside(qualified: str, modules: frozenset[str]) -> bool:
     return any(qualified == m or qualified.startswith(m + ".") for m in modules)
 
@@ -129,6 +154,8 @@ def project_module(facts: ProjectFacts, candidates: tuple[str, ...]) -> str | No
 
 def describe_module(qualified: str, facts: ProjectFacts) -> str | None:
     """How a finding names the CUDA-only module ``qualified`` lives in, or None."""
+    if qualified in TORCH_CUDA_ONLY_CALLS:
+        return _describe_torch_call(qualified)
     if facts.builds_extension(qualified) or _inside(qualified, facts.extension_modules):
         return f"`{qualified}`, from a compiled CUDA extension the project builds"
     if facts.kernel_module(qualified):
@@ -164,10 +191,16 @@ def dynamic_import(call: cst.Call, qualified: str | None) -> str | None:
 class KernelIndex:
     """Names of one module that reach CUDA-only code, each with how a finding names it."""
 
-    def __init__(self, names: dict[str, str], hubs: frozenset[str] = frozenset()) -> None:
+    def __init__(self, names: dict[str, str], hubs: frozenset[str] = frozenset(), providers: bool = False) -> None:
         self.names = names
         # The names among them that hold a kernel downloaded by kernels.get_kernel.
         self.hubs = hubs
+        # The module names ONNX Runtime's CUDA execution provider: a branch choosing it is CUDA-only.
+        self.providers = providers
+
+    def __bool__(self) -> bool:
+        """Whether anything in the module is CUDA-only code (most modules: nothing)."""
+        return bool(self.names) or self.providers
 
     def hub_handle(self, node: cst.BaseExpression) -> str | None:
         """The hub handle ``node`` (``ops.gelu``, ``self._na3d``) is reached through, or None."""
@@ -220,6 +253,12 @@ class _FirstCall(cst.CSTVisitor):
             if self.found is None and isinstance(arg.value, (cst.Name, cst.Attribute)):
                 self.found = self.index.target(arg.value)
         return self.found is None
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if self.found is None and self.index.providers:
+            value = node.value.strip("'\"")
+            if value in _CUDA_PROVIDERS:
+                self.found = f"ONNX Runtime's {value}, which runs only on NVIDIA GPUs"
 
     # `if p.is_cuda: from ext_cuda import train as op` / `else: from ext_cpu import ...`, then
     # `op(p)` after the branch: importing a CUDA-only module is what the branch does.
@@ -287,6 +326,10 @@ class _Collector(cst.CSTVisitor):
         self.methods: set[int] = set()  # id() of the functions defined directly in a class body
         # `class _Fn(torch.autograd.Function)`: `_Fn.apply(x)` runs its forward.
         self.functions_classes: list[cst.ClassDef] = []
+        self.providers = False  # the module names an ONNX Runtime CUDA execution provider
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.providers = self.providers or node.value.strip("'\"") in _CUDA_PROVIDERS
 
     def _bind_imports(self, node: cst.Import | cst.ImportFrom) -> None:
         for local, candidates in _imported(node, self.path):
@@ -310,6 +353,14 @@ class _Collector(cst.CSTVisitor):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self._bind_imports(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        # `torch.cuda.get_device_capability`, `th.cuda.CUDAGraph`: by how the module spells it.
+        if node.attr.value in _TORCH_CUDA_ONLY_MEMBERS:
+            qualified = self.rule.qualname(node)
+            spelled = dotted_name(node)
+            if qualified in TORCH_CUDA_ONLY_CALLS and spelled is not None:
+                self.names[spelled] = _describe_torch_call(qualified)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
@@ -374,10 +425,10 @@ def kernel_index(rule: Rule) -> KernelIndex:
         # it (detectron2's `test_x_cuda` runs `self.test_x_cpu(device="cuda")`, which calls the
         # kernel; a same-named method of another class of the file then counts too: a report
         # where a rewrite might have done, never the reverse).
-        changed = bool(names)
+        changed = bool(names) or collector.providers
         while changed:
             changed = False
-            index = KernelIndex(names)
+            index = KernelIndex(names, providers=collector.providers)
             for func in collector.functions:
                 name = f"self.{func.name.value}" if id(func) in collector.methods else func.name.value
                 if name in names:
@@ -394,5 +445,5 @@ def kernel_index(rule: Rule) -> KernelIndex:
                     if inner is not None:
                         names[cls.name.value] = f"`{cls.name.value}.apply`, which calls {inner}"
                         changed = True
-        memo[key] = KernelIndex(dict(names), frozenset(collector.hubs))
+        memo[key] = KernelIndex(dict(names), frozenset(collector.hubs), collector.providers)
     return memo[key]

@@ -64,14 +64,15 @@ _DEVICE_PARAMS: dict[str, tuple[int, str]] = {
     },
     # torch.cuda.* calls that take a device, and their moved torch.neuron.* twins: the move
     # (CN201) changes the module, the device argument must follow (``get_device_properties(
-    # "cuda")`` on torch.neuron would be asked for a CUDA device).
+    # "cuda")`` on torch.neuron would be asked for a CUDA device). Calls with no twin
+    # (get_device_capability, mem_get_info: CN202) stay CUDA calls, and so do their arguments:
+    # ``torch.cuda.get_device_capability("neuron")`` breaks the CUDA path it was kept for.
     **{
         f"torch.{module}.{name}": (index, "device")
         for module in ("cuda", "neuron")
         for name, index in (
             ("get_device_properties", 0),
             ("get_device_name", 0),
-            ("get_device_capability", 0),
             ("synchronize", 0),
             ("set_device", 0),
             ("current_stream", 0),
@@ -83,7 +84,6 @@ _DEVICE_PARAMS: dict[str, tuple[int, str]] = {
             ("memory_reserved", 0),
             ("max_memory_reserved", 0),
             ("reset_peak_memory_stats", 0),
-            ("mem_get_info", 0),
             ("get_rng_state", 0),
             ("set_rng_state", 1),
         )
