@@ -89,6 +89,9 @@ class _ShellPart:
     # The masked lines it spans (a `\` continuation masks the next line too); empty for a
     # %%bash cell body, which is not masked but replaced as a whole.
     mask_keys: list[int] = field(default_factory=list)
+    # `%env NAME=value` sets one variable: a fix that adds one (`NEURON_RT_VISIBLE_CORES=0` beside
+    # `CUDA_VISIBLE_DEVICES=0`, as a shell assignment list would) needs a `%env` line of its own.
+    env_magic: bool = False
 
 
 @dataclass
@@ -99,6 +102,29 @@ class _Cell:
     shell: list[_ShellPart] = field(default_factory=list)
     # CUDA code the engine cannot migrate here, (cell line, message): reported as CN722.
     unmigrated: list[tuple[int, str]] = field(default_factory=list)
+
+
+_ENV_ASSIGNMENT_RE = re.compile(r"[A-Za-z_]\w*=\S*")
+
+
+def _one_env_per_line(command: str, magic: str) -> str:
+    """`` A=0 B=0`` after ``%env`` -> `` A=0`` and a second line ``%env B=0`` (IPython's
+    ``%env`` splits its argument once at ``=``: ``A`` would be set to ``"0 B=0"``)."""
+    words = command.split()
+    if len(words) < 2 or not all(_ENV_ASSIGNMENT_RE.fullmatch(w) for w in words):
+        return command
+    lead = command[: len(command) - len(command.lstrip())]
+    return "\n".join([lead + words[0], *(f"{magic}{lead}{w}" for w in words[1:])])
+
+
+def _sets_already(cell: _Cell, command: str) -> bool:
+    """Whether every variable ``command`` adds after its first is set by a ``%env`` line of ``cell``."""
+    added = command.split()[1:]
+    if not added or not all(_ENV_ASSIGNMENT_RE.fullmatch(w) for w in added):
+        return False
+    names = {w.split("=", 1)[0] for w in added}
+    set_here = {m.group(1) for m in re.finditer(r"^[ \t]*%env[ \t]+([A-Za-z_]\w*)[ =]", cell.loc.text, re.M)}
+    return names <= set_here
 
 
 def _newline(line: str) -> str:
@@ -181,7 +207,7 @@ def _classify(loc: CellLoc, masks: dict[int, str]) -> _Cell:
         out.append(f"{indent}__c2n_magic_{key}__{_newline(line)}")
         part = None
         if shell_at is not None:
-            part = _ShellPart(loc.number, k + 1, shell_at, body[shell_at:], [key])
+            part = _ShellPart(loc.number, k + 1, shell_at, body[shell_at:], [key], env_magic=stripped.startswith("%env"))
             cell.shell.append(part)
         if body.endswith("\\"):
             in_continuation, continued, continued_indent = True, part, indent
@@ -334,6 +360,10 @@ def process_notebook_findings(
     for cell in cells:
         for part in cell.shell:
             new_cmd, items = shell_items(part.text, config, path, options)
+            if part.env_magic and new_cmd is not None and _sets_already(cell, new_cmd):
+                # `%env NEURON_RT_VISIBLE_CORES=0` is already a line of the cell (the last run
+                # wrote it): nothing to add, and no edit to report.
+                new_cmd, items = None, [it for it in items if not it.applied]
             for it in items:
                 (line, col), (end_line, end_col) = it.start, it.end
                 cell_line = part.line + line - 1
@@ -352,6 +382,8 @@ def process_notebook_findings(
             if len(new_lines) != len(part.mask_keys):
                 raise SourceError("internal", "a shell fix changed the number of lines of a `!` command")
             first_key = part.mask_keys[0]
+            if part.env_magic:
+                new_lines[0] = _one_env_per_line(new_lines[0], masks[first_key][: part.col])
             new_mask_lines[first_key] = masks[first_key][: part.col] + new_lines[0]
             new_mask_lines.update(zip(part.mask_keys[1:], new_lines[1:]))
     masks.update(new_mask_lines)
