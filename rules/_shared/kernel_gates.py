@@ -121,7 +121,8 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
       (any method of the class) calls one.
     * ``if x.is_cuda: <kernel>`` / ``<kernel> if x.is_cuda else ref``: a branch calls one.
     * ``use_kernel = x.is_cuda and ...``: the flag later picks a branch that calls one; so does
-      ``def use_kernel(x): return x.is_cuda``, through its calls in the module's tests.
+      ``def use_kernel(x): return x.is_cuda``, through its calls in the module's tests, and a skip
+      marker kept in a variable (``cuda_only = skipif(...)``) that decorates a test calling one.
 
     * ``torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8``: the rest of
       the test's own expression calls one.
@@ -271,6 +272,16 @@ class _FlagUses(cst.CSTVisitor):
     def visit_IfExp(self, node: cst.IfExp) -> None:
         if self._reads(node.test):
             self.branches += [node.body, node.orelse]
+
+    # `cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), ...)`, then `@cuda_only` on
+    # a test (xformers' tests/utils.py): the marker gates what the decorated test runs.
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if any(self._reads(d.decorator) for d in node.decorators):
+            self.branches.append(node.body)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if any(self._reads(d.decorator) for d in node.decorators):
+            self.branches.append(node.body)
 
 
 class _NameFinder(cst.CSTVisitor):
