@@ -82,6 +82,11 @@ class Report:
     description: str = ""
     # The reported node's ancestors, root first: where to rebuild, and what overlaps.
     ancestors: tuple[cst.CSTNode, ...] = ()
+    # The code this report's node decides (a device test: its whole test expression and the
+    # branch it selects). While the report's own fix is not applied (unsafe in a safe run,
+    # display-only, none), no fix under these nodes is applied either: a test left "cuda" and
+    # the code it selects stay one CUDA path, never half moved (python/_lint.py: _held).
+    holds: tuple[cst.CSTNode, ...] = ()
 
 
 class Rule:
@@ -195,6 +200,7 @@ class Rule:
         unused_imports: Sequence[tuple[str, str | None]] = (),
         description: str = "",
         ancestors: Sequence[cst.CSTNode] | None = None,
+        holds: Sequence[cst.CSTNode] = (),
     ) -> None:
         """Record a finding about ``node``.
 
@@ -202,7 +208,8 @@ class Rule:
         node being visited. A report about one of that node's ancestors (``os.environ[K] = v``
         reported from ``K``: pass ``context.chain_above(stmt)``), or one made later (a literal
         confirmed at the end of the module), must pass its own chain: the engine rebuilds along
-        it and orders overlapping fixes by it (outer first).
+        it and orders overlapping fixes by it (outer first). ``holds``: the code a device test
+        selects, whose fixes wait for this report's (see ``Report.holds``).
         """
         if effort is None:
             effort = Effort.NONE if replacement is not None and safety is Safety.SAFE else Effort.LOW
@@ -219,6 +226,7 @@ class Rule:
                 unused_imports=tuple(unused_imports),
                 description=description,
                 ancestors=tuple(self.context.ancestors if ancestors is None else ancestors),
+                holds=tuple(holds),
             )
         )
 

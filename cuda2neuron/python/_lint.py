@@ -137,6 +137,44 @@ def _allowed(safety: Safety, unsafe: bool) -> bool:
     return safety is Safety.SAFE or (unsafe and safety is Safety.UNSAFE)
 
 
+# Safeties from the most to the least applicable: a held fix takes its holder's, if weaker.
+_SAFETY_ORDER = (Safety.SAFE, Safety.UNSAFE, Safety.DISPLAY_ONLY)
+_HELD_NOTE = (
+    "Not applied on its own: this code is selected by a device test that is reported without an "
+    "applied fix; it moves together with that test."
+)
+
+
+def _hold(reports: list[Report], unsafe: bool) -> None:
+    """Fixes inside code that a device test selects (``Report.holds``) take the safety of that
+    test's fix while it is not applied: `if device_type == "cuda": torch.cuda.is_available()`
+    must not become a CUDA test in front of `torch.neuron.is_available()` (open_clip), nor
+    `x.device.type == "cuda" and torch.is_autocast_enabled("neuron")` a test no device passes
+    (OLMo). With ``--unsafe-fixes`` an unsafe test and what it selects move together. To a fixed
+    point: a test held by an outer one holds what it selects in turn."""
+    changed = True
+    while changed:
+        changed = False
+        held: dict[int, Safety] = {}
+        for r in reports:
+            if not r.holds or (r.replacement is not None and _allowed(r.safety, unsafe)):
+                continue
+            weakest = Safety.DISPLAY_ONLY if r.replacement is None else r.safety
+            for node in r.holds:
+                held[id(node)] = max(held.get(id(node), Safety.SAFE), weakest, key=_SAFETY_ORDER.index)
+        if not held:
+            return
+        for r in reports:
+            if r.replacement is None:
+                continue
+            covering = [held[id(n)] for n in (*r.ancestors, r.node) if id(n) in held]
+            weakest = max([r.safety, *covering], key=_SAFETY_ORDER.index)
+            if weakest is not r.safety:
+                r.safety = weakest
+                r.guidance = f"{r.guidance} {_HELD_NOTE}".strip()
+                changed = True
+
+
 def _overlaps(a: Report, b: Report) -> bool:
     # Two fixes overlap when one node contains the other (or they are the same node).
     return a.node is b.node or any(n is b.node for n in a.ancestors) or any(n is a.node for n in b.ancestors)
@@ -176,6 +214,7 @@ def fix_module(
             pairs, _ = _findings(module, reports, path, unchanged)
             reports = [r for r, _ in pairs]
         chosen: list[Report] = []
+        _hold(reports, unsafe)
         # Outer-first: a fix inside another fix's node waits for the next round.
         for report in sorted(reports, key=lambda r: len(r.ancestors)):
             if report.replacement is None or not _allowed(report.safety, unsafe):

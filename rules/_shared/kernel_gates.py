@@ -20,6 +20,7 @@ from cuda2neuron.core import Effort, Rule
 from cuda2neuron.python import visit_syntax
 
 from .kernels import KernelIndex, kernel_index
+from .selected import selected_code
 
 __all__ = ["DEVICE_TEST_GUIDANCE", "guarded_kernel", "report_kernel_gate"]
 
@@ -38,7 +39,7 @@ def report_kernel_gate(
     kernel = guarded_kernel(rule, node)
     if kernel is None:
         return False
-    rule.report(node, describe(kernel), guidance=guidance, effort=Effort.MEDIUM)
+    rule.report(node, describe(kernel), guidance=guidance, effort=Effort.MEDIUM, holds=selected_code(rule.context.ancestors, node))
     return True
 
 

@@ -7,6 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
 from .._shared.kernel_gates import report_kernel_gate
+from .._shared.selected import selected_code
 from .._shared.names import import_to_drop
 from .._shared.target import guarded_call
 from ._helpers import ApiMove, MemberReferences, accelerator_name_for, load_moves
@@ -245,7 +246,7 @@ class CudaApiMove(MemberReferences, Rule):
             return
         problem = self._argument_problem(node, move)
         if problem:
-            self.report(node, f"{message}; {problem}", guidance=f"Write `{target}(...)` by hand: {problem}.")
+            self.report(node, f"{message}; {problem}", guidance=f"Write `{target}(...)` by hand: {problem}.", holds=self._selects(node))
             return
         safety = Safety.UNSAFE if move.accelerator_unsafe else Safety.SAFE
         self._move(node, move, target, message, safety, note=move.accelerator_note if move.accelerator_unsafe else "")
@@ -283,7 +284,13 @@ class CudaApiMove(MemberReferences, Rule):
             guidance=f"Use `{target}` instead." + (f" {note}" if note else ""),
             description=description,
             ancestors=ancestors,
+            holds=self._selects(node),
         )
+
+    def _selects(self, node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+        """What ``torch.cuda.is_available()`` decides, when it is a branch's test (its move may
+        be unsafe or absent on the accelerator target: the branch then waits for it)."""
+        return selected_code(self.context.ancestors, node)
 
     def _argument_problem(self, node: cst.CSTNode, move: ApiMove) -> str:
         parent = self.context.parent
@@ -315,4 +322,5 @@ class CudaApiMove(MemberReferences, Rule):
             f"{message}; {why}",
             guidance=guidance,
             effort=Effort.LOW,
+            holds=self._selects(node),
         )

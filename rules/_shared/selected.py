@@ -1,0 +1,50 @@
+"""The code a device test selects: what must stay CUDA while the test stays CUDA.
+
+``if device_type == "cuda": is_avail = torch.cuda.is_available()``: when the test is reported
+without an applied fix (its fix is unsafe, or it guards a kernel), moving the call in its branch
+would leave a CUDA test in front of Neuron code, and moving a call in the rest of the test
+(``x.device.type == "cuda" and torch.is_autocast_enabled()``) a test no device passes. A rule
+hands ``selected_code`` to ``Rule.report(holds=...)``; the engine then applies fixes under those
+nodes only together with the test's own (python/_lint.py).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+__all__ = ["selected_code"]
+
+# Operators under which a true comparison means the device is *not* CUDA.
+_NEGATING = (cst.NotEqual, cst.NotIn, cst.IsNot)
+
+
+def selected_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    """The test expression of the ``if``/``while``/conditional expression that ``node`` (a device
+    test, or a part of one) decides, and the branch taken when the device is CUDA; () when the
+    node decides no branch. ``not``, ``!=`` and ``not in`` pick the ``else`` branch; through an
+    ``or`` (``cuda or cpu_ok``) no branch implies CUDA, and only the test is returned."""
+    child: cst.CSTNode = node
+    negated = False
+    lost = False
+    for anc in reversed(ancestors):
+        if isinstance(anc, (cst.If, cst.While, cst.IfExp)):
+            if child is not anc.test:
+                return ()
+            if lost:
+                return (anc.test,)
+            if not negated:
+                return (anc.test, anc.body)
+            orelse = anc.orelse
+            return (anc.test, orelse) if orelse is not None else (anc.test,)
+        if isinstance(anc, cst.Comparison):
+            if any(isinstance(c.operator, _NEGATING) for c in anc.comparisons):
+                negated = not negated
+        elif isinstance(anc, cst.UnaryOperation) and isinstance(anc.operator, cst.Not):
+            negated = not negated
+        elif isinstance(anc, cst.BooleanOperation):
+            # `cuda and x` true -> cuda; `notcuda or x` false -> cuda; the other two say nothing.
+            lost = lost or (isinstance(anc.operator, cst.Or) != negated)
+        elif isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.Lambda, cst.FunctionDef)):
+            return ()
+        child = anc
+    return ()
