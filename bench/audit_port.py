@@ -31,8 +31,12 @@ of the tree; a pytest marker it registers with `addinivalue_line("markers", ...)
 data (`checkpoint["cuda_rng_state"]`, `cfg.get("cudnn_deterministic_mode")`, not
 `os.environ["PYTORCH_CUDA_ALLOC_CONF"]`), the
 `"cuda"` key of a dict that also has a `"neuron"` key (a device table the port extended), the
-package of a `pytest.importorskip("tilelang")` (the test skips on Neuron, as it should), or the
-kernel language in a file whose kernels are reported.
+package of a `pytest.importorskip("tilelang")` (the test skips on Neuron, as it should), the
+kernel language in a file whose kernels are reported, a label (a test id `pytest.param(...,
+id="flash-cuda-bf16")` or `ids=[...]`, an option's name `add_argument("--use_triton")`; the
+values beside them stay code), NVIDIA Triton Inference Server's network client (`tritonclient`),
+or an attribute reached through a name a reported import binds (`bnb.nn.triton_based_modules`
+after a reported `import bitsandbytes as bnb`; never through `torch`).
 """
 
 from __future__ import annotations
@@ -101,6 +105,9 @@ class _Names(ast.NodeVisitor):
         self.uses: dict[str, set[int]] = {}  # name -> lines where it is read
         self.statements: list[ast.stmt] = []
         self.skips: set[tuple[int, int]] = set()  # (line, col) of `pytest.importorskip("pkg")` names
+        # (line, col) of labels: a test id (`pytest.param(..., id="cuda-bf16")`, `ids=[...]`) and
+        # the name of a command-line option (`add_argument("--use_triton")`, `addoption("--cuda_ver")`)
+        self.labels: set[tuple[int, int]] = set()
         # The project's own bare-word names (`def f(cuda=True)`, `self.cuda = ...`): where they are
         # written, by (line, byte col). Resolved against the whole project in `classify`.
         self.params: dict[str, set[str]] = {}  # function or class -> its parameter names
@@ -254,6 +261,17 @@ class _Names(ast.NodeVisitor):
             environ = isinstance(func.value, ast.Attribute) and func.value.attr == "environ"
             if not environ and isinstance(first, ast.Constant) and isinstance(first.value, str):
                 self.keys.add((first.lineno, first.col_offset))
+        # A test's id and an option's name label what they select; the code they select is
+        # judged where it runs (`pytest.param(True, id="flash-cuda-bf16")`, `--use_triton`).
+        for k in node.keywords:
+            if k.arg == "id" and callee == "param" and isinstance(k.value, ast.Constant):
+                self.labels.add((k.value.lineno, k.value.col_offset))
+            if k.arg == "ids" and isinstance(k.value, (ast.List, ast.Tuple)):
+                self.labels.update((e.lineno, e.col_offset) for e in k.value.elts if isinstance(e, ast.Constant))
+        if callee in ("add_argument", "addoption"):
+            for a in node.args:
+                if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-"):
+                    self.labels.add((a.lineno, a.col_offset))
         if isinstance(func, ast.Attribute) and func.attr == "importorskip" and node.args:
             first = node.args[0]
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
@@ -403,6 +421,12 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
                     reasons.append(f"{word}: the CUDA row of a device table that has the port's row")
                 elif tok.type == tokenize.STRING and tok.start in names.skips:
                     reasons.append(f"{word}: a test skipped where the package is absent")
+                elif tok.type == tokenize.STRING and _byte_start(tok) in names.labels:
+                    reasons.append(f"{word}: a label (a test id or a command-line option's name)")
+                elif _TRITON_CLIENT.search(word):
+                    reasons.append(f"{word}: NVIDIA Triton Inference Server's network client, not the Triton language")
+                elif tok.type == tokenize.NAME and not _BARE.fullmatch(word) and _attribute_root(tok) in reported_imports - {"torch"}:
+                    reasons.append(f"{word}: reached through a reported import")
                 elif tok.type == tokenize.STRING and tok.start in names.keys and not _BARE.fullmatch(word.strip("'\"")):
                     reasons.append(f"{word}: a key of the program's own data")
                 else:
@@ -413,6 +437,23 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
             else:
                 misses.append(f"{rel}:{line}: {words}")
     return misses, excused
+
+
+# `import tritonclient.grpc`, `check_requirements("tritonclient[all]")`: a client of a model
+# server reached over the network; nothing of it runs kernels in this process.
+_TRITON_CLIENT = re.compile(r"\btritonclient\b")
+
+
+def _byte_start(tok: tokenize.TokenInfo) -> tuple[int, int]:
+    """A token's start as ast counts it: (line, UTF-8 byte column)."""
+    return tok.start[0], len(tok.line[: tok.start[1]].encode("utf-8"))
+
+
+def _attribute_root(tok: tokenize.TokenInfo) -> str | None:
+    """``bnb`` for the ``triton_based_modules`` of ``bnb.nn.triton_based_modules``: the name a
+    dotted chain starts from, when the token is an attribute in it."""
+    m = re.search(r"([A-Za-z_]\w*)(?:\s*\.\s*[A-Za-z_]\w*)*\s*\.\s*$", tok.line[: tok.start[1]])
+    return m.group(1) if m else None
 
 
 def _names_own(token: str, own: set[str], module_parts: set[str]) -> bool:

@@ -55,6 +55,16 @@ def _classify(tmp_path: Path, source: str, pointed: set[int] = frozenset(), kern
             "import helion\nconfig = helion.Config(num_warps=4)\n", {1}, (), {"helion"},
             "kernel language of a reported file", id="helion-kernel-language",
         ),
+        pytest.param(
+            "import pytest\ncases = [pytest.param(True, id='alibi-emb-cuda-bf16')]\n", (), (), (),
+            "a label", id="test-id",
+        ),
+        pytest.param("parser.add_argument('--use_triton', action='store_true')\n", (), (), (), "a label", id="option-name"),
+        pytest.param("import tritonclient.grpc\n", (), (), (), "Triton Inference Server", id="inference-server-client"),
+        pytest.param(
+            "import bitsandbytes as bnb\ncls = getattr(bnb.nn.triton_based_modules, name)\n", {1}, (), (),
+            "reached through a reported import", id="attribute-of-reported-import",
+        ),
     ],
 )
 def test_excused_with_reason(tmp_path, source, pointed, kernel, stacks, reason):
@@ -77,6 +87,10 @@ def test_excused_with_reason(tmp_path, source, pointed, kernel, stacks, reason):
         pytest.param("import cuda\nimport torch\nx = torch.cuda.current_stream()\n", {1}, id="attribute-not-the-import"),
         pytest.param("import selective_scan_cuda\n", (), id="extension-import-unreported"),
         pytest.param("import helion\n", (), id="helion-import-unreported"),
+        # The value beside a label is code: the device a test runs on, an option's default.
+        pytest.param("import pytest\ncases = [pytest.param('cuda', id='gpu')]\n", (), id="value-beside-a-test-id"),
+        pytest.param("parser.add_argument('--device', default='cuda')\n", (), id="option-default"),
+        pytest.param("import torch\nx = torch.cuda.triton_mode\n", {1}, id="attribute-of-reported-torch-import"),
         # One use of the imported name is not reported: the import is not covered.
         pytest.param("from torch.cuda.amp import custom_fwd\n@custom_fwd\ndef f():\n    pass\ng = custom_fwd\n", {2}, id="import-with-unreported-use"),
         # A mock target names the API the code under test calls: it must move with that code.
