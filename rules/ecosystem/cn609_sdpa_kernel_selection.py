@@ -40,6 +40,9 @@ _CUDA_OPS = frozenset(
     for kernel in ("cudnn", "efficient")
     for part in ("", "_backward")
 )
+# The same ops named by a string (`(torch.ops.aten, "_scaled_dot_product_cudnn_attention_backward")`
+# in xformers' FLOP counter, `getattr(torch.ops.aten, name)`): the op's last name.
+_CUDA_OP_NAMES = frozenset(q.rpartition(".")[2] for q in _CUDA_OPS)
 _NAMED_GUIDANCE = (
     "On Neuron scaled_dot_product_attention runs its own kernel, none of CUDA's: a selection built "
     "from this list leaves it no kernel, and an op list (activation-checkpoint policies) naming "
@@ -64,7 +67,8 @@ class SdpaKernelSelection(Rule):
     context managers by ``contextlib.nullcontext()`` and removes
     ``torch.backends.cuda.enable_flash_sdp(...)``-style switch statements. CUDA's kernels named
     elsewhere (``[SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION]`` kept for a later
-    selection, ``torch.ops.aten._scaled_dot_product_cudnn_attention`` in an op list) are reported,
+    selection, ``torch.ops.aten._scaled_dot_product_cudnn_attention`` in an op list, or the op's
+    name as a string looked up on ``torch.ops.aten``) are reported,
     and so are the checks whether a CUDA kernel accepts given inputs
     (``can_use_flash_attention(SDPAParams(q, k, v, ...), debug)``, litgpt's tests).
 
@@ -99,6 +103,7 @@ class SdpaKernelSelection(Rule):
         "import torch.nn.functional as F\ny = F.scaled_dot_product_attention(q, k, v)\n",
         "import torch\nok = torch.backends.cuda.flash_sdp_enabled()\n",
         "from torch.nn.attention import SDPBackend\nbackends = [SDPBackend.MATH]\n",
+        "import torch\nops = [(torch.ops.aten, '_scaled_dot_product_flash_attention_for_cpu', True)]\n",
     )
     INVALID = (
         Invalid(
@@ -128,11 +133,18 @@ class SdpaKernelSelection(Rule):
         # torchtitan: the backends kept for a later sdpa_kernel(...), and an op-list entry.
         Invalid("from torch.nn.attention import SDPBackend\nbackends = [SDPBackend.CUDNN_ATTENTION, SDPBackend.MATH]\n"),
         Invalid("import torch\nsave = {torch.ops.aten._scaled_dot_product_cudnn_attention.default}\n"),
+        # xformers' FLOP counter: the op by name, looked up on torch.ops.aten.
+        Invalid("import torch\nops = [(torch.ops.aten, '_scaled_dot_product_cudnn_attention_backward', True)]\n"),
         Invalid(
             "from torch.backends.cuda import SDPAParams, can_use_flash_attention\n"
             "params = SDPAParams(q, k, v, None, 0.0, True)\nassert can_use_flash_attention(params, True)\n"
         ),
     )
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if "_attention" in node.value and node.value.strip("'\"") in _CUDA_OP_NAMES:
+            name = node.value.strip("'\"")
+            self.report(node, f'`"{name}"` names a CUDA-only attention op', guidance=_NAMED_GUIDANCE, effort=Effort.LOW)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         attr = node.attr.value

@@ -50,7 +50,8 @@ class CudaProfiling(Rule):
     in a module that uses torch's profiler, the legacy ``"use_cuda"`` option read from or
     written into a profiler keyword dict (``profiler_kwargs.get("use_cuda", False)``), the CUDA
     columns of profiler events (``event.cuda_time_total``) and a CUDA sort key kept for later
-    (``sort_by = "self_cuda_time_total"``).
+    (``sort_by = "self_cuda_time_total"``); anywhere, a profiler event's device type compared with
+    ``"CUDA"`` (``e.device_type().name == "CUDA"``).
 
     ## Why is this bad?
     The CUDA activity is collected through CUPTI, which does not exist on a Trainium host: the
@@ -90,6 +91,8 @@ class CudaProfiling(Rule):
         "use = cfg.get('use_cuda', False)\n",
         # Not a profiling module: a project's own field of the same name.
         "total = timer.cuda_time_total\n",
+        "ok = cfg.device_type.name == 'CUDA'\n",  # a field, in a module that does not profile
+        "ok = backend.name == 'CUDA'\n",
     )
     INVALID = (
         Invalid(
@@ -131,6 +134,9 @@ class CudaProfiling(Rule):
             "with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):\n    pass\n",
             target="accelerator",
         ),
+        # xformers' trace analysis keeps the CUDA kernels of kineto events.
+        Invalid("for e in events:\n    if e.device_type().name != 'CUDA':\n        continue\n"),
+        Invalid("import torch.profiler\ncuda_events = [e for e in events if e.device_type.name == 'CUDA']\n"),
     )
 
     def __init__(self, context) -> None:
@@ -156,6 +162,9 @@ class CudaProfiling(Rule):
                 self._profiles = True
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if node.value in ('"CUDA"', "'CUDA'"):
+            self._event_device_test(node)
+            return
         if not self._profiles or "cuda" not in node.value:
             return
         value = string_value(node)
@@ -193,6 +202,31 @@ class CudaProfiling(Rule):
                 node,
                 '`"use_cuda"` is the legacy profiler option that profiles CUDA kernels, absent on Trainium',
                 guidance=_GUIDANCE + " Drop the option (torch >= 2.4 deprecates it for activities=).",
+                effort=Effort.LOW,
+            )
+
+    def _event_device_test(self, node: cst.SimpleString) -> None:
+        """``e.device_type().name == "CUDA"``: a profiler event's device, which is never CUDA on
+        Trainium (xformers' trace analysis keeps only CUDA kernels: it then counts nothing)."""
+        anc = self.context.ancestors
+        parent = anc[-1] if anc else None
+        if isinstance(parent, cst.ComparisonTarget) and len(anc) >= 2 and isinstance(anc[-2], cst.Comparison):
+            other = anc[-2].left
+        elif isinstance(parent, cst.Comparison) and parent.left is node and len(parent.comparisons) == 1:
+            other = parent.comparisons[0].comparator
+        else:
+            return
+        if not (isinstance(other, cst.Attribute) and other.attr.value == "name"):
+            return
+        device_type = other.value
+        called = isinstance(device_type, cst.Call) and isinstance(device_type.func, cst.Attribute) and device_type.func.attr.value == "device_type"
+        field = isinstance(device_type, cst.Attribute) and device_type.attr.value == "device_type" and self._profiles
+        if called or field:
+            self.report(
+                node,
+                "a profiler event's device type tested for CUDA: no event is a CUDA one on Trainium",
+                guidance="Kernel events on Trainium come from the Neuron profiler, not torch's; on the host "
+                "trace keep CPU events (`DeviceType.CPU`) or read the Neuron profile for device timelines.",
                 effort=Effort.LOW,
             )
 
