@@ -34,7 +34,8 @@ data (`checkpoint["cuda_rng_state"]`, `cfg.get("cudnn_deterministic_mode")`, not
 package of a `pytest.importorskip("tilelang")` (the test skips on Neuron, as it should), the
 kernel language in a file whose kernels are reported, a label (a test id `pytest.param(...,
 id="flash-cuda-bf16")` or `ids=[...]`, an option's name `add_argument("--use_triton")`; the
-values beside them stay code), NVIDIA Triton Inference Server's network client (`tritonclient`),
+values beside them stay code), a project's name in an f-string's placeholder
+(`f"{cuda_profile_dir}/*.json"`), NVIDIA Triton Inference Server's network client (`tritonclient`),
 or an attribute reached through a name a reported import binds (`bnb.nn.triton_based_modules`
 after a reported `import bitsandbytes as bnb`; never through `torch`).
 """
@@ -417,6 +418,8 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
                     reasons.append(f"{word}: a name the project defines")
                 elif tok.type == tokenize.STRING and _names_own(word, own, module_parts):
                     reasons.append(f"{word}: a name the project defines, as a string")
+                elif tok.type == tokenize.STRING and _fstring_own(word, own):
+                    reasons.append(f"{word}: a name the project defines, in an f-string's placeholder")
                 elif tok.type == tokenize.STRING and tok.start in names.device_tables:
                     reasons.append(f"{word}: the CUDA row of a device table that has the port's row")
                 elif tok.type == tokenize.STRING and tok.start in names.skips:
@@ -442,6 +445,22 @@ def classify(port: Path, pointed: dict[str, set[int]], stacks: dict[str, set[str
 # `import tritonclient.grpc`, `check_requirements("tritonclient[all]")`: a client of a model
 # server reached over the network; nothing of it runs kernels in this process.
 _TRITON_CLIENT = re.compile(r"\btritonclient\b")
+
+
+def _fstring_own(token: str, own: set[str]) -> bool:
+    """``f"{cuda_profile_dir}/kernels_*.csv"``: the CUDA words sit only in placeholders, and
+    each is a name the project defines (never the bare word ``cuda``)."""
+    m = _FSTRING.match(token)
+    if m is None:
+        return False
+    body = m.group(3)
+    if WORDS.search(re.sub(r"\{[^{}]*\}", "", body)):
+        return False
+    worded = [w for expr in re.findall(r"\{([^{}]*)\}", body) for w in re.findall(r"[A-Za-z_]\w*", expr) if WORDS.search(w)]
+    return bool(worded) and all(w in own and not _BARE.fullmatch(w) for w in worded)
+
+
+_FSTRING = re.compile(r"""([rRbBuU]?[fF][rRbBuU]?)('''|\"\"\"|'|")(.*)\2$""", re.S)
 
 
 def _byte_start(tok: tokenize.TokenInfo) -> tuple[int, int]:

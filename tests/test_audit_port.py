@@ -62,6 +62,11 @@ def _classify(tmp_path: Path, source: str, pointed: set[int] = frozenset(), kern
         pytest.param("parser.add_argument('--use_triton', action='store_true')\n", (), (), (), "a label", id="option-name"),
         pytest.param("import tritonclient.grpc\n", (), (), (), "Triton Inference Server", id="inference-server-client"),
         pytest.param(
+            "def report(cuda_profile_dir):\n    return f'{cuda_profile_dir}/kernels_*.csv'\n", (), (), (),
+            # `misses == []` fails without the f-string reason; line 1 is the parameter itself.
+            "a name the project defines", id="own-name-in-fstring",
+        ),
+        pytest.param(
             "import bitsandbytes as bnb\ncls = getattr(bnb.nn.triton_based_modules, name)\n", {1}, (), (),
             "reached through a reported import", id="attribute-of-reported-import",
         ),
@@ -90,6 +95,8 @@ def test_excused_with_reason(tmp_path, source, pointed, kernel, stacks, reason):
         # The value beside a label is code: the device a test runs on, an option's default.
         pytest.param("import pytest\ncases = [pytest.param('cuda', id='gpu')]\n", (), id="value-beside-a-test-id"),
         pytest.param("parser.add_argument('--device', default='cuda')\n", (), id="option-default"),
+        pytest.param("def f(cuda_dir):\n    return f'{cuda_dir}/cuda'\n", (), id="fstring-text-outside-placeholders"),
+        pytest.param("import torch\nx = f'{torch.cuda}'\n", (), id="fstring-placeholder-is-the-api"),
         pytest.param("import torch\nx = torch.cuda.triton_mode\n", {1}, id="attribute-of-reported-torch-import"),
         # One use of the imported name is not reported: the import is not covered.
         pytest.param("from torch.cuda.amp import custom_fwd\n@custom_fwd\ndef f():\n    pass\ng = custom_fwd\n", {2}, id="import-with-unreported-use"),
