@@ -546,14 +546,20 @@ def _own_reason(tok: tokenize.TokenInfo, own_names: dict, paths: dict[int, set[s
     where = (tok.start[0], len(tok.line[: tok.start[1]].encode("utf-8")))
     if not _BARE.fullmatch(tok.string):
         # `use_cuda`, `move_to_cuda`: a name the project defines, decided by `own`; a marker the
-        # project registers is its own name only in `pytest.mark.<name>`.
-        return own_names.get((where, tok.string))
+        # project registers is its own name only in `pytest.mark.<name>`; `triton_utils` in
+        # `from .triton_utils.mixin import ...`: a module of the tree.
+        return own_names.get((where, tok.string)) or _own_module_part(tok, paths)
     reason = own_names.get((where, tok.string)) or own_names.get((where, ""))
-    if reason is None and tok.string in paths.get(tok.start[0], ()):
+    return reason or _own_module_part(tok, paths)
+
+
+def _own_module_part(tok: tokenize.TokenInfo, paths: dict[int, set[str]]) -> str | None:
+    """A part of the module path of a `from` import of the project's own module."""
+    if tok.string in paths.get(tok.start[0], ()):
         before = tok.line[: tok.start[1]]
         if re.match(r"\s*from\s", before) and not re.search(r"\bimport\b", before):
-            reason = "a module of the project"
-    return reason
+            return "a module of the project"
+    return None
 
 
 def audit(project: Path, target: str, keep: Path | None) -> dict:

@@ -235,13 +235,19 @@ def test_api_bare_word_still_a_miss(tmp_path, source):
         pytest.param("from .accelerators.cuda import num_devices\n", True, id="relative-own-module-path"),
         # No `pkg/cuda.py`: the `cuda` in the path is not a module of the tree.
         pytest.param("from pkg.cuda import num_devices\n", False, id="not-a-module-of-the-tree"),
+        # AutoGPTQ's `from .triton_utils.mixin import TritonModuleMixin`: a worded module of the tree.
+        pytest.param("from .triton_utils.mixin import Mixin\n", True, id="worded-own-module-path"),
+        pytest.param("from triton_helpers.mixin import Mixin\n", False, id="worded-module-not-of-the-tree"),
     ],
 )
 def test_own_module_path(tmp_path, importer, excused):
     (tmp_path / "pkg" / "accelerators").mkdir(parents=True)
+    (tmp_path / "pkg" / "triton_utils").mkdir(parents=True)
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "accelerators" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "accelerators" / "cuda.py").write_text("def num_devices():\n    return 0\n")
+    (tmp_path / "pkg" / "triton_utils" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "triton_utils" / "mixin.py").write_text("class Mixin:\n    pass\n")
     (tmp_path / "pkg" / "train.py").write_text(importer)
     misses, _ = audit_port.classify(tmp_path, {}, {}, {})
     train = [m for m in misses if m.startswith("pkg/train.py")]
