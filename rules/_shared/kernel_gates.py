@@ -20,6 +20,7 @@ from cuda2neuron.core import Effort, Rule
 from cuda2neuron.python import visit_syntax
 
 from .kernels import KernelIndex, kernel_index
+from .names import terminal_name
 from .selected import selected_code
 
 __all__ = ["DEVICE_TEST_GUIDANCE", "guarded_kernel", "report_kernel_gate"]
@@ -123,7 +124,9 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     * ``if x.is_cuda: <kernel>`` / ``<kernel> if x.is_cuda else ref``: a branch calls one.
     * ``use_kernel = x.is_cuda and ...``: the flag later picks a branch that calls one; so does
       ``def use_kernel(x): return x.is_cuda``, through its calls in the module's tests, and a skip
-      marker kept in a variable (``cuda_only = skipif(...)``) that decorates a test calling one.
+      marker kept in a variable (``cuda_only = skipif(...)``) that decorates a test calling one;
+      at module level in a project with kernels (the sweep's facts), the tests it marks in other
+      modules may call one.
 
     * ``torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8``: the rest of
       the test's own expression calls one.
@@ -149,7 +152,7 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     # visits the whole module.
     index = kernel_index(rule)
     if not index:
-        return None
+        return _shared_skip_marker(rule, ancestors, i)
     # `torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8`: CUDA-only code
     # in the same expression as the test runs once the test says Neuron.
     beside = _gate_expression(anc)
@@ -188,10 +191,34 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     if isinstance(anc, cst.Assign):
         names = {t.target.value for t in anc.targets if isinstance(t.target, cst.Name)}
         scope = _enclosing_function(ancestors, i) or rule.context.module
-        return _flag_gates(index, scope, names) if names else None
+        found = _flag_gates(index, scope, names) if names else None
+        return found or _shared_skip_marker(rule, ancestors, i)
     # `def use_kernel(x): return x.is_cuda and ...`: the helper's callers are the gates.
     func = _enclosing_function(ancestors, i)
     return _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
+
+
+_SKIP_MARKERS = frozenset({"skipif", "skipIf", "skipUnless"})
+
+
+def _shared_skip_marker(rule: Rule, ancestors: list[cst.CSTNode], i: int) -> str | None:
+    """``cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), ...)`` at module level
+    (xformers' tests/utils.py), in a project that has CUDA-only kernels: the tests it marks live
+    in other modules, which this file cannot see, and may launch them. Retargeted, the marker
+    would run those tests on Neuron; kept, they skip there (reported)."""
+    anc = ancestors[i]
+    if not isinstance(anc, cst.Assign) or any(isinstance(a, (cst.FunctionDef, cst.ClassDef)) for a in ancestors[:i]):
+        return None
+    value = anc.value
+    if not (isinstance(value, cst.Call) and terminal_name(value.func) in _SKIP_MARKERS):
+        return None
+    facts = rule.context.settings.project
+    # Named by the library's own modules first: a kernel test module says less about the project.
+    kernels = sorted(facts.extension_modules | facts.kernel_modules, key=lambda k: ("test" in k, k))
+    if not kernels:
+        return None
+    shown = ", ".join(f"`{k}`" for k in kernels[:2]) + (", ..." if len(kernels) > 2 else "")
+    return f"the tests this shared skip marker marks in other modules, in a project with CUDA-only kernels ({shown})"
 
 
 # The builder that compiles .cu sources: a branch naming it chooses the CUDA build.

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Safety, Valid
 
 from .._shared.kernel_gates import report_kernel_gate
-from .._shared.selected import selected_code
 from .._shared.names import import_to_drop
+from .._shared.selected import selected_code
 from .._shared.target import guarded_call
 from ._helpers import ApiMove, MemberReferences, accelerator_name_for, load_moves
 
@@ -110,6 +110,21 @@ class CudaApiMove(MemberReferences, Rule):
         "import torch\ntorch.cuda.amp.autocast()\ntorch.cuda.get_device_capability()\n",
     )
     INVALID = (
+        # xformers' tests/utils.py: a shared skip marker, in a project with CUDA-only kernels
+        # (sweep facts); the tests it marks in other modules may launch them. Reported, kept.
+        Invalid(
+            "import pytest\nimport torch\n"
+            "cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), reason='requires CUDA')\n",
+            None,
+            options=(("project", ProjectFacts(kernel_modules=frozenset({"pkg.ops.rmsnorm_kernels"}))),),
+        ),
+        # Without kernels in the project the marker moves (the table of examples shows it).
+        Invalid(
+            "import pytest\nimport torch\n"
+            "cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), reason='requires CUDA')\n",
+            "import pytest\nimport torch\n"
+            "cuda_only = pytest.mark.skipif(not torch.neuron.is_available(), reason='requires CUDA')\n",
+        ),
         # A build script's gate picks the CUDA builder (detectron2's setup.py): it decides whether
         # .cu sources are compiled, so it is reported and kept (False on Trainium: the CPU build).
         Invalid(
