@@ -167,6 +167,9 @@ class Use:
 def find_use(rule: Rule, node: cst.BaseExpression) -> Use | None:
     """Where the device-looking ``node`` is used, if that is a device position; else None."""
     ancestors = rule.context.ancestors
+    chosen = _chosen_when_available(rule, ancestors, node)
+    if chosen is not None:
+        return chosen
     found = value_user(ancestors, node, templates=True)
     if found is None:
         return None
@@ -216,6 +219,28 @@ def find_use(rule: Rule, node: cst.BaseExpression) -> Use | None:
         if isinstance(comparison, cst.Comparison) and len(comparison.comparisons) == 1:
             if says_device(comparison.left, rule):
                 return Use(UseKind.COMPARISON, comparison, above[:-1])
+        return None
+    return None
+
+
+# Tests that a device is there: the value a conditional picks when they pass is that device.
+_AVAILABILITY = frozenset({"torch.cuda.is_available", "torch.neuron.is_available", "torch.accelerator.is_available"})
+
+
+def _chosen_when_available(rule: Rule, ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> Use | None:
+    """``["cuda"] if torch.cuda.is_available() else []`` (xformers' test device list): the value
+    picked when CUDA is there is the CUDA device, whatever it is assigned to. CN201 moves the
+    test; the value must move with it, or a Neuron host would list "cuda"."""
+    child: cst.CSTNode = node
+    for i in range(len(ancestors) - 1, -1, -1):
+        anc = ancestors[i]
+        if isinstance(anc, (cst.Element, cst.List, cst.Tuple, cst.Set)):
+            child = anc
+            continue
+        if isinstance(anc, cst.IfExp) and child is anc.body:
+            test = anc.test
+            if isinstance(test, cst.Call) and rule.qualname(test.func) in _AVAILABILITY:
+                return Use(UseKind.PLACEMENT, anc, tuple(ancestors[:i]))
         return None
     return None
 

@@ -115,6 +115,11 @@ class CudaDeviceString(Rule):
     )
     INVALID = (
         Invalid('import torch\nd = torch.device("cuda")\n', 'import torch\nd = torch.device("neuron")\n'),
+        # The device picked when CUDA is there (xformers' test device list), whatever takes it.
+        Invalid(
+            'import torch\n_devices = ["cpu"]\n_devices += ["cuda"] if torch.cuda.is_available() else []\n',
+            'import torch\n_devices = ["cpu"]\n_devices += ["neuron"] if torch.cuda.is_available() else []\n',
+        ),
         # A test parametrized over devices runs on each value, as a loop over them does.
         Invalid(
             'import pytest\n\n@pytest.mark.parametrize("device", ["cpu", "cuda"])\ndef test(device):\n    pass\n',
