@@ -34,6 +34,22 @@ def test_fullgraph_function():
     torch.testing.assert_close(f(a, b).cpu(), torch.softmax(a.cpu() @ b.cpu(), dim=-1))
 
 
+def test_compiled_attention_matches_eager():
+    """Tracing asks the device which fused attention kernel to use with fake tensors (gpt-fast's
+    decode step): the answer must not build real tensors under the fake mode."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    q, k = torch.randn(1, 4, 1, 16, device="neuron"), torch.randn(1, 4, 32, 16, device="neuron")
+    mask = torch.ones(1, 1, 1, 32, dtype=torch.bool, device="neuron")
+
+    def f(q, k, v, mask):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0)
+
+    compiled = torch.compile(f, backend="neuron", fullgraph=True)(q, k, k, mask)
+    torch.testing.assert_close(compiled.cpu(), f(q, k, k, mask).cpu())
+    torch._dynamo.reset()
+
+
 def test_inductor_on_neuron_fails_with_a_clear_message():
     torch._dynamo.reset()
     f = torch.compile(lambda a: a * 2 + 1)

@@ -12,7 +12,9 @@
 #include <ATen/ops/view_native.h>
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/convolution.h>
+#include <ATen/SDPBackend.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <torch/library.h>
 
 namespace neuron {
@@ -190,6 +192,18 @@ at::Tensor efficientzerotensor(c10::IntArrayRef size, std::optional<c10::ScalarT
 int64_t fused_sdp_choice_for_device(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
                          std::optional<double> scale, bool enable_gqa) {
+  // Under torch.compile's tracing the inputs are fake (or functional) tensors with no data and
+  // a Python mode is active: host views of them are real tensors, and the nested CPU choice
+  // below would hand those to the fake mode ("Please convert all Tensors to FakeTensors").
+  // Tracing then takes the math decomposition, which every device runs.
+  auto traced = [](const at::Tensor& t) {
+    auto ks = t.key_set();
+    return ks.has(c10::DispatchKey::Python) || ks.has(c10::DispatchKey::Functionalize);
+  };
+  if (c10::impl::TorchDispatchModeTLS::any_modes_set() || traced(q) || traced(k) || traced(v) ||
+      (mask && mask->defined() && traced(*mask))) {
+    return static_cast<int64_t>(at::SDPBackend::math);
+  }
   // The choice depends on requires_grad (a mask that needs a gradient forces math): the host
   // views are fresh tensors without autograd metadata, so they carry the flag over.
   auto view = [](const at::Tensor& t) {
