@@ -42,7 +42,7 @@ _PYTHON = (
     "transformer_engine", "natten", "nvdiffrast", "gsplat", "gaussian", "simple_knn", "sageattention",
     "tensorrt", "polygraphy", "ExecutionProvider", "mslk",
     "get_kernel", "get_local_kernel", "load_kernel", "kernelize", "use_kernel_forward_from_hub",
-    "_scaled_", "float8",
+    "_scaled_", "float8", "int4pack",
     "float64", "double", "complex", "sparse", "polar", "cfloat", "chalf", "view_as_real", "fft",
     "multiprocessing", "ProcessPoolExecutor", "fork",
     "rng_state_all",

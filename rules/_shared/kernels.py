@@ -60,7 +60,7 @@ OWN_RULE_PACKAGES = (
     "cupy", "cupyx", "torch.library.triton_op", "torch.library.wrap_triton",
 )  # fmt: skip
 _AUTOGRAD_FUNCTION = "torch.autograd.Function"
-# torch's own CUDA APIs that have no TorchNeuron twin (CN202 reports them) and raise where torch
+# torch's own CUDA APIs that have no TorchNeuron twin (CN202, CN624 report them) and raise where torch
 # has no CUDA device (checked against the CPU build: "Torch not compiled with CUDA enabled",
 # "Tried to instantiate dummy base class CUDAGraph"). A branch that calls one is CUDA-only code:
 # `if torch.cuda.is_available(): cc = torch.cuda.get_device_capability()` turned into a Neuron
@@ -71,6 +71,8 @@ TORCH_CUDA_ONLY_CALLS = frozenset(
         "torch.cuda.get_device_capability",
         "torch.cuda.mem_get_info",
         "torch.cuda.ipc_collect",
+        # tinygemm's int4 weight-only matmul (CN624): CUDA kernels only.
+        *(f"{prefix}.{op}" for prefix in ("torch", "torch.ops.aten") for op in ("_convert_weight_to_int4pack", "_weight_int4pack_mm")),
         *(f"torch.cuda.{m}{name}" for m in ("", "graphs.") for name in (
             "CUDAGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing",
         )),
