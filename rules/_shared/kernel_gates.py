@@ -21,9 +21,10 @@ from cuda2neuron.python import visit_syntax
 
 from .kernels import KernelIndex, kernel_index
 from .names import terminal_name
+from .values import value_user
 from .selected import selected_code
 
-__all__ = ["DEVICE_TEST_GUIDANCE", "guarded_kernel", "report_kernel_gate"]
+__all__ = ["DEVICE_TEST_GUIDANCE", "guarded_kernel", "handed_to_kernel", "report_kernel_gate"]
 
 DEVICE_TEST_GUIDANCE = (
     "left as is: on Neuron the test is False, so the check fails (or the code takes its other "
@@ -187,7 +188,9 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
             found = index.first_call([owner.body]) if owner is not None else None
         return found
     if isinstance(anc, cst.IfExp):
-        return index.first_call([anc.body, anc.orelse])
+        # `sim_device="cuda:0" if torch.cuda.is_available() else "cpu"` handed to Isaac Gym: the
+        # value it picks goes into CUDA-only code.
+        return index.first_call([anc.body, anc.orelse]) or _handed(index, ancestors[:i], anc)
     if isinstance(anc, cst.Assign):
         names = {t.target.value for t in anc.targets if isinstance(t.target, cst.Name)}
         scope = _enclosing_function(ancestors, i) or rule.context.module
@@ -196,6 +199,26 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     # `def use_kernel(x): return x.is_cuda and ...`: the helper's callers are the gates.
     func = _enclosing_function(ancestors, i)
     return _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
+
+
+def handed_to_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
+    """What CUDA-only code a value is handed to as an argument (through a conditional, a boolean
+    or a collection): ``isaacgymenvs.make(sim_device="cuda:0")`` names a device of the
+    simulator's, ``trt_context.execute(..., device="cuda")`` one of TensorRT's. Such a device
+    stays CUDA: the callee cannot take a neuron one."""
+    index = kernel_index(rule)
+    return _handed(index, rule.context.ancestors, node) if index else None
+
+
+def _handed(index: KernelIndex, ancestors: list[cst.CSTNode] | tuple[cst.CSTNode, ...], node: cst.CSTNode) -> str | None:
+    found = value_user(ancestors, node)
+    if found is None:
+        return None
+    j, _ = found
+    arg, call = ancestors[j], ancestors[j - 1] if j >= 1 else None
+    if isinstance(arg, cst.Arg) and isinstance(call, cst.Call):
+        return index.call_target(call)
+    return None
 
 
 _SKIP_MARKERS = frozenset({"skipif", "skipIf", "skipUnless"})

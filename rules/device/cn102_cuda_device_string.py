@@ -6,6 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
+from .._shared.kernel_gates import handed_to_kernel
 from .._shared.strings import string_value
 from .._shared.target import checkpoint_device, needs_newer_torch
 from ._helpers import UseKind, find_use, is_bare_prefix, is_cuda_device_string, looks_like_cuda_fstring, retarget_fstring, retarget_string
@@ -314,6 +315,18 @@ class CudaDeviceString(Rule):
             self._pending.setdefault((id(self.context.scope), use.what), []).append(entry)
             return
         if use is None or use.kind is not UseKind.PLACEMENT:
+            return
+        kernel = handed_to_kernel(self, node)
+        if kernel is not None:
+            # A device of CUDA-only code's own (a simulator's, a TensorRT engine's): a neuron one
+            # would only move the failure; the port replaces the call, and the device with it.
+            self.report(
+                node,
+                f"`{self.context.code(node)}` is handed to CUDA-only code: {kernel}",
+                guidance="left as is: the callee runs on NVIDIA GPUs only. Port the call (see its finding), then "
+                "give the replacement the target device.",
+                effort=Effort.LOW,
+            )
             return
         if use.what == "map-key":
             if built is not None:
