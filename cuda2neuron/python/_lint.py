@@ -113,8 +113,11 @@ def _findings(
 def lint_module(
     module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings, source: str | None = None
 ) -> list[Finding]:
-    """Findings for ``module`` without changing it (``source``: its text, when the caller has it)."""
-    pairs, _ = _findings(module, _collect(module, rule_types, path, settings, source), path, source)
+    """Findings for ``module`` without changing it (``source``: its text, when the caller has it).
+    A fix held by a device test shows the safety it would be applied with (``_hold``)."""
+    reports = _collect(module, rule_types, path, settings, source)
+    _hold(reports, unsafe=False)
+    pairs, _ = _findings(module, reports, path, source)
     return [f for _, f in pairs]
 
 
