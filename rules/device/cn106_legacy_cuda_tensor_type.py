@@ -422,7 +422,10 @@ class LegacyCudaTensorType(Rule):
             f"`torch.set_default_device({device})` (torch >= 2.0). The default device applies to "
             "every factory call without a device= (data loading and CPU-side buffers included): "
             "prefer device= on the tensors that belong on the device, and check which tensors the "
-            "program creates before relying on the default.",
+            "program creates before relying on the default. The legacy constructors "
+            "(`torch.Tensor([...])`, `torch.FloatTensor(...)`) ignore the default device, which the "
+            "old call did set for them: write `torch.tensor([...])` there (nerf-pytorch's "
+            "`torch.Tensor([1e10])` stays on the CPU otherwise).",
             effort=Effort.MEDIUM,
         )
 
