@@ -23,7 +23,8 @@ each of its CUDA words is one of: a name the project itself defines (`def _requi
 a string annotation `"CUDAGraphWrapper"`, a dotted path through the project's modules; the bare
 word `cuda` only where it is provably the project's: a
 parameter of its function and the reads of it there, a keyword passed to its own function or class
-that has that parameter, a `self.cuda` field it assigns, a variable `cuda` a function assigns and
+that has that parameter, a `self.cuda` field it assigns, a field of its class read off an instance
+and never called (`args.cuda` with `class Args: cuda: bool`), a variable `cuda` a function assigns and
 its reads there, a string of `__all__` naming its def, a part of a `from` path that is a module
 of the tree; a pytest marker it registers with `addinivalue_line("markers", ...)`, and
 `pytest.mark.<that name>`), a name bound by a reported import (the
@@ -126,6 +127,7 @@ class _Names(ast.NodeVisitor):
         self.members: dict[str, set[str]] = {}  # class -> names its body assigns
         self.member_defs: set[tuple[int, int]] = set()  # where such a name is assigned
         self.member_reads: list[tuple[int, int, str, str]] = []  # (line, col, class, attr) of `Cls.attr`
+        self.field_reads: list[tuple[int, int, str, str]] = []  # (line, col, receiver, attr) of `args.cuda`, not called
         self._scopes: list[set[str]] = []
         self._locals: list[set[str]] = []
         self._classes: list[str] = []
@@ -206,6 +208,8 @@ class _Names(ast.NodeVisitor):
         if isinstance(node.value, ast.Name) and node.value.id != "self":
             where = (node.end_lineno or node.lineno, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
             self.member_reads.append((*where, node.value.id, node.attr))
+            if id(node) not in self._called:
+                self.field_reads.append((*where, node.value.id, node.attr))
         if isinstance(node.value, ast.Name) and node.value.id == "self" and id(node) not in self._called:
             if isinstance(node.ctx, ast.Store):
                 self.attr_stores.add(node.attr)
@@ -526,6 +530,12 @@ def _own_bare_names(
     for line, col, cls, attr in names.member_reads:
         if cls not in names.foreign and attr in (members or {}).get(cls, ()):
             out[(line, col), attr] = f"a member of the project's class {cls}"
+    # `args.cuda` where `class Args: cuda: bool = True` (cleanrl's tyro arguments): a field of the
+    # project's own class read off an instance, never called (`x.cuda()` is the API).
+    fields = {name for names_ in (members or {}).values() for name in names_}
+    for line, col, receiver, attr in names.field_reads:
+        if receiver not in names.foreign and attr in fields:
+            out.setdefault(((line, col), attr), "a field of the project's class")
     for line, col, value in names.exported:
         if value in own:
             for quote in ('"', "'"):

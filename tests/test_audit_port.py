@@ -187,6 +187,11 @@ _OWN_BARE = {
         "import enum\nclass RNGType(enum.Enum):\n    TORCH = 'torch'\n    CUDA = 'c'\nx = RNGType.CUDA\n",
         "a member of the project's class RNGType",
     ),
+    # cleanrl's tyro arguments: `args = tyro.cli(Args)`, then `args.cuda` everywhere.
+    "dataclass-field-read": (
+        "import dataclasses\n@dataclasses.dataclass\nclass Args:\n    cuda: bool = True\nargs = Args()\nif args.cuda:\n    pass\n",
+        "a field of the project's class",
+    ),
 }
 
 
@@ -207,6 +212,8 @@ _API_BARE = {
     "keyword-not-a-parameter": "def f(device=None):\n    pass\nf(cuda=True)\n",
     "method-call-on-self": "class T:\n    def __init__(self):\n        self.cuda = False\n    def g(self):\n        self.cuda()\n",
     "field-on-other-object": "class T:\n    def __init__(self):\n        self.cuda = False\nfn = model.cuda\n",
+    "field-name-called": "class Args:\n    cuda: bool = True\nx = model.cuda()\n",
+    "field-name-on-foreign-module": "import torch\nclass Args:\n    cuda: bool = True\nx = torch.cuda\n",
     # A monkeypatched module attribute is not a field of the project's.
     "store-on-module": "import torch\ntorch.cuda = None\nx = self.cuda\n",
     "export-not-defined": "__all__ = ['retry_if_cuda_oom']\n",
