@@ -85,7 +85,7 @@ class Report:
     # The code this report's node decides (a device test: its whole test expression and the
     # branch it selects). While the report's own fix is not applied (unsafe in a safe run,
     # display-only, none), no fix under these nodes is applied either: a test left "cuda" and
-    # the code it selects stay one CUDA path, never half moved (python/_lint.py: _held).
+    # the code it selects stay one CUDA path, never half moved (python/_lint.py: _hold).
     holds: tuple[cst.CSTNode, ...] = ()
 
 

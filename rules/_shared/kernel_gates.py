@@ -21,8 +21,8 @@ from cuda2neuron.python import visit_syntax
 
 from .kernels import KernelIndex, kernel_index
 from .names import terminal_name
-from .values import value_user
 from .selected import selected_code
+from .values import value_user
 
 __all__ = ["DEVICE_TEST_GUIDANCE", "guarded_kernel", "handed_to_kernel", "report_kernel_gate"]
 
@@ -128,7 +128,6 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
       marker kept in a variable (``cuda_only = skipif(...)``) that decorates a test calling one;
       at module level in a project with kernels (the sweep's facts), the tests it marks in other
       modules may call one.
-
     * ``torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8``: the rest of
       the test's own expression calls one.
 

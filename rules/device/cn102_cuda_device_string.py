@@ -43,7 +43,9 @@ class CudaDeviceString(Rule):
     ``add_argument("--device", default="cuda", choices=["cuda", "cpu"])``, config dicts
     ``{"device": "cuda"}`` and the fallback of a lookup whose key says device
     (``getattr(args, "device", "cuda")``, ``os.environ.get("TORCH_DEVICE", "cuda")``,
-    ``cfg.get("device", "cuda")``). The
+    ``cfg.get("device", "cuda")``), and the value a conditional picks when
+    ``torch.cuda.is_available()`` passes (``devices += ["cuda"] if torch.cuda.is_available()
+    else []``). The
     string is followed through ``"cuda" if ... else "cpu"``, ``args.device or "cuda"`` and
     tuples/lists, and through a plain name (``arg = "cuda:0"`` ... ``torch.device(arg)`` in
     the same scope). In a ``map_location`` dict the values change, and each CUDA key gains a
@@ -73,7 +75,10 @@ class CudaDeviceString(Rule):
     an f-string, a ``%`` template stays a template). A "cuda" string that is a word — an
     implementation selector (``impl="cuda"``), a ``--cuda`` flag, ``backend="cuda"`` of a
     non-torch call, log text — is not a device position and is never touched. Autocast and
-    GradScaler device types belong to the AMP rules (CN3xx); comparisons to CN103.
+    GradScaler device types belong to the AMP rules (CN3xx); comparisons to CN103. A device
+    handed to CUDA-only code (``isaacgymenvs.make(sim_device="cuda:0")``, the argument of a
+    CUDA-only package's call or of torch's CUDA-only calls) is reported and kept: that callee
+    cannot take a neuron device, and the port replaces the call, and its device, by hand.
     On the accelerator target a ``map_location`` device with an index maps to ``"cpu"`` where no
     accelerator exists (torch.load refuses "cpu:0").
     """
