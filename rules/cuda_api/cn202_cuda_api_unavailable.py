@@ -97,6 +97,13 @@ _GAPS: dict[str, _Gap] = {
     ),
     # The memory pool of inductor's CUDA graph trees (torchtitan's graph trainer captures into it).
     "torch._inductor.cudagraph_trees._use_cuda_memory_pool_manager": _GRAPHS,
+    # gpt-fast calls it before profiling a compiled decode step: it warms the profiler up for CUDA
+    # graph capture (CUPTI), which a Trainium host has neither of.
+    "torch.profiler._utils._init_for_cuda_graphs": _Gap(
+        "it prepares torch's CUDA profiler for CUDA graph capture, neither of which exists on Trainium",
+        "Remove the call on the Trainium path; profile with the Neuron profiler.",
+        Effort.LOW,
+    ),
 }
 _MEMBERS = frozenset(q.rpartition(".")[2] for q in _GAPS)
 
@@ -107,7 +114,8 @@ class CudaApiUnavailable(MemberReferences, Rule):
     Reports ``torch.cuda`` APIs with no TorchNeuron equivalent, each with what to write instead.
     They are ``get_device_capability``, ``mem_get_info``, ``ipc_collect``, ``get_arch_list``,
     ``torch.version.cuda``, ``device_of`` and CUDA graphs (``CUDAGraph``, ``graph``, ``make_graphed_callables``,
-    inductor's ``torch.compiler.cudagraph_mark_step_begin``).
+    inductor's ``torch.compiler.cudagraph_mark_step_begin``, the profiler's
+    ``torch.profiler._utils._init_for_cuda_graphs``).
 
     ## Why is this bad?
     These calls raise or return meaningless values on Trainium, and code that branches on them
@@ -154,6 +162,7 @@ class CudaApiUnavailable(MemberReferences, Rule):
         Invalid("import torch\narchs = torch.cuda.get_arch_list()\n", target="accelerator"),
         Invalid("import torch\nfor t in steps:\n    torch._inductor.cudagraph_mark_step_begin()\n    y = unet(x)\n"),
         Invalid("import torch\ntorch.compiler.cudagraph_mark_step_begin()\n", target="accelerator"),
+        Invalid("import torch\ntorch.profiler._utils._init_for_cuda_graphs()\n"),
         Invalid(
             "from torch._inductor.cudagraph_trees import _use_cuda_memory_pool_manager\n"
             "with _use_cuda_memory_pool_manager(device, pool, stream):\n    run()\n"
