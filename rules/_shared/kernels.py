@@ -329,6 +329,7 @@ class _Collector(cst.CSTVisitor):
         # `class _Fn(torch.autograd.Function)`: `_Fn.apply(x)` runs its forward.
         self.functions_classes: list[cst.ClassDef] = []
         self.providers = False  # the module names an ONNX Runtime CUDA execution provider
+        self.torch_spellings: set[str] = set()  # `x.cuda.get_device_capability`-like chains
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         self.providers = self.providers or node.value.strip("'\"") in _CUDA_PROVIDERS
@@ -357,11 +358,21 @@ class _Collector(cst.CSTVisitor):
         self._bind_imports(node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        # `torch.cuda.get_device_capability`, `th.cuda.CUDAGraph`: by how the module spells it.
+        # `torch.cuda.get_device_capability`, `th.cuda.CUDAGraph`: by how the module spells it,
+        # resolved once the whole module's imports are known (`resolve_torch_calls`). Not through
+        # the rule's scope: that is wherever the rule walk stands when the index is built, so
+        # `import torch` inside a method would resolve or not depending on which rule asked first.
         if node.attr.value in _TORCH_CUDA_ONLY_MEMBERS:
-            qualified = self.rule.qualname(node)
             spelled = dotted_name(node)
-            if qualified in TORCH_CUDA_ONLY_CALLS and spelled is not None:
+            if spelled is not None:
+                self.torch_spellings.add(spelled)
+
+    def resolve_torch_calls(self) -> None:
+        for spelled in self.torch_spellings:
+            head, _, rest = spelled.partition(".")
+            module = self.imports.get(head)
+            qualified = f"{module}.{rest}" if module and rest else module
+            if qualified in TORCH_CUDA_ONLY_CALLS:
                 self.names[spelled] = _describe_torch_call(qualified)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -421,6 +432,7 @@ def kernel_index(rule: Rule) -> KernelIndex:
     if key not in memo:
         collector = _Collector(rule)
         visit_syntax(rule.context.module, collector)
+        collector.resolve_torch_calls()
         names = collector.names
         # The file's own functions that call a kernel are CUDA-only too (`def rms_norm(x):
         # return _rms_kernel[grid](x)`), to a fixed point; a method by the `self.f()` that calls
