@@ -32,6 +32,12 @@ def _collect(
     rules = [rt(context) for rt in rule_types if settings.target in rt.targets and "python" in rt.file_kinds]
     walk_rules(module, rules, context)
     reports = [report for rule in rules for report in rule.reports]
+    for rule in rules:
+        # A report names its rule, the rule holds its reports and its context (the module):
+        # left in place, that cycle keeps the whole tree alive until the cyclic garbage
+        # collector finds it, which then walks ~100k objects per file (diffusers: ~1 s CPU).
+        # Without the list, reference counting frees the tree once the reports are dropped.
+        rule.reports = []
     if any(rule.net for rule in rules):
         reports = _without_covered_net_reports(reports)
     return reports
