@@ -58,7 +58,7 @@ def _awake(rule_types: tuple[type[Rule], ...], code: bytes, project: tuple[bytes
                     # file's distinct runs (about an eighth of its bytes on a real tree) instead
                     # of the whole file, once per word of the catalog (diffusers: 4.1 -> 2.8 s).
                     if runs is None:
-                        runs = b"\n".join(set(_WORD_RUN.findall(code)))
+                        runs = word_runs(code)
                     hit = word in runs
                 else:
                     hit = word in code
@@ -90,6 +90,18 @@ def _plan(rule_types: tuple[type[Rule], ...]) -> tuple[tuple[type[Rule], tuple[t
 
 
 _WORD_RUN = re.compile(rb"\w+")
+# Every byte that is not a word byte (``\w`` of a bytes pattern: ASCII letters, digits, _) made a
+# space: the runs of word bytes are then what ``split()`` returns.
+_RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_NON_WORD_TO_SPACE = bytes(b if b in _RUN_BYTES else 0x20 for b in range(256))
+
+
+def word_runs(code: bytes) -> bytes:
+    """The distinct runs of word bytes of ``code`` (what ``\\w+`` finds), one per line.
+
+    A translation and a split in C: half the cost of ``findall`` (diffusers: 0.5 -> 0.2 s).
+    """
+    return b"\n".join(set(code.translate(_NON_WORD_TO_SPACE).split()))
 
 
 @lru_cache(maxsize=None)

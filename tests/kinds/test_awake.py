@@ -7,6 +7,7 @@ once per file when it cannot tell those rules apart (it never reads ``cls``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -184,3 +185,26 @@ def test_rules_for_is_the_same_for_every_file_without_per_file_ignores():
     config = Config()
     assert rules_for(config, "a/b.py") == rules_for(config, "c.py") == rules_for(config)
     assert rules_for(config, "a/b.py") is rules_for(config, "c.py")  # worked out once
+
+
+# The runs of word bytes come from a translation and a split, not a regular expression: the
+# same distinct runs as ``\w+`` on a bytes pattern, on every fixture and on the edge bytes.
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param(b"", id="empty"),
+        pytest.param(b"a_b1 c\td\x0be\x0cf\rg\nh", id="ascii-whitespace-separates"),
+        pytest.param("é cuda_é δx".encode(), id="non-ascii-bytes-separate"),
+        pytest.param(b"x.to(cuda:0)[1]{2}", id="punctuation"),
+        pytest.param(b"__init__ 0x1F 1e5 _", id="digits-and-underscores"),
+        pytest.param(bytes(range(256)), id="every-byte"),
+    ],
+)
+def test_word_runs_are_the_word_regex_runs(code):
+    assert set(_python.word_runs(code).split(b"\n")) - {b""} == set(re.findall(rb"\w+", code))
+
+
+def test_word_runs_on_every_fixture():
+    for path in SOURCES:
+        code = code_text(path.read_bytes())
+        assert set(_python.word_runs(code).split(b"\n")) - {b""} == set(re.findall(rb"\w+", code)), path
