@@ -34,16 +34,19 @@ class _SpanState(CodegenState):
         self._syntactic: set[int] = set()
 
     def _position(self) -> tuple[int, int]:
+        # The tokens added since the last call, counted as one string: a join and two searches
+        # in C instead of a Python step per token (a file's tokens number in the hundreds of
+        # thousands; diffusers: 4,476 calls walked 3.8M tokens one by one).
         tokens = self.tokens
-        for i in range(self._counted, len(tokens)):
-            tok = tokens[i]
-            newlines = tok.count("\n")
+        if self._counted < len(tokens):
+            text = "".join(tokens[self._counted :])
+            self._counted = len(tokens)
+            newlines = text.count("\n")
             if newlines:
                 self._line += newlines
-                self._col = len(tok) - tok.rfind("\n") - 1
+                self._col = len(text) - text.rfind("\n") - 1
             else:
-                self._col += len(tok)
-        self._counted = len(tokens)
+                self._col += len(text)
         return self._line, self._col
 
     def before_codegen(self, node: cst.CSTNode) -> None:
