@@ -1,0 +1,161 @@
+"""CN410: a gloo process group whose collectives take the program's device tensors."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule
+
+from .._shared.args import arg_by_name
+from .._shared.names import call_qualname, terminal_name
+from .._shared.strings import string_value
+from ._helpers import is_backend_named
+
+__all__ = ["GlooDeviceCollectives"]
+
+_INIT = frozenset({"torch.distributed.init_process_group", "torch.distributed.new_group"})
+_COLLECTIVES = frozenset(
+    f"torch.distributed.{name}"
+    for name in (
+        "all_reduce", "all_gather", "all_gather_into_tensor", "broadcast", "reduce", "reduce_scatter",
+        "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "gather", "scatter",
+    )
+)  # fmt: skip
+_COLLECTIVE_WORDS = tuple({q.rsplit(".", 1)[1].encode() for q in _COLLECTIVES})
+# The accelerator the program runs on, before or after the port: its tensors are device tensors.
+_DEVICE_WORDS = frozenset({"cuda", "neuron"})
+_GUIDANCE = (
+    'gloo reduces CUDA tensors but has no neuron support: a collective on a neuron tensor stops '
+    '("No backend type associated with device type neuron"). Use backend="neuron" on Trainium, '
+    'or "cpu:gloo,neuron:neuron" for a group that also reduces CPU tensors; keep gloo where the '
+    "collectives only ever see CPU tensors."
+)
+
+
+class GlooDeviceCollectives(Rule):
+    """
+    ## What it does
+    Reports ``init_process_group`` / ``new_group`` with the gloo backend (the literal, or a
+    backend setting whose default is ``"gloo"``: ``backend: str = "gloo"``,
+    ``add_argument("--backend", default="gloo")``) in a module that runs collectives
+    (``dist.all_reduce``, ``all_gather``, ``broadcast``, ...) and puts its data on the
+    accelerator.
+
+    ## Why is this bad?
+    gloo runs collectives on CPU tensors, and on CUDA tensors too: a GPU program can reduce its
+    device gradients over gloo (cleanrl's multi-GPU PPO does). It has no neuron support, so the
+    port stops at its first collective on Trainium, with nothing in the device rules' report.
+
+    ## Example
+    ```python
+    @dataclass
+    class Args:
+        backend: str = "gloo"
+
+    dist.init_process_group(args.backend)
+    grads = torch.ones(4, device="cuda")
+    dist.all_reduce(grads)
+    ```
+
+    ## Fix safety
+    No fix: whether the collectives see device or CPU tensors is decided at run time, and
+    ``"neuron"`` / ``"cpu:gloo,neuron:neuron"`` need the Neuron runtime where gloo ran anywhere.
+    """
+
+    code = "CN410"
+    name = "gloo-device-collectives"
+    triggers = ("gloo",)
+    VALID = (
+        # CPU collectives: nothing on the accelerator.
+        "import torch.distributed as dist\ndist.init_process_group('gloo')\ndist.all_reduce(t)\n",
+        # No collective: a gloo group for barriers only.
+        "import torch\nimport torch.distributed as dist\ndist.init_process_group('gloo')\nx = torch.ones(2, device='cuda')\ndist.barrier()\n",
+        # A backend setting whose default is another backend.
+        "import torch\nimport torch.distributed as dist\nBACKEND = 'nccl'\ndist.init_process_group(BACKEND)\n"
+        "dist.all_reduce(torch.ones(2, device='cuda'))\n",
+    )
+    INVALID = (
+        # cleanrl's ppo_atari_multigpu.py: the default of the backend field is gloo.
+        Invalid(
+            "import torch\nimport torch.distributed as dist\nfrom dataclasses import dataclass\n\n"
+            "@dataclass\nclass Args:\n    backend: str = 'gloo'\n\nargs = Args()\n"
+            "dist.init_process_group(args.backend)\ng = torch.ones(4, device='cuda')\ndist.all_reduce(g)\n"
+        ),
+        Invalid(
+            "import torch\nimport torch.distributed as dist\ndist.init_process_group(backend='gloo')\n"
+            "dist.all_reduce(model.weight.grad)\nmodel.cuda()\n"
+        ),
+        Invalid(
+            "import argparse\nimport torch\nimport torch.distributed as dist\np = argparse.ArgumentParser()\n"
+            "p.add_argument('--dist-backend', default='gloo')\nargs = p.parse_args()\n"
+            "dist.init_process_group(args.dist_backend)\ndist.broadcast(torch.ones(1).to('neuron'), 0)\n",
+            target="accelerator",
+        ),
+    )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # Most files that say gloo run CPU process groups: a collective and a device must be there too.
+        return (b"cuda" in code or b"neuron" in code) and any(c in code for c in _COLLECTIVE_WORDS)
+
+    def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
+        super().__init__(context)
+        # Decided when the module is left: the three facts may come in any order.
+        self._inits: list[tuple[cst.Call, tuple[cst.CSTNode, ...], str]] = []
+        self._gloo_settings: set[str] = set()  # backend settings whose default is "gloo"
+        self._collective = False
+        self._device = False
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        value = string_value(node)
+        if value is not None and (value in _DEVICE_WORDS or value.split(":")[0] in _DEVICE_WORDS):
+            self._device = True
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in _DEVICE_WORDS:  # torch.cuda, x.cuda()
+            self._device = True
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        # `backend: str = "gloo"` (a dataclass / tyro field)
+        if node.value is not None and string_value(node.value) == "gloo" and is_backend_named(node.target):
+            self._gloo_settings.add(terminal_name(node.target) or "")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if string_value(node.value) == "gloo":
+            for t in node.targets:
+                if is_backend_named(t.target):
+                    self._gloo_settings.add(terminal_name(t.target) or "")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = terminal_name(node.func)
+        if name == "add_argument":
+            default = arg_by_name(node, "default")
+            option = node.args[0].value if node.args else None
+            if default is not None and string_value(default.value) == "gloo" and option is not None:
+                flag = string_value(option) or ""
+                if "backend" in flag:
+                    self._gloo_settings.add(flag.lstrip("-").replace("-", "_"))
+            return
+        qualified = call_qualname(self, node)
+        if qualified in _COLLECTIVES:
+            self._collective = True
+        elif qualified in _INIT:
+            backend = arg_by_name(node, "backend", 0 if qualified.endswith("init_process_group") else 2)
+            if backend is not None:
+                literal = string_value(backend.value)
+                key = "gloo" if literal == "gloo" else "" if literal is not None else terminal_name(backend.value) or ""
+                if key:
+                    self._inits.append((node, tuple(self.context.ancestors), key))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if not (self._collective and self._device):
+            return
+        for call, ancestors, key in self._inits:
+            if key == "gloo" or key in self._gloo_settings:
+                self.report(
+                    call,
+                    "a gloo process group runs collectives on the program's device tensors; gloo has no neuron support",
+                    guidance=_GUIDANCE,
+                    effort=Effort.LOW,
+                    ancestors=ancestors,
+                )
