@@ -97,6 +97,7 @@ class CudaModuleImport(Rule):
         Invalid("from torch.backends.cuda import SDPBackend, sdp_kernel\n",
                 "from torch.backends.cuda import sdp_kernel\nfrom torch.nn.attention import SDPBackend\n"),
         Invalid("import torch\nb = torch.backends.cuda.SDPBackend.MATH\n", "import torch\nb = torch.nn.attention.SDPBackend.MATH\n"),
+        Invalid("from torch.backends.cuda import SDPBackend as B, sdp_kernel\n"),  # an alias beside others: reported
         # Before torch 2.2 the enum has no other home: reported, kept.
         Invalid("from torch.backends.cuda import SDPBackend\n", options=(("min_torch", (2, 1)),)),
     )
@@ -151,7 +152,14 @@ class CudaModuleImport(Rule):
             self.report(node, message, replacement=node.with_changes(module=home), description="import SDPBackend from torch.nn.attention")
             return
         if any(a.asname is not None for a in moved):
-            return  # `SDPBackend as B` beside other names: the engine adds imports without aliases
+            # `SDPBackend as B` beside other names: the engine adds imports without aliases.
+            self.report(
+                node,
+                message,
+                guidance="Import it as `from torch.nn.attention import SDPBackend as ...` on a line of its own.",
+                effort=Effort.NONE,
+            )
+            return
         keep = [a for a in names if a not in moved]
         last = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         self.report(
