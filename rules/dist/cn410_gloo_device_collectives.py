@@ -141,11 +141,15 @@ class GlooDeviceCollectives(Rule):
             self._collective = True
         elif qualified in _INIT:
             backend = arg_by_name(node, "backend", 0 if qualified.endswith("init_process_group") else 2)
-            if backend is not None:
-                literal = string_value(backend.value)
-                key = "gloo" if literal == "gloo" else "" if literal is not None else terminal_name(backend.value) or ""
-                if key:
-                    self._inits.append((node, tuple(self.context.ancestors), key))
+            if backend is None:
+                return
+            literal = string_value(backend.value)
+            if literal is not None:
+                key = "gloo" if literal == "gloo" else ""
+            else:
+                key = terminal_name(backend.value) or ""  # `args.backend`: decided by its default
+            if key:
+                self._inits.append((node, tuple(self.context.ancestors), key))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         if not (self._collective and self._device):

@@ -6,8 +6,6 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
-from .._shared.names import call_qualname
-
 __all__ = ["CudaInt4Matmul"]
 
 # tinygemm's int4 packing and matmul: CUDA kernels only (the CPU build raises NotImplementedError;
@@ -70,6 +68,6 @@ class CudaInt4Matmul(Rule):
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
         if name not in ("_convert_weight_to_int4pack", "_weight_int4pack_mm"):
             return
-        qualified = self.qualname(func) if func is not node.func else call_qualname(self, node)
+        qualified = self.qualname(func)
         if qualified in _OPS:
             self.report(node, f"`{qualified}` has CUDA kernels only (int4 weight-only matmul)", guidance=_GUIDANCE, effort=Effort.MEDIUM)
