@@ -28,6 +28,7 @@ from cuda2neuron.core import ProjectFacts, Rule
 from cuda2neuron.python import dotted_name, visit_syntax
 
 from .packages import in_package
+from .strings import string_value
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,7 +42,9 @@ __all__ = [
     "KernelIndex",
     "KernelPackage",
     "OWN_RULE_PACKAGES",
+    "CUDA_PROVIDERS",
     "TORCH_CUDA_ONLY_CALLS",
+    "TORCH_INT4_OPS",
     "dynamic_import",
     "kernel_index",
     "kernel_packages",
@@ -66,13 +69,17 @@ _AUTOGRAD_FUNCTION = "torch.autograd.Function"
 # `if torch.cuda.is_available(): cc = torch.cuda.get_device_capability()` turned into a Neuron
 # test would run the call on Trainium and raise (xformers: ten test modules failed to import).
 # get_arch_list, device_of, is_bf16_supported and torch.version.cuda answer without a device.
+# tinygemm's int4 weight-only packing and matmul (CN624 reports them): CUDA kernels only; the
+# CPU build raises NotImplementedError, and its `_for_cpu` twins do not run on the neuron device.
+TORCH_INT4_OPS = frozenset(
+    f"{prefix}.{op}" for prefix in ("torch", "torch.ops.aten") for op in ("_convert_weight_to_int4pack", "_weight_int4pack_mm")
+)
 TORCH_CUDA_ONLY_CALLS = frozenset(
     {
         "torch.cuda.get_device_capability",
         "torch.cuda.mem_get_info",
         "torch.cuda.ipc_collect",
-        # tinygemm's int4 weight-only matmul (CN624): CUDA kernels only.
-        *(f"{prefix}.{op}" for prefix in ("torch", "torch.ops.aten") for op in ("_convert_weight_to_int4pack", "_weight_int4pack_mm")),
+        *TORCH_INT4_OPS,
         *(f"torch.cuda.{m}{name}" for m in ("", "graphs.") for name in (
             "CUDAGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing",
         )),
@@ -81,7 +88,15 @@ TORCH_CUDA_ONLY_CALLS = frozenset(
 _TORCH_CUDA_ONLY_MEMBERS = frozenset(q.rpartition(".")[2] for q in TORCH_CUDA_ONLY_CALLS)
 # ONNX Runtime's execution providers that run only on NVIDIA GPUs (CN622 reports them): a branch
 # that picks one (`providers = ["CUDAExecutionProvider"] if cuda else [...]`) selects CUDA-only code.
-_CUDA_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
+CUDA_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
+
+
+def _provider(node: cst.SimpleString) -> str | None:
+    """The CUDA execution provider a literal names (a cheap word test before evaluating it)."""
+    if "ExecutionProvider" not in node.value:
+        return None
+    value = string_value(node)
+    return value if value in CUDA_PROVIDERS else None
 # `kernels.get_kernel("org/name")` downloads a compiled CUDA kernel from the Hugging Face hub.
 HUB_LOADERS = ("kernels.get_kernel", "kernels.get_local_kernel", "kernels.load_kernel")
 
@@ -258,8 +273,8 @@ class _FirstCall(cst.CSTVisitor):
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if self.found is None and self.index.providers:
-            value = node.value.strip("'\"")
-            if value in _CUDA_PROVIDERS:
+            value = _provider(node)
+            if value is not None:
                 self.found = f"ONNX Runtime's {value}, which runs only on NVIDIA GPUs"
 
     # `if p.is_cuda: from ext_cuda import train as op` / `else: from ext_cpu import ...`, then
@@ -332,7 +347,7 @@ class _Collector(cst.CSTVisitor):
         self.torch_spellings: set[str] = set()  # `x.cuda.get_device_capability`-like chains
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        self.providers = self.providers or node.value.strip("'\"") in _CUDA_PROVIDERS
+        self.providers = self.providers or _provider(node) is not None
 
     def _bind_imports(self, node: cst.Import | cst.ImportFrom) -> None:
         for local, candidates in _imported(node, self.path):

@@ -7,6 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.names import call_qualname, terminal_name
+from .._shared.strings import string_value
 
 __all__ = ["SdpaKernelSelection"]
 
@@ -142,8 +143,8 @@ class SdpaKernelSelection(Rule):
     )
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if "_attention" in node.value and node.value.strip("'\"") in _CUDA_OP_NAMES:
-            name = node.value.strip("'\"")
+        name = string_value(node) if "_attention" in node.value else None
+        if name in _CUDA_OP_NAMES:
             self.report(node, f'`"{name}"` names a CUDA-only attention op', guidance=_NAMED_GUIDANCE, effort=Effort.LOW)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:

@@ -6,11 +6,11 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
+from .._shared.kernels import CUDA_PROVIDERS
 from .._shared.strings import string_value
 
 __all__ = ["OnnxRuntimeCudaProvider"]
 
-_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
 
 _GUIDANCE = (
     "ONNX Runtime has no execution provider for Trainium: an InferenceSession asked for this "
@@ -59,7 +59,7 @@ class OnnxRuntimeCudaProvider(Rule):
         if "ExecutionProvider" not in node.value:
             return
         value = string_value(node)
-        if value not in _PROVIDERS:
+        if value not in CUDA_PROVIDERS:
             return
         parent = self.context.parent
         if isinstance(parent, cst.Expr):

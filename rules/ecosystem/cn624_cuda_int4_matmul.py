@@ -6,15 +6,10 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
+from .._shared.kernels import TORCH_INT4_OPS
+
 __all__ = ["CudaInt4Matmul"]
 
-# tinygemm's int4 packing and matmul: CUDA kernels only (the CPU build raises NotImplementedError;
-# its CPU twins are the `_for_cpu` variants, which the neuron device does not run either).
-_OPS = frozenset(
-    f"{prefix}.{op}"
-    for prefix in ("torch", "torch.ops.aten")
-    for op in ("_convert_weight_to_int4pack", "_weight_int4pack_mm")
-)
 _GUIDANCE = (
     "Neither operator has a Neuron kernel. Keep the weights in bfloat16 on the neuron device "
     "(dequantize once: `w = (w_int4 - zero) * scale`), or write the int4 matmul as an NKI kernel."
@@ -69,5 +64,5 @@ class CudaInt4Matmul(Rule):
         if name not in ("_convert_weight_to_int4pack", "_weight_int4pack_mm"):
             return
         qualified = self.qualname(func)
-        if qualified in _OPS:
+        if qualified in TORCH_INT4_OPS:
             self.report(node, f"`{qualified}` has CUDA kernels only (int4 weight-only matmul)", guidance=_GUIDANCE, effort=Effort.MEDIUM)
