@@ -50,6 +50,15 @@ _PYTHON = (
     "OutOfMemoryError", "out of memory",
     # Lightning's Trainer/Fabric(accelerator=...) (CN108); torchao.float8 (CN616's kernel table)
     "accelerator", "torchao",
+    # CUDA-only libraries used without the word (issue 29): MoE kernel packages (CN616's table),
+    # Lightning's GPU count (CN108), Hugging Face quantization configs (CN625), Trainer optimizer
+    # names (CN626), integer GPU ordinals of a device map (CN111), library GradScalers (CN304) and
+    # reads of a scaler's state (CN308)
+    "megablocks", "grouped_gemm", "tutel", "scattermoe", "fmoe",
+    "gpus", "distributed_backend",
+    "gptq", "awq", "eetq", "fp8", "higgs", "vptq", "spqr", "fpquant", "4bit", "8bit",
+    "32bit", "ademamix", "rmsprop_bnb",
+    "max_memory", "NativeScaler", "scaler.state_dict()[", "scaler._scale",
 )  # fmt: skip
 _SHELL = ("cuda", "cudnn", "cublas", "nvidia", "nccl", "nproc", "num_gpus", "num-gpus", "device", "install")
 _REQUIREMENTS = (

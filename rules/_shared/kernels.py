@@ -42,6 +42,8 @@ __all__ = [
     "KernelIndex",
     "KernelPackage",
     "OWN_RULE_PACKAGES",
+    "QuantizationConfig",
+    "TrainerOptimizer",
     "CUDA_PROVIDERS",
     "TORCH_CUDA_ONLY_CALLS",
     "TORCH_INT4_OPS",
@@ -49,6 +51,8 @@ __all__ = [
     "kernel_index",
     "kernel_packages",
     "package_of",
+    "quantization_configs",
+    "trainer_optimizers",
     "relative_module",
 ]
 
@@ -116,12 +120,60 @@ class KernelPackage:
 @lru_cache(maxsize=1)
 def kernel_packages() -> dict[str, KernelPackage]:
     """The rows of cuda_kernels.toml keyed by dotted module."""
-    raw = tomllib.loads(Path(__file__).with_name(TABLE).read_text(encoding="utf-8"))
     rows = {}
-    for module, row in raw.get("package", {}).items():
+    for module, row in _table().get("package", {}).items():
         if set(row) != {"what", "kind", "instead"} or row["kind"] not in ("language", "kernels"):
             raise KernelTableError(f"{TABLE}: [package.{module}] needs exactly what, kind (language|kernels), instead")
         rows[module] = KernelPackage(module, row["what"], row["kind"], row["instead"])
+    return rows
+
+
+@dataclass(frozen=True)
+class TrainerOptimizer:
+    """A Hugging Face Trainer optimizer name that selects a CUDA-only implementation."""
+
+    name: str
+    package: str
+    what: str
+    instead: str  # the Trainer's name for the torch optimizer doing the same job; "" if none
+    same_update: bool  # whether ``instead`` computes the same update (then the fix is safe)
+
+
+@dataclass(frozen=True)
+class QuantizationConfig:
+    """A Hugging Face quantization config class whose kernels run only on NVIDIA GPUs."""
+
+    name: str
+    package: str
+    what: str
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict:
+    return tomllib.loads(Path(__file__).with_name(TABLE).read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def trainer_optimizers() -> dict[str, TrainerOptimizer]:
+    """The ``[trainer_optim.*]`` rows of cuda_kernels.toml keyed by the optimizer name."""
+    rows = {}
+    for name, row in _table().get("trainer_optim", {}).items():
+        if set(row) != {"package", "what", "instead", "same_update"} or not isinstance(row["same_update"], bool):
+            raise KernelTableError(f"{TABLE}: [trainer_optim.{name}] needs exactly package, what, instead, same_update (bool)")
+        if not row["instead"] and row["same_update"]:
+            raise KernelTableError(f"{TABLE}: [trainer_optim.{name}] has no replacement, so same_update must be false")
+        rows[name] = TrainerOptimizer(name, row["package"], row["what"], row["instead"], row["same_update"])
+    return rows
+
+
+@lru_cache(maxsize=1)
+def quantization_configs() -> dict[str, QuantizationConfig]:
+    """The ``[quantization_config.*]`` rows of cuda_kernels.toml keyed by class name."""
+    rows = {}
+    for name, row in _table().get("quantization_config", {}).items():
+        if set(row) != {"package", "what"}:
+            raise KernelTableError(f"{TABLE}: [quantization_config.{name}] needs exactly package, what")
+        rows[name] = QuantizationConfig(name, row["package"], row["what"])
     return rows
 
 

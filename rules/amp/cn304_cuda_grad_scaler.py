@@ -11,7 +11,7 @@ from .._shared.args import arg_by_name, as_keywords, keyword_arg
 from .._shared.names import import_to_drop, is_reference
 from .._shared.strings import string_value
 from .._shared.target import device_type_expr
-from ._helpers import LEGACY_SCALER, SCALER, mentions_float16
+from ._helpers import LEGACY_SCALER, LIBRARY_SCALER_NAMES, LIBRARY_SCALERS, SCALER, LibraryScaler, mentions_float16
 
 __all__ = ["GradScalerDevice"]
 
@@ -36,6 +36,11 @@ class GradScalerDevice(Rule):
     ``torch.amp.GradScaler("neuron", enabled=False)`` — unless its file mentions float16, where
     it keeps the user's ``enabled=`` (see Fix safety). With ``amp-dtype float16`` it stays live
     and the finding carries a warning (see CN305).
+
+    Library scalers whose device defaults to ``"cuda"`` get the same policy:
+    ``ShardedGradScaler()`` (FSDP) becomes ``ShardedGradScaler(device="neuron", enabled=False)``;
+    timm's ``NativeScaler()`` becomes ``NativeScaler(device="neuron")`` (it has no ``enabled``
+    switch, so it stays live; with bfloat16 its power-of-two scaling changes no value).
 
     ## Why is this bad?
     A CUDA GradScaler keeps its state on the CUDA device and fails (or silently disables itself)
@@ -78,13 +83,19 @@ class GradScalerDevice(Rule):
     code = "CN304"
     name = "cuda-grad-scaler"
     fixes = frozenset({Safety.SAFE})
-    triggers = ("GradScaler",)
-    emits = ("torch.amp.GradScaler", "torch.accelerator.current_accelerator")
+    triggers = ("GradScaler", "NativeScaler")
+    emits = (
+        "torch.amp.GradScaler",
+        "torch.accelerator.current_accelerator",
+        "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
+    )
     VALID = (
         'import torch\nscaler = torch.amp.GradScaler("neuron", enabled=False)\n',
         'import torch\nscaler = torch.amp.GradScaler("cpu")\n',
         # A project's own scaler class: not torch's, so it stays.
         "from myproject.amp import GradScaler\nscaler = GradScaler()\n",
+        "from myproject.utils import NativeScaler\nscaler = NativeScaler()\n",
+        'from timm.utils import NativeScaler\nscaler = NativeScaler(device="cpu")\n',
         Valid(
             "import torch\nscaler = torch.amp.GradScaler(torch.accelerator.current_accelerator().type)\n",
             target="accelerator",
@@ -165,6 +176,15 @@ class GradScalerDevice(Rule):
             "import torch\ndef fit(scaler: torch.cuda.amp.GradScaler):\n    pass\n",
             "import torch\ndef fit(scaler: torch.amp.GradScaler):\n    pass\n",
         ),
+        # Library scalers whose device defaults to "cuda".
+        Invalid(
+            "from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\nscaler = ShardedGradScaler()\n",
+            'from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\nscaler = ShardedGradScaler(device="neuron", enabled=False)\n',
+        ),
+        Invalid(
+            "from timm.utils import NativeScaler\nloss_scaler = NativeScaler()\n",
+            'from timm.utils import NativeScaler\nloss_scaler = NativeScaler(device="neuron")\n',
+        ),
         Invalid("import torch\nscaler = torch.cuda.amp.GradScaler(**cfg)\n"),
         Invalid("import torch\nmake = torch.cuda.amp.GradScaler\n"),
         # mmengine: the scaler class is picked per device at import time, CUDA last.
@@ -181,30 +201,41 @@ class GradScalerDevice(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         member = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
-        if member != "GradScaler" and not isinstance(func, cst.Name):
+        if member != "GradScaler" and member not in LIBRARY_SCALER_NAMES and not isinstance(func, cst.Name):
             return
         qualified = self.qualname(func)
         if qualified in LEGACY_SCALER:
             self._rewrite(node, _LEGACY_PARAMS, device_keyword=False)
-        elif qualified in SCALER:
+        elif qualified in SCALER or qualified in LIBRARY_SCALERS:
+            library = LIBRARY_SCALERS.get(qualified or "")
             device = next((a for a in node.args if a.keyword is None and not a.star), None)
             device = device or arg_by_name(list(node.args), "device")
             if device is None and any(a.star for a in node.args):
                 return  # **kwargs may carry the device: unknowable
             if device is not None and string_value(device.value) != "cuda":
                 return
-            self._rewrite(node, _PARAMS, device_keyword=device is not None and device.keyword is not None)
+            params = library.params if library is not None else _PARAMS
+            # A library scaler keeps its own name; its device goes in as a keyword when it had none
+            # (timm's NativeScaler() is called without arguments in every trainer built on it).
+            keyword = device is not None and device.keyword is not None or (library is not None and device is None)
+            self._rewrite(node, params, device_keyword=keyword, library=library)
 
-    def _rewrite(self, node: cst.Call, params: tuple[str, ...], device_keyword: bool) -> None:
+    def _rewrite(
+        self, node: cst.Call, params: tuple[str, ...], device_keyword: bool, library: LibraryScaler | None = None
+    ) -> None:
         message = "GradScaler for the CUDA device"
+        if library is not None:
+            message = f"`{self.context.code(node.func)}` is a GradScaler whose device defaults to \"cuda\""
         args = as_keywords(node, params)
         built = device_type_expr(self)
-        spelled = self.spell("torch.amp.GradScaler")
+        spelled = self.spell("torch.amp.GradScaler") if library is None else (node.func, ())
         if args is None or built is None or spelled is None:
             self.report(
                 node,
                 message,
-                guidance='Write `torch.amp.GradScaler("neuron", enabled=False)` (bfloat16 needs no loss scaling).',
+                guidance='Write `torch.amp.GradScaler("neuron", enabled=False)` (bfloat16 needs no loss scaling).'
+                if library is None
+                else 'Pass device="neuron" (with enabled=False under bfloat16 where it takes one).',
             )
             return
         device, imports = built
@@ -214,7 +245,12 @@ class GradScalerDevice(Rule):
             device = cst.SimpleString(f"{quote}neuron{quote}")
         rest = [a for a in args if a is not old_device]
         head = [keyword_arg("device", device) if device_keyword else cst.Arg(device)]
-        if self.context.settings.amp_dtype == "bfloat16" and mentions_float16(self):
+        if library is not None and not library.switchable:
+            # No `enabled=` to turn off: only the device moves (the message says why it stays live).
+            message += f"; {library.note}"
+            if self.context.settings.amp_dtype == "float16":
+                message += f"; {FP16_WARNING}"
+        elif self.context.settings.amp_dtype == "bfloat16" and mentions_float16(self):
             # The file may still run float16 regions (an explicit dtype the port keeps, or a
             # runtime choice such as `enabled=(dtype == "float16")`): keep the scaler as written.
             message += f"; {FP16_KEPT_NOTE}"
@@ -237,8 +273,8 @@ class GradScalerDevice(Rule):
             replacement=node.with_changes(func=new_func, args=[*head, *rest]),
             safety=Safety.SAFE,
             imports=imports + more,
-            unused_imports=import_to_drop(self, node.func),
-            description="use `torch.amp.GradScaler` on the target device",
+            unused_imports=import_to_drop(self, node.func) if library is None else (),
+            description="use `torch.amp.GradScaler` on the target device" if library is None else "pass the target device",
         )
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:

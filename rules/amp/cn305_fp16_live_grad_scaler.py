@@ -8,7 +8,7 @@ from cuda2neuron.core import Effort, Invalid, Rule, Valid
 
 from .._shared.args import arg_by_name
 from .._shared.strings import string_value
-from ._helpers import SCALER
+from ._helpers import LIBRARY_SCALER_NAMES, LIBRARY_SCALERS, SCALER
 
 __all__ = ["Fp16LiveScaler"]
 
@@ -20,7 +20,8 @@ class Fp16LiveScaler(Rule):
     ## What it does
     Warns about a live GradScaler on the target device when ``amp-dtype`` is float16.
     That is ``torch.amp.GradScaler("neuron")`` (or the accelerator's device type) without
-    ``enabled=False``.
+    ``enabled=False``, and the library scalers CN304 moves (``ShardedGradScaler``, timm's
+    ``NativeScaler``) on the target device.
 
     ## Why is this bad?
     Dynamic loss scaling with float16 on Neuron is not covered by AWS's documentation (bfloat16
@@ -40,7 +41,7 @@ class Fp16LiveScaler(Rule):
 
     code = "CN305"
     name = "fp16-live-grad-scaler"
-    triggers = ("GradScaler",)
+    triggers = ("GradScaler", "NativeScaler")
     VALID = (
         # bfloat16 (the default): nothing to warn about.
         'import torch\nscaler = torch.amp.GradScaler("neuron")\n',
@@ -50,6 +51,8 @@ class Fp16LiveScaler(Rule):
     INVALID = (
         Invalid('import torch\nscaler = torch.amp.GradScaler("neuron")\n', options=_FP16),
         Invalid('import torch\nscaler = torch.amp.GradScaler("neuron", enabled=use_amp)\n', options=_FP16),
+        # timm's NativeScaler has no enabled= switch: on the target device it is always live.
+        Invalid('from timm.utils import NativeScaler\nloss_scaler = NativeScaler(device="neuron")\n', options=_FP16),
         Invalid(
             "import torch\nscaler = torch.amp.GradScaler(torch.accelerator.current_accelerator().type)\n",
             options=_FP16,
@@ -62,7 +65,7 @@ class Fp16LiveScaler(Rule):
             return
         func = node.func
         member = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
-        if member != "GradScaler" and not isinstance(func, cst.Name):
+        if member != "GradScaler" and member not in LIBRARY_SCALER_NAMES and not isinstance(func, cst.Name):
             return
         device = arg_by_name(node, "device", position=0)
         if device is None or not self._is_target_device(device.value):
@@ -70,7 +73,8 @@ class Fp16LiveScaler(Rule):
         enabled = arg_by_name(node, "enabled", position=5)
         if enabled is not None and isinstance(enabled.value, cst.Name) and enabled.value.value == "False":
             return
-        if self.qualname(func) not in SCALER:
+        qualified = self.qualname(func)
+        if qualified not in SCALER and qualified not in LIBRARY_SCALERS:
             return
         self.report(
             node,
