@@ -35,6 +35,7 @@ __all__ = [
     "is_bare_prefix",
     "is_cuda_device_string",
     "looks_like_cuda_fstring",
+    "ordinal_word",
     "retarget_fstring",
     "retarget_string",
     "says_device",
@@ -100,6 +101,19 @@ _STRING_TESTS = frozenset({"startswith", "endswith", "removeprefix", "replace", 
 _TEST_ASSERTIONS = frozenset({"assertEqual", "assertNotEqual", "assertEquals", "assertNotEquals", "assertIn", "assertNotIn"})
 # Calls owned by the AMP family (CN3xx): their device_type/device arguments are rewritten there.
 _AMP_PREFIXES = ("torch.amp.", "torch.cuda.amp.", "torch.cpu.amp.", "torch.autocast")
+
+
+# Names that usually hold a device index; not proof (``gpu`` may be a torch.device).
+_ORDINAL_WORDS = frozenset({"rank", "gpu", "id", "idx", "index", "ordinal", "gpus"})
+
+
+def ordinal_word(word: str) -> bool:
+    """``rank``, ``local_rank``, ``gpu``, ``gpu_id``, ``device_id``: usually an index."""
+    lowered = word.lower()
+    if lowered in ("device_id", "device_idx", "device_index"):
+        return True
+    parts = lowered.strip("_").split("_")
+    return (parts[-1] in _ORDINAL_WORDS or parts[0] == "gpu") and not is_device_word(word)
 
 
 def says_device(node: cst.BaseExpression, rule: Rule | None = None) -> bool:

@@ -10,9 +10,9 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import arg_by_name, positional_args
-from .._shared.names import is_device_word
 from .._shared.strings import string_value
 from .._shared.target import device_expr
+from ._helpers import ordinal_word
 
 __all__ = ["IntegerDeviceOrdinal"]
 
@@ -37,19 +37,11 @@ _INT_CALL_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in _INT_CALLS)
 # Calls that return the *current* device index: "neuron" with no index means the same.
 _CURRENT = frozenset({"torch.cuda.current_device", "torch.neuron.current_device"})
 _INT_OPS = (cst.Modulo, cst.FloorDivide, cst.Add, cst.Subtract, cst.Multiply)
-# Names that usually hold a device index; not proof (``gpu`` may be a torch.device).
-_ORDINAL_WORDS = frozenset({"rank", "gpu", "id", "idx", "index", "ordinal", "gpus"})
 # Calls whose device= takes an index on the target too (moved by CN2xx, same signature).
 _INDEX_APIS = ("torch.cuda.", "torch.neuron.", "torch.accelerator.", "torch.amp.", "torch.cuda.amp.", "torch.autocast")
 
 
-def _hint_word(word: str) -> bool:
-    """``rank``, ``local_rank``, ``gpu``, ``gpu_id``, ``device_id``: usually an index."""
-    lowered = word.lower()
-    if lowered in ("device_id", "device_idx", "device_index"):
-        return True
-    parts = lowered.strip("_").split("_")
-    return (parts[-1] in _ORDINAL_WORDS or parts[0] == "gpu") and not is_device_word(word)
+_hint_word = ordinal_word
 
 
 def _ordinal_hint(node: cst.BaseExpression) -> bool:
