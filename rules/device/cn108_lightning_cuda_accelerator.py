@@ -32,6 +32,18 @@ _ENTRY_POINTS = frozenset(
 )
 # Lightning's names for its CUDA accelerator.
 _CUDA_NAMES = frozenset({"cuda", "gpu"})
+# Lightning 1.x's distributed modes, passed as ``accelerator=`` (before 1.5) or
+# ``distributed_backend=`` (before 1.0): each runs one process per CUDA device given by ``gpus=``.
+_GPU_STRATEGIES = frozenset({"dp", "ddp", "ddp2", "ddp_spawn", "ddp_sharded", "ddp_sharded_spawn", "horovod"})
+# The Trainer's settings that ask for CUDA devices by count (Lightning 1.x): gpus=N / "0,1" / -1,
+# auto_select_gpus=True.
+_GPU_COUNTS = frozenset({"gpus", "auto_select_gpus"})
+_CONFIG_GUIDANCE = (
+    "Lightning 1.x asks for CUDA devices through gpus= (and runs accelerator=\"ddp\" on them); "
+    "no Lightning setting selects the neuron device: run this loop on torch.device(\"neuron\") "
+    "in plain PyTorch (torchrun + init_process_group(\"neuron\") for several cores), or give "
+    "Lightning an Accelerator of your own for it"
+)
 # Lightning's CUDA accelerator class and device helpers, under every package and module that
 # exports them: on a Neuron host the class counts no device and the helpers find none.
 _CUDA_MEMBERS = ("CUDAAccelerator", "find_usable_cuda_devices", "num_cuda_devices", "is_cuda_available")
@@ -71,6 +83,12 @@ class LightningCudaAccelerator(Rule):
     ``find_usable_cuda_devices(2)``, ``num_cuda_devices()``): on a Neuron host they count no
     device, so device-count logic built on them (litgpt's ``devices="auto"``) picks none.
 
+    Lightning 1.x selected CUDA devices by count and mode: ``gpus=`` (``2``, ``"0,1"``, ``-1``),
+    ``auto_select_gpus=True``, and the distributed mode passed as ``accelerator="ddp"`` (or
+    ``"dp"``, ``"ddp_spawn"``, ...; ``distributed_backend=`` before 1.0). These are reported in a
+    Trainer call and where they are written into the config a Trainer is built from
+    (``trainer_config["accelerator"] = "ddp"``, ``{"gpus": 1}``) in a file that imports Lightning.
+
     ## Example
     ```python
     trainer = L.Trainer(accelerator="cuda", devices=4)
@@ -85,7 +103,7 @@ class LightningCudaAccelerator(Rule):
 
     code = "CN108"
     name = "lightning-cuda-accelerator"
-    triggers = ("accelerator", "Accelerator", "cuda_devices", "is_cuda_available")
+    triggers = ("accelerator", "Accelerator", "cuda_devices", "is_cuda_available", "gpus", "distributed_backend")
     VALID = (
         'import lightning as L\ntrainer = L.Trainer(accelerator="cpu")\n',
         'import lightning as L\nfabric = L.Fabric(accelerator="auto", devices=1)\n',
@@ -93,6 +111,10 @@ class LightningCudaAccelerator(Rule):
         'from mylib import Trainer\nt = Trainer(accelerator="cuda")\n',
         # The word in a string that is not the accelerator argument.
         'import lightning as L\nL.Trainer(logger="cuda")\n',
+        # No GPU asked for, and a CPU mode.
+        "import pytorch_lightning as pl\ntrainer = pl.Trainer(gpus=0)\n",
+        "import pytorch_lightning as pl\ntrainer = pl.Trainer(gpus=None, accelerator='ddp_cpu')\n",
+        "import pytorch_lightning as pl\ncfg = {'gpus': 0}\n",
         # A project's own class of that name, and Lightning's other accelerators.
         "from mylib import CUDAAccelerator\nn = CUDAAccelerator.auto_device_count()\n",
         "from lightning.fabric.accelerators import CPUAccelerator\nn = CPUAccelerator.auto_device_count()\n",
@@ -108,6 +130,16 @@ class LightningCudaAccelerator(Rule):
         Invalid("import lightning as L\nn = L.fabric.accelerators.CUDAAccelerator.auto_device_count()\n"),
         Invalid("from lightning.fabric.accelerators.cuda import find_usable_cuda_devices\nd = find_usable_cuda_devices(2)\n"),
         Invalid("from pytorch_lightning.accelerators import GPUAccelerator\nacc = GPUAccelerator()\n"),
+        # Lightning 1.x: a GPU count and the distributed mode passed as accelerator=.
+        Invalid('import pytorch_lightning as pl\ntrainer = pl.Trainer(gpus=2, accelerator="ddp", max_epochs=3)\n'),
+        Invalid("import pytorch_lightning as pl\ntrainer = pl.Trainer(gpus=args.gpus, auto_select_gpus=True)\n"),
+        Invalid("from pytorch_lightning import Trainer\ntrainer = Trainer(distributed_backend='dp')\n"),
+        # ... and written into the config the Trainer is built from.
+        Invalid(
+            "from pytorch_lightning.trainer import Trainer\ntrainer_config['accelerator'] = 'ddp'\n"
+            "trainer = Trainer.from_argparse_args(argparse.Namespace(**trainer_config))\n"
+        ),
+        Invalid("import pytorch_lightning as pl\nkwargs = {'gpus': 1, 'max_steps': 10}\ntrainer = pl.Trainer(**kwargs)\n"),
     )
 
     @classmethod
@@ -144,6 +176,7 @@ class LightningCudaAccelerator(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.qualname(node.func) not in _ENTRY_POINTS:
             return
+        self._check_gpu_settings(node)
         arg = arg_by_name(node, "accelerator")
         if arg is None:
             return
@@ -158,6 +191,62 @@ class LightningCudaAccelerator(Rule):
                     effort=Effort.MEDIUM,
                 )
                 return
+
+
+    def _check_gpu_settings(self, node: cst.Call) -> None:
+        """``Trainer(gpus=2, accelerator="ddp")`` and the other Lightning 1.x GPU settings."""
+        for arg in node.args:
+            if arg.keyword is None:
+                continue
+            setting = arg.keyword.value
+            if _asks_for_gpus(setting, arg.value):
+                callee = self.context.code(node.func)
+                self.report(
+                    arg,
+                    f"`{callee}({setting}={self.context.code(arg.value)})` asks Lightning for CUDA devices",
+                    guidance=_CONFIG_GUIDANCE,
+                    effort=Effort.MEDIUM,
+                    ancestors=(*self.context.ancestors, node),
+                )
+
+    # Settings written into a config that a Trainer is built from (latent-diffusion:
+    # `trainer_config["accelerator"] = "ddp"`, then `Trainer.from_argparse_args(...)`).
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            sub = target.target
+            if not isinstance(sub, cst.Subscript) or len(sub.slice) != 1 or not isinstance(sub.slice[0].slice, cst.Index):
+                continue
+            setting = string_value(sub.slice[0].slice.value)
+            if setting is not None and _asks_for_gpus(setting, node.value):
+                self.report(
+                    node,
+                    f"`{self.context.code(sub)} = {self.context.code(node.value)}` asks Lightning for CUDA devices",
+                    guidance=_CONFIG_GUIDANCE,
+                    effort=Effort.MEDIUM,
+                )
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        setting = string_value(node.key)
+        if setting is not None and _asks_for_gpus(setting, node.value):
+            self.report(
+                node,
+                f"`{self.context.code(node)}` asks Lightning for CUDA devices",
+                guidance=_CONFIG_GUIDANCE,
+                effort=Effort.MEDIUM,
+            )
+
+
+def _asks_for_gpus(setting: str, value: cst.BaseExpression) -> bool:
+    """Whether ``setting=value`` selects CUDA devices in Lightning 1.x."""
+    if setting in _GPU_COUNTS:
+        off = (isinstance(value, cst.Name) and value.value in ("None", "False")) or (
+            isinstance(value, cst.Integer) and value.value == "0"
+        )
+        return not off and string_value(value) not in ("", "0")
+    if setting in ("accelerator", "distributed_backend"):
+        names = {(string_value(v) or "").lower() for v in _literals(value)}
+        return bool(names & _GPU_STRATEGIES)
+    return False
 
 
 def _literals(value: cst.BaseExpression) -> list[cst.BaseExpression]:
