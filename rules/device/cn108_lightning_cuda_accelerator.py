@@ -230,7 +230,7 @@ class LightningCudaAccelerator(Rule):
         if setting is not None and _asks_for_gpus(setting, node.value):
             self.report(
                 node,
-                f"`{self.context.code(node)}` asks Lightning for CUDA devices",
+                f"`{self.context.code(node.key)}: {self.context.code(node.value)}` asks Lightning for CUDA devices",
                 guidance=_CONFIG_GUIDANCE,
                 effort=Effort.MEDIUM,
             )
