@@ -19,8 +19,10 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
+    "INSTALL_HINT",
     "NEURON_MODULE_API",
     "SUPPORTED_TORCH",
+    "TESTED_TORCH",
     "BackendUnavailable",
     "activate",
     "build",
@@ -31,6 +33,15 @@ __all__ = [
 
 #: Inclusive lower, exclusive upper bound of the torch versions the emulator supports (tested: 2.13.0).
 SUPPORTED_TORCH = ((2, 10), (2, 15))
+#: The torch the emulator is built and tested against (README's install lines pin it).
+TESTED_TORCH = "2.13.0"
+#: What to install for validate / emulate / build-backend, in one line: torch's CPU build first
+#: (on Linux PyPI's default wheel is the multi-GB CUDA build, and validation runs on the CPU),
+#: then the extra's other packages (ninja, numpy).
+INSTALL_HINT = (
+    f'pip install "torch=={TESTED_TORCH}" --index-url https://download.pytorch.org/whl/cpu && '
+    'pip install "cuda2neuron[validate]" (from a checkout: pip install -e ".[validate]")'
+)
 
 
 def activate(*, strict: bool | None = None) -> ModuleType:

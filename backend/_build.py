@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["BackendBuildError", "build", "cache_dir", "cached_library", "can_build"]
+__all__ = ["BUILD_ENDS", "BUILD_STARTS", "BackendBuildError", "build", "cache_dir", "cached_library", "can_build"]
 
 _CSRC = Path(__file__).with_name("csrc")
 # csrc/runtime/ (devices, streams, generators, allocators, accounting), csrc/aten/ (every op
@@ -40,6 +40,11 @@ _TICK_S = 10.0
 
 #: Receives a build's progress messages (one line each, no trailing newline).
 Progress = Callable[[str], None]
+#: How the first and the last progress line of a build begin; the lines between them are the
+#: ticker's (elapsed against the estimate). A terminal keeps the first and last in its scrollback
+#: while the ticker's only update a spinner (cli/_validate.py); a log shows every line.
+BUILD_STARTS = "building the neuron emulator for torch"
+BUILD_ENDS = "neuron emulator built in"
 
 
 def _sources() -> list[Path]:
@@ -75,7 +80,9 @@ def _torch_version() -> str:
     try:
         return importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError as exc:
-        raise BackendBuildError("the neuron emulator needs torch installed (pip install 'cuda2neuron[validate]')") from exc
+        from . import INSTALL_HINT
+
+        raise BackendBuildError(f"the neuron emulator needs torch, which is not installed here; install it: {INSTALL_HINT}") from exc
 
 
 def _source_hash() -> str:
@@ -202,7 +209,7 @@ def _compile(d: Path, *, verbose: bool, progress: Progress | None) -> ModuleType
 
     say = progress or (lambda _line: None)
     estimate, why = estimate_build_seconds()
-    say(f"building the neuron emulator for torch {_torch_version()} into {d} "
+    say(f"{BUILD_STARTS} {_torch_version()} into {d} "
         f"(once per torch version; estimated {estimate:.0f} s {why})...")
     t0 = time.perf_counter()
     ticker = _Ticker(say, t0, estimate)
@@ -233,7 +240,7 @@ def _compile(d: Path, *, verbose: bool, progress: Progress | None) -> ModuleType
     tmp = d / (built.name + f".tmp{os.getpid()}")
     shutil.copy2(built, tmp)
     os.replace(tmp, target)  # atomic: a concurrent reader never sees half a library
-    say(f"neuron emulator built in {time.perf_counter() - t0:.0f} s (estimated {estimate:.0f} s)")
+    say(f"{BUILD_ENDS} {time.perf_counter() - t0:.0f} s (estimated {estimate:.0f} s)")
     return module
 
 

@@ -56,7 +56,9 @@ def reason_unavailable() -> str | None:
     try:
         activate()
     except ModuleNotFoundError as exc:
-        return f"the emulated neuron device needs {exc.name} ({exc}); install it: pip install 'cuda2neuron[validate]'"
+        from . import INSTALL_HINT
+
+        return f"the emulated neuron device needs {exc.name}, which is not installed here; install it: {INSTALL_HINT}"
     except (BackendUnavailable, BackendBuildError) as exc:
         return str(exc)
     return None

@@ -46,10 +46,9 @@ _EAGER = {
 def _needs_torch(name: str, missing: str) -> click.Command:
     @click.command(name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
     def command() -> None:
-        raise click.ClickException(
-            f"`cuda2neuron {name}` needs {missing}, which is not installed. "
-            'Install the extra: pip install "cuda2neuron[validate]" (and torch for your platform).'
-        )
+        from cuda2neuron.backend import INSTALL_HINT
+
+        raise UsageError(f"`cuda2neuron {name}` needs {missing}, which is not installed here; install it: {INSTALL_HINT}")
 
     command.help = f"(needs {missing}: pip install 'cuda2neuron[validate]')"
     return command

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from cuda2neuron.workspace import (
 )
 from cuda2neuron.report import OUTPUT_FORMATS, build_report, render
 
+from ._colour import colour_allowed, coloured_findings
 from ._common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
 from ._console import Console
 from ._options import apply_overrides, rule_options
@@ -32,9 +34,10 @@ __all__ = ["check_command"]
 
 _HELP = """Report CUDA-isms in PATHS ('-' reads stdin); with --fix, rewrite what is safe to.
 
-Exit 0 when clean, 1 when something was found (or fixed, or --diff printed changes), 2 on
-usage, configuration or internal errors, or a file that failed. With no PATHS nothing is
-checked (pre-commit may call it with no files). Never imports or runs your code.
+Exit 0 when clean (or --fix fixed everything), 1 when findings remain (or --diff printed
+changes), 2 on usage, configuration or internal errors, or a file that failed (ruff's codes).
+With no PATHS the current folder is checked (ruff); under pre-commit (its hooks, or PRE_COMMIT=1)
+no PATHS means no files to check. Never imports or runs your code.
 
 \b
 Examples:
@@ -56,6 +59,10 @@ Examples:
 @click.option("--show-fixes", is_flag=True, help="With --fix, list the findings it fixed; without, show each fixable finding's fix.")
 @click.option("--statistics", is_flag=True, help="Print how many findings each rule has, instead of the findings.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain (2 still means an error).")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="With --fix, exit 1 when a file was changed, even if nothing remains (ruff).")
+# Our pre-commit hooks pass it (.pre-commit-hooks.yaml): their PATHS are pre-commit's file list,
+# and an empty list means nothing to check, never the whole folder.
+@click.option("--from-pre-commit", is_flag=True, hidden=True)
 @click.option(
     "--output-format",
     type=click.Choice(OUTPUT_FORMATS),
@@ -73,13 +80,18 @@ Examples:
 @click.option("--no-cache", is_flag=True, help="Process every file again instead of reusing results for unchanged files.")
 @rule_options
 def check_command(
-    paths, fix, show_diff, show_fixes, statistics, exit_zero, output_format, output_file, quiet,
-    baseline_path, write_baseline_path, stdin_filename, jobs, no_cache, **opts,
+    paths, fix, show_diff, show_fixes, statistics, exit_zero, exit_non_zero_on_fix, from_pre_commit, output_format,
+    output_file, quiet, baseline_path, write_baseline_path, stdin_filename, jobs, no_cache, **opts,
 ):
     if fix and show_diff:
         raise UsageError("--fix and --diff exclude each other (--diff writes nothing)")
     if baseline_path is not None and write_baseline_path is not None:
         raise UsageError("--baseline and --write-baseline exclude each other")
+    # pre-commit runs a hook with no files only where a user's config forces it (always_run):
+    # that is nothing to check, not the whole repository. Elsewhere no PATHS is "." (ruff).
+    nothing_given = not paths and bool(from_pre_commit or os.environ.get("PRE_COMMIT"))
+    if not paths and not nothing_given:
+        paths = (Path("."),)
     named = [p for p in paths if str(p) != "-"]
     config = apply_overrides(load_run_config(named, opts.pop("config_file")), opts, named)
     baseline = None
@@ -88,7 +100,7 @@ def check_command(
             baseline = Baseline.load(baseline_path)
         except BaselineError as exc:
             raise UsageError(str(exc)) from None
-    if not paths:
+    if nothing_given:
         if not quiet:
             err_console.say("no files to check")
         return EXIT_CLEAN
@@ -135,7 +147,10 @@ def check_command(
         return EXIT_ERROR
     if exit_zero:
         return EXIT_CLEAN
-    if report.remaining or any(r.status is FileStatus.CHANGED for r in results):
+    if report.remaining:
+        return EXIT_FINDINGS
+    # Everything fixed is clean (ruff); --exit-non-zero-on-fix makes a change itself fail.
+    if exit_non_zero_on_fix and any(r.status is FileStatus.CHANGED for r in results):
         return EXIT_FINDINGS
     return EXIT_CLEAN
 
@@ -164,9 +179,12 @@ def _output(path: Path | None):
 def _closing_line(report, *, fixed: bool, unsafe: bool, hidden: int) -> str:
     """ruff's closing line: what is left, and what the flags would still do about it."""
     left = len(report.remaining)
-    parts = [f"{left} finding(s) in {report.scanned} file(s)"]
+    # "in M file(s)" counts the files that hold them; the files looked at are said apart.
+    holding = len({f.path for f in report.remaining})
+    where = f"in {holding} file(s) ({report.scanned} checked)"
+    parts = [f"{left} finding(s) {where}"]
     if fixed:
-        parts[0] = f"fixed {len(report.edits)}, {left} remaining in {report.scanned} file(s)"
+        parts[0] = f"fixed {len(report.edits)}, {left} remaining {where}"
     safe, more = len(report.fixable), len(report.unsafe_fixable)
     if unsafe:
         safe, more = safe + more, 0
@@ -221,9 +239,11 @@ def _emit(
         print_statistics(out, report)
     else:
         rules = catalog() if output_format == "sarif" else None
-        out.file.write(
-            render(report, output_format, unsafe_fixes=unsafe, sources=sources, rules=rules, show_fixes=show_fixes)
-        )
+        text = render(report, output_format, unsafe_fixes=unsafe, sources=sources, rules=rules, show_fixes=show_fixes)
+        if output_format in _PEOPLE and text and colour_allowed(out):
+            out.rich.print(coloured_findings(text), end="", soft_wrap=True)
+        else:
+            out.file.write(text)
         out.file.flush()  # the findings before the closing line on stderr, on a terminal too
     if output_format in _PEOPLE:
         for r in report.failed:

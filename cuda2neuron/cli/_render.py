@@ -69,24 +69,30 @@ def print_diff(console: Console, result: FileResult) -> None:
 
 
 def effort_text(report: RunReport) -> str:
-    from cuda2neuron.report import EFFORT_SCALE
+    from cuda2neuron.report import describe_effort
 
-    if report.effort == "none":
-        return "none"
-    return f"{report.effort} ({report.effort_points} points, {EFFORT_SCALE[report.effort]})"
+    text = describe_effort(report.effort_hours)
+    if report.failed:
+        # A failed file was not looked at: its work is not in the estimate.
+        text += f", not counting {len(report.failed)} failed file(s)"
+    return text
 
 
 def headline(report: RunReport, wrote: str) -> str:
-    """One line: what the run did and what is left (README "Coverage and effort")."""
+    """One line: what the run did and what is left (README "Coverage and effort"). Every count
+    here is the length of the table below it that lists the same things."""
     parts = [
         f"{report.scanned} files scanned, {report.changed} {wrote}, {len(report.failed)} failed",
         f"{len(report.edits)} edits",
-        f"{len(report.manual)} manual actions",
+        f"{len(report.manual)} manual action{'' if len(report.manual) == 1 else 's'}",
     ]
     if report.unsafe_fixable:
         parts.append(f"{len(report.unsafe_fixable)} more fixable with --unsafe-fixes")
     if report.coverage is not None:
         parts.append(f"coverage {report.coverage:.0%}")
+    elif report.failed:
+        # Never "nothing left" while a file could not be read: what it holds is unknown.
+        parts.append(f"{len(report.failed)} file(s) not processed")
     elif not report.remaining:
         parts.append("nothing CUDA-specific left")
     else:
@@ -147,18 +153,23 @@ def print_summary(
         for rule, n in report.edits_per_rule.items():
             table.add_row(rule, str(n))
         console.print(table)
-    if report.manual or report.unsafe_fixable:
-        table = Table(title="Manual actions", show_edge=False, title_justify="left")
+    # Two tables, each titled with the count the headline gives for it.
+    for title, rows in (
+        (f"Manual actions ({len(report.manual)})", report.manual),
+        (f"Unsafe fixes to review ({len(report.unsafe_fixable)}): rerun with --unsafe-fixes to apply them",
+         report.unsafe_fixable),
+    ):
+        if not rows:
+            continue
+        table = Table(title=title, show_edge=False, title_justify="left")
         table.add_column("location", overflow="fold")
         table.add_column("rule")
         table.add_column("effort")
         table.add_column("what to do", overflow="fold")
-        for f in (*report.manual, *report.unsafe_fixable):
+        for f in rows:
             what = f.message + (f". {f.guidance}" if f.guidance else "")
-            if f.fix is not None and f.fix.safety is Safety.UNSAFE:
-                what += " (an unsafe fix exists: rerun with --unsafe-fixes to apply it)"
-            elif f.fix is not None and f.fix.safety is Safety.DISPLAY_ONLY:
-                what += f" (no automatic fix; suggested: {_one_line(f.fix.replacement)})"
+            if f.fix is not None and f.fix.safety is Safety.DISPLAY_ONLY:
+                what += f" (no automatic fix; suggested: {_one_line(f.fix.replacement) or '(remove it)'})"
             table.add_row(f"{f.path}:{f.span.start_line}", f.code, f.effort.value, escape(what))
         console.print(table)
     for r in report.failed:

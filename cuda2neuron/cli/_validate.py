@@ -67,6 +67,38 @@ class _ValidateCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+def _require_torch() -> None:
+    """validate runs the code with torch: without the [validate] extra it is a setup error (exit
+    2, one line saying what to install), never a traceback with exit 1, which means "the port
+    fails" to CI."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        from cuda2neuron.backend import INSTALL_HINT
+
+        raise UsageError(f"`cuda2neuron validate` runs your code with torch, which is not installed here; "
+                         f"install it: {INSTALL_HINT}")
+
+
+def _say_line(line: str) -> None:
+    err_console.say(f"cuda2neuron validate: {line}", soft_wrap=True)
+    err_console.file.flush()
+
+
+def _on_terminal(status: Any) -> Any:
+    """The spinner shows what runs now; a build's first and last lines stay in the scrollback,
+    so a terminal keeps the record a log would (what was built, the estimate, the time)."""
+
+    from cuda2neuron.backend._build import BUILD_ENDS, BUILD_STARTS
+
+    def update(line: str) -> None:
+        if line.startswith((BUILD_STARTS, BUILD_ENDS)):
+            status.console.print(f"cuda2neuron validate: {line}", highlight=False, markup=False, soft_wrap=True)
+        status.update(line)
+
+    return update
+
+
 def _bad_value(option: str, message: str) -> UsageError:
     # The wording of click's BadParameter, so these read like the errors click makes itself.
     return UsageError(f"Invalid value for '{option}': {message}")
@@ -112,6 +144,7 @@ def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | N
     from cuda2neuron.validate._request import RequestError, build_request
     from cuda2neuron.validate._trees import TreeError, resolve_trees
 
+    _require_torch()
     script_args: tuple[str, ...] = ctx.meta.get("cuda2neuron.script_args", ())
     if report_path is not None and report_path.suffix.lower() not in (".md", ".json", ".html"):
         raise _bad_value("--report", f"{report_path}: the report must end in .md, .json or .html")
@@ -133,11 +166,19 @@ def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | N
             raise UsageError(str(exc)) from None
         except RequestError as exc:
             raise (_bad_value(exc.option, str(exc)) if exc.option else UsageError(str(exc))) from None
+        for note in trees.notes:
+            err_console.say((f"note: {note}", "dim"), soft_wrap=True)
         # Imports torch (for the comparisons): only now that the arguments are known to be good.
         from cuda2neuron.validate import run_validation
 
-        with err_console.rich.status(_STARTING, spinner="dots") as status:
-            result = run_validation(request, on_progress=status.update)
+        if err_console.is_terminal:
+            with err_console.rich.status(_STARTING, spinner="dots") as status:
+                result = run_validation(request, on_progress=_on_terminal(status))
+        else:
+            # A pipe (CI logs, pre-commit): no spinner to update, so every step is a line of
+            # its own; an emulator build (1-2.5 min cold) says how far it is every few seconds
+            # instead of leaving the log silent.
+            result = run_validation(request, on_progress=_say_line)
     finally:
         trees.cleanup()
     for part in to_rich(result):

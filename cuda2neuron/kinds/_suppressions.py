@@ -1,7 +1,11 @@
 """Suppression comments checked after a file's rules ran: unknown codes, unused suppressions.
 
-A ``# cuda2neuron: ignore[CN1O1]`` with a typo silences nothing and says nothing; it must be an
-error naming the file and the line. A suppression that no finding needs any more (the code was
+A ``# cuda2neuron: ignore[CN1O1]`` with a typo silences nothing and must not say nothing: it is
+reported as CN901 at its line ("unknown rule code"), with the corrected comment as a
+display-only suggestion (the code it meant is for a person to tell), and the rest of the file
+is checked and migrated as usual (ruff warns about an unknown ``noqa`` code and goes on; RUF100
+reports it). It used to fail the whole file: one typo left every other line unported while the
+run's summary said nothing was left. A suppression that no finding needs any more (the code was
 ported, the rule changed) hides the next real finding on that line; it is reported as CN901
 (ruff's RUF100), with a safe fix that removes it.
 
@@ -30,6 +34,7 @@ from cuda2neuron.core import (
     FileStatus,
     Finding,
     Fix,
+    LineIndex,
     RunOptions,
     Safety,
     Span,
@@ -88,8 +93,8 @@ def directives(data: bytes, kind: str) -> list[Directive]:
 
 
 def check_suppressions(kind: str, path: str, data: bytes, result: FileResult, config: Config, options: RunOptions, body) -> FileResult:  # noqa: ANN001
-    """``result`` with suppression comments checked: an unknown code fails the file; unused ones
-    are CN901 findings (applied when the run fixes). Never raises for a bad file."""
+    """``result`` with suppression comments checked: unknown codes and unused ones are CN901
+    findings (unused ones applied when the run fixes). Never raises for a bad file."""
     try:
         return _check(kind, path, data, result, config, options, body)
     except Exception as exc:  # a bug here costs this file, typed, like a rule bug
@@ -103,25 +108,31 @@ def check_suppressions(kind: str, path: str, data: bytes, result: FileResult, co
 def _check(kind: str, path: str, data: bytes, result: FileResult, config: Config, options: RunOptions, body) -> FileResult:  # noqa: ANN001
     if kind not in CHECKED_KINDS or result.status is FileStatus.FAILED:
         return result
+    if not config.selects(UNUSED_SUPPRESSION[0], path):
+        return result
     if kind == "notebook":
-        return _notebook_codes(path, result.new_bytes if result.new_bytes is not None else data) or result
+        unknown = _notebook_codes(path, result.new_bytes if result.new_bytes is not None else data)
+        return replace(result, findings=_sorted(result.findings + unknown)) if unknown else result
     final = result.new_bytes if result.new_bytes is not None else data
     found = directives(final, kind)
     if not found:
         return result
+    # An unknown code silences nothing (no rule's code starts with it): it is reported, and the
+    # comment is judged used or unused by its known codes alone.
+    unknown: list[Finding] = []
+    bad_codes: set[str] = set()
     for d in found:
         bad = unknown_selectors(d.codes or ())
         if bad:
-            return _unknown_codes(path, bad, "", d.line, d.col + 1)
-    if not config.selects(UNUSED_SUPPRESSION[0], path):
-        return result
-    unused = _unused(found, _all_findings(path, final, config, body))
+            unknown.append(_unknown_finding(path, d, bad))
+            bad_codes.update(bad)
+    unused = _unused(found, _all_findings(path, final, config, body), frozenset(bad_codes))
     if not unused:
-        return result
+        return replace(result, findings=_sorted(result.findings + tuple(unknown))) if unknown else result
     findings = [_finding(path, d, codes, final) for d, codes in unused]
     if not options.fix:
-        return replace(result, findings=_sorted(result.findings + tuple(findings)))
-    new, shifted = _apply(final, unused, result.findings)
+        return replace(result, findings=_sorted(result.findings + tuple(findings) + tuple(unknown)))
+    new, shifted = _apply(final, unused, result.findings + tuple(unknown))
     applied = tuple(replace(f, applied=True) for f in findings)
     return FileResult(
         path,
@@ -132,31 +143,49 @@ def _check(kind: str, path: str, data: bytes, result: FileResult, config: Config
     )
 
 
-def _notebook_codes(path: str, data: bytes) -> FileResult | None:
-    """A failed result when a code cell's suppression comment names an unknown code."""
-    import json
+def _notebook_codes(path: str, data: bytes) -> tuple[Finding, ...]:
+    """CN901 for every code cell's suppression comment that names an unknown code."""
+    from cuda2neuron.documents.nbjson import NotebookShapeError, locate_cells
 
     try:
-        cells = json.loads(data.decode("utf-8-sig")).get("cells", [])
-    except (ValueError, AttributeError):
-        return None  # the notebook handler reported what is wrong with the file
+        text = data.decode("utf-8-sig")
+        cells = locate_cells(text).cells
+    except (ValueError, NotebookShapeError):
+        return ()  # the notebook handler reported what is wrong with the file
+    index = LineIndex(text)
+    out: list[Finding] = []
     # Cells are numbered from 1 among all cells, as the notebook's findings say.
-    for number, cell in enumerate(cells, start=1):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+    for cell in cells:
+        if cell.cell_type != "code":
             continue
-        source = cell.get("source", "")
-        text = "".join(source) if isinstance(source, list) else str(source)
-        for d in directives(text.encode("utf-8", "surrogateescape"), "python"):
+        for d in directives(cell.text.encode("utf-8", "surrogateescape"), "python"):
             bad = unknown_selectors(d.codes or ())
             if bad:
-                # The file's line would point into the notebook's JSON: name the cell instead.
-                return _unknown_codes(path, bad, f"cell {number}, line {d.line}: ")
-    return None
+                # The cell's line would point into the notebook's JSON: the finding sits on the
+                # file line that holds the cell's line, and its message names the cell.
+                at = cell.elements[min(d.line, len(cell.elements)) - 1][0] if cell.elements else cell.start
+                line = index.position(at)[0]
+                f = _unknown_finding(path, d, bad)
+                out.append(replace(f, span=Span(line, 0, line, 0), message=f"cell {cell.number}, line {d.line}: {f.message}"))
+    return tuple(out)
 
 
-def _unknown_codes(path: str, bad, where: str, line: int | None = None, col: int | None = None) -> FileResult:  # noqa: ANN001
-    message = f"{where}unknown rule code(s) {', '.join(bad)} in a suppression comment (`cuda2neuron rules` lists them)"
-    return FileResult(path, FileStatus.FAILED, error=FileError("suppression", message, line, col))
+def _unknown_finding(path: str, d: Directive, bad: list[str]) -> Finding:
+    """CN901 for the unknown codes of one comment: it silences nothing and is left as written
+    (a display-only suggestion without them: which code was meant is for a person to say)."""
+    kept = [c for c in d.codes or () if c not in bad]
+    many = len(bad) > 1
+    return Finding(
+        code=UNUSED_SUPPRESSION[0],
+        name=UNUSED_SUPPRESSION[1],
+        message=f"unknown rule code{'s' if many else ''} {', '.join(bad)} in a suppression comment: "
+                f"{'they silence' if many else 'it silences'} nothing",
+        path=path,
+        span=Span(d.line, d.col, d.line, d.col + (d.end - d.start)),
+        fix=Fix(Safety.DISPLAY_ONLY, _comment_text(kept) if kept else "", "drop the unknown codes"),
+        guidance="correct the code (`cuda2neuron rules` lists them; a family such as CN1 works too) or drop it",
+        effort=Effort.LOW,
+    )
 
 
 def _sorted(findings) -> tuple[Finding, ...]:  # noqa: ANN001
@@ -170,9 +199,11 @@ def _all_findings(path: str, text: bytes, config: Config, body) -> tuple[Finding
     return tuple(findings)
 
 
-def _unused(found: list[Directive], findings: tuple[Finding, ...]) -> list[tuple[Directive, tuple[str, ...] | None]]:
+def _unused(
+    found: list[Directive], findings: tuple[Finding, ...], unknown: frozenset[str] = frozenset()
+) -> list[tuple[Directive, tuple[str, ...] | None]]:
     """(directive, its unused codes; None: the whole bare directive) for every directive with
-    something unused."""
+    something unused. ``unknown`` codes are reported on their own and kept in the comment."""
     out = []
     for d in found:
         if d.codes is not None and _SELF & set(d.codes):
@@ -185,8 +216,9 @@ def _unused(found: list[Directive], findings: tuple[Finding, ...]) -> list[tuple
             if not here:
                 out.append((d, None))
             continue
-        idle = tuple(c for c in d.codes if not any(code.startswith(c) for code in here))
-        if len(idle) < len(d.codes):
+        known = [c for c in d.codes if c not in unknown]
+        idle = tuple(c for c in known if not any(code.startswith(c) for code in here))
+        if len(idle) < len(known):
             # Partly used: only unused full codes are reported. A family (`CN1`, `CN2`) says
             # "no rule of these families here", written where either may fire (rules that
             # protect a fast path write `ignore[CN1,CN2]`); it goes only when all of it is idle.
@@ -197,7 +229,7 @@ def _unused(found: list[Directive], findings: tuple[Finding, ...]) -> list[tuple
 
 
 def _finding(path: str, d: Directive, idle: tuple[str, ...] | None, text: bytes) -> Finding:
-    whole = idle is None or len(idle) == len(d.codes or ())
+    whole = idle is None or len(idle) == len(d.codes or ())  # unknown codes stay: not whole
     if idle is None:
         message = "unused suppression: no rule reports anything on this line"
     else:

@@ -7,14 +7,29 @@ from ._ci import to_github, to_gitlab, to_junit
 from ._docs import rule_help_uri, rules_reference
 from ._html import ValidationReportError, load_validation, to_html
 from ._json import SCHEMA_VERSION, to_json, to_json_lines
-from ._model import EFFORT_POINTS, EFFORT_SCALE, FileSummary, RunReport, build_report, finding_status, is_manual
+from ._model import (
+    EFFORT_BANDS,
+    EFFORT_HOURS,
+    EFFORT_SCALE,
+    REVIEW_HOURS,
+    FileSummary,
+    RunReport,
+    build_report,
+    describe_effort,
+    effort_level,
+    finding_hours,
+    finding_status,
+    is_manual,
+)
 from ._render import OUTPUT_FORMATS, REPORT_SUFFIXES, render, to_markdown, write_report
 from ._sarif import to_sarif
 from ._text import finding_header, fix_note, to_concise, to_text
 
 __all__ = [
-    "EFFORT_POINTS",
+    "EFFORT_BANDS",
+    "EFFORT_HOURS",
     "EFFORT_SCALE",
+    "REVIEW_HOURS",
     "OUTPUT_FORMATS",
     "REPORT_SUFFIXES",
     "SCHEMA_VERSION",
@@ -22,7 +37,10 @@ __all__ = [
     "RunReport",
     "ValidationReportError",
     "build_report",
+    "describe_effort",
+    "effort_level",
     "finding_header",
+    "finding_hours",
     "finding_status",
     "fix_note",
     "is_manual",

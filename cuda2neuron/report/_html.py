@@ -19,7 +19,7 @@ from cuda2neuron import __version__
 from cuda2neuron.core import FileResult, Finding
 
 from ._docs import rule_help_uri
-from ._model import RunReport
+from ._model import RunReport, describe_effort
 
 __all__ = ["ValidationReportError", "load_validation", "to_html"]
 
@@ -106,7 +106,7 @@ def _summary(report: RunReport) -> list[str]:
         ("fixable", len(report.fixable) + len(report.unsafe_fixable)),
         ("manual actions", len(report.manual)),
         ("coverage", _pct(report.coverage)),
-        ("effort left", report.effort),
+        ("effort left", describe_effort(report.effort_hours)),
     ]
     out = ['<section id="summary"><h2>Summary</h2><div class="cards">']
     out += [f'<div class="card"><b>{_e(v)}</b><span class=muted>{_e(k)}</span></div>' for k, v in cards]

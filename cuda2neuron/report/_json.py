@@ -58,7 +58,8 @@ def _document(report: RunReport) -> dict[str, Any]:
             "unsafe_fixable": len(report.unsafe_fixable),  # --fix --unsafe-fixes writes them
             "manual_actions": len(report.manual),
             "coverage": report.coverage,
-            "effort": report.effort,
+            "effort": report.effort,  # the band (EFFORT_BANDS) of effort_hours
+            "effort_hours": round(report.effort_hours, 2),
             "edits_per_rule": report.edits_per_rule,
         },
         "files": [

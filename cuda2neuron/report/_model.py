@@ -9,20 +9,73 @@ from dataclasses import dataclass
 from cuda2neuron.core import Effort, FileResult, FileStatus, Finding, Safety
 from cuda2neuron.workspace import SkippedPath
 
-__all__ = ["EFFORT_POINTS", "EFFORT_SCALE", "FileSummary", "RunReport", "build_report", "finding_status", "is_manual"]
+__all__ = [
+    "EFFORT_BANDS", "EFFORT_HOURS", "EFFORT_SCALE", "REVIEW_HOURS", "FileSummary", "RunReport", "build_report",
+    "describe_effort", "effort_level", "finding_hours", "finding_status", "is_manual",
+]
 
-# Points per manual finding, summed per file into an effort level (SYCLomatic-style estimate).
-EFFORT_POINTS = {Effort.NONE: 0, Effort.LOW: 1, Effort.MEDIUM: 3, Effort.HIGH: 8}
+# The person-time a finding left costs, in hours of someone who knows the code (README "Coverage
+# and effort", docs/output-formats.md "Effort"). The per-finding levels are the rules' own.
+EFFORT_HOURS = {Effort.NONE: 0.0, Effort.LOW: 0.25, Effort.MEDIUM: 1.0, Effort.HIGH: 8.0}
+# A fix a flag writes (`--unsafe-fixes`) costs its review, not the work it does: reading the
+# hunk and deciding, at most this long (a rule's "low" or "none" is kept when it is less).
+REVIEW_HOURS = 0.25
+
+# Bands of the total, in hours: (upper bound, level, what it means). They tell an hour from a
+# day, a day from a week, and a week from more.
+EFFORT_BANDS = (
+    (0.0, "none", "nothing left"),
+    (1.0, "low", "up to an hour"),
+    (8.0, "medium", "up to a day"),  # a working day: 8 h
+    (40.0, "high", "up to a week"),  # a working week: 5 days, 40 h
+    (float("inf"), "very-high", "more than a week"),
+)
+EFFORT_SCALE = {level: meaning for _, level, meaning in EFFORT_BANDS}
 
 
-# What the levels mean in time (README "Coverage and effort"): a point is about a quarter of an
-# hour of a person who knows the code.
-EFFORT_SCALE = {
-    "none": "nothing left",
-    "low": "under an hour",
-    "medium": "1-2.5 hours",
-    "high": "more than 2.5 hours",
-}
+def finding_hours(f: Finding) -> float:
+    """What ``f`` still costs a person: nothing once applied or when ``--fix`` writes it (a safe
+    fix), a review when only ``--unsafe-fixes`` would, else its level's hours."""
+    if f.applied or (f.fix is not None and f.fix.safety is Safety.SAFE):
+        return 0.0
+    hours = EFFORT_HOURS[f.effort]
+    if f.fix is not None and f.fix.safety is Safety.UNSAFE:
+        return min(hours, REVIEW_HOURS)
+    return hours
+
+
+def effort_level(hours: float) -> str:
+    for bound, level, _ in EFFORT_BANDS:
+        if hours <= bound:
+            return level
+    raise AssertionError("unreachable: the last band is unbounded")
+
+
+def describe_effort(hours: float) -> str:
+    """One phrase for every output: ``none``, ``~45 min (low: up to an hour)``,
+    ``~14.5 h, about 2 days (high: up to a week)``."""
+    level = effort_level(hours)
+    if level == "none":
+        return "none"
+    if hours < 1:
+        amount = f"~{round(hours * 60)} min"
+    else:
+        amount = f"~{_half(hours)} h"
+        if hours > 40:
+            amount += f", about {_count(hours / 40, 'week')}"
+        elif hours > 8:
+            amount += f", about {_count(hours / 8, 'day')}"
+    return f"{amount} ({level}: {EFFORT_SCALE[level]})"
+
+
+def _half(x: float) -> str:
+    """``x`` to the nearest half: 14.5, 3, 0.5."""
+    return f"{round(x * 2) / 2:g}"
+
+
+def _count(x: float, unit: str) -> str:
+    n = _half(x)
+    return f"{n} {unit}" + ("" if n == "1" else "s")
 
 
 def is_manual(f: Finding) -> bool:
@@ -37,16 +90,6 @@ def finding_status(f: Finding) -> str:
     if f.applied:
         return "fixed"
     return "manual" if is_manual(f) else "fixable"
-
-
-def _level(points: int) -> str:
-    if points == 0:
-        return "none"
-    if points <= 3:
-        return "low"
-    if points <= 10:
-        return "medium"
-    return "high"
 
 
 @dataclass(frozen=True)
@@ -111,8 +154,9 @@ class RunReport:
         return tuple(f for r in self.results for f in r.findings if not f.applied)
 
     @property
-    def effort_points(self) -> int:
-        return sum(EFFORT_POINTS[f.effort] for f in self.remaining)
+    def effort_hours(self) -> float:
+        """Hours of person-time the findings left need (``finding_hours`` summed)."""
+        return sum(finding_hours(f) for f in self.remaining)
 
     @property
     def edits_per_rule(self) -> dict[str, int]:
@@ -128,7 +172,8 @@ class RunReport:
 
     @property
     def effort(self) -> str:
-        return _level(self.effort_points)
+        """The band of ``effort_hours``: none, low, medium, high or very-high (EFFORT_BANDS)."""
+        return effort_level(self.effort_hours)
 
 
 def build_report(
@@ -146,7 +191,7 @@ def build_report(
                 edits=edits,
                 manual=manual,
                 coverage=None if total == 0 or not edits else edits / total,
-                effort=_level(sum(EFFORT_POINTS[f.effort] for f in r.findings if not f.applied)),
+                effort=effort_level(sum(finding_hours(f) for f in r.findings)),
                 error="" if r.error is None else f"{r.error.kind}: {r.error.message}",
                 fixable=sum(1 for f in r.findings if finding_status(f) == "fixable"),
             )

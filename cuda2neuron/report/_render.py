@@ -11,7 +11,7 @@ from cuda2neuron.core import atomic_write
 from ._ci import to_github, to_gitlab, to_junit
 from ._html import to_html
 from ._json import to_json, to_json_lines
-from ._model import RunReport
+from ._model import RunReport, describe_effort
 from ._sarif import to_sarif
 from ._text import to_concise, to_text
 
@@ -75,7 +75,7 @@ def to_markdown(report: RunReport) -> str:
         "| files scanned | changed | failed | edits | fixable | manual actions | coverage | effort left |",
         "|---|---|---|---|---|---|---|---|",
         f"| {report.scanned} | {report.changed} | {len(report.failed)} | {len(report.edits)} "
-        f"| {len(report.fixable) + len(report.unsafe_fixable)} | {len(report.manual)} | {cov} | {report.effort} |",
+        f"| {len(report.fixable) + len(report.unsafe_fixable)} | {len(report.manual)} | {cov} | {describe_effort(report.effort_hours)} |",
         "",
     ]
     if report.edits_per_rule:

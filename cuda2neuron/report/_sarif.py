@@ -101,15 +101,17 @@ def _notification(r: FileResult) -> dict[str, Any]:
 
 
 def to_sarif(report: RunReport, rules: dict[str, type] | None = None) -> str:
-    """The run as SARIF; ``rules`` is the catalog (every rule is described, used or not)."""
-    if rules is None:
+    """The run as SARIF; ``rules`` is the catalog the descriptors are taken from. Only the
+    rules that fired are described (ruff's way): all of them made a 360 KB file for 42 results."""
+    findings = [f for r in report.results for f in r.findings]
+    fired = sorted({f.code for f in findings})
+    if rules is None and fired:
         from cuda2neuron.kinds import catalog  # loads every rule: only machine formats need it
 
         rules = catalog()
-    findings = [f for r in report.results for f in r.findings]
-    codes = dict.fromkeys(rules)
-    for f in findings:  # a finding from outside the catalog still needs a descriptor
-        codes.setdefault(f.code, None)
+    rules = rules or {}
+    # Catalog order (by code); a finding from outside the catalog still needs a descriptor.
+    codes = [c for c in rules if c in fired] + [c for c in fired if c not in rules]
     names = {f.code: f.name for f in findings}
     index = {code: i for i, code in enumerate(codes)}
     sarif = {

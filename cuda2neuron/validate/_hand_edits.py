@@ -95,14 +95,16 @@ def _file_edits(original: Path, port: Path, rel: str, configs: list[object]) -> 
     return best or []
 
 
-def hand_edits(original: Path, port: Path, first: Iterable[str] = (), limit: int = 12) -> tuple[HandEdit, ...]:
+def hand_edits(original: Path, port: Path, first: Iterable[str] = (), limit: int = 12,
+               skip: frozenset[str] = frozenset()) -> tuple[HandEdit, ...]:
     """Lines of the port's Python files that differ from migrate's output for the original,
-    the files in `first` (the diverging class's file, the entry or script) searched first."""
+    the files in `first` (the diverging class's file, the entry or script) searched first;
+    `skip`: files the port run read migrated by validate itself (validate/_trees.py)."""
     try:
         configs = _configs(original, port)
     except ImportError:  # the engine is not installed next to validate
         return ()
-    ported = set(_python_files(port))
+    ported = set(_python_files(port)) - skip
     order = [rel for rel in dict.fromkeys(first) if rel in ported]
     order += [rel for rel in _python_files(original) if rel in ported and rel not in order]
     found: list[HandEdit] = []

@@ -42,6 +42,8 @@ class ValidateRequest:
     original_label: str = ""
     port_label: str = ""
     fail_on: str = "fail"  # "warn": a WARN verdict exits 1 as well (for CI)
+    # Files new since the revision, migrated in memory for the port run (validate/_trees.py).
+    port_overlay: Path | None = None
 
     @property
     def target(self) -> str:
@@ -109,7 +111,7 @@ def build_request(
         timeout=timeout or float(table.get("timeout", DEFAULT_TIMEOUT)),
         seed=seed if seed is not None else int(table.get("seed", DEFAULT_SEED)), golden=golden,
         port_device=port_device, nproc=nproc, tolerances=tol, original_label=trees.original_label, port_label=trees.port_label,
-        fail_on=fail_on,
+        fail_on=fail_on, port_overlay=trees.port_overlay,
     )
 
 

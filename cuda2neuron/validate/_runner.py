@@ -125,7 +125,8 @@ def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path, rank:
     rfd, wfd = os.pipe()
     config = WorkerConfig(role=role, tree=tree, fd=wfd, mode=request.mode, entry=request.entry,
                           script=request.script, args=request.args, steps=request.steps, seed=request.seed,
-                          port_device=request.port_device)
+                          port_device=request.port_device,
+                          overlay=request.port_overlay if role == "port" else None)
     name = role if rank is None else f"{role}.rank{rank}"
     tmp = workdir / name
     tmp.mkdir()
@@ -290,6 +291,21 @@ class _Comparator:
         return ordered + extra
 
 
+def _overlaid(request: ValidateRequest) -> frozenset[str]:
+    """The port's files validate migrated itself (new since the revision): migrate's output by
+    construction, never hand edits; the copy on disk is the unmigrated one."""
+    if request.port_overlay is None:
+        return frozenset()
+    return frozenset(str(p.relative_to(request.port_overlay)) for p in request.port_overlay.rglob("*.py"))
+
+
+def _labelled(message: str, run: _Run, request: ValidateRequest) -> str:
+    """``message`` with the run's tree named as the user knows it: the original of an in-place
+    migrate lives in a temporary folder ("proj at HEAD" instead of /tmp/cuda2neuron-validate-...)."""
+    label = request.port_label if run.role == "port" else request.original_label
+    return message.replace(str(run.tree), label) if label else message
+
+
 def _prepare_emulator(request: ValidateRequest, progress: Callable[[str], None]) -> RunFailure | None:
     """Build the emulated device before the clock starts: a cold build (tens of seconds, under a
     file lock shared with other processes) must not eat the runs' timeout."""
@@ -419,7 +435,7 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
             elif kind == "done":
                 run.finished, run.seconds = True, frame["seconds"]
             elif kind == "error":
-                run.failure = RunFailure(run.name, frame["kind"], frame["message"],
+                run.failure = RunFailure(run.name, frame["kind"], _labelled(frame["message"], run, request),
                                          frame["traceback"] or _tail(run.stderr_path),
                                          "" if frame.get("harness") else frame.get("user_frame") or "")
             elif kind == "broken":
@@ -481,7 +497,8 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
         first_files = [f for f in (divergence.class_file, fallback) if f]
         if first_fail.kind == "crash":  # the port file that raised first
             first_files.insert(0, first_fail.reason.rsplit(" at ", 1)[-1].split(":")[0])
-        divergence = dataclasses.replace(divergence, hand_edits=hand_edits(request.original, request.port, first_files))
+        divergence = dataclasses.replace(divergence, hand_edits=hand_edits(request.original, request.port, first_files,
+                                                                            skip=_overlaid(request)))
     port_audit = _merged_audit([r.audit for r in runs["port"]])
     audit = audit_from_report(port_audit, str(request.port), port_classes, request.tolerances,
                               "" if port_audit is not None else
@@ -491,7 +508,8 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
         # work ran on the CPU first (a wrong device string moves everything there).
         cpu_files = [_relative(loc, request.port) for d in audit.cpu_op_details for loc in d.locations]
         first_files = [f for f in (*cpu_files, fallback) if f]
-        audit = dataclasses.replace(audit, hand_edits=hand_edits(request.original, request.port, first_files))
+        audit = dataclasses.replace(audit, hand_edits=hand_edits(request.original, request.port, first_files,
+                                                                 skip=_overlaid(request)))
     verdicts = [c.verdict for c in comparisons] + ([audit.verdict] if audit.available else [])
     if any(f.kind != "defect" for f in failures):
         verdict = Verdict.ERROR

@@ -244,8 +244,16 @@ def _run_script(config: WorkerConfig, recorder: Any) -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     from cuda2neuron.validate._recorder import StopRun
 
+    text = None
+    if config.overlay is not None:
+        from cuda2neuron.validate import _overlay
+
+        text = _overlay.migrated_text(config.tree, config.overlay, script)
     try:
-        runpy.run_path(script, run_name="__main__")
+        if text is None:
+            runpy.run_path(script, run_name="__main__")
+        else:
+            _overlay.run_script(script, text)
     except StopRun:
         return
     except SystemExit as exc:
@@ -294,6 +302,10 @@ def main(argv: list[str] | None = None) -> int:
         torch.manual_seed(seed)
         os.chdir(tree)
         sys.path.insert(0, tree)
+        if config.overlay is not None:
+            from cuda2neuron.validate import _overlay
+
+            _overlay.install(config.tree, config.overlay)
         from cuda2neuron.validate._recorder import Recorder
 
         from cuda2neuron.validate import _accounting

@@ -40,6 +40,9 @@ class WorkerConfig:
     steps: int
     seed: int
     port_device: PortDevice  # "cpu" only for tests that run without the emulator
+    # Port run after an in-place migrate: the migrated text of files the revision lacks, at
+    # their paths relative to ``tree`` (imported from here instead of the work tree's copy).
+    overlay: Path | None = None
 
     def to_json(self) -> str:
         return json.dumps({f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}, sort_keys=True)

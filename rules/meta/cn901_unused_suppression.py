@@ -18,7 +18,9 @@ class UnusedSuppression(Rule):
     A stale suppression hides the next real finding on that line: the code it was written for
     was ported or changed, and a new CUDA-ism there would pass unseen. Whether a comment is
     used is judged with every rule, whatever ``--select`` says, so a narrow run never calls a
-    needed comment unused. (A code that names no rule at all is an error, not this finding.)
+    needed comment unused. A code that names no rule at all (a typo: ``ignore[CN1O1]``)
+    silences nothing either: it is reported here, and the rest of the file is checked and
+    migrated as usual (ruff warns about an unknown ``noqa`` code and goes on).
 
     ## Example
     ```python
@@ -38,6 +40,9 @@ class UnusedSuppression(Rule):
     removed with its line; only the unused codes are dropped from a comment that also hides
     something. A comment that names CN901 itself is left as it is.
 
+    Display-only for an unknown code: the comment without it is suggested, never written
+    (which code was meant is for a person to say).
+
     Runs on Python, launch scripts, dependency lists, YAML configs and Dockerfiles (in Python,
     only real comments count: not the text of a string). The kinds layer runs it after the
     other rules (it needs their findings), so it is no engine's visitor.
@@ -48,7 +53,7 @@ class UnusedSuppression(Rule):
     triggers = ("cuda2neuron:",)
     # Checked by cuda2neuron.kinds after every kind's rules, not by an engine.
     file_kinds = frozenset()
-    fixes = frozenset({Safety.SAFE})
+    fixes = frozenset({Safety.SAFE, Safety.DISPLAY_ONLY})
     VALID = (
         "import torch\nx = torch.zeros(3).cuda()  # cuda2neuron: ignore[CN101]\n",
         "import torch\nx = torch.zeros(3).cuda()  # cuda2neuron: ignore[CN1]\n",
@@ -69,6 +74,8 @@ class UnusedSuppression(Rule):
         Invalid("x = 1  # cuda2neuron: ignore[CN101] kept for the old loader\n", "x = 1  # kept for the old loader\n"),
         Invalid("echo done  # cuda2neuron: ignore[CN701]\n", "echo done\n", path="launch.sh"),
         Invalid("numpy>=1.24  # cuda2neuron: ignore[CN711]\n", "numpy>=1.24\n", path="requirements.txt"),
+        # An unknown code (a typo) is reported and left for a person; the file goes on.
+        Invalid("import torch\nx = torch.zeros(3).cuda()  # cuda2neuron: ignore[CN1O1]\n"),
     )
 
     @classmethod

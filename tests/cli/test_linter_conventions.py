@@ -263,21 +263,21 @@ def test_finished_port_does_not_say_coverage_zero(project, run):
 def test_manual_actions_are_counted_by_effort(tmp_path, run):
     (tmp_path / "a.py").write_text(MIXED)
     _, _, err = run("migrate", "--diff", "a.py", cwd=tmp_path)
-    assert "1 manual actions" in err and "coverage 50%" in err
-    assert "left: 1 manual action(s) (1 medium); effort low (3 points, under an hour)" in err
-    assert "effort left: low (3 points, under an hour)" in err
+    assert "1 manual action ·" in err and "coverage 50%" in err
+    assert "left: 1 manual action(s) (1 medium); effort ~1 h (low: up to an hour)" in err
+    assert "effort left: ~1 h (low: up to an hour)" in err
 
 
 @pytest.mark.parametrize(
     ("source", "closing"),
     [
-        pytest.param(CUDA, "1 finding(s) in 1 file(s); 1 fixable with --fix", id="safe"),
+        pytest.param(CUDA, "1 finding(s) in 1 file(s) (1 checked); 1 fixable with --fix", id="safe"),
         pytest.param(
             "import torch\ntorch.backends.cudnn.allow_tf32 = True\n",
             "fixable with --fix --unsafe-fixes",
             id="unsafe-only",
         ),
-        pytest.param("x = 1\n", "0 finding(s) in 1 file(s)", id="clean"),
+        pytest.param("x = 1\n", "0 finding(s) in 0 file(s) (1 checked)", id="clean"),
     ],
 )
 def test_closing_line_counts_what_the_flags_fix(tmp_path, run, source, closing):

@@ -91,14 +91,47 @@ def test_committed_port_is_refused_with_a_rev_hint(repo: Path, sub: str):
         trees.cleanup()
 
 
-def test_untracked_file_makes_a_real_pair(repo: Path):
+def test_a_new_file_alone_does_not_make_a_committed_port_a_pair(repo: Path):
+    # New files go to both runs (below): with the port committed, the original would be the port.
     _git(repo, "commit", "-qam", "port to neuron")
     (repo / "proj" / "extra.py").write_text("x = 1\n")
-    trees = resolve_trees((repo / "proj",))
+    with pytest.raises(TreeError, match="identical to git revision HEAD"):
+        resolve_trees((repo / "proj",))
+
+
+@pytest.mark.parametrize("sub", [".", "proj"], ids=["repo-root", "subfolder"])
+def test_files_new_since_the_revision_go_to_both_runs(repo: Path, sub: str):
+    """The entry written after an in-place migrate, in CUDA terms: the original run gets it as
+    written, the port run migrated (in an overlay); the work tree is not touched."""
+    entry = "import torch\n\ndef build():\n    return torch.nn.Linear(2, 2).cuda(), torch.zeros(1, 2, device='cuda')\n"
+    (repo / "proj" / "validate_entry.py").write_text(entry)
+    (repo / "proj" / "data").mkdir()
+    (repo / "proj" / "data" / "batch.txt").write_text("1 2\n")
+    (repo / "proj" / "ignored.py").write_text("junk = 'cuda'\n")
+    (repo / ".gitignore").write_text("ignored.py\n")
+    trees = resolve_trees((repo / sub,))
+    prefix = "proj/" if sub == "." else ""
     try:
-        assert not (trees.original / "extra.py").exists() and (trees.port / "extra.py").is_file()
+        assert set(trees.new_files) == {f"{prefix}validate_entry.py", f"{prefix}data/batch.txt"} | (
+            {".gitignore"} if sub == "." else set())
+        assert (trees.original / prefix / "validate_entry.py").read_text() == entry
+        assert (trees.original / prefix / "data" / "batch.txt").read_text() == "1 2\n"
+        assert not (trees.original / prefix / "ignored.py").exists()
+        assert trees.port_overlay is not None
+        migrated = (trees.port_overlay / prefix / "validate_entry.py").read_text()
+        assert ".cuda()" not in migrated and ".to(\"neuron\")" in migrated and "device='neuron'" in migrated
+        assert not (trees.port_overlay / prefix / "data").exists()  # only Python is migrated
+        assert (repo / "proj" / "validate_entry.py").read_text() == entry
+        assert any("validate_entry.py (2 edits)" in n for n in trees.notes), trees.notes
     finally:
         trees.cleanup()
+    assert trees.port_overlay is not None and not trees.port_overlay.exists()
+
+
+def test_a_new_file_that_cannot_be_migrated_says_what_to_do(repo: Path):
+    (repo / "proj" / "validate_entry.py").write_text("import torch\nx = y.cuda(\n")
+    with pytest.raises(TreeError, match=r"validate_entry.py:3: not at git revision HEAD.*commit it before migrating"):
+        resolve_trees((repo / "proj",))
 
 
 CONFIGS = [
