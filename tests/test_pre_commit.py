@@ -72,3 +72,42 @@ def test_hook_with_no_matching_files(repo, env):
     _git(repo, "add", "-A")
     result = _try_repo(repo, "cuda2neuron-check", env, "README.md")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_readme_snippet_works_as_written(tmp_path, env):
+    """The README's `.pre-commit-config.yaml`, copied as written, against a clone of this
+    repository (the README: from a clone, `repo:` is its path). Its `rev:` is a release tag
+    (issue 31: the snippet named a tag that did not exist, and pre-commit failed with exit 3)."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## pre-commit\n", 1)[1].split("\n## ", 1)[0]
+    snippet = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+    (repo_url,) = re.findall(r"^\s*- repo:\s*(\S+)", snippet, re.M)
+    (rev,) = re.findall(r"^\s*rev:\s*(\S+)", snippet, re.M)
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: nothing to clone")
+    clone = tmp_path / "cuda2neuron"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, capture_output=True)
+    tags = subprocess.run(["git", "-C", str(clone), "tag", "--list"], capture_output=True, text=True).stdout.split()
+    shallow = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--is-shallow-repository"], capture_output=True,
+                             text=True).stdout.strip() == "true"
+    if rev not in tags:
+        # Only a shallow checkout (CI's) may lack the release tag: then the release step, on
+        # this commit. A full history without it is the bug (tests/test_project_meta.py too).
+        assert shallow, f"{rev} is not a tag of this repository (docs/releasing.md)"
+        _git(clone, "tag", "-a", rev, "-m", f"cuda2neuron {rev}")
+    user = tmp_path / "user-repo"
+    user.mkdir()
+    _git(user, "init", "-q")
+    (user / "train.py").write_text("import torch\nmodel = Net().cuda()\n")
+    (user / ".pre-commit-config.yaml").write_text(snippet.replace(repo_url, str(clone)))
+    _git(user, "add", "-A")
+    result = subprocess.run([PRE_COMMIT, "run", "--all-files"], cwd=user, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 1, result.stdout + result.stderr  # the hook ran and found the CUDA-ism
+    assert "cuda2neuron check" in result.stdout and "CN101" in result.stdout, result.stdout
+    (user / "train.py").write_text("import torch\nmodel = Net()\n")
+    clean = subprocess.run([PRE_COMMIT, "run", "--all-files"], cwd=user, env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert clean.returncode == 0, clean.stdout + clean.stderr

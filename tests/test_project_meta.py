@@ -54,7 +54,8 @@ def test_changelog_uses_only_keep_a_changelog_sections(text, ok):
 
 def test_license_is_the_apache_2_text():
     text = (ROOT / "LICENSE").read_text(encoding="utf-8")
-    assert PYPROJECT["project"]["license"] == {"text": "Apache-2.0"}
+    assert PYPROJECT["project"]["license"] == "Apache-2.0"  # an SPDX expression (PEP 639)
+    assert PYPROJECT["project"]["license-files"] == ["LICENSE"]
     assert text.lstrip().startswith("Apache License\n                           Version 2.0, January 2004")
     for phrase in (
         "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION",
@@ -71,13 +72,52 @@ def test_license_is_the_apache_2_text():
     assert hashlib.md5(text.encode("utf-8")).hexdigest() == "3b83ef96387f14655fc854ddc3c6bd57"
 
 
-def test_readme_cpu_index_install_line_pins_the_tested_torch():
+def test_readme_install_lines_take_the_tested_torch_from_the_cpu_index():
     pins = set(re.findall(r'"torch==([\d.]+)"', README))
     assert len(pins) == 1, pins  # one torch everywhere in the README
     (pin,) = pins
     lo, hi = re.match(r"torch>=([\d.]+),<([\d.]+)", PYPROJECT["project"]["optional-dependencies"]["validate"][0]).groups()
     as_tuple = lambda v: tuple(map(int, v.split(".")))  # noqa: E731
     assert as_tuple(lo) <= as_tuple(pin) < as_tuple(hi)
-    line = next(line for line in README.splitlines() if "--index-url" in line and line.startswith("python3 -m venv"))
-    # torch alone from the CPU index, then the project (whose other dependencies are not there)
-    assert f'pip install "torch=={pin}" --index-url https://download.pytorch.org/whl/cpu && pip install -e ' in line
+    from cuda2neuron.backend import TESTED_TORCH
+
+    assert pin == TESTED_TORCH  # the install hint validate prints names the same torch
+    lines = [line for line in README.splitlines() if line.startswith("python3 -m venv")]
+    assert len(lines) == 2
+    for line in lines:
+        # torch alone, CPU build first (PyPI's Linux default is the CUDA build), then the project
+        assert f'pip install "torch=={pin}" --extra-index-url https://download.pytorch.org/whl/cpu --retries 1 && pip install -e ' in line
+
+
+def _tags() -> list[str] | None:
+    """The tags of this checkout's repository; None where it cannot tell (no git history, or a
+    shallow clone that fetched no tags, as CI checkouts often are)."""
+    import subprocess
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=30)
+
+    try:
+        shallow = git("rev-parse", "--is-shallow-repository")
+        tags = git("tag", "--list")
+    except OSError:
+        return None
+    if shallow.returncode != 0 or tags.returncode != 0 or shallow.stdout.strip() == "true":
+        return None
+    return tags.stdout.split()
+
+
+def test_precommit_rev_is_a_tag_of_this_repository():
+    """The snippet's `rev:` must name a revision that exists (issue 31: v0.1.0 did not)."""
+    tags = _tags()
+    if tags is None:
+        pytest.skip("no full git history here (an sdist, a shallow clone): nothing to ask")
+    (rev,) = re.findall(r"^\s*rev:\s*(\S+)", README, re.M)
+    assert rev in tags, f"{rev} is not a tag here; tag the release commit (docs/releasing.md)"
+
+
+def test_precommit_snippet_names_the_project_repository():
+    (repo,) = re.findall(r"^\s*- repo:\s*(\S+)", README, re.M)
+    assert repo == PYPROJECT["project"]["urls"]["Repository"]
+    links = re.findall(r"^\[[^\]]+\]: (\S+)$", CHANGELOG, re.M)
+    assert links and all(link.startswith(repo + "/") for link in links)

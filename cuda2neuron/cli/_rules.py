@@ -10,7 +10,6 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
-from cuda2neuron.core import Safety
 from cuda2neuron.kinds import catalog
 
 from ._common import EXIT_CLEAN, UsageError, out_console
@@ -18,12 +17,11 @@ from ._common import EXIT_CLEAN, UsageError, out_console
 __all__ = ["catalog_markdown", "rules_command"]
 
 
-_SAFETY_ORDER = (Safety.SAFE, Safety.UNSAFE, Safety.DISPLAY_ONLY)
-
-
 def _fix_kind(rule) -> str:
     """The fixes the rule declares it can offer ("report" when it only reports)."""
-    return "/".join(s.value for s in _SAFETY_ORDER if s in rule.fixes) or "report"
+    from cuda2neuron.report import fix_kind
+
+    return fix_kind(rule)
 
 
 _RST_CODE = re.compile(r"``(.+?)``")
@@ -35,11 +33,10 @@ def plain(text: str) -> str:
 
 
 def catalog_markdown(rules) -> str:
-    """The rule table for README.md (a test keeps the README in sync with the catalog)."""
-    lines = ["| code | name | fix | what it does |", "|---|---|---|---|"]
-    for c, r in rules.items():
-        lines.append(f"| {c} | `{r.name}` | {_fix_kind(r)} | {r.summary().replace('|', chr(92) + '|')} |")
-    return "\n".join(lines) + "\n"
+    """The rule table of docs/rules.md (a test keeps the page in sync with the catalog)."""
+    from cuda2neuron.report import rules_table
+
+    return rules_table(rules)
 
 
 _HELP = """List the rule catalog, a family of it (CN3), or one rule's documentation (code or name).

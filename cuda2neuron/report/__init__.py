@@ -4,7 +4,7 @@ JSON Lines, SARIF, GitHub annotations, GitLab Code Quality, JUnit, Markdown and 
 from __future__ import annotations
 
 from ._ci import to_github, to_gitlab, to_junit
-from ._docs import rule_help_uri, rules_reference
+from ._docs import fix_kind, rule_help_uri, rules_reference, rules_table
 from ._html import ValidationReportError, load_validation, to_html
 from ._json import SCHEMA_VERSION, to_json, to_json_lines
 from ._model import (
@@ -41,6 +41,7 @@ __all__ = [
     "effort_level",
     "finding_header",
     "finding_hours",
+    "fix_kind",
     "finding_status",
     "fix_note",
     "is_manual",
@@ -48,6 +49,7 @@ __all__ = [
     "render",
     "rule_help_uri",
     "rules_reference",
+    "rules_table",
     "to_concise",
     "to_github",
     "to_gitlab",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-__all__ = ["RULES_DOC", "rule_anchor", "rule_help_uri", "rules_doc_uri", "rules_reference"]
+__all__ = ["RULES_DOC", "fix_kind", "rule_anchor", "rule_help_uri", "rules_doc_uri", "rules_reference", "rules_table"]
 
 # Where the page lives in the repository.
 RULES_DOC = "docs/rules.md"
@@ -46,19 +46,39 @@ def rule_help_uri(code: str) -> str | None:
     return None if base is None else f"{base}#{rule_anchor(code)}"
 
 
+def fix_kind(rule: type) -> str:
+    """The fixes the rule declares it can offer, safest first ("report" when it only reports)."""
+    from cuda2neuron.core import Safety
+
+    order = (Safety.SAFE, Safety.UNSAFE, Safety.DISPLAY_ONLY)
+    return "/".join(s.value for s in order if s in getattr(rule, "fixes", ())) or "report"
+
+
+def rules_table(rules: dict[str, type]) -> str:
+    """The table of every rule: code, name, fix, what it does (`rules --output-format markdown`)."""
+    lines = ["| code | name | fix | what it does |", "|---|---|---|---|"]
+    for c, r in rules.items():
+        lines.append(f"| [{c}](#{rule_anchor(c)}) | `{r.name}` | {fix_kind(r)} | {r.summary().replace('|', chr(92) + '|')} |")
+    return "\n".join(lines) + "\n"
+
+
 def rules_reference(rules: dict[str, type]) -> str:
-    """docs/rules.md: one anchored entry per rule (code, name, fixes, what it does).
+    """docs/rules.md: the table of every rule, then one anchored entry per rule (code, name,
+    fixes, what it does).
 
     The full documentation of a rule is in SARIF's ``help`` and in ``cuda2neuron rules CODE``;
-    this page holds what the README's table holds, so a rule's prose can change without it.
+    this page holds the summary, so a rule's prose can change without it.
     """
     out = [
         "# Rule reference",
         "",
-        "Generated from the rule catalog; `tests/test_readme.py` keeps it in sync (like the README's",
-        "rule table). SARIF `helpUri` and the HTML report link to the anchors here;",
+        "Generated from the rule catalog; `pytest tests/test_readme.py --update-fixtures` rewrites it",
+        "and the test keeps it in sync. SARIF `helpUri` and the HTML report link to the anchors here;",
         "`cuda2neuron rules CODE` prints a rule's full documentation (why, examples, fix safety).",
         "",
+        "## All rules",
+        "",
+        rules_table(rules),
     ]
     for code, rule in rules.items():
         fixes = "/".join(sorted(s.value for s in getattr(rule, "fixes", ()))) or "report only"
