@@ -1,7 +1,9 @@
 """The hooks, run by the real `pre-commit` tool against a temporary git repository.
 
-`pre-commit try-repo` installs this checkout (working tree included) into pre-commit's own
-environment, exactly as a user's hook would be; it must work without torch.
+A snapshot of this checkout (working tree included, as `pre-commit try-repo` would take it) is
+committed to a temporary repository once; every test's user repository names it in its
+`.pre-commit-config.yaml`, so pre-commit installs it into its own environment once for the
+module (each `try-repo` call installed it again: 10-15 s each). It must work without torch.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ ROOT = Path(__file__).resolve().parents[1]
 PRE_COMMIT = shutil.which("pre-commit") or str(Path(sys.executable).parent / "pre-commit")
 
 pytestmark = [
-    pytest.mark.slow,  # each test installs this checkout into pre-commit's environment (10-15 s)
+    pytest.mark.slow,  # pre-commit installs a checkout into its own environment (10-15 s each)
     pytest.mark.skipif(not Path(PRE_COMMIT).exists(), reason="pre-commit is a test dependency"),
 ]
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args], check=True, capture_output=True)
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args], check=True,
+                          capture_output=True, text=True).stdout
 
 
 @pytest.fixture(scope="module")
@@ -36,42 +39,81 @@ def env(tmp_path_factory):
     return e
 
 
-def _try_repo(repo: Path, hook: str, env, *files: str):
-    cmd = [PRE_COMMIT, "try-repo", str(ROOT), hook, "--verbose"]
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory) -> tuple[Path, str]:
+    """(repository, commit): this checkout's files as they are now, committed."""
+    repo = tmp_path_factory.mktemp("cuda2neuron-snapshot")
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            capture_output=True)
+    if listed.returncode == 0:
+        for name in filter(None, listed.stdout.decode().split("\0")):
+            src = ROOT / name
+            if src.is_file():
+                (repo / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, repo / name)
+    else:  # not a git checkout (an sdist): everything but build products
+        shutil.copytree(ROOT, repo, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
+            ".venv", "*.egg-info", "__pycache__", ".pytest_cache", "*.so"))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "snapshot")
+    return repo, _git(repo, "rev-parse", "HEAD").strip()
+
+
+def _config(snapshot: tuple[Path, str], extra: str = "") -> str:
+    repo, rev = snapshot
+    return (f"repos:\n  - repo: {repo}\n    rev: {rev}\n    hooks:\n"
+            f"      - id: cuda2neuron-check\n{extra}      - id: cuda2neuron-fix\n")
+
+
+def _run(repo: Path, hook: str, env, *files: str):
+    cmd = [PRE_COMMIT, "run", hook, "--verbose"]
     cmd += ["--files", *files] if files else ["--all-files"]
     return subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture
-def repo(tmp_path):
+def repo(tmp_path, snapshot):
     r = tmp_path / "user-repo"
     r.mkdir()
     _git(r, "init", "-q")
     (r / "train.py").write_text("import torch\nmodel = Net().cuda()\n")
     (r / "clean.py").write_text("x = 1\n")
+    (r / ".pre-commit-config.yaml").write_text(_config(snapshot))
     _git(r, "add", "-A")
     return r
 
 
 def test_check_hook_fails_on_cuda_and_passes_clean(repo, env):
-    bad = _try_repo(repo, "cuda2neuron-check", env, "train.py")
+    bad = _run(repo, "cuda2neuron-check", env, "train.py")
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "CN101" in bad.stdout
-    good = _try_repo(repo, "cuda2neuron-check", env, "clean.py")
+    good = _run(repo, "cuda2neuron-check", env, "clean.py")
     assert good.returncode == 0, good.stdout + good.stderr
 
 
 def test_fix_hook_rewrites(repo, env):
-    result = _try_repo(repo, "cuda2neuron-fix", env, "train.py")
-    assert result.returncode == 1  # it modified a file: pre-commit convention is to fail
+    result = _run(repo, "cuda2neuron-fix", env, "train.py")
+    # `check --fix` exits 0 once everything is fixed (ruff); pre-commit fails the hook because
+    # it changed a file.
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "files were modified by this hook" in result.stdout
     assert (repo / "train.py").read_text() == 'import torch\nmodel = Net().to("neuron")\n'
 
 
-def test_hook_with_no_matching_files(repo, env):
+def test_hook_with_no_matching_files(repo, env, snapshot):
     (repo / "README.md").write_text("cuda\n")
     _git(repo, "add", "-A")
-    result = _try_repo(repo, "cuda2neuron-check", env, "README.md")
+    result = _run(repo, "cuda2neuron-check", env, "README.md")
     assert result.returncode == 0, result.stdout + result.stderr
+    # Forced to run with no files (always_run): nothing to check, never the whole repository,
+    # though `cuda2neuron check` with no PATHS checks the current folder.
+    (repo / ".pre-commit-config.yaml").write_text(_config(snapshot).replace(
+        "      - id: cuda2neuron-check\n", "      - id: cuda2neuron-check\n        always_run: true\n"))
+    _git(repo, "add", "-A")
+    forced = _run(repo, "cuda2neuron-check", env, "README.md")
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert "no files to check" in forced.stdout
 
 
 def test_readme_snippet_works_as_written(tmp_path, env):
