@@ -16,7 +16,11 @@ subprocess, before any user code is imported. It maps:
   output_device=...)` -> the CPU form (DDP refuses device_ids for CPU modules);
   `init_device_mesh("cuda", ...)` -> a CPU mesh; `device_count()` is the launch's
   LOCAL_WORLD_SIZE (1 outside a distributed launch), `set_device(N)` is remembered by
-  `current_device()`; `Tensor.pin_memory()` -> identity;
+  `current_device()`;
+* a host -> "cuda" transfer (`.cuda()`, `.to(device, non_blocking=...)`, `as_tensor(..., device=)`,
+  `Module.to/.cuda`) copies unless the tensor already is a "device" tensor, and `pin_memory()`
+  makes a pinned copy, as on a GPU (host and "device" share memory here: without the copy an
+  in-place change of the device batch rewrote a host batch the loop reuses);
 * `torch.Generator(device="cuda")` -> a CPU generator;
 * `torch.accelerator.*` answers as on a one-GPU CUDA machine: is_available() -> True,
   current_accelerator() -> device("cuda") (mapped to cpu like any other), device_count() and
@@ -65,28 +69,103 @@ def _map(device: Any, source: str) -> Any:
     return _CPU if device is not None and _is_source(device, source) else device
 
 
+# Set on a tensor that "lives on the device" under the shim: the result of a host -> device
+# transfer or of a factory given the device. A plain attribute (not a weak set): it is read on
+# every transfer, and `copy.deepcopy` keeps it, as a deep copy of a GPU tensor stays on the GPU.
+_ON_DEVICE = "_cuda2neuron_on_device"
+_PINNED = "_cuda2neuron_pinned"
+
+
+def _on_device(t: torch.Tensor) -> bool:
+    return getattr(t, _ON_DEVICE, False)
+
+
+def _arrive(t: torch.Tensor, source: torch.Tensor | None = None) -> torch.Tensor:
+    """``t`` as the device copy of ``source``: a new tensor (autograd kept), as a GPU makes one.
+
+    Trap: the shim's host and "device" are the same memory, so a transfer that returned the host
+    tensor itself let an in-place change of the device batch (Mixup's ``x.mul_(lam)``) rewrite a
+    host batch the loop reuses — in the reference and golden runs only, the port (a real device)
+    copies: a correct port FAILed at the second step.
+    """
+    if source is not None and _shares(t, source):
+        t = t.clone()
+    try:
+        setattr(t, _ON_DEVICE, True)
+    except (AttributeError, RuntimeError):  # a tensor subclass without a __dict__
+        pass
+    return t
+
+
+def _shares(a: Any, b: Any) -> bool:
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return False
+    if a is b:
+        return True
+    try:
+        return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() and a.numel() > 0
+    except (RuntimeError, NotImplementedError):  # no storage (a functional or meta tensor)
+        return False
+
+
+def _targets(device: Any, source: str) -> bool:
+    return device is not None and not isinstance(device, (torch.dtype, torch.Tensor)) and _is_source(device, source)
+
+
 class DeviceRedirectMode(TorchFunctionMode):
-    """Rewrites device arguments of the `source` device type to cpu."""
+    """Rewrites device arguments of the `source` device type to cpu, and copies on a transfer.
+
+    A transfer to the device (`.cuda()`, `.to("cuda" | device | index, non_blocking=...)`,
+    `torch.as_tensor(x, device="cuda")`, `nn.Module.to/.cuda`) returns a copy unless the tensor is
+    already a device tensor (`_ON_DEVICE`), and `pin_memory()` a (pinned) copy unless already
+    pinned — what a GPU does.
+    """
 
     def __init__(self, source: str = "cuda") -> None:
         super().__init__()
         self.source = source
+        # > 0 while nn.Module.to(<the device>) converts the module's tensors: its parser has
+        # already turned the device into "cpu" by then (see _patch_module_to).
+        self.module_transfer = 0
 
     def __torch_function__(self, func, types_, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         name = getattr(func, "__name__", "")
-        # `.cuda()` (or `.neuron()` for the test-only neuron redirect) and pinning are identities
-        # on the CPU; the method objects differ between torch versions, so match by name.
-        if name in (self.source, "pin_memory") and args and isinstance(args[0], torch.Tensor):
-            return args[0]
+        # `.cuda()` (or `.neuron()` for the test-only neuron redirect) and pinning: the method
+        # objects differ between torch versions, so match by name.
+        if args and isinstance(args[0], torch.Tensor) and name in (self.source, "pin_memory"):
+            t = args[0]
+            if name == "pin_memory":
+                if getattr(t, _PINNED, False):
+                    return t
+                pinned = t.clone()
+                setattr(pinned, _PINNED, True)
+                return pinned
+            if _on_device(t):
+                return t
+            memory_format = kwargs.get("memory_format")
+            return _arrive(t.clone() if memory_format is None else t.clone(memory_format=memory_format), t)
+        transfer = False
         if "device" in kwargs:
+            transfer = _targets(kwargs["device"], self.source)
             kwargs["device"] = _map(kwargs["device"], self.source)
-        if func is torch.Tensor.to and len(args) > 1:
-            args = (args[0], _map(args[1], self.source), *args[2:]) if not isinstance(args[1], (torch.dtype, torch.Tensor)) else args
+        if func is torch.Tensor.to:
+            if len(args) > 1 and not isinstance(args[1], (torch.dtype, torch.Tensor)):
+                transfer = transfer or _targets(args[1], self.source)
+                args = (args[0], _map(args[1], self.source), *args[2:])
+            elif len(args) > 1 and isinstance(args[1], torch.Tensor):
+                transfer = _on_device(args[1])  # x.to(other): other's device
+            transfer = transfer or self.module_transfer > 0
         elif func is torch._C._nn._parse_to and args and not isinstance(args[0], (torch.dtype, torch.Tensor)):
             # nn.Module.to(local_rank): the module's own argument parser sees the bare index.
             args = (_map(args[0], self.source), *args[1:])
-        return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        if transfer and isinstance(result, torch.Tensor):
+            source = args[0] if args and isinstance(args[0], torch.Tensor) else None
+            if source is not None and _on_device(source):
+                return result
+            return _arrive(result, source)
+        return result
 
 
 class _Event:
@@ -389,6 +468,36 @@ def _patch_device_mesh() -> None:
         torch.distributed.init_device_mesh = init_device_mesh  # type: ignore[attr-defined]
 
 
+def _patch_module_to(mode: DeviceRedirectMode) -> None:
+    """`nn.Module.to(<the device>)` copies the module's tensors like `.cuda()` does.
+
+    Trap: Module.to parses its arguments first (`_parse_to`, where the mode maps the device to
+    cpu) and only then calls `t.to(cpu, ...)` on each tensor: the mode cannot tell that call is a
+    transfer, so the wrapper says so for the duration of the call.
+    """
+    original = torch.nn.Module.to
+    if getattr(original, "_cuda2neuron_shim", False):
+        return
+
+    @functools.wraps(original)
+    def to(self: Any, *args: Any, **kwargs: Any) -> Any:
+        target = kwargs.get("device", args[0] if args else None)
+        if isinstance(target, torch.Tensor):
+            moving = _on_device(target)
+        else:
+            moving = _targets(target, mode.source)
+        if not moving:
+            return original(self, *args, **kwargs)
+        mode.module_transfer += 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            mode.module_transfer -= 1
+
+    to._cuda2neuron_shim = True  # type: ignore[attr-defined]
+    torch.nn.Module.to = to  # type: ignore[method-assign]
+
+
 def _patch_is_device(source: str) -> None:
     """`t.is_cuda` is True: every tensor of the original "lives on the GPU" under the shim.
 
@@ -488,6 +597,7 @@ def install(golden: bool = False, source: str = "cuda") -> DeviceRedirectMode:
         _patch_distributed()
         _patch_accelerator()
     mode = DeviceRedirectMode(source)
+    _patch_module_to(mode)
     mode.__enter__()
     _INSTALLED.append(mode)
     return mode

@@ -25,6 +25,24 @@ SNIPPETS = {
     "module-to-index-and-dtype": ("str(next(torch.nn.Linear(2, 2).to(1, torch.float64).parameters()).dtype)", "torch.float64"),
     "module-to-device": ("next(torch.nn.Linear(2, 2).to(torch.device('cuda')).parameters()).device.type", "cpu"),
     "pin-memory": ("torch.ones(2).pin_memory().sum().item()", 2.0),
+    # A host -> "cuda" transfer copies, as on a GPU: an in-place change of the device tensor
+    # leaves the host tensor alone (Mixup's x.mul_(lam) on a reused host batch).
+    "cuda-copies-the-host-tensor": ("_inplace_after(lambda b: b.cuda())", 1.0),
+    "cuda-non-blocking-copies": ("_inplace_after(lambda b: b.cuda(non_blocking=True))", 1.0),
+    "to-cuda-string-copies": ("_inplace_after(lambda b: b.to('cuda'))", 1.0),
+    "to-device-object-copies": ("_inplace_after(lambda b: b.to(torch.device('cuda', 0), non_blocking=True))", 1.0),
+    "to-device-keyword-copies": ("_inplace_after(lambda b: b.to(device='cuda'))", 1.0),
+    "to-index-copies": ("_inplace_after(lambda b: b.to(0))", 1.0),
+    "pinned-then-cuda-copies": ("_inplace_after(lambda b: b.pin_memory().cuda(non_blocking=True))", 1.0),
+    "pin-memory-copies": ("_inplace_after(lambda b: b.pin_memory())", 1.0),
+    "as-tensor-to-cuda-copies": ("_inplace_after(lambda b: torch.as_tensor(b, device='cuda'))", 1.0),
+    "to-cpu-stays-the-host-tensor": ("(lambda b: b.to('cpu') is b)(torch.ones(2))", True),
+    "device-tensor-cuda-is-itself": ("(lambda d: d.cuda() is d and d.to('cuda') is d)(torch.ones(2).cuda())", True),
+    "cuda-factory-is-a-device-tensor": ("(lambda d: d.cuda() is d)(torch.ones(2, device='cuda'))", True),
+    "cuda-keeps-autograd": ("(lambda p: (p.cuda() * 3).sum().backward() or p.grad.tolist())(torch.ones(2, requires_grad=True))", [3.0, 3.0]),
+    "module-to-cuda-copies-host-weights": ("_module_moved(lambda m: m.to('cuda'))", True),
+    "module-cuda-copies-host-weights": ("_module_moved(lambda m: m.cuda())", True),
+    "module-to-dtype-keeps-weights": ("(lambda m, w: m.to(torch.float32) is m and m.weight.data_ptr() == w)(*(lambda m: (m, m.weight.data_ptr()))(torch.nn.Linear(2, 2)))", True),
     "is-available": ("torch.cuda.is_available()", True),
     "device-count": ("torch.cuda.device_count()", 1),
     "current-device": ("torch.cuda.current_device()", 0),
@@ -88,6 +106,18 @@ HELPERS = textwrap.dedent(
         model = wrap(torch.nn.Linear(2, 2).cuda())
         model(torch.ones(1, 2, device="cuda")).sum().backward()
         return next(model.parameters()).grad.device.type
+    def _inplace_after(transfer):
+        host = torch.ones(2)
+        transfer(host).mul_(0.5)
+        return host[0].item()
+    def _module_moved(move):
+        m = torch.nn.Linear(2, 2)
+        before = m.weight.detach()  # a view of the host weights
+        opt = torch.optim.SGD(m.parameters(), lr=1.0)
+        move(m)
+        m(torch.ones(1, 2, device="cuda")).sum().backward()
+        opt.step()  # the optimizer built before the move still holds the module's parameters
+        return bool((m.weight.detach() != before).all())
     def _adam():
         # torch's optimizers ask torch.accelerator.current_stream().is_capturing() each step.
         p = torch.nn.Parameter(torch.ones(2, device="cuda"))
