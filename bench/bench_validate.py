@@ -10,8 +10,12 @@ Bare runs = the original script under the CUDA-on-CPU shim, then the port on the
 device, one after the other, same thread setting (1 thread) as validate's runs. Goal: validate
 (reference + float64 golden + port, recording and comparing every module output, loss and
 gradient) takes <= 2x the sum of the bare runs. Prints one line per measurement and the ratio,
-wall time and CPU time (user + system of the child processes) side by side: on a loaded machine
-the wall ratio moves with the load, the CPU ratio much less.
+wall time and CPU time (user + system of the child processes, and for validate also of this
+process, which compares the records) side by side: on a loaded machine the wall ratio moves with
+the load, the CPU ratio much less.
+
+An original under reduced-precision autocast gets the logic pair too (original and port with
+autocast off, issue 32): five runs instead of three. `--no-logic` measures without it.
 """
 
 from __future__ import annotations
@@ -60,6 +64,11 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def own_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def bare_run(tree: Path, setup: str, script: str, args: tuple[str, ...], tmp: Path) -> tuple[float, float]:
     """(wall, CPU) seconds of one bare run."""
     env = dict(os.environ, OMP_NUM_THREADS="1", TMPDIR=str(tmp), PYTHONDONTWRITEBYTECODE="1")
@@ -86,6 +95,7 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--port-device", default=None, choices=["neuron", "cpu"])
+    p.add_argument("--no-logic", action="store_true", help="leave out the autocast-off logic pair")
     args = p.parse_args(argv)
     port_device = args.port_device
     if port_device is None:
@@ -118,13 +128,15 @@ def main() -> int:
             tmp.mkdir()
             bare_ref.append(bare_run(original, "reference", script, script_args, tmp))
             bare_port.append(bare_run(port, port_device, script, script_args, tmp))
-            t0, c0 = time.perf_counter(), children_cpu()
+            t0, c0 = time.perf_counter(), children_cpu() + own_cpu()
             result = run_validation(ValidateRequest(original=original, port=port, mode="script", script=script,
-                                                    args=script_args, steps=args.steps, port_device=port_device))
-            whole.append((time.perf_counter() - t0, children_cpu() - c0))
+                                                    args=script_args, steps=args.steps, port_device=port_device,
+                                                    logic=not args.no_logic))
+            whole.append((time.perf_counter() - t0, children_cpu() + own_cpu() - c0))
             print(f"run {i}: bare original {bare_ref[-1][0]:.2f} s ({bare_ref[-1][1]:.2f} s CPU), bare port "
                   f"{bare_port[-1][0]:.2f} s ({bare_port[-1][1]:.2f} s CPU), validate {whole[-1][0]:.2f} s "
-                  f"({whole[-1][1]:.2f} s CPU) ({result.verdict.value}, {len(result.comparisons)} tensors)")
+                  f"({whole[-1][1]:.2f} s CPU) ({result.verdict.value}, {len(result.comparisons)} tensors, "
+                  f"{len(result.runs)} runs)")
         med = lambda xs, k: statistics.median(x[k] for x in xs)  # noqa: E731
         for k, what in ((0, "wall"), (1, "CPU")):
             bare = med(bare_ref, k) + med(bare_port, k)

@@ -1,8 +1,8 @@
 """`cuda2neuron validate`: run the original and the port side by side and compare them.
 
 The engine (`cuda2neuron.validate`) returns a frozen `ValidationResult`; this command prints it:
-a rich summary on stderr for people, `--report FILE` (Markdown or JSON by extension) for
-machines and reviews. Exit codes: 0 pass (warnings allowed), 1 fail, 2 error (the original
+a rich summary on stderr for people, the verdict as one `key=value` line on stdout for pipes and
+CI, `--report FILE` (Markdown, JSON or HTML by extension) for machines and reviews. Exit codes: 0 pass (warnings allowed), 1 fail, 2 error (the original
 itself fails, the port crashes, timeout, bad arguments, entry not found).
 
 Loaded only when invoked (`_LAZY` in cli/__init__.py), and what needs torch is imported only
@@ -18,7 +18,7 @@ import click
 
 from cuda2neuron.validate import ValidationResult, Verdict
 
-from ._common import EXIT_ERROR, UsageError, err_console
+from ._common import EXIT_ERROR, UsageError, err_console, out_console
 
 __all__ = ["to_rich", "validate_command"]
 
@@ -48,7 +48,9 @@ Examples:
 
 The reference run uses real CUDA when present, else a CUDA-on-CPU shim; the port runs on the
 emulated neuron device (or real TorchNeuron when installed). Both are compared against a
-float64 golden run of the original. Defaults come from [tool.cuda2neuron.validate] in the
+float64 golden run of the original. An original under fp16/bf16 autocast is also run, with the
+port, once more with autocast off: "logic PASS · precision PASS" judges the code and the
+precision policy apart. The verdict goes to stdout as one line; the summary to stderr. Defaults come from [tool.cuda2neuron.validate] in the
 project's pyproject.toml.
 """
 
@@ -132,6 +134,9 @@ def _parse_tolerances(items: tuple[str, ...]) -> dict[str, float]:
               help="Distributed: run each side as N ranks, launched like torchrun --nproc_per_node=N "
                    "(the original on gloo, the port on the neuron process group).")
 @click.option("--no-golden", is_flag=True, help="Skip the float64 golden run; compare port and reference directly.")
+@click.option("--no-logic", is_flag=True, default=None,
+              help="Skip the logic pair (original and port once more with autocast off) that an fp16/bf16 "
+                   "autocast original gets.")
 @click.option("--fail-on", type=click.Choice(["fail", "warn"]), default=None,
               help="Least severe verdict that exits 1: fail (default) or warn (for CI).")
 @click.option("--port-device", type=click.Choice(["neuron", "cpu"]), default="neuron", hidden=True)
@@ -139,7 +144,7 @@ def _parse_tolerances(items: tuple[str, ...]) -> dict[str, float]:
 def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | None, script: str | None,
                      steps: int | None, rev: str | None, report_path: Path | None, timeout: float | None,
                      seed: int | None, tolerances: tuple[str, ...], no_golden: bool, fail_on: str | None,
-                     port_device: str, nproc: int | None) -> None:
+                     port_device: str, nproc: int | None, no_logic: bool | None) -> None:
     from cuda2neuron.core import ConfigError, load_validate_table
     from cuda2neuron.validate._request import RequestError, build_request
     from cuda2neuron.validate._trees import TreeError, resolve_trees
@@ -161,6 +166,7 @@ def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | N
             request = build_request(
                 trees, table, entry=entry, script=script, args=script_args, steps=steps, timeout=timeout, seed=seed,
                 tolerances=overrides, golden=not no_golden, port_device=port_device, nproc=nproc, fail_on=fail_on,
+                logic=False if no_logic else None,
             )
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
@@ -183,6 +189,10 @@ def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | N
         trees.cleanup()
     for part in to_rich(result):
         err_console.print(part)
+    from cuda2neuron.validate._report import verdict_line
+
+    # The verdict for pipes and CI, on stdout (people's summary above is on stderr).
+    out_console.say(verdict_line(result))
     if report_path is not None:
         from cuda2neuron.validate._report import to_json, to_markdown
 
@@ -211,6 +221,13 @@ def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | N
 _STYLE = {Verdict.PASS: "bold green", Verdict.WARN: "bold yellow", Verdict.FAIL: "bold red", Verdict.ERROR: "bold red"}
 
 
+_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
+
+
+def _short(dtype: str) -> str:
+    return _SHORT.get(dtype, dtype)
+
+
 def _hand_edits_rich(text: Any, edits: Any, indent: str) -> None:
     if not edits:
         return
@@ -226,14 +243,16 @@ def to_rich(result: ValidationResult) -> list[Any]:
     from rich.table import Table
     from rich.text import Text
 
-    from cuda2neuron.validate._report import format_locations, format_value, not_passing
+    from cuda2neuron.validate._report import format_locations, format_value, headline, not_passing, residency_line
 
     parts: list[Any] = []
-    counts = result.counts()
     head = Text()
     head.append(f"{result.verdict.value}", style=_STYLE[result.verdict])
-    head.append(f"  {result.mode} `{result.target}`  —  {len(result.comparisons)} tensors: "
-                f"{counts['PASS']} pass, {counts['WARN']} warn, {counts['FAIL']} fail")
+    for i, (check, verdict) in enumerate(result.checks().items()):
+        head.append(f"{' ·' if i else ' '} {check} ")
+        head.append(verdict.value, style=_STYLE[verdict])
+    head.append(f"  {result.mode} `{result.target}`\n")
+    head.append(headline(result).split("  —  ")[-1])
     lines = [head, Text(f"original  {result.original}", style="dim"), Text(f"port      {result.port}", style="dim")]
     for run in result.runs:
         lines.append(Text(f"{run.role:9s} {run.device}  ({run.records} records, {run.seconds:.1f} s)", style="dim"))
@@ -259,14 +278,27 @@ def to_rich(result: ValidationResult) -> list[Any]:
             t.append(f"{e.path}:{e.line}:{e.col} {e.name} — {e.message}\n")
         _hand_edits_rich(t, d.hand_edits, "")
         parts.append(Panel(t, title="first divergence", border_style="red", expand=False))
-    rows = not_passing(result)
+    rows, more = not_passing(result)
     if rows:
+        split = bool(result.checks())
         table = Table(title="tensors that did not pass", show_lines=False)
-        for col in ("verdict", "tensor", "dtype", "max abs", "cosine", "reason"):
-            table.add_column(col)
+        table.add_column("verdict", no_wrap=True)
+        if split:
+            table.add_column("check", no_wrap=True)
+        # Folded, never cut: two tensors must not read as one ("s0/grad/0:transformer.h.0.attn…").
+        # The reason states the error and its bound: no separate "max abs" column, so that the
+        # table still fits an 80-column CI log.
+        table.add_column("tensor", overflow="fold", ratio=3, min_width=14)
+        table.add_column("dtype")
+        table.add_column("cos→golden")
+        table.add_column("reason", overflow="fold", ratio=4, min_width=14)
         for c in rows:
-            table.add_row(Text(c.verdict.value, style=_STYLE[c.verdict]), c.key, f"{c.dtype_ref}→{c.dtype_port or '-'}",
-                          format_value(c.max_abs), format_value(c.cosine), c.reason)
+            cells = [Text(c.verdict.value, style=_STYLE[c.verdict]), *([c.check] if split else []), c.key,
+                     f"{_short(c.dtype_ref)}→{_short(c.dtype_port) if c.dtype_port else '-'}",
+                     format_value(c.port_cosine), c.reason]
+            table.add_row(*cells)
+        if more:
+            table.caption = f"… {more} more not shown — every one is in --report FILE.json / .md / .html"
         parts.append(table)
     a = result.audit
     if a is not None:
@@ -275,8 +307,7 @@ def to_rich(result: ValidationResult) -> list[Any]:
         else:
             t = Text()
             t.append(f"residency {a.verdict.value}", style=_STYLE[a.verdict])
-            t.append(f": {a.op_share_on_device:.1%} of ops, {a.element_share_on_device:.1%} of elements on device; "
-                     f"float64 ops {a.float64_ops}, complex ops {a.complex_ops}\n")
+            t.append(f": {residency_line(a)}\n")
             for r in a.reasons:
                 t.append(f"  {r}\n")
             for r in a.expected_host_work:

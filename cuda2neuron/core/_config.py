@@ -192,7 +192,7 @@ def config_from_table(table: Mapping[str, Any], source: str) -> Config:
 
 
 # `[tool.cuda2neuron.validate]`: what validate runs and how it judges (docs/validate.md).
-_VALIDATE_KEYS = {"entry", "script", "args", "steps", "timeout", "seed", "tolerances"}
+_VALIDATE_KEYS = {"entry", "script", "args", "steps", "timeout", "seed", "tolerances", "nproc", "fail_on", "logic"}
 
 
 def _validate_table(table: Any, source: str) -> dict[str, Any]:

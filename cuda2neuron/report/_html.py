@@ -2,8 +2,9 @@
 
 It shows the run's summary, manual actions with guidance and effort, fixable findings, per-file
 diffs with the rule codes of their edits, failed files, and -- given a validate report (the
-JSON ``validate --report x.json`` writes) -- the verdict, the tensor table and the first
-divergence. A Content-Security-Policy forbids every fetch, so a page that tried to load
+JSON ``validate --report x.json`` writes) -- the verdict, the first divergence, a chart of each
+tensor's error against its allowed bound (inline SVG, per step, modules in forward order: where
+the port departs shows at a glance) and the tensor table. A Content-Security-Policy forbids every fetch, so a page that tried to load
 anything would log an error (tests/report/test_html_browser.py loads it in Chromium).
 """
 
@@ -60,6 +61,11 @@ details{border:1px solid var(--line);border-radius:6px;margin:8px 0}summary{curs
 tr.add td{background:var(--add)}tr.del td{background:var(--del)}tr.hunk td{color:var(--muted);background:#eef3f8}
 #filter{width:100%;padding:6px 8px;margin:8px 0;border:1px solid var(--line);border-radius:6px}
 .hidden{display:none}
+svg.chart{width:100%;height:auto;border:1px solid var(--line);border-radius:6px;background:#fff;margin:6px 0}
+svg.chart text{font:11px system-ui,sans-serif;fill:var(--muted)}svg.chart .bound{stroke:var(--fg);stroke-width:1}
+svg.chart .failline{stroke:var(--fail);stroke-dasharray:4 3}svg.chart .step{stroke:var(--line)}
+svg.chart .PASS{fill:var(--pass)}svg.chart .WARN{fill:var(--warn)}svg.chart .FAIL{fill:var(--fail)}
+svg.chart .unjudged{fill:none;stroke:var(--muted)}
 """
 
 # Filtering by text (a path, a rule code) across every table row and file; the counter tells
@@ -78,6 +84,11 @@ _JS = """
   // A link can carry a filter: report.html#q=CN606
   var m=/[#&]q=([^&]*)/.exec(location.hash);if(m){input.value=decodeURIComponent(m[1]);}
   input.addEventListener('input',apply);apply();
+  // Each chart says how many of its points the browser drew (the browser test reads it back).
+  Array.prototype.forEach.call(document.querySelectorAll('svg.chart'),function(svg){
+    var n=0;Array.prototype.forEach.call(svg.querySelectorAll('.pt'),function(p){
+      var b=p.getBBox();if(b.width>0&&b.height>0){n++;}});
+    svg.setAttribute('data-drawn',n);});
   document.body.setAttribute('data-ready','1');
 })();
 """
@@ -216,16 +227,105 @@ def _number(x: Any) -> str:
     return "-" if x is None else _e(x)
 
 
+# The chart: each tensor's error as a multiple of its allowed bound, log scale, PASS under 1.
+_CHART_W, _CHART_H, _PAD_L, _PAD_R, _PAD_T, _PAD_B = 1000, 200, 46, 10, 12, 26
+_LOG_MIN, _LOG_MAX = -3.0, 2.0  # 1/1000 to 100 times the bound
+_MAX_POINTS = 3000
+
+
+def _ratio(c: Mapping[str, Any]) -> float | None:
+    err, allowed = c.get("port_error"), c.get("allowed")
+    if not isinstance(err, (int, float)) or not isinstance(allowed, (int, float)) or allowed <= 0:
+        return None
+    return max(float(err), 1e-30) / float(allowed)
+
+
+def _chart(rows: list[Mapping[str, Any]], title: str, fail_at: float) -> list[str]:
+    """An inline SVG (no script, no fetch): x is the recording order — per step, the modules in
+    forward order, then the loss and gradients — y is log10(error / allowed); the line at 1 is the
+    bound, the dashed one where FAIL starts. Points carry their tensor and numbers as a tooltip."""
+    import math
+
+    points = [(c, r) for c in rows if (r := _ratio(c)) is not None]
+    if not points:
+        return []
+    total = len(points)
+    if total > _MAX_POINTS:  # every tensor that did not pass, and an even sample of the rest
+        keep = {id(c) for c, _ in points if c.get("verdict") != "PASS"}
+        stride = max(1, total // (_MAX_POINTS - len(keep)) + 1) if len(keep) < _MAX_POINTS else total
+        points = [(c, r) for i, (c, r) in enumerate(points) if id(c) in keep or i % stride == 0]
+    w = _CHART_W - _PAD_L - _PAD_R
+    h = _CHART_H - _PAD_T - _PAD_B
+
+    def y(log: float) -> float:
+        log = min(max(log, _LOG_MIN), _LOG_MAX)
+        return _PAD_T + (_LOG_MAX - log) / (_LOG_MAX - _LOG_MIN) * h
+
+    def x(i: int) -> float:
+        return _PAD_L + (i + 0.5) * w / len(points)
+
+    out = [f'<svg class="chart" viewBox="0 0 {_CHART_W} {_CHART_H}" role="img" aria-label="{_e(title)}">']
+    for tick in range(int(_LOG_MIN), int(_LOG_MAX) + 1):
+        label = "bound" if tick == 0 else f"{10.0 ** tick:g}×"
+        out.append(f'<text x="{_PAD_L - 4}" y="{y(tick) + 4:.1f}" text-anchor="end">{label}</text>')
+    out.append(f'<line class="bound" x1="{_PAD_L}" x2="{_CHART_W - _PAD_R}" y1="{y(0):.1f}" y2="{y(0):.1f}"/>')
+    fail_y = y(math.log10(fail_at))
+    out.append(f'<line class="failline" x1="{_PAD_L}" x2="{_CHART_W - _PAD_R}" y1="{fail_y:.1f}" y2="{fail_y:.1f}"/>')
+    out.append(f'<text x="{_CHART_W - _PAD_R}" y="{fail_y - 3:.1f}" text-anchor="end">FAIL beyond</text>')
+    step = None
+    labelled = -1e9  # where the last step label went: labels that would overlap are left out
+    for i, (c, r) in enumerate(points):
+        s = c.get("step")
+        if s != step:
+            step = s
+            sx = x(i) - w / len(points) / 2
+            out.append(f'<line class="step" x1="{sx:.1f}" x2="{sx:.1f}" y1="{_PAD_T}" y2="{_PAD_T + h}"/>')
+            if sx - labelled >= 52:
+                label = "final" if "final/" in str(c.get("key")) else f"step {s}"
+                out.append(f'<text x="{sx + 3:.1f}" y="{_CHART_H - 8}">{_e(label)}</text>')
+                labelled = sx
+        verdict = str(c.get("verdict", ""))
+        cls = "unjudged" if c.get("judged") is False else verdict
+        tip = (f"{c.get('key')}: error {_number(c.get('port_error'))} / allowed {_number(c.get('allowed'))} "
+               f"= {r:.3g}× ({verdict}{', not judged' if c.get('judged') is False else ''})")
+        out.append(f'<circle class="pt {_e(cls)}" cx="{x(i):.1f}" cy="{y(math.log10(r)):.1f}" r="2.6">'
+                   f"<title>{_e(tip)}</title></circle>")
+    out.append("</svg>")
+    shown = f" ({len(points)} of {total} shown: every one that did not pass)" if len(points) < total else ""
+    return [f"<h4>{_e(title)}{shown}</h4>", *out]
+
+
+def _charts(data: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> list[str]:
+    checks = {str(c.get("check") or "") for c in rows}
+    titles = {"logic": "logic check — original and port with autocast off in both",
+              "precision": "precision check — the runs as written", "": "error against the allowed bound"}
+    tol = data.get("tolerances") or {}
+    fail_at = float(tol.get("warn_factor", 32.0)) / float(tol.get("pass_factor", 4.0))
+    out = ['<h3 id="chart">Error against the allowed bound</h3>',
+           "<p class=muted>One point per tensor, left to right in recording order (per step, the modules in forward "
+           "order, then the loss and gradients); height: its error against the float64 golden as a multiple of "
+           "the error allowed (log scale). Under the solid line it passes; hollow points were not judged (the "
+           "original itself too far from the golden). Hover a point for its name.</p>"]
+    for check in ("logic", "precision", ""):
+        if check in checks:
+            out += _chart([c for c in rows if str(c.get("check") or "") == check], titles[check], fail_at)
+    return out
+
+
 def _validation(data: Mapping[str, Any]) -> list[str]:
     verdict = str(data.get("verdict", "?"))
     counts = data.get("counts") or {}
+    checks = data.get("checks") or {}
+    split = "".join(f' <span class=muted>·</span> {_e(k)} <span class="{_e(v)}">{_e(v)}</span>' for k, v in checks.items())
     out = [
         '<section id="validation"><h2>Validation</h2>',
-        f'<p>Verdict: <span class="verdict {_e(verdict)}">{_e(verdict)}</span> '
+        f'<p>Verdict: <span class="verdict {_e(verdict)}">{_e(verdict)}</span>{split} '
         f"<span class=muted>{_e(data.get('mode', ''))} <code>{_e(data.get('target', ''))}</code></span></p>",
-        "<table><tr><th>original</th><th>port</th><th>golden (float64 CPU)</th><th>PASS</th><th>WARN</th><th>FAIL</th></tr>",
+        "<table><tr><th>original</th><th>port</th><th>golden (float64 CPU)</th><th>PASS</th><th>not judged</th>"
+        "<th>WARN</th><th>FAIL</th></tr>",
         f"<tr><td class=mono>{_e(data.get('original', ''))}</td><td class=mono>{_e(data.get('port', ''))}</td>"
         f"<td>{'used' if data.get('golden_used') else 'not used'}</td><td class=PASS>{_e(counts.get('PASS', 0))}</td>"
+        f"<td class=muted>{_e(data.get('not_judged', 0))}</td>"
         f"<td class=WARN>{_e(counts.get('WARN', 0))}</td><td class=FAIL>{_e(counts.get('FAIL', 0))}</td></tr></table>",
     ]
     for failure in data.get("failures") or []:
@@ -258,21 +358,24 @@ def _validation(data: Mapping[str, Any]) -> list[str]:
         out.append("</ul>")
     rows = data.get("comparisons") or []
     if rows:
+        out += _charts(data, rows)
         # Not passing first: that is what a reader looks for.
         order = {"FAIL": 0, "ERROR": 0, "WARN": 1}
         rows = sorted(rows, key=lambda c: order.get(str(c.get("verdict")), 2))
         shown = rows[:_MAX_TENSOR_ROWS]
         out.append(
             f"<h3>Tensors compared ({len(rows)}{', first ' + str(len(shown)) + ' shown' if len(shown) < len(rows) else ''})</h3>"
-            "<table id=verdicts><tr><th>verdict</th><th>tensor</th><th>kind</th><th>step</th><th>dtype ref→port</th>"
-            "<th>max abs</th><th>cosine</th><th>reason</th></tr>"
+            "<table id=verdicts><tr><th>verdict</th><th>check</th><th>tensor</th><th>kind</th><th>step</th><th>dtype ref→port</th>"
+            "<th>max abs</th><th>cosine to golden</th><th>reason</th></tr>"
         )
         for c in shown:
             v = str(c.get("verdict", ""))
+            cosine = c.get("port_cosine") if c.get("port_cosine") is not None else c.get("cosine")
             out.append(
-                f'<tr data-filter="{_e(v + " " + str(c.get("key", "")))}"><td class="{_e(v)}">{_e(v)}</td><td class=mono>{_e(c.get("key"))}</td>'
+                f'<tr data-filter="{_e(v + " " + str(c.get("key", "")))}"><td class="{_e(v)}">{_e(v)}</td>'
+                f"<td>{_e(c.get('check') or '-')}</td><td class=mono>{_e(c.get('key'))}</td>"
                 f"<td>{_e(c.get('kind'))}</td><td>{_e(c.get('step'))}</td><td>{_e(c.get('dtype_ref'))}→{_e(c.get('dtype_port') or '-')}</td>"
-                f"<td>{_number(c.get('max_abs'))}</td><td>{_number(c.get('cosine'))}</td><td>{_e(c.get('reason', ''))}</td></tr>"
+                f"<td>{_number(c.get('max_abs'))}</td><td>{_number(cosine)}</td><td>{_e(c.get('reason', ''))}</td></tr>"
             )
         out.append("</table>")
     for note in data.get("notes") or []:

@@ -15,9 +15,9 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["start", "paused", "finish"]
+__all__ = ["start", "paused", "finish", "optimizer_step", "optimizer_host_ops"]
 
-_STATE: dict[str, Any] = {"acc": None}
+_STATE: dict[str, Any] = {"acc": None, "step_mark": None, "optimizer_host": 0}
 
 
 def start() -> bool:
@@ -51,3 +51,35 @@ def finish() -> Any | None:
     _STATE["acc"] = None
     acc.__exit__(None, None, None)
     return acc.report()
+
+
+def _cpu_ops() -> dict[str, tuple[int, int]] | None:
+    acc = _STATE["acc"]
+    if acc is None:
+        return None
+    return {op.op: (op.count, op.elements) for op in acc.report().cpu_op_details}
+
+
+def optimizer_step(starting: bool) -> None:
+    """Mark the start (``starting``) or the end of an ``optimizer.step()``: the one-element CPU ops
+    in between are torch's own bookkeeping — the step counters and bias corrections torch.optim
+    keeps on the host for parameters on every device (`step_t += 1`, `.item()`). Counted apart,
+    they made a correct port's residency line read "49.4% of ops on device"."""
+    if _STATE["acc"] is None:
+        return
+    if starting:
+        _STATE["step_mark"] = _cpu_ops()
+        return
+    before, _STATE["step_mark"] = _STATE["step_mark"], None
+    after = _cpu_ops()
+    if before is None or after is None:
+        return
+    for op, (count, elements) in after.items():
+        c0, e0 = before.get(op, (0, 0))
+        if count > c0 and elements - e0 <= count - c0:
+            _STATE["optimizer_host"] += count - c0
+
+
+def optimizer_host_ops() -> int:
+    """CPU scalar ops inside optimizer steps so far (see `optimizer_step`)."""
+    return int(_STATE["optimizer_host"])

@@ -120,4 +120,5 @@ def audit_from_report(report: dict[str, Any] | None, tree: str, class_ranges: li
     return ResidencyAudit(
         True, note, report["device_ops"], report["cpu_ops"], report["device_elements"], report["cpu_elements"],
         report["float64_ops"], report["complex_ops"], details, verdict, tuple(reasons), tuple(expected_work),
+        optimizer_host_ops=int(report.get("optimizer_host_ops", 0)),
     )

@@ -69,6 +69,9 @@ class Tolerances:
     # Residency policy (see docs/validate.md): share of the port's elementwise work that ran on CPU.
     residency_warn_share: float = 0.0
     residency_fail_share: float = 0.10
+    # Share of the recorded tensors some check must judge with power (see TensorComparison.judged)
+    # for the run to PASS; below it the verdict is at least WARN.
+    min_judged_share: float = 0.8
 
     def floor(self, dtype: str) -> float:
         for name, value in self.floors:
@@ -82,7 +85,8 @@ class Tolerances:
         for key, value in overrides.items():
             if key.startswith("floor_"):
                 floors[key[len("floor_"):]] = float(value)
-            elif key in {"pass_factor", "warn_factor", "residency_warn_share", "residency_fail_share"}:
+            elif key in {"pass_factor", "warn_factor", "residency_warn_share", "residency_fail_share",
+                         "min_judged_share"}:
                 plain[key] = float(value)
             else:
                 raise ValueError(f"unknown tolerance {key!r}")
@@ -113,6 +117,18 @@ class TensorComparison:
     nonfinite_mismatch: int
     verdict: Verdict
     reason: str
+    # Which comparison: "logic" (original and port with autocast off in both), "precision" (the
+    # runs as written, under reduced-precision autocast), "" (the only one: no such autocast).
+    check: str = ""
+    # False for a PASS whose bounds had no power: the original's own error against the golden
+    # is so large that a broken port would pass too (counted and shown apart).
+    judged: bool = True
+    # Direction: cosine of the port and of the reference with the golden (with the reference when
+    # there is no golden), and the angle (radians) the port was allowed; None where not judged
+    # by direction (final parameters, integer tensors, zero tensors).
+    port_cosine: float | None = None
+    ref_cosine: float | None = None
+    allowed_angle: float | None = None
 
 
 @dataclass(frozen=True)
@@ -181,11 +197,14 @@ class ResidencyAudit:
     # When the audit is what failed: port lines migrate did not write (a hand edit that moved
     # work to the CPU has no finding to point at; see _hand_edits.py).
     hand_edits: tuple[HandEdit, ...] = ()
+    # One-element CPU ops inside optimizer.step(): the step counters torch.optim keeps on the host
+    # for parameters on every device. Part of cpu_ops, left out of the op share.
+    optimizer_host_ops: int = 0
 
     @property
     def op_share_on_device(self) -> float:
-        total = self.device_ops + self.cpu_ops
-        return self.device_ops / total if total else 1.0
+        total = self.device_ops + self.cpu_ops - self.optimizer_host_ops
+        return self.device_ops / total if total > 0 else 1.0
 
     @property
     def element_share_on_device(self) -> float:
@@ -202,6 +221,10 @@ class RunFailure:
     message: str
     traceback: str = ""
     location: str = ""  # the innermost frame of the run's own tree ("train.py:42"), if any
+    # Where a crash went through the run's own tree: (file, qualified name, line) of each frame
+    # there, outermost first, then ("file", "Class", 0) for the classes of the objects the
+    # raising line uses (a scaler built in another module) — where the localisation looks.
+    crash_path: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -228,6 +251,7 @@ class ValidationResult:
     runs: tuple[RunInfo, ...] = ()
     notes: tuple[str, ...] = field(default=())
     fail_on: str = "fail"  # "warn": WARN exits 1 too (`--fail-on warn`, for CI)
+    tolerances: Tolerances = field(default_factory=Tolerances)  # what the verdicts were judged by
 
     @property
     def exit_code(self) -> int:
@@ -242,3 +266,22 @@ class ValidationResult:
         for c in self.comparisons:
             out[c.verdict.value] = out.get(c.verdict.value, 0) + 1
         return out
+
+    @property
+    def not_judged(self) -> int:
+        """PASSes whose bounds had no power (the original itself too far from the golden)."""
+        return sum(1 for c in self.comparisons if not c.judged)
+
+    def checks(self) -> dict[str, Verdict]:
+        """The verdict of each check when the original ran under reduced-precision autocast:
+        {"logic": ..., "precision": ...} (autocast off in both / the runs as written), else {}."""
+        by: dict[str, list[Verdict]] = {}
+        for c in self.comparisons:
+            if c.check:
+                by.setdefault(c.check, []).append(c.verdict)
+        if not by:
+            return {}
+        if self.audit is not None and self.audit.available and "precision" in by:
+            by["precision"].append(self.audit.verdict)  # the port as written is where residency is measured
+        # A check absent here did not run (its runs failed: a note says why).
+        return {check: worst(by[check]) for check in ("logic", "precision") if check in by}

@@ -278,6 +278,11 @@ class Recorder:
         """Register a top-level module; hand the reference's initial weights to the other runs."""
         idx = len(self.roots)
         self.roots.append(module)
+        # Submodules an earlier root already holds (a loss module keeping the model, as
+        # `DetectionLoss(model)` does): their weights were handed over with that root, and loading
+        # them again — in place, after the model's forward — broke the golden's and the port's
+        # backward ("modified by an inplace operation").
+        held = [path for path, sub in module.named_modules() if path and id(sub) in self.names]
         for path, sub in module.named_modules():
             self.names.setdefault(id(sub), (idx, path))
             cls = type(sub)
@@ -295,7 +300,7 @@ class Recorder:
         self.paused = True
         try:
             if self.role == "reference":
-                state = {k: tensor_record(v) for k, v in module.state_dict().items()}
+                state = {k: tensor_record(v) for k, v in module.state_dict().items() if not _under(k, held)}
                 self.emit({"type": "init_state", "root": idx, "state": state})
             else:
                 msg = self._receive_kind("init_state")
@@ -304,7 +309,7 @@ class Recorder:
                 from cuda2neuron.validate._accounting import paused
 
                 with paused():  # validate's copy, not the port's work
-                    _load_state(module, msg["state"])
+                    _load_state(module, msg["state"], held)
         finally:
             self.paused = False
         if idx == 0 and self.on_first_root is not None:
@@ -442,8 +447,15 @@ class Recorder:
             aligned = _follow_reference_signs(named, {g["module_path"]: g for g in outcome["grads"]})
             if aligned:
                 self.emit({"type": "aligned", "step": self.step, "elements": aligned})
+        from cuda2neuron.validate import _accounting
+
+        _accounting.optimizer_step(starting=True)
 
     def _opt_post(self, optimizer: torch.optim.Optimizer | None, args: Any, kwargs: Any) -> None:
+        if optimizer is not None and self.role != "reference":
+            from cuda2neuron.validate import _accounting
+
+            _accounting.optimizer_step(starting=False)
         if self._restore is not None and optimizer is self._restore[0]:
             _, params, state = self._restore
             self._restore = None
@@ -617,7 +629,11 @@ def _put_back(optimizer: Any, params: list[tuple[torch.Tensor, torch.Tensor]], s
         optimizer.state.update(state)
 
 
-def _load_state(module: nn.Module, state: dict[str, dict[str, Any]]) -> None:
+def _under(key: str, prefixes: list[str]) -> bool:
+    return any(key.startswith(prefix + ".") for prefix in prefixes)
+
+
+def _load_state(module: nn.Module, state: dict[str, dict[str, Any]], held: list[str] | None = None) -> None:
     tensors = {}
     for k, rec in state.items():
         host = torch.frombuffer(bytearray(rec["data"]), dtype=torch.uint8) if rec["data"] else torch.empty(0, dtype=torch.uint8)
@@ -627,6 +643,13 @@ def _load_state(module: nn.Module, state: dict[str, dict[str, Any]]) -> None:
     # so an optimizer that already holds them keeps working.
     current = module.state_dict()
     sharded = {k for k, v in current.items() if _local(v) is not v}
+    if held:
+        # Part of the module was loaded with an earlier root: the rest must match exactly.
+        missing, unexpected = module.load_state_dict(tensors, strict=False)
+        if [k for k in missing if not _under(k, held)] or unexpected:
+            raise RuntimeError(f"validate: initial weights do not match the module (missing "
+                               f"{sorted(k for k in missing if not _under(k, held))}, unexpected {sorted(unexpected)})")
+        return
     if not sharded:
         module.load_state_dict(tensors, strict=True)
         return

@@ -14,7 +14,8 @@ from typing import Any
 
 from cuda2neuron.validate._model import ValidationResult, Verdict
 
-__all__ = ["format_locations", "format_value", "not_passing", "to_json", "to_markdown"]
+__all__ = ["format_locations", "format_value", "headline", "not_passing", "residency_line", "to_json", "to_markdown",
+           "verdict_line"]
 
 _MAX_ROWS = 40
 
@@ -35,6 +36,8 @@ def to_json(result: ValidationResult) -> str:
     data = _clean(dataclasses.asdict(result))
     data["exit_code"] = result.exit_code
     data["counts"] = result.counts()
+    data["not_judged"] = result.not_judged
+    data["checks"] = {k: v.value for k, v in result.checks().items()}
     if result.audit is not None:
         data["audit"]["op_share_on_device"] = result.audit.op_share_on_device
         data["audit"]["element_share_on_device"] = result.audit.element_share_on_device
@@ -55,10 +58,51 @@ def format_locations(locations: tuple[str, ...]) -> str:
     return ", ".join(locations[:3]) if locations else "(no line of your code: inside torch or a library)"
 
 
-def not_passing(result: ValidationResult) -> list[Any]:
-    """The comparisons a reader is shown: those that did not pass, at most _MAX_ROWS."""
-    bad = [c for c in result.comparisons if c.verdict is not Verdict.PASS]
-    return bad[:_MAX_ROWS]
+def not_passing(result: ValidationResult, limit: int = _MAX_ROWS) -> tuple[list[Any], int]:
+    """The comparisons a reader is shown — those that did not pass, FAILs first, in recording
+    order, at most ``limit`` — and how many more there are (said, never dropped silently)."""
+    bad = [c for c in result.comparisons if c.verdict is Verdict.FAIL]
+    bad += [c for c in result.comparisons if c.verdict is Verdict.WARN]
+    return bad[:limit], max(0, len(bad) - limit)
+
+
+def verdict_line(result: ValidationResult) -> str:
+    """The verdict as one line of ``key=value`` words for stdout (pipes, CI): stable, no styling.
+
+    ``FAIL logic=FAIL precision=PASS tensors=566 pass=500 warn=2 fail=64 not_judged=12 residency=PASS first=logic/s0/fwd/0:head#0``
+    """
+    words = [result.verdict.value]
+    words += [f"{check}={v.value}" for check, v in result.checks().items()]
+    counts = result.counts()
+    words += [f"tensors={len(result.comparisons)}", f"pass={counts['PASS']}", f"warn={counts['WARN']}",
+              f"fail={counts['FAIL']}", f"not_judged={result.not_judged}"]
+    if result.audit is not None and result.audit.available:
+        words.append(f"residency={result.audit.verdict.value}")
+    if result.divergence is not None:
+        words.append(f"first={result.divergence.key}")
+    words += [f"error={f.role.replace(' ', '-')}:{f.kind}" for f in result.failures if f.kind != "defect"]
+    return " ".join(words)
+
+
+def headline(result: ValidationResult) -> str:
+    """``logic PASS · precision FAIL`` and the counts, as the summary's first line says them."""
+    checks = result.checks()
+    split = " · ".join(f"{check} {v.value}" for check, v in checks.items())
+    if checks and "logic" not in checks:
+        split = "logic not run · " + split
+    counts = result.counts()
+    judged = f" ({result.not_judged} not judged)" if result.not_judged else ""
+    tally = (f"{len(result.comparisons)} tensors: {counts['PASS']} pass{judged}, {counts['WARN']} warn, "
+             f"{counts['FAIL']} fail")
+    return f"{split}  —  {tally}" if split else tally
+
+
+def residency_line(a: Any) -> str:
+    """The audit's shares; the optimizer's host step counters are counted apart."""
+    apart = (f" ({a.optimizer_host_ops} one-element optimizer step-counter ops on the host, as on every device, "
+             "counted apart)" if a.optimizer_host_ops else "")
+    return (f"{a.op_share_on_device:.1%} of ops{apart}, {a.element_share_on_device:.1%} of elements on device; "
+            f"float64 ops {a.float64_ops}, complex ops {a.complex_ops}")
 
 
 def to_markdown(result: ValidationResult) -> str:
@@ -67,9 +111,7 @@ def to_markdown(result: ValidationResult) -> str:
     out.append(f"- original: `{result.original}`")
     out.append(f"- port: `{result.port}`")
     out.append(f"- golden (float64 CPU): {'used' if result.golden_used else 'not used'}")
-    counts = result.counts()
-    out.append(f"- tensors compared: {len(result.comparisons)} "
-               f"(PASS {counts['PASS']}, WARN {counts['WARN']}, FAIL {counts['FAIL']})")
+    out.append(f"- verdict: {headline(result)}")
     for run in result.runs:
         out.append(f"- {run.role} run: {run.device}, {run.records} records, {run.seconds:.1f} s")
     for note in result.notes:
@@ -94,13 +136,15 @@ def to_markdown(result: ValidationResult) -> str:
             out.append(f"  - `{e.code}` {e.name} at `{e.path}:{e.line}:{e.col}` — {e.message}")
         out += _hand_edits_md(d.hand_edits)
         out.append("")
-    rows = not_passing(result)
+    rows, more = not_passing(result)
     if rows:
-        out += ["## Tensors that did not pass", "", "| verdict | tensor | dtype ref→port | max abs | cosine | reason |",
-                "|---|---|---|---|---|---|"]
+        out += ["## Tensors that did not pass", "", "| verdict | check | tensor | dtype ref→port | max abs | cosine to golden | reason |",
+                "|---|---|---|---|---|---|---|"]
         for c in rows:
-            out.append(f"| {c.verdict.value} | `{c.key}` | {c.dtype_ref}→{c.dtype_port or '-'} | {format_value(c.max_abs)} | "
-                       f"{format_value(c.cosine)} | {c.reason} |")
+            out.append(f"| {c.verdict.value} | {c.check or '-'} | `{c.key}` | {c.dtype_ref}→{c.dtype_port or '-'} | "
+                       f"{format_value(c.max_abs)} | {format_value(c.port_cosine)} | {c.reason.replace('|', '/')} |")
+        if more:
+            out.append(f"| … | | {more} more not shown | | | | the JSON report (`--report FILE.json`) lists every one |")
         out.append("")
     a = result.audit
     if a is not None:
@@ -109,7 +153,8 @@ def to_markdown(result: ValidationResult) -> str:
             out += [f"- {a.note}", ""]
         else:
             out.append(f"- verdict: {a.verdict.value}")
-            out.append(f"- ops on device: {a.op_share_on_device:.1%} ({a.device_ops} device, {a.cpu_ops} CPU)")
+            apart = f", of them {a.optimizer_host_ops} optimizer step counters, counted apart" if a.optimizer_host_ops else ""
+            out.append(f"- ops on device: {a.op_share_on_device:.1%} ({a.device_ops} device, {a.cpu_ops} CPU{apart})")
             out.append(f"- elements on device: {a.element_share_on_device:.1%}")
             out.append(f"- float64 ops: {a.float64_ops}, complex ops: {a.complex_ops}")
             for r in a.reasons:

@@ -36,6 +36,9 @@ class ValidateRequest:
     timeout: float = DEFAULT_TIMEOUT
     seed: int = DEFAULT_SEED
     golden: bool = True
+    # The logic pair: when the original runs under reduced-precision autocast, original and port
+    # are also run with autocast off in both and compared at float32 precision.
+    logic: bool = True
     port_device: str = "neuron"  # "cpu" only for tests that run without the emulator
     nproc: int = 1  # ranks per run (torchrun's --nproc_per_node); 1: one process per run
     tolerances: Tolerances = field(default_factory=Tolerances)
@@ -73,6 +76,7 @@ def build_request(
     port_device: str = "neuron",
     nproc: int | None = None,
     fail_on: str | None = None,
+    logic: bool | None = None,
 ) -> ValidateRequest:
     """The request for ``trees``; ``None`` options fall back to ``table``, then to the defaults.
 
@@ -102,6 +106,9 @@ def build_request(
         tol = Tolerances().with_overrides(**{**table.get("tolerances", {}), **(tolerances or {})})
     except ValueError as exc:
         raise RequestError(str(exc), option="--tolerance") from None
+    logic = logic if logic is not None else table.get("logic", True)
+    if not isinstance(logic, bool):
+        raise RequestError(f"logic must be true or false, got {logic!r}", option="--no-logic")
     fail_on = fail_on or str(table.get("fail_on", "fail"))
     if fail_on not in FAIL_ON:
         raise RequestError(f"fail_on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}", option="--fail-on")
@@ -109,7 +116,7 @@ def build_request(
         original=trees.original, port=trees.port, mode="entry" if entry else "script", entry=entry, script=script,
         args=tuple(args), steps=steps or int(table.get("steps", DEFAULT_STEPS)),
         timeout=timeout or float(table.get("timeout", DEFAULT_TIMEOUT)),
-        seed=seed if seed is not None else int(table.get("seed", DEFAULT_SEED)), golden=golden,
+        seed=seed if seed is not None else int(table.get("seed", DEFAULT_SEED)), golden=golden, logic=logic,
         port_device=port_device, nproc=nproc, tolerances=tol, original_label=trees.original_label, port_label=trees.port_label,
         fail_on=fail_on, port_overlay=trees.port_overlay,
     )

@@ -54,7 +54,10 @@ __all__ = ["ValidateRequest", "run_validation"]
 
 ROLES = ("reference", "golden", "port")
 # How progress names the runs (the reference run is "the original" to the user).
-_RUN_NAMES = {"reference": "original", "golden": "golden", "port": "port"}
+_RUN_NAMES = {"reference": "original", "golden": "golden", "port": "port",
+              "logic-reference": "original with autocast off", "logic-port": "port with autocast off"}
+#: Autocast dtypes that make the original's run a reduced-precision one (the logic pair then runs).
+_REDUCED = ("float16", "bfloat16")
 
 
 @dataclass
@@ -123,10 +126,12 @@ def _launch_env(rank: int, world: int, master_port: int) -> dict[str, str]:
 def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path, rank: int | None = None,
            master_port: int | None = None) -> _Run:
     rfd, wfd = os.pipe()
-    config = WorkerConfig(role=role, tree=tree, fd=wfd, mode=request.mode, entry=request.entry,
-                          script=request.script, args=request.args, steps=request.steps, seed=request.seed,
-                          port_device=request.port_device,
-                          overlay=request.port_overlay if role == "port" else None)
+    # A logic run is the reference's or the port's run with autocast forced off.
+    config = WorkerConfig(role=role.removeprefix("logic-"), tree=tree, fd=wfd, mode=request.mode,  # type: ignore[arg-type]
+                          entry=request.entry, script=request.script, args=request.args, steps=request.steps,
+                          seed=request.seed, port_device=request.port_device,
+                          overlay=request.port_overlay if role in ("port", "logic-port") else None,
+                          autocast=role not in LOGIC_ROLES)
     name = role if rank is None else f"{role}.rank{rank}"
     tmp = workdir / name
     tmp.mkdir()
@@ -197,13 +202,32 @@ def _tail(path: Path, lines: int = 30) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+# The comparisons a record key gets: (check, lead role, follower role), each judged against the
+# golden. "precision": the runs as written; "logic": original and port with autocast forced off in
+# both, started only when the original runs under reduced-precision autocast (run_validation).
+_GROUPS = (("precision", "reference", "port"), ("logic", "logic-reference", "logic-port"))
+LOGIC_ROLES = ("logic-reference", "logic-port")
+LOGIC_PREFIX = "logic/"
+
+
+def base_key(key: str) -> str:
+    """The record key a comparison is about (``logic/s0/fwd/...`` -> ``s0/fwd/...``)."""
+    return key.removeprefix(LOGIC_PREFIX)
+
+
 class _Comparator:
-    """Holds records until every live run has produced them, compares, forgets the tensors."""
+    """Holds records until every live run has produced them, compares, forgets the tensors.
+
+    A key is compared once per check (`_GROUPS`); the golden's record serves both and is kept
+    until both are settled. Until it is known whether the logic pair runs (`logic` None), the
+    golden's records are kept for it.
+    """
 
     def __init__(self, request: ValidateRequest, ref_on_cuda: list[bool]) -> None:
         self.request = request
         self.live = {"reference", "port"} | ({"golden"} if request.golden else set())
         self.pending: dict[str, dict[str, dict[str, Any]]] = {}
+        self.settled: dict[str, set[str]] = {}
         # (position in its rank's stream, rank): ranks interleave in a fixed order, however their
         # records happened to arrive, so the first divergence is the same from run to run.
         self.order: dict[str, tuple[int, int]] = {}
@@ -212,15 +236,18 @@ class _Comparator:
         self.extra_in_port: list[str] = []
         self.ref_on_cuda = ref_on_cuda
         self.module_classes: dict[str, str] = {}
-        # Per parameter ("0:fc.bias"): elements whose gradient was rounding noise at some step.
-        self.noisy: dict[str, Any] = {}  # bool tensors
+        # Per check, per parameter ("0:fc.bias"): elements whose gradient was rounding noise at some step.
+        self.noisy: dict[str, dict[str, Any]] = {"precision": {}, "logic": {}}  # bool tensors
         self.devices: dict[str, str] = {}  # role -> the device its hello named
         self.ref_tf32 = False  # the reference's hello: a GPU computing float32 in TF32
+        # None: not known yet whether the logic pair runs; True: it runs; False: it does not.
+        self.logic: bool | None = None
 
-    def same_kernels(self) -> bool:
+    def same_kernels(self, check: str = "precision") -> bool:
         """The port on the emulator, the reference on the CPU shim: both run the CPU kernels."""
-        return (self.devices.get("port", "").startswith("neuron (cuda2neuron emulator)")
-                and self.devices.get("reference", "").startswith("cpu"))
+        lead, follower = ("logic-reference", "logic-port") if check == "logic" else ("reference", "port")
+        return (self.devices.get(follower, "").startswith("neuron (cuda2neuron emulator)")
+                and self.devices.get(lead, "").startswith("cpu"))
 
     def add(self, role: str, rec: dict[str, Any]) -> None:
         key = rec["key"]
@@ -230,40 +257,80 @@ class _Comparator:
             self.order[key] = (self._per_rank[rank], rank)
             if rec.get("module_path") and rec.get("module_class"):
                 self.module_classes.setdefault(rec["module_path"], rec["module_class"])
+        if key in self.settled and len(self.settled[key]) == len(_GROUPS):
+            return  # a late record of a key already judged (a logic run after "no logic")
         self.pending.setdefault(key, {})[role] = rec
         self._try(key)
 
-    def _try(self, key: str, final: bool = False) -> None:
-        have = self.pending.get(key, {})
-        if not final and not self.live.issubset(have):
+    def set_logic(self, runs: bool) -> None:
+        """Whether the logic pair runs: from now on its records are waited for, or never."""
+        self.logic = runs
+        if runs:
+            self.live |= set(LOGIC_ROLES)
+        for key in list(self.pending):
+            self._try(key)
+
+    def _try(self, key: str, final: bool = False, complete: dict[str, bool] | None = None) -> None:
+        have = self.pending.get(key)
+        if have is None:
             return
-        ref = have.get("reference")
-        if ref is None:
-            if final and "port" in have:
-                self.extra_in_port.append(key)
+        settled = self.settled.setdefault(key, set())
+        for check, lead, follower in _GROUPS:
+            if check in settled:
+                continue
+            if check == "logic" and not self.logic:
+                if self.logic is False or final:
+                    settled.add(check)
+                continue
+            if final and complete is not None and follower not in have and lead in have and not (
+                    complete.get(lead) and complete.get(follower)):
+                # A record only the lead made counts against the follower only if both finished.
+                settled.add(check)
+                continue
+            if self._try_group(key, have, check, lead, follower, final):
+                settled.add(check)
+                have.pop(lead, None)
+                have.pop(follower, None)
+        if len(settled) == len(_GROUPS):
             self.pending.pop(key, None)
-            return
-        if not final and "port" not in have:
-            return
+
+    def _try_group(self, key: str, have: dict[str, dict[str, Any]], check: str, lead: str, follower: str,
+                   final: bool) -> bool:
+        """Compare ``key`` for one check when its records are in; True once it is settled."""
+        needed = {lead, follower, "golden"} & self.live
+        if not final and not needed.issubset(have):
+            return False
+        ref = have.get(lead)
+        if ref is None:
+            if not final:
+                return lead not in self.live and follower not in have
+            if follower in have:
+                self.extra_in_port.append(key if check == "precision" else LOGIC_PREFIX + key)
+            return True
+        if not final and follower not in have:
+            return False
         golden = have.get("golden")
-        port = have.get("port")
+        port = have.get(follower)
         # Per rank: an FSDP shard of a parameter differs in shape from rank to rank.
         name = f"{ref['rank']}|{ref.get('module_path') or ''}" if "rank" in ref else ref.get("module_path") or ""
-        ignore = self.noisy.get(name) if ref["kind"] == "param" else None
-        self.results[key] = compare_records(key, ref, port, golden, self.request.tolerances,
-                                            self.ref_on_cuda[0], ignore=ignore, same_kernels=self.same_kernels(),
-                                            ref_tf32=self.ref_tf32)
+        noisy_masks = self.noisy[check]
+        ignore = noisy_masks.get(name) if ref["kind"] == "param" else None
+        out_key = key if check == "precision" else LOGIC_PREFIX + key
+        result = compare_records(out_key, ref, port, golden, self.request.tolerances, self.ref_on_cuda[0],
+                                 ignore=ignore, same_kernels=self.same_kernels(check), ref_tf32=self.ref_tf32,
+                                 check=check)
+        self.results[out_key] = result
         if ref["kind"] == "grad" and ref.get("module_path"):
             noisy = noise_elements(ref, golden if golden is not None else port)
-            if self.results[key].verdict is Verdict.PASS:
+            if result.verdict is Verdict.PASS:
                 # The gradient passed, so the port's own error is legitimate: where the true
                 # gradient is smaller than it (bf16 autocast against an fp16 original) and the
                 # port's sign differs, the direction Adam follows is noise at the port's precision.
                 below = below_port_error(golden, port)
                 noisy = below if noisy is None else (noisy if below is None else noisy | below)
             if noisy is not None:
-                self.noisy[name] = noisy if name not in self.noisy else self.noisy[name] | noisy
-        self.pending.pop(key, None)
+                noisy_masks[name] = noisy if name not in noisy_masks else noisy_masks[name] | noisy
+        return True
 
     def drop_role(self, role: str) -> None:
         """A run ended: compare what no longer waits for it.
@@ -276,18 +343,35 @@ class _Comparator:
         for key in list(self.pending):
             self._try(key)
 
-    def finish(self, port_complete: bool, ref_complete: bool) -> list[TensorComparison]:
+    def finish(self, complete: dict[str, bool]) -> list[TensorComparison]:
+        """Everything still pending, compared with what there is; ``complete``: role -> the run
+        (every rank of it) finished."""
         for key in list(self.pending):
-            have = self.pending[key]
-            # A record only the reference made counts against the port only if the port finished.
-            if "port" in have or (port_complete and ref_complete) or "reference" not in have:
-                self._try(key, final=True)
+            self._try(key, final=True, complete=complete)
+            self.pending.pop(key, None)
         extra = [
             TensorComparison(key, "extra", -1, None, None, (), None, "-", None, "-", None, float("nan"), float("nan"),
-                             float("nan"), None, None, None, 0, Verdict.FAIL, "produced by the port only")
+                             float("nan"), None, None, None, 0, Verdict.FAIL, "produced by the port only",
+                             check="logic" if key.startswith(LOGIC_PREFIX) else "precision")
             for key in self.extra_in_port
         ]
-        ordered = sorted(self.results.values(), key=lambda c: self.order.get(c.key, (1 << 30, 0)))
+        results = dict(self.results)
+        logic_ran = any(k.startswith(LOGIC_PREFIX) for k in results)
+        for key, c in list(results.items()):
+            if key.startswith(LOGIC_PREFIX):
+                continue
+            if not logic_ran and self.logic is not True:
+                results[key] = dataclasses.replace(c, check="")  # the only comparison: no AMP to split off
+                continue
+            twin = results.get(LOGIC_PREFIX + key)
+            if c.verdict is not Verdict.PASS and twin is not None and twin.verdict is Verdict.PASS:
+                # Decidable now: with autocast off the port computes what the original does.
+                results[key] = dataclasses.replace(c, reason=f"{c.reason}; with autocast off in both the port "
+                                                   "matches the original (logic PASS): the precision policy differs here")
+        ordered = sorted(results.values(), key=lambda c: (self.order.get(base_key(c.key), (1 << 30, 0)),
+                                                          0 if c.key.startswith(LOGIC_PREFIX) else 1))
+        if not logic_ran and self.logic is not True:
+            extra = [dataclasses.replace(c, check="") for c in extra]
         return ordered + extra
 
 
@@ -323,6 +407,20 @@ def _prepare_emulator(request: ValidateRequest, progress: Callable[[str], None])
 
 def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] | None = None) -> ValidationResult:
     """Run and compare; ``on_progress`` is told, in a few words, what is happening now."""
+    import torch
+
+    # One thread for the comparisons, as each run has: the runs keep every core busy, and torch's
+    # thread pool spinning beside them cost 5-10x the CPU of the comparison itself (a 1M-element
+    # compare: 150 ms of CPU on 2 threads of a loaded 2-core machine, 15 ms on one).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _run_validation(request, on_progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None] | None) -> ValidationResult:
     progress = on_progress or (lambda _what: None)
     request = dataclasses.replace(request, original=request.original.resolve(), port=request.port.resolve())
     setup_failure = _prepare_emulator(request, progress)
@@ -333,7 +431,8 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
                                 failures=(setup_failure,))
     q: queue.Queue[tuple[_Run, Any]] = queue.Queue()
     roles = [r for r in ROLES if r != "golden" or request.golden]
-    trees = {"reference": request.original, "golden": request.original, "port": request.port}
+    trees = {"reference": request.original, "golden": request.original, "port": request.port,
+             "logic-reference": request.original, "logic-port": request.port}
     workdir = Path(tempfile.mkdtemp(prefix="cuda2neuron-validate-runs-"))
     # role -> its processes: one, or one per rank.
     runs: dict[str, list[_Run]] = {}
@@ -350,18 +449,61 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
     distributed = request.nproc > 1 or _launched_distributed()
     ranks: list[int | None] = list(range(request.nproc)) if distributed else [None]
     ports = _free_ports(len(roles)) if distributed else [None] * len(roles)
+    # What the reference sent the other runs (initial weights, step outcomes), per rank, kept
+    # until it is known whether the logic pair runs: started late, it is sent the same.
+    forwarded: dict[int | None, list[dict[str, Any]]] | None = {rank: [] for rank in ranks} if request.logic else None
+    open_streams: dict[int, _Run] = {}
+    still_open: dict[str, int] = {}
+    amp_seen: list[str] = []
+
+    def start(role: str, master_port: int | None) -> None:
+        runs[role] = [_spawn(role, trees[role], request, workdir, rank, master_port) for rank in ranks]
+        if role not in roles:
+            roles.append(role)
+        for run in runs[role]:
+            open_streams[id(run)] = run
+            for target in (_reader, _writer):
+                th = threading.Thread(target=target, args=(run, q) if target is _reader else (run,), daemon=True)
+                th.start()
+                threads.append(th)
+        still_open[role] = len(runs[role])
+
+    def decide_logic(amp: str | None) -> None:
+        """The original runs under reduced-precision autocast (``amp``): start the logic pair, sent
+        what the reference sent so far; else (None) it never runs."""
+        nonlocal forwarded
+        if comparator.logic is not None:
+            return
+        if amp is None or forwarded is None:
+            comparator.set_logic(False)
+            forwarded = None
+            return
+        amp_seen.append(amp)
+        logic_ports = _free_ports(len(LOGIC_ROLES)) if distributed else [None] * len(LOGIC_ROLES)
+        progress(f"the original runs under {amp} autocast: also running original and port with autocast off ...")
+        for role, master_port in zip(LOGIC_ROLES, logic_ports):
+            start(role, master_port)
+            for run in runs[role]:
+                for frame in forwarded.get(run.rank, ()):
+                    run.stdin_q.put(frame)
+        forwarded = None
+        comparator.set_logic(True)
+
+    def forward(run: _Run, frame: dict[str, Any]) -> None:
+        """A reference frame the same rank of every other run waits for."""
+        for other in roles:
+            if other != "reference":
+                for peer in runs[other]:
+                    if peer.rank == run.rank:
+                        peer.stdin_q.put(frame)
+        if forwarded is not None:
+            forwarded.setdefault(run.rank, []).append(frame)
+
     try:
         progress(f"running {', '.join(_RUN_NAMES[r] for r in roles[:-1])} and {_RUN_NAMES[roles[-1]]}"
                  + (f" ({request.nproc} ranks each)" if request.nproc > 1 else "") + " ...")
-        for role, master_port in zip(roles, ports):
-            runs[role] = [_spawn(role, trees[role], request, workdir, rank, master_port) for rank in ranks]
-            for run in runs[role]:
-                for target in (_reader, _writer):
-                    th = threading.Thread(target=target, args=(run, q) if target is _reader else (run,), daemon=True)
-                    th.start()
-                    threads.append(th)
-        open_streams = {id(run): run for role in roles for run in runs[role]}
-        still_open = {role: len(runs[role]) for role in roles}
+        for role, master_port in zip(list(roles), ports):
+            start(role, master_port)
         deadline = t0 + request.timeout
         while open_streams:
             remaining = deadline - time.perf_counter()
@@ -377,19 +519,19 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
                 open_streams.pop(id(run), None)
                 run.stdin_q.put(None)
                 if role == "reference":
-                    for other in roles:  # no more step outcomes from this rank: nobody waits for one
-                        if other != "reference":
-                            for peer in runs[other]:
-                                if peer.rank == run.rank:
-                                    peer.stdin_q.put({"type": "reference_done"})
+                    # no more step outcomes from this rank: nobody waits for one
+                    forward(run, {"type": "reference_done"})
+                    decide_logic(None)
                 if not run.finished and run.failure is None and not run.aborted:
                     run.proc.wait()
                     run.failure = RunFailure(run.name, "crash",
                                              f"exited with status {run.proc.returncode} without a result",
                                              _tail(run.stderr_path))
                 if run.failure is not None:
-                    # The other ranks would wait in their next collective until gloo's timeout.
-                    for sibling in runs[role]:
+                    # The other ranks would wait in their next collective until gloo's timeout;
+                    # a failed logic original leaves its port nothing to be compared with.
+                    siblings = [*runs[role], *(runs.get("logic-port", ()) if role == "logic-reference" else ())]
+                    for sibling in siblings:
                         if sibling is not run and not sibling.finished and sibling.failure is None:
                             sibling.aborted = True
                             _kill(sibling)
@@ -401,17 +543,21 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
                 continue
             kind = frame["type"]
             if kind == "tensor":
+                if role == "reference" and comparator.logic is None and frame.get("amp") in _REDUCED:
+                    decide_logic(frame["amp"])
                 _record(run, frame, comparator)
             elif kind in ("init_state", "step") and role == "reference":
                 for grad in frame.get("grads", ()):  # the reference's gradients travel with its step
+                    if comparator.logic is None and grad.get("amp") in _REDUCED:
+                        decide_logic(grad["amp"])
                     _record(run, dict(grad), comparator)
+                if kind == "step":
+                    # One optimizer step without reduced-precision autocast: fp32 code (autocast
+                    # first seen after that, in an evaluation, is not split off).
+                    decide_logic(None)
                 # The initial weights, and each optimizer step's outcome (skipped by the
                 # GradScaler or not): the same rank of the other runs waits for them (_recorder.py).
-                for other in roles:
-                    if other != "reference":
-                        for peer in runs[other]:
-                            if peer.rank == run.rank:
-                                peer.stdin_q.put(frame)
+                forward(run, frame)
                 if kind == "step" and frame["skipped"] and run.rank in (None, 0):
                     skipped.append((frame["step"], frame.get("scale")))
             elif kind == "class":
@@ -437,7 +583,8 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
             elif kind == "error":
                 run.failure = RunFailure(run.name, frame["kind"], _labelled(frame["message"], run, request),
                                          frame["traceback"] or _tail(run.stderr_path),
-                                         "" if frame.get("harness") else frame.get("user_frame") or "")
+                                         "" if frame.get("harness") else frame.get("user_frame") or "",
+                                         crash_path=tuple(tuple(x) for x in frame.get("crash_path") or ()))
             elif kind == "broken":
                 run.failure = RunFailure(run.name, "crash", f"record stream broken: {frame['message']}",
                                          _tail(run.stderr_path))
@@ -447,9 +594,11 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
                 run.stdin_q.put(None)
                 _kill(run)
     failures: list[RunFailure] = []
+    logic_failures: list[RunFailure] = []
     for run in timed_out:
-        failures.append(RunFailure(run.name, "timeout", f"no result within {request.timeout:g} s (all runs together)",
-                                   _tail(run.stderr_path)))
+        failure = RunFailure(run.name, "timeout", f"no result within {request.timeout:g} s (all runs together)",
+                             _tail(run.stderr_path))
+        (logic_failures if run.role in LOGIC_ROLES else failures).append(failure)
     golden_used = request.golden
     for role in roles:
         for run in runs[role]:
@@ -461,6 +610,8 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
                     notes.append(f"float64 golden run failed ({fail.message}); the port was compared with the "
                                  "reference using per-dtype thresholds")
                 golden_used = False
+            elif role in LOGIC_ROLES:
+                logic_failures.append(fail)
             else:
                 failures.append(fail)
     if request.golden and any(run.role == "golden" for run in timed_out):
@@ -485,18 +636,34 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
         notes.append(_skipped_note(skipped))
     if aligned:
         notes.append(_aligned_note(aligned))
-    ref_ok = all(r.finished and r.failure is None for r in runs["reference"])
-    port_ok = all(r.finished and r.failure is None for r in runs["port"])
+    complete = {role: all(r.finished and r.failure is None for r in runs.get(role, ())) and role in runs
+                for role in ("reference", "port", *LOGIC_ROLES)}
+    ref_ok, port_ok = complete["reference"], complete["port"]
     failures, crashes = _port_defects(failures, ref_ok)
-    comparisons = tuple(comparator.finish(port_ok, ref_ok)) + _shared_devices(runs["port"]) + crashes
+    logic_failures, logic_crashes = _port_defects(logic_failures, complete["logic-reference"], LOGIC_PREFIX)
+    failures += [f for f in logic_failures if f.kind == "defect"]
+    if amp_seen:
+        lost = [f for f in logic_failures if f.kind != "defect"]
+        if lost:
+            notes.append(f"the logic run ({_RUN_NAMES[lost[0].role.split(' rank ')[0]]}) did not finish "
+                         f"({lost[0].message}); the precision check alone judged the rest")
+        else:
+            notes.append(f"the original runs under {amp_seen[0]} autocast: the logic check compared original and port "
+                         "with autocast off in both (float32, tight bounds), the precision check the runs as written")
+    comparisons = tuple(comparator.finish(complete)) + _shared_devices(runs["port"]) + crashes + logic_crashes
     fallback = request.entry.split(":")[0].replace(".", "/") + ".py" if request.entry else request.script
     divergence = None
     first_fail = _first_failure(comparisons)
     if first_fail is not None and ref_ok:
-        divergence = localise(first_fail, request.original, classes, comparator.module_classes, fallback)
+        crash_path: tuple[tuple[str, str, int], ...] = ()
+        if first_fail.kind == "crash":
+            crashed = next((f for f in failures if f.kind == "defect" and f.location and first_fail.reason.endswith(
+                f" at {f.location}") and (f.role.startswith("logic-") == (first_fail.check == "logic"))), None)
+            crash_path = crashed.crash_path if crashed is not None else ()
+        divergence = localise(first_fail, request.original, classes, comparator.module_classes, fallback, crash_path)
         first_files = [f for f in (divergence.class_file, fallback) if f]
-        if first_fail.kind == "crash":  # the port file that raised first
-            first_files.insert(0, first_fail.reason.rsplit(" at ", 1)[-1].split(":")[0])
+        if first_fail.kind == "crash":  # the port file that raised first, then the rest of its path
+            first_files[:0] = [first_fail.reason.rsplit(" at ", 1)[-1].split(":")[0], *(p[0] for p in crash_path)]
         divergence = dataclasses.replace(divergence, hand_edits=hand_edits(request.original, request.port, first_files,
                                                                             skip=_overlaid(request)))
     port_audit = _merged_audit([r.audit for r in runs["port"]])
@@ -511,6 +678,12 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
         audit = dataclasses.replace(audit, hand_edits=hand_edits(request.original, request.port, first_files,
                                                                  skip=_overlaid(request)))
     verdicts = [c.verdict for c in comparisons] + ([audit.verdict] if audit.available else [])
+    share = judged_share(comparisons)
+    if share is not None and share < request.tolerances.min_judged_share:
+        verdicts.append(Verdict.WARN)
+        notes.append(f"only {share:.0%} of the tensors were judged (the rest PASSed bounds with no power: the "
+                     "original's own error against the float64 golden allows nearly anything there) — "
+                     f"not a proof; at least {request.tolerances.min_judged_share:.0%} is needed for a PASS")
     if any(f.kind != "defect" for f in failures):
         verdict = Verdict.ERROR
     elif not comparisons:
@@ -526,6 +699,7 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
         original=request.original_label or str(request.original), port=request.port_label or str(request.port),
         golden_used=golden_used, comparisons=comparisons, divergence=divergence, audit=audit,
         failures=tuple(failures), runs=infos, notes=tuple(notes), fail_on=request.fail_on,
+        tolerances=request.tolerances,
     )
 
 
@@ -555,7 +729,8 @@ def _shared_devices(ranks: list[_Run]) -> tuple[TensorComparison, ...]:
     return tuple(found)
 
 
-def _port_defects(failures: list[RunFailure], ref_ok: bool) -> tuple[list[RunFailure], tuple[TensorComparison, ...]]:
+def _port_defects(failures: list[RunFailure], ref_ok: bool, prefix: str = "",
+                  ) -> tuple[list[RunFailure], tuple[TensorComparison, ...]]:
     """A port run that raised in its own code while the original ran to its end is a defect of the
     port — `DDP(device_ids=[0])` on every rank, a tensor left on the host meeting a device tensor
     — so a FAIL naming the port line, not an ERROR. It stays an ERROR when the original failed too,
@@ -566,15 +741,16 @@ def _port_defects(failures: list[RunFailure], ref_ok: bool) -> tuple[list[RunFai
     kept: list[RunFailure] = []
     found: list[TensorComparison] = []
     for f in failures:
-        if (f.role.startswith("port") and f.kind == "crash" and f.location
+        role, _, rank = f.role.partition(" rank ")
+        if (role in ("port", "logic-port") and f.kind == "crash" and f.location
                 and "Could not run 'aten::" not in f.message):
             f = dataclasses.replace(f, kind="defect")
-            rank = f.role.removeprefix("port").strip().replace("rank ", "rank")
             message = f.message.rsplit(" at /", 1)[0]
             found.append(TensorComparison(
-                f"{rank}/crash" if rank else "crash", "crash", -1, None, None, (), None, "-", None, "-", None,
-                float("nan"), float("nan"), float("nan"), None, None, None, 0, Verdict.FAIL,
-                f"the {f.role} raised {message} where the original ran through, at {f.location}"))
+                prefix + (f"rank{rank}/crash" if rank else "crash"), "crash", -1, None, None, (), None, "-", None, "-",
+                None, float("nan"), float("nan"), float("nan"), None, None, None, 0, Verdict.FAIL,
+                f"the {_RUN_NAMES.get(role, role)}{' rank ' + rank if rank else ''} raised {message} where the "
+                f"original ran through, at {f.location}", check="logic" if prefix else ""))
         kept.append(f)
     return kept, tuple(found)
 
@@ -591,8 +767,9 @@ def _merged_audit(reports: list[dict[str, Any] | None]) -> dict[str, Any] | None
     present = [r for r in reports if r is not None]
     if len(present) <= 1:
         return present[0] if present else None
-    merged: dict[str, Any] = {k: sum(r[k] for r in present) for k in
-                              ("device_ops", "device_elements", "cpu_ops", "cpu_elements", "float64_ops", "complex_ops")}
+    merged: dict[str, Any] = {k: sum(r.get(k, 0) for r in present) for k in
+                              ("device_ops", "device_elements", "cpu_ops", "cpu_elements", "float64_ops", "complex_ops",
+                               "optimizer_host_ops")}
     details: dict[str, dict[str, Any]] = {}
     for r in present:
         for d in r["cpu_op_details"]:
@@ -605,14 +782,31 @@ def _merged_audit(reports: list[dict[str, Any] | None]) -> dict[str, Any] | None
     return merged
 
 
+def judged_share(comparisons: tuple[TensorComparison, ...]) -> float | None:
+    """Share of the recorded tensors that some check judged with power (None: none recorded)."""
+    seen: set[str] = set()
+    judged: set[str] = set()
+    for c in comparisons:
+        if c.kind in ("crash", "device", "extra"):
+            continue
+        key = base_key(c.key)
+        seen.add(key)
+        if c.judged:
+            judged.add(key)
+    return len(judged) / len(seen) if seen else None
+
+
 def _first_failure(comparisons: tuple[TensorComparison, ...]) -> TensorComparison | None:
-    """The first FAIL — except that a gradient the port did not produce at that step names the
-    culprit better (a detached module changes every gradient upstream of it, the first of which
-    is recorded earlier than the module's own missing ones)."""
-    first = next((c for c in comparisons if c.verdict is Verdict.FAIL), None)
+    """The first FAIL — of the logic check when it has one (autocast off, tight bounds: it names a
+    changed computation, free of fp16 noise) — except that a gradient the port did not produce at
+    that step names the culprit better (a detached module changes every gradient upstream of it,
+    the first of which is recorded earlier than the module's own missing ones)."""
+    fails = [c for c in comparisons if c.verdict is Verdict.FAIL]
+    fails = [c for c in fails if c.check == "logic"] or fails
+    first = fails[0] if fails else None
     if first is None or first.kind != "grad":
         return first
-    missing = next((c for c in comparisons if c.verdict is Verdict.FAIL and c.kind == "grad" and c.step == first.step
+    missing = next((c for c in fails if c.kind == "grad" and c.step == first.step
                     and c.reason == "not produced by the port"), None)
     return missing or first
 

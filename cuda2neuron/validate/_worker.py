@@ -37,8 +37,21 @@ class _EntryError(Exception):
         self.kind = kind
 
 
-def _setup_device(role: str, port_device: str) -> tuple[str, bool]:
-    """Prepare torch for this run; returns (device label, whether op accounting is wanted)."""
+def _setup_device(role: str, port_device: str, autocast: bool = True) -> tuple[str, bool]:
+    """Prepare torch for this run; returns (device label, whether op accounting is wanted).
+
+    ``autocast=False``: a logic run, with every autocast region forced off (`_autocast_off`);
+    its port is not audited (the port as written is)."""
+    label, accounting = _device(role, port_device)
+    if autocast:
+        return label, accounting
+    from cuda2neuron.validate import _autocast_off
+
+    _autocast_off.install()
+    return f"{label}, autocast off", False
+
+
+def _device(role: str, port_device: str) -> tuple[str, bool]:
     import torch
 
     if role == "golden":
@@ -291,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         # The C switch, not torch.use_deterministic_algorithms(): that one also imports
         # torch._inductor (~2 s per run) only to set a config flag for compiled code.
         torch._C._set_deterministic_algorithms(True, warn_only=True)
-        label, accounting = _setup_device(role, config.port_device)
+        label, accounting = _setup_device(role, config.port_device, config.autocast)
         hello = {"type": "hello", "role": role, "device": label}
         if role == "reference" and label.startswith("cuda"):
             hello["tf32"] = tf32_allowed()
@@ -310,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
 
         from cuda2neuron.validate import _accounting
 
-        recorder = Recorder(emit, lambda: read_frame(inp), role, config.steps, tree,
+        # A logic run follows the reference like the golden does (weights, step outcomes).
+        recorder = Recorder(emit, lambda: read_frame(inp), role if config.autocast else f"logic-{role}", config.steps, tree,
                             stop_after_steps=config.mode == "script",
                             on_first_root=_accounting.start if accounting else None)
         recorder.install()
@@ -331,7 +345,8 @@ def main(argv: list[str] | None = None) -> int:
             if sites is not None:
                 sites.uninstall()
         if report is not None:
-            emit({"type": "audit", "report": _report_dict(report, sites.sites if sites is not None else ())})
+            emit({"type": "audit", "report": {**_report_dict(report, sites.sites if sites is not None else ()),
+                                              "optimizer_host_ops": _accounting.optimizer_host_ops()}})
         emit({"type": "done", "seconds": time.perf_counter() - t0, "records": recorder.records})
         return 0
     except _EntryError as exc:
@@ -366,16 +381,67 @@ def _crash_site(exc: BaseException, tree: str) -> dict[str, Any]:
     frame inside the tree (``train.py:42``, None when the traceback never entered it) and
     ``harness`` is true for validate's own errors (their messages start with "validate:") — the
     parent tells a defect of the port (its code raised while the original ran through) from a
-    failure of validate. Trap: the innermost Python frame says nothing, an error raised in C++
-    under validate's dispatch modes (`_rng.py`) surfaces in validate's own frame."""
-    frames = traceback.extract_tb(exc.__traceback__)
+    failure of validate. ``crash_path`` lists the tree's frames and the classes (defined in the
+    tree) of the objects the raising line uses, where the localisation looks for migrate edits.
+    Trap: the innermost Python frame says nothing, an error raised in C++ under validate's
+    dispatch modes (`_rng.py`) surfaces in validate's own frame."""
     root = os.path.realpath(tree)
     user = None
-    for frame in frames:
-        path = os.path.realpath(frame.filename)
-        if path.startswith(root + os.sep) and "site-packages" not in path:  # not a venv inside the tree
-            user = f"{os.path.relpath(path, root)}:{frame.lineno}"
-    return {"user_frame": user, "harness": str(exc).startswith("validate:")}
+    path: list[tuple[str, str, int]] = []
+    raising = None
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        full = os.path.realpath(frame.f_code.co_filename)
+        if full.startswith(root + os.sep) and "site-packages" not in full:  # not a venv inside the tree
+            rel = os.path.relpath(full, root)
+            user = f"{rel}:{tb.tb_lineno}"
+            path.append((rel, getattr(frame.f_code, "co_qualname", frame.f_code.co_name), tb.tb_lineno))
+            raising = (frame, full, tb.tb_lineno)
+        tb = tb.tb_next
+    if raising is not None:
+        for rel, name in _classes_used(*raising, root):
+            if (rel, name, 0) not in path:
+                path.append((rel, name, 0))
+    return {"user_frame": user, "harness": str(exc).startswith("validate:"), "crash_path": path}
+
+
+def _classes_used(frame: Any, filename: str, lineno: int, root: str) -> list[tuple[str, str]]:
+    """(file, class) for each object named on the raising line whose class (or which, as a class
+    or function) is defined in the tree: ``loss_scaler.state_dict()["scale"]`` -> the wrapper
+    class a scaler edit lives in, even in another module. Read without running user code:
+    attributes are looked up statically."""
+    import inspect
+    import linecache
+    import re
+
+    line = linecache.getline(filename, lineno)
+    found: list[tuple[str, str]] = []
+    for chain in re.findall(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*", line):
+        first, *rest = chain.split(".")
+        if first in frame.f_locals:
+            obj = frame.f_locals[first]
+        elif first in frame.f_globals:
+            obj = frame.f_globals[first]
+        else:
+            continue
+        for attr in [None, *rest]:
+            if attr is not None:
+                try:
+                    obj = inspect.getattr_static(obj, attr)
+                except AttributeError:
+                    break
+            target = obj if inspect.isclass(obj) or inspect.isfunction(obj) else type(obj)
+            try:
+                source = inspect.getsourcefile(target)
+            except TypeError:
+                continue
+            full = os.path.realpath(source) if source else ""
+            if full.startswith(root + os.sep) and "site-packages" not in full:
+                item = (os.path.relpath(full, root), target.__qualname__)
+                if item not in found:
+                    found.append(item)
+    return found
 
 
 def _report_dict(report: Any, api_sites: Any = ()) -> dict[str, Any]:

@@ -43,6 +43,9 @@ class WorkerConfig:
     # Port run after an in-place migrate: the migrated text of files the revision lacks, at
     # their paths relative to ``tree`` (imported from here instead of the work tree's copy).
     overlay: Path | None = None
+    # False: the logic run — autocast forced off (the original's reduced-precision autocast and the
+    # port's alike), compared in float32 with tight bounds.
+    autocast: bool = True
 
     def to_json(self) -> str:
         return json.dumps({f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}, sort_keys=True)

@@ -157,6 +157,44 @@ def test_migrate_validate_report_errors(tmp_path, run_cli, args, message):
     assert code == 2 and message in err
 
 
+def _chart_result(n: int = 6) -> dict:
+    """A validate report with a logic and a precision check: the logic one FAILs from the 4th tensor on."""
+    rows = []
+    for i in range(n):
+        for check in ("logic", "precision"):
+            bad = check == "logic" and i >= 3
+            rows.append(TensorComparison(
+                key=("logic/" if check == "logic" else "") + f"s{i // 3}/fwd/0:blocks.{i % 3}#0", kind="forward",
+                step=i // 3, module_path=f"0:blocks.{i % 3}", module_class="Block", shape_ref=(2,), shape_port=(2,),
+                dtype_ref="float32", dtype_port="float32", device_ref="cpu", device_port="neuron", max_abs=0.1,
+                max_rel=0.1, cosine=0.99, ref_error=1e-6, port_error=0.3 if bad else 1e-6, allowed=8e-5,
+                nonfinite_mismatch=0, verdict=Verdict.FAIL if bad else Verdict.PASS, reason="r", check=check,
+                judged=not (check == "precision" and i == 0)))
+    return json.loads(validation_json(ValidationResult(
+        verdict=Verdict.FAIL, mode="script", target="train.py", original="/o", port="/p", golden_used=True,
+        comparisons=tuple(rows))))
+
+
+def test_validation_chart_plots_error_against_the_bound():
+    page = to_html(None, _chart_result())
+    charts = re.findall(r'<svg class="chart".*?</svg>', page, re.S)
+    assert len(charts) == 2 and "logic check" in page and "precision check" in page  # one per check
+    logic, precision = charts
+    bound = float(re.search(r'<line class="bound"[^>]*y1="([\d.]+)"', logic).group(1))
+    fail_line = float(re.search(r'<line class="failline"[^>]*y1="([\d.]+)"', logic).group(1))
+    points = re.findall(r'<circle class="pt (\w+)" cx="([\d.]+)" cy="([\d.]+)"', logic)
+    assert [v for v, _, _ in points] == ["PASS"] * 3 + ["FAIL"] * 3
+    # forward order left to right; PASS under the bound, the FAILs above the line where FAIL starts
+    assert [float(x) for _, x, _ in points] == sorted(float(x) for _, x, _ in points)
+    assert all(float(y) > bound for v, _, y in points if v == "PASS")
+    assert all(float(y) < fail_line for v, _, y in points if v == "FAIL")
+    assert "step 0" in logic and "step 1" in logic
+    assert precision.count('class="pt unjudged"') == 1  # not judged: drawn hollow
+    assert "logic/s1/fwd/0:blocks.0#0: error 3.00e-01 / allowed 8.00e-05" in logic  # the tooltip
+    text = " ".join(" ".join(_parse(page).text).split())
+    assert "logic FAIL" in text and "precision PASS" in text
+
+
 def test_validate_only_page():
     page = to_html(None, json.loads(VALIDATION))
     text = " ".join(" ".join(_parse(page).text).split())
@@ -216,6 +254,16 @@ def test_report_in_the_browser(tmp_path):
     assert total and total.group(1) == total.group(2) and int(total.group(2)) > 5
     assert "Verdict: FAIL" in text and "First divergence" in text and "Manual actions (1)" in text
     assert '+ model = Net().to("neuron")' in text
+    # the chart of errors against their bounds is drawn: every point has a box on the page
+    drawn = re.search(r'<svg class="chart"[^>]*data-drawn="(\d+)"', dom)
+    assert drawn and int(drawn.group(1)) == len(json.loads(VALIDATION)["comparisons"]) > 0
+
+    # two checks, two charts, every point drawn
+    chart_page = tmp_path / "chart.html"
+    chart_page.write_text(to_html(None, _chart_result(40)))
+    dom, console = _load(chart_page, tmp_path)
+    assert console == []
+    assert re.findall(r'<svg class="chart"[^>]*data-drawn="(\d+)"', dom) == ["40", "40"]
 
     # the filter in the link hides every item that does not mention the rule
     filtered, console = _load(page, tmp_path, "#q=CN606")

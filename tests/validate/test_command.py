@@ -127,3 +127,17 @@ def test_failing_port_html_report(reports):
     assert "<table id=verdicts>" in page and '<h3 id="divergence">First divergence</h3>' in page
     assert data["divergence"]["key"] in page
     assert page.count('<tr data-filter="FAIL ') == data["counts"]["FAIL"]
+
+
+@pytest.mark.parametrize("name", ["pass", "fail"])
+def test_the_verdict_goes_to_stdout_as_one_line(reports, name):
+    """People's summary is on stderr; stdout carries the verdict alone, for pipes and CI."""
+    result, data, _ = reports[name]
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1, result.stdout
+    words = dict(w.split("=", 1) for w in lines[0].split()[1:])
+    assert lines[0].split()[0] == data["verdict"]
+    assert int(words["fail"]) == data["counts"]["FAIL"] and int(words["tensors"]) == len(data["comparisons"])
+    if name == "fail":
+        assert words["first"] == data["divergence"]["key"]
+    assert "first divergence" not in result.stdout and "tensors:" in result.stderr

@@ -200,3 +200,66 @@ def test_a_tf32_reference_without_golden_is_judged_at_tf32_precision(port, tf32,
                           Tolerances(), True, ref_tf32=tf32)
     assert out.verdict is expected, out.reason
     assert fragment in out.reason
+
+
+# -- direction and power ------------------------------------------------------------------------
+_G = torch.sin(torch.arange(256, dtype=torch.float64) * 0.37).reshape(16, 16)  # a zero-mean "gradient"
+_NOISE = torch.cos(torch.arange(256, dtype=torch.float64) * 1.91).reshape(16, 16)
+
+
+def grad_rec(t: torch.Tensor, amp: str | None = None, kind: str = "grad") -> dict:
+    r = rec(t)
+    r.update(kind=kind, amp=amp)
+    return r
+
+
+# id, reference (fp16 autocast), port (bf16 autocast), kind, verdict, judged, reason fragment
+DIRECTION = [
+    # The magnitude band of a bf16 port of an fp16 original reaches 51% of the largest value; a
+    # port pointing elsewhere (cosine ~0: a loss over the wrong axis) is a defect all the same.
+    ("wrong-direction-inside-the-magnitude-band-fails", _G + 0.016 * _NOISE, _G.flip(0) * 0.5, "grad", Verdict.FAIL,
+     True, "direction: cosine"),
+    ("bf16-noise-8x-the-fp16-noise-passes", _G + 0.016 * _NOISE, _G + 0.1 * _NOISE.flip(1), "grad", Verdict.PASS,
+     True, "<="),
+    ("sign-flipped-output-fails", _G + 0.016 * _NOISE, -_G, "output", Verdict.FAIL, True, ""),
+    # fp16 BatchNorm over a few values per channel: the original is itself 30% off the golden, so
+    # neither bound can tell a broken port — said, not passed silently.
+    ("no-power-is-not-judged", _G + 0.3 * _NOISE, _G.flip(0) * 0.5, "grad", Verdict.PASS, False, "not judged"),
+    # A final parameter is mostly its initial value: judged by magnitude only, whose bf16 band over
+    # this fp16 original (51% of the largest value) has no power.
+    ("parameters-have-no-direction", _G + 0.016 * _NOISE, _G + 0.1 * _NOISE.flip(1), "param", Verdict.PASS, False,
+     "not judged"),
+]
+
+
+@pytest.mark.parametrize(("ref", "port", "kind", "expected", "judged", "fragment"), [c[1:] for c in DIRECTION],
+                         ids=[c[0] for c in DIRECTION])
+def test_direction_and_power(ref, port, kind, expected, judged, fragment):
+    out = compare_records("k", grad_rec(ref.half(), "float16", kind), grad_rec(port.bfloat16(), "bfloat16", kind),
+                          grad_rec(_G), Tolerances(), False)
+    assert out.verdict is expected, out.reason
+    assert out.judged is judged, out.reason
+    assert fragment in out.reason
+    assert (out.port_cosine is None) is (kind == "param")
+
+
+def test_a_changed_value_on_the_same_kernels_is_not_called_precision_lost():
+    """In the WARN band, 100x the original's error, same kernels: FAIL either way, but only values
+    that are the original's rounded to 16 bits are "precision lost" (31: a causal mask switched
+    off read as precision lost)."""
+    port = BASE.clone()
+    port[3, 0] += 9e-4  # one element of 0.06 off by 1.5%: no 16-bit rounding does that
+    out = compare_records("k", rec(BASE), rec(port), rec(GOLD), Tolerances(), False, same_kernels=True)
+    assert out.verdict is Verdict.FAIL, out.reason
+    assert "precision lost" not in out.reason and "computes something else" in out.reason
+
+
+def test_adam_ratio_noise_is_left_out_of_the_final_parameters():
+    """A bf16 gradient element under the port's own error keeps its sign but not its size: Adam's
+    second update (m / sqrt(v)) then moves that weight by a different fraction of lr."""
+    from cuda2neuron.validate._compare import below_port_error
+
+    golden = torch.tensor([1.0, -0.5, 0.02, -0.01, 0.3], dtype=torch.float64)
+    port = torch.tensor([1.03, -0.5, 0.014, -0.01, 0.3], dtype=torch.float32)  # element 2: same sign, 30% off
+    below = below_port_error(rec(golden), rec(port))
+    assert below is not None and below.tolist() == [False, False, True, False, False]
