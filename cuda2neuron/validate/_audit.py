@@ -37,6 +37,10 @@ _HOST_PIPELINE_OPS = frozenset(
 )
 
 
+# Copies whose source is a host tensor: the transfer to the device itself.
+_TRANSFER_OPS = frozenset(f"aten::{op}" for op in ("to", "_to_copy", "copy_", "detach_"))
+
+
 # What the packed-sequence API does with its host lengths / batch sizes: sort them, copy them to
 # the host, read them one by one, index and slice them. Deliberately no arithmetic ops.
 API_HOST_OPS = frozenset(
@@ -92,8 +96,11 @@ def audit_from_report(report: dict[str, Any] | None, tree: str, class_ranges: li
     counted = sum(d.elements for d in details if d.op not in _HOST_PIPELINE_OPS and d not in expected)
     total_el = report["device_elements"] + counted
     share = counted / total_el if total_el else 0.0
+    # Views, tensors made from host data and the copies to the device are how a module brings
+    # host data in (RetinaNet's anchors: numpy -> torch.from_numpy -> .to(device)), not compute.
     model_locs = {
         d: sorted(loc for loc in d.locations if _in_model_code(loc, tree, class_ranges) and not api_mandated(d.op, loc))
+        if d.op not in _HOST_PIPELINE_OPS and d.op not in _TRANSFER_OPS else []
         for d in details
     }
     model_cpu = [d for d in details if model_locs[d]]

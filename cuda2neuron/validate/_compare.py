@@ -255,6 +255,7 @@ def compare_records(
     if not (bool(torch.isfinite(r32.sum())) and bool(torch.isfinite(p32.sum()))):
         bad_r, bad_p = ~torch.isfinite(r32), ~torch.isfinite(p32)
         nonfinite_mismatch = int((bad_r != bad_p).sum())
+        in_port = int((bad_p & ~bad_r).sum())
         finite = ~(bad_r | bad_p)
     left_out = ""
     if ignore is not None and ignore.numel() == r32.numel():
@@ -273,7 +274,9 @@ def compare_records(
     cosine = math.cos(between) if between is not None else (1.0 if nr == np_ else 0.0)
     metrics = dict(max_abs=max_abs, max_rel=max_rel, cosine=cosine, nonfinite_mismatch=nonfinite_mismatch)
     if nonfinite_mismatch:
-        return done(Verdict.FAIL, f"{nonfinite_mismatch} NaN/Inf values appear in only one run", **metrics)
+        whose = ("the port's" if in_port == nonfinite_mismatch else "the original's" if not in_port
+                 else f"{in_port} the port's")
+        return done(Verdict.FAIL, f"{nonfinite_mismatch} NaN/Inf values appear in only one run ({whose})", **metrics)
     port_dtype, ref_dtype = _effective(port), _effective(ref)
     floor = tol.floor(port_dtype)
     ratio = 1.0

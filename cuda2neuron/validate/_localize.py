@@ -144,6 +144,8 @@ def crash_findings(original: Path, crash_path: tuple[tuple[str, str, int], ...])
     found: list[EditFinding] = []
     where: list[str] = []
     for rel, name, _line in ordered:
+        if name == "<module>" and any(w == rel or w.startswith(rel + " (") for w in where):
+            continue  # the file's own frames are listed already
         tree = _parse(original, rel, trees)
         if tree is None:
             continue  # a file the original does not have (added in the port)

@@ -651,6 +651,9 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
             notes.append(f"the original runs under {amp_seen[0]} autocast: the logic check compared original and port "
                          "with autocast off in both (float32, tight bounds), the precision check the runs as written")
     comparisons = tuple(comparator.finish(complete)) + _shared_devices(runs["port"]) + crashes + logic_crashes
+    if any(c.check == "logic" for c in comparisons):
+        # The port as written crashed or shared a device: a FAIL of the precision check.
+        comparisons = tuple(c if c.check else dataclasses.replace(c, check="precision") for c in comparisons)
     fallback = request.entry.split(":")[0].replace(".", "/") + ".py" if request.entry else request.script
     divergence = None
     first_fail = _first_failure(comparisons)

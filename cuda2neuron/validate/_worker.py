@@ -439,7 +439,8 @@ def _classes_used(frame: Any, filename: str, lineno: int, root: str) -> list[tup
             full = os.path.realpath(source) if source else ""
             if full.startswith(root + os.sep) and "site-packages" not in full:
                 item = (os.path.relpath(full, root), target.__qualname__)
-                if item not in found:
+                # A method of a class already listed adds nothing: the class spans it.
+                if item not in found and not any(item[0] == f and item[1].startswith(c + ".") for f, c in found):
                     found.append(item)
     return found
 

@@ -52,8 +52,10 @@ def _raise_in(tree, message: str) -> BaseException:
 @pytest.mark.parametrize(
     ("message", "site"),
     [
-        pytest.param("boom", {"user_frame": "train.py:2", "harness": False}, id="user-code"),
-        pytest.param("validate: expected the reference's initial weights", {"user_frame": "train.py:2", "harness": True},
+        pytest.param("boom", {"user_frame": "train.py:2", "harness": False, "crash_path": [("train.py", "go", 2)]},
+                     id="user-code"),
+        pytest.param("validate: expected the reference's initial weights",
+                     {"user_frame": "train.py:2", "harness": True, "crash_path": [("train.py", "go", 2)]},
                      id="validate-own-error"),
     ],
 )
@@ -64,3 +66,26 @@ def test_crash_site(tmp_path, message, site):
 def test_crash_site_outside_the_tree(tmp_path):
     exc = _raise_in(tmp_path, "boom")
     assert _crash_site(exc, str(tmp_path / "elsewhere"))["user_frame"] is None
+
+
+def test_crash_path_names_the_classes_the_raising_line_uses(tmp_path):
+    """A scaler wrapper defined in another module, whose state the loop reads: its class is on
+    the crash's path although none of its frames is on the traceback (it returned {} fine)."""
+    (tmp_path / "scaler.py").write_text("class LossScaler:\n    def state_dict(self):\n        return {}\n")
+    (tmp_path / "train.py").write_text("def log(loss_scaler):\n    return loss_scaler.state_dict()['scale']\n")
+    import importlib.util
+    import sys
+
+    mods = {}
+    for name in ("scaler", "train"):
+        spec = importlib.util.spec_from_file_location(f"_c2n_test_{name}", tmp_path / f"{name}.py")
+        mods[name] = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mods[name]
+        spec.loader.exec_module(mods[name])
+    try:
+        mods["train"].log(mods["scaler"].LossScaler())
+    except KeyError as exc:
+        site = _crash_site(exc, str(tmp_path))
+    else:
+        raise AssertionError("did not raise")
+    assert site["crash_path"] == [("train.py", "log", 2), ("scaler.py", "LossScaler", 0)]
