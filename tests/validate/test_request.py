@@ -34,6 +34,10 @@ GOOD = [
      {"nproc": 2}),
     ("torchrun-from-table", {"script": "torchrun", "args": ["--nproc_per_node=2", "train.py", "--x"]}, {},
      {"script": "train.py", "args": ("--x",), "nproc": 2}),
+    # the autocast-off logic pair: on unless --no-logic or `logic = false`
+    ("logic-pair-by-default", {}, {"entry": "e:b"}, {"logic": True}),
+    ("logic-off-in-table", {"entry": "e:b", "logic": False}, {}, {"logic": False}),
+    ("no-logic-option-beats-table", {"entry": "e:b", "logic": True}, {"logic": False}, {"logic": False}),
 ]
 
 
@@ -64,6 +68,7 @@ BAD = [
      "--nproc"),
     ("torchrun-multi-node", {}, {"script": "torchrun", "args": ("--nnodes=2", "t.py")}, "one node", None),
     ("torchrun-module", {}, {"script": "torchrun", "args": ("-m", "pkg.train")}, "script file", None),
+    ("logic-as-text-in-table", {"entry": "e:b", "logic": "no"}, {}, "logic must be true or false", "--no-logic"),
 ]
 
 
