@@ -138,6 +138,9 @@ CONFIGS = [
     ("absent", "", {}),
     ("entry-and-steps", '[tool.cuda2neuron.validate]\nentry = "m:build"\nsteps = 2\n', {"entry": "m:build", "steps": 2}),
     ("tolerances", '[tool.cuda2neuron.validate.tolerances]\npass_factor = 8\n', {"tolerances": {"pass_factor": 8}}),
+    # keys the request reads (docs/validate.md): the config layer refused nproc and fail_on before
+    ("ranks-fail-on-logic", '[tool.cuda2neuron.validate]\nnproc = 2\nfail_on = "warn"\nlogic = false\n',
+     {"nproc": 2, "fail_on": "warn", "logic": False}),
 ]
 
 
