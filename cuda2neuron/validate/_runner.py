@@ -386,7 +386,7 @@ def _overlaid(request: ValidateRequest) -> frozenset[str]:
 def _labelled(message: str, run: _Run, request: ValidateRequest) -> str:
     """``message`` with the run's tree named as the user knows it: the original of an in-place
     migrate lives in a temporary folder ("proj at HEAD" instead of /tmp/cuda2neuron-validate-...)."""
-    label = request.port_label if run.role == "port" else request.original_label
+    label = request.port_label if run.role in ("port", "logic-port") else request.original_label
     return message.replace(str(run.tree), label) if label else message
 
 
