@@ -82,11 +82,20 @@ class Report:
     description: str = ""
     # The reported node's ancestors, root first: where to rebuild, and what overlaps.
     ancestors: tuple[cst.CSTNode, ...] = ()
-    # The code this report's node decides (a device test: its whole test expression and the
-    # branch it selects). While the report's own fix is not applied (unsafe in a safe run,
-    # display-only, none), no fix under these nodes is applied either: a test left "cuda" and
-    # the code it selects stay one CUDA path, never half moved (python/_lint.py: _hold).
-    holds: tuple[cst.CSTNode, ...] = ()
+    # The code this report's fix goes together with: a device test's whole test expression and
+    # the branch it selects, the other reads and writes of one environment variable. The
+    # findings on these nodes or inside them and this one are one group: the engine applies its
+    # fixes all together, at the weakest safety among them, or none of them, and a finding
+    # without a fix holds the whole group back (python/_groups.py). A test left "cuda" and the
+    # code it selects stay one CUDA path, never half moved, whichever side cannot move.
+    depends: tuple[cst.CSTNode, ...] = ()
+    # Code this report's fix needs without being needed by it: a guard that reaches its branch
+    # through an ``or`` opens the branch on the target once it asks about Neuron, so a finding
+    # there that cannot move holds the guard back; the branch, reached either way, moves alone.
+    needs: tuple[cst.CSTNode, ...] = ()
+    # Set by the engine: the findings of this report's group that kept its fix from being
+    # applied (their lines are named in the finding's guidance).
+    held_by: tuple[Report, ...] = ()
 
 
 class Rule:
@@ -122,6 +131,11 @@ class Rule:
     # other rule's report is on the same node, one of its ancestors, or elsewhere in that unit, so
     # that what the specific rules leave unsaid is said once and what they say is not said twice.
     net: ClassVar[bool] = False
+    # What this rule reports runs on the target as it is, only differently (numerics, speed,
+    # a hint about a value): a finding of it left unfixed keeps no code on CUDA, so it never
+    # holds back a group of linked fixes (``Report.depends``); its own fix inside a group's
+    # code still waits for the group.
+    advisory: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -200,7 +214,8 @@ class Rule:
         unused_imports: Sequence[tuple[str, str | None]] = (),
         description: str = "",
         ancestors: Sequence[cst.CSTNode] | None = None,
-        holds: Sequence[cst.CSTNode] = (),
+        depends: Sequence[cst.CSTNode] = (),
+        needs: Sequence[cst.CSTNode] = (),
     ) -> None:
         """Record a finding about ``node``.
 
@@ -208,8 +223,10 @@ class Rule:
         node being visited. A report about one of that node's ancestors (``os.environ[K] = v``
         reported from ``K``: pass ``context.chain_above(stmt)``), or one made later (a literal
         confirmed at the end of the module), must pass its own chain: the engine rebuilds along
-        it and orders overlapping fixes by it (outer first). ``holds``: the code a device test
-        selects, whose fixes wait for this report's (see ``Report.holds``).
+        it and orders overlapping fixes by it (outer first). ``depends``: the code whose findings go
+        together with this one (a device test's branch, the other sites of one variable; see
+        ``Report.depends``); ``needs``: code whose findings hold this one back, one way
+        (``Report.needs``).
         """
         if effort is None:
             effort = Effort.NONE if replacement is not None and safety is Safety.SAFE else Effort.LOW
@@ -226,7 +243,8 @@ class Rule:
                 unused_imports=tuple(unused_imports),
                 description=description,
                 ancestors=tuple(self.context.ancestors if ancestors is None else ancestors),
-                holds=tuple(holds),
+                depends=tuple(depends),
+                needs=tuple(needs),
             )
         )
 

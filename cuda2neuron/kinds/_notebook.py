@@ -22,10 +22,12 @@ How a notebook is migrated:
 A cell that does not parse even after masking is left as it is and reported (by the notebook rules, CN721); the other
 cells are still migrated.
 
-Finding locations: the line is the line of the notebook *file* holding that source line (so
-editors jump to it), the column is within the cell's source line, and every message starts
-with ``cell N, line M:`` (N counts all cells, markdown included, from 1; M counts the cell's
-source lines from 1).
+Finding locations: the line and the column are those of the notebook *file*: where the code
+sits inside the cell's JSON string (past its opening quote and any escapes before it), so an
+editor, a SARIF viewer or the report's own snippet lands on the text itself; every message
+starts with ``cell N, line M:`` (N counts all cells, markdown included, from 1; M counts the
+cell's source lines from 1). Findings are made in the joined cells as read (the engine locates
+even the ones of later fix rounds there), so the layout of the cells as read places them all.
 """
 
 from __future__ import annotations
@@ -247,13 +249,6 @@ def _join(cells: list[_Cell]) -> tuple[str, _Layout]:
     return "".join(parts), _Layout(starts)
 
 
-def _layout_of(module: str, first: int) -> _Layout:
-    starts = [(1, first)]
-    for m in _MARKER_RE.finditer(module):
-        starts.append((module.count("\n", 0, m.start()) + 2, int(m.group(1))))
-    return _Layout(starts)
-
-
 def _split(module: str, cells: list[_Cell]) -> dict[int, str]:
     pieces = _MARKER_RE.split(module)
     numbers = [int(n) for n in pieces[1::2]]
@@ -273,26 +268,70 @@ def _restore(text: str, masks: dict[int, str], seen: set[int]) -> str:
 
 
 class _Mapper:
-    """Cell line -> notebook file line."""
+    """Cell line and column -> notebook file line and column."""
 
     def __init__(self, text: str, cells: dict[int, CellLoc]) -> None:
+        self.text = text
         self.index = LineIndex(text)
         self.cells = cells
 
     def file_line(self, number: int, line: int) -> int:
+        return self.position(number, line, 0)[0]
+
+    def position(self, number: int, line: int, col: int) -> tuple[int, int]:
+        """Where column ``col`` of source line ``line`` of cell ``number`` sits in the file."""
         loc = self.cells[number]
         if loc.elements:
             k = min(max(line, 1), len(loc.elements)) - 1
-            return self.index.position(loc.elements[k][0])[0]
-        return self.index.position(loc.start)[0]
+            start, end = loc.elements[k]
+            offset = _raw_offset(self.text, start, end, col)
+        elif loc.elements is None and loc.lines:
+            # One string holds the whole source: the line's first character is past the ones
+            # of the lines before it.
+            lines = loc.lines[0].splitlines(keepends=True) or [""]
+            k = min(max(line, 1), len(lines)) - 1
+            offset = _raw_offset(self.text, loc.start, loc.end, sum(len(x) for x in lines[:k]) + col)
+        else:
+            offset = loc.start
+        return self.index.position(offset)
+
+    def span(self, number: int, line: int, col: int, end_line: int, end_col: int) -> Span:
+        start = self.position(number, line, col)
+        end = self.position(number, end_line, end_col)
+        return Span(*start, *end)
 
     def finding(self, f: Finding, layout: _Layout) -> Finding:
         number, line = layout.locate(f.span.start_line)
-        _, end_line = layout.locate(f.span.end_line)
-        span = Span(
-            self.file_line(number, line), f.span.start_col, self.file_line(number, end_line), f.span.end_col
-        )
+        end_number, end_line = layout.locate(f.span.end_line)
+        if end_number != number:  # a span reaching into the next cell's marker: end with the cell
+            end_line, end_col = line, f.span.start_col
+        else:
+            end_col = f.span.end_col
+        span = self.span(number, line, f.span.start_col, end_line, end_col)
         return replace(f, span=span, message=f"cell {number}, line {line}: {f.message}")
+
+
+def _raw_offset(text: str, start: int, end: int, index: int) -> int:
+    """The offset in ``text`` of character ``index`` of the JSON string ``text[start:end]``
+    (quotes included): escapes (``\\n``, ``\\u00e9``, a surrogate pair) take more than one
+    character of the file for one of the string. An index past the string's end gives its
+    closing quote."""
+    i = start + 1  # past the opening quote
+    last = end - 1  # the closing quote
+    n = 0
+    while n < index and i < last:
+        if text[i] == "\\":
+            if text[i + 1] == "u":
+                code = int(text[i + 2 : i + 6], 16)
+                i += 6
+                if 0xD800 <= code < 0xDC00 and text[i : i + 2] == "\\u":
+                    i += 6  # the low half of a surrogate pair: one character of the string
+            else:
+                i += 2
+        else:
+            i += 1
+        n += 1
+    return i
 
 
 def _notebook_rules(config: Config, path: str) -> tuple[type[Rule], ...]:
@@ -369,8 +408,7 @@ def process_notebook_findings(
                 cell_line = part.line + line - 1
                 col = col + (part.col if line == 1 else 0)
                 end_col = end_col + (part.col if end_line == 1 else 0)
-                file_line = mapper.file_line(part.cell, cell_line)
-                span = Span(file_line, col, mapper.file_line(part.cell, part.line + end_line - 1), end_col)
+                span = mapper.span(part.cell, cell_line, col, part.line + end_line - 1, end_col)
                 findings.append(to_finding(it, path, span, f"cell {part.cell}, line {cell_line}: "))
             if new_cmd is None:
                 continue
@@ -415,9 +453,9 @@ def process_notebook_findings(
             else:
                 new_bytes, py_findings = None, []
         new_module = None if new_bytes is None else new_bytes.decode("utf-8")
-        new_layout = layout if new_module is None else _layout_of(new_module, python[0].loc.number)
+        # Every finding, applied or left, is located in the joined cells as read.
         for f in py_findings:
-            findings.append(mapper.finding(f, layout if f.applied else new_layout))
+            findings.append(mapper.finding(f, layout))
         if new_module is not None or new_mask_lines:
             pieces = _split(new_module, python) if new_module is not None else {
                 c.loc.number: c.masked if c.masked.endswith("\n") else c.masked + "\n" for c in python
@@ -478,6 +516,6 @@ def _broken_cells(cells: list[_Cell]) -> list[tuple[_Cell, SourceError]]:
 
 
 def _own(rule: type[Rule], mapper: _Mapper, path: str, report: CellReport) -> Finding:
-    file_line = mapper.file_line(report.cell, report.line)
+    span = mapper.span(report.cell, report.line, 0, report.line, 0)
     item = TextItem(rule, TextReport(0, 0, report.message, guidance=report.guidance))
-    return to_finding(item, path, Span(file_line, 0, file_line, 0), f"cell {report.cell}, line {report.line}: ")
+    return to_finding(item, path, span, f"cell {report.cell}, line {report.line}: ")

@@ -12,13 +12,15 @@ import re
 import textwrap
 import tokenize
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 import libcst as cst
 
 from cuda2neuron.core import MAX_ITERATIONS, ConvergenceError, Finding, Fix, Report, Rule, Safety, Settings, Span, Suppressions
 
 from ._context import RuleContext
+from ._groups import link_groups
+from ._lineage import Lineage
 from ._positions import spans_and_code, spans_of
 from ._rebuild import rebuild
 from ._walk import walk_rules
@@ -77,11 +79,16 @@ def _without_covered_net_reports(reports: list[Report]) -> list[Report]:
     return kept
 
 
-def _finding(report: Report, span: Span, path: str, module: cst.Module, applied: bool = False) -> Finding:
+def _finding(
+    report: Report, span: Span, path: str, module: cst.Module, applied: bool = False, line_of=None
+) -> Finding:
     fix = None
     if report.replacement is not None:
         text = "" if isinstance(report.replacement, cst.RemovalSentinel) else module.code_for_node(report.replacement)
         fix = Fix(report.safety, text, report.description)
+    guidance = report.guidance
+    if report.held_by and not applied and line_of is not None:
+        guidance = f"{guidance} {_held_note(report, line_of)}".strip()
     return Finding(
         code=report.rule.code,
         name=report.rule.name,
@@ -90,41 +97,67 @@ def _finding(report: Report, span: Span, path: str, module: cst.Module, applied:
         span=span,
         fix=fix,
         applied=applied,
-        guidance=report.guidance,
+        guidance=guidance,
         effort=report.effort,
     )
 
 
-def _findings(
-    module: cst.Module, reports: list[Report], path: str, source: str | None = None
-) -> tuple[list[tuple[Report, Finding]], str | None]:
-    """Findings sorted by position (suppressed ones dropped) and the module's code
-    (``source``: the text ``module`` was parsed from, unchanged; then only the spans are made)."""
+def _held_note(report: Report, line_of) -> str:
+    """Why a fix of a group was not applied on its own, naming the findings that held it."""
+    named = sorted({(line_of(b), b.rule.code) for b in report.held_by})
+    shown = ", ".join(f"{code} at line {line}" for line, code in named[:3])
+    if len(named) > 3:
+        shown += f" and {len(named) - 3} more"
+    floor = report.safety
+    why = (
+        "whose fix is unsafe: --unsafe-fixes applies them together"
+        if floor is Safety.UNSAFE
+        else "which has no fix: port them together by hand"
+    )
+    return (
+        f"Not applied on its own: it goes together with {shown} (a device test and the code it "
+        f"selects, or the reads and writes of one variable, move as one), {why}."
+    )
+
+
+def _unsuppressed(module: cst.Module, reports: list[Report], source: str | None = None) -> list[Report]:
+    """``reports`` without the ones a suppression comment hides (``source``: the text ``module``
+    was parsed from, unchanged; then only the spans are made)."""
     if not reports:
-        return [], None
+        return reports
     if source is not None:
         spans, code = spans_of(module, [r.node for r in reports]), source
     else:
         spans, code = spans_and_code(module, [r.node for r in reports])
     suppressions = Suppressions.from_text(code)
-    out = [
-        (r, _finding(r, spans[id(r.node)], path, module))
-        for r in reports
-        if not suppressions.suppressed(r.rule.code, spans[id(r.node)])
-    ]
-    out.sort(key=lambda pair: (pair[1].span, pair[1].code))
-    return out, code
+    return [r for r in reports if not suppressions.suppressed(r.rule.code, spans[id(r.node)])]
 
 
 def lint_module(
     module: cst.Module, rule_types: Sequence[type[Rule]], path: str, settings: Settings, source: str | None = None
 ) -> list[Finding]:
     """Findings for ``module`` without changing it (``source``: its text, when the caller has it).
-    A fix held by a device test shows the safety it would be applied with (``_hold``)."""
+    A fix linked to others shows the safety it would be applied with (``link_groups``)."""
     reports = _collect(module, rule_types, path, settings, source)
-    _hold(reports, unsafe=False)
-    pairs, _ = _findings(module, reports, path, source)
-    return [f for _, f in pairs]
+    if not reports:
+        return []
+    link_groups(reports)
+    if source is not None:
+        spans, code = spans_of(module, [r.node for r in reports]), source
+    else:
+        spans, code = spans_and_code(module, [r.node for r in reports])
+    suppressions = Suppressions.from_text(code)
+
+    def line_of(r: Report) -> int:
+        return spans[id(r.node)].start_line
+
+    found = [
+        _finding(r, spans[id(r.node)], path, module, line_of=line_of)
+        for r in reports
+        if not suppressions.suppressed(r.rule.code, spans[id(r.node)])
+    ]
+    found.sort(key=lambda f: (f.span, f.code))
+    return found
 
 
 @dataclass
@@ -134,6 +167,11 @@ class FixOutcome:
     remaining: list[Finding]
     # The final module's code when a round already generated it (saves one code generation).
     code: str | None = None
+    # Per applied finding (same order): the round (from 1), the module its fix was applied to
+    # and the node it replaced; per remaining finding, the final module and its node. For
+    # ``replaced_texts`` / ``remaining_texts``: tests check each span against that text.
+    edited: list[tuple[int, cst.Module, cst.CSTNode]] = field(default_factory=list, repr=False)
+    kept: list[tuple[cst.Module, cst.CSTNode]] = field(default_factory=list, repr=False)
 
     @property
     def bytes(self) -> bytes:
@@ -141,58 +179,44 @@ class FixOutcome:
             return self.module.bytes
         return self.code.encode(self.module.encoding)
 
+    def replaced_texts(self) -> list[tuple[int, str]]:
+        """Per applied finding: its round and the code its fix replaced, as it stood then."""
+        return [(n, module.code_for_node(node)) for n, module, node in self.edited]
+
+    def remaining_texts(self) -> list[str]:
+        """Per remaining finding: the code it is about, in the final module."""
+        return [module.code_for_node(node) for module, node in self.kept]
+
 
 def _allowed(safety: Safety, unsafe: bool) -> bool:
     return safety is Safety.SAFE or (unsafe and safety is Safety.UNSAFE)
 
 
-# Safeties from the most to the least applicable: a held fix takes its holder's, if weaker.
-_SAFETY_ORDER = (Safety.SAFE, Safety.UNSAFE, Safety.DISPLAY_ONLY)
-_HELD_NOTE = (
-    "Not applied on its own: this code is selected by a device test that is reported without an "
-    "applied fix; it moves together with that test."
-)
-
-
-def _hold(reports: list[Report], unsafe: bool) -> None:
-    """Fixes inside code that a device test selects (``Report.holds``) take the safety of that
-    test's fix while it is not applied: `if device_type == "cuda": torch.cuda.is_available()`
-    must not become a CUDA test in front of `torch.neuron.is_available()` (open_clip), nor
-    `x.device.type == "cuda" and torch.is_autocast_enabled("neuron")` a test no device passes
-    (OLMo). With ``--unsafe-fixes`` an unsafe test and what it selects move together. To a fixed
-    point: a test held by an outer one holds what it selects in turn."""
-    changed = True
-    while changed:
-        changed = False
-        held: dict[int, Safety] = {}
-        for r in reports:
-            if not r.holds or (r.replacement is not None and _allowed(r.safety, unsafe)):
-                continue
-            weakest = Safety.DISPLAY_ONLY if r.replacement is None else r.safety
-            for node in r.holds:
-                held[id(node)] = max(held.get(id(node), Safety.SAFE), weakest, key=_SAFETY_ORDER.index)
-        if not held:
-            return
-        for r in reports:
-            if r.replacement is None:
-                continue
-            covering = [held[id(n)] for n in (*r.ancestors, r.node) if id(n) in held]
-            weakest = max([r.safety, *covering], key=_SAFETY_ORDER.index)
-            if weakest is not r.safety:
-                r.safety = weakest
-                r.guidance = f"{r.guidance} {_HELD_NOTE}".strip()
-                changed = True
-
-
-def _overlaps(a: Report, b: Report) -> bool:
-    # Two fixes overlap when one node contains the other (or they are the same node).
-    return a.node is b.node or any(n is b.node for n in a.ancestors) or any(n is a.node for n in b.ancestors)
+def _choose(reports: list[Report], unsafe: bool) -> list[Report]:
+    """The fixes to apply this round: allowed and not overlapping, outer first (a fix inside
+    another fix's node waits for the next round). Linear in the reports and their depth: the
+    chosen nodes and their ancestors are kept in sets, never compared pair by pair (50,000
+    fixes in one file took minutes)."""
+    chosen: list[Report] = []
+    nodes: set[int] = set()  # the chosen nodes
+    above: set[int] = set()  # their ancestors
+    for report in sorted(reports, key=lambda r: len(r.ancestors)):
+        if report.replacement is None or not _allowed(report.safety, unsafe):
+            continue
+        key = id(report.node)
+        if key in nodes or key in above or any(id(a) in nodes for a in report.ancestors):
+            continue
+        chosen.append(report)
+        nodes.add(key)
+        above.update(id(a) for a in report.ancestors)
+    return chosen
 
 
 @dataclass
 class _Applied:
     report: Report
-    module: cst.Module  # the module the fix was applied to (for the fallback span)
+    module: cst.Module  # the module the fix was applied to
+    round: int
 
 
 def fix_module(
@@ -207,38 +231,36 @@ def fix_module(
     """Apply non-overlapping fixes, re-lint, repeat until nothing applies.
 
     Spans cost a code generation, so rounds that apply fixes compute none unless suppression
-    comments may exist (``may_suppress``); the last round's code generation yields the output and
-    the spans of every remaining finding and of every applied replacement. An applied edit is
-    located where its replacement sits in the *output*; a removed statement where it was.
+    comments may exist (``may_suppress``). Every finding, applied or left, is located in the
+    module as parsed (``module``, the file as read): the lineage follows each node of a later
+    round back to the node it stands for there (python/_lineage.py), and one position pass over
+    the parsed module places them all. The last round's code generation yields the output.
     """
+    first = module
+    lineage = Lineage()
     applied: list[_Applied] = []
     original = source
-    for _ in range(MAX_ITERATIONS):
+    for n in range(1, MAX_ITERATIONS + 1):
         reports = _collect(module, rule_types, path, settings, source)
         # The first round walks the module parsed from `source`: its code is known, and a file
         # whose findings need no fix (most of them) never pays a whole code generation.
         unchanged = original if source is not None else None
         source = None  # later rounds walk a rewritten module
         if may_suppress and reports:
-            pairs, _ = _findings(module, reports, path, unchanged)
-            reports = [r for r, _ in pairs]
-        chosen: list[Report] = []
-        _hold(reports, unsafe)
-        # Outer-first: a fix inside another fix's node waits for the next round.
-        for report in sorted(reports, key=lambda r: len(r.ancestors)):
-            if report.replacement is None or not _allowed(report.safety, unsafe):
-                continue
-            if any(_overlaps(report, c) for c in chosen):
-                continue
-            chosen.append(report)
+            reports = _unsuppressed(module, reports, unchanged)
+        link_groups(reports)
+        chosen = _choose(reports, unsafe)
         if not chosen:
-            return _outcome(module, reports, applied, path, unchanged)
-        new_module = rebuild(module, {id(r.node): r.replacement for r in chosen}, [r.ancestors for r in chosen])  # type: ignore[misc]
-        new_module = _fix_imports(new_module, chosen)
+            return _outcome(first, module, reports, applied, path, lineage, unchanged)
+        for r in chosen:
+            if isinstance(r.replacement, cst.CSTNode):
+                lineage.replaced(r.node, r.replacement)
+        new_module = rebuild(module, {id(r.node): r.replacement for r in chosen}, [r.ancestors for r in chosen], lineage)  # type: ignore[misc]
+        new_module = _fix_imports(new_module, chosen, lineage)
         if new_module.deep_equals(module):
             # A fix that changes nothing would loop forever; treat it as not applicable.
-            return _outcome(module, reports, applied, path)
-        applied.extend(_Applied(r, module) for r in chosen)
+            return _outcome(first, module, reports, applied, path, lineage)
+        applied.extend(_Applied(r, module, n) for r in chosen)
         # A fix may write a suppression comment (to protect code from other rules): honour it
         # from the next round on.
         if not may_suppress and any(
@@ -254,29 +276,72 @@ def fix_module(
 
 
 def _outcome(
-    module: cst.Module, remaining: list[Report], applied: list[_Applied], path: str, source: str | None = None
+    first: cst.Module,
+    module: cst.Module,
+    remaining: list[Report],
+    applied: list[_Applied],
+    path: str,
+    lineage: Lineage,
+    source: str | None = None,
 ) -> FixOutcome:
-    """``source``: the text ``module`` was parsed from, when no fix changed it."""
-    replacement_nodes = [
-        a.report.replacement for a in applied if isinstance(a.report.replacement, cst.CSTNode)
-    ]
+    """``first``: the module as parsed; ``source``: its text, when no fix changed it."""
     if not remaining and not applied:
         return FixOutcome(module, [], [], None)
-    if source is not None and not applied:
-        spans, code = spans_of(module, [r.node for r in remaining]), source
-    else:
-        spans, code = spans_and_code(module, [r.node for r in remaining] + replacement_nodes)  # type: ignore[list-item]
-    done: list[Finding] = []
-    for a in applied:
-        span = spans.get(id(a.report.replacement))
+    code: str | None = None
+    if applied:
+        _, code = spans_and_code(module, ())
+    elif source is None:
+        code = None
+    reports = [a.report for a in applied] + remaining
+    spans = _original_spans(first, lineage, reports)
+
+    def line_of(r: Report) -> int:
+        span = spans.get(id(r.node))
+        if span is None:  # a report of an earlier round that held this one
+            span = _original_spans(first, lineage, [r])[id(r.node)]
+        return span.start_line
+
+    done = [
+        (_finding(a.report, spans[id(a.report.node)], path, a.module, applied=True), (a.round, a.module, a.report.node))
+        for a in applied
+    ]
+    done.sort(key=lambda pair: (pair[0].span, pair[0].code))
+    left = [(_finding(r, spans[id(r.node)], path, module, line_of=line_of), (module, r.node)) for r in remaining]
+    left.sort(key=lambda pair: (pair[0].span, pair[0].code))
+    return FixOutcome(module, [f for f, _ in done], [f for f, _ in left], code, [e for _, e in done], [e for _, e in left])
+
+
+_START = Span(1, 0, 1, 0)
+
+
+def _original_spans(first: cst.Module, lineage: Lineage, reports: list[Report]) -> dict[int, Span]:
+    """Each report's span in ``first`` (the module as parsed), keyed by ``id(report.node)``.
+
+    A node the lineage traces back to the parsed module is located there; one that stands for
+    nothing there (a node inside an added import) takes the place of its nearest ancestor that
+    does, and an added import line itself the start of the file.
+    """
+    origin = {id(r.node): lineage.origin(r.node) for r in reports}
+    # A finding about the whole module is about the whole file; a node built into the module
+    # itself (an added import line) stands for no text of it.
+    added = {id(r.node) for r in reports if isinstance(origin[id(r.node)], cst.Module) and not isinstance(r.node, cst.Module)}
+    wanted = [o for k, o in origin.items() if k not in added]
+    found = spans_of(first, wanted) if wanted else {}
+    spans: dict[int, Span] = {}
+    lost: list[Report] = []
+    for r in reports:
+        o = origin[id(r.node)]
+        span = _START if id(r.node) in added else found.get(id(o))
         if span is None:
-            # Removed, or replaced again by a later round: locate it where it was.
-            span = spans_and_code(a.module, [a.report.node])[0][id(a.report.node)]
-        done.append(_finding(a.report, span, path, a.module, applied=True))
-    left = [_finding(r, spans[id(r.node)], path, module) for r in remaining]
-    done.sort(key=lambda f: (f.span, f.code))
-    left.sort(key=lambda f: (f.span, f.code))
-    return FixOutcome(module, done, left, code)
+            lost.append(r)
+        else:
+            spans[id(r.node)] = span
+    if lost:
+        chains = {id(r.node): [lineage.origin(a) for a in reversed(r.ancestors)] for r in lost}
+        more = spans_of(first, [a for chain in chains.values() for a in chain if not isinstance(a, cst.Module)])
+        for r in lost:
+            spans[id(r.node)] = next((more[id(a)] for a in chains[id(r.node)] if id(a) in more), _START)
+    return spans
 
 
 def _module_binds(module: cst.Module, mod: str, obj: str | None) -> bool:
@@ -396,7 +461,7 @@ def _prose_out(code: str) -> str:
     return "".join(lines)
 
 
-def _fix_imports(module: cst.Module, reports: list[Report]) -> cst.Module:
+def _fix_imports(module: cst.Module, reports: list[Report], lineage: Lineage | None = None) -> cst.Module:
     # libcst's codemod package costs ~0.3 s to import (its matchers): only when an import changes.
     from libcst.codemod import CodemodContext
     from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
@@ -407,7 +472,15 @@ def _fix_imports(module: cst.Module, reports: list[Report]) -> cst.Module:
         context = CodemodContext()
         for mod, obj in sorted(adds, key=str):
             AddImportsVisitor.add_needed_import(context, mod, obj)
-        module = AddImportsVisitor(context).transform_module(module)
+        # Only the module's own statements can change: an import is added among them, or a
+        # name to one of its `from` imports.
+        paths = {id(module)}
+        for stmt in module.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                imports = [id(n) for n in stmt.body if isinstance(n, (cst.Import, cst.ImportFrom))]
+                if imports:
+                    paths.update(imports, (id(stmt),))
+        module = _transform(AddImportsVisitor(context), module, paths, lineage)
     if removes:
         code = _prose_out(module.code)
         candidates = {
@@ -421,8 +494,68 @@ def _fix_imports(module: cst.Module, reports: list[Report]) -> cst.Module:
             context = CodemodContext()
             for mod, obj, alias in sorted(candidates, key=str):
                 RemoveImportsVisitor.remove_unused_import(context, mod, obj, alias)
-            module = RemoveImportsVisitor(context).transform_module(module)
+            # An import may be removed wherever it is: the paths down to every import statement.
+            paths = {id(n) for chain in _import_chains(module) for n in chain}
+            module = _transform(RemoveImportsVisitor(context), module, paths, lineage)
     return module
+
+
+def _transform(visitor, module: cst.Module, paths: set[int], lineage: Lineage | None) -> cst.Module:
+    """Run one of libcst's import helpers over ``module``, rebuilding only the nodes on
+    ``paths`` (ids): everything else keeps its identity, which the lineage needs (every node the
+    helper builds is recorded there) and which costs nothing. ``transform_module`` would first
+    deep-copy the module for its metadata and then rebuild every node of the copy."""
+    from dataclasses import replace
+
+    from libcst.metadata import MetadataWrapper
+
+    def on_visit(node: cst.CSTNode) -> bool:
+        return id(node) in paths and type(visitor).on_visit(visitor, node)
+
+    def on_leave(original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[no-untyped-def]
+        result = type(visitor).on_leave(visitor, original, updated)
+        if lineage is not None and isinstance(result, cst.CSTNode) and result is not original:
+            lineage.built(result, original, _direct_children(original))
+        return result
+
+    visitor.on_visit = on_visit  # type: ignore[method-assign]
+    visitor.on_leave = on_leave  # type: ignore[method-assign]
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    with visitor.resolve(wrapper):
+        visitor.context = replace(visitor.context, wrapper=wrapper)
+        result = module.visit(visitor)
+    assert isinstance(result, cst.Module)
+    return result
+
+
+def _direct_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    out: list[cst.CSTNode] = []
+    for f in fields(node):  # type: ignore[arg-type]
+        value = getattr(node, f.name)
+        if isinstance(value, cst.CSTNode):
+            out.append(value)
+        elif isinstance(value, (tuple, list)):
+            out.extend(v for v in value if isinstance(v, cst.CSTNode))
+    return out
+
+
+def _import_chains(module: cst.Module) -> list[tuple[cst.CSTNode, ...]]:
+    """Each import statement of ``module`` with the nodes above it, root first; expressions
+    hold no statements and are not entered."""
+    chains: list[tuple[cst.CSTNode, ...]] = []
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(module, ())]
+    while stack:
+        node, above = stack.pop()
+        chain = (*above, node)
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            chains.append(chain)
+            continue
+        if isinstance(node, cst.BaseExpression):
+            continue
+        for child in _direct_children(node):
+            if isinstance(child, (cst.BaseStatement, cst.BaseSmallStatement, cst.BaseSuite, cst.BaseCompoundStatement, cst.ExceptHandler, cst.ExceptStarHandler, cst.Else, cst.Finally, cst.MatchCase, cst.If)):
+                stack.append((child, chain))
+    return chains
 
 
 def _unused_where_nested(module: cst.Module, scopes: list[cst.FunctionDef | None], local: str) -> bool:

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import libcst as cst
 
+from ._lineage import Lineage
+
 __all__ = ["rebuild"]
 
 Replacement = cst.CSTNode | cst.RemovalSentinel
@@ -21,15 +23,20 @@ def rebuild(
     module: cst.Module,
     replacements: Mapping[int, Replacement],
     paths: Sequence[Sequence[cst.CSTNode]],
+    lineage: Lineage | None = None,
 ) -> cst.Module:
-    """``replacements`` by node id; ``paths`` hold each replaced node's ancestors (root first)."""
+    """``replacements`` by node id; ``paths`` hold each replaced node's ancestors (root first).
+    ``lineage`` learns what each new node stands for (the replaced nodes are the caller's to
+    record)."""
     on_path = {id(n) for path in paths for n in path}
-    result = _rebuild(module, replacements, on_path)
+    result = _rebuild(module, replacements, on_path, lineage)
     assert isinstance(result, cst.Module)
     return result
 
 
-def _rebuild(node: cst.CSTNode, replacements: Mapping[int, Replacement], on_path: set[int]) -> Replacement:
+def _rebuild(
+    node: cst.CSTNode, replacements: Mapping[int, Replacement], on_path: set[int], lineage: Lineage | None
+) -> Replacement:
     replacement = replacements.get(id(node))
     if replacement is not None:
         return replacement
@@ -39,7 +46,7 @@ def _rebuild(node: cst.CSTNode, replacements: Mapping[int, Replacement], on_path
     for f in dataclasses.fields(node):  # type: ignore[arg-type]
         value = getattr(node, f.name)
         if isinstance(value, cst.CSTNode):
-            new = _rebuild(value, replacements, on_path)
+            new = _rebuild(value, replacements, on_path, lineage)
             if new is not value:
                 if isinstance(new, cst.RemovalSentinel):
                     raise ValueError(f"cannot remove the {f.name} of a {type(node).__name__}")
@@ -48,7 +55,7 @@ def _rebuild(node: cst.CSTNode, replacements: Mapping[int, Replacement], on_path
             items = []
             changed = False
             for v in value:
-                new = _rebuild(v, replacements, on_path) if isinstance(v, cst.CSTNode) else v
+                new = _rebuild(v, replacements, on_path, lineage) if isinstance(v, cst.CSTNode) else v
                 if new is not v:
                     changed = True
                 if not isinstance(new, cst.RemovalSentinel):
@@ -60,7 +67,22 @@ def _rebuild(node: cst.CSTNode, replacements: Mapping[int, Replacement], on_path
     if isinstance(node, cst.SimpleStatementLine) and changes.get("body") == []:
         # Every small statement of the line was removed: remove the line itself.
         return cst.RemovalSentinel.REMOVE
-    return node.with_changes(**changes)
+    new_node = node.with_changes(**changes)
+    if lineage is not None:
+        # The node, and a `pass` put where a block lost its only statement.
+        lineage.built(new_node, node, _kept_children(node))
+    return new_node
+
+
+def _kept_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    kept: list[cst.CSTNode] = []
+    for f in dataclasses.fields(node):  # type: ignore[arg-type]
+        value = getattr(node, f.name)
+        if isinstance(value, cst.CSTNode):
+            kept.append(value)
+        elif isinstance(value, (tuple, list)):
+            kept.extend(v for v in value if isinstance(v, cst.CSTNode))
+    return kept
 
 
 def _fix_sequence(parent: cst.CSTNode, field: str, items: list) -> object:

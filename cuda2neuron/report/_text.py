@@ -85,15 +85,7 @@ def _fix_lines(f: Finding, show_fixes: bool) -> list[str]:
     return []
 
 
-# Files whose findings' columns are not columns of the file's own lines: a notebook finding
-# has the line of the notebook's JSON but the column inside its cell's source (its message names
-# the cell and line), so carets under the JSON text would point at the wrong characters.
-_NO_SNIPPET_SUFFIXES = (".ipynb",)
-
-
 def _snippet(f: Finding, lines: list[str]) -> list[str]:
-    if f.path.lower().endswith(_NO_SNIPPET_SUFFIXES):
-        return []
     start, end = f.span.start_line, min(f.span.end_line, f.span.start_line + _MAX_SPAN_LINES - 1)
     if not 1 <= start <= len(lines):
         return []

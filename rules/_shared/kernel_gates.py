@@ -21,7 +21,7 @@ from cuda2neuron.python import visit_syntax
 
 from .kernels import KernelIndex, kernel_index
 from .names import terminal_name
-from .selected import selected_code
+from .selected import opened_code, selected_code
 from .values import value_user
 
 __all__ = ["DEVICE_TEST_GUIDANCE", "guarded_kernel", "handed_to_kernel", "report_kernel_gate"]
@@ -41,7 +41,7 @@ def report_kernel_gate(
     kernel = guarded_kernel(rule, node)
     if kernel is None:
         return False
-    rule.report(node, describe(kernel), guidance=guidance, effort=Effort.MEDIUM, holds=selected_code(rule.context.ancestors, node))
+    rule.report(node, describe(kernel), guidance=guidance, effort=Effort.MEDIUM, depends=selected_code(rule.context.ancestors, node), needs=opened_code(rule.context.ancestors, node))
     return True
 
 

@@ -4,7 +4,7 @@
 without an applied fix (its fix is unsafe, or it guards a kernel), moving the call in its branch
 would leave a CUDA test in front of Neuron code, and moving a call in the rest of the test
 (``x.device.type == "cuda" and torch.is_autocast_enabled()``) a test no device passes. A rule
-hands ``selected_code`` to ``Rule.report(holds=...)``; the engine then applies fixes under those
+hands ``selected_code`` to ``Rule.report(depends=...)``; the engine then applies fixes under those
 nodes only together with the test's own (python/_lint.py).
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-__all__ = ["selected_code"]
+__all__ = ["opened_code", "selected_code"]
 
 # Operators under which a true comparison means the device is *not* CUDA.
 _NEGATING = (cst.NotEqual, cst.NotIn, cst.IsNot)
@@ -44,6 +44,36 @@ def selected_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: 
         elif isinstance(anc, cst.BooleanOperation):
             # `cuda and x` true -> cuda; `notcuda or x` false -> cuda; the other two say nothing.
             lost = lost or (isinstance(anc.operator, cst.Or) != negated)
+        elif isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.Lambda, cst.FunctionDef)):
+            return ()
+        child = anc
+    return ()
+
+
+def opened_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    """The branch a device test lets run when it says CUDA where ``selected_code`` cannot claim
+    it: the test is one of several conditions (``torch.cuda.is_available() or has_xpu``). Asked
+    about Neuron, the test opens that branch on the target, so the branch's CUDA-only code holds
+    the test back (``Report.needs``); the branch runs either way, so its own fixes do not wait.
+    () where ``selected_code`` already returns the branch, or no branch is decided."""
+    child: cst.CSTNode = node
+    negated = False
+    shared = False
+    for anc in reversed(ancestors):
+        if isinstance(anc, (cst.If, cst.While, cst.IfExp)):
+            if child is not anc.test or not shared:
+                return ()
+            if not negated:
+                return (anc.body,)
+            orelse = anc.orelse
+            return (orelse,) if orelse is not None else ()
+        if isinstance(anc, cst.Comparison):
+            if any(isinstance(c.operator, _NEGATING) for c in anc.comparisons):
+                negated = not negated
+        elif isinstance(anc, cst.UnaryOperation) and isinstance(anc.operator, cst.Not):
+            negated = not negated
+        elif isinstance(anc, cst.BooleanOperation):
+            shared = shared or (isinstance(anc.operator, cst.Or) != negated)
         elif isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.Lambda, cst.FunctionDef)):
             return ()
         child = anc

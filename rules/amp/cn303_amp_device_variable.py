@@ -63,6 +63,7 @@ class AmpDeviceVariable(Rule):
 
     code = "CN303"
     name = "amp-device-variable"
+    advisory = True  # a hint about a variable: the autocast call runs on the target: never holds back a group of linked fixes
     triggers = ("autocast", "GradScaler")
     wakes = classmethod(wakes_on_cuda)
     VALID = (

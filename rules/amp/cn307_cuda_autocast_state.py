@@ -7,6 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import positional_args
+from .._shared.selected import opened_code, selected_code
 from .._shared.strings import string_value
 from .._shared.target import device_type_expr, needs_newer_torch
 
@@ -107,7 +108,7 @@ class AutocastState(Rule):
         if built is None:
             why = needs_newer_torch(self)
             if why is not None and (qualified in _GPU_ONLY or qualified in _GENERIC):
-                self.report(node, f"`{qualified}` asks about CUDA", guidance=why, effort=Effort.LOW)
+                self.report(node, f"`{qualified}` asks about CUDA", guidance=why, effort=Effort.LOW, depends=self._selects(node), needs=opened_code(self.context.ancestors, node))
             return
         device, imports = built
         positional = positional_args(node)
@@ -124,6 +125,7 @@ class AutocastState(Rule):
                 safety=Safety.SAFE,
                 imports=imports + more,
                 description=f"use `{_GPU_ONLY[qualified]}` with the target device",
+                depends=self._selects(node), needs=opened_code(self.context.ancestors, node),
             )
             return
         if qualified not in _GENERIC:
@@ -146,4 +148,11 @@ class AutocastState(Rule):
             safety=Safety.SAFE,
             imports=imports,
             description="ask about the target device",
+            depends=self._selects(node), needs=opened_code(self.context.ancestors, node),
         )
+
+    def _selects(self, node: cst.Call) -> tuple[cst.CSTNode, ...]:
+        """``if torch.is_autocast_enabled():`` picks its branch on the answer: asked about
+        Neuron, it must not stand in front of a branch still written for CUDA
+        (``if t.device.type == "cuda": ... else: raise``), nor that branch move without it."""
+        return selected_code(self.context.ancestors, node)

@@ -51,6 +51,7 @@ class CompileCudaMode(Rule):
 
     code = "CN502"
     name = "compile-cuda-mode"
+    advisory = True  # a compile option: never holds back a group of linked fixes
     fixes = frozenset({Safety.SAFE})
     # A torch.compile call carries the mode, and no spelling of it avoids this word; a mode kept
     # for later is spelled out (peft's `compile_kwargs={"mode": "max-autotune-no-cudagraphs"}`).

@@ -39,6 +39,7 @@ class CompileDynamic(Rule):
 
     code = "CN503"
     name = "compile-dynamic-shapes"
+    advisory = True  # a compile option: never holds back a group of linked fixes
     fixes = frozenset({Safety.UNSAFE})
     # Only a torch.compile call can carry dynamic=, and no spelling of it avoids this word.
     triggers = ("compile",)

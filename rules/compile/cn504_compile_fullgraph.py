@@ -39,6 +39,7 @@ class CompileFullgraph(Rule):
 
     code = "CN504"
     name = "compile-fullgraph"
+    advisory = True  # a compile option: never holds back a group of linked fixes
     fixes = frozenset({Safety.DISPLAY_ONLY})
     triggers = ("compile",)
     wakes = classmethod(wakes_on_compile)

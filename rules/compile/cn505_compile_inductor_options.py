@@ -77,6 +77,7 @@ class CompileInductorOptions(Rule):
 
     code = "CN505"
     name = "compile-inductor-options"
+    advisory = True  # a compile option: never holds back a group of linked fixes
     # options= only counts on a torch.compile call; the config assignments name torch._inductor.
     triggers = ("compile", "_inductor")
     wakes = classmethod(wakes_on_compile)

@@ -8,7 +8,7 @@ from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Safety, Valid
 
 from .._shared.kernel_gates import report_kernel_gate
 from .._shared.names import import_to_drop
-from .._shared.selected import selected_code
+from .._shared.selected import opened_code, selected_code
 from .._shared.target import guarded_call
 from ._helpers import ApiMove, MemberReferences, accelerator_name_for, load_moves
 
@@ -261,7 +261,7 @@ class CudaApiMove(MemberReferences, Rule):
             return
         problem = self._argument_problem(node, move)
         if problem:
-            self.report(node, f"{message}; {problem}", guidance=f"Write `{target}(...)` by hand: {problem}.", holds=self._selects(node))
+            self.report(node, f"{message}; {problem}", guidance=f"Write `{target}(...)` by hand: {problem}.", depends=self._selects(node), needs=opened_code(self.context.ancestors, node))
             return
         safety = Safety.UNSAFE if move.accelerator_unsafe else Safety.SAFE
         self._move(node, move, target, message, safety, note=move.accelerator_note if move.accelerator_unsafe else "")
@@ -299,7 +299,7 @@ class CudaApiMove(MemberReferences, Rule):
             guidance=f"Use `{target}` instead." + (f" {note}" if note else ""),
             description=description,
             ancestors=ancestors,
-            holds=self._selects(node),
+            depends=self._selects(node), needs=opened_code(self.context.ancestors, node),
         )
 
     def _selects(self, node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
@@ -337,5 +337,5 @@ class CudaApiMove(MemberReferences, Rule):
             f"{message}; {why}",
             guidance=guidance,
             effort=Effort.LOW,
-            holds=self._selects(node),
+            depends=self._selects(node), needs=opened_code(self.context.ancestors, node),
         )

@@ -92,6 +92,7 @@ class CudnnTf32Flags(Rule):
 
     code = "CN205"
     name = "cudnn-tf32-flags"
+    advisory = True  # the switches do nothing on Neuron: never holds back a group of linked fixes
     fixes = frozenset({Safety.UNSAFE})
     triggers = ("cudnn", "allow_tf32", "reduced_precision_reduction", "set_float32_matmul_precision")
     VALID = (

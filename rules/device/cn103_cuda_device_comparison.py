@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.kernel_gates import report_kernel_gate
-from .._shared.selected import selected_code
+from .._shared.selected import opened_code, selected_code
 from .._shared.target import needs_newer_torch
 from ._helpers import UseKind, comparison_safety, find_use, is_bare_prefix, looks_like_cuda_fstring, retarget_fstring, retarget_string
 
@@ -217,7 +217,7 @@ class CudaDeviceComparison(Rule):
                     f"`{self.context.code(use.user)}` checks a device against \"cuda\"",
                     guidance=why,
                     effort=Effort.LOW,
-                    holds=selected_code(self.context.ancestors, node),
+                    depends=selected_code(self.context.ancestors, node), needs=opened_code(self.context.ancestors, node),
                 )
             return
         replacement, imports = built
@@ -235,5 +235,5 @@ class CudaDeviceComparison(Rule):
             guidance="" if safety is Safety.SAFE else _GUIDANCE,
             effort={Safety.SAFE: Effort.NONE, Safety.UNSAFE: Effort.LOW}.get(safety, Effort.MEDIUM),
             description="test for the target device",
-            holds=selected_code(self.context.ancestors, node),
+            depends=selected_code(self.context.ancestors, node), needs=opened_code(self.context.ancestors, node),
         )

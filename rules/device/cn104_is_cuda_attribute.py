@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Safety
 
 from .._shared.kernel_gates import report_kernel_gate
-from .._shared.selected import selected_code
+from .._shared.selected import opened_code, selected_code
 from .._shared.target import NEURON, compared_type_expr
 from ._helpers import Use, UseKind, comparison_safety
 
@@ -148,7 +148,7 @@ class IsCudaAttribute(Rule):
                     node,
                     "`.is_cuda` tests for a CUDA device",
                     guidance="test `x.device.type` against the accelerator's type",
-                    holds=selected_code(self.context.ancestors, node),
+                    depends=selected_code(self.context.ancestors, node), needs=opened_code(self.context.ancestors, node),
                 )
                 return
             type_expr, imports = built
@@ -173,5 +173,5 @@ class IsCudaAttribute(Rule):
             guidance="" if safety is Safety.SAFE else _GUIDANCE,
             effort={Safety.SAFE: Effort.NONE, Safety.UNSAFE: Effort.LOW}.get(safety, Effort.MEDIUM),
             description="test for the target device",
-            holds=selected_code(self.context.ancestors, node),
+            depends=selected_code(self.context.ancestors, node), needs=opened_code(self.context.ancestors, node),
         )

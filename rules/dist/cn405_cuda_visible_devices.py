@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.python import visit_syntax
 
 from .._shared.strings import make_string, string_value
 from .._shared.visible_devices import visible_cores
@@ -43,6 +44,24 @@ class _Swap(cst.CSTTransformer):
         return self.swaps.get(id(original_node), updated_node)
 
 
+class _SplitOf(cst.CSTVisitor):
+    """Whether ``name.split(...)`` is called: the value read into ``name`` is parsed as a list."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "split"
+            and isinstance(func.value, cst.Name)
+            and func.value.value == self.name
+        ):
+            self.found = True
+
+
 class CudaVisibleDevices(Rule):
     """
     ## What it does
@@ -72,7 +91,11 @@ class CudaVisibleDevices(Rule):
     Safe for literal values that convert exactly and for reads and deletions whose value is not
     parsed. Unsafe when the value is computed (``str(args.gpu)``, ``",".join(...)``): only the
     key is renamed, and a computed comma list would be rejected by the runtime; also unsafe for
-    reads that split the value on commas, which misparse a range. Non-consecutive, empty or
+    reads that split the value on commas (at once, or through the name it is read into:
+    ``devs = os.environ.get(...)`` then ``devs.split(",")``), which misparse a range. The sites
+    of the variable in one function (or at module level) are linked: a read renamed while a write
+    of the same variable is left (or the other way round) would name two variables, so they are
+    applied together at the weakest safety among them, or reported together. Non-consecutive, empty or
     UUID lists are reported without a fix. With ``--target accelerator`` the finding is
     report-only: CUDA still needs its variable, so set both.
     """
@@ -143,7 +166,48 @@ class CudaVisibleDevices(Rule):
             unsafe=True,
         ),
         Invalid('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"\n', target="accelerator"),
+        # read into a name that is split on commas, then written back: one group, unsafe
+        Invalid(
+            'import os\n\ndef visible():\n    devs = os.environ.get("CUDA_VISIBLE_DEVICES", "")\n'
+            '    ids = devs.split(",")\n    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(ids[:2])\n',
+            'import os\n\ndef visible():\n    devs = os.environ.get("NEURON_RT_VISIBLE_CORES", "")\n'
+            '    ids = devs.split(",")\n    os.environ["NEURON_RT_VISIBLE_CORES"] = ",".join(ids[:2])\n',
+            unsafe=True,
+        ),
     )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # The reports of each function (or of the module), made when the module is left: each
+        # is linked to the other sites of the variable in its scope.
+        self._sites: dict[int, list[dict]] = {}
+        self._scopes: list[cst.CSTNode] = []  # kept alive: their ids key _sites
+
+    def _emit(self, node: cst.CSTNode, message: str, **kwargs) -> None:
+        kwargs.setdefault("ancestors", tuple(self.context.ancestors))
+        scope = next((a for a in reversed(self.context.ancestors) if isinstance(a, cst.FunctionDef)), self.context.module)
+        self._scopes.append(scope)
+        self._sites.setdefault(id(scope), []).append({"node": node, "message": message, **kwargs})
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for sites in self._sites.values():
+            for site in sites:
+                others = tuple(o["node"] for o in sites if o is not site)
+                self.report(depends=others, **site)
+
+    def _parsed_later(self, site: EnvSite) -> bool:
+        """``devs = os.environ.get(K)`` ... ``devs.split(",")`` in the same function."""
+        chain = self.context.chain_above(site.node)
+        assign = chain[-1] if chain else None
+        if not (isinstance(assign, cst.Assign) and assign.value is site.node and len(assign.targets) == 1):
+            return False
+        target = assign.targets[0].target
+        if not isinstance(target, cst.Name):
+            return False
+        scope = next((a for a in reversed(chain) if isinstance(a, cst.FunctionDef)), self.context.module)
+        finder = _SplitOf(target.value)
+        visit_syntax(scope, finder)
+        return finder.found
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if _CUDA not in node.value or string_value(node) != _CUDA:
@@ -158,7 +222,7 @@ class CudaVisibleDevices(Rule):
 
     def _handle(self, site: EnvSite, key: cst.CSTNode) -> None:
         if self.context.settings.target != "neuron":
-            self.report(
+            self._emit(
                 key,
                 _MESSAGE,
                 guidance=f"Code meant for CUDA and Trainium should set both variables; {_RANGE_GUIDANCE}",
@@ -176,7 +240,7 @@ class CudaVisibleDevices(Rule):
             if literal is not None:
                 cores = visible_cores(literal)
                 if cores is None:
-                    self.report(
+                    self._emit(
                         site.node,
                         f"{_MESSAGE}, and {literal!r} is not one index or a consecutive range",
                         ancestors=self.context.chain_above(site.node),
@@ -193,12 +257,12 @@ class CudaVisibleDevices(Rule):
         elif site.access is EnvAccess.READ:
             if literal is not None and value is not None and (cores := visible_cores(literal)) is not None:
                 swaps[id(value)] = make_string(cores, like=value)
-            if site.parsed:
+            if site.parsed or self._parsed_later(site):
                 safety = Safety.UNSAFE
                 guidance = f"The value is split on commas here, which misreads a range. {_RANGE_GUIDANCE}"
         replacement = site.node.visit(_Swap(swaps))
         # site.node may be an ancestor of the visited key (the whole ``os.environ[K] = v``).
-        self.report(
+        self._emit(
             site.node,
             _MESSAGE,
             ancestors=self.context.chain_above(site.node),

@@ -47,6 +47,7 @@ class EventTiming(Rule):
 
     code = "CN615"
     name = "event-timing"
+    advisory = True  # a timing hint: never holds back a group of linked fixes
     triggers = ("elapsed_time",)
     targets = frozenset({"neuron"})
     VALID = (

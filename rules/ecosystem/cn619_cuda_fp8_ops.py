@@ -53,6 +53,7 @@ class CudaFp8Ops(Rule):
 
     code = "CN619"
     name = "cuda-fp8-ops"
+    advisory = True  # float8 is undocumented on the device, not CUDA code: never holds back a group of linked fixes
     triggers = ("_scaled_mm", "_scaled_grouped_mm", "float8")
     VALID = (
         "import torch\ny = a @ b\n",

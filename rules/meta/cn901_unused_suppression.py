@@ -50,6 +50,7 @@ class UnusedSuppression(Rule):
 
     code = "CN901"
     name = "unused-suppression"
+    advisory = True  # a comment: never holds back a group of linked fixes
     triggers = ("cuda2neuron:",)
     # Checked by cuda2neuron.kinds after every kind's rules, not by an engine.
     file_kinds = frozenset()

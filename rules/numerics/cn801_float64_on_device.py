@@ -63,6 +63,7 @@ class Float64OnDevice(Rule):
 
     code = "CN801"
     name = "float64-on-device"
+    advisory = True  # float64 runs on the device, in float32: never holds back a group of linked fixes
     fixes = frozenset({Safety.UNSAFE})
     triggers = ("float64", "double")
     emits = ("torch.float32", "torch.float")

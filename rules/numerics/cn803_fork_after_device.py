@@ -55,6 +55,7 @@ class ForkAfterDevice(Rule):
 
     code = "CN803"
     name = "fork-after-device"
+    advisory = True  # the start method changes how workers start, not where tensors live: never holds back a group of linked fixes
     fixes = frozenset({Safety.UNSAFE})
     triggers = ("multiprocessing", "ProcessPoolExecutor", "fork")
     VALID = (

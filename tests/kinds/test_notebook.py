@@ -170,6 +170,45 @@ def test_finding_lines_point_into_the_notebook_file():
             assert "!nvidia-smi" in lines[f.line - 1]
 
 
+def _at(text: str, f) -> str:
+    """The notebook file's text from the finding's line and column on (that line only)."""
+    return text.splitlines()[f.span.start_line - 1][f.span.start_col :]
+
+
+@pytest.mark.parametrize(
+    ("ensure_ascii", "as_string"),
+    [
+        pytest.param(False, False, id="array-of-lines"),
+        pytest.param(True, False, id="escaped-non-ascii"),
+        pytest.param(False, True, id="one-string"),
+        pytest.param(True, True, id="one-escaped-string"),
+    ],
+)
+def test_finding_columns_are_columns_of_the_notebook_file(ensure_ascii, as_string):
+    # Escapes before the code (a tab, a quote, an "é" written \u00e9, an emoji as a surrogate
+    # pair) take more characters of the file than of the cell: the column counts the file's.
+    cell = 'import torch\nlabel = "\tcafé \\"🚀\\""; m = net.cuda()\ntorch.cuda.synchronize()'
+    text = nb(cell, ensure_ascii=ensure_ascii, as_string=as_string)
+    findings = lint_source(text, "a.ipynb", Config(select=("CN101", "CN201")))
+    assert sorted(f.code for f in findings) == ["CN101", "CN201"]
+    for f in findings:
+        expected = {"CN101": "net.cuda()", "CN201": "torch.cuda.synchronize"}[f.code]
+        assert _at(text, f).startswith(expected), (f.code, _at(text, f))
+        assert f.span.end_line == f.span.start_line
+        assert text.splitlines()[f.span.end_line - 1][: f.span.end_col].endswith(expected)
+
+
+def test_notebook_findings_of_a_fix_run_point_at_the_cells_as_read():
+    # An import added above (cell 1) and a line the fix removes move the lines of the output;
+    # every finding still points at its own code in the notebook as read.
+    cells = ("import os", "import torch\ntorch.backends.cudnn.benchmark = True\nx = torch.cuda.get_device_capability()")
+    text = nb(*cells)
+    _, findings = fix_source(text, "a.ipynb", Config(unsafe_fixes=True))
+    found = {f.code: _at(text, f) for f in findings}
+    assert found["CN205"].startswith("torch.backends.cudnn.benchmark")
+    assert found["CN202"].startswith("torch.cuda.get_device_capability")
+
+
 def test_non_python_kernel_is_skipped():
     old = nb("x <- cuda()", language="R")
     assert lint_source(old, "a.ipynb", OWN) == ()

@@ -145,10 +145,10 @@ def test_text_fix_lines(make_report, sources, show_fixes, note):
     [
         pytest.param("a.py", True, id="python"),
         pytest.param("run.sh", True, id="shell"),
-        pytest.param("e.ipynb", False, id="notebook-columns-are-cell-columns"),
+        pytest.param("e.ipynb", True, id="notebook-columns-are-file-columns"),
     ],
 )
-def test_text_snippet_only_where_columns_are_the_files(make_report, name, snippet):
+def test_text_snippet_carets_sit_under_the_finding(make_report, name, snippet):
     sources = {
         "a.py": "x = y.cuda()\n",
         "run.sh": "export CUDA_VISIBLE_DEVICES=0,1\n",
@@ -159,6 +159,13 @@ def test_text_snippet_only_where_columns_are_the_files(make_report, name, snippe
     out = to_text(make_report({name: sources[name]}))
     assert out.startswith(name + ":")
     assert (" | " in out) is snippet, out
+    # The carets mark the finding's own text in the line above them (a notebook's JSON line too).
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "^" in line)
+    caret_line, text_line = lines[at], lines[at - 1]
+    begin = caret_line.index("^")
+    end = caret_line.rindex("^") + 1
+    assert "cuda" in text_line[begin:end].lower(), (text_line, caret_line)
 
 
 def test_text_reads_stdin_source_from_the_given_sources(make_report, tmp_path):
