@@ -157,6 +157,7 @@ def process_python_findings(
     # and run only the rules whose words are there and that say they can fire on it (most
     # files wake one or two families; the others are never instantiated).
     code = code_text(data)
+    candidates = rule_types
     rule_types = _awake(rule_types, code, project)
     if not rule_types:
         return None, []
@@ -167,14 +168,20 @@ def process_python_findings(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parsed_file(path, data, config, options, rule_types)
+        return _parsed_file(path, data, config, options, rule_types, candidates, project)
     finally:
         if enabled:
             gc.enable()
 
 
 def _parsed_file(
-    path: str, data: bytes, config: Config, options: RunOptions, rule_types: tuple[type[Rule], ...]
+    path: str,
+    data: bytes,
+    config: Config,
+    options: RunOptions,
+    rule_types: tuple[type[Rule], ...],
+    candidates: tuple[type[Rule], ...] = (),
+    project: tuple[bytes, ...] = (),
 ) -> tuple[bytes | None, list[Finding]]:
     # The libcst engine, imported only for files that need it.
     from cuda2neuron.python import fix_module, lint_module, parse_bytes
@@ -184,6 +191,12 @@ def _parsed_file(
     source = data.decode(module.encoding)
     if not options.fix:
         return None, lint_module(module, rule_types, path, config.settings, source)
+    def woken_by(code: str) -> tuple[type[Rule], ...]:
+        # What a run on the output would run: the rules its own words wake. The last round
+        # lints with these, so what is left is what a rerun reports ("fixed 6, 8 remaining" and
+        # then 5, when a rule woken by the input's words reported on the output).
+        return _awake(candidates, code_text(code.encode(module.encoding)), project)
+
     outcome = fix_module(
         module,
         rule_types,
@@ -192,6 +205,7 @@ def _parsed_file(
         unsafe=options.unsafe,
         may_suppress=b"cuda2neuron:" in data,
         source=source,
+        woken_by=woken_by if candidates else None,
     )
     findings = outcome.applied + outcome.remaining
     if not outcome.applied:

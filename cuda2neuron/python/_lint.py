@@ -11,7 +11,7 @@ import io
 import re
 import textwrap
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 
 import libcst as cst
@@ -227,8 +227,13 @@ def fix_module(
     unsafe: bool = False,
     may_suppress: bool = True,
     source: str | None = None,
+    woken_by: Callable[[str], Sequence[type[Rule]]] | None = None,
 ) -> FixOutcome:
     """Apply non-overlapping fixes, re-lint, repeat until nothing applies.
+
+    ``woken_by(code)``: the rules a run on ``code`` would run (the caller's prefilter). Once
+    fixes changed the module, the last round lints with the rules the *output* wakes, so that
+    the findings left are the ones a rerun on the output reports.
 
     Spans cost a code generation, so rounds that apply fixes compute none unless suppression
     comments may exist (``may_suppress``). Every finding, applied or left, is located in the
@@ -240,8 +245,14 @@ def fix_module(
     lineage = Lineage()
     applied: list[_Applied] = []
     original = source
+    code: str | None = None  # the module's code, once generated for woken_by
     for n in range(1, MAX_ITERATIONS + 1):
-        reports = _collect(module, rule_types, path, settings, source)
+        if applied and woken_by is not None:
+            _, code = spans_and_code(module, ())
+            rule_types = tuple(woken_by(code))
+        # The rules that search the whole text (RuleContext.source) get it without a second
+        # code generation.
+        reports = _collect(module, rule_types, path, settings, source if source is not None else code)
         # The first round walks the module parsed from `source`: its code is known, and a file
         # whose findings need no fix (most of them) never pays a whole code generation.
         unchanged = original if source is not None else None
@@ -251,7 +262,7 @@ def fix_module(
         link_groups(reports)
         chosen = _choose(reports, unsafe)
         if not chosen:
-            return _outcome(first, module, reports, applied, path, lineage, unchanged)
+            return _outcome(first, module, reports, applied, path, lineage, unchanged, code)
         for r in chosen:
             if isinstance(r.replacement, cst.CSTNode):
                 lineage.replaced(r.node, r.replacement)
@@ -259,8 +270,9 @@ def fix_module(
         new_module = _fix_imports(new_module, chosen, lineage)
         if new_module.deep_equals(module):
             # A fix that changes nothing would loop forever; treat it as not applicable.
-            return _outcome(first, module, reports, applied, path, lineage)
+            return _outcome(first, module, reports, applied, path, lineage, None, code)
         applied.extend(_Applied(r, module, n) for r in chosen)
+        code = None
         # A fix may write a suppression comment (to protect code from other rules): honour it
         # from the next round on.
         if not may_suppress and any(
@@ -283,15 +295,14 @@ def _outcome(
     path: str,
     lineage: Lineage,
     source: str | None = None,
+    code: str | None = None,
 ) -> FixOutcome:
-    """``first``: the module as parsed; ``source``: its text, when no fix changed it."""
+    """``first``: the module as parsed; ``source``: its text, when no fix changed it; ``code``:
+    ``module``'s code, when already generated."""
     if not remaining and not applied:
-        return FixOutcome(module, [], [], None)
-    code: str | None = None
-    if applied:
+        return FixOutcome(module, [], [], code)
+    if applied and code is None:
         _, code = spans_and_code(module, ())
-    elif source is None:
-        code = None
     reports = [a.report for a in applied] + remaining
     spans = _original_spans(first, lineage, reports)
 

@@ -19,7 +19,6 @@ __all__ = [
     "SCALER",
     "dtype_expr",
     "is_float16",
-    "mentions_cuda_literal",
     "mentions_float16",
     "wakes_on_cuda",
 ]
@@ -70,16 +69,6 @@ def dtype_expr(rule: Rule) -> tuple[cst.BaseExpression, tuple[tuple[str, str | N
 
 def is_float16(rule: Rule, expr: cst.BaseExpression) -> bool:
     return rule.qualname(expr) in FLOAT16_NAMES
-
-
-def mentions_cuda_literal(rule: Rule) -> bool:
-    """Whether the module still holds a ``"cuda..."`` string literal (computed once per file)."""
-    cached = getattr(rule, "_mentions_cuda", None)
-    if cached is None:
-        code = rule.context.source
-        cached = "'cuda" in code or '"cuda' in code
-        rule._mentions_cuda = cached  # type: ignore[attr-defined]
-    return cached
 
 
 # String values that select float16 in code (a config default, an argparse choice, a dtype

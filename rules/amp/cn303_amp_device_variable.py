@@ -6,8 +6,11 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Valid
 
+from cuda2neuron.python import visit_syntax
+
 from .._shared.args import arg_by_name
-from ._helpers import AUTOCAST, SCALER, mentions_cuda_literal, wakes_on_cuda
+from .._shared.strings import string_value
+from ._helpers import AUTOCAST, SCALER, wakes_on_cuda
 
 __all__ = ["AmpDeviceVariable"]
 
@@ -34,12 +37,48 @@ def _is_variable(expr: cst.BaseExpression) -> bool:
     return False
 
 
+class _CudaDeviceLiteral(cst.CSTVisitor):
+    """A ``"cuda"`` / ``"cuda:N"`` / ``f"cuda:{i}"`` literal in code: the value a device-type
+    variable may still be computed from. Not a comment, not a docstring, not a string that only
+    starts with the word (``"cuda_graphs"``, ``"torch.backends.cuda..."``): a file the port left
+    with such text alone reported every autocast line, the ones migrate itself rewrote too."""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        # A statement that is only a string is a docstring or prose.
+        return not (len(node.body) == 1 and isinstance(node.body[0], cst.Expr) and isinstance(node.body[0].value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)))
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        # `map_location={"cuda:0": device, "neuron:0": device}`: a key names where a checkpoint
+        # was saved (the port keeps the CUDA key on purpose), never a device the code picks.
+        if node.keyword is not None and node.keyword.value == "map_location" and isinstance(node.value, cst.Dict):
+            for element in node.value.elements:
+                if isinstance(element, cst.DictElement):
+                    visit_syntax(element.value, self)
+            return False
+        return True
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        value = string_value(node)
+        if value is not None and (value == "cuda" or value.startswith("cuda:")):
+            self.found = True
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        first = node.parts[0] if node.parts else None
+        if isinstance(first, cst.FormattedStringText) and (first.value == "cuda" or first.value.startswith("cuda:")):
+            self.found = True
+
+
 class AmpDeviceVariable(Rule):
     """
     ## What it does
     Reports autocast and GradScaler device types held in variables while the file still says "cuda".
     That is ``torch.autocast(device_type=<variable>)`` and ``torch.amp.GradScaler(<variable>)``
-    in a file that still contains a ``"cuda"`` string literal.
+    in a file whose code still holds a CUDA device literal (``"cuda"``, ``"cuda:0"``,
+    ``f"cuda:{rank}"``; comments, docstrings and strings that only start with the word, such as
+    ``"cuda_graphs"``, do not count).
 
     ## Why is this bad?
     The device type is often derived from a string: training scripts compute
@@ -75,6 +114,12 @@ class AmpDeviceVariable(Rule):
         # Already portable (the variable is not a "cuda" literal): left alone.
         "import torch\nlog('cuda')\nctx = torch.autocast(torch.accelerator.current_accelerator().type)\n",
         Valid("import torch\nd = 'cuda'\nctx = torch.autocast('cpu')\n"),
+        # The word only in a comment, a docstring or a longer name: nothing is left to port.
+        "import torch\n\ndef f():\n    \"\"\"Runs on 'cuda:0' or CPU.\"\"\"\n    # device: 'cuda', 'cuda:1'\n"
+        "    mode = 'cuda_graphs'\n    return torch.autocast(device_type=device_type)\n",
+        # A checkpoint's CUDA key, kept beside its Neuron twin, is not a device the code picks.
+        "import torch\nck = torch.load(p, map_location={'cuda:0': dev, 'neuron:0': dev})\n"
+        "ctx = torch.autocast(device_type=device_type)\n",
     )
     INVALID = (
         Invalid(
@@ -83,7 +128,17 @@ class AmpDeviceVariable(Rule):
         ),
         Invalid("import torch\nDEVICE = 'cuda'\nscaler = torch.amp.GradScaler(DEVICE)\n"),
         Invalid("import torch\n\n@torch.autocast(self_cfg.device, enabled=False)\ndef f():\n    return 'cuda:0'\n"),
+        Invalid("import torch\nx = f'cuda:{rank}'\nctx = torch.autocast(device_type=kind)\n"),
     )
+
+    def _mentions_cuda(self) -> bool:
+        """Whether the module still holds a CUDA device literal (looked for once per file)."""
+        found = getattr(self, "_found", None)
+        if found is None:
+            finder = _CudaDeviceLiteral()
+            visit_syntax(self.context.module, finder)
+            found = self._found = finder.found
+        return found
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -94,7 +149,7 @@ class AmpDeviceVariable(Rule):
             device = arg_by_name(node, param, position=0)
             if device is None or not _is_variable(device.value):
                 continue
-            if self.qualname(func) not in names or not mentions_cuda_literal(self):
+            if self.qualname(func) not in names or not self._mentions_cuda():
                 continue
             variable = self.context.code(device.value)
             self.report(

@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.python import visit_syntax
 
 from .._shared.args import arg_by_name, remove_arg
 from .._shared.names import call_qualname, terminal_name
@@ -26,6 +27,26 @@ _GUIDANCE = (
 _FUSED_ASSIGNED = re.compile(rb"(?i)fused\w*\s*=(?!=)")
 # The keyword itself (arg_by_name matches it exactly, lowercase).
 _FUSED_KEYWORD = re.compile(rb"\bfused\s*=(?!=)")
+
+
+class _Bindings(cst.CSTVisitor):
+    """The values assigned to ``name`` (``name = value``, also as one target of several)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.values: list[cst.BaseExpression] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(isinstance(t.target, cst.Name) and t.target.value == self.name for t in node.targets):
+            self.values.append(node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.target.value == self.name and node.value is not None:
+            self.values.append(node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.target.value == self.name:
+            self.values.append(node.value)
 
 
 class FusedOptimizer(Rule):
@@ -70,6 +91,9 @@ class FusedOptimizer(Rule):
         "import torch\nopt = torch.optim.AdamW(ps, fused=False)\n",
         "x = my_kernel(fused=True)\n",  # not an optimizer
         "fused = 'yes'\n",
+        # A flag the port set to False (`use_fused = False`): the fused branch is dead.
+        "use_fused = False\nextra_args = dict(fused=True) if use_fused else dict()\n",
+        "import torch\n\ndef opt(ps):\n    use_fused = False\n    return torch.optim.AdamW(ps, fused=use_fused)\n",
     )
     INVALID = (
         Invalid(
@@ -86,6 +110,7 @@ class FusedOptimizer(Rule):
         ),
         Invalid("import torch\nopt = torch.optim.Adam(ps, fused=use_fused)\n"),
         Invalid("extra_args = dict(fused=True) if use_fused else dict()\n"),
+        Invalid("use_fused = args.fused\nextra_args = dict(fused=True) if use_fused else dict()\n"),
         Invalid("import torch\nopt = torch.optim.AdamW(ps, fused=True)\n", target="accelerator"),
     )
 
@@ -99,18 +124,42 @@ class FusedOptimizer(Rule):
             return True
         return b"cuda" in code and _FUSED_ASSIGNED.search(code) is not None
 
+    def _always_false(self, name: str) -> bool:
+        """Is ``name`` bound only to ``False`` in the scope that reads it (``use_fused = False``,
+        which the port itself may have written)? Then ``fused=use_fused`` and a branch taken
+        when it is true (``dict(fused=True) if use_fused else dict()``) are dead on Neuron."""
+        scope = next((a for a in reversed(self.context.ancestors) if isinstance(a, cst.FunctionDef)), None)
+        finder = _Bindings(name)
+        visit_syntax(scope if scope is not None else self.context.module, finder)
+        if scope is not None and any(p.name.value == name for p in (*scope.params.params, *scope.params.kwonly_params, *scope.params.posonly_params)):
+            return False
+        return bool(finder.values) and all(isinstance(v, cst.Name) and v.value == "False" for v in finder.values)
+
+    def _dead(self, node: cst.Call) -> bool:
+        """``dict(fused=True)`` in the branch of ``x if use_fused else y`` that a flag bound only
+        to False never takes."""
+        parent = self.context.parent
+        if isinstance(parent, cst.IfExp) and parent.body is node:
+            test = parent.test
+            if isinstance(test, cst.Name):
+                return test.value == "False" or self._always_false(test.value)
+        return False
+
     def visit_Call(self, node: cst.Call) -> None:
         fused = arg_by_name(node, "fused")
         if fused is None:
             return
         if isinstance(node.func, cst.Name) and node.func.value == "dict":
-            if not (isinstance(fused.value, cst.Name) and fused.value.value == "False"):
+            value = fused.value
+            if isinstance(value, cst.Name) and (value.value == "False" or self._always_false(value.value)):
+                return
+            if not self._dead(node):
                 self.report(node, "`fused=` is collected for an optimizer", guidance=_GUIDANCE, effort=Effort.LOW)
             return
         if terminal_name(node.func) is None or not in_package(call_qualname(self, node), ("torch.optim",)):
             return
         value = fused.value
-        if isinstance(value, cst.Name) and value.value in ("False", "None"):
+        if isinstance(value, cst.Name) and (value.value in ("False", "None") or self._always_false(value.value)):
             return
         message = "fused optimizer kernels do not exist on Neuron"
         fixable = (isinstance(value, cst.Name) and value.value == "True") or compares_to_cuda(value, self)
