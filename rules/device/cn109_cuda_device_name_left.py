@@ -63,7 +63,9 @@ class CudaDeviceNameLeft(Rule):
     Display only: whether the value is a device is what the tool could not tell. Each finding
     says which kind of use it is (a test, a table key, a value) and what to do with each answer.
     Not reported: a device table that already has a ``"neuron"`` entry, the keys of a
-    ``map_location`` table (where a checkpoint was saved), printed or logged values, docstrings.
+    ``map_location`` table (where a checkpoint was saved), printed or logged values, docstrings,
+    and a ``"cuda"`` among words to look for in text (``["out of memory", "cuda", ...]``: a
+    sibling is prose).
     """
 
     code = "CN109"
@@ -80,6 +82,9 @@ class CudaDeviceNameLeft(Rule):
         'print(f"cuda:{rank}")\n',
         'logger.info("running on %s", "cuda")\n',
         'state = torch.load(path, map_location={"cuda:0": "cpu"})\n',
+        # words to find in an error message, not devices
+        'OOM_MARKERS = ["out of memory", "cuda", "cublas_status_alloc_failed"]\n',
+        'retry = any(k in str(err) for k in ("CUDA error", "cuda", "NCCL"))\n',
     )
     INVALID = (
         # CLIP patches the device constants of a TorchScript archive that was traced on CUDA.
@@ -102,7 +107,7 @@ class CudaDeviceNameLeft(Rule):
 
     def _check(self, node: cst.BaseExpression) -> None:
         ancestors = self.context.ancestors
-        if is_text(ancestors, node):
+        if is_text(ancestors, node) or _among_words(ancestors, node):
             return
         found = value_user(ancestors, node, templates=True)
         kind, user = _use_of(ancestors, found, node)
@@ -116,6 +121,25 @@ class CudaDeviceNameLeft(Rule):
         else:
             message, guidance = f"`{shown}` is used as a value that cuda2neuron cannot tell is a device", _VALUE_GUIDANCE
         self.report(node, message, guidance=guidance, effort=Effort.LOW)
+
+
+def _among_words(ancestors, node: cst.CSTNode) -> bool:
+    """``"cuda"`` in a list of words to look for in text, not of devices: a sibling is prose
+    (``["out of memory", "cuda", "cublas_status_alloc_failed"]``, matched against an exception's
+    message). Names beside it (``("cpu", "gpu", "cuda", "auto")``, ``["ref", "cuda"]``) may be
+    devices or implementations, and stay reported."""
+    if len(ancestors) < 2 or not isinstance(ancestors[-1], cst.Element):
+        return False
+    collection = ancestors[-2]
+    if not isinstance(collection, (cst.List, cst.Tuple, cst.Set)):
+        return False
+    for element in collection.elements:
+        if element is ancestors[-1]:
+            continue
+        value = string_value(element.value)
+        if value is not None and " " in value.strip():
+            return True
+    return False
 
 
 def _line(code: str) -> str:

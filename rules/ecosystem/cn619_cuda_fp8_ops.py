@@ -8,6 +8,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
+from .._shared.dtypes import DtypeBindings, Use, dtype_use
 from .._shared.names import call_qualname
 
 __all__ = ["CudaFp8Ops"]
@@ -33,8 +34,12 @@ _DTYPE_GUIDANCE = (
 class CudaFp8Ops(Rule):
     """
     ## What it does
-    Reports ``torch._scaled_mm`` / ``torch._scaled_grouped_mm`` (FP8 matrix products) and uses of
-    the float8 dtypes (``torch.float8_e4m3fn``, ``torch.float8_e5m2``, ...).
+    Reports ``torch._scaled_mm`` / ``torch._scaled_grouped_mm`` (FP8 matrix products) and the
+    float8 dtypes (``torch.float8_e4m3fn``, ``torch.float8_e5m2``, ...) where they reach the device.
+    A dtype reaches the device where it makes or casts a tensor that may live there:
+    ``w.to(torch.float8_e4m3fn)``, a factory given a device, a name bound to the dtype and used so
+    in the same scope (rules/_shared/dtypes.py). A dtype used as a value — a table of dtypes, a
+    comparison, ``x.cpu().dtype == torch.float8_e4m3fn`` — is not reported.
 
     ## Why is this bad?
     ``_scaled_mm`` is a private operator with CUDA kernels only (cuBLASLt FP8 GEMMs on Ada/Hopper
@@ -53,16 +58,19 @@ class CudaFp8Ops(Rule):
 
     code = "CN619"
     name = "cuda-fp8-ops"
-    advisory = True  # float8 is undocumented on the device, not CUDA code: never holds back a group of linked fixes
     triggers = ("_scaled_mm", "_scaled_grouped_mm", "float8")
     VALID = (
         "import torch\ny = a @ b\n",
+        'import torch\nNAMES = {torch.float8_e4m3fn: "F8_E4M3", torch.float8_e5m2: "F8_E5M2"}\n',
+        "import torch\nis_fp8 = w.cpu().dtype == torch.float8_e4m3fn\n",
+        "import torch\nhost = w.cpu().to(torch.float8_e5m2)\n",
         "import torch\nx = torch.zeros(3, dtype=torch.bfloat16)\n",
         "def _scaled_mm(a, b):\n    return a @ b\ny = _scaled_mm(a, b)\n",  # the user's own helper
     )
     INVALID = (
         Invalid("import torch\nout = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)\n"),
         Invalid("import torch\nw8 = w.to(torch.float8_e4m3fn)\n"),
+        Invalid("import torch\n\ndef q(w):\n    fp8 = torch.float8_e5m2\n    return w.to(fp8)\n"),
     )
 
     @classmethod
@@ -70,6 +78,28 @@ class CudaFp8Ops(Rule):
         # An operator call names the operator (also through an alias's import); a dtype is an
         # attribute (`torch.float8_e4m3fn`): "float8" in strings and dict keys reports nothing.
         return b"_scaled_mm" in code or b"_scaled_grouped_mm" in code or _FLOAT8_ATTRIBUTE.search(code) is not None
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._bindings = DtypeBindings()
+        self._qualified: dict[int, str] = {}  # bound literals' qualified names
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._bindings.use(self, node)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for node, ancestors in self._bindings.reached():
+            self._dtype(node, ancestors)  # type: ignore[arg-type]
+
+    def _dtype(self, node: cst.Attribute, ancestors=None) -> None:
+        qualified = self.qualname(node) if ancestors is None else self._qualified[id(node)]
+        self.report(
+            node,
+            f"`{qualified}`: float8 on the neuron device is undocumented",
+            guidance=_DTYPE_GUIDANCE,
+            effort=Effort.LOW,
+            ancestors=ancestors,
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)
@@ -81,6 +111,13 @@ class CudaFp8Ops(Rule):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if not node.attr.value.startswith("float8"):
             return
-        qualified = self.qualname(node)
-        if qualified in _DTYPES:
-            self.report(node, f"`{qualified}`: float8 on the neuron device is undocumented", guidance=_DTYPE_GUIDANCE, effort=Effort.LOW)
+        if self.qualname(node) not in _DTYPES:
+            return
+        found = dtype_use(self, node)
+        if found is None:
+            return
+        if found[0] == Use.BINDING:
+            self._bindings.bind(self, found[1], node)
+            self._qualified[id(node)] = self.qualname(node) or ""
+        else:
+            self._dtype(node)

@@ -10,6 +10,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import positional_args
+from .._shared.dtypes import DtypeBindings, Use, dtype_use, on_host
 
 __all__ = ["Float64OnDevice"]
 
@@ -37,8 +38,18 @@ def _dtype_attribute(head: bytes) -> re.Pattern[bytes]:
 class Float64OnDevice(Rule):
     """
     ## What it does
-    Reports ``torch.float64`` / ``torch.double`` (as a ``dtype=``, in ``.to(...)``,
-    ``torch.set_default_dtype(...)``) and ``.double()`` calls; the unsafe fix writes float32.
+    Reports ``torch.float64`` / ``torch.double`` where it makes or casts a tensor that may live on
+    the device, and ``.double()`` calls; the unsafe fix writes float32.
+
+    Reported: ``x.to(torch.float64)`` and ``x.double()`` (unless ``x`` is provably on the CPU:
+    ``x.cpu()``, ``torch.from_numpy(a)``, a factory without a device), a factory given a device
+    (``torch.zeros(3, dtype=torch.float64, device=device)``) or moved at once
+    (``torch.tensor(a, dtype=torch.float64).to(device)``), a torch operation or module built with
+    it (``torch.sum(x, dtype=...)``, ``nn.Linear(4, 4, dtype=...)``), a model loader's
+    ``torch_dtype=``, ``torch.set_default_dtype(...)``, and a name bound to it that reaches one of
+    those in the same scope. Not reported: a dtype used as a value — a dict key, a comparison, a
+    membership test, a table or a test parametrization — and a factory without a device (a
+    schedule built on the CPU and handed to NumPy).
 
     ## Why is this bad?
     Trainium has no float64 arithmetic: the device keeps float64 tensors as float32 without an
@@ -57,8 +68,9 @@ class Float64OnDevice(Rule):
     ```
 
     ## Fix safety
-    Unsafe: the rule cannot tell device tensors from host tensors, and for host tensors the fix
-    really does lower precision. On the device it writes down what already happens.
+    Unsafe: a tensor the rule cannot place may still be a host tensor, for which the fix really
+    does lower precision. On the device it writes down what already happens. A dtype used as a
+    value is never rewritten (a dict keyed by dtypes would lose its float32 entry).
     """
 
     code = "CN801"
@@ -72,13 +84,33 @@ class Float64OnDevice(Rule):
         "import numpy as np\na = np.zeros(3, dtype=np.float64)\n",  # host NumPy
         "x = obj.double(2)\n",  # not the tensor method (it takes no argument)
         'print("double-check the float64 results")\n',
+        # dtype values: a table, a membership test, a comparison, a parametrization
+        'import torch\nNAMES = {torch.float64: "F64", torch.float32: "F32"}\n',
+        "import torch\nif logits.dtype in [torch.float32, torch.float64]:\n    pass\nok = x.dtype == torch.double\n",
+        'import pytest, torch\n\n@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])\ndef test(dtype):\n    pass\n',
+        # built on the CPU and handed to NumPy
+        "import torch\nbetas = torch.linspace(1e-4, 2e-2, 1000, dtype=torch.float64).numpy()\n",
+        "import torch\nref = x.cpu().double()\ny = torch.from_numpy(a).to(torch.float64)\n",
+        'import torch\nz = torch.zeros(3, dtype=torch.float64, device="cpu")\n',
     )
     INVALID = (
         Invalid(
-            "import torch\nx = torch.zeros(3, dtype=torch.float64)\n",
-            "import torch\nx = torch.zeros(3, dtype=torch.float32)\n",
+            "import torch\nx = torch.zeros(3, dtype=torch.float64, device=device)\n",
+            "import torch\nx = torch.zeros(3, dtype=torch.float32, device=device)\n",
             unsafe=True,
         ),
+        Invalid(
+            "import torch\nx = torch.tensor(a, dtype=torch.float64).to(device)\n",
+            "import torch\nx = torch.tensor(a, dtype=torch.float32).to(device)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\n\ndef f(x, double):\n    dtype = torch.float64 if double else torch.float32\n    return x.to(dtype)\n",
+            "import torch\n\ndef f(x, double):\n    dtype = torch.float32 if double else torch.float32\n    return x.to(dtype)\n",
+            unsafe=True,
+        ),
+        Invalid("import torch\nlayer = torch.nn.Linear(4, 4, dtype=torch.float64)\n"),
+        Invalid("import torch\nmodel = AutoModel.from_pretrained(name, torch_dtype=torch.float64)\n"),
         Invalid(
             "import torch as th\nth.set_default_dtype(th.double)\n",
             "import torch as th\nth.set_default_dtype(th.float)\n",
@@ -98,18 +130,48 @@ class Float64OnDevice(Rule):
         heads = {b"torch", *(m.group(1) for m in _TORCH_ALIAS.finditer(code))}
         return any(_dtype_attribute(head).search(code) for head in heads)
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._bindings = DtypeBindings()
+        # Bound names' literals, reported when the module is left: node -> (message, fix).
+        self._bound: dict[int, tuple[str, cst.CSTNode | None]] = {}
+
+    def _reaches(self, node: cst.BaseExpression, message: str, replacement: cst.CSTNode | None) -> None:
+        found = dtype_use(self, node)
+        if found is None:
+            return
+        use, name = found
+        if use == Use.BINDING:
+            self._bindings.bind(self, name, node)
+            self._bound[id(node)] = (message, replacement)
+            return
+        self._emit(node, message, replacement)
+
+    def _emit(self, node: cst.CSTNode, message: str, replacement: cst.CSTNode | None, ancestors=None) -> None:
+        if replacement is None:
+            # No fix: the float32 name would need its own import; the message says what to use.
+            self.report(node, message, guidance=_GUIDANCE, effort=Effort.LOW, ancestors=ancestors)
+        else:
+            self._report(node, message, replacement, ancestors)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for node, ancestors in self._bindings.reached():
+            message, replacement = self._bound[id(node)]
+            self._emit(node, message, replacement, ancestors)
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
         attr = node.attr.value
         if attr in ("float64", "double"):
             qualified = self.qualname(node)
             if qualified in _DTYPES:
-                self._report(
+                self._reaches(
                     node,
                     f"`{qualified}` on the neuron device is silently computed in float32",
                     node.with_changes(attr=cst.Name(_DTYPES[qualified])),
                 )
 
     def visit_Name(self, node: cst.Name) -> None:
+        self._bindings.use(self, node)
         # `from torch import float64` then `x.to(float64)`: the bare name, not the attribute part
         # of `torch.float64` (handled above) nor the name inside the import statement.
         if node.value not in ("float64", "double"):
@@ -119,13 +181,7 @@ class Float64OnDevice(Rule):
             return
         qualified = self.qualname(node)
         if qualified in _DTYPES:
-            # No fix: the float32 name would need its own import; the message says what to use.
-            self.report(
-                node,
-                f"`{qualified}` on the neuron device is silently computed in float32",
-                guidance=_GUIDANCE,
-                effort=Effort.LOW,
-            )
+            self._reaches(node, f"`{qualified}` on the neuron device is silently computed in float32", None)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -133,13 +189,15 @@ class Float64OnDevice(Rule):
             return
         if self.qualname(func) is not None:
             return  # a module function, not the tensor method
+        if on_host(self, func.value):
+            return  # `x.cpu().double()`: a host tensor keeps its precision
         self._report(
             node,
             "`.double()` makes a float64 tensor, which the neuron device computes in float32",
             node.with_changes(func=func.with_changes(attr=cst.Name("float"))),
         )
 
-    def _report(self, node: cst.CSTNode, message: str, replacement: cst.CSTNode) -> None:
+    def _report(self, node: cst.CSTNode, message: str, replacement: cst.CSTNode, ancestors=None) -> None:
         self.report(
             node,
             message,
@@ -148,4 +206,5 @@ class Float64OnDevice(Rule):
             guidance=_GUIDANCE,
             effort=Effort.LOW,
             description="use float32",
+            ancestors=ancestors,
         )

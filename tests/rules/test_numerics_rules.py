@@ -48,8 +48,11 @@ def test_fork_needs_device_use_and_no_spawn(source, expected):
 
 
 DTYPES = [
-    pytest.param("import torch\nx = torch.ones(2, dtype=torch.float64)\n", ["CN801"], id="float64-dtype"),
-    pytest.param("import torch as t\nx = t.ones(2).to(t.double)\n", ["CN801"], id="aliased-double"),
+    pytest.param("import torch\nx = torch.ones(2, dtype=torch.float64, device=dev)\n", ["CN801"], id="float64-dtype"),
+    pytest.param("import torch as t\nx = t.ones(2, device=dev).to(t.double)\n", ["CN801"], id="aliased-double"),
+    # Made on the host (a factory without a device): float64 stays float64 there.
+    pytest.param("import torch\nx = torch.ones(2, dtype=torch.float64)\n", [], id="float64-host-factory"),
+    pytest.param("import torch as t\nx = t.ones(2).to(t.double)\n", [], id="aliased-double-host"),
     pytest.param("from torch import float64\nx = y.to(float64)\n", ["CN801"], id="from-import-float64"),
     pytest.param(
         "from torch import view_as_complex\nz = view_as_complex(x)\n", ["CN802"], id="from-import-view-as-complex"
@@ -67,8 +70,8 @@ def test_float64_and_complex(source, expected):
 
 
 def test_float64_fix_needs_unsafe():
-    source = "import torch\nx = torch.ones(2, dtype=torch.float64).double()\n"
+    source = "import torch\nx = torch.ones(2, dtype=torch.float64, device=dev).double()\n"
     safe, _ = fix_source(source, "t.py", Config())
     unsafe, _ = fix_source(source, "t.py", Config(unsafe_fixes=True))
     assert safe == source
-    assert unsafe == "import torch\nx = torch.ones(2, dtype=torch.float32).float()\n"
+    assert unsafe == "import torch\nx = torch.ones(2, dtype=torch.float32, device=dev).float()\n"

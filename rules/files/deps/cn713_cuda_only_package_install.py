@@ -21,6 +21,9 @@ _PIP_VALUE_OPTIONS = frozenset({
     "-f", "--find-links", "-t", "--target", "--prefix", "--root", "--src", "--python-version",
     "--platform", "--implementation", "--abi", "--progress-bar", "--log", "--cache-dir",
     "--trusted-host", "--upgrade-strategy", "-C", "--config-settings", "--global-option",
+    # `--no-binary flash-attn flash-attn==2.5.6`: the option names the package, the requirement
+    # follows; counted once, at the requirement.
+    "--no-binary", "--only-binary",
 })
 _PIP_INDEX_OPTIONS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find-links"})
 

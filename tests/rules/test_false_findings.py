@@ -1,0 +1,79 @@
+"""Findings a port review called false (issue 30), each kept false; and the true ones beside them.
+
+Each row is a file, a rule and how many findings of that rule it must give: 0 for a shape that
+is not what the rule is about, the right count where a line was reported twice.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda2neuron.core import Config
+from cuda2neuron.workspace import fix_source, lint_source
+
+ROWS = [
+    # CN801: a dtype value is not a tensor on the device.
+    ("beta-schedule-on-cpu", "s.py", "import torch\nbetas = torch.linspace(1e-4, 0.02, 1000, dtype=torch.float64).numpy()\n", "CN801", 0),
+    ("dtype-membership", "s.py", "import torch\nif logits.dtype in [torch.float32, torch.float64]:\n    pass\n", "CN801", 0),
+    ("dtype-name-table", "s.py", 'import torch\nNAMES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16"}\n', "CN801", 0),
+    ("cpu-test-parametrization", "test_s.py",
+     'import pytest, torch\n\n@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])\n'
+     "def test_cast(dtype):\n    assert torch.zeros(2, dtype=dtype).dtype == dtype\n", "CN801", 0),
+    ("cpu-tensor-cast", "s.py", "import torch\nref = out.detach().cpu().double()\n", "CN801", 0),
+    ("device-tensor", "s.py", "import torch\nx = torch.zeros(3, dtype=torch.float64, device=device)\n", "CN801", 1),
+    ("device-cast", "s.py", "import torch\nloss = criterion(logits.double(), y)\n", "CN801", 1),
+    ("set-default", "s.py", "import torch\ntorch.set_default_dtype(torch.float64)\n", "CN801", 1),
+    ("dtype-through-a-name", "s.py", "import torch\n\ndef f(x):\n    dt = torch.float64\n    return x.to(dt)\n", "CN801", 1),
+    # CN619: float8 tables and host tensors' dtype tests.
+    ("fp8-table", "s.py", 'import torch\nFP8 = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}\n', "CN619", 0),
+    ("fp8-cpu-dtype-test", "s.py", "import torch\nok = w.cpu().dtype == torch.float8_e4m3fn\n", "CN619", 0),
+    ("fp8-device-cast", "s.py", "import torch\nw8 = w.to(torch.float8_e4m3fn)\n", "CN619", 1),
+    # CN109: "cuda" among words looked for in an error message.
+    ("error-keywords", "s.py", 'OOM = ["out of memory", "cuda", "cublas_status_alloc_failed"]\n', "CN109", 0),
+    ("device-list", "s.py", 'devices = st.sampled_from(["cpu", "cuda"])\n', "CN109", 1),
+    # CN713: `--no-binary flash-attn flash-attn==2.5.6` installs flash-attn once.
+    ("no-binary-once", "setup.sh", "pip install --no-binary flash-attn flash-attn==2.5.6\n", "CN713", 1),
+]
+
+
+@pytest.mark.parametrize(("source", "path", "code", "count"), [(r[2], r[1], r[3], r[4]) for r in ROWS], ids=[r[0] for r in ROWS])
+def test_findings_of_a_rule(source, path, code, count):
+    found = [f for f in lint_source(source, path, Config()) if f.code == code]
+    assert len(found) == count, found
+
+
+def test_a_dtype_table_keeps_its_keys_under_unsafe_fixes():
+    # The unsafe fix made `{torch.float64: "F64", torch.float32: "F32"}` a dict with two
+    # float32 keys, the second silently overwriting the first.
+    source = 'import torch\nNAMES = {torch.float64: "F64", torch.float32: "F32"}\n'
+    out, _ = fix_source(source, "s.py", Config(unsafe_fixes=True))
+    assert out == source
+
+
+def test_cn303_is_silent_once_the_port_left_no_cuda_device_literal():
+    # The autocast line was reported after migrate rewrote the device string it reads: the file
+    # still "said cuda" only in a comment and in a name that starts with the word.
+    source = (
+        "import torch\n"
+        "device = 'cuda'  # or 'cuda:1'\n"
+        "mode = 'cuda_graphs'\n"
+        "device_type = 'cuda' if 'cuda' in device else 'cpu'\n"
+        "ctx = torch.amp.autocast(device_type=device_type)\n"
+    )
+    out, findings = fix_source(source, "t.py", Config())
+    assert "'neuron' if 'neuron' in device" in out
+    assert [f for f in findings if f.code == "CN303"] == []
+    assert [f for f in lint_source(source, "t.py", Config()) if f.code == "CN303"], "before the port it is reported"
+
+
+def test_cn608_is_silent_on_the_branch_the_port_made_dead():
+    source = (
+        "import torch\n\n"
+        "def configure(params, device_type):\n"
+        "    use_fused = device_type == 'cuda'\n"
+        "    extra = dict(fused=True) if use_fused else dict()\n"
+        "    return torch.optim.AdamW(params, **extra)\n"
+    )
+    out, findings = fix_source(source, "t.py", Config())
+    assert "use_fused = False" in out
+    assert [f.applied for f in findings if f.code == "CN608"] == [True]
