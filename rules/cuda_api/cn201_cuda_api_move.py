@@ -8,6 +8,7 @@ from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Safety, Valid
 
 from .._shared.kernel_gates import report_kernel_gate
 from .._shared.names import import_to_drop
+from .._shared.consumers import library_callee
 from .._shared.selected import opened_code, selected_code
 from .._shared.target import guarded_call
 from ._helpers import ApiMove, MemberReferences, accelerator_name_for, load_moves
@@ -240,6 +241,8 @@ class CudaApiMove(MemberReferences, Rule):
             target="accelerator",
         ),
         Invalid("import torch\ntorch.cuda.memory_summary()\n", target="accelerator"),
+        # A library's own flag: reported, not moved (mergekit merges on `cuda` when it is True).
+        Invalid("import torch\nfrom mergekit.options import MergeOptions\nopts = MergeOptions(cuda=torch.cuda.is_available())\n"),
     )
 
     def check_reference(self, node: cst.Attribute | cst.Name) -> None:
@@ -251,6 +254,8 @@ class CudaApiMove(MemberReferences, Rule):
         # `if torch.cuda.is_available(): <triton kernel>` retargeted would run the kernel on
         # Neuron; a skipif on a kernel's test would run the test there.
         if report_kernel_gate(self, node, lambda kernel: f"{message} and guards CUDA-only code: {kernel}", _KERNEL_GUIDANCE):
+            return
+        if self._handed_to_library(node, qualified, message):
             return
         if self.context.settings.target == "neuron":
             self._move(node, move, move.neuron_name, message, Safety.SAFE, note=move.neuron_note)
@@ -265,6 +270,30 @@ class CudaApiMove(MemberReferences, Rule):
             return
         safety = Safety.UNSAFE if move.accelerator_unsafe else Safety.SAFE
         self._move(node, move, target, message, safety, note=move.accelerator_note if move.accelerator_unsafe else "")
+
+    def _handed_to_library(self, node: cst.Attribute | cst.Name, qualified: str, message: str) -> bool:
+        """``MergeOptions(cuda=torch.cuda.is_available())``: the call's answer is an argument of a
+        library outside torch, which reads it itself (True: do the work on ``cuda``). Asked about
+        Neuron, it is True on Trainium and the library takes a CUDA path it cannot run; left, it
+        is False there and the library keeps its CPU path. Reported, not moved."""
+        ancestors = self.context.ancestors
+        call = ancestors[-1] if ancestors else None
+        if not (isinstance(call, cst.Call) and call.func is node):
+            return False
+        callee = library_callee(self, call, ancestors[:-1])
+        if callee is None:
+            return False
+        self.report(
+            node,
+            f"{message}; its answer is handed to `{callee}`, which decides what to do with it",
+            guidance=(
+                f"Left as is: `{callee.split('.')[0]}` is not torch, and reads this value itself (True: "
+                "use its own CUDA path). On Trainium it stays False, as the library's CPU path "
+                "needs; if the library can run on a torch device, give it the neuron device instead."
+            ),
+            effort=Effort.LOW,
+        )
+        return True
 
     def _move(
         self,

@@ -7,6 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
 from .._shared.args import arg_by_name, keyword_arg, positional_args
+from .._shared.consumers import kernel_test, pointer_buffer
 from .._shared.names import is_device_word
 from .._shared.target import device_expr
 
@@ -85,6 +86,8 @@ class CudaMethodCall(Rule):
     )
     INVALID = (
         Invalid("model.cuda()\n", 'model.to("neuron")\n'),
+        # A TensorRT binding's buffer stays on CUDA: reported, kept.
+        Invalid("def infer(ctx, x):\n    inp = x.cuda()\n    ctx.execute_v2([inp.data_ptr()])\n"),
         Invalid("x = x.cuda(non_blocking=True)\n", 'x = x.to("neuron", non_blocking=True)\n'),
         Invalid("y = y.cuda(0)\n", 'y = y.to("neuron:0")\n'),
         Invalid("y = y.cuda(rank)\n", 'y = y.to(f"neuron:{rank}")\n'),
@@ -144,6 +147,20 @@ class CudaMethodCall(Rule):
                 node,
                 "`.cuda()` places the tensor on a CUDA device",
                 guidance=_FORWARDED_GUIDANCE,
+                effort=Effort.LOW,
+            )
+            return
+        kernel = kernel_test(self)
+        if kernel is None and pointer_buffer(self, node):
+            kernel = "its raw pointer (`data_ptr()`) is handed to CUDA code (a TensorRT binding, an extension)"
+        if kernel is not None:
+            # The buffer of CUDA-only code, or the input of a CUDA kernel's test: a neuron tensor
+            # would only move the failure (as a device handed to such code is kept, CN102).
+            self.report(
+                node,
+                f"`.cuda()` places the tensor on a CUDA device for CUDA-only code: {kernel}",
+                guidance="left as is: the callee runs on NVIDIA GPUs only. Port the call (see its finding), "
+                "then give the replacement the target device.",
                 effort=Effort.LOW,
             )
             return

@@ -6,6 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
+from .._shared.consumers import kernel_test, library_callee, pointer_buffer, takes_torch_device
 from .._shared.kernel_gates import handed_to_kernel
 from .._shared.strings import string_value
 from .._shared.target import checkpoint_device, needs_newer_torch
@@ -77,8 +78,13 @@ class CudaDeviceString(Rule):
     non-torch call, log text — is not a device position and is never touched. Autocast and
     GradScaler device types belong to the AMP rules (CN3xx); comparisons to CN103. A device
     handed to CUDA-only code (``isaacgymenvs.make(sim_device="cuda:0")``, the argument of a
-    CUDA-only package's call or of torch's CUDA-only calls) is reported and kept: that callee
-    cannot take a neuron device, and the port replaces the call, and its device, by hand.
+    CUDA-only package's call or of torch's CUDA-only calls), a tensor whose raw pointer is taken
+    (``out.data_ptr()`` in a TensorRT binding) and the tensors of a test that runs a CUDA kernel
+    are reported and kept: that code cannot take a neuron device, and the port replaces it, and
+    its device, by hand. So is a device handed to a library outside torch that is not known to
+    pass it on to torch (``safetensors.torch.load_file(p, device="cuda")``: the library parses it
+    itself); transformers, diffusers, accelerate, timm and the other libraries in
+    ``rules/_shared/consumers.py`` get "neuron".
     On the accelerator target a ``map_location`` device with an index maps to ``"cpu"`` where no
     accelerator exists (torch.load refuses "cpu:0").
     """
@@ -155,6 +161,18 @@ class CudaDeviceString(Rule):
         Invalid(
             'model = AutoModel.from_pretrained(path, device_map="cuda")\n',
             'model = AutoModel.from_pretrained(path, device_map="neuron")\n',
+        ),
+        # A library known to hand the device to torch takes "neuron"; one that parses it itself,
+        # not: reported, kept.
+        Invalid(
+            'from transformers import AutoModel\nmodel = AutoModel.from_pretrained(path, device_map="cuda")\n',
+            'from transformers import AutoModel\nmodel = AutoModel.from_pretrained(path, device_map="neuron")\n',
+        ),
+        Invalid('from safetensors.torch import load_file\nstate = load_file(path, device="cuda")\n'),
+        # The buffers of a TensorRT engine and the inputs of a CUDA kernel's test stay CUDA.
+        Invalid(
+            'import torch\n\ndef infer(ctx, x):\n    out = torch.empty(8, device="cuda")\n'
+            "    ctx.execute_v2([x.data_ptr(), out.data_ptr()])\n    return out.cpu()\n"
         ),
         Invalid('x = make(device=f"cuda:{rank}")\n', 'x = make(device=f"neuron:{rank}")\n'),
         Invalid('x.to("cuda:%d" % i)\n', 'x.to("neuron:%d" % i)\n'),
@@ -321,7 +339,9 @@ class CudaDeviceString(Rule):
             return
         if use is None or use.kind is not UseKind.PLACEMENT:
             return
-        kernel = handed_to_kernel(self, node)
+        kernel = handed_to_kernel(self, node) or kernel_test(self)
+        if kernel is None and pointer_buffer(self, node):
+            kernel = "its tensor's raw pointer (`data_ptr()`) is handed to CUDA code (a TensorRT binding, an extension)"
         if kernel is not None:
             # A device of CUDA-only code's own (a simulator's, a TensorRT engine's): a neuron one
             # would only move the failure; the port replaces the call, and the device with it.
@@ -330,6 +350,21 @@ class CudaDeviceString(Rule):
                 f"`{self.context.code(node)}` is handed to CUDA-only code: {kernel}",
                 guidance="left as is: the callee runs on NVIDIA GPUs only. Port the call (see its finding), then "
                 "give the replacement the target device.",
+                effort=Effort.LOW,
+            )
+            return
+        callee = library_callee(self, node)
+        if callee is not None and not takes_torch_device(callee):
+            self.report(
+                node,
+                f"`{self.context.code(node)}` is handed to `{callee}`, which reads the device itself",
+                guidance=(
+                    f"Left as is: `{callee.split('.')[0]}` is not torch, and not a library known to hand its "
+                    'device to torch, where "neuron" works; libraries that parse it themselves '
+                    "(safetensors, ONNX Runtime, ultralytics) reject it. Check what the callee does with "
+                    'it: if it passes it on to torch, write "neuron"; if it runs CUDA code of its own, '
+                    "keep this path off Trainium."
+                ),
                 effort=Effort.LOW,
             )
             return

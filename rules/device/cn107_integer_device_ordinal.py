@@ -10,6 +10,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import arg_by_name, positional_args
+from .._shared.consumers import device_test_form, kernel_test, library_callee, takes_torch_device
 from .._shared.strings import string_value
 from .._shared.target import device_expr
 from ._helpers import ordinal_word
@@ -270,6 +271,13 @@ class IntegerDeviceOrdinal(Rule):
     )
     INVALID = (
         Invalid("x = x.to(0)\n", 'x = x.to("neuron:0")\n'),
+        # A test about the integer form keeps it; a library's own index is reported, kept.
+        Invalid("def test_init_communicator_with_device_int(client):\n    client.init_communicator(device=0)\n"),
+        Invalid("from simlib import Simulator\nsim = Simulator(scene, device=0)\n"),
+        Invalid(
+            "from transformers import pipeline\npipe = pipeline('text-generation', device=0)\n",
+            "from transformers import pipeline\npipe = pipeline('text-generation', device=\"neuron:0\")\n",
+        ),
         Invalid(
             "import os\nlocal_rank = int(os.environ['LOCAL_RANK'])\nmodel.to(local_rank)\n",
             "import os\nlocal_rank = int(os.environ['LOCAL_RANK'])\nmodel.to(f\"neuron:{local_rank}\")\n",
@@ -416,6 +424,28 @@ class IntegerDeviceOrdinal(Rule):
                 self._check(node, arg, trusted=qualified is not None and qualified.startswith("torch."))
                 return
 
+    def _kept_as_is(self, value: cst.BaseExpression, above: tuple[cst.CSTNode, ...]) -> str | None:
+        """Why an index stays an index: the test is about that form, the test runs a CUDA kernel,
+        or a library outside torch reads it itself. None: port it."""
+        test = device_test_form(self)
+        if test is not None:
+            return (
+                f"left as is: `{test}` tests the integer form of a device, which a string would no "
+                "longer test. Keep the test for CUDA (skip it where no CUDA device exists), or add a "
+                "neuron twin of it."
+            )
+        kernel = kernel_test(self)
+        if kernel is not None:
+            return f"left as is: the callee runs on NVIDIA GPUs only ({kernel}); port the call, then give it the target device."
+        callee = library_callee(self, value, above)
+        if callee is not None and not takes_torch_device(callee):
+            return (
+                f"left as is: `{callee}` reads the index itself (most libraries read an integer as a "
+                "CUDA device); check what it does with it, and pass it a neuron device only if it "
+                "hands the device on to torch."
+            )
+        return None
+
     def _check(self, call: cst.Call, arg: cst.Arg, *, trusted: bool) -> None:
         value = arg.value
         message = f"`{self.context.code(value)}` is an integer device index, which means a CUDA device"
@@ -437,6 +467,10 @@ class IntegerDeviceOrdinal(Rule):
         guidance = f'pass a device: `f"neuron:{{{self.context.code(value)}}}"` if it is an index'
         # The visited node is the call; the finding names its argument's value.
         above = (*self.context.ancestors, call, arg)
+        kept = self._kept_as_is(value, above)
+        if kept is not None:
+            self.report(value, message, guidance=kept, effort=Effort.LOW, ancestors=above)
+            return
         if built is None:
             self.report(value, message, guidance=guidance, ancestors=above)
             return

@@ -1,0 +1,156 @@
+"""Who receives a CUDA value the port would retarget, and whether the receiver can take Neuron's.
+
+A device or an availability flag handed to torch, or to the project's own code (which the port
+rewrites too), means what it says on Trainium once retargeted. Handed elsewhere it means what
+the receiver makes of it:
+
+* **A library outside torch** reads its own arguments. ``MergeOptions(cuda=torch.cuda.is_available())``
+  asks the library to do its math on the ``cuda`` device: retargeted to ``torch.neuron`` the flag
+  is True on Trainium and the library crashes, where the original ran on the CPU. A device string
+  or index reaches torch only through a library that hands it over (``pipeline(device=0)``,
+  ``from_pretrained(device_map="cuda")``: ``PASS_THROUGH``); others parse it themselves
+  (safetensors, ONNX Runtime, ultralytics) and reject ``"neuron"``.
+* **A raw pointer** (``x.data_ptr()``, a TensorRT binding): the buffer is for CUDA code only.
+* **The test of a CUDA kernel** (a test function that calls one): its inputs are the kernel's.
+
+The last two are left "as is: the callee runs on NVIDIA GPUs only", as a device handed straight
+to CUDA-only code is (``kernel_gates.handed_to_kernel``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import libcst as cst
+
+from cuda2neuron.core import Rule
+from cuda2neuron.python import visit_syntax
+
+from .kernels import kernel_index
+from .names import call_qualname
+from .values import value_user
+
+__all__ = ["PASS_THROUGH", "device_test_form", "kernel_test", "library_callee", "pointer_buffer", "takes_torch_device"]
+
+# Libraries that hand a device argument to torch unchanged (``torch.device(device)``,
+# ``.to(device)``): a ``"neuron"`` device works through them.
+PASS_THROUGH = frozenset({
+    "transformers", "diffusers", "accelerate", "peft", "trl", "sentence_transformers", "timm",
+    "torchvision", "torchaudio", "torchtext", "torchmetrics", "torch_geometric", "lightning",
+    "pytorch_lightning", "lightning_fabric", "open_clip", "clip", "whisper", "kornia", "einops",
+    "fairseq", "detectron2", "mmcv", "mmdet", "mmengine", "lpips", "segment_anything", "datasets",
+    "torchao", "torchtune", "torchrl", "tensordict", "gpytorch", "botorch", "pyro", "dgl",
+})  # fmt: skip
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
+# Libraries that hand a value back to the project's own code: a test framework's parameters, a
+# command line's or a config's defaults. The project decides what the value becomes.
+_HAND_BACK = frozenset({
+    "pytest", "hypothesis", "parameterized", "click", "typer", "fire", "hydra", "omegaconf",
+    "jsonargparse", "absl", "ml_collections", "simple_parsing", "tyro", "pydantic", "attr", "attrs",
+})  # fmt: skip
+
+
+def library_callee(rule: Rule, node: cst.CSTNode, ancestors=None) -> str | None:
+    """The qualified name of the callee ``node``'s value is handed to as an argument (through
+    ``a if c else b``, ``a or b`` and collections), when that callee is imported from a package
+    that is neither torch, nor the project's own, nor the standard library. None otherwise (a
+    local or unresolved callee may be the project's, which the port rewrites too)."""
+    chain = rule.context.ancestors if ancestors is None else ancestors
+    found = value_user(chain, node)
+    if found is None:
+        return None
+    i, _ = found
+    arg, call = chain[i], chain[i - 1] if i >= 1 else None
+    if not (isinstance(arg, cst.Arg) and isinstance(call, cst.Call)):
+        return None
+    qualified = call_qualname(rule, call)
+    if qualified is None:
+        return None
+    top = qualified.split(".")[0]
+    if top == "torch" or top in _STDLIB or top in _HAND_BACK or top in rule.context.settings.project.own_packages:
+        return None
+    return qualified
+
+
+def takes_torch_device(qualified: str) -> bool:
+    return qualified.split(".")[0] in PASS_THROUGH
+
+
+def device_test_form(rule: Rule) -> str | None:
+    """The name of the test function the visited node sits in when its name says it tests the
+    integer form of a device (``test_init_communicator_with_device_int``): that form is what it
+    is about, and the port keeps it."""
+    func = next((a for a in reversed(rule.context.ancestors) if isinstance(a, cst.FunctionDef)), None)
+    if func is None or not func.name.value.startswith("test"):
+        return None
+    words = set(func.name.value.lower().split("_"))
+    return func.name.value if words & {"int", "integer", "ordinal", "index", "idx"} else None
+
+
+def kernel_test(rule: Rule) -> str | None:
+    """What CUDA-only code the test function the visited node sits in runs (``def test_x():
+    y = ext.add_one(torch.randn(4, device="cuda"))``): its tensors are the kernel's inputs."""
+    func = next((a for a in reversed(rule.context.ancestors) if isinstance(a, cst.FunctionDef)), None)
+    if func is None or not func.name.value.startswith("test"):
+        return None
+    index = kernel_index(rule)
+    return index.first_call([func.body]) if index else None
+
+
+class _PointerUse(cst.CSTVisitor):
+    """``<target>.data_ptr()`` somewhere below (``target`` a name or ``self.<attr>``)."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.found = False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if node.attr.value == "data_ptr" and _dotted(node.value) == self.target:
+            self.found = True
+        return not self.found
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+        return f"{node.value.value}.{node.attr.value}"
+    return None
+
+
+# Tensor methods that keep the tensor (a copy or a view of it in the same place): a chain of them
+# on the way to the name that holds the tensor.
+_KEEPS = frozenset({"contiguous", "half", "float", "bfloat16", "int", "long", "view", "reshape", "detach", "clone", "to", "cuda", "flatten", "squeeze", "unsqueeze"})
+
+
+def pointer_buffer(rule: Rule, node: cst.CSTNode) -> bool:
+    """Is ``node`` (a device, or the ``.cuda()`` call) where a tensor is made or moved that is
+    then bound to a name whose raw pointer is taken (``out = torch.empty(..., device="cuda")``
+    ... ``bindings = [out.data_ptr()]`` ... ``context.execute_v2(bindings)``)? Such a tensor is a
+    buffer of CUDA-only code (a TensorRT engine, a CUDA extension called with pointers)."""
+    chain = list(rule.context.ancestors)
+    child: cst.CSTNode = node
+    # Up to the call that makes or moves the tensor.
+    while chain and not isinstance(child, cst.Call):
+        child = chain.pop()
+    # Then through methods that keep it (`.contiguous().to("cuda").half()`).
+    while len(chain) >= 2 and isinstance(chain[-1], cst.Attribute) and chain[-1].value is child and isinstance(chain[-2], cst.Call):
+        if chain[-1].attr.value not in _KEEPS:
+            return False
+        child = chain[-2]
+        chain = chain[:-2]
+    if not chain or not isinstance(chain[-1], cst.Assign) or chain[-1].value is not child:
+        return False
+    assign = chain[-1]
+    if len(assign.targets) != 1:
+        return False
+    target = _dotted(assign.targets[0].target)
+    if target is None:
+        return False
+    if target.startswith("self."):
+        scope = next((a for a in reversed(chain) if isinstance(a, cst.ClassDef)), None)
+    else:
+        scope = next((a for a in reversed(chain) if isinstance(a, cst.FunctionDef)), None)
+    finder = _PointerUse(target)
+    visit_syntax(scope if scope is not None else rule.context.module, finder)
+    return finder.found
