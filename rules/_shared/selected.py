@@ -21,12 +21,15 @@ _NEGATING = (cst.NotEqual, cst.NotIn, cst.IsNot)
 def selected_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     """The test expression of the ``if``/``while``/conditional expression that ``node`` (a device
     test, or a part of one) decides, and the branch taken when the device is CUDA; () when the
-    node decides no branch. ``not``, ``!=`` and ``not in`` pick the ``else`` branch; through an
-    ``or`` (``cuda or cpu_ok``) no branch implies CUDA, and only the test is returned."""
+    node decides no branch. ``not``, ``!=`` and ``not in`` pick the ``else`` branch, and where
+    there is none and the branch leaves (``if not torch.cuda.is_available(): return``), the
+    statements after the ``if``; through an ``or`` (``cuda or cpu_ok``) no branch implies CUDA,
+    and only the test is returned."""
     child: cst.CSTNode = node
     negated = False
     lost = False
-    for anc in reversed(ancestors):
+    for i in range(len(ancestors) - 1, -1, -1):
+        anc = ancestors[i]
         if isinstance(anc, (cst.If, cst.While, cst.IfExp)):
             if child is not anc.test:
                 return ()
@@ -35,6 +38,9 @@ def selected_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: 
             if not negated:
                 return (anc.test, anc.body)
             orelse = anc.orelse
+            if orelse is None and isinstance(anc, cst.If) and i > 0 and _leaves(anc.body):
+                # `if not torch.cuda.is_available(): return` — what follows runs on CUDA only.
+                return (anc.test, *_after(ancestors[i - 1], anc))
             return (anc.test, orelse) if orelse is not None else (anc.test,)
         if isinstance(anc, cst.Comparison):
             if any(isinstance(c.operator, _NEGATING) for c in anc.comparisons):
@@ -47,6 +53,25 @@ def selected_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: 
         elif isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.Lambda, cst.FunctionDef)):
             return ()
         child = anc
+    return ()
+
+
+def _leaves(block: cst.BaseSuite) -> bool:
+    """Does the branch end by leaving (``return``, ``raise``, ``continue``, ``break``)?"""
+    if isinstance(block, cst.SimpleStatementSuite):
+        small = block.body
+    else:
+        last = block.body[-1] if block.body else None
+        small = last.body if isinstance(last, cst.SimpleStatementLine) else ()
+    return bool(small) and isinstance(small[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
+
+
+def _after(block: cst.CSTNode, statement: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    """The statements that follow ``statement`` in ``block``."""
+    body = block.body if isinstance(block, (cst.IndentedBlock, cst.Module)) else ()
+    for k, stmt in enumerate(body):
+        if stmt is statement:
+            return tuple(body[k + 1 :])
     return ()
 
 

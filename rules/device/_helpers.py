@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cuda2neuron.core import Rule, Safety
+from cuda2neuron.python import visit_syntax
 
 from .._shared.args import arg_by_name, positional_args
 from .._shared.names import is_device_word
@@ -487,10 +488,86 @@ def comparison_safety(use: Use, rule: Rule) -> Safety | None:
             return _guard_safety(rule, [anc.body, *([anc.orelse] if anc.orelse is not None else [])])
         if isinstance(anc, cst.IfExp) and child is anc.test:
             if _is_data(anc.body) and _is_data(anc.orelse):
-                return Safety.SAFE
+                return Safety.UNSAFE if _cuda_named(rule, [anc.body, anc.orelse]) else Safety.SAFE
             return _guard_safety(rule, [anc.body, anc.orelse])
+        if isinstance(anc, cst.Tuple) and isinstance(child, cst.Element):
+            child = anc  # `..., is_cuda, device = *q.shape, q.is_cuda, q.device`
+            continue
+        if isinstance(anc, cst.Element):
+            child = anc
+            continue
+        if isinstance(anc, (cst.Assign, cst.AnnAssign)) and _flag_picks_cuda_named(rule, anc, use.above):
+            return Safety.UNSAFE
         return Safety.SAFE
     return Safety.SAFE
+
+
+class _CudaNamed(cst.CSTVisitor):
+    """A value the project named for CUDA (``self.cuda_config``, ``cuda_stream``), not a
+    ``torch.cuda`` name (those are ported or reported by their own rules)."""
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+        self.found: str | None = None
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if self.found is None and "cuda" in node.attr.value.lower() and not (self.rule.qualname(node) or "").startswith("torch."):
+            self.found = node.attr.value
+        return self.found is None and not (self.rule.qualname(node) or "").startswith("torch.")
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if self.found is None and "cuda" in node.value.lower() and self.rule.qualname(node) is None:
+            self.found = node.value
+
+
+def _cuda_named(rule: Rule, nodes: list[cst.CSTNode]) -> str | None:
+    finder = _CudaNamed(rule)
+    for node in nodes:
+        visit_syntax(node, finder)
+    return finder.found
+
+
+class _FlagBranches(cst.CSTVisitor):
+    """The branches taken when one of ``names`` is true (``cfg_a if is_cuda else cfg_b``)."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.taken: list[cst.CSTNode] = []
+
+    def _tests(self, test: cst.BaseExpression) -> bool:
+        return isinstance(test, cst.Name) and test.value in self.names
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        if self._tests(node.test):
+            self.taken.append(node.body)
+
+    def visit_If(self, node: cst.If) -> None:
+        if self._tests(node.test):
+            self.taken.append(node.body)
+
+
+def _flag_picks_cuda_named(rule: Rule, assign: cst.CSTNode, above: Sequence[cst.CSTNode]) -> bool:
+    """``is_cuda = q.is_cuda`` ... ``config = self.cuda_config if is_cuda else self.cpu_config``:
+    the flag picks a value the project set up for CUDA only (denoising-diffusion-pytorch fills
+    ``self.cuda_config`` behind ``torch.cuda.is_available()``), which a Neuron answer would pick
+    on Trainium too. Such a test is not a plain data choice."""
+    targets = assign.targets if isinstance(assign, cst.Assign) else [assign]
+    names: set[str] = set()
+    for t in targets:
+        target = t.target
+        elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else [target]
+        for e in elements:
+            value = getattr(e, "value", e)
+            if isinstance(value, cst.Name):
+                names.add(value.value)
+    if not names:
+        return False
+    scope = next((a for a in reversed(above) if isinstance(a, cst.FunctionDef)), None)
+    if scope is None:
+        return False
+    branches = _FlagBranches(names)
+    visit_syntax(scope, branches)
+    return bool(branches.taken) and _cuda_named(rule, branches.taken) is not None
 
 
 def _optional_library_check(node: cst.BaseExpression) -> bool:
@@ -522,12 +599,17 @@ class _CallKinds(cst.CSTVisitor):
         # the input is a check, like `assert device.type == "cuda"`, not CUDA-only code.
         if isinstance(func, cst.Name) and qualified is None and func.value in _BUILTIN_EXCEPTIONS:
             return
+        # `if device == "cuda" and not torch.cuda.is_available(): pytest.skip(...)`: a skip for a
+        # device that is missing, which means the same for the target device.
+        if qualified in _SKIPS:
+            return
         if qualified is not None and qualified.startswith("torch.") and "cpp_extension" not in qualified:
             self.torch = True
         else:
             self.other = True
 
 
+_SKIPS = frozenset({"pytest.skip", "pytest.xfail", "unittest.SkipTest", "sys.exit"})
 _BUILTIN_EXCEPTIONS = frozenset(
     name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)
 )

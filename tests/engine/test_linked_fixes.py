@@ -113,6 +113,15 @@ def _fix(source: str, unsafe: bool = False) -> str:
             id="the-other-branch-does-not-hold",
         ),
         pytest.param('if dev == "c":\n    precision()\n', False, 'if dev == "n":\n    precision()\n', id="advisory-does-not-hold"),
+        # An early exit: what follows `if not cuda: return` runs on CUDA only.
+        pytest.param(
+            'def f():\n    if dev != "c":\n        return\n    cuda_left()\n', False,
+            'def f():\n    if dev != "c":\n        return\n    cuda_left()\n', id="code-after-an-early-exit-holds-it",
+        ),
+        pytest.param(
+            'def f():\n    if dev != "u":\n        return\n    cuda_api()\n', False,
+            'def f():\n    if dev != "u":\n        return\n    cuda_api()\n', id="early-exit-holds-what-follows",
+        ),
         # Through an `or` the branch runs either way: it holds the test back, not the reverse.
         pytest.param(
             'if dev == "c" or ok:\n    cuda_left()\n', False, 'if dev == "c" or ok:\n    cuda_left()\n', id="or-branch-holds-its-test",
