@@ -87,6 +87,19 @@ def _leaves(block: cst.BaseSuite) -> bool:
     return bool(small) and isinstance(small[-1], (cst.Return, cst.Raise))
 
 
+def _answers_no(block: cst.BaseSuite) -> bool:
+    """Does the branch only ``return False`` (or ``None``)?"""
+    body = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    if len(body) != 1:
+        return False
+    line = body[0]
+    small = line.body if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else ()
+    if len(small) != 1 or not isinstance(small[0], cst.Return):
+        return False
+    value = small[0].value
+    return isinstance(value, cst.Name) and value.value in ("False", "None")
+
+
 def _after(block: cst.CSTNode | None, statement: cst.CSTNode) -> list[cst.CSTNode]:
     """The statements that follow ``statement`` in ``block`` (its enclosing block)."""
     body = block.body if isinstance(block, (cst.IndentedBlock, cst.Module)) else ()
@@ -185,6 +198,11 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
             # a verifier method): the other methods of its class launch the kernel.
             owner = _enclosing_class(ancestors, i)
             found = index.first_call([owner.body]) if owner is not None else None
+        if found is None and isinstance(anc, cst.If) and _answers_no(anc.body):
+            # A predicate's early "no" (`def _should_use_custom_op(x): ... if x.device.type !=
+            # "cuda": return False`): its callers' branches are what it gates.
+            func = _enclosing_function(ancestors, i)
+            found = _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
         return found
     if isinstance(anc, cst.IfExp):
         # `sim_device="cuda:0" if torch.cuda.is_available() else "cpu"` handed to Isaac Gym: the

@@ -46,6 +46,7 @@ __all__ = [
     "TrainerOptimizer",
     "CUDA_PROVIDERS",
     "TORCH_CUDA_ONLY_CALLS",
+    "cuda_operator",
     "TORCH_INT4_OPS",
     "dynamic_import",
     "kernel_index",
@@ -473,6 +474,15 @@ class _Collector(cst.CSTVisitor):
             return
         head, _, rest = dotted.partition(".")
         qualified = f"{self.imports[head]}.{rest}".rstrip(".") if head in self.imports else ""
+        operator = cuda_operator(value, qualified)
+        if operator is not None:
+            # `op = torch._C._jit_get_operation("aten::cudnn_convolution_backward_weight")`
+            # (StyleGAN2-ADA's conv2d_gradfix): a cuDNN / CUDA operator looked up by its name.
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name is not None:
+                    self.names[name] = f"the CUDA operator `{operator}`"
+            return
         module = dynamic_import(value, qualified)
         if module is not None:
             # `ext = importlib.import_module("fused_adam_cuda")`: an import spelled as a call.
@@ -490,6 +500,23 @@ class _Collector(cst.CSTVisitor):
                 if name is not None:
                     self.names[name] = f"the hub kernel {label} (`{name}`, downloaded by kernels.get_kernel)"
                     self.hubs.add(name)
+
+
+# Operators looked up by name whose kernels exist for CUDA only (cuDNN, and aten ops named for CUDA).
+_OPERATOR_LOOKUPS = frozenset({"torch._C._jit_get_operation"})
+
+
+def cuda_operator(call: cst.Call, qualified: str) -> str | None:
+    """``torch._C._jit_get_operation("aten::cudnn_...")``: the operator's name when it is one."""
+    if qualified not in _OPERATOR_LOOKUPS or not call.args:
+        return None
+    first = call.args[0].value
+    names = [first.body, first.orelse] if isinstance(first, cst.IfExp) else [first]
+    for name in names:
+        text = name.evaluated_value if isinstance(name, cst.SimpleString) else None
+        if isinstance(text, str) and ("cudnn" in text or "cuda" in text.split("::")[-1]):
+            return text
+    return None
 
 
 def kernel_index(rule: Rule) -> KernelIndex:

@@ -488,7 +488,7 @@ def comparison_safety(use: Use, rule: Rule) -> Safety | None:
             return _guard_safety(rule, [anc.body, *([anc.orelse] if anc.orelse is not None else [])])
         if isinstance(anc, cst.IfExp) and child is anc.test:
             if _is_data(anc.body) and _is_data(anc.orelse):
-                return Safety.UNSAFE if _cuda_named(rule, [anc.body, anc.orelse]) else Safety.SAFE
+                return Safety.DISPLAY_ONLY if _cuda_named(rule, [anc.body, anc.orelse]) else Safety.SAFE
             return _guard_safety(rule, [anc.body, anc.orelse])
         if isinstance(anc, cst.Tuple) and isinstance(child, cst.Element):
             child = anc  # `..., is_cuda, device = *q.shape, q.is_cuda, q.device`
@@ -497,7 +497,8 @@ def comparison_safety(use: Use, rule: Rule) -> Safety | None:
             child = anc
             continue
         if isinstance(anc, (cst.Assign, cst.AnnAssign)) and _flag_picks_cuda_named(rule, anc, use.above):
-            return Safety.UNSAFE
+            # Whether the CUDA-named value exists on Neuron is for a person to decide.
+            return Safety.DISPLAY_ONLY
         return Safety.SAFE
     return Safety.SAFE
 

@@ -6,6 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
+from .._shared.kernels import cuda_operator
 from .._shared.args import positional_args
 from .._shared.strings import string_value
 
@@ -68,6 +69,7 @@ class PrivateCudaApi(Rule):
     triggers = (
         "cuda._", "_C._cuda", "_C._nccl", "torch.cuda import", '"_cuda', "'_cuda", '"_nccl', "'_nccl",
         'cuda, "_', "cuda, '_", "_share_cuda_", "_shared_cuda", "_counter_cuda", "_cuda_graph_capture",
+        "cudnn_",  # an operator looked up by name: "aten::cudnn_convolution_backward_weight"
     )  # fmt: skip
     VALID = (
         "import torch\ntorch.cuda.synchronize()\n",
@@ -85,6 +87,7 @@ class PrivateCudaApi(Rule):
         # A guard by name: the probe is false on a CPU/Neuron build only by accident of the build.
         Invalid("import torch\nif hasattr(torch._C, '_cuda_clearCublasWorkspaces'):\n    pass\n"),
         Invalid("import torch\nf = getattr(torch._C, '_cuda_getDevice', None)\n"),
+        Invalid("import torch\nop = torch._C._jit_get_operation('aten::cudnn_convolution_backward_weight')\n"),
         # A private name of torch.cuda itself that no other trigger word spells.
         Invalid('import torch\nbad = getattr(torch.cuda, "_is_in_bad_fork", None)\n'),
         Invalid("import torch.cuda\nok = hasattr(torch.cuda, '_is_in_bad_fork')\n"),
@@ -117,6 +120,13 @@ class PrivateCudaApi(Rule):
         # hasattr(torch._C, "_cuda_x") / getattr(torch.cuda, "_x", None): the private name is a
         # string, so no attribute resolves; the object it is looked up on does.
         func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "_jit_get_operation":
+            # `torch._C._jit_get_operation("aten::cudnn_convolution_backward_weight")`
+            # (StyleGAN2-ADA's conv2d_gradfix): a cuDNN operator looked up by its name.
+            operator = cuda_operator(node, self.qualname(func) or "")
+            if operator is not None:
+                self.report(node, f"`{operator}` is a CUDA operator looked up by name (torch._C._jit_get_operation)", guidance=_GUIDANCE, effort=Effort.MEDIUM)
+            return
         if not (isinstance(func, cst.Name) and func.value in ("hasattr", "getattr")):
             return
         args = positional_args(node)
