@@ -112,14 +112,18 @@ def run_text_rules(
     """Run ``rules`` over ``parse(text)``; with ``fix``, apply the allowed fixes to a fixed point.
 
     Like the Python engine: non-overlapping fixes are applied, the text is checked again, and
-    an overlapping fix gets its turn in the next round. Applied items keep the positions of the
-    round they were found in; the others refer to the final text.
+    an overlapping fix gets its turn in the next round. Every item, applied or left, is located
+    in ``text``, the text as read (``_in_original``): a finding of the final text after an edit
+    that changed a line's length is not a few columns off.
     """
     items = _lint(text, rules, parse, settings)
     if not fix:
         return None, items
     applied: list[TextItem] = []
     current = text
+    # Each round's edits, (start, end, length of the replacement) in that round's text: a finding
+    # of a later round, and an applied edit, are located in the text as read through them.
+    rounds: list[list[tuple[int, int, int]]] = []
     for _ in range(MAX_ITERATIONS):
         chosen: list[int] = []
         last_end = -1
@@ -131,11 +135,47 @@ def run_text_rules(
             last_end = r.end
         new = apply_text_fixes(current, [items[i].report for i in chosen]) if chosen else current
         if new == current:
-            return (current if current != text else None), applied + items
-        applied += [replace(items[i], applied=True) for i in chosen]
+            return (current if current != text else None), _in_original(text, rounds, applied, items)
+        applied += [replace(items[i], applied=True, start=(len(rounds), 0)) for i in chosen]
+        rounds.append([(items[i].report.start, items[i].report.end, len(items[i].report.replacement or "")) for i in chosen])
         current = new
         items = _lint(current, rules, parse, settings)
     raise ConvergenceError(f"text fixes did not converge after {MAX_ITERATIONS} rounds")
+
+
+def _back(offset: int, edits: list[tuple[int, int, int]], end: bool) -> int:
+    """``offset`` in the text after ``edits`` (sorted, not overlapping) -> in the text before.
+    Inside a replacement it stands for the whole replaced range (its start, or for an end
+    offset its end)."""
+    shift = 0
+    for start, stop, length in edits:
+        new_start = start + shift
+        new_stop = new_start + length
+        # A start offset where text was deleted starts on what followed it.
+        if offset < new_start or (offset == new_start and (end or length > 0)):
+            break
+        if offset < new_stop or (end and offset == new_stop):
+            return stop if end else start
+        shift += length - (stop - start)
+    return offset - shift
+
+
+def _in_original(
+    text: str, rounds: list[list[tuple[int, int, int]]], applied: list[TextItem], remaining: list[TextItem]
+) -> list[TextItem]:
+    """Every item with its position in ``text`` (the text as read): an applied one was found in
+    the text of its round (stored in ``start[0]`` by the loop), a remaining one in the last."""
+    if not rounds:
+        return applied + remaining
+    index = LineIndex(text)
+
+    def located(it: TextItem, found_in: int) -> TextItem:
+        start, end = it.report.start, it.report.end
+        for edits in reversed(rounds[:found_in]):
+            start, end = _back(start, edits, end=False), _back(end, edits, end=True)
+        return replace(it, start=index.position(start), end=index.position(max(start, end)))
+
+    return [located(it, it.start[0]) for it in applied] + [located(it, len(rounds)) for it in remaining]
 
 
 def apply_text_fixes(text: str, reports: Iterable[TextReport]) -> str:
