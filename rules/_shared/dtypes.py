@@ -33,7 +33,7 @@ from cuda2neuron.core import Rule
 from .names import call_qualname
 from .strings import string_value
 
-__all__ = ["DtypeBindings", "Use", "dtype_use", "on_host"]
+__all__ = ["DtypeBindings", "Use", "dtype_test_of", "dtype_use", "on_host"]
 
 _FACTORIES = frozenset(
     f"torch.{n}"
@@ -192,6 +192,29 @@ def on_host(rule: Rule, node: cst.BaseExpression) -> bool:
             node = node.value
             continue
         return False
+
+
+def dtype_test_of(rule: Rule, node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The tensor whose dtype ``node`` is compared with (``w.dtype == torch.float8_e4m3fn``,
+    ``x.dtype in (torch.float8_e4m3fn, ...)``), when that tensor is not provably on the host;
+    None otherwise. A table of dtypes or a ``.cpu()`` tensor's test is not such a test."""
+    chain = list(rule.context.ancestors)
+    child: cst.CSTNode = node
+    if chain and isinstance(chain[-1], cst.Element) and len(chain) >= 2 and isinstance(chain[-2], (cst.List, cst.Tuple, cst.Set)):
+        child = chain[-2]
+        chain = chain[:-2]
+    if chain and isinstance(chain[-1], cst.ComparisonTarget):
+        chain.pop()
+    if not chain or not isinstance(chain[-1], cst.Comparison):
+        return None
+    comparison = chain[-1]
+    sides = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+    for side in sides:
+        if side is child or side is node:
+            continue
+        if isinstance(side, cst.Attribute) and side.attr.value == "dtype" and not on_host(rule, side.value):
+            return side.value
+    return None
 
 
 class DtypeBindings:

@@ -8,7 +8,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
-from .._shared.dtypes import DtypeBindings, Use, dtype_use
+from .._shared.dtypes import DtypeBindings, Use, dtype_test_of, dtype_use
 from .._shared.names import call_qualname
 
 __all__ = ["CudaFp8Ops"]
@@ -38,8 +38,10 @@ class CudaFp8Ops(Rule):
     float8 dtypes (``torch.float8_e4m3fn``, ``torch.float8_e5m2``, ...) where they reach the device.
     A dtype reaches the device where it makes or casts a tensor that may live there:
     ``w.to(torch.float8_e4m3fn)``, a factory given a device, a name bound to the dtype and used so
-    in the same scope (rules/_shared/dtypes.py). A dtype used as a value — a table of dtypes, a
-    comparison, ``x.cpu().dtype == torch.float8_e4m3fn`` — is not reported.
+    in the same scope (rules/_shared/dtypes.py). So does a test of a tensor's dtype against it
+    (``w.dtype == torch.float8_e4m3fn``): the code expects float8 tensors there. A dtype used as
+    a value — a table of dtypes, a host tensor's test (``x.cpu().dtype == torch.float8_e4m3fn``)
+    — is not reported.
 
     ## Why is this bad?
     ``_scaled_mm`` is a private operator with CUDA kernels only (cuBLASLt FP8 GEMMs on Ada/Hopper
@@ -71,6 +73,7 @@ class CudaFp8Ops(Rule):
         Invalid("import torch\nout = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)\n"),
         Invalid("import torch\nw8 = w.to(torch.float8_e4m3fn)\n"),
         Invalid("import torch\n\ndef q(w):\n    fp8 = torch.float8_e5m2\n    return w.to(fp8)\n"),
+        Invalid("import torch\nassert layer.weight.dtype == torch.float8_e4m3fn\n"),
     )
 
     @classmethod
@@ -115,6 +118,10 @@ class CudaFp8Ops(Rule):
             return
         found = dtype_use(self, node)
         if found is None:
+            if dtype_test_of(self, node) is not None:
+                # `w.dtype == torch.float8_e4m3fn` on a tensor that may be on the device: the
+                # code expects float8 there (a float64 test, by contrast, holds on Neuron too).
+                self._dtype(node)
             return
         if found[0] == Use.BINDING:
             self._bindings.bind(self, found[1], node)
