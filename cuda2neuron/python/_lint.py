@@ -493,7 +493,8 @@ def _fix_imports(module: cst.Module, reports: list[Report], lineage: Lineage | N
                     paths.update(imports, (id(stmt),))
         module = _transform(AddImportsVisitor(context), module, paths, lineage)
     if removes:
-        code = _prose_out(module.code)
+        # libcst's own `module.code` enters a context manager per node; the span state does not.
+        code = _prose_out(spans_and_code(module, ())[1])
         candidates = {
             (mod, obj, alias)
             for mod, obj in removes

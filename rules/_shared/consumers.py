@@ -98,16 +98,16 @@ def kernel_test(rule: Rule) -> str | None:
 
 
 class _PointerUse(cst.CSTVisitor):
-    """``<target>.data_ptr()`` somewhere below (``target`` a name or ``self.<attr>``)."""
+    """The names (``x``, ``self.x``) whose ``.data_ptr`` is taken somewhere below."""
 
-    def __init__(self, target: str) -> None:
-        self.target = target
-        self.found = False
+    def __init__(self) -> None:
+        self.targets: set[str] = set()
 
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        if node.attr.value == "data_ptr" and _dotted(node.value) == self.target:
-            self.found = True
-        return not self.found
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "data_ptr":
+            target = _dotted(node.value)
+            if target is not None:
+                self.targets.add(target)
 
 
 def _dotted(node: cst.BaseExpression) -> str | None:
@@ -151,6 +151,11 @@ def pointer_buffer(rule: Rule, node: cst.CSTNode) -> bool:
         scope = next((a for a in reversed(chain) if isinstance(a, cst.ClassDef)), None)
     else:
         scope = next((a for a in reversed(chain) if isinstance(a, cst.FunctionDef)), None)
-    finder = _PointerUse(target)
-    visit_syntax(scope if scope is not None else rule.context.module, finder)
-    return finder.found
+    where = scope if scope is not None else rule.context.module
+    # One look per scope, whatever the number of tensors made in it.
+    memo: dict[int, set[str]] = rule.context.__dict__.setdefault("_pointer_targets", {})
+    if id(where) not in memo:
+        finder = _PointerUse()
+        visit_syntax(where, finder)
+        memo[id(where)] = finder.targets
+    return target in memo[id(where)]
