@@ -17,7 +17,9 @@ may live there:
 * a torch operation on tensors (``torch.sum(x, dtype=...)``, ``F.softmax(x, dtype=...)``): the
   result lives where its input does;
 * a module built with it (``nn.Linear(4, 4, dtype=...)``): its parameters go where the model
-  goes; a ``dtype=`` / ``torch_dtype=`` given to a callee outside torch (a model loader);
+  goes; a callee outside torch given it by a keyword that says dtype (``torch_dtype=``,
+  ``freqs_dtype=``: a model loader, the project's own builder) or beside a device
+  (``maybe_adjust_dtype_for_device(torch.float64, x.device)``);
 * ``torch.set_default_dtype(...)``: every tensor made afterwards.
 
 The value may come through ``a if c else b``, ``a or b`` and a plain name bound to it in the same
@@ -109,6 +111,13 @@ def _reaches_device(rule: Rule, call: cst.Call, arg: cst.Arg, above: list[cst.CS
         if _names_cpu(call) or on_host(rule, func.value):
             return False
         return True
+    if qualified is None or not (qualified == "torch" or qualified.startswith("torch.")):
+        # A callee outside torch (a model loader, the project's own builder or helper): a dtype
+        # it is handed by a keyword that says dtype (`torch_dtype=`, `freqs_dtype=`), or beside a
+        # device (`maybe_adjust_dtype_for_device(torch.float64, x.device)`), is for device tensors.
+        if keyword is not None:
+            return "dtype" in keyword and not _names_cpu(call)
+        return any(_is_device_value(a.value) for a in call.args if a is not arg) and not _names_cpu(call)
     if keyword not in _DTYPE_KEYWORDS:
         return False
     if qualified in _FACTORIES:
@@ -118,13 +127,17 @@ def _reaches_device(rule: Rule, call: cst.Call, arg: cst.Arg, above: list[cst.CS
         return _moved_at_once(call, above)
     if qualified is not None and qualified.startswith("torch.") and qualified.endswith("_like"):
         return not any(on_host(rule, a.value) for a in call.args if a.keyword is None)
-    if qualified is not None and (qualified == "torch" or qualified.startswith("torch.")):
-        # An operation on tensors (`torch.sum(x, dtype=...)`, `F.softmax`, `nn.Linear(...)`):
-        # the result, or the module's parameters, go where the inputs go.
-        inputs = [a.value for a in call.args if a.keyword is None]
-        return not inputs or not all(on_host(rule, v) for v in inputs)
-    # A callee outside torch given a dtype: a model loader, a builder of the project's.
-    return not _names_cpu(call)
+    # An operation on tensors (`torch.sum(x, dtype=...)`, `F.softmax`, `nn.Linear(...)`): the
+    # result, or the module's parameters, go where the inputs go.
+    inputs = [a.value for a in call.args if a.keyword is None]
+    return not inputs or not all(on_host(rule, v) for v in inputs)
+
+
+def _is_device_value(node: cst.BaseExpression) -> bool:
+    """``x.device``, ``device``, ``self.device``: an argument that names a device."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "device" or node.attr.value.endswith("_device")
+    return isinstance(node, cst.Name) and (node.value == "device" or node.value.endswith("_device"))
 
 
 def _is_cpu(node: cst.BaseExpression) -> bool:
