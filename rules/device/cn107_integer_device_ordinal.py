@@ -68,9 +68,6 @@ _INTEGER = rb"(?:0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|[0-9][0-9_]*)(?![.\
 # ``device=`` that follows ``(`` or ``,`` (a keyword argument, not an assignment).
 _TO = re.compile(rb"\.to\(")
 _DEVICE_KEYWORD = re.compile(rb"device[ \t\\]*=(?!=)")
-# `device_map = {"": int(os.environ["LOCAL_RANK"])}` / `device_map={"": 0}`: a map whose values
-# are device indices (accelerate reads an int as a CUDA GPU).
-_DEVICE_MAP = re.compile(rb"device_map[ \t\\]*=[ \t\\]*\{")
 # An argument's head: opening brackets, stars and blanks skipped, then a digit or a dotted chain
 # (and whether it is called).
 _HEAD = re.compile(rb"[\s(*\\]*(?:(?P<digit>%s)|(?P<chain>%s)(?P<call>[\s\\]*\()?)" % (_INTEGER, _CHAIN))
@@ -302,12 +299,6 @@ class IntegerDeviceOrdinal(Rule):
         ),
         Invalid("x = x.to(device=3)\n", 'x = x.to(device="neuron:3")\n'),
         Invalid(
-            'import os\ndevice_map = {"": int(os.environ.get("LOCAL_RANK") or 0)}\n',
-            'import os\nimport torch\n\ndevice_map = {"": torch.device("neuron", int(os.environ.get("LOCAL_RANK") or 0))}\n',
-            unsafe=True,
-        ),
-        Invalid('m = load(name, device_map={"": 0})\n', 'm = load(name, device_map={"": "neuron:0"})\n', unsafe=True),
-        Invalid(
             "class T:\n    def __init__(self, model, gpu_id: int):\n        self.gpu_id = gpu_id\n"
             "        self.model = model.to(self.gpu_id)\n",
             "class T:\n    def __init__(self, model, gpu_id: int):\n        self.gpu_id = gpu_id\n"
@@ -328,8 +319,6 @@ class IntegerDeviceOrdinal(Rule):
         # ".to(" and "device" are in most files of a model library; the argument there rarely
         # looks like an index (bench/check_prefilter.py: no finding is lost on real trees).
         wake = _Wake(code)
-        if _DEVICE_MAP.search(code):
-            return True
         return any(wake.argument(m.end()) for m in _TO.finditer(code)) or any(
             wake.argument(m.end()) for m in _DEVICE_KEYWORD.finditer(code) if _keyword_at(code, m.start())
         )
@@ -415,47 +404,6 @@ class IntegerDeviceOrdinal(Rule):
         longs = [n for n in names if n and n.startswith("--")] or [n for n in names if n]
         if longs:
             self._int_options.add(longs[0].lstrip("-").replace("-", "_"))
-
-    # -- device maps --------------------------------------------------------------------------
-    def visit_Dict(self, node: cst.Dict) -> None:
-        """``device_map = {"": int(os.environ.get("LOCAL_RANK") or 0)}`` (alpaca-lora's DDP
-        fine-tuning) and ``from_pretrained(..., device_map={"": 0})``: each value is the device of
-        the submodules its key names, an integer meaning a CUDA GPU to accelerate."""
-        parent = self.context.parent
-        if isinstance(parent, cst.Arg):
-            named = parent.keyword is not None and parent.keyword.value == "device_map"
-        elif isinstance(parent, cst.Assign) and len(parent.targets) == 1:
-            target = parent.targets[0].target
-            name = target.value if isinstance(target, cst.Name) else target.attr.value if isinstance(target, cst.Attribute) else ""
-            named = "device_map" in name
-        else:
-            named = False
-        if not named:
-            return
-        for element in node.elements:
-            if not (isinstance(element, cst.DictElement) and self._is_int(element.value)):
-                continue
-            value = element.value
-            message = f"`{self.context.code(value)}` in a device map is an integer device index, which means a CUDA device"
-            above = (*self.context.ancestors, node, element)
-            kept = self._kept_as_is(value, above)
-            built = None if kept is not None else device_expr(self, value)
-            if built is None:
-                self.report(value, message, guidance=kept or "", effort=Effort.LOW, ancestors=above)
-                continue
-            expr, imports = built
-            self.report(
-                value,
-                message,
-                replacement=expr,
-                safety=Safety.UNSAFE,
-                imports=imports,
-                guidance='a device map takes a device for each submodule: "neuron:N" puts them on the '
-                "N-th NeuronCore, provided the library moves them with torch (accelerate does)",
-                effort=Effort.LOW,
-                description="name the device explicitly",
-                ancestors=above,
-            )
 
     # -- device positions ---------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
