@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .shell import ShellScript
 
-__all__ = ["Dockerfile", "parse_dockerfile", "shell_view"]
+__all__ = ["ApptainerFile", "Dockerfile", "parse_apptainer", "parse_dockerfile", "shell_view"]
 
 # An instruction: its keyword at the start of a line (continuation lines belong to the one above).
 _INSTRUCTION_RE = re.compile(r"^([ \t]*)([A-Za-z]+)([ \t]+|$)", re.MULTILINE)
@@ -85,3 +85,55 @@ def _in_comment_line(text: str, i: int) -> bool:
 
 def parse_dockerfile(text: str) -> Dockerfile:
     return Dockerfile(shell_view(text), raw=text)
+
+
+# -- Apptainer / Singularity definition files ----------------------------------------------------
+# A header of `Keyword: value` lines (`Bootstrap: docker`, `From: nvcr.io/nvidia/pytorch:24.02-py3`),
+# then `%section` blocks; %post, %environment, %runscript, %startscript and %test are shell.
+_SECTION_RE = re.compile(r"^%([A-Za-z]+)[^\n]*$", re.MULTILINE)
+_SHELL_SECTIONS = frozenset({"post", "environment", "runscript", "startscript", "test", "setup"})
+_HEADER_RE = re.compile(r"^[ \t]*([A-Za-z]+)[ \t]*:[ \t]*(\S[^\n]*?)[ \t]*$", re.MULTILINE)
+
+
+@dataclass
+class ApptainerFile(Dockerfile):
+    """A definition file read as a Dockerfile: its ``From:`` header is the ``FROM`` instruction,
+    its shell sections are the shell view."""
+
+    def instructions(self, keyword: str):
+        """``FROM``: the ``From:`` header; ``LABEL`` / ``ENV``: each line of ``%labels`` /
+        ``%environment``."""
+        sections = list(_SECTION_RE.finditer(self.raw))
+        header_end = sections[0].start() if sections else len(self.raw)
+        for m in _HEADER_RE.finditer(self.raw, 0, header_end):
+            if m.group(1).upper() == keyword:
+                yield m.start(2), m.end(2)
+        wanted = {"LABEL": "labels", "ENV": "environment"}.get(keyword)
+        for i, m in enumerate(sections):
+            if m.group(1).lower() != wanted:
+                continue
+            end = sections[i + 1].start() if i + 1 < len(sections) else len(self.raw)
+            for line in re.finditer(r"[^\n]+", self.raw[m.end():end]):
+                if line.group(0).strip() and not line.group(0).lstrip().startswith("#"):
+                    yield m.end() + line.start(), m.end() + line.end()
+
+
+def _apptainer_view(text: str) -> str:
+    keep: list[tuple[int, int]] = []
+    sections = list(_SECTION_RE.finditer(text))
+    for i, m in enumerate(sections):
+        end = sections[i + 1].start() if i + 1 < len(sections) else len(text)
+        if m.group(1).lower() in _SHELL_SECTIONS:
+            keep.append((min(m.end() + 1, end), end))
+    out = []
+    pos = 0
+    for start, end in keep:
+        out.append(re.sub(r"[^\n]", " ", text[pos:start]))
+        out.append(text[start:end])
+        pos = end
+    out.append(re.sub(r"[^\n]", " ", text[pos:]))
+    return "".join(out)
+
+
+def parse_apptainer(text: str) -> ApptainerFile:
+    return ApptainerFile(_apptainer_view(text), raw=text)

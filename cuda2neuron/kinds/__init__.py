@@ -2,7 +2,8 @@
 
 One static table (``KINDS``) names every kind, how its files are recognised and the function
 that processes them: Python sources through the libcst engine, text files (launch scripts,
-dependency lists, YAML configs, CUDA sources, Dockerfiles) through the text-rule protocol,
+dependency lists, structured configs — YAML, JSON, TOML, INI —, build files, CUDA sources,
+Dockerfiles) through the text-rule protocol,
 notebooks through both. A path is matched once, when it is found (``kind_of``); processing then
 goes straight to its kind. The rule catalog loads only when a file's coarse words say a rule
 could fire (``_prefilter``).
@@ -25,12 +26,25 @@ from ._catalog import catalog, known_codes, rules_for, unknown_selectors
 from ._guard import Body, guarded
 from ._suppressions import CHECKED_KINDS, check_suppressions, directives
 from ._prefilter import COARSE_WORDS, covers, may_trigger, words_for
+from ._residual import RESIDUAL, RESIDUAL_KINDS, with_residual
 from ._python import is_python_source
-from ._text_files import is_config_file, is_cuda_source, is_dependency_file, is_dockerfile, is_shell_script
+from ._text_files import (
+    is_build_file,
+    is_config_file,
+    is_cuda_source,
+    is_dependency_file,
+    is_dockerfile,
+    is_ini_file,
+    is_json_file,
+    is_shell_script,
+    is_toml_file,
+)
 
 __all__ = [
     "COARSE_WORDS",
     "KINDS",
+    "RESIDUAL",
+    "RESIDUAL_KINDS",
     "Kind",
     "catalog",
     "covers",
@@ -63,6 +77,9 @@ class Kind:
     def process(self, path: str, data: bytes, config: Config, options: RunOptions) -> FileResult:
         module, function = self.body.split(":")
         body: Body = getattr(import_module(module, __name__), function)
+        # The residual pass (CN902) runs on the kind's output, inside the same guard; the
+        # suppression check below reruns this same body, so it sees the pass's findings too.
+        body = with_residual(self.name, body)
         result = guarded(path, data, config, options, body)
         if self.name in CHECKED_KINDS and b"cuda2neuron:" in (result.new_bytes or data):
             # Suppression comments: unknown codes fail the file, unused ones are CN901.
@@ -75,7 +92,11 @@ KINDS: tuple[Kind, ...] = (
     Kind("shell", is_shell_script, "._text_files:process_shell_findings"),
     Kind("requirements", is_dependency_file, "._text_files:process_dependencies_findings"),
     Kind("notebook", is_notebook, "._notebook:process_notebook_findings"),
-    Kind("config", is_config_file, "._text_files:process_config_findings"),
+    Kind("config", is_config_file, "._text_files:process_config_findings"),  # YAML
+    Kind("json", is_json_file, "._text_files:process_json_findings"),
+    Kind("toml", is_toml_file, "._text_files:process_toml_findings"),
+    Kind("ini", is_ini_file, "._text_files:process_ini_findings"),
+    Kind("build", is_build_file, "._text_files:process_build_findings"),
     Kind("cuda-source", is_cuda_source, "._text_files:process_cuda_source_findings"),
     Kind("dockerfile", is_dockerfile, "._text_files:process_dockerfile_findings"),
 )

@@ -60,12 +60,23 @@ _PYTHON = (
     "32bit", "ademamix", "rmsprop_bnb",
     "max_memory", "NativeScaler", "scaler.state_dict()[", "scaler._scale",
 )  # fmt: skip
-_SHELL = ("cuda", "cudnn", "cublas", "nvidia", "nccl", "nproc", "num_gpus", "num-gpus", "device", "install")
+_SHELL = (
+    "cuda", "cudnn", "cublas", "nvidia", "nccl", "nvcc", "nproc", "num_gpus", "num-gpus", "device", "install",
+    # scheduler GPU requests (#SBATCH --gpus=8, --gres=gpu:8, #PBS -l ngpus=4, #BSUB -gpu);
+    # containers started for GPUs (docker run --gpus, apptainer --nv)
+    "gpu", "gres", "docker", "podman", "nerdctl", "singularity", "apptainer", "--nv",
+)  # fmt: skip
 _REQUIREMENTS = (
     "cu", "apex", "flash", "xformers", "bitsandbytes", "triton", "nvidia", "nvml", "gpustat",
-    "tensorrt", "onnxruntime", "liger", "mamba", "conv1d", "mslk",
+    "tensorrt", "onnxruntime", "liger", "mamba", "conv1d", "mslk", "transformer", "kernels", "megablocks", "grouped",
+    "tutel", "sageattention", "gptq", "awq", "exllama",
 )  # fmt: skip
 
+# What the structured-config rules (CN73x, CN76x, CN77x) look for: CUDA and NVIDIA words, GPU
+# requests and counts, CUDA image tags (cu121), accelerate's MULTI_GPU, CI runner labels, and
+# the CUDA-only packages a conda environment's pip list may name.
+# ("cu", the requirements files' word for wheel tags, would let nearly every config through.)
+_CONFIG = ("cuda", "cudnn", "cublas", "cupy", "nccl", "nvcc", "gpu", "cu1", "runs-on", "tags", *(w for w in _REQUIREMENTS if w != "cu"))
 # A notebook runs the Python rules on its code cells and the shell rules on `!` lines, so its
 # words include theirs; "cuda" is what its own rules (CN721, CN722) look for.
 COARSE_WORDS: dict[str, tuple[str, ...]] = {
@@ -73,14 +84,22 @@ COARSE_WORDS: dict[str, tuple[str, ...]] = {
     "shell": _SHELL,
     "requirements": _REQUIREMENTS,
     "notebook": (*_PYTHON, *_SHELL, "cuda"),
-    "config": ("cuda", "nccl"),
+    # YAML also runs the shell rules on its shell view (`run:` blocks, `command:`).
+    "config": (*_SHELL, *_CONFIG),
+    "json": _CONFIG,
+    "toml": _CONFIG,
+    "ini": _CONFIG,
+    # Makefile recipes run the shell rules.
+    "build": (*_SHELL, "cuda", "nvcc", "cudnn", "cublas", "sm_", ".cu"),
     "cuda-source": ("cuda", "__global__"),
     # RUN / ENV lines go to the shell rules; FROM lines to the Dockerfile's own.
     "dockerfile": (*_SHELL, "cuda", "nvidia", "cu1"),
 }
 
 # Kinds whose files also run the rules of other kinds (a notebook runs Python and shell rules).
-_ALSO_RUN: dict[str, tuple[str, ...]] = {"notebook": ("python", "shell"), "dockerfile": ("shell",)}
+_ALSO_RUN: dict[str, tuple[str, ...]] = {
+    "notebook": ("python", "shell"), "dockerfile": ("shell",), "config": ("shell",), "build": ("shell",),
+}
 
 
 def covers(word: str, trigger: str) -> bool:

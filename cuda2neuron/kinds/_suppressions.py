@@ -47,7 +47,9 @@ from ._code_text import _TOKEN_RE
 __all__ = ["CHECKED_KINDS", "LINE_KINDS", "UNUSED_SUPPRESSION", "Directive", "check_suppressions", "directives"]
 
 # The kinds whose files keep `#` comments on the file's own lines (CN901 and unknown codes).
-LINE_KINDS = frozenset({"python", "shell", "requirements", "config", "dockerfile"})
+# JSON has no comments and an INI value runs to the end of its line (`#` included): silence
+# their findings with `per-file-ignores` in the config.
+LINE_KINDS = frozenset({"python", "shell", "requirements", "config", "dockerfile", "toml", "build"})
 # Notebooks: unknown codes only (their comments sit in cells, located by cell and line).
 CHECKED_KINDS = LINE_KINDS | {"notebook"}
 UNUSED_SUPPRESSION = ("CN901", "unused-suppression")

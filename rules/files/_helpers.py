@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import re
+
 from cuda2neuron.core import Rule
 
-__all__ = ["TextRule"]
+from .._shared.env import CUDA_ENV_RE
+
+__all__ = [
+    "CUDA_ENV_VAR_RE",
+    "CUDA_IMAGE_RE",
+    "CUDA_LAUNCH_BLOCKING_GUIDANCE",
+    "NCCL_ENV_RE",
+    "NCCL_GUIDANCE",
+    "GPU_COUNT_GUIDANCE",
+    "NEURON_IMAGE_GUIDANCE",
+    "TextRule",
+    "cuda_env_guidance",
+    "cuda_image",
+]
 
 
 class TextRule(Rule):
@@ -19,3 +34,61 @@ class TextRule(Rule):
     @classmethod
     def check_text(cls, doc, settings):  # pragma: no cover - every subclass overrides it
         raise NotImplementedError
+
+
+# NVIDIA's CUDA images and NGC containers, and tags that name a CUDA or cuDNN build
+# (pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime, ...:cu121): Dockerfiles (CN751), scripts that
+# pull or run them (CN707), compose / Kubernetes / CI files that name them (CN763).
+CUDA_IMAGE_RE = re.compile(
+    r"nvidia/cuda|nvcr\.io/nvidia/|[:\-_.]cuda[\d.-]|cudnn|[:\-_.]cu1\d{2}\b", re.IGNORECASE
+)
+_IMAGE_REF_RE = re.compile(r"[\w.-]+(?::\d+)?(?:/[\w.-]+)*(?::[\w.-]+)?(?:@sha256:[0-9a-f]+)?")
+
+
+def cuda_image(value: str) -> bool:
+    """Whether ``value`` is an image reference (``name[:tag]``, a registry path) naming a CUDA
+    or NGC image; a sentence that mentions CUDA is not one."""
+    value = value.strip()
+    return bool(value) and _IMAGE_REF_RE.fullmatch(value) is not None and CUDA_IMAGE_RE.search(value) is not None
+
+
+NEURON_IMAGE_GUIDANCE = (
+    "use an image that ships the AWS Neuron SDK (Neuron driver and runtime, TorchNeuron) instead, "
+    "and drop the layers that install the CUDA toolkit"
+)
+GPU_COUNT_GUIDANCE = (
+    "Trainium has no GPUs to request: one process drives one NeuronCore (64 on trn2.48xlarge), so "
+    "count processes in NeuronCores (torchrun --nproc_per_node) and select them with "
+    "NEURON_RT_VISIBLE_CORES / NEURON_RT_NUM_CORES"
+)
+
+
+# The NVIDIA container toolkit's variables (`docker run -e NVIDIA_VISIBLE_DEVICES=all`).
+_NVIDIA_CONTAINER_ENV = r"NVIDIA_(?:VISIBLE_DEVICES|DRIVER_CAPABILITIES|REQUIRE_\w+|DISABLE_REQUIRE|MIG_\w+)"
+# CUDA runtime, library and build variables (CN705 in scripts, CN734 in configs).
+CUDA_ENV_VAR_RE = re.compile(f"(?:{CUDA_ENV_RE.pattern}|{_NVIDIA_CONTAINER_ENV})")
+NCCL_ENV_RE = re.compile(r"(?:TORCH_)?NCCL_\w+")
+NCCL_GUIDANCE = (
+    "delete it for Trainium runs (keep it only in a CUDA launch script); "
+    "the neuron backend sets up its own collectives"
+)
+# TorchNeuron's pre-release source reads NEURON_LAUNCH_BLOCKING=1 for synchronous execution; the
+# GA environment-variable reference (torch/reference/env-vars) does not list it, so it is named,
+# not written.
+CUDA_LAUNCH_BLOCKING_GUIDANCE = (
+    "for synchronous execution while debugging, TorchNeuron's pre-release source reads "
+    "`NEURON_LAUNCH_BLOCKING=1` (not on the documented environment-variable list: check your release)"
+)
+_DELETE = "delete it for Trainium runs (keep it only in a CUDA launch script)"
+
+
+def cuda_env_guidance(name: str) -> str:
+    """What to do about the CUDA variable ``name`` on Trainium."""
+    if name == "CUDA_LAUNCH_BLOCKING":
+        return f"{_DELETE}; {CUDA_LAUNCH_BLOCKING_GUIDANCE}"
+    if name.startswith("NVIDIA_"):
+        return (
+            "the NVIDIA container runtime reads it; give the container the Neuron devices instead "
+            "(`--device=/dev/neuron0`) and delete it"
+        )
+    return _DELETE

@@ -1,4 +1,4 @@
-"""CN731: ``device: cuda`` in YAML training configs."""
+"""CN731: ``device: cuda`` in training configs (YAML, JSON, TOML, INI)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from cuda2neuron.core import Invalid, Safety, Valid
 
 from ..._shared.names import is_device_word
 from .._helpers import TextRule
-from ._helpers import CONFIG_EXAMPLE, report_value
+from ._helpers import CONFIG_EXAMPLE, CONFIG_KINDS, report_value
 
 __all__ = ["CudaDeviceInConfig"]
 
@@ -19,9 +19,11 @@ _DEVICE_VALUE_RE = re.compile(r"cuda(:\d+)?")
 class CudaDeviceInConfig(TextRule):
     """
     ## What it does
-    Rewrites ``device: cuda`` / ``device: cuda:1`` in YAML configs to ``neuron`` / ``neuron:1``.
-    Keys that name a device (``device``, ``train_device``, ``eval_device``, ``dev``) are read in
-    mappings and list items, quoted or not; comments and layout are kept byte for byte.
+    Rewrites ``device: cuda`` / ``device: cuda:1`` in configs to ``neuron`` / ``neuron:1``.
+    Keys that name a device (``device``, ``train_device``, ``eval_device``, ``dev``) are read at
+    any depth of a YAML file (block or flow style, every document of the file), a JSON file, a
+    TOML file or an INI / cfg file; only the value's characters change, so comments, layout and
+    quoting are kept byte for byte.
 
     ## Why is this bad?
     Training code reads the device from its config (``torch.device(cfg.device)``, Hydra,
@@ -48,16 +50,22 @@ class CudaDeviceInConfig(TextRule):
     code = "CN731"
     name = "config-cuda-device"
     fixes = frozenset({Safety.SAFE})
-    file_kinds = frozenset({"config"})
+    file_kinds = CONFIG_KINDS
     triggers = ("cuda",)
     VALID = (
         Valid("device: neuron\n", path=CONFIG_EXAMPLE),
         Valid("impl: cuda  # kernel flavour, not a device\n", path=CONFIG_EXAMPLE),
         Valid("# device: cuda\n", path=CONFIG_EXAMPLE),
         Valid("device: cudagraph\n", path=CONFIG_EXAMPLE),
+        Valid('{"note": "device cuda", "device": "neuron"}\n', path="config/train.json"),
     )
     INVALID = (
         Invalid("device: cuda\n", "device: neuron\n", path=CONFIG_EXAMPLE),
+        Invalid('{"trainer": {"device": "cuda:0", "steps": 10}}\n', '{"trainer": {"device": "neuron:0", "steps": 10}}\n', path=CONFIG_EXAMPLE),
+        Invalid('{\n  "device": "cuda"\n}\n', '{\n  "device": "neuron"\n}\n', path="config/train.json"),
+        Invalid('[train]\ndevice = "cuda"  # GPU\n', '[train]\ndevice = "neuron"  # GPU\n', path="config/train.toml"),
+        Invalid("[train]\ndevice = cuda:1\n", "[train]\ndevice = neuron:1\n", path="setup.cfg"),
+        Invalid("base: &b\n  device: cuda\nrun:\n  <<: *b\n", "base: &b\n  device: neuron\nrun:\n  <<: *b\n", path=CONFIG_EXAMPLE),
         Invalid("trainer:\n  device: 'cuda:1'  # pinned\n", "trainer:\n  device: 'neuron:1'  # pinned\n", path=CONFIG_EXAMPLE),
         Invalid("runs:\n  - eval_device: \"cuda\"\n", "runs:\n  - eval_device: \"neuron\"\n", path=CONFIG_EXAMPLE),
         Invalid("device: cuda\n", None, path=CONFIG_EXAMPLE, target="accelerator"),

@@ -1,4 +1,4 @@
-"""CN732: ``backend: nccl`` in YAML training configs."""
+"""CN732: ``backend: nccl`` in training configs (YAML, JSON, TOML, INI)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 from cuda2neuron.core import Invalid, Safety, Valid
 
 from .._helpers import TextRule
-from ._helpers import CONFIG_EXAMPLE, report_value
+from ._helpers import CONFIG_EXAMPLE, CONFIG_KINDS, report_value
 
 __all__ = ["NcclBackendInConfig"]
 
@@ -14,8 +14,10 @@ __all__ = ["NcclBackendInConfig"]
 class NcclBackendInConfig(TextRule):
     """
     ## What it does
-    Rewrites a process-group backend of ``nccl`` in YAML configs (``backend: nccl``,
-    ``dist_backend: nccl``) to ``neuron``.
+    Rewrites a process-group backend of ``nccl`` in configs (``backend: nccl``,
+    ``dist_backend: nccl``, ``"distributed-backend": "nccl"``) to ``neuron``: YAML in block or
+    flow style (configs written as JSON inside ``.yml`` files), JSON (DeepSpeed-style and
+    autotuning configs), TOML and INI files.
 
     ## Why is this bad?
     ``init_process_group(backend=cfg.dist_backend)`` with ``nccl`` fails on Trainium; the
@@ -41,7 +43,7 @@ class NcclBackendInConfig(TextRule):
     code = "CN732"
     name = "config-nccl-backend"
     fixes = frozenset({Safety.SAFE})
-    file_kinds = frozenset({"config"})
+    file_kinds = CONFIG_KINDS
     triggers = ("nccl",)
     VALID = (
         Valid("backend: neuron\n", path=CONFIG_EXAMPLE),
@@ -50,6 +52,13 @@ class NcclBackendInConfig(TextRule):
     )
     INVALID = (
         Invalid("backend: nccl\n", "backend: neuron\n", path=CONFIG_EXAMPLE),
+        Invalid(
+            '{\n  "pipe_parallel_size": 1,\n  "distributed_backend": "nccl",\n}\n',
+            '{\n  "pipe_parallel_size": 1,\n  "distributed_backend": "neuron",\n}\n',
+            path="configs/125M.yml",
+        ),
+        Invalid('{"distributed-backend": "nccl"}\n', '{"distributed-backend": "neuron"}\n', path="configs/tune.json"),
+        Invalid("[dist]\nbackend = 'nccl'\n", "[dist]\nbackend = 'neuron'\n", path="config/run.toml"),
         Invalid("distributed:\n  dist_backend: \"nccl\"  # GPUs\n", "distributed:\n  dist_backend: \"neuron\"  # GPUs\n", path=CONFIG_EXAMPLE),
         Invalid("backend: nccl\n", None, path=CONFIG_EXAMPLE, target="accelerator"),
     )

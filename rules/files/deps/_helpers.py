@@ -6,7 +6,7 @@ import re
 
 from cuda2neuron.core import Effort
 
-__all__ = ["CUDA_WHEEL_RE", "cuda_only_package"]
+__all__ = ["CUDA_WHEEL_RE", "DEPENDENCY_WORDS", "cuda_only_package"]
 
 
 _SDPA = "`torch.nn.functional.scaled_dot_product_attention` (routes to an NKI kernel on neuron)"
@@ -43,6 +43,35 @@ _PACKAGES: dict[str, tuple[str, str, Effort]] = {
     "tensorrt": ("TensorRT (NVIDIA inference compiler)", 'compile with `torch.compile(backend="neuron")`', Effort.MEDIUM),
     "torch-tensorrt": ("Torch-TensorRT (NVIDIA inference compiler)", 'compile with `torch.compile(backend="neuron")`', Effort.MEDIUM),
     "onnxruntime-gpu": ("the CUDA build of ONNX Runtime", 'run the model in PyTorch with `torch.compile(backend="neuron")`', Effort.MEDIUM),
+    # NVIDIA's FP8 / fused-layer library and Hugging Face's hub kernels (CUDA builds).
+    "transformer-engine": (
+        "NVIDIA Transformer Engine (CUDA FP8 and fused layers)",
+        "use the plain `torch.nn` layers it wraps (bf16 on Trainium), then drop the dependency",
+        Effort.MEDIUM,
+    ),
+    "transformer-engine-torch": (
+        "NVIDIA Transformer Engine (CUDA FP8 and fused layers)",
+        "use the plain `torch.nn` layers it wraps (bf16 on Trainium), then drop the dependency",
+        Effort.MEDIUM,
+    ),
+    "kernels": (
+        "Hugging Face kernels (compiled CUDA kernels fetched from the Hub)",
+        "use the layers' plain PyTorch forward (`kernelize` is not needed), then drop the dependency",
+        Effort.LOW,
+    ),
+    # Mixture-of-experts kernel packages.
+    "megablocks": ("MegaBlocks (CUDA / Triton MoE kernels)", "route experts with plain PyTorch ops (a loop or `torch.bmm` over experts) or " + _NKI, Effort.HIGH),
+    "grouped-gemm": ("grouped_gemm (CUDA grouped GEMM for MoE)", "use `torch.bmm` / a loop of `torch.matmul` over experts", Effort.MEDIUM),
+    "tutel": ("Tutel (CUDA MoE kernels)", "route experts with plain PyTorch ops, or " + _NKI, Effort.HIGH),
+    # Inference and quantisation kernels.
+    "flashinfer": ("FlashInfer (CUDA attention kernels)", f"call {_SDPA}, then drop the dependency", Effort.MEDIUM),
+    "flashinfer-python": ("FlashInfer (CUDA attention kernels)", f"call {_SDPA}, then drop the dependency", Effort.MEDIUM),
+    "sageattention": ("SageAttention (CUDA / Triton attention kernels)", f"call {_SDPA}, then drop the dependency", Effort.MEDIUM),
+    "auto-gptq": ("AutoGPTQ (CUDA quantised matmul kernels)", "serve bf16 weights on Trainium, then drop the dependency", Effort.MEDIUM),
+    "autoawq": ("AutoAWQ (CUDA quantised matmul kernels)", "serve bf16 weights on Trainium, then drop the dependency", Effort.MEDIUM),
+    "exllamav2": ("ExLlamaV2 (CUDA inference kernels)", "serve bf16 weights on Trainium, then drop the dependency", Effort.MEDIUM),
+    "cuda-python": ("cuda-python (CUDA driver and runtime bindings)", "port the code that uses them to torch.neuron APIs or NKI", Effort.HIGH),
+    "tensorrt-llm": ("TensorRT-LLM (NVIDIA inference compiler)", 'compile with `torch.compile(backend="neuron")`', Effort.MEDIUM),
 }
 _PREFIXES: tuple[tuple[str, tuple[str, str, Effort]], ...] = (
     ("cupy-cuda", _PACKAGES["cupy"]),
@@ -55,6 +84,14 @@ _PREFIXES: tuple[tuple[str, tuple[str, str, Effort]], ...] = (
         ),
     ),
 )
+
+
+# Words that every CUDA-only distribution name of the table above contains (rules' triggers).
+DEPENDENCY_WORDS = (
+    "apex", "flash", "xformers", "bitsandbytes", "triton", "cupy", "cuda", "nvidia", "nvml", "gpustat", "tensorrt",
+    "onnxruntime", "liger", "mamba", "conv1d", "mslk", "transformer", "kernels", "megablocks", "grouped", "tutel",
+    "sageattention", "gptq", "awq", "exllama",
+)  # fmt: skip
 
 
 def cuda_only_package(name: str) -> tuple[str, str, Effort] | None:

@@ -12,7 +12,7 @@ from cuda2neuron.core import Invalid, TextReport, Valid
 from cuda2neuron.documents.requirements import DependencyDoc
 
 from .._helpers import TextRule
-from ._helpers import cuda_only_package
+from ._helpers import DEPENDENCY_WORDS, cuda_only_package
 
 __all__ = ["CudaOnlyDependency"]
 
@@ -48,8 +48,7 @@ class CudaOnlyDependency(TextRule):
     code = "CN711"
     name = "cuda-only-dependency"
     file_kinds = frozenset({"requirements"})
-    triggers = ("apex", "flash", "xformers", "bitsandbytes", "triton", "cupy", "cuda", "nvidia", "nvml",
-                "gpustat", "tensorrt", "onnxruntime", "liger", "mamba", "conv1d", "mslk")
+    triggers = DEPENDENCY_WORDS
     VALID = (
         Valid("torch>=2.3\nnumpy  # flash-attn is optional\n", path=_REQ),
         Valid("apexlib==1.0\n", path=_REQ),

@@ -7,16 +7,16 @@ import re
 from cuda2neuron.core import Effort, Invalid, Valid
 from cuda2neuron.core import TextReport
 
-from .._helpers import TextRule
+from .._helpers import CUDA_IMAGE_RE, NEURON_IMAGE_GUIDANCE, TextRule, cuda_image
 
 __all__ = ["CudaBaseImage"]
 
 _DOCKERFILE = "Dockerfile"
 # `FROM [--platform=...] image[:tag] [AS name]`: the image reference.
 _IMAGE_RE = re.compile(r"(?:--\S+[ \t]+)*(\S+)")
-# NVIDIA's CUDA images and NGC containers, and tags that name a CUDA or cuDNN build
-# (pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime, ...:cu121).
-_CUDA_IMAGE_RE = re.compile(r"nvidia/cuda|nvcr\.io/nvidia/|[:\-_.]cuda[\d.-]|cudnn|[:\-_.]cu1\d{2}\b", re.IGNORECASE)
+# `ARG BASE_IMAGE=...`, `ENV BASE=...`, `LABEL org.opencontainers.image.base.name="..."`: a value
+# that is an image reference (the image a later FROM ${BASE_IMAGE} builds on, or records).
+_VALUE_RE = re.compile(r"""[^\s"'=]+""")
 
 
 class CudaBaseImage(TextRule):
@@ -24,7 +24,10 @@ class CudaBaseImage(TextRule):
     ## What it does
     Reports ``FROM`` lines of Dockerfiles whose base image is a CUDA image: ``nvidia/cuda``,
     NGC containers (``nvcr.io/nvidia/...``) and tags naming a CUDA or cuDNN build
-    (``pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime``). The file's ``RUN`` / ``ENV`` lines are
+    (``pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime``), and ``ARG`` / ``ENV`` / ``LABEL``
+    values naming one (``ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:24.02-py3`` for a later
+    ``FROM ${BASE_IMAGE}``, ``LABEL org.opencontainers.image.base.name=...``). Apptainer /
+    Singularity definition files are read too: their ``From:`` header is the base image. The file's ``RUN`` / ``ENV`` lines are
     read by the launch-script rules (CN701–CN705, CN713): ``CUDA_VISIBLE_DEVICES``, ``NCCL_*``,
     CUDA wheel indexes and CUDA-only packages.
 
@@ -51,11 +54,16 @@ class CudaBaseImage(TextRule):
         Valid("FROM python:3.11-slim\nRUN pip install torch\n", path=_DOCKERFILE),
         Valid("# FROM nvidia/cuda:12.1.0-runtime\nFROM ubuntu:22.04\n", path=_DOCKERFILE),
         Valid("FROM ubuntu:22.04\nLABEL note=cuda-free\n", path=_DOCKERFILE),
+        Valid('FROM ubuntu:22.04\nLABEL description="built without cuda"\n', path=_DOCKERFILE),
     )
     INVALID = (
         Invalid("FROM nvidia/cuda:12.1.0-cudnn8-runtime-ubuntu22.04\n", path=_DOCKERFILE),
         Invalid("FROM --platform=linux/amd64 pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime AS train\n", path=_DOCKERFILE),
         Invalid("from nvcr.io/nvidia/pytorch:24.05-py3\n", path="train.Dockerfile"),
+        Invalid("ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:24.02-py3\nFROM ${BASE_IMAGE}\n", path=_DOCKERFILE),
+        Invalid('LABEL org.opencontainers.image.base.name="nvidia/cuda:12.1.0-base"\n', path=_DOCKERFILE),
+        Invalid("Bootstrap: docker\nFrom: nvcr.io/nvidia/pytorch:24.02-py3\n%post\n    pip install -e .\n", path="Singularity"),
+        Invalid("Bootstrap: docker\nFrom: ubuntu:22.04\n%labels\n    base.name nvcr.io/nvidia/pytorch:24.02-py3\n", path="Singularity"),
     )
 
     @classmethod
@@ -63,13 +71,24 @@ class CudaBaseImage(TextRule):
         reports = []
         for start, end in doc.instructions("FROM"):
             m = _IMAGE_RE.match(doc.raw, start, end)
-            if m is None or not _CUDA_IMAGE_RE.search(m.group(1)):
+            if m is None or not CUDA_IMAGE_RE.search(m.group(1)):
                 continue
             reports.append(TextReport(
                 m.start(1), m.end(1),
                 f"`{m.group(1)}` is a CUDA base image",
-                guidance="build on an image that ships the AWS Neuron SDK (Neuron driver and runtime, TorchNeuron) "
-                "instead, and drop the layers that install the CUDA toolkit",
+                guidance="build on " + NEURON_IMAGE_GUIDANCE.removeprefix("use "),
                 effort=Effort.MEDIUM,
             ))
+        for keyword in ("ARG", "ENV", "LABEL"):
+            for start, end in doc.instructions(keyword):
+                for m in _VALUE_RE.finditer(doc.raw, start, end):
+                    value = m.group(0)
+                    if not cuda_image(value):
+                        continue
+                    reports.append(TextReport(
+                        m.start(), m.end(),
+                        f"`{value}` names a CUDA image",
+                        guidance=NEURON_IMAGE_GUIDANCE,
+                        effort=Effort.LOW,
+                    ))
         return reports

@@ -5,8 +5,7 @@ from __future__ import annotations
 from cuda2neuron.core import Effort, Invalid, TextReport, Valid
 from cuda2neuron.documents.shell import ShellScript
 
-from ..._shared.env import CUDA_ENV_RE as _CUDA_ENV_RE
-from .._helpers import TextRule
+from .._helpers import CUDA_ENV_VAR_RE, TextRule, cuda_env_guidance
 
 __all__ = ["CudaEnvVarInScript"]
 
@@ -16,8 +15,12 @@ class CudaEnvVarInScript(TextRule):
     ## What it does
     Reports CUDA runtime, library and build variables set in launch scripts. Covered:
     ``CUDA_LAUNCH_BLOCKING``, ``CUDA_DEVICE_ORDER``, ``PYTORCH_CUDA_ALLOC_CONF``,
-    ``TORCH_CUDA_ARCH_LIST``, ``CUDA_HOME``, ``CUBLAS_*`` / ``CUDNN_*`` and the like
+    ``TORCH_CUDA_ARCH_LIST``, ``CUDA_HOME``, ``CUBLAS_*`` / ``CUDNN_*`` and the like, and the
+    NVIDIA container runtime's ``NVIDIA_VISIBLE_DEVICES`` / ``NVIDIA_DRIVER_CAPABILITIES``
     (``CUDA_VISIBLE_DEVICES`` is CN701's; a script's own ``CUDA_FLAG`` is not a CUDA setting).
+    For ``CUDA_LAUNCH_BLOCKING`` the guidance names ``NEURON_LAUNCH_BLOCKING``, which
+    TorchNeuron's pre-release source reads; it is not rewritten, because AWS's
+    environment-variable reference does not list it.
 
     ## Why is this bad?
     They configure the CUDA runtime, PyTorch's CUDA caching allocator or CUDA extension builds;
@@ -39,7 +42,7 @@ class CudaEnvVarInScript(TextRule):
     name = "cuda-env-var-in-script"
     file_kinds = frozenset({"shell"})
     targets = frozenset({"neuron"})
-    triggers = ("CUDA_", "CUDNN_", "CUBLAS")
+    triggers = ("CUDA_", "CUDNN_", "CUBLAS", "NVIDIA_")
     VALID = (
         Valid("export NEURON_RT_VISIBLE_CORES=0-1\n", path="launch.sh"),
         Valid("echo $CUDA_HOME\n", path="launch.sh"),
@@ -51,6 +54,7 @@ class CudaEnvVarInScript(TextRule):
         Invalid("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python train.py\n", path="launch.sh"),
         Invalid("TORCH_CUDA_ARCH_LIST='8.0;9.0' pip install -e .\n", path="launch.sh"),
         Invalid("export CUBLAS_WORKSPACE_CONFIG=:4096:8\n", path="launch.sh"),
+        Invalid("docker run -e NVIDIA_VISIBLE_DEVICES=all my-image\n", path="launch.sh"),
     )
 
     @classmethod
@@ -61,10 +65,10 @@ class CudaEnvVarInScript(TextRule):
             TextReport(
                 ns, ve,
                 f"`{doc.text[ns:ne]}` configures CUDA and has no effect on Trainium",
-                guidance="delete it for Trainium runs (keep it only in a CUDA launch script)",
+                guidance=cuda_env_guidance(doc.text[ns:ne]),
                 effort=Effort.LOW,
             )
-            for ns, ne, _vs, ve in doc.assignments(_CUDA_ENV_RE)
+            for ns, ne, _vs, ve in doc.assignments(CUDA_ENV_VAR_RE)
         ]
 
 

@@ -1,0 +1,637 @@
+"""Why a CUDA word left in Python code is no CUDA construct: the excuses of the residual pass.
+
+After every rule has run, a line of code that still names CUDA and that no finding covers is
+reported (CN902, ``kinds/_residual.py``) — unless each of its CUDA words is provably something
+else. That judgement is shared with ``bench/audit_port.py`` (the audit measures silent misses
+with it), so the product and the measurement never disagree. An excuse is one of:
+
+* a name the project defines (``def _require_cuda()``, ``torch_cuda_version = ...``), also
+  spelled as a string (``setattr(mod, "has_cuda_capability", ...)``, an annotation
+  ``"CUDAGraphWrapper"``, a dotted path through the project's modules); the bare word ``cuda``
+  only where it is provably the project's: a parameter of its function and the reads of it, a
+  keyword passed to its own function or class that has that parameter, a ``self.cuda`` field it
+  assigns, a field of its class read off an instance and never called, a variable a function
+  assigns, a string of ``__all__`` naming its def, a part of a ``from`` path that is its own
+  module, a pytest marker it registers;
+* a name bound by a reported import, or an attribute reached through one (never ``torch``);
+* a string used as a key of the program's own data (``ckpt["cuda_rng_state"]``; not
+  ``os.environ[...]``), the ``"cuda"`` row of a device table that has a ``"neuron"`` row;
+* the package of a ``pytest.importorskip(...)``, a label (a test id, a command-line option's
+  name), NVIDIA Triton Inference Server's network client (``tritonclient``), the kernel
+  language of a file whose kernels are reported.
+
+What a finding covers is widened as a reviewer reads it (``widen``): the whole statement, the
+whole decorator, the ``except ImportError`` fallback of a reported import, an import whose name
+is read only where findings point, a kernel's whole body.
+
+The names a project defines are collected per file (``Names``) and pooled (``ProjectNames``):
+the audit pools the whole tree; the residual pass pools the one file it reads, with the
+project's top-level packages (``ProjectFacts.own_packages``) standing in for the tree's modules.
+Only the standard library's ``ast`` is used: no parser of ours is loaded.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "AUDIT_WORDS",
+    "RESIDUAL_WORDS",
+    "Names",
+    "ProjectNames",
+    "Word",
+    "code_words",
+    "excuse",
+    "parse_names",
+    "widen",
+]
+
+# The residual pass looks for what issue-level "names CUDA" means: CUDA, NCCL, cuDNN, NVIDIA,
+# nvcc (never our own name, cuda2neuron). The audit looks wider: the kernel languages too.
+RESIDUAL_WORDS = re.compile(rb"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc", re.IGNORECASE)
+AUDIT_WORDS = re.compile(
+    rb"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc|triton|tilelang|cutlass|helion|_scaled_mm|float8|\bcupy\b", re.IGNORECASE
+)
+_WORDS_STR = re.compile(r"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc|triton|tilelang|cutlass|helion|_scaled_mm|float8|\bcupy\b", re.IGNORECASE)
+# A bare word is the API itself (`x.cuda()`, `torch.version.cuda`, `"nccl"`): never excused as a
+# name of the project's, even where the project also defines something of that name.
+_BARE = re.compile(r"_*(?:cuda|nccl|cudnn|triton|tilelang|cutlass|helion|cupy|nvidia)_*", re.IGNORECASE)
+NAME, STRING = "NAME", "STRING"
+
+
+@dataclass(frozen=True)
+class Word:
+    """A code token holding a CUDA word: an identifier run or a whole string literal.
+
+    ``start`` is (line, UTF-8 byte column), as ``ast`` counts; ``before`` the line's text before it.
+    """
+
+    type: str
+    string: str
+    start: tuple[int, int]
+    before: str
+    end_line: int = 0
+
+    @property
+    def line(self) -> int:
+        return self.start[0]
+
+
+class Names(ast.NodeVisitor):
+    """What a module defines and imports, and the shape of the code around a token."""
+
+    def __init__(self) -> None:
+        self.defined: set[str] = set()  # functions, classes, parameters, variables, attributes
+        self.imported: dict[str, int] = {}  # bound name -> line of its import
+        self.foreign: set[str] = set()  # bound names imported from outside the project
+        self.own_imported: set[str] = set()  # bound names imported from the project's own modules
+        self.project_modules: frozenset[str] = frozenset()  # top-level names of the project's own modules
+        self.keys: set[tuple[int, int]] = set()  # (line, col) of strings used as mapping keys
+        self.uses: dict[str, set[int]] = {}  # name -> lines where it is read
+        self.statements: list[ast.stmt] = []
+        self.skips: set[tuple[int, int]] = set()  # (line, col) of `pytest.importorskip("pkg")` names
+        # (line, col) of labels: a test id (`pytest.param(..., id="cuda-bf16")`, `ids=[...]`) and
+        # the name of a command-line option (`add_argument("--use_triton")`, `addoption("--cuda_ver")`)
+        self.labels: set[tuple[int, int]] = set()
+        # The project's own bare-word names (`def f(cuda=True)`, `self.cuda = ...`): where they are
+        # written, by (line, byte col). Resolved against the whole project in `classify`.
+        self.params: dict[str, set[str]] = {}  # function or class -> its parameter names
+        self.param_names: set[tuple[int, int]] = set()  # a parameter, and its reads in its function
+        self.keywords: list[tuple[int, int, str, str]] = []  # (line, col, callee, keyword) of `f(cuda=...)`
+        self.attr_stores: set[str] = set()  # attributes the module assigns on self (`self.cuda = ...`)
+        self.attr_reads: list[tuple[int, int, str]] = []  # (line, col, attr) of `self.attr`, not called
+        self.exported: list[tuple[int, int, str]] = []  # (line, col, name) of the strings of `__all__`
+        self.own_import_paths: list[tuple[int, tuple[str, ...]]] = []  # (line, module parts) of `from own.mod import`
+        self.local_names: set[tuple[int, int]] = set()  # a variable a function assigns (`cuda = ...`), and its reads there
+        self.device_tables: set[tuple[int, int]] = set()  # "cuda" keys of a dict that also has a "neuron" key
+        self.markers: dict[str, list[tuple[int, int]]] = {}  # pytest markers registered here -> where the string is
+        self.marker_uses: list[tuple[int, int, str]] = []  # (line, col, name) of `pytest.mark.<name>`
+        # `class RNGType(Enum): CUDA = "cuda"`, then `RNGType.CUDA`: a member of the project's class.
+        self.members: dict[str, set[str]] = {}  # class -> names its body assigns
+        self.member_defs: set[tuple[int, int]] = set()  # where such a name is assigned
+        self.member_reads: list[tuple[int, int, str, str]] = []  # (line, col, class, attr) of `Cls.attr`
+        self.field_reads: list[tuple[int, int, str, str]] = []  # (line, col, receiver, attr) of `args.cuda`, not called
+        self._scopes: list[set[str]] = []
+        self._locals: list[set[str]] = []
+        self._classes: list[str] = []
+        self._called: set[int] = set()
+
+    def generic_visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.stmt):
+            self.statements.append(node)
+        super().generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        args = node.args
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, *filter(None, (args.vararg, args.kwarg))]
+        params = {a.arg for a in every}
+        if not isinstance(node, ast.Lambda):
+            self.defined.add(node.name)
+            self.params.setdefault(node.name, set()).update(params)
+            if node.name == "__init__" and self._classes:
+                # `BacktranslationDataset(..., cuda=True)` passes the parameter of its __init__.
+                self.params.setdefault(self._classes[-1], set()).update(params)
+        self._scopes.append(params)
+        # `cuda = torch.device("neuron")` in a test's setUp (torchtitan): a bare word the function
+        # assigns is its local variable everywhere in it (Python's scoping), unless declared global.
+        body = node.body if isinstance(node.body, list) else [node.body]
+        declared = {n for b in body for sub in ast.walk(b) if isinstance(sub, (ast.Global, ast.Nonlocal)) for n in sub.names}
+        assigned = {
+            sub.id for b in body for sub in ast.walk(b)
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and _BARE.fullmatch(sub.id)
+        }
+        self._locals.append(assigned - declared - params)
+        self.generic_visit(node)
+        self._locals.pop()
+        self._scopes.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_Lambda = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.defined.add(node.name)
+        for stmt in node.body:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    self.members.setdefault(node.name, set()).add(t.id)
+                    self.member_defs.add((t.lineno, t.col_offset))
+        self._classes.append(node.name)
+        # A class body is no function scope: its names are not parameters of an enclosing def.
+        outer, self._scopes = self._scopes, []
+        self.generic_visit(node)
+        self._scopes = outer
+        self._classes.pop()
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self.defined.add(node.arg)
+        self.param_names.add((node.lineno, node.col_offset))
+        self.generic_visit(node)  # its annotation
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Store):
+            self.defined.add(node.id)
+        elif isinstance(node.ctx, ast.Load):
+            self.uses.setdefault(node.id, set()).add(node.lineno)
+        # `if cuda:` inside `def f(..., cuda=True)`: the parameter, read.
+        if any(node.id in scope for scope in self._scopes):
+            self.param_names.add((node.lineno, node.col_offset))
+        elif self._locals and node.id in self._locals[-1]:
+            self.local_names.add((node.lineno, node.col_offset))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.ctx, ast.Store):
+            self.defined.add(node.attr)
+        # `self.cuda = torch.cuda.is_available() and ...` then `if self.cuda:` (fairseq's Trainer):
+        # a field of the project's own object. Only on `self`, and never called: `x.cuda()` and
+        # `torch.cuda` are the API whatever x is, and `torch.cuda = Mock()` is no field of ours.
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "mark":
+            where = (node.end_lineno or node.lineno, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
+            self.marker_uses.append((*where, node.attr))
+        if isinstance(node.value, ast.Name) and node.value.id != "self":
+            where = (node.end_lineno or node.lineno, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
+            self.member_reads.append((*where, node.value.id, node.attr))
+            if id(node) not in self._called:
+                self.field_reads.append((*where, node.value.id, node.attr))
+        if isinstance(node.value, ast.Name) and node.value.id == "self" and id(node) not in self._called:
+            if isinstance(node.ctx, ast.Store):
+                self.attr_stores.add(node.attr)
+            # Where the attribute's name is written: at the end of the node.
+            where = (node.end_lineno or node.lineno, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
+            self.attr_reads.append((*where, node.attr))
+        self.generic_visit(node)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            bound = alias.asname or alias.name.split(".")[0]
+            self.imported[bound] = node.lineno
+            if alias.name.split(".")[0] not in self.project_modules:
+                self.foreign.add(bound)
+        self.generic_visit(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        # `from .utils import move_to_cuda` / `from fairseq.utils import move_to_cuda` bind a name
+        # the project defines; only an import from outside it makes a name foreign.
+        own = node.level > 0 or (node.module or "").split(".")[0] in self.project_modules
+        if own and node.module:
+            self.own_import_paths.append((node.lineno, (node.level, *node.module.split("."))))
+        for alias in node.names:
+            bound = alias.asname or alias.name
+            self.imported[bound] = node.lineno
+            if not own:
+                self.foreign.add(bound)
+            elif alias.name != "*":
+                # Defined in a module of the project: its own name, even where that module
+                # is not read with this one (the residual pass reads one file at a time).
+                self.own_imported.add(bound)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        # `pytest.importorskip("tilelang")`: the test skips where the package is absent, which
+        # is the right answer on Neuron.
+        func = node.func
+        self._called.add(id(func))
+        callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        root = func
+        while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        # `lib.load(cuda=True)` passes a keyword to a library even where the project has a
+        # `load(cuda=...)` of its own: the callee must not hang off an imported foreign name.
+        if callee is not None and not (isinstance(root, ast.Name) and root.id in self.foreign):
+            self.keywords.extend((k.lineno, k.col_offset, callee, k.arg) for k in node.keywords if k.arg is not None)
+        # `config.addinivalue_line("markers", "requires_cuda: ...")`: the project registers a
+        # pytest marker of that name; `@pytest.mark.requires_cuda` then uses the project's name.
+        if isinstance(func, ast.Attribute) and func.attr == "addinivalue_line" and len(node.args) == 2:
+            kind, text = node.args
+            if isinstance(kind, ast.Constant) and kind.value == "markers" and isinstance(text, ast.Constant) and isinstance(text.value, str):
+                name = re.split(r"[:(\s]", text.value.strip(), maxsplit=1)[0]
+                self.markers.setdefault(name, []).append((text.lineno, text.col_offset))
+        # `cfg.get("cudnn_deterministic_mode", None)`: a key of the program's own config, like
+        # `cfg["..."]`; `os.environ.get("...")` and `os.getenv("...")` name settings instead.
+        if isinstance(func, ast.Attribute) and func.attr in ("get", "pop", "setdefault") and node.args:
+            first = node.args[0]
+            environ = isinstance(func.value, ast.Attribute) and func.value.attr == "environ"
+            if not environ and isinstance(first, ast.Constant) and isinstance(first.value, str):
+                self.keys.add((first.lineno, first.col_offset))
+        # A test's id and an option's name label what they select; the code they select is
+        # judged where it runs (`pytest.param(True, id="flash-cuda-bf16")`, `--use_triton`).
+        for k in node.keywords:
+            if k.arg == "id" and callee == "param" and isinstance(k.value, ast.Constant):
+                self.labels.add((k.value.lineno, k.value.col_offset))
+            if k.arg == "ids" and isinstance(k.value, (ast.List, ast.Tuple)):
+                self.labels.update((e.lineno, e.col_offset) for e in k.value.elts if isinstance(e, ast.Constant))
+        if callee in ("add_argument", "addoption"):
+            for a in node.args:
+                if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-"):
+                    self.labels.add((a.lineno, a.col_offset))
+        if isinstance(func, ast.Attribute) and func.attr == "importorskip" and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                self.skips.add((first.lineno, first.col_offset))
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        # `__all__ = ["retry_if_cuda_oom"]`: strings naming what the module exports.
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets) and isinstance(node.value, (ast.List, ast.Tuple)):
+            for e in node.value.elts:
+                if isinstance(e, ast.Constant) and isinstance(e.value, str):
+                    self.exported.append((e.lineno, e.col_offset, e.value))
+        self.generic_visit(node)
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        self.keys.update((k.lineno, k.col_offset) for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+        # `{"cuda": "nccl", "neuron": "neuron", ...}` (timm's backend table after CN402): the
+        # CUDA row stays for CUDA runs; the port's device has its own row.
+        words = [k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+        if "neuron" in words:
+            for k, v in zip(node.keys, node.values):
+                if isinstance(k, ast.Constant) and k.value == "cuda":
+                    self.device_tables.add((k.lineno, k.col_offset))
+                    if isinstance(v, ast.Constant):  # its value: "nccl" for a backend table
+                        self.device_tables.add((v.lineno, v.col_offset))
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        # `state["cuda_rng_state"]` names a field of the program's own data; `os.environ["..."]`
+        # names a variable something else reads, which is a setting, not a key.
+        environ = isinstance(node.value, ast.Attribute) and node.value.attr == "environ"
+        if not environ and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            self.keys.add((node.slice.lineno, node.slice.col_offset))
+        self.generic_visit(node)
+
+
+
+def widen(names: Names, lines: set[int], kernel_lines: set[int]) -> set[int]:
+    """The lines a reviewer reads a finding as pointing at: the whole simple statement a finding
+    is on (a call spread over lines), the whole decorator a finding is in, the `except ImportError` fallback of a reported import in
+    a `try`, and the whole body of a function whose decorator or `def` line a kernel-stack
+    finding points at (a `@triton.jit` kernel uses its language on every line)."""
+    out = set(lines)
+    for stmt in names.statements:
+        end = stmt.end_lineno or stmt.lineno
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            # A decorator is one expression, however many lines its table takes
+            # (`@pytest.mark.parametrize(..., [(..., 'cuda'), (..., 'cuda')])`).
+            # A finding on the `def`/`class` line covers its decorators too: one header.
+            header_found = stmt.lineno in lines
+            for d in stmt.decorator_list:
+                span = range(d.lineno, (d.end_lineno or d.lineno) + 1)
+                if header_found or any(line in lines for line in span):
+                    out.update(span)
+            if isinstance(stmt, ast.ClassDef):
+                continue
+            header = {d.lineno for d in stmt.decorator_list} | {stmt.lineno}
+            if header & kernel_lines:
+                out.update(range(min(header), end + 1))
+            continue
+        if isinstance(stmt, ast.Try):
+            if any(isinstance(b, (ast.Import, ast.ImportFrom)) and b.lineno in lines for b in stmt.body):
+                out.update(range(stmt.lineno, end + 1))
+            continue
+        if not isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Match)):
+            if any(line in lines for line in range(stmt.lineno, end + 1)):
+                out.update(range(stmt.lineno, end + 1))
+    # `import torch.backends.cudnn as cudnn` ... `cudnn.benchmark = True` (reported): an import
+    # whose name is read only where findings point is what those findings ask to change.
+    for name, line in names.imported.items():
+        uses = names.uses.get(name)
+        if uses and uses <= out:
+            out.add(line)
+    return out
+
+
+
+
+_STRING_TOKEN = re.compile(
+    rb"""\"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*\"\"\"|'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"""
+    rb"""|"[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*"|'[^'\\\r\n]*(?:\\.[^'\\\r\n]*)*'""",
+    re.DOTALL,
+)
+_PREFIX = frozenset(b"rRbBuUfF")
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def code_words(code: bytes, words: re.Pattern[bytes] = RESIDUAL_WORDS, source: bytes | None = None) -> dict[int, list[Word]]:
+    """Line -> the code tokens of ``code`` that hold a CUDA word.
+
+    ``code`` is ``source`` with its comments and docstrings blanked (``_code_text``: offsets
+    kept, but a docstring's newlines blanked too, so lines are counted in ``source``); a string
+    with a space is prose (a log or error message), not a device name or a module, and is left
+    out. A plain scan instead of ``tokenize`` (which costs about a libcst parse on 3.11).
+    """
+    source = code if source is None else source
+    out: dict[int, list[Word]] = {}
+    if words.search(code) is None:
+        return out
+    strings = [(m.start(), m.end()) for m in _STRING_TOKEN.finditer(code)]
+    starts = [s for s, _ in strings]
+
+    seen: set[int] = set()
+    newlines: list[int] | None = None
+    for m in words.finditer(code):
+        i = m.start()
+        k = bisect.bisect_right(starts, i) - 1
+        if k >= 0 and strings[k][0] <= i < strings[k][1]:
+            s, e = strings[k]
+            while s > 0 and code[s - 1] in _PREFIX:
+                s -= 1
+            if s in seen:
+                continue
+            seen.add(s)
+            text = code[s:e]
+            body = text.lstrip(b"rRbBuUfF").strip(b"'\"")
+            if b" " in body:
+                continue  # prose
+            kind = STRING
+        else:
+            s, e = i, m.end()
+            while s > 0 and (code[s - 1] in _WORD_BYTES or code[s - 1] >= 0x80):
+                s -= 1
+            while e < len(code) and (code[e] in _WORD_BYTES or code[e] >= 0x80):
+                e += 1
+            if s in seen:
+                continue
+            seen.add(s)
+            text = code[s:e]
+            kind = NAME
+        if newlines is None:
+            newlines = [m.start() for m in re.finditer(rb"\n", source)]
+        line = bisect.bisect_left(newlines, s) + 1
+        line_start = newlines[line - 2] + 1 if line > 1 else 0
+        before = source[line_start:s].decode("utf-8", "replace")
+        out.setdefault(line, []).append(
+            Word(kind, text.decode("utf-8", "replace"), (line, s - line_start), before, line + text.count(b"\n"))
+        )
+    return out
+
+
+def parse_names(source: bytes | str, project_modules: frozenset[str] = frozenset()) -> Names | None:
+    """What a module defines and imports, or None when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    names = Names()
+    names.project_modules = project_modules
+    names.visit(tree)
+    return names
+
+
+@dataclass
+class ProjectNames:
+    """The names a project defines, pooled over the files read (one file, or the whole tree)."""
+
+    own: set[str] = field(default_factory=set)  # defined, and never imported from outside
+    params: dict[str, set[str]] = field(default_factory=dict)
+    attrs: set[str] = field(default_factory=set)
+    markers: set[str] = field(default_factory=set)
+    members: dict[str, set[str]] = field(default_factory=dict)
+    modules: set[str] = field(default_factory=set)  # dotted modules of the tree
+    module_parts: set[str] = field(default_factory=set)
+    # Top-level packages of the project: a dotted path starting with one is the project's own
+    # (the residual pass knows the packages, not every module, of the tree).
+    own_tops: frozenset[str] = frozenset()
+
+    @classmethod
+    def pool(cls, parsed: dict[str, Names | None], own_tops: frozenset[str] = frozenset()) -> ProjectNames:
+        defined: set[str] = set()
+        foreign: set[str] = set()
+        out = cls(own_tops=own_tops)
+        for names in parsed.values():
+            if names is None:
+                continue
+            defined |= names.defined | names.own_imported
+            foreign |= names.foreign
+            for owner, found in names.members.items():
+                out.members.setdefault(owner, set()).update(found)
+            for callee, found in names.params.items():
+                out.params.setdefault(callee, set()).update(found)
+            out.attrs |= names.attr_stores
+            out.markers |= set(names.markers)
+        out.own = defined - foreign
+        out.modules = {
+            ".".join(Path(rel).with_suffix("").parts[: -1 if Path(rel).stem == "__init__" else None]) for rel in parsed
+        }
+        out.module_parts = {part for m in out.modules for part in m.split(".")}
+        return out
+
+
+@dataclass
+class FileExcuses:
+    """What the excuses of one file need, worked out once per file."""
+
+    rel: str
+    names: Names
+    project: ProjectNames
+    reported_imports: set[str]
+    own_names: dict
+    own_paths: dict[int, set[str]]
+    stacks: set[str]
+
+    @classmethod
+    def of(cls, rel: str, names: Names, project: ProjectNames, lines: set[int], stacks: set[str] = frozenset()) -> FileExcuses:
+        reported = {name for name, line in names.imported.items() if line in lines}
+        own_names, own_paths = _own_bare_names(
+            rel, names, project.params, project.attrs, project.own, project.modules, project.markers,
+            project.members, project.own_tops,
+        )
+        return cls(rel, names, project, reported, own_names, own_paths, set(stacks))
+
+
+def excuse(tok: Word, ctx: FileExcuses) -> str:
+    """Why ``tok`` holds no CUDA construct, or "" when it may hold one."""
+    names, project = ctx.names, ctx.project
+    word = tok.string
+    own_reason = _own_reason(tok, ctx.own_names, ctx.own_paths)
+    if own_reason is not None:
+        return f"{word}: {own_reason}"
+    if any(s in word.lower() for s in ctx.stacks) and not re.search(r"cuda|nccl|cudnn", word, re.IGNORECASE):
+        return f"{word}: kernel language of a reported file"
+    if tok.type == NAME and word in ctx.reported_imports and not tok.before.rstrip().endswith("."):
+        return f"{word}: bound by a reported import"
+    if tok.type == NAME and word in project.own and not _BARE.fullmatch(word):
+        return f"{word}: a name the project defines"
+    if tok.type == STRING and _names_own(word, project.own, project.module_parts):
+        return f"{word}: a name the project defines, as a string"
+    if tok.type == STRING and _fstring_own(word, project.own):
+        return f"{word}: a name the project defines, in an f-string's placeholder"
+    if tok.type == STRING and tok.start in names.device_tables:
+        return f"{word}: the CUDA row of a device table that has the port's row"
+    if tok.type == STRING and tok.start in names.skips:
+        return f"{word}: a test skipped where the package is absent"
+    if tok.type == STRING and tok.start in names.labels:
+        return f"{word}: a label (a test id or a command-line option's name)"
+    if _TRITON_CLIENT.search(word):
+        return f"{word}: NVIDIA Triton Inference Server's network client, not the Triton language"
+    if tok.type == NAME and not _BARE.fullmatch(word) and _attribute_root(tok) in ctx.reported_imports - {"torch"}:
+        return f"{word}: reached through a reported import"
+    if tok.type == STRING and tok.start in names.keys and not _BARE.fullmatch(word.strip("'\"")):
+        return f"{word}: a key of the program's own data"
+    return ""
+
+
+# `import tritonclient.grpc`, `check_requirements("tritonclient[all]")`: a client of a model
+# server reached over the network; nothing of it runs kernels in this process.
+_TRITON_CLIENT = re.compile(r"\btritonclient\b")
+
+
+def _fstring_own(token: str, own: set[str]) -> bool:
+    """``f"{cuda_profile_dir}/kernels_*.csv"``: the CUDA words sit only in placeholders, and
+    each is a name the project defines (never the bare word ``cuda``)."""
+    m = _FSTRING.match(token)
+    if m is None:
+        return False
+    body = m.group(3)
+    if _WORDS_STR.search(re.sub(r"\{[^{}]*\}", "", body)):
+        return False
+    worded = [w for expr in re.findall(r"\{([^{}]*)\}", body) for w in re.findall(r"[A-Za-z_]\w*", expr) if _WORDS_STR.search(w)]
+    return bool(worded) and all(w in own and not _BARE.fullmatch(w) for w in worded)
+
+
+_FSTRING = re.compile(r"""([rRbBuU]?[fF][rRbBuU]?)('''|\"\"\"|'|")(.*)\2$""", re.S)
+
+
+def _attribute_root(tok: Word) -> str | None:
+    """``bnb`` for the ``triton_based_modules`` of ``bnb.nn.triton_based_modules``: the name a
+    dotted chain starts from, when the token is an attribute in it."""
+    m = re.search(r"([A-Za-z_]\w*)(?:\s*\.\s*[A-Za-z_]\w*)*\s*\.\s*$", tok.before)
+    return m.group(1) if m else None
+
+
+def _names_own(token: str, own: set[str], module_parts: set[str]) -> bool:
+    """A string that spells the project's own names (``monkeypatch.setattr(mod,
+    "has_cuda_capability", ...)``, the annotation ``"CUDAGraphWrapper"``,
+    ``patch("pkg.cudagraph.utils.device_type", ...)``): each dotted part with a CUDA word is a
+    name the project defines (never the bare word `cuda`) or one of its modules."""
+    value = token.strip("rbuRBUfF").strip("'\"")
+    if not re.fullmatch(r"[A-Za-z_][\w.]*", value):
+        return False
+    worded = [part for part in value.split(".") if _WORDS_STR.search(part)]
+    return bool(worded) and all(
+        (part in own and not _BARE.fullmatch(part)) or part in module_parts for part in worded
+    )
+
+
+def _own_bare_names(
+    rel: str, names: Names, params: dict[str, set[str]], attrs: set[str], own: set[str], modules: set[str],
+    markers: set[str] = frozenset(), members: dict[str, set[str]] | None = None, own_tops: frozenset[str] = frozenset(),
+) -> tuple[dict[tuple[tuple[int, int], str], str], dict[int, set[str]]]:
+    """The tokens of one module that spell a project's own name although the word alone is an
+    API (`cuda`): ((line, byte col), token) -> reason, and line -> the module-path parts of a
+    `from` import of the project's own module on that line.
+
+    Own: a parameter of the project's function and its reads there; a keyword argument passed to
+    the project's function or class that has that parameter (not `cuda=` passed to a library); an
+    attribute the project assigns on `self`, read there without a call (`self.cuda`, never
+    `x.cuda()`, `self.cuda()` or `torch.cuda`); a string of `__all__` naming a project's def;
+    a part of the module path in `from lightning.fabric.accelerators.cuda import ...`, when that
+    path is a module of the tree."""
+    out: dict[tuple[tuple[int, int], str], str] = {}
+    for where in names.param_names:
+        out[where, ""] = "a parameter of the project's function"
+    for where in names.local_names:
+        out[where, ""] = "a variable of the project's function"
+    for name, places in names.markers.items():
+        for where in places:
+            for quote in ('"', "'"):
+                out[where, f"{quote}{name}{quote}"] = "a pytest marker the project registers"
+    for line, col, name in names.marker_uses:
+        if name in markers:
+            out[(line, col), name] = "a pytest marker the project registers"
+    for line, col, callee, keyword in names.keywords:
+        if callee not in names.foreign and keyword in params.get(callee, ()):
+            out[(line, col), keyword] = f"a keyword of the project's {callee}()"
+    for line, col, attr in names.attr_reads:
+        if attr in attrs:
+            out[(line, col), attr] = "an attribute the project assigns"
+    for where in names.member_defs:
+        out[where, ""] = "a member the project's class defines"
+    for line, col, cls, attr in names.member_reads:
+        if cls not in names.foreign and attr in (members or {}).get(cls, ()):
+            out[(line, col), attr] = f"a member of the project's class {cls}"
+    # `args.cuda` where `class Args: cuda: bool = True` (cleanrl's tyro arguments): a field of the
+    # project's own class read off an instance, never called (`x.cuda()` is the API).
+    fields = {name for names_ in (members or {}).values() for name in names_}
+    for line, col, receiver, attr in names.field_reads:
+        if receiver not in names.foreign and attr in fields:
+            out.setdefault(((line, col), attr), "a field of the project's class")
+    for line, col, value in names.exported:
+        if value in own:
+            for quote in ('"', "'"):
+                out[(line, col), f"{quote}{value}{quote}"] = "a name the module exports"
+    paths: dict[int, set[str]] = {}
+    package = Path(rel).parent.parts
+    for line, (level, *parts) in names.own_import_paths:
+        base = package[: len(package) - level + 1] if level else ()
+        dotted = ".".join((*base, *parts))
+        if any(m == dotted or m.endswith("." + dotted) for m in modules) or (
+            not level and parts and parts[0] in own_tops
+        ):
+            paths.setdefault(line, set()).update(parts)
+    return out, paths
+
+
+def _own_reason(tok: Word, own_names: dict, paths: dict[int, set[str]]) -> str | None:
+    where = tok.start
+    if tok.type != NAME:
+        return own_names.get((where, tok.string))
+    if not _BARE.fullmatch(tok.string):
+        # `use_cuda`, `move_to_cuda`: a name the project defines, decided by `own`; a marker the
+        # project registers is its own name only in `pytest.mark.<name>`; `triton_utils` in
+        # `from .triton_utils.mixin import ...`: a module of the tree.
+        return own_names.get((where, tok.string)) or _own_module_part(tok, paths)
+    reason = own_names.get((where, tok.string)) or own_names.get((where, ""))
+    return reason or _own_module_part(tok, paths)
+
+
+def _own_module_part(tok: Word, paths: dict[int, set[str]]) -> str | None:
+    """A part of the module path of a `from` import of the project's own module."""
+    if tok.string in paths.get(tok.start[0], ()):
+        before = tok.before
+        if re.match(r"\s*from\s", before) and not re.search(r"\bimport\b", before):
+            return "a module of the project"
+    return None

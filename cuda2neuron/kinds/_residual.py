@@ -1,0 +1,437 @@
+"""The residual pass (CN902): a line that still names CUDA and that no finding covers is reported.
+
+After every rule of a file's kind has run (and its fixes were applied), each line of the final
+text whose *code* — not a comment, a docstring or prose (a quoted message with spaces) — still
+holds ``cuda``, ``nccl``, ``cudnn``, ``nvidia`` or ``nvcc`` is looked at. It is covered when a
+finding points at it (a finding's span, widened in Python to the whole statement as a reviewer
+reads it), when a fix rewrote it, or when each of its words is provably no CUDA construct (the
+project's own names, labels, keys of its own data: ``_leftover_python``). Every other such line
+gets one low-effort finding of its own: "CUDA reference left — review". So "nothing reported"
+means "nothing CUDA-specific left" by construction, and the lines that no rule knows are counted
+apart (``report.RunReport.residual``) to show which uses deserve a rule of their own.
+
+"Covered" is judged against the whole catalog, whatever the run selects or a suppression comment
+hides: a line a deselected rule (``--ignore CN711``), a rule of the other target, or a silenced
+finding (``# cuda2neuron: ignore[CN101]``) would report is known, not left. Finding that out
+costs a second, check-only run of the file — only when a candidate line is left and the run is
+narrowed or the file holds a suppression comment. The pass's own findings honour select /
+ignore / per-file-ignores (``CN902``) and ``# cuda2neuron: ignore[CN902]`` like any rule's; a
+JSON file, which has no comments, is silenced with per-file-ignores.
+
+It runs inside each kind's processing (``with_residual``), so its findings are cached with the
+file's. A file without any of the words costs one case-insensitive search; the words are coarse
+words of every kind the pass reads (kinds/_prefilter.py), and nothing here imports libcst or the
+rule catalog: Python's excuses use the standard library's ``ast``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePath
+
+from cuda2neuron.core import Config, Effort, Finding, RunOptions, Span, Suppressions, suppressions_disabled
+
+from ._guard import Body
+
+__all__ = ["RESIDUAL", "RESIDUAL_KINDS", "residual_findings", "with_residual"]
+
+RESIDUAL = ("CN902", "cuda-reference-left")
+# CUDA sources are reported as a whole (CN741); a notebook's cells are not lines of the file.
+RESIDUAL_KINDS = frozenset({"python", "shell", "requirements", "config", "json", "toml", "ini", "build", "dockerfile"})
+_WORDS = re.compile(r"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc", re.IGNORECASE)
+_WORDS_BYTES = re.compile(rb"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc", re.IGNORECASE)
+# What a word is reported as: the run of name-like characters around it (`nvidia-smi`,
+# `nvcr.io/nvidia/pytorch:24.02-py3`, `PYTORCH_CUDA_ALLOC_CONF`).
+_TOKEN_CHARS = re.compile(r"[\w.\-/:+@]")
+_DIRECTIVE = re.compile(r"[ \t]*#(?:SBATCH|PBS|BSUB)\b")
+_STACKS = ("triton", "tilelang", "cutlass", "helion", "cupy")
+_GUIDANCE = (
+    "no rule knows this use of CUDA: check whether it still works on Trainium and port it by hand; "
+    "once reviewed, silence the line with `# cuda2neuron: ignore[CN902]` (files without comments, "
+    "such as JSON: per-file-ignores in the config)"
+)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A CUDA word left in code: 1-based line, 0-based character columns, the token as written."""
+
+    line: int
+    col: int
+    end_col: int
+    token: str
+
+
+def with_residual(kind: str, body: Body) -> Body:
+    """``body`` followed by the residual pass over its output (for the kinds the pass reads)."""
+    if kind not in RESIDUAL_KINDS:
+        return body
+
+    def run(path: str, data: bytes, config: Config, options: RunOptions):  # noqa: ANN202
+        new, findings = body(path, data, config, options)
+        if not config.selects(RESIDUAL[0], path):
+            return new, findings
+        final = data if new is None else new
+        extra = residual_findings(kind, path, data, final, list(findings), config, body)
+        return new, [*findings, *extra] if extra else findings
+
+    return run
+
+
+def residual_findings(
+    kind: str, path: str, data: bytes, final: bytes, findings: list[Finding], config: Config, body: Body
+) -> list[Finding]:
+    if _WORDS_BYTES.search(final) is None:
+        return []
+    text = final.decode("utf-8", "surrogateescape")
+    if kind == "python":
+        hits, words = _python_hits(final)
+    else:
+        hits, words = _text_hits(kind, path, text), None
+    if not hits:
+        return []
+    covered = _covered(data, final, findings)
+    left = {line for line in hits if line not in covered}
+    if left and (_narrowed(config) or b"cuda2neuron:" in final):
+        # Would a rule this run does not show report the line? (deselected, other target,
+        # silenced by a comment): then it is known, not left.
+        every = replace(
+            config, select=("CN",), ignore=(), per_file_ignores=(), settings=replace(config.settings, target="neuron")
+        )
+        with suppressions_disabled():
+            _, more = body(path, final, every, RunOptions())
+        for f in more:
+            covered.update(range(f.span.start_line, f.span.end_line + 1))
+        findings = [*findings, *more]
+        left = {line for line in left if line not in covered}
+    if left and words is not None:
+        left = _python_left(path, final, left, covered, words, findings, config)
+    if not left:
+        return []
+    suppressions = Suppressions.from_text(text)
+    out = []
+    for line in sorted(left):
+        line_hits = hits[line]
+        span = Span(line, line_hits[0].col, line, line_hits[-1].end_col)
+        if suppressions.suppressed(RESIDUAL[0], span):
+            continue
+        tokens = ", ".join(dict.fromkeys(f"`{h.token}`" for h in line_hits))
+        out.append(Finding(
+            code=RESIDUAL[0],
+            name=RESIDUAL[1],
+            message=f"CUDA reference left — review: {tokens} still names CUDA and no rule covers this line",
+            path=path,
+            span=span,
+            guidance=_GUIDANCE,
+            effort=Effort.LOW,
+        ))
+    return out
+
+
+def _narrowed(config: Config) -> bool:
+    """Whether some rule of the catalog does not run on this file in this run."""
+    return (
+        config.select != ("CN",) or bool(config.ignore) or bool(config.per_file_ignores)
+        or config.settings.target != "neuron"
+    )
+
+
+def _covered(old: bytes, new: bytes, findings: list[Finding]) -> set[int]:
+    """Lines of the final text that a finding points at or a fix rewrote."""
+    lines: set[int] = set()
+    applied = []
+    for f in findings:
+        if f.applied:
+            applied.append(f)
+        else:
+            lines.update(range(f.span.start_line, f.span.end_line + 1))
+    if new is old or new == old:
+        for f in applied:
+            lines.update(range(f.span.start_line, f.span.end_line + 1))
+        return lines
+    # A rewritten line is covered; an applied finding's lines (in the text it was found in,
+    # the original for most) are followed to where they are now.
+    a = old.splitlines()
+    b = new.splitlines()
+    moved: dict[int, int] = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            for k in range(i2 - i1):
+                moved[i1 + k + 1] = j1 + k + 1
+        else:
+            lines.update(range(j1 + 1, j2 + 1))
+    for f in applied:
+        for line in range(f.span.start_line, f.span.end_line + 1):
+            if line in moved:
+                lines.add(moved[line])
+    return lines
+
+
+# -- Python ------------------------------------------------------------------------------------
+
+
+def _python_hits(final: bytes):
+    from ._code_text import code_text
+    from ._leftover_python import RESIDUAL_WORDS, code_words
+
+    words = code_words(code_text(final), RESIDUAL_WORDS, final)
+    hits: dict[int, list[Hit]] = {}
+    for line, tokens in words.items():
+        for tok in tokens:
+            col = len(tok.before)
+            first = tok.string.split("\n", 1)[0]
+            hits.setdefault(line, []).append(Hit(line, col, col + len(first), first))
+    return hits, words
+
+
+def _python_left(path: str, final: bytes, left: set[int], covered: set[int], words, findings, config: Config) -> set[int]:
+    """The lines of ``left`` still left once coverage is widened to whole statements and each
+    word's excuse is heard (the audit's judgement: ``_leftover_python``)."""
+    from ._leftover_python import FileExcuses, ProjectNames, excuse, parse_names, widen
+
+    own = set(config.settings.project.own_packages)
+    parts = PurePath(path).with_suffix("").parts
+    own.update(p for p in parts[:1] if p.isidentifier())
+    names = parse_names(final, frozenset(own) | frozenset(parts))
+    if names is None:
+        return left
+    kernel_lines: set[int] = set()
+    stacks: set[str] = set()
+    for f in findings:
+        text = (f.message + " " + f.guidance).lower()
+        named = {s for s in _STACKS if s in text}
+        if named:
+            stacks |= named
+            kernel_lines.update(range(f.span.start_line, f.span.end_line + 1))
+    lines = widen(names, covered, kernel_lines)
+    rel = str(Path(*parts).with_suffix(".py")) if parts else "module.py"
+    project = ProjectNames.pool({rel: names}, own_tops=frozenset(own))
+    ctx = FileExcuses.of(rel, names, project, lines, stacks)
+    return {line for line in left if line not in lines and not all(excuse(tok, ctx) for tok in words[line])}
+
+
+# -- other kinds -------------------------------------------------------------------------------
+
+
+def _token_at(text: str, i: int, j: int) -> tuple[int, int]:
+    while i > 0 and _TOKEN_CHARS.match(text, i - 1):
+        i -= 1
+    while j < len(text) and _TOKEN_CHARS.match(text, j):
+        j += 1
+    # `image:` or a trailing `.`/`:` is punctuation of the line, not part of the name.
+    while j > i and text[j - 1] in ".:-/":
+        j -= 1
+    return i, j
+
+
+class _Lines:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0]
+        for m in re.finditer("\n", text):
+            self.starts.append(m.end())
+
+    def hit(self, i: int, j: int) -> Hit:
+        import bisect
+
+        a, b = _token_at(self.text, i, j)
+        line = bisect.bisect_right(self.starts, a) - 1
+        start = self.starts[line]
+        return Hit(line + 1, a - start, b - start, self.text[a:b])
+
+    def line_text(self, i: int) -> tuple[int, str]:
+        start = self.text.rfind("\n", 0, i) + 1
+        end = self.text.find("\n", i)
+        return start, self.text[start: len(self.text) if end == -1 else end]
+
+
+def _quoted_prose(line: str, col: int) -> bool:
+    """Whether ``col`` of ``line`` sits inside a quoted string that has a space (a message)."""
+    quote = None
+    start = 0
+    for k, ch in enumerate(line):
+        if quote is None:
+            if ch in "\"'":
+                quote, start = ch, k
+        elif ch == quote and line[k - 1] != "\\":
+            if start < col < k:
+                return any(c in " \t" for c in line[start + 1:k])
+            quote = None
+    return False
+
+
+def _add(hits: dict[int, list[Hit]], hit: Hit) -> None:
+    row = hits.setdefault(hit.line, [])
+    if not any(h.col == hit.col for h in row):
+        row.append(hit)
+
+
+def _text_hits(kind: str, path: str, text: str) -> dict[int, list[Hit]]:
+    lines = _Lines(text)
+    hits: dict[int, list[Hit]] = {}
+    if kind == "shell":
+        _shell_hits(text, text, lines, hits, all_chars=True)
+    elif kind == "dockerfile":
+        _dockerfile_hits(path, text, lines, hits)
+    elif kind == "requirements":
+        _commented_hits(text, lines, hits, toml=path.endswith(".toml"))
+    elif kind == "build":
+        _build_hits(path, text, lines, hits)
+    else:
+        _config_hits(kind, path, text, lines, hits)
+    for row in hits.values():
+        row.sort(key=lambda h: h.col)
+    return hits
+
+
+def _shell_hits(view: str, raw: str, lines: _Lines, hits: dict[int, list[Hit]], all_chars: bool) -> None:
+    """Words in a shell text's code: commands, single-word quoted values, scheduler directives."""
+    from cuda2neuron.documents.shell import CODE, COMMENT, DQUOTE, SQUOTE, scan
+
+    states = scan(view)
+    for m in _WORDS.finditer(view):
+        i = m.start()
+        if not all_chars and view[i] != raw[i]:
+            continue
+        state = states[i]
+        if state == CODE:
+            _add(hits, lines.hit(i, m.end()))
+        elif state == COMMENT:
+            _, line = lines.line_text(i)
+            if _DIRECTIVE.match(line):
+                _add(hits, lines.hit(i, m.end()))
+        elif state in (DQUOTE, SQUOTE):
+            a, b = i, m.end()
+            while a > 0 and states[a - 1] == state and view[a - 1] not in "\"'":
+                a -= 1
+            while b < len(view) and states[b] == state and view[b] not in "\"'":
+                b += 1
+            if not any(c.isspace() for c in view[a:b]):
+                _add(hits, lines.hit(i, m.end()))
+
+
+def _dockerfile_hits(path: str, text: str, lines: _Lines, hits: dict[int, list[Hit]]) -> None:
+    from cuda2neuron.documents.dockerfile import parse_apptainer, parse_dockerfile
+
+    from ._text_files import is_apptainer_name
+
+    apptainer = is_apptainer_name(path)
+    doc = parse_apptainer(text) if apptainer else parse_dockerfile(text)
+    _shell_hits(doc.text, text, lines, hits, all_chars=False)
+    section = ""
+    for m in _WORDS.finditer(text):
+        i = m.start()
+        if doc.text[i] == text[i]:
+            continue  # shell: judged above
+        line_start, line = lines.line_text(i)
+        stripped = line.lstrip()
+        if stripped.startswith("#"):
+            continue
+        if apptainer:
+            section = _apptainer_section(text, i)
+            if section == "help":
+                continue
+        if _quoted_prose(line, i - line_start):
+            continue
+        _add(hits, lines.hit(i, m.end()))
+
+
+def _apptainer_section(text: str, i: int) -> str:
+    m = None
+    for m in re.finditer(r"(?m)^%([A-Za-z]+)", text[:i]):
+        pass
+    return m.group(1).lower() if m else ""
+
+
+def _commented_hits(text: str, lines: _Lines, hits: dict[int, list[Hit]], toml: bool) -> None:
+    """Words outside ``#`` comments (requirements files, dependency TOML)."""
+    for m in _WORDS.finditer(text):
+        line_start, line = lines.line_text(m.start())
+        col = m.start() - line_start
+        if _comment_start(line, toml) <= col:
+            continue
+        if toml and _quoted_prose(line, col):
+            continue
+        _add(hits, lines.hit(m.start(), m.end()))
+
+
+def _comment_start(line: str, quoted: bool) -> int:
+    """Where a ``#`` comment starts on ``line`` (its length when there is none); with ``quoted``
+    a ``#`` inside quotes is text (TOML, YAML)."""
+    quote = None
+    for k, ch in enumerate(line):
+        if quote is not None:
+            if ch == quote and line[k - 1] != "\\":
+                quote = None
+            continue
+        if quoted and ch in "\"'":
+            quote = ch
+        elif ch == "#" and (k == 0 or line[k - 1] in " \t"):
+            return k
+    return len(line)
+
+
+def _build_hits(path: str, text: str, lines: _Lines, hits: dict[int, list[Hit]]) -> None:
+    from cuda2neuron.documents.buildfile import parse_build
+
+    doc = parse_build(text, path)
+    _shell_hits(doc.text, text, lines, hits, all_chars=False)
+    for m in _WORDS.finditer(doc.code):
+        i = m.start()
+        if doc.text[i] == text[i] and doc.text[i] != " ":
+            continue  # a recipe: judged as shell above
+        line_start, line = lines.line_text(i)
+        if _quoted_prose(line, i - line_start):
+            continue
+        _add(hits, lines.hit(i, m.end()))
+
+
+def _config_hits(kind: str, path: str, text: str, lines: _Lines, hits: dict[int, list[Hit]]) -> None:
+    from cuda2neuron.documents import structured
+
+    parse = {"config": structured.parse_yaml, "json": structured.parse_json, "toml": structured.parse_toml}.get(
+        kind, structured.parse_ini
+    )
+    doc = parse(text, path)
+    if not doc.parsed:
+        # Not readable as its format (a template): every word outside a comment counts.
+        comment_chars = "" if kind == "json" else "#;" if kind == "ini" else "#"
+        for m in _WORDS.finditer(text):
+            line_start, line = lines.line_text(m.start())
+            col = m.start() - line_start
+            if comment_chars and (line.lstrip()[:1] in comment_chars or _comment_start(line, True) <= col):
+                continue
+            _add(hits, lines.hit(m.start(), m.end()))
+        return
+    if kind == "config":
+        _shell_hits(doc.text, text, lines, hits, all_chars=False)
+    shell_owned = [(s.start, s.end) for s in doc.scalars if structured_shell(s)]
+    for s in doc.scalars:
+        written = text[s.start:s.end]
+        if not _WORDS.search(written) or (kind == "config" and (s.start, s.end) in shell_owned):
+            continue
+        if any(c.isspace() for c in s.value.strip()):
+            continue  # prose: a description, a message
+        for m in _WORDS.finditer(written):
+            _add(hits, lines.hit(s.start + m.start(), s.start + m.end()))
+    for (_document, key_path), (start, end) in doc.keys.items():
+        written = text[start:end]
+        if not _WORDS.search(written):
+            continue
+        parent = key_path[-2] if len(key_path) >= 2 else None
+        # Keys are the program's own names, except environment variables and resource names
+        # (`CUDA_VISIBLE_DEVICES:` under `env:`, `nvidia.com/gpu:` under `limits:`).
+        if parent in structured.ENV_KEYS or "/" in written:
+            for m in _WORDS.finditer(written):
+                _add(hits, lines.hit(start + m.start(), start + m.end()))
+
+
+def structured_shell(s) -> bool:  # noqa: ANN001 - a documents.structured.Scalar
+    from cuda2neuron.documents.structured import ENV_KEYS, SHELL_KEYS
+
+    owner = s.owner
+    return owner in SHELL_KEYS or (
+        len(s.path) >= 2 and isinstance(s.path[-1], int) and s.path[-2] in ENV_KEYS and "=" in s.value
+    )

@@ -1,0 +1,119 @@
+"""CN706: GPU requests to a batch scheduler (Slurm, PBS, LSF, submitit) in job scripts."""
+
+from __future__ import annotations
+
+import re
+
+from cuda2neuron.core import Effort, Invalid, TextReport, Valid
+from cuda2neuron.documents.shell import ShellScript
+
+from .._helpers import GPU_COUNT_GUIDANCE, TextRule
+
+__all__ = ["SchedulerGpuRequest"]
+
+
+# A directive comment the scheduler reads (`#SBATCH --gpus=8`), up to the end of its line.
+_DIRECTIVE_RE = re.compile(r"^[ \t]*#(SBATCH|PBS|BSUB)\b([^\n]*)", re.MULTILINE)
+# A command that takes the same options on its command line.
+_COMMAND_RE = re.compile(r"(?<![\w./-])(srun|sbatch|salloc|qsub|bsub)(?![\w-])")
+_SCHEDULERS = {"SBATCH": "Slurm", "PBS": "PBS", "BSUB": "LSF", "srun": "Slurm", "sbatch": "Slurm",
+               "salloc": "Slurm", "qsub": "PBS", "bsub": "LSF"}
+# Slurm's GPU options; `--gres` only with a `gpu` resource, `-G` only with a count.
+_SLURM_RE = re.compile(
+    r"(?<![\w-])(--gpus(?:-per-(?:node|task|socket))?|--gpu-bind|--gpu-freq|--mem-per-gpu|--cpus-per-gpu"
+    r"|--ntasks-per-gpu|--gres|-G)(?:[ \t]*=[ \t]*|[ \t]+)(\S+)"
+)
+# PBS resource lists (`-l select=1:ngpus=4`, `-l nodes=1:ppn=8:gpus=4`) and LSF's `-gpu` /
+# `rusage[ngpus_physical=4]`.
+_RESOURCE_RE = re.compile(r"(?<![\w-])(n?gpus(?:_\w+)?=\d+|-gpu(?:[ \t]+\S+)?)")
+# Hydra's submitit launcher and submitit's own parameter, as command-line overrides.
+_SUBMITIT_RE = re.compile(r"(?<![\w-])(?:[\w.+]*\.)?(gpus_per_(?:node|task))=\S+")
+
+
+class SchedulerGpuRequest(TextRule):
+    """
+    ## What it does
+    Reports GPU requests to a batch scheduler: ``#SBATCH`` / ``srun`` / ``sbatch`` / ``salloc``
+    options (``--gpus``, ``--gpus-per-node``, ``--gpus-per-task``, ``-G``, ``--gres=gpu:N``,
+    ``--gpu-bind``, ``--mem-per-gpu``, ...), PBS resource lists (``#PBS -l select=1:ngpus=4``,
+    ``gpus=N``), LSF's ``#BSUB -gpu`` and ``ngpus`` usage, and submitit / Hydra launcher
+    overrides (``hydra.launcher.gpus_per_node=8``). Job scripts are read under every name a
+    scheduler uses: ``*.slurm``, ``*.sbatch``, ``*.pbs``, ``*.lsf``, ``*.qsub`` and ``*.sh``.
+
+    ## Why is this bad?
+    A Trainium node has no GPUs: a job that asks the scheduler for GPU resources waits forever
+    or is rejected, and the count it asks for is not the NeuronCore count the port runs with.
+
+    ## Example
+    ```bash
+    #SBATCH --nodes=2
+    #SBATCH --gpus-per-node=8
+    ```
+    is reported: ask for the Trainium nodes themselves (``--nodes``, ``--exclusive``) and start
+    one process per NeuronCore.
+
+    ## Fix safety
+    Report only: how a cluster exposes Trainium (whole nodes, a partition, a generic resource
+    of its own) is the cluster's configuration, not something the script can say.
+    """
+
+    code = "CN706"
+    name = "scheduler-gpu-request"
+    file_kinds = frozenset({"shell"})
+    triggers = ("gpu", "gres")
+    VALID = (
+        Valid("#SBATCH --nodes=2\n#SBATCH --exclusive\nsrun python train.py\n", path="job.slurm"),
+        Valid("# request --gpus-per-node=8 on GPU clusters\n", path="job.slurm"),
+        Valid("#SBATCH --gres=nvme:1\n", path="job.slurm"),
+        Valid("python train.py --gpus 8\n", path="run.sh"),
+        Valid('echo "srun --gpus=8 would not work here"\n', path="run.sh"),
+    )
+    INVALID = (
+        Invalid("#!/bin/bash\n#SBATCH --gpus-per-node=8\nsrun python train.py\n", path="job.slurm"),
+        Invalid("#SBATCH --gres=gpu:a100:4\n", path="job.sbatch"),
+        Invalid("srun --nodes=1 --gpus-per-task=1 python train.py\n", path="run.sh"),
+        Invalid("#PBS -l select=2:ncpus=32:ngpus=4\n", path="job.pbs"),
+        Invalid('#BSUB -gpu "num=4:mode=exclusive_process"\n', path="job.lsf"),
+        Invalid("python launch.py -m hydra/launcher=submitit_slurm hydra.launcher.gpus_per_node=8\n", path="sweep.sh"),
+    )
+
+    @classmethod
+    def check_text(cls, doc: ShellScript, settings) -> list[TextReport]:
+        text = doc.text
+        if "gpu" not in text and "gres" not in text:
+            return []
+        out: list[TextReport] = []
+        for m in _DIRECTIVE_RE.finditer(text):
+            out += _requests(text, m.start(2), m.end(2), _SCHEDULERS[m.group(1)])
+        for m in doc.code_matches(_COMMAND_RE):
+            _, line_end = doc.line_bounds(m.start())
+            out += [r for r in _requests(text, m.end(), line_end, _SCHEDULERS[m.group(1)]) if doc.is_code(r.start)]
+        for m in doc.code_matches(_SUBMITIT_RE):
+            out.append(_report(m.start(), m.end(), text[m.start():m.end()], "submitit"))
+        return out
+
+
+def _requests(text: str, start: int, end: int, scheduler: str) -> list[TextReport]:
+    out = []
+    for m in _SLURM_RE.finditer(text, start, end):
+        option, value = m.group(1), m.group(2)
+        if option == "--gres" and "gpu" not in value.lower():
+            continue
+        if option == "-G" and not value.strip("'\"").isdigit():
+            continue
+        out.append(_report(m.start(), m.end(), m.group(0), scheduler))
+    for m in _RESOURCE_RE.finditer(text, start, end):
+        if any(r.start <= m.start() < r.end for r in out):
+            continue
+        out.append(_report(m.start(), m.end(), m.group(0), scheduler))
+    return out
+
+
+def _report(start: int, end: int, written: str, scheduler: str) -> TextReport:
+    return TextReport(
+        start, end,
+        f"`{written}` asks {scheduler} for GPUs, which Trainium nodes do not have",
+        guidance="request the Trainium nodes themselves (`--nodes`, `--exclusive`, the partition your cluster "
+        f"gives them) instead of GPU resources; {GPU_COUNT_GUIDANCE}",
+        effort=Effort.LOW,
+    )
