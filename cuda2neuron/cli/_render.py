@@ -88,6 +88,10 @@ def headline(report: RunReport, wrote: str) -> str:
     ]
     if report.unsafe_fixable:
         parts.append(f"{len(report.unsafe_fixable)} more fixable with --unsafe-fixes")
+    if report.residual:
+        # Counted apart (CN902): lines no specific rule covers; `nothing CUDA-specific left`
+        # below needs no remaining finding at all, so never prints while any is left.
+        parts.append(f"{len(report.residual)} lines still mention CUDA")
     if report.coverage is not None:
         parts.append(f"coverage {report.coverage:.0%}")
     elif report.failed:

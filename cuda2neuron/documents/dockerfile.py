@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .shell import ShellScript
 
-__all__ = ["ApptainerFile", "Dockerfile", "parse_apptainer", "parse_dockerfile", "shell_view"]
+__all__ = ["ApptainerFile", "Dockerfile", "parse_apptainer", "parse_dockerfile", "raw_instruction_spans", "shell_view"]
 
 # An instruction: its keyword at the start of a line (continuation lines belong to the one above).
 _INSTRUCTION_RE = re.compile(r"^([ \t]*)([A-Za-z]+)([ \t]+|$)", re.MULTILINE)
@@ -137,3 +137,23 @@ def _apptainer_view(text: str) -> str:
 
 def parse_apptainer(text: str) -> ApptainerFile:
     return ApptainerFile(_apptainer_view(text), raw=text)
+
+
+# Apptainer sections that are text for people, not instructions.
+_PROSE_SECTIONS = frozenset({"help"})
+
+
+def raw_instruction_spans(doc: Dockerfile) -> list[tuple[int, int]]:
+    """Where a Dockerfile's (or definition file's) instructions are written, shell or not:
+    every instruction with its continuation lines; an Apptainer file's header and every section
+    but ``%help``. Text outside them (a heredoc's body) is data."""
+    raw = doc.raw
+    if isinstance(doc, ApptainerFile):
+        sections = list(_SECTION_RE.finditer(raw))
+        spans = [(0, sections[0].start() if sections else len(raw))]
+        for i, m in enumerate(sections):
+            end = sections[i + 1].start() if i + 1 < len(sections) else len(raw)
+            if m.group(1).lower() not in _PROSE_SECTIONS:
+                spans.append((m.start(), end))
+        return spans
+    return [(start, end) for start, _name, _body, end in _instructions(raw)]

@@ -18,7 +18,7 @@ __all__ = ["ConfigEntry", "PlainText"]
 # `key: value  # comment`, in a mapping or a list item; flow style ({a: b}) and multi-line
 # values are not read. The value group stops before a comment and trailing blanks.
 _ENTRY_RE = re.compile(
-    r"""^[ \t]*(?:-[ \t]+)?(?P<key>[A-Za-z_][\w.-]*)[ \t]*:[ \t]+
+    r"""^[ \t]*(?:-[ \t]+)?(?P<key>[A-Za-z_][\w./-]*)[ \t]*:[ \t]+
     (?P<value>"[^"\n]*"|'[^'\n]*'|[^\s#'"{\[|>&*!][^#\n]*?)[ \t]*(?:\#[^\n]*)?$""",
     re.MULTILINE | re.VERBOSE,
 )
@@ -31,6 +31,8 @@ class ConfigEntry:
     start: int  # offsets of the value as written (quotes included)
     end: int
     quote: str  # '"', "'" or ""
+    key_start: int = -1
+    key_end: int = -1
 
 
 @dataclass(frozen=True)
@@ -46,5 +48,7 @@ class PlainText:
             raw = m.group("value")
             quote = raw[0] if raw[:1] in ("'", '"') else ""
             value = raw[1:-1] if quote else raw
-            out.append(ConfigEntry(m.group("key"), value, m.start("value"), m.end("value"), quote))
+            out.append(ConfigEntry(
+                m.group("key"), value, m.start("value"), m.end("value"), quote, m.start("key"), m.end("key"),
+            ))
         return tuple(out)

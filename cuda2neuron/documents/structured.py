@@ -193,16 +193,25 @@ def parse_yaml(text: str, path: str = "") -> ConfigDocument:
     except Exception as exc:  # noqa: BLE001 - ruamel raises many types; any of them means "not YAML we can read"
         from .plaintext import PlainText
 
+        # A template (Helm, Jinja) or broken YAML: its `key: value` lines, read one by one.
         entries = PlainText(text).entries
-        fallback = tuple(Scalar((e.key,), e.value, e.start, e.end, e.quote) for e in entries)
+        fallback = tuple(
+            Scalar((e.key,), e.value, e.start, e.end, e.quote, True, e.key_start, e.key_end) for e in entries
+        )
+        # (Nesting is unknown: each key is its own path, named by where it is written.)
+        keys = {(0, (f"<at {m.start(1)}>", m.group(1))): (m.start(1), m.end(1)) for m in _LINE_KEY.finditer(text)}
         return ConfigDocument(
-            _blank(text, []), raw=text, path=path, format="yaml", scalars=fallback,
+            _blank(text, []), raw=text, path=path, format="yaml", scalars=fallback, keys=keys,
             parsed=False, error=_first_line(exc),
         )
     return ConfigDocument(
         _blank(text, _shell_spans(text, scalars)), raw=text, path=path, format="yaml",
         scalars=scalars, keys=keys, documents=documents,
     )
+
+
+# Every `key:` that starts a line of a YAML file read as text (its value may be a template).
+_LINE_KEY = re.compile(r"^[ \t]*(?:-[ \t]+)?([A-Za-z_][\w./-]*)[ \t]*:(?=[ \t]|$)", re.MULTILINE)
 
 
 def _first_line(exc: BaseException) -> str:

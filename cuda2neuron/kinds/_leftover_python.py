@@ -599,6 +599,10 @@ def _own_bare_names(
     for line, col, receiver, attr in names.field_reads:
         if receiver not in names.foreign and attr in fields:
             out.setdefault(((line, col), attr), "a field of the project's class")
+        elif receiver in names.own_imported and receiver not in (members or {}):
+            # `DeviceType.CUDA` where `DeviceType` comes from a module of the project that is not
+            # read with this one (the residual pass reads one file): a member of the project's own.
+            out.setdefault(((line, col), attr), f"a member of {receiver}, which the project defines")
     for line, col, value in names.exported:
         if value in own:
             for quote in ('"', "'"):
@@ -609,7 +613,7 @@ def _own_bare_names(
         base = package[: len(package) - level + 1] if level else ()
         dotted = ".".join((*base, *parts))
         if any(m == dotted or m.endswith("." + dotted) for m in modules) or (
-            not level and parts and parts[0] in own_tops
+            own_tops and (level or (parts and parts[0] in own_tops))
         ):
             paths.setdefault(line, set()).update(parts)
     return out, paths

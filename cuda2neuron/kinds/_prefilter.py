@@ -70,6 +70,8 @@ _REQUIREMENTS = (
     "cu", "apex", "flash", "xformers", "bitsandbytes", "triton", "nvidia", "nvml", "gpustat",
     "tensorrt", "onnxruntime", "liger", "mamba", "conv1d", "mslk", "transformer", "kernels", "megablocks", "grouped",
     "tutel", "sageattention", "gptq", "awq", "exllama",
+    # NVIDIA RAPIDS ("cu" covers most; the config kinds take this list without "cu"), CUDA extras
+    "cudf", "cuml", "cugraph", "cuspatial", "cuvs", "cucim", "raft", "rmm", "ucx", "gpu",
 )  # fmt: skip
 
 # What the structured-config rules (CN73x, CN76x, CN77x) look for: CUDA and NVIDIA words, GPU

@@ -303,46 +303,37 @@ def _shell_hits(view: str, raw: str, lines: _Lines, hits: dict[int, list[Hit]], 
             if _DIRECTIVE.match(line):
                 _add(hits, lines.hit(i, m.end()))
         elif state in (DQUOTE, SQUOTE):
+            # The whole quoted string (a `"` inside single quotes is text of it): a message when
+            # it has a space, a value (`--device 'cuda'`) when it has none.
+            quote = "'" if state == SQUOTE else '"'
             a, b = i, m.end()
-            while a > 0 and states[a - 1] == state and view[a - 1] not in "\"'":
+            while a > 0 and states[a - 1] == state and view[a - 1] != quote:
                 a -= 1
-            while b < len(view) and states[b] == state and view[b] not in "\"'":
+            while b < len(view) and states[b] == state and view[b] != quote:
                 b += 1
             if not any(c.isspace() for c in view[a:b]):
                 _add(hits, lines.hit(i, m.end()))
 
 
 def _dockerfile_hits(path: str, text: str, lines: _Lines, hits: dict[int, list[Hit]]) -> None:
-    from cuda2neuron.documents.dockerfile import parse_apptainer, parse_dockerfile
+    from cuda2neuron.documents.dockerfile import parse_apptainer, parse_dockerfile, raw_instruction_spans
 
     from ._text_files import is_apptainer_name
 
     apptainer = is_apptainer_name(path)
     doc = parse_apptainer(text) if apptainer else parse_dockerfile(text)
     _shell_hits(doc.text, text, lines, hits, all_chars=False)
-    section = ""
-    for m in _WORDS.finditer(text):
-        i = m.start()
-        if doc.text[i] == text[i]:
-            continue  # shell: judged above
-        line_start, line = lines.line_text(i)
-        stripped = line.lstrip()
-        if stripped.startswith("#"):
-            continue
-        if apptainer:
-            section = _apptainer_section(text, i)
-            if section == "help":
+    # The instructions that are no shell (FROM, LABEL, COPY, an Apptainer header or %labels);
+    # a heredoc's body belongs to no instruction: data, like a script's heredoc.
+    for start, end in raw_instruction_spans(doc):
+        for m in _WORDS.finditer(text, start, end):
+            i = m.start()
+            if doc.text[i] == text[i]:
+                continue  # shell: judged above
+            line_start, line = lines.line_text(i)
+            if line.lstrip().startswith("#") or _quoted_prose(line, i - line_start):
                 continue
-        if _quoted_prose(line, i - line_start):
-            continue
-        _add(hits, lines.hit(i, m.end()))
-
-
-def _apptainer_section(text: str, i: int) -> str:
-    m = None
-    for m in re.finditer(r"(?m)^%([A-Za-z]+)", text[:i]):
-        pass
-    return m.group(1).lower() if m else ""
+            _add(hits, lines.hit(i, m.end()))
 
 
 def _commented_hits(text: str, lines: _Lines, hits: dict[int, list[Hit]], toml: bool) -> None:
@@ -414,6 +405,8 @@ def _config_hits(kind: str, path: str, text: str, lines: _Lines, hits: dict[int,
             continue
         if any(c.isspace() for c in s.value.strip()):
             continue  # prose: a description, a message
+        if _own_config_value(s):
+            continue
         for m in _WORDS.finditer(written):
             _add(hits, lines.hit(s.start + m.start(), s.start + m.end()))
     for (_document, key_path), (start, end) in doc.keys.items():
@@ -426,6 +419,26 @@ def _config_hits(kind: str, path: str, text: str, lines: _Lines, hits: dict[int,
         if parent in structured.ENV_KEYS or "/" in written:
             for m in _WORDS.finditer(written):
                 _add(hits, lines.hit(start + m.start(), start + m.end()))
+
+
+# Keys whose values are the project's own files and folders (a workflow's `paths:`, compose's
+# `dockerfile:` / `context:`, an action's `file:`), and labels (`name:`).
+_PATH_KEYS = frozenset({
+    "file", "files", "dockerfile", "path", "paths", "paths-ignore", "context", "working-directory",
+    "working_dir", "workdir", "cache-dependency-path",
+})
+
+
+def _own_config_value(s) -> bool:  # noqa: ANN001 - a documents.structured.Scalar
+    """A value that names the project's own file or is a label, not a CUDA construct: under a
+    path key, a relative path (``./docker/docker-cuda/Dockerfile``), or a ``name:`` that is not
+    an environment variable's (``name: tests_cuda``)."""
+    from cuda2neuron.documents.structured import ENV_KEYS
+
+    owner = s.owner
+    if owner in _PATH_KEYS or s.value.startswith(("./", "../")):
+        return True
+    return s.key == "name" and not (len(s.path) >= 3 and s.path[-3] in ENV_KEYS)
 
 
 def structured_shell(s) -> bool:  # noqa: ANN001 - a documents.structured.Scalar

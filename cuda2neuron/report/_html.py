@@ -116,6 +116,7 @@ def _summary(report: RunReport) -> list[str]:
         ("edits", len(report.edits)),
         ("fixable", len(report.fixable) + len(report.unsafe_fixable)),
         ("manual actions", len(report.manual)),
+        ("lines still mention CUDA", len(report.residual)),
         ("coverage", _pct(report.coverage)),
         ("effort left", describe_effort(report.effort_hours)),
     ]

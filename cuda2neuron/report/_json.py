@@ -57,6 +57,8 @@ def _document(report: RunReport) -> dict[str, Any]:
             "fixable": len(report.fixable),  # safe: --fix writes them
             "unsafe_fixable": len(report.unsafe_fixable),  # --fix --unsafe-fixes writes them
             "manual_actions": len(report.manual),
+            # Of the manual actions: lines that still mention CUDA and no specific rule covers (CN902).
+            "residual_lines": len(report.residual),
             "coverage": report.coverage,
             "effort": report.effort,  # the band (EFFORT_BANDS) of effort_hours
             "effort_hours": round(report.effort_hours, 2),

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cuda2neuron.core import Effort, FileResult, FileStatus, Finding, Safety
+from cuda2neuron.kinds import RESIDUAL
 from cuda2neuron.workspace import SkippedPath
 
 __all__ = [
@@ -152,6 +153,12 @@ class RunReport:
     def remaining(self) -> tuple[Finding, ...]:
         """Every finding not applied in this run (manual or fixable)."""
         return tuple(f for r in self.results for f in r.findings if not f.applied)
+
+    @property
+    def residual(self) -> tuple[Finding, ...]:
+        """Lines that still mention CUDA and that no specific rule covers (CN902, the residual
+        pass): counted apart in every report as "N lines still mention CUDA"."""
+        return tuple(f for f in self.remaining if f.code == RESIDUAL[0])
 
     @property
     def effort_hours(self) -> float:

@@ -135,6 +135,8 @@ def to_sarif(report: RunReport, rules: dict[str, type] | None = None) -> str:
                     }
                 ],
                 "results": [_result(f, index) for f in findings],
+                # Lines that still mention CUDA and no specific rule covers (CN902 results).
+                "properties": {"residualLines": len(report.residual)},
             }
         ],
     }

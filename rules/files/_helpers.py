@@ -65,8 +65,11 @@ GPU_COUNT_GUIDANCE = (
 
 # The NVIDIA container toolkit's variables (`docker run -e NVIDIA_VISIBLE_DEVICES=all`).
 _NVIDIA_CONTAINER_ENV = r"NVIDIA_(?:VISIBLE_DEVICES|DRIVER_CAPABILITIES|REQUIRE_\w+|DISABLE_REQUIRE|MIG_\w+)"
+# The CUDA compiler's own variables (`NVCC_APPEND_FLAGS`, `CUDACXX`), which CMake and
+# torch.utils.cpp_extension read when they build CUDA code.
+_NVCC_ENV = r"NVCC_\w+|TORCH_NVCC_FLAGS|CUDACXX|CUDAHOSTCXX|CUDAFLAGS|CUDA_NVCC_FLAGS|CUDA_ARCHITECTURES"
 # CUDA runtime, library and build variables (CN705 in scripts, CN734 in configs).
-CUDA_ENV_VAR_RE = re.compile(f"(?:{CUDA_ENV_RE.pattern}|{_NVIDIA_CONTAINER_ENV})")
+CUDA_ENV_VAR_RE = re.compile(f"(?:{CUDA_ENV_RE.pattern}|{_NVIDIA_CONTAINER_ENV}|{_NVCC_ENV})")
 NCCL_ENV_RE = re.compile(r"(?:TORCH_)?NCCL_\w+")
 NCCL_GUIDANCE = (
     "delete it for Trainium runs (keep it only in a CUDA launch script); "

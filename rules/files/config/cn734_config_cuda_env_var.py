@@ -47,7 +47,7 @@ class CudaEnvVarInConfig(TextRule):
     name = "config-cuda-env-var"
     file_kinds = CONFIG_KINDS
     targets = frozenset({"neuron"})
-    triggers = ("NCCL_", "CUDA_", "CUDNN_", "CUBLAS", "NVIDIA_")
+    triggers = ("NCCL_", "CUDA_", "CUDNN_", "CUBLAS", "NVIDIA_", "NVCC", "CUDACXX", "CUDAHOSTCXX", "CUDAFLAGS")
     VALID = (
         Valid("env:\n  OMP_NUM_THREADS: 4\n", path=_WORKFLOW),
         Valid("env:\n  USE_CUDA: 0\n", path=_WORKFLOW),

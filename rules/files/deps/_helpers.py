@@ -73,8 +73,17 @@ _PACKAGES: dict[str, tuple[str, str, Effort]] = {
     "cuda-python": ("cuda-python (CUDA driver and runtime bindings)", "port the code that uses them to torch.neuron APIs or NKI", Effort.HIGH),
     "tensorrt-llm": ("TensorRT-LLM (NVIDIA inference compiler)", 'compile with `torch.compile(backend="neuron")`', Effort.MEDIUM),
 }
+_RAPIDS = (
+    "NVIDIA RAPIDS (CUDA dataframes and ML)",
+    "use pandas / scikit-learn (or numpy) on the host, and torch tensors on the neuron device",
+    Effort.MEDIUM,
+)
 _PREFIXES: tuple[tuple[str, tuple[str, str, Effort]], ...] = (
     ("cupy-cuda", _PACKAGES["cupy"]),
+    *((name, _RAPIDS) for name in (
+        "cudf", "cuml", "cugraph", "cuspatial", "cuvs", "cucim", "dask-cuda", "dask-cudf", "raft-dask", "pylibraft",
+        "rmm-cu", "librmm", "ucx-py-cu",
+    )),
     (
         "nvidia-",
         (
@@ -90,7 +99,8 @@ _PREFIXES: tuple[tuple[str, tuple[str, str, Effort]], ...] = (
 DEPENDENCY_WORDS = (
     "apex", "flash", "xformers", "bitsandbytes", "triton", "cupy", "cuda", "nvidia", "nvml", "gpustat", "tensorrt",
     "onnxruntime", "liger", "mamba", "conv1d", "mslk", "transformer", "kernels", "megablocks", "grouped", "tutel",
-    "sageattention", "gptq", "awq", "exllama",
+    "sageattention", "gptq", "awq", "exllama", "cudf", "cuml", "cugraph", "cuspatial", "cuvs", "cucim", "raft",
+    "rmm", "ucx", "gpu",
 )  # fmt: skip
 
 

@@ -25,6 +25,7 @@ _PIP_VALUE_OPTIONS = frozenset({
     # follows; counted once, at the requirement.
     "--no-binary", "--only-binary",
 })
+_ANY_NAME_RE = re.compile(r"[A-Za-z_]\w*")
 _PIP_INDEX_OPTIONS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find-links"})
 
 
@@ -62,6 +63,7 @@ class CudaOnlyPackageInstall(TextRule):
         Valid("# pip install xformers\n", path="setup_env.sh"),
     )
     INVALID = (
+        Invalid('apex_url=git+https://github.com/NVIDIA/apex.git@25.04\npip install -v --no-build-isolation "$apex_url"\n', path="setup.sh"),
         Invalid("pip install flash-attn --no-build-isolation\n", path="setup_env.sh"),
         Invalid("python -m pip install -U 'bitsandbytes>=0.43' numpy\n", path="setup_env.sh"),
         Invalid("pip3 install torch --index-url https://download.pytorch.org/whl/cu121\n", path="setup_env.sh"),
@@ -71,7 +73,7 @@ class CudaOnlyPackageInstall(TextRule):
     @classmethod
     def check_text(cls, doc: ShellScript, settings) -> list[TextReport]:
         text = doc.text
-        if "install" not in text:
+        if "install" not in text and "://" not in text:
             return []
         out: list[TextReport] = []
         for m in doc.code_matches(_PIP_INSTALL_RE):
@@ -119,6 +121,21 @@ class CudaOnlyPackageInstall(TextRule):
                             guidance=instead, effort=effort,
                         ))
                 i = end
+        # `apex_url=git+https://github.com/NVIDIA/apex.git@25.04`, then `pip install "$apex_url"`:
+        # a CUDA-only package named by URL where it is assigned.
+        for ns, ne, vs, ve in doc.assignments(_ANY_NAME_RE):
+            value = unquote(text[vs:ve]) or ""
+            if not value.startswith(("git+", "http://", "https://")):
+                continue
+            name = requirement_name(value)
+            info = cuda_only_package(normalise(name)) if name else None
+            if info is None:
+                continue
+            what, instead, effort = info
+            out.append(TextReport(
+                vs, ve, f"`{text[ns:ne]}` names `{normalise(name)}`, which is CUDA-only: {what}",
+                guidance=instead, effort=effort,
+            ))
         return out
 
 

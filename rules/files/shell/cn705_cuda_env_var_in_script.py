@@ -16,7 +16,8 @@ class CudaEnvVarInScript(TextRule):
     Reports CUDA runtime, library and build variables set in launch scripts. Covered:
     ``CUDA_LAUNCH_BLOCKING``, ``CUDA_DEVICE_ORDER``, ``PYTORCH_CUDA_ALLOC_CONF``,
     ``TORCH_CUDA_ARCH_LIST``, ``CUDA_HOME``, ``CUBLAS_*`` / ``CUDNN_*`` and the like, and the
-    NVIDIA container runtime's ``NVIDIA_VISIBLE_DEVICES`` / ``NVIDIA_DRIVER_CAPABILITIES``
+    NVIDIA container runtime's ``NVIDIA_VISIBLE_DEVICES`` / ``NVIDIA_DRIVER_CAPABILITIES`` and the
+    CUDA compiler's ``NVCC_*`` / ``CUDACXX``
     (``CUDA_VISIBLE_DEVICES`` is CN701's; a script's own ``CUDA_FLAG`` is not a CUDA setting).
     For ``CUDA_LAUNCH_BLOCKING`` the guidance names ``NEURON_LAUNCH_BLOCKING``, which
     TorchNeuron's pre-release source reads; it is not rewritten, because AWS's
@@ -42,7 +43,7 @@ class CudaEnvVarInScript(TextRule):
     name = "cuda-env-var-in-script"
     file_kinds = frozenset({"shell"})
     targets = frozenset({"neuron"})
-    triggers = ("CUDA_", "CUDNN_", "CUBLAS", "NVIDIA_")
+    triggers = ("CUDA_", "CUDNN_", "CUBLAS", "NVIDIA_", "NVCC", "CUDACXX", "CUDAHOSTCXX", "CUDAFLAGS")
     VALID = (
         Valid("export NEURON_RT_VISIBLE_CORES=0-1\n", path="launch.sh"),
         Valid("echo $CUDA_HOME\n", path="launch.sh"),
@@ -55,6 +56,7 @@ class CudaEnvVarInScript(TextRule):
         Invalid("TORCH_CUDA_ARCH_LIST='8.0;9.0' pip install -e .\n", path="launch.sh"),
         Invalid("export CUBLAS_WORKSPACE_CONFIG=:4096:8\n", path="launch.sh"),
         Invalid("docker run -e NVIDIA_VISIBLE_DEVICES=all my-image\n", path="launch.sh"),
+        Invalid('MAX_JOBS=32 NVCC_APPEND_FLAGS="--threads 32" pip install -e .\n', path="launch.sh"),
     )
 
     @classmethod

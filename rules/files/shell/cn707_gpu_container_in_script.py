@@ -21,6 +21,7 @@ _GPU_OPTION_RE = re.compile(r"(?<![\w-])(--gpus|--runtime)(?:[ \t]*=[ \t]*|[ \t]
 # Apptainer / Singularity's `--nv` binds the host's NVIDIA driver into the container.
 _NV_RE = re.compile(r"(?<![\w./-])(?:singularity|apptainer)[ \t]+(?:exec|run|shell|instance[ \t]+start)\b[^\n]*?(?<![\w-])(--nv)(?![\w-])")
 _IMAGE_ARG_RE = re.compile(r"(?:docker://)?([\w.-]+(?::\d+)?(?:/[\w.-]+)+(?::[\w.-]+)?|[\w.-]+:[\w.-]+)")
+_ANY_NAME_RE = re.compile(r"[A-Za-z_]\w*")
 _DEVICE_GUIDANCE = (
     "give the container the Neuron devices instead (`--device=/dev/neuron0`, one per device) and run "
     "an image with the Neuron SDK"
@@ -33,8 +34,9 @@ class GpuContainerInScript(TextRule):
     Reports containers set up for NVIDIA GPUs in scripts: ``docker run --gpus all``,
     ``--runtime=nvidia``, ``nvidia-docker``, Apptainer / Singularity's ``--nv``, and
     ``docker pull`` / ``run`` / ``create`` of a CUDA image (``nvcr.io/nvidia/pytorch:24.02-py3``,
-    tags naming a CUDA or cuDNN build) — the provisioning scripts a Dockerfile's ``FROM`` rule
-    (CN751) does not see.
+    tags naming a CUDA or cuDNN build), and variables set to such an image
+    (``IMAGE=nvcr.io/nvidia/jax:25.10-py3``) — the provisioning scripts a Dockerfile's ``FROM``
+    rule (CN751) does not see.
 
     ## Why is this bad?
     ``--gpus`` and the NVIDIA runtime hand the container NVIDIA devices and drivers, which a
@@ -55,7 +57,7 @@ class GpuContainerInScript(TextRule):
     code = "CN707"
     name = "gpu-container-in-script"
     file_kinds = frozenset({"shell"})
-    triggers = ("docker", "podman", "nerdctl", "--nv", "singularity", "apptainer")
+    triggers = ("docker", "podman", "nerdctl", "--nv", "singularity", "apptainer", "nvcr.io", "nvidia/cuda")
     VALID = (
         Valid("docker run --device=/dev/neuron0 my-neuron-image python train.py\n", path="run.sh"),
         Valid("docker pull python:3.11-slim\n", path="setup.sh"),
@@ -68,6 +70,7 @@ class GpuContainerInScript(TextRule):
         Invalid("docker run --runtime=nvidia -v $PWD:/w my-image\n", path="run.sh"),
         Invalid("nvidia-docker run -it my-image bash\n", path="run.sh"),
         Invalid("singularity exec --nv gpt-neox.sif python train.py\n", path="job.slurm"),
+        Invalid('JAX_IMAGE="nvcr.io/nvidia/jax:25.10-py3"\nkind load docker-image "$JAX_IMAGE"\n', path="ci.sh"),
     )
 
     @classmethod
@@ -101,6 +104,16 @@ class GpuContainerInScript(TextRule):
                     guidance=NEURON_IMAGE_GUIDANCE, effort=Effort.MEDIUM,
                 ))
                 break  # the image: what follows is the command run in it
+        # `JAX_IMAGE="nvcr.io/nvidia/jax:25.10-py3"`, then `docker pull "$JAX_IMAGE"`: the image is
+        # named where it is assigned.
+        for ns, ne, vs, ve in doc.assignments(_ANY_NAME_RE):
+            value = unquote(text[vs:ve])
+            if value is None or not cuda_image(value.removeprefix("docker://")):
+                continue
+            out.append(TextReport(
+                vs, ve, f"`{text[ns:ne]}` names a CUDA image (`{value}`)",
+                guidance=NEURON_IMAGE_GUIDANCE, effort=Effort.LOW,
+            ))
         for m in doc.code_matches(_NV_RE):
             out.append(TextReport(
                 m.start(1), m.end(1), "`--nv` binds the host's NVIDIA driver and GPUs into the container",
