@@ -12,13 +12,16 @@ free code in its family, in that family's folder):
 * CN4xx ``dist/`` distributed: process-group backend, DDP arguments, device visibility variables
 * CN5xx ``compile/`` ``torch.compile``
 * CN6xx ``ecosystem/`` the CUDA-only ecosystem: Triton, CUDA extensions, apex, flash-attn, ...
-* CN7xx ``files/`` files that are not Python, one sub-package per kind (the tens digit):
-  CN70x ``shell/`` launch scripts, CN71x ``deps/`` requirements and dependency lists,
-  CN72x ``notebook/``, CN73x ``config/`` YAML configs, CN74x ``cuda_source/`` ``*.cu`` files,
-  CN75x ``docker/`` Dockerfiles
+* CN7xx ``files/`` files that are not Python, one sub-package per kind of file (the tens digit):
+  CN70x ``shell/`` launch scripts and batch jobs, CN71x ``deps/`` requirements and dependency
+  lists, CN72x ``notebook/``, CN73x ``config/`` structured configs (YAML, JSON, TOML, INI),
+  CN74x ``cuda_source/`` ``*.cu`` files, CN75x ``docker/`` Dockerfiles and container
+  definitions, CN76x ``infra/`` docker compose, Kubernetes and CI files, CN77x ``conda/`` conda
+  environments, CN78x ``build/`` Makefiles and CMake (CN79x is free)
 * CN8xx ``numerics/`` numerics and processes the device handles differently: float64, complex, fork
-* CN9xx ``meta/`` cuda2neuron's own comments: unused suppressions (run by the kinds layer after
-  the other rules, since it needs their findings)
+* CN9xx ``meta/`` what the kinds layer checks after the other rules, since it needs their
+  findings: unused suppressions (CN901), and CUDA references no finding covers (CN902, the
+  residual pass)
 
 Helpers live in ``_shared/`` (used by several families) or in a family's ``_helpers.py`` (used
 by that family only); modules and packages whose name starts with ``_`` hold no rules.

@@ -48,6 +48,7 @@ __all__ = [
     "ENV_KEYS",
     "SHELL_KEYS",
     "ConfigDocument",
+    "is_env_key",
     "Scalar",
     "parse_ini",
     "parse_json",
@@ -59,8 +60,16 @@ Key = str | int
 
 # Keys whose values are shell commands (GitHub Actions, GitLab CI, compose, Kubernetes).
 SHELL_KEYS = frozenset({"run", "script", "before_script", "after_script", "command", "entrypoint", "args"})
-# Keys whose mapping (or list of KEY=value strings) holds environment variables.
+# Keys whose mapping (or list of KEY=value strings) holds environment variables; `is_env_key`
+# also takes names ending like one (`launcher_env`, `containerEnv`, `remoteEnv`).
 ENV_KEYS = frozenset({"env", "environment", "variables", "envs", "env_vars", "envVars", "environment_variables"})
+_ENV_SUFFIX = re.compile(r"(?:[_-]env|Env|[_-]environment|Environment|_env_vars|EnvVars)$")
+
+
+def is_env_key(key: object) -> bool:
+    """Whether a mapping key holds environment variables (``env:``, ``environment:``,
+    ``variables:``, ``launcher_env:``, ``containerEnv:``)."""
+    return isinstance(key, str) and (key in ENV_KEYS or _ENV_SUFFIX.search(key) is not None)
 
 
 @dataclass(frozen=True)
@@ -127,6 +136,30 @@ class ConfigDocument(ShellScript):
     def line_of(self, offset: int) -> int:
         return self.raw.count("\n", 0, offset) + 1
 
+    @cached_property
+    def dependencies(self) -> list:
+        """A ``setup.cfg``'s requirements (``[options] install_requires`` / ``setup_requires`` /
+        ``tests_require``, ``[options.extras_require]``), as the dependency rules read them."""
+        from .requirements import Dependency, normalise, requirement_name
+
+        if self.format != "ini":
+            return []
+        out = []
+        for s in self.scalars:
+            if len(s.path) < 2:
+                continue
+            section, key = s.path[0], s.path[1]
+            if not ((section == "options" and key in _SETUP_REQUIRES) or section == "options.extras_require"):
+                continue
+            spec = s.value.split("#", 1)[0].strip()
+            name = requirement_name(spec) if spec else None
+            if name:
+                out.append(Dependency(normalise(name), spec, s.start, s.start + len(spec)))
+        return out
+
+
+_SETUP_REQUIRES = frozenset({"install_requires", "setup_requires", "tests_require"})
+
 
 def _blank(text: str, keep: list[tuple[int, int]]) -> str:
     """``text`` with everything outside ``keep`` made spaces (newlines kept: offsets and lines
@@ -153,7 +186,7 @@ def _under_shell_key(path: tuple[Key, ...]) -> bool:
 def _env_list_item(s: Scalar) -> bool:
     """``environment: ["CUDA_VISIBLE_DEVICES=0,1"]`` (compose): a list item that is an assignment."""
     return (
-        len(s.path) >= 2 and isinstance(s.path[-1], int) and s.path[-2] in ENV_KEYS
+        len(s.path) >= 2 and isinstance(s.path[-1], int) and is_env_key(s.path[-2])
         and re.match(r"[A-Za-z_]\w*=", s.value) is not None
     )
 

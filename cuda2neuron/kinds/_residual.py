@@ -46,6 +46,8 @@ _WORDS_BYTES = re.compile(rb"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc", re.IGNOREC
 # `nvcr.io/nvidia/pytorch:24.02-py3`, `PYTORCH_CUDA_ALLOC_CONF`).
 _TOKEN_CHARS = re.compile(r"[\w.\-/:+@]")
 _DIRECTIVE = re.compile(r"[ \t]*#(?:SBATCH|PBS|BSUB)\b")
+# A key spelled like an environment variable (`NCCL_IB_DISABLE`), wherever it is.
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+")
 _STACKS = ("triton", "tilelang", "cutlass", "helion", "cupy")
 _GUIDANCE = (
     "no rule knows this use of CUDA: check whether it still works on Trainium and port it by hand; "
@@ -416,7 +418,7 @@ def _config_hits(kind: str, path: str, text: str, lines: _Lines, hits: dict[int,
         parent = key_path[-2] if len(key_path) >= 2 else None
         # Keys are the program's own names, except environment variables and resource names
         # (`CUDA_VISIBLE_DEVICES:` under `env:`, `nvidia.com/gpu:` under `limits:`).
-        if parent in structured.ENV_KEYS or "/" in written:
+        if structured.is_env_key(parent) or "/" in written or _ENV_NAME.fullmatch(written.strip("'\"")):
             for m in _WORDS.finditer(written):
                 _add(hits, lines.hit(start + m.start(), start + m.end()))
 
@@ -433,18 +435,18 @@ def _own_config_value(s) -> bool:  # noqa: ANN001 - a documents.structured.Scala
     """A value that names the project's own file or is a label, not a CUDA construct: under a
     path key, a relative path (``./docker/docker-cuda/Dockerfile``), or a ``name:`` that is not
     an environment variable's (``name: tests_cuda``)."""
-    from cuda2neuron.documents.structured import ENV_KEYS
+    from cuda2neuron.documents.structured import is_env_key
 
     owner = s.owner
     if owner in _PATH_KEYS or s.value.startswith(("./", "../")):
         return True
-    return s.key == "name" and not (len(s.path) >= 3 and s.path[-3] in ENV_KEYS)
+    return s.key == "name" and not (len(s.path) >= 3 and is_env_key(s.path[-3]))
 
 
 def structured_shell(s) -> bool:  # noqa: ANN001 - a documents.structured.Scalar
-    from cuda2neuron.documents.structured import ENV_KEYS, SHELL_KEYS
+    from cuda2neuron.documents.structured import SHELL_KEYS, is_env_key
 
     owner = s.owner
     return owner in SHELL_KEYS or (
-        len(s.path) >= 2 and isinstance(s.path[-1], int) and s.path[-2] in ENV_KEYS and "=" in s.value
+        len(s.path) >= 2 and isinstance(s.path[-1], int) and is_env_key(s.path[-2]) and "=" in s.value
     )

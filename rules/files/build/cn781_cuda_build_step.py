@@ -99,9 +99,11 @@ class CudaBuildStep(TextRule):
             reported_lines.add(line_start)
             first = len(line) - len(line.lstrip())
             last = len(line.rstrip())
+            token = m.group(0).strip()
+            token = token + ")" if "(" in token and ")" not in token else token
             out.append(TextReport(
                 line_start + first, line_start + last,
-                "this build compiles CUDA kernels" if entry else f"`{m.group(0)}` belongs to a CUDA build",
+                "this build compiles CUDA kernels" if entry else f"`{token}` belongs to a CUDA build",
                 guidance=_NKI,
                 effort=Effort.HIGH if entry else Effort.LOW,
             ))

@@ -48,17 +48,17 @@ class EnvEntry:
 def env_entries(doc) -> list[EnvEntry]:  # noqa: ANN001 - a documents.structured.ConfigDocument
     """Variables set in an environment mapping (GitHub Actions / GitLab / compose ``env:``,
     ``environment:``, ``variables:``) or a Kubernetes ``env:`` list of ``{name, value}``."""
-    from cuda2neuron.documents.structured import ENV_KEYS
+    from cuda2neuron.documents.structured import is_env_key
 
     raw = doc.raw
     out: list[EnvEntry] = []
     for s in doc.scalars:
         path = s.path
-        if len(path) >= 2 and isinstance(path[-1], str) and path[-2] in ENV_KEYS and s.key_start >= 0:
+        if len(path) >= 2 and isinstance(path[-1], str) and is_env_key(path[-2]) and s.key_start >= 0:
             written = raw[s.key_start:s.key_end]
             quote = written[0] if written[:1] in ("'", '"') else ""
             out.append(EnvEntry(s.key, s.key_start, s.key_end, quote, s))
-        elif len(path) >= 3 and path[-1] == "name" and isinstance(path[-2], int) and path[-3] in ENV_KEYS:
+        elif len(path) >= 3 and path[-1] == "name" and isinstance(path[-2], int) and is_env_key(path[-3]):
             value = doc.at(s.document, (*path[:-1], "value"))
             out.append(EnvEntry(s.value, s.start, s.end, s.quote, value))
     return out

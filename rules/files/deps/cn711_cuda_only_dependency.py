@@ -37,7 +37,8 @@ class CudaOnlyDependency(TextRule):
     cuda-python and NVIDIA RAPIDS (cudf, cuml, dask-cuda, ...), and any package asked for with a
     CUDA extra (``xgboost[cuda12]``, ``jax[cuda12]``, ``mlx[cuda]``, ``tensorflow[and-cuda]``).
     The pyproject tables: ``project.dependencies``, optional dependencies,
-    ``dependency-groups``, Poetry's tables.
+    ``dependency-groups``, Poetry's tables; ``setup.cfg``'s ``install_requires`` and
+    ``extras_require``.
 
     ## Why is this bad?
     On a Trainium host these packages fail to build or install (no CUDA toolkit), or install and
@@ -57,7 +58,8 @@ class CudaOnlyDependency(TextRule):
 
     code = "CN711"
     name = "cuda-only-dependency"
-    file_kinds = frozenset({"requirements"})
+    # setup.cfg's install_requires / extras_require are read from the INI document.
+    file_kinds = frozenset({"requirements", "ini"})
     triggers = DEPENDENCY_WORDS
     VALID = (
         Valid("torch>=2.3\nnumpy  # flash-attn is optional\n", path=_REQ),
@@ -68,6 +70,7 @@ class CudaOnlyDependency(TextRule):
     )
     INVALID = (
         Invalid("xgboost[cuda12]==3.0.2\n", path=_REQ),
+        Invalid("[options]\ninstall_requires =\n    torch>=2.3\n    cupy-cuda12x\n", path="setup.cfg"),
         Invalid("dask-cuda>=24.4\ncudf-cu12\n", path=_REQ),
         Invalid('[tool.poetry.dependencies]\ntransformer-engine = {git = "https://github.com/NVIDIA/TransformerEngine.git"}\n', path="requirements/pyproject-te.toml"),
         Invalid("flash-attn>=2.5.0\n", path=_REQ),
