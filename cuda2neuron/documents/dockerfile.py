@@ -156,4 +156,22 @@ def raw_instruction_spans(doc: Dockerfile) -> list[tuple[int, int]]:
             if m.group(1).lower() not in _PROSE_SECTIONS:
                 spans.append((m.start(), end))
         return spans
-    return [(start, end) for start, _name, _body, end in _instructions(raw)]
+    spans = []
+    heredoc_end = -1
+    for start, name, body_start, end in _instructions(raw):
+        if start < heredoc_end or name not in _KEYWORDS:
+            continue  # a heredoc's line that happens to start with a word (`import cuda`)
+        spans.append((start, end))
+        m = _HEREDOC_START.search(raw, body_start, end)
+        if m is not None:
+            close = re.compile(rf"^[ \t]*{re.escape(m.group(1))}[ \t]*$", re.MULTILINE).search(raw, end)
+            heredoc_end = close.end() if close else len(raw)
+    return spans
+
+
+# Dockerfile instructions (a line starting with another word is inside a heredoc, or a mistake).
+_KEYWORDS = frozenset({
+    "FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT", "VOLUME", "USER",
+    "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL",
+})
+_HEREDOC_START = re.compile(r"<<-?[ \t]*['\"]?([A-Za-z_][\w]*)")

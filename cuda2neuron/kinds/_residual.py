@@ -384,6 +384,11 @@ def _build_hits(path: str, text: str, lines: _Lines, hits: dict[int, list[Hit]])
 def _config_hits(kind: str, path: str, text: str, lines: _Lines, hits: dict[int, list[Hit]]) -> None:
     from cuda2neuron.documents import structured
 
+    from ._text_files import is_json_data
+
+    if kind == "json" and is_json_data(text.encode("utf-8", "surrogateescape")):
+        return  # data, not a config: not read
+
     parse = {"config": structured.parse_yaml, "json": structured.parse_json, "toml": structured.parse_toml}.get(
         kind, structured.parse_ini
     )

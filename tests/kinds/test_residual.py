@@ -1,0 +1,188 @@
+"""The residual pass (CN902): a code line that still names CUDA and that no finding covers is
+reported, once, in every kind it reads; comments, prose, covered lines and the project's own names
+are not; it honours select / ignore / per-file-ignores and suppression comments, judges coverage
+against the whole catalog, is cached with the file, and is counted apart in every report."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from cuda2neuron.core import Config, FileStatus, RunOptions
+from cuda2neuron.kinds import process_bytes
+from cuda2neuron.report import build_report, render
+from cuda2neuron.workspace import ResultCache, SourceFile, fix_source, lint_source, process_files
+from cuda2neuron.workspace import _runner
+
+CN902 = "CN902"
+
+
+def _residual_lines(source: str, path: str, config: Config | None = None) -> list[int]:
+    return sorted(f.span.start_line for f in lint_source(source, path, config or Config()) if f.code == CN902)
+
+
+# (path, source, lines CN902 reports): one row per kind and per thing that is or is not code.
+_ROWS = {
+    # Python
+    "python-subprocess-nvcc": ("build.py", "import subprocess\nsubprocess.run(['nvcc', '-V'])\n", [2]),
+    "python-comment-docstring-message": (
+        "m.py", '"""Runs on CUDA."""\n# nvcc needed\nprint("built with nvcc 12")\nraise RuntimeError("NCCL failed")\n', [],
+    ),
+    "python-covered-by-a-rule": ("m.py", "import torch\nx = torch.zeros(3).cuda()\n", []),
+    "python-whole-statement-covered": ("m.py", "import torch\nx = torch.zeros(\n    3, device='cuda',\n    dtype=None)\n", []),
+    "python-own-name": ("m.py", "def use_cuda_graphs(m):\n    return m\ny = use_cuda_graphs(1)\n", []),
+    "python-own-import": ("pkg/m.py", "from .random import get_cuda_rng_tracker\nt = get_cuda_rng_tracker()\n", []),
+    "python-foreign-import": ("m.py", "from transformers.utils import is_torch_cuda_available\nok = is_torch_cuda_available()\n", [1, 2]),
+    "python-own-enum-member": ("pkg/m.py", "from .helper import DeviceType\nif t == DeviceType.CUDA:\n    pass\n", []),
+    # shell
+    "shell-nvcc": ("build.sh", "nvcc -O3 -o k k.cu\n", [1]),
+    "shell-comment-message-heredoc": (
+        "run.sh", "# nvcc first\necho \"install nvcc first\"\ncat <<EOF\nnvcc\nEOF\n", [],
+    ),
+    "shell-quoted-value": ("run.sh", "python train.py --backend 'nccl'\n", [1]),
+    "shell-directive": ("job.slurm", "#SBATCH --constraint=nvidia_a100\n", [1]),
+    "shell-covered": ("run.sh", "export NCCL_DEBUG=INFO\n", []),
+    # configs
+    "yaml-value": ("config/build.yaml", "build:\n  compiler: nvcc\n", [2]),
+    "yaml-key-is-own-setting": ("config/train.yaml", "use_cuda_graphs: false\ncudnn_benchmark: true\n", []),
+    "yaml-prose-and-comment": ("config/train.yaml", "description: trains on CUDA GPUs\n# device: cuda\n", []),
+    "yaml-env-key": ("ci.yml", "env:\n  MY_CUDA_FLAG: 1\n", [2]),
+    "yaml-label-and-path": ("ci.yml", "name: tests_cuda\nfile: ./docker/docker-cuda/Dockerfile\n", []),
+    "yaml-template": ("chart/t.yaml", "a: {{ .Values.x }}\nb: nvcc\n# nvcc\n", [2]),
+    "json-value": ("c.json", '{"launcher": {"toolkit": "nvcc"}}\n', [1]),
+    "json-data-not-read": ("results.json", '[{"device": "nvcc"}]\n', []),
+    "toml-value": ("c.toml", '[build]\ncompiler = "nvcc"  # nvcc\n', [2]),
+    "ini-value": ("setup.cfg", "[build]\ncompiler = nvcc\n", [2]),
+    "requirements-line": ("requirements.txt", "nvidia-dali-tools-private==1.0\n# cuda\n", []),
+    "requirements-left": ("requirements.txt", "my-cuda-helpers==1.0  # cuda\n", [1]),
+    # build files and containers
+    "makefile-recipe-shell": ("Makefile", "all:\n\tnvidia-modprobe -u\n", [2]),
+    "cmake-message-prose": ("CMakeLists.txt", 'message(STATUS "Building without CUDA")\n', []),
+    "dockerfile-label": ("Dockerfile", "FROM ubuntu:22.04\nLABEL gpu.vendor=nvidia\n", [2]),
+    "dockerfile-heredoc-is-data": ("Dockerfile", "FROM ubuntu:22.04\nRUN python - <<'EOF'\nprint(1) # nvcc\nimport cuda\nEOF\n", []),
+    # not read by the pass: a CUDA source is reported as a whole (CN741)
+    "cuda-source": ("k.cu", "#include <cuda_runtime.h>\n", []),
+}
+
+
+@pytest.mark.parametrize(("path", "source", "lines"), _ROWS.values(), ids=_ROWS.keys())
+def test_residual_lines(path, source, lines):
+    assert _residual_lines(source, path) == lines
+
+
+def test_one_finding_per_line_naming_every_word():
+    findings = [f for f in lint_source("nvcc -I/usr/local/cuda k.cu  # nvcc\n", "b.sh") if f.code == CN902]
+    assert len(findings) == 1
+    assert "`nvcc`" in findings[0].message and "`-I/usr/local/cuda`" in findings[0].message
+    assert findings[0].span.start_col == 0 and findings[0].fix is None
+
+
+def test_a_rewritten_line_is_covered():
+    fixed, findings = fix_source("import torch\nx = torch.zeros(3).cuda()\n", "m.py", Config())
+    assert "neuron" in fixed and not [f for f in findings if f.code == CN902]
+
+
+# Coverage is judged against the whole catalog: narrowing a run never turns a rule's lines into
+# residual ones.
+@pytest.mark.parametrize(
+    "config",
+    [
+        pytest.param(Config(ignore=("CN704",)), id="ignored-rule"),
+        pytest.param(Config(select=("CN9",)), id="narrow-select"),
+        pytest.param(Config(per_file_ignores=(("*.sh", ("CN704",)),)), id="per-file-ignore"),
+        pytest.param(Config().with_overrides(target="accelerator"), id="rule-of-the-other-target"),
+    ],
+)
+def test_lines_a_deselected_rule_knows_are_not_residual(config):
+    assert _residual_lines("export NCCL_DEBUG=INFO\n", "run.sh", config) == []
+
+
+def test_a_silenced_finding_leaves_no_residual():
+    assert _residual_lines("export NCCL_DEBUG=INFO  # cuda2neuron: ignore[CN704]\n", "run.sh") == []
+
+
+@pytest.mark.parametrize(
+    ("source", "config"),
+    [
+        pytest.param("nvcc k.cu  # cuda2neuron: ignore[CN902] reviewed\n", Config(), id="comment"),
+        pytest.param("nvcc k.cu\n", Config(ignore=("CN902",)), id="ignore"),
+        pytest.param("nvcc k.cu\n", Config(select=("CN7",)), id="not-selected"),
+        pytest.param("nvcc k.cu\n", Config(per_file_ignores=(("*.sh", ("CN902",)),)), id="per-file-ignore"),
+    ],
+)
+def test_the_pass_honours_selection_and_suppressions(source, config):
+    assert _residual_lines(source, "b.sh", config) == []
+
+
+def test_per_file_ignores_silence_json():
+    source = '{"toolkit": "nvcc"}\n'
+    assert _residual_lines(source, "c.json") == [1]
+    assert _residual_lines(source, "c.json", Config(per_file_ignores=(("*.json", ("CN902",)),))) == []
+
+
+def test_a_suppression_of_the_residual_is_used():
+    # CN901 judges use with the residual pass's findings too: the comment below is needed.
+    findings = lint_source("nvcc k.cu  # cuda2neuron: ignore[CN902]\n", "b.sh", Config())
+    assert [f.code for f in findings] == []
+
+
+def test_a_file_without_the_words_costs_nothing(monkeypatch):
+    from cuda2neuron.kinds import _residual
+
+    def boom(*args):
+        raise AssertionError("candidate lines were searched in a file without CUDA words")
+
+    monkeypatch.setattr(_residual, "_text_hits", boom)
+    monkeypatch.setattr(_residual, "_python_hits", boom)
+    for path, text in (("m.py", b"import os\n"), ("r.sh", b"echo gpu\n"), ("c.yaml", b"a: gpu\n")):
+        assert process_bytes(path, text, Config(), RunOptions()).findings == ()
+
+
+def test_the_residual_is_cached_with_the_file(tmp_path, monkeypatch):
+    path = tmp_path / "b.sh"
+    path.write_text("nvcc k.cu\n")
+    src = SourceFile.at(path, tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+    cold = process_files([src], Config(), RunOptions(), jobs=1, cache=cache)
+    assert [f.code for f in cold[0].findings] == [CN902]
+    monkeypatch.setattr(_runner, "process_kind", lambda *a: pytest.fail("processed again"))
+    assert process_files([src], Config(), RunOptions(), jobs=1, cache=cache) == cold
+
+
+def _report(findings_source: dict[str, str]):
+    results = [process_bytes(p, s.encode(), Config(), RunOptions()) for p, s in findings_source.items()]
+    return build_report("check", "neuron", results)
+
+
+def test_every_report_counts_the_residual_lines_apart():
+    report = _report({"b.sh": "nvcc k.cu\nnvcc -V\n", "m.py": "import torch\nx = torch.zeros(3).cuda()\n"})
+    assert len(report.residual) == 2 and len(report.remaining) == 3
+    assert json.loads(render(report, "json"))["summary"]["residual_lines"] == 2
+    assert json.loads(render(report, "sarif"))["runs"][0]["properties"]["residualLines"] == 2
+    assert "2 lines still mention CUDA" in render(report, "markdown")
+    assert "lines still mention CUDA" in render(report, "html")
+
+
+def test_the_headline_says_how_many_lines_still_mention_cuda():
+    from cuda2neuron.cli._render import headline
+
+    left = _report({"b.sh": "nvcc k.cu\n"})
+    assert "1 lines still mention CUDA" in headline(left, "changed")
+    assert "nothing CUDA-specific left" not in headline(left, "changed")
+    clean = _report({"b.sh": "echo done\n"})
+    assert "nothing CUDA-specific left" in headline(clean, "changed") and "still mention" not in headline(clean, "changed")
+
+
+def test_failed_files_get_no_residual():
+    result = process_bytes("c.py", b"x = y.cuda(\nnvcc = 1\n", Config(), RunOptions())
+    assert result.status is FileStatus.FAILED and result.findings == ()
+
+
+def test_target_accelerator_keeps_script_variables_without_residual():
+    fixed, findings = fix_source(
+        "export NCCL_DEBUG=INFO\nexport PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n",
+        "run.sh", replace(Config(), settings=replace(Config().settings, target="accelerator")),
+    )
+    assert [f.code for f in findings] == []
