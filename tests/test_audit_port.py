@@ -259,3 +259,9 @@ def test_own_module_path(tmp_path, importer, excused):
     misses, _ = audit_port.classify(tmp_path, {}, {}, {})
     train = [m for m in misses if m.startswith("pkg/train.py")]
     assert (train == []) == excused, misses
+
+
+def test_a_hub_model_of_nvidias_organisation_is_no_cuda_construct(tmp_path):
+    misses, excused = _classify(tmp_path, "m = load('nvidia/Cosmos-Predict2.5-2B')\nimg = pull('nvidia/cuda:12.1.0-base')\n")
+    assert misses == ["m.py:2: 'nvidia/cuda:12.1.0-base'"]
+    assert any("Hugging Face Hub" in e for e in excused), excused

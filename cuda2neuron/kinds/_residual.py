@@ -26,7 +26,7 @@ rule catalog: Python's excuses use the standard library's ``ast``.
 
 from __future__ import annotations
 
-import difflib
+import bisect
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
@@ -42,6 +42,8 @@ RESIDUAL = ("CN902", "cuda-reference-left")
 RESIDUAL_KINDS = frozenset({"python", "shell", "requirements", "config", "json", "toml", "ini", "build", "dockerfile"})
 _WORDS = re.compile(r"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc", re.IGNORECASE)
 _WORDS_BYTES = re.compile(rb"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc", re.IGNORECASE)
+# The same words in a lowered copy: a case-sensitive search is several times faster.
+_LOWER_WORDS = re.compile(rb"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc")
 # What a word is reported as: the run of name-like characters around it (`nvidia-smi`,
 # `nvcr.io/nvidia/pytorch:24.02-py3`, `PYTORCH_CUDA_ALLOC_CONF`).
 _TOKEN_CHARS = re.compile(r"[\w.\-/:+@]")
@@ -85,16 +87,18 @@ def with_residual(kind: str, body: Body) -> Body:
 def residual_findings(
     kind: str, path: str, data: bytes, final: bytes, findings: list[Finding], config: Config, body: Body
 ) -> list[Finding]:
-    if _WORDS_BYTES.search(final) is None:
+    lowered = final.lower()
+    if _LOWER_WORDS.search(lowered) is None:
+        return []
+    covered = _covered(data, final, findings)
+    # Most words sit on lines a finding covers: only the other lines are worth reading closely.
+    if _word_lines(lowered) <= covered:
         return []
     text = final.decode("utf-8", "surrogateescape")
     if kind == "python":
-        hits, words = _python_hits(final)
+        hits, words = _python_hits(final, covered)
     else:
         hits, words = _text_hits(kind, path, text), None
-    if not hits:
-        return []
-    covered = _covered(data, final, findings)
     left = {line for line in hits if line not in covered}
     if left and (_narrowed(config) or b"cuda2neuron:" in final):
         # Would a rule this run does not show report the line? (deselected, other target,
@@ -132,6 +136,18 @@ def residual_findings(
     return out
 
 
+def _word_lines(lowered: bytes) -> set[int]:
+    """The lines on which a word occurs anywhere (code, comment or text) of a lowered text."""
+    starts = sorted(m.start() for m in _LOWER_WORDS.finditer(lowered))
+    lines: set[int] = set()
+    line, pos = 1, 0
+    for start in starts:
+        line += lowered.count(b"\n", pos, start)
+        pos = start
+        lines.add(line)
+    return lines
+
+
 def _narrowed(config: Config) -> bool:
     """Whether some rule of the catalog does not run on this file in this run."""
     return (
@@ -141,7 +157,14 @@ def _narrowed(config: Config) -> bool:
 
 
 def _covered(old: bytes, new: bytes, findings: list[Finding]) -> set[int]:
-    """Lines of the final text that a finding points at or a fix rewrote."""
+    """Lines of the final text that a finding points at or a fix rewrote.
+
+    A line of the final text that is not a line of the original was written by a fix. An
+    applied finding points at the text it was found in (the original, for most): a final line
+    that equals one of the lines it pointed at is what the fix kept of them (the rest of a
+    statement it rewrote). Line texts are compared by hash, not aligned with a diff: this runs
+    for every changed file.
+    """
     lines: set[int] = set()
     applied = []
     for f in findings:
@@ -153,32 +176,23 @@ def _covered(old: bytes, new: bytes, findings: list[Finding]) -> set[int]:
         for f in applied:
             lines.update(range(f.span.start_line, f.span.end_line + 1))
         return lines
-    # A rewritten line is covered; an applied finding's lines (in the text it was found in,
-    # the original for most) are followed to where they are now.
-    a = old.splitlines()
-    b = new.splitlines()
-    moved: dict[int, int] = {}
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "equal":
-            for k in range(i2 - i1):
-                moved[i1 + k + 1] = j1 + k + 1
-        else:
-            lines.update(range(j1 + 1, j2 + 1))
-    for f in applied:
-        for line in range(f.span.start_line, f.span.end_line + 1):
-            if line in moved:
-                lines.add(moved[line])
+    before = old.splitlines()
+    original = set(before)
+    pointed = {before[n - 1] for f in applied for n in range(f.span.start_line, f.span.end_line + 1) if 0 < n <= len(before)}
+    for number, line in enumerate(new.splitlines(), start=1):
+        if line not in original or line in pointed:
+            lines.add(number)
     return lines
 
 
 # -- Python ------------------------------------------------------------------------------------
 
 
-def _python_hits(final: bytes):
+def _python_hits(final: bytes, covered: set[int]):
     from ._code_text import code_text
     from ._leftover_python import RESIDUAL_WORDS, code_words
 
-    words = code_words(code_text(final), RESIDUAL_WORDS, final)
+    words = code_words(code_text(final), RESIDUAL_WORDS, final, skip_lines=covered)
     hits: dict[int, list[Hit]] = {}
     for line, tokens in words.items():
         for tok in tokens:
@@ -191,11 +205,14 @@ def _python_hits(final: bytes):
 def _python_left(path: str, final: bytes, left: set[int], covered: set[int], words, findings, config: Config) -> set[int]:
     """The lines of ``left`` still left once coverage is widened to whole statements and each
     word's excuse is heard (the audit's judgement: ``_leftover_python``)."""
-    from ._leftover_python import FileExcuses, ProjectNames, excuse, parse_names, widen
+    from ._leftover_python import FileExcuses, ProjectNames, excuse, parse_names, plainly_own, widen
 
     own = set(config.settings.project.own_packages)
     parts = PurePath(path).with_suffix("").parts
     own.update(p for p in parts[:1] if p.isidentifier())
+    source = final.decode("utf-8", "replace")
+    if all(plainly_own(tok, source, frozenset(own)) for line in left for tok in words[line]):
+        return set()  # every leftover word is a name the module defines: no parse needed
     names = parse_names(final, frozenset(own) | frozenset(parts))
     if names is None:
         return left
@@ -236,8 +253,6 @@ class _Lines:
             self.starts.append(m.end())
 
     def hit(self, i: int, j: int) -> Hit:
-        import bisect
-
         a, b = _token_at(self.text, i, j)
         line = bisect.bisect_right(self.starts, a) - 1
         start = self.starts[line]

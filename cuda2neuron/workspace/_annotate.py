@@ -8,8 +8,9 @@ kept byte for byte. Running it again adds nothing: the comments hide what they w
 A comment goes on the line where the finding starts, unless that line continues (a trailing
 backslash, or a string that runs on): then on the line where it ends. Python output is parsed
 again, and a file whose result would not parse is refused, never written. Notebooks (comments
-live in cells), CUDA sources (``//`` comments) and Dockerfiles (a ``#`` after an instruction is
-not a comment) are refused with the reason.
+live in cells), CUDA sources (``//`` comments), Dockerfiles (a ``#`` after an instruction is
+not a comment), JSON (no comments) and INI files (a value runs to the end of its line) are
+refused with the reason.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from cuda2neuron.core import Finding
 __all__ = ["ANNOTATED_KINDS", "Annotated", "add_suppressions"]
 
 # Kinds whose lines can end with a `#` comment.
-ANNOTATED_KINDS = frozenset({"python", "shell", "requirements", "config"})
+ANNOTATED_KINDS = frozenset({"python", "shell", "requirements", "config", "toml", "build"})
 _REFUSED = {
     "notebook": "notebooks keep their code in cells: add `# cuda2neuron: ignore[CODE]` in the cell",
     "cuda-source": "CUDA sources have no `#` comments: select or per-file-ignore the rule in the config",
     "dockerfile": "a `#` after a Dockerfile instruction is not a comment: use per-file-ignores in the config",
+    "json": "JSON has no comments: use per-file-ignores in the config",
+    "ini": "an INI value runs to the end of its line (`#` included): use per-file-ignores in the config",
 }
 _DIRECTIVE_RE = re.compile(rb"#[ \t]*cuda2neuron:[ \t]*ignore(\[([A-Za-z0-9_,\s]*)\])?")
 _UNUSED = "CN901"

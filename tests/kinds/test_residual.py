@@ -186,3 +186,33 @@ def test_target_accelerator_keeps_script_variables_without_residual():
         "run.sh", replace(Config(), settings=replace(Config().settings, target="accelerator")),
     )
     assert [f.code for f in findings] == []
+
+
+# `cuda2neuron suppress` writes a comment where the format has line comments; JSON and INI are
+# refused with the reason (per-file-ignores instead).
+@pytest.mark.parametrize(
+    ("path", "kind", "source"),
+    [
+        pytest.param("conf/neox.yml", "config", '{\n  "distributed_backend": "nccl",\n  "x": "nvcc"\n}\n', id="yaml-flow"),
+        pytest.param("conf/run.toml", "toml", '[b]\ncompiler = "nvcc"\n', id="toml"),
+        pytest.param("kernels.mk", "build", "k.so: k.cu\n\tnvcc -o $@ $<\n", id="makefile"),
+        pytest.param("CMakeLists.txt", "build", "enable_language(CUDA)\n", id="cmake"),
+    ],
+)
+def test_suppression_comments_silence_new_kinds(path, kind, source):
+    from cuda2neuron.workspace import add_suppressions
+
+    findings = lint_source(source, path, Config())
+    assert findings
+    annotated = add_suppressions(source.encode(), kind, findings)
+    assert annotated.new_bytes is not None and not annotated.refused
+    assert lint_source(annotated.new_bytes, path, Config()) == ()
+
+
+@pytest.mark.parametrize(("path", "kind"), [("c.json", "json"), ("setup.cfg", "ini")])
+def test_suppress_refuses_formats_without_line_comments(path, kind):
+    from cuda2neuron.workspace import add_suppressions
+
+    source = '{"toolkit": "nvcc"}\n' if kind == "json" else "[b]\ncompiler = nvcc\n"
+    annotated = add_suppressions(source.encode(), kind, lint_source(source, path, Config()))
+    assert annotated.new_bytes is None and "per-file-ignores" in annotated.refused
