@@ -27,13 +27,15 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from cuda2neuron.core import Config, FileStatus, RunOptions
-from cuda2neuron.kinds._residual import RESIDUAL, RESIDUAL_KINDS, _python_hits, _text_hits
+from cuda2neuron.kinds._residual import RESIDUAL, RESIDUAL_KINDS, _notebook_hits, _python_hits, _text_hits
 from cuda2neuron.workspace import discover, process_files, with_project_facts
 
 
 def _hits(kind: str, path: str, data: bytes) -> set[int]:
     if kind == "python":
-        return set(_python_hits(data)[0])
+        return set(_python_hits(data, set())[0])
+    if kind == "notebook":
+        return set(_notebook_hits(data.decode("utf-8", "surrogateescape"), set()))
     return set(_text_hits(kind, path, data.decode("utf-8", "surrogateescape")))
 
 

@@ -38,8 +38,10 @@ from ._guard import Body
 __all__ = ["RESIDUAL", "RESIDUAL_KINDS", "residual_findings", "with_residual"]
 
 RESIDUAL = ("CN902", "cuda-reference-left")
-# CUDA sources are reported as a whole (CN741); a notebook's cells are not lines of the file.
-RESIDUAL_KINDS = frozenset({"python", "shell", "requirements", "config", "json", "toml", "ini", "build", "dockerfile"})
+# CUDA sources are reported as a whole (CN741).
+RESIDUAL_KINDS = frozenset({
+    "python", "shell", "requirements", "notebook", "config", "json", "toml", "ini", "build", "dockerfile",
+})
 _WORDS = re.compile(r"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc", re.IGNORECASE)
 _WORDS_BYTES = re.compile(rb"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc", re.IGNORECASE)
 # The same words in a lowered copy: a case-sensitive search is several times faster.
@@ -60,12 +62,14 @@ _GUIDANCE = (
 
 @dataclass(frozen=True)
 class Hit:
-    """A CUDA word left in code: 1-based line, 0-based character columns, the token as written."""
+    """A CUDA word left in code: 1-based line, 0-based character columns, the token as written;
+    ``where`` names a notebook's cell and line (the columns are within the cell's line)."""
 
     line: int
     col: int
     end_col: int
     token: str
+    where: str = ""
 
 
 def with_residual(kind: str, body: Body) -> Body:
@@ -97,6 +101,8 @@ def residual_findings(
     text = final.decode("utf-8", "surrogateescape")
     if kind == "python":
         hits, words = _python_hits(final, covered)
+    elif kind == "notebook":
+        hits, words = _notebook_hits(text, covered), None
     else:
         hits, words = _text_hits(kind, path, text), None
     left = {line for line in hits if line not in covered}
@@ -127,7 +133,7 @@ def residual_findings(
         out.append(Finding(
             code=RESIDUAL[0],
             name=RESIDUAL[1],
-            message=f"CUDA reference left — review: {tokens} still names CUDA and no rule covers this line",
+            message=f"{line_hits[0].where}CUDA reference left — review: {tokens} still names CUDA and no rule covers this line",
             path=path,
             span=span,
             guidance=_GUIDANCE,
@@ -229,6 +235,64 @@ def _python_left(path: str, final: bytes, left: set[int], covered: set[int], wor
     project = ProjectNames.pool({rel: names}, own_tops=frozenset(own))
     ctx = FileExcuses.of(rel, names, project, lines, stacks)
     return {line for line in left if line not in lines and not all(excuse(tok, ctx) for tok in words[line])}
+
+
+# -- notebooks ---------------------------------------------------------------------------------
+
+
+def _notebook_hits(text: str, covered: set[int]) -> dict[int, list[Hit]]:
+    """Words left in a notebook's code cells, at the line of the ``.ipynb`` file that holds their
+    source line (where the notebook's findings point); shell lines (``!cmd``, ``%%bash`` cells)
+    are read as shell, other magics are not code."""
+    from cuda2neuron.core import LineIndex
+    from cuda2neuron.documents.nbjson import NotebookShapeError, locate_cells
+
+    from ._code_text import code_text
+    from ._leftover_python import RESIDUAL_WORDS, code_words
+
+    try:
+        notebook = locate_cells(text.lstrip("\ufeff"))
+    except (NotebookShapeError, ValueError, IndexError):
+        return {}
+    offset = len(text) - len(text.lstrip("\ufeff"))
+    index = LineIndex(text)
+    hits: dict[int, list[Hit]] = {}
+    for loc in notebook.cells:
+        if loc.cell_type != "code" or not _WORDS.search(loc.text):
+            continue
+        lines = loc.text.splitlines(keepends=True)
+
+        def file_line(k: int) -> int:  # k: the cell's 1-based line
+            if loc.elements:
+                return index.position(offset + loc.elements[min(k, len(loc.elements)) - 1][0])[0]
+            return index.position(offset + loc.start)[0]
+
+        shell_cell = bool(lines) and lines[0].lstrip().startswith(("%%bash", "%%sh", "%%script bash", "%%script sh"))
+        python: list[str] = []
+        for k, line in enumerate(lines, start=1):
+            stripped = line.lstrip()
+            shell = shell_cell and k > 1 or stripped.startswith("!")
+            if shell or stripped.startswith("%"):
+                python.append("\n" if line.endswith("\n") else "")
+                if shell and _WORDS.search(line):
+                    body = line[len(line) - len(stripped) + (1 if stripped.startswith("!") else 0):]
+                    row: dict[int, list[Hit]] = {}
+                    _shell_hits(body, body, _Lines(body), row, all_chars=True)
+                    for h in row.get(1, ()):
+                        col = h.col + len(line) - len(body)
+                        _add(hits, Hit(file_line(k), col, col + len(h.token), h.token, f"cell {loc.number}, line {k}: "))
+                continue
+            python.append(line)
+        source = "".join(python).encode("utf-8", "surrogateescape")
+        cell_covered = {k for k in range(1, len(lines) + 1) if file_line(k) in covered}
+        for k, tokens in code_words(code_text(source), RESIDUAL_WORDS, source, skip_lines=cell_covered).items():
+            for tok in tokens:
+                col = len(tok.before)
+                first = tok.string.split("\n", 1)[0]
+                _add(hits, Hit(file_line(k), col, col + len(first), first, f"cell {loc.number}, line {k}: "))
+    for row in hits.values():
+        row.sort(key=lambda h: h.col)
+    return hits
 
 
 # -- other kinds -------------------------------------------------------------------------------

@@ -41,7 +41,9 @@ class CudaReferenceLeft(Rule):
     suppression comment hides, so ignoring a rule never turns its lines into residuals.
     Silence a reviewed line with ``# cuda2neuron: ignore[CN902]``; JSON has no comments: use
     ``per-file-ignores`` in the config. CUDA sources (``*.cu``) are reported as a whole by
-    CN741 and notebooks' cells by the rules that read them; the pass does not read them.
+    CN741; the pass does not read them. In notebooks it reads the code cells (``!`` lines and
+    ``%%bash`` cells as shell) and points at the ``.ipynb`` line that holds the cell's line
+    (``cell N, line M:``); there a word is excused only by being in a comment or prose.
 
     Run by the kinds layer after the other rules (it needs their findings), like CN901.
     """

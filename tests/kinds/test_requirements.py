@@ -112,7 +112,7 @@ def test_invalid_pyproject_is_a_typed_error():
         pytest.param("launch.sh", "shell", id="sh"),
         pytest.param("run.bash", "shell", id="bash"),
         pytest.param("explore.ipynb", "notebook", id="notebook"),
-        pytest.param("setup.cfg", None, id="setup-cfg"),
+        pytest.param("setup.cfg", "ini", id="setup-cfg"),
         pytest.param("train.py", "python", id="python"),
     ],
 )

@@ -216,3 +216,23 @@ def test_suppress_refuses_formats_without_line_comments(path, kind):
     source = '{"toolkit": "nvcc"}\n' if kind == "json" else "[b]\ncompiler = nvcc\n"
     annotated = add_suppressions(source.encode(), kind, lint_source(source, path, Config()))
     assert annotated.new_bytes is None and "per-file-ignores" in annotated.refused
+
+
+def test_notebook_cells_are_read_at_their_file_lines():
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["Needs nvcc and CUDA.\n"]},
+            {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
+             "source": ["import subprocess\n", "# nvcc is needed\n", "subprocess.run(['nvcc', '-V'])\n", "!nvcc --version\n"]},
+            {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [], "source": ["x = y.cuda()\n"]},
+        ],
+        "metadata": {"language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    text = json.dumps(nb, indent=1) + "\n"
+    file_lines = text.splitlines()
+    findings = [f for f in lint_source(text, "nb.ipynb", Config()) if f.code == CN902]
+    assert [f.message.split(": CUDA")[0] for f in findings] == ["cell 2, line 3", "cell 2, line 4"]
+    assert "subprocess.run" in file_lines[findings[0].span.start_line - 1]
+    assert "!nvcc --version" in file_lines[findings[1].span.start_line - 1]
