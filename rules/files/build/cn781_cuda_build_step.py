@@ -40,14 +40,16 @@ _ENTRY_RE = re.compile(
 class CudaBuildStep(TextRule):
     """
     ## What it does
-    Reports the lines of Makefiles (``Makefile``, ``*.mk``) and CMake files (``CMakeLists.txt``,
-    ``*.cmake``) that compile CUDA: ``nvcc`` calls and ``NVCC`` variables, CUDA flags
-    (``-arch=sm_80``, ``-gencode``), CUDA libraries (``-lcudart``, ``-lcublas``), CUDA paths
-    (``/usr/local/cuda``, ``CUDA_HOME``), ``.cu`` sources, and CMake's ``enable_language(CUDA)``,
+    Reports the lines of Makefiles and CMake files that compile CUDA.
+
+    Read: ``nvcc`` calls and ``NVCC`` variables, CUDA flags (``-arch=sm_80``, ``-gencode``),
+    CUDA libraries (``-lcudart``, ``-lcublas``), CUDA paths (``/usr/local/cuda``,
+    ``CUDA_HOME``), ``.cu`` sources, and CMake's ``enable_language(CUDA)``,
     ``project(... LANGUAGES CXX CUDA)``, ``find_package(CUDAToolkit)``, ``CUDA::`` targets and
-    ``CMAKE_CUDA_*`` settings. The first line that starts the CUDA build carries the effort of
-    porting its kernels; the others point at what goes with it. (A ``setup.py`` that builds a
-    ``CUDAExtension`` is CN602's; a Makefile's recipes are also read by the launch-script rules.)
+    ``CMAKE_CUDA_*`` settings, in ``Makefile``, ``*.mk``, ``CMakeLists.txt`` and ``*.cmake``.
+    The first line that starts the CUDA build carries the effort of porting its kernels; the
+    others point at what goes with it. (A ``setup.py`` that builds a ``CUDAExtension`` is
+    CN602's; a Makefile's recipes are also read by the launch-script rules.)
 
     ## Why is this bad?
     There is no CUDA compiler or CUDA runtime on Trainium: the build fails, and the kernels it
