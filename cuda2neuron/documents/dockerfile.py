@@ -75,7 +75,17 @@ def shell_view(text: str) -> str:
     for i, ch in enumerate(text):
         if not kept[i] and ch != "\n" and not _in_comment_line(text, i):
             out[i] = " "
+    # The legacy `ENV KEY value` form reads as the assignment `KEY=value` (one character changed,
+    # offsets kept: a fix over it writes the `KEY=value` form, which Docker reads the same).
+    for start, name, body_start, end in _instructions(text):
+        if name == "ENV":
+            m = _LEGACY_ENV_RE.match(text, body_start, end)
+            if m is not None:
+                out[m.end(1)] = "="
     return "".join(out)
+
+
+_LEGACY_ENV_RE = re.compile(r"([A-Za-z_]\w*)[ \t]+(?=\S)(?![^\n]*=)")
 
 
 def _in_comment_line(text: str, i: int) -> bool:

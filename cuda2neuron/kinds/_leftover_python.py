@@ -19,7 +19,8 @@ with it), so the product and the measurement never disagree. An excuse is one of
 * the package of a ``pytest.importorskip(...)``, a label (a test id, a command-line option's
   name), NVIDIA Triton Inference Server's network client (``tritonclient``), the kernel
   language of a file whose kernels are reported, a model repository of NVIDIA's organisation
-  on the Hugging Face Hub (``"nvidia/Cosmos-Predict2.5-2B"``; never ``nvidia/cuda``).
+  on the Hugging Face Hub (``"nvidia/Cosmos-Predict2.5-2B"``; never ``nvidia/cuda``), the name
+  of a data, log or report file or of a project's script (``"reports/tests_cuda_stats.txt"``).
 
 What a finding covers is widened as a reviewer reads it (``widen``): the whole statement, the
 whole decorator, the ``except ImportError`` fallback of a reported import, an import whose name
@@ -48,6 +49,7 @@ __all__ = [
     "Word",
     "code_words",
     "excuse",
+    "is_file_name",
     "parse_names",
     "plainly_own",
     "widen",
@@ -448,7 +450,8 @@ def plainly_own(tok: Word, source: str, own_tops: frozenset[str] = frozenset()) 
     subset of its judgement), so the residual pass skips parsing a module whose leftover words
     are all such names."""
     if tok.type == STRING:
-        return _HUB_ID.fullmatch(tok.string.strip("rbuRBU").strip("'\"")) is not None
+        value = tok.string.strip("rbuRBU").strip("'\"")
+        return _HUB_ID.fullmatch(value) is not None or is_file_name(value)
     if tok.type != NAME or _BARE.fullmatch(tok.string):
         return False
     name = re.escape(tok.string)
@@ -571,6 +574,8 @@ def excuse(tok: Word, ctx: FileExcuses) -> str:
         return f"{word}: a test skipped where the package is absent"
     if tok.type == STRING and tok.start in names.labels:
         return f"{word}: a label (a test id or a command-line option's name)"
+    if tok.type == STRING and is_file_name(word.strip("rbuRBU").strip("'\"")):
+        return f"{word}: a file's name"
     if tok.type == STRING and _HUB_ID.fullmatch(word.strip("rbuRBU").strip("'\"")):
         return f"{word}: a model repository on the Hugging Face Hub (NVIDIA's organisation), not a CUDA API"
     if _TRITON_CLIENT.search(word):
@@ -580,6 +585,21 @@ def excuse(tok: Word, ctx: FileExcuses) -> str:
     if tok.type == STRING and tok.start in names.keys and not _BARE.fullmatch(word.strip("'\"")):
         return f"{word}: a key of the program's own data"
     return ""
+
+
+# `"reports/tests_torch_cuda_stats.txt"`, `"nvidia_presentation.pdf"`, `utils/fetch_cuda_matrix.py`:
+# the name of a data, log or report file, or of one of the project's scripts (never an absolute
+# path such as `/usr/local/cuda/lib64`, nor a CUDA source).
+_FILE_NAME = re.compile(
+    r"(?![/$~])[\w.-]+(?:/[\w.-]+)*\.(?:txt|log|md|rst|pdf|png|jpe?g|gif|svg|csv|tsv|json|jsonl|ya?ml|toml|html|xml"
+    r"|parquet|arrow|npy|npz|pkl|pickle|pt|pth|bin|safetensors|ckpt|onnx|zip|tar|gz|tgz|py|sh|ipynb)",
+    re.IGNORECASE,
+)
+
+
+def is_file_name(token: str) -> bool:
+    """Whether ``token`` is the name of a data, log or report file or of a project script."""
+    return _FILE_NAME.fullmatch(token) is not None
 
 
 # `from_pretrained("nvidia/Cosmos-Predict2.5-2B")`: a Hub repository of NVIDIA's organisation (a

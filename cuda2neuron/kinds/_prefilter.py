@@ -64,7 +64,7 @@ _SHELL = (
     "cuda", "cudnn", "cublas", "nvidia", "nccl", "nvcc", "nproc", "num_gpus", "num-gpus", "device", "install",
     # scheduler GPU requests (#SBATCH --gpus=8, --gres=gpu:8, #PBS -l ngpus=4, #BSUB -gpu);
     # containers started for GPUs (docker run --gpus, apptainer --nv)
-    "gpu", "gres", "docker", "podman", "nerdctl", "singularity", "apptainer", "--nv", "nvcr.io",
+    "gpu", "gres", "docker", "podman", "nerdctl", "singularity", "apptainer", "--nv", "nvcr.io", "-image",
 )  # fmt: skip
 _REQUIREMENTS = (
     "cu", "apex", "flash", "xformers", "bitsandbytes", "triton", "nvidia", "nvml", "gpustat",

@@ -344,6 +344,10 @@ def _quoted_prose(line: str, col: int) -> bool:
 
 
 def _add(hits: dict[int, list[Hit]], hit: Hit) -> None:
+    from ._leftover_python import is_file_name
+
+    if is_file_name(hit.token):
+        return  # a data, log or report file's name, or a project script's: a label
     row = hits.setdefault(hit.line, [])
     if not any(h.col == hit.col for h in row):
         row.append(hit)
@@ -450,6 +454,8 @@ def _build_hits(path: str, text: str, lines: _Lines, hits: dict[int, list[Hit]])
 
     doc = parse_build(text, path)
     _shell_hits(doc.text, text, lines, hits, all_chars=False)
+    # A Makefile's own target names (`check-cuda-install:`) are labels, wherever they are named.
+    targets = set(_MAKE_TARGET.findall(doc.code)) if doc.flavour == "make" else set()
     for m in _WORDS.finditer(doc.code):
         i = m.start()
         if doc.text[i] == text[i] and doc.text[i] != " ":
@@ -457,7 +463,13 @@ def _build_hits(path: str, text: str, lines: _Lines, hits: dict[int, list[Hit]])
         line_start, line = lines.line_text(i)
         if _quoted_prose(line, i - line_start):
             continue
-        _add(hits, lines.hit(i, m.end()))
+        hit = lines.hit(i, m.end())
+        if hit.token in targets:
+            continue
+        _add(hits, hit)
+
+
+_MAKE_TARGET = re.compile(r"^([\w.-]+)[ \t]*:(?!=)", re.MULTILINE)
 
 
 def _config_hits(kind: str, path: str, text: str, lines: _Lines, hits: dict[int, list[Hit]]) -> None:

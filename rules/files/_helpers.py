@@ -11,7 +11,9 @@ from .._shared.env import CUDA_ENV_RE
 __all__ = [
     "CUDA_ENV_VAR_RE",
     "CUDA_IMAGE_RE",
+    "CUDA_DIR_RE",
     "CUDA_LAUNCH_BLOCKING_GUIDANCE",
+    "SEARCH_PATH_ENV_RE",
     "NCCL_ENV_RE",
     "NCCL_GUIDANCE",
     "GPU_COUNT_GUIDANCE",
@@ -40,7 +42,7 @@ class TextRule(Rule):
 # (pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime, ...:cu121): Dockerfiles (CN751), scripts that
 # pull or run them (CN707), compose / Kubernetes / CI files that name them (CN763).
 CUDA_IMAGE_RE = re.compile(
-    r"nvidia/cuda|nvcr\.io/nvidia/|[:\-_.]cuda[\d.-]|cudnn|[:\-_.]cu1\d{2}\b", re.IGNORECASE
+    r"nvidia/cuda|nvcr\.io/nvidia/|[/:\-_.]cuda(?:[\d.-]|$)|cudnn|[:\-_.]cu1\d{2}\b", re.IGNORECASE
 )
 _IMAGE_REF_RE = re.compile(r"[\w.-]+(?::\d+)?(?:/[\w.-]+)*(?::[\w.-]+)?(?:@sha256:[0-9a-f]+)?")
 
@@ -68,8 +70,13 @@ _NVIDIA_CONTAINER_ENV = r"NVIDIA_(?:VISIBLE_DEVICES|DRIVER_CAPABILITIES|REQUIRE_
 # The CUDA compiler's own variables (`NVCC_APPEND_FLAGS`, `CUDACXX`), which CMake and
 # torch.utils.cpp_extension read when they build CUDA code.
 _NVCC_ENV = r"NVCC_\w+|TORCH_NVCC_FLAGS|CUDACXX|CUDAHOSTCXX|CUDAFLAGS|CUDA_NVCC_FLAGS|CUDA_ARCHITECTURES"
+# Build switches of CUDA extensions (flash-attn's, torchvision's / detectron2's FORCE_CUDA).
+_EXTENSION_BUILD_ENV = r"FLASH_ATTENTION_(?:SKIP_CUDA_BUILD|FORCE_BUILD|FORCE_CXX11_ABI)|FORCE_CUDA"
 # CUDA runtime, library and build variables (CN705 in scripts, CN734 in configs).
-CUDA_ENV_VAR_RE = re.compile(f"(?:{CUDA_ENV_RE.pattern}|{_NVIDIA_CONTAINER_ENV}|{_NVCC_ENV})")
+CUDA_ENV_VAR_RE = re.compile(f"(?:{CUDA_ENV_RE.pattern}|{_NVIDIA_CONTAINER_ENV}|{_NVCC_ENV}|{_EXTENSION_BUILD_ENV})")
+# Search paths that name CUDA's or NVIDIA's library folders (`LD_LIBRARY_PATH=/usr/local/cuda/lib64`).
+SEARCH_PATH_ENV_RE = re.compile(r"LD_LIBRARY_PATH|LIBRARY_PATH|PATH|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH")
+CUDA_DIR_RE = re.compile(r"/usr/local/(?:cuda|nvidia)\b|\$\{?CUDA_(?:HOME|PATH|ROOT)\b|/opt/nvidia\b")
 NCCL_ENV_RE = re.compile(r"(?:TORCH_)?NCCL_\w+")
 NCCL_GUIDANCE = (
     "delete it for Trainium runs (keep it only in a CUDA launch script); "

@@ -236,3 +236,15 @@ def test_notebook_cells_are_read_at_their_file_lines():
     assert [f.message.split(": CUDA")[0] for f in findings] == ["cell 2, line 3", "cell 2, line 4"]
     assert "subprocess.run" in file_lines[findings[0].span.start_line - 1]
     assert "!nvcc --version" in file_lines[findings[1].span.start_line - 1]
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "lines"),
+    [
+        pytest.param("ci.yml", "steps:\n  - run: python -m pytest --make-reports=reports/tests_cuda_stats.txt\n", [], id="report-file"),
+        pytest.param("m.py", "open('nvidia_presentation.pdf')\nload('/usr/local/cuda/lib64')\n", [2], id="file-name-not-system-path"),
+        pytest.param("Makefile", "check-cuda-install:\n\tpython -c 'import torch'\nall: check-cuda-install\n", [], id="make-target"),
+    ],
+)
+def test_labels_of_files_and_targets_are_not_residual(path, source, lines):
+    assert _residual_lines(source, path) == lines

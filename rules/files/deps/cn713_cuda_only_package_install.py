@@ -9,6 +9,7 @@ from cuda2neuron.documents.requirements import normalise, requirement_name
 from cuda2neuron.documents.shell import ShellScript, unquote, word_end
 
 from .._helpers import TextRule
+from ..conda._helpers import conda_cuda_package
 from ._helpers import CUDA_WHEEL_RE, cuda_only_package
 
 __all__ = ["CudaOnlyPackageInstall"]
@@ -26,6 +27,7 @@ _PIP_VALUE_OPTIONS = frozenset({
     "--no-binary", "--only-binary",
 })
 _ANY_NAME_RE = re.compile(r"[A-Za-z_]\w*")
+_CONDA_INSTALL_RE = re.compile(r"(?<![\w./-])(?:conda|mamba|micromamba)[ \t]+install(?![\w-])")
 _PIP_INDEX_OPTIONS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find-links"})
 
 
@@ -35,7 +37,10 @@ class CudaOnlyPackageInstall(TextRule):
     Reports ``pip install`` of CUDA-only packages or from a CUDA wheel index. Launch scripts
     and notebooks (``!pip install``, ``%pip install``) are read; the packages are CN711's list
     (flash-attn, xformers, apex, bitsandbytes, triton, ...) and the indexes CN712's
-    (``--index-url https://download.pytorch.org/whl/cu121``).
+    (``--index-url https://download.pytorch.org/whl/cu121``). ``conda`` / ``mamba`` /
+    ``micromamba install`` of conda's CUDA packages (``pytorch-cuda=11.8``, ``cudatoolkit``,
+    ``cuda-nvcc``: CN771's list) and ``-c nvidia`` are reported too, and a variable set to a
+    CUDA-only package's URL (``apex_url=git+https://github.com/NVIDIA/apex.git``).
 
     ## Why is this bad?
     Setup scripts and the first cell of a notebook install the CUDA stack before anything runs:
@@ -64,6 +69,7 @@ class CudaOnlyPackageInstall(TextRule):
     )
     INVALID = (
         Invalid('apex_url=git+https://github.com/NVIDIA/apex.git@25.04\npip install -v --no-build-isolation "$apex_url"\n', path="setup.sh"),
+        Invalid("conda install -y pytorch torchvision pytorch-cuda=11.8 cuda-nvcc -c pytorch -c nvidia\n", path="setup.sh"),
         Invalid("pip install flash-attn --no-build-isolation\n", path="setup_env.sh"),
         Invalid("python -m pip install -U 'bitsandbytes>=0.43' numpy\n", path="setup_env.sh"),
         Invalid("pip3 install torch --index-url https://download.pytorch.org/whl/cu121\n", path="setup_env.sh"),
@@ -121,6 +127,30 @@ class CudaOnlyPackageInstall(TextRule):
                             guidance=instead, effort=effort,
                         ))
                 i = end
+        # `conda install -y pytorch-cuda=11.8 cuda-nvcc -c pytorch -c nvidia` (conda, mamba, micromamba).
+        for m in doc.code_matches(_CONDA_INSTALL_RE):
+            end = _command_end(text, m.end())
+            channel_next = False
+            for w in re.finditer(r"\S+", text[m.end():end]):
+                a = m.end() + w.start()
+                word = unquote(w.group(0)) or ""
+                if channel_next:
+                    channel_next = False
+                    if word.rstrip("/").rsplit("/", 1)[-1] == "nvidia":
+                        out.append(TextReport(
+                            a, a + len(w.group(0)), "installs from NVIDIA's conda channel (CUDA packages)",
+                            guidance="drop the channel together with the CUDA packages", effort=Effort.LOW,
+                        ))
+                    continue
+                if word in ("-c", "--channel"):
+                    channel_next = True
+                    continue
+                if word.startswith("-"):
+                    continue
+                info = conda_cuda_package(word)
+                if info is not None:
+                    what, instead, effort = info
+                    out.append(TextReport(a, a + len(w.group(0)), f"installs `{word}`, which is {what}", guidance=instead, effort=effort))
         # `apex_url=git+https://github.com/NVIDIA/apex.git@25.04`, then `pip install "$apex_url"`:
         # a CUDA-only package named by URL where it is assigned.
         for ns, ne, vs, ve in doc.assignments(_ANY_NAME_RE):
@@ -139,3 +169,17 @@ class CudaOnlyPackageInstall(TextRule):
         return out
 
 
+
+
+def _command_end(text: str, start: int) -> int:
+    """The end of one command: its line (``\\`` continues it), or ``&&``, ``;``, ``|``."""
+    i, n = start, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\" and i + 1 < n and text[i + 1] == "\n":
+            i += 2
+            continue
+        if ch in "\n;|&":
+            return i
+        i += 1
+    return n

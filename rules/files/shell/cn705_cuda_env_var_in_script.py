@@ -5,7 +5,7 @@ from __future__ import annotations
 from cuda2neuron.core import Effort, Invalid, TextReport, Valid
 from cuda2neuron.documents.shell import ShellScript
 
-from .._helpers import CUDA_ENV_VAR_RE, TextRule, cuda_env_guidance
+from .._helpers import CUDA_DIR_RE, CUDA_ENV_VAR_RE, SEARCH_PATH_ENV_RE, TextRule, cuda_env_guidance
 
 __all__ = ["CudaEnvVarInScript"]
 
@@ -17,7 +17,9 @@ class CudaEnvVarInScript(TextRule):
     ``CUDA_LAUNCH_BLOCKING``, ``CUDA_DEVICE_ORDER``, ``PYTORCH_CUDA_ALLOC_CONF``,
     ``TORCH_CUDA_ARCH_LIST``, ``CUDA_HOME``, ``CUBLAS_*`` / ``CUDNN_*`` and the like, and the
     NVIDIA container runtime's ``NVIDIA_VISIBLE_DEVICES`` / ``NVIDIA_DRIVER_CAPABILITIES`` and the
-    CUDA compiler's ``NVCC_*`` / ``CUDACXX``
+    CUDA compiler's ``NVCC_*`` / ``CUDACXX``, CUDA extension build switches
+    (``FLASH_ATTENTION_SKIP_CUDA_BUILD``, ``FORCE_CUDA``), and search paths that name CUDA's
+    folders (``LD_LIBRARY_PATH=/usr/local/cuda/lib64``)
     (``CUDA_VISIBLE_DEVICES`` is CN701's; a script's own ``CUDA_FLAG`` is not a CUDA setting).
     For ``CUDA_LAUNCH_BLOCKING`` the guidance names ``NEURON_LAUNCH_BLOCKING``, which
     TorchNeuron's pre-release source reads; it is not rewritten, because AWS's
@@ -43,7 +45,7 @@ class CudaEnvVarInScript(TextRule):
     name = "cuda-env-var-in-script"
     file_kinds = frozenset({"shell"})
     targets = frozenset({"neuron"})
-    triggers = ("CUDA_", "CUDNN_", "CUBLAS", "NVIDIA_", "NVCC", "CUDACXX", "CUDAHOSTCXX", "CUDAFLAGS")
+    triggers = ("CUDA_", "CUDNN_", "CUBLAS", "NVIDIA_", "NVCC", "CUDACXX", "CUDAHOSTCXX", "CUDAFLAGS", "FORCE_CUDA", "/cuda", "/nvidia")
     VALID = (
         Valid("export NEURON_RT_VISIBLE_CORES=0-1\n", path="launch.sh"),
         Valid("echo $CUDA_HOME\n", path="launch.sh"),
@@ -57,13 +59,16 @@ class CudaEnvVarInScript(TextRule):
         Invalid("export CUBLAS_WORKSPACE_CONFIG=:4096:8\n", path="launch.sh"),
         Invalid("docker run -e NVIDIA_VISIBLE_DEVICES=all my-image\n", path="launch.sh"),
         Invalid('MAX_JOBS=32 NVCC_APPEND_FLAGS="--threads 32" pip install -e .\n', path="launch.sh"),
+        Invalid("export FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE\npip install flash-attn\n", path="launch.sh"),
+        Invalid("export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH\n", path="launch.sh"),
+        Invalid("ENV LD_LIBRARY_PATH /usr/local/nvidia/lib:/usr/local/nvidia/lib64\n", path="Dockerfile"),
     )
 
     @classmethod
     def check_text(cls, doc: ShellScript, settings) -> list[TextReport]:
         if not any(t in doc.text for t in cls.triggers):
             return []
-        return [
+        out = [
             TextReport(
                 ns, ve,
                 f"`{doc.text[ns:ne]}` configures CUDA and has no effect on Trainium",
@@ -72,5 +77,14 @@ class CudaEnvVarInScript(TextRule):
             )
             for ns, ne, _vs, ve in doc.assignments(CUDA_ENV_VAR_RE)
         ]
+        for ns, ne, vs, ve in doc.assignments(SEARCH_PATH_ENV_RE):
+            if CUDA_DIR_RE.search(doc.text, vs, ve):
+                out.append(TextReport(
+                    ns, ve,
+                    f"`{doc.text[ns:ne]}` adds CUDA's libraries to a search path",
+                    guidance="drop the CUDA folders for Trainium (the Neuron runtime's libraries are under /opt/aws/neuron)",
+                    effort=Effort.LOW,
+                ))
+        return out
 
 

@@ -22,6 +22,7 @@ _GPU_OPTION_RE = re.compile(r"(?<![\w-])(--gpus|--runtime)(?:[ \t]*=[ \t]*|[ \t]
 _NV_RE = re.compile(r"(?<![\w./-])(?:singularity|apptainer)[ \t]+(?:exec|run|shell|instance[ \t]+start)\b[^\n]*?(?<![\w-])(--nv)(?![\w-])")
 _IMAGE_ARG_RE = re.compile(r"(?:docker://)?([\w.-]+(?::\d+)?(?:/[\w.-]+)+(?::[\w.-]+)?|[\w.-]+:[\w.-]+)")
 _ANY_NAME_RE = re.compile(r"[A-Za-z_]\w*")
+_IMAGE_OPTION_RE = re.compile(r"(?<![\w-])(--[\w-]*image)(?:[ \t]*=[ \t]*|[ \t]+)(\S+)")
 _DEVICE_GUIDANCE = (
     "give the container the Neuron devices instead (`--device=/dev/neuron0`, one per device) and run "
     "an image with the Neuron SDK"
@@ -34,8 +35,8 @@ class GpuContainerInScript(TextRule):
     Reports containers set up for NVIDIA GPUs in scripts: ``docker run --gpus all``,
     ``--runtime=nvidia``, ``nvidia-docker``, Apptainer / Singularity's ``--nv``, and
     ``docker pull`` / ``run`` / ``create`` of a CUDA image (``nvcr.io/nvidia/pytorch:24.02-py3``,
-    tags naming a CUDA or cuDNN build), and variables set to such an image
-    (``IMAGE=nvcr.io/nvidia/jax:25.10-py3``) — the provisioning scripts a Dockerfile's ``FROM``
+    tags naming a CUDA or cuDNN build), and variables or launcher options set to such an image
+    (``IMAGE=nvcr.io/nvidia/jax:25.10-py3``, ``--beaker-image``, ``--image``) — the provisioning scripts a Dockerfile's ``FROM``
     rule (CN751) does not see.
 
     ## Why is this bad?
@@ -57,7 +58,7 @@ class GpuContainerInScript(TextRule):
     code = "CN707"
     name = "gpu-container-in-script"
     file_kinds = frozenset({"shell"})
-    triggers = ("docker", "podman", "nerdctl", "--nv", "singularity", "apptainer", "nvcr.io", "nvidia/cuda")
+    triggers = ("docker", "podman", "nerdctl", "--nv", "singularity", "apptainer", "nvcr.io", "nvidia/cuda", "-image")
     VALID = (
         Valid("docker run --device=/dev/neuron0 my-neuron-image python train.py\n", path="run.sh"),
         Valid("docker pull python:3.11-slim\n", path="setup.sh"),
@@ -71,6 +72,7 @@ class GpuContainerInScript(TextRule):
         Invalid("nvidia-docker run -it my-image bash\n", path="run.sh"),
         Invalid("singularity exec --nv gpt-neox.sif python train.py\n", path="job.slurm"),
         Invalid('JAX_IMAGE="nvcr.io/nvidia/jax:25.10-py3"\nkind load docker-image "$JAX_IMAGE"\n', path="ci.sh"),
+        Invalid("gantry run --beaker-image michalg/cuda11.8-ubuntu20.04-arb -- python train.py\n", path="launch.sh"),
     )
 
     @classmethod
@@ -114,6 +116,15 @@ class GpuContainerInScript(TextRule):
                 vs, ve, f"`{text[ns:ne]}` names a CUDA image (`{value}`)",
                 guidance=NEURON_IMAGE_GUIDANCE, effort=Effort.LOW,
             ))
+        # `beaker session create --image X`, `--beaker-image X`, `--docker-image=X`: an image option
+        # of any launcher.
+        for m in doc.code_matches(_IMAGE_OPTION_RE):
+            value = unquote(m.group(2)) or ""
+            if cuda_image(value.removeprefix("docker://")):
+                out.append(TextReport(
+                    m.start(2), m.end(2), f"`{m.group(1)}` names a CUDA image (`{value}`)",
+                    guidance=NEURON_IMAGE_GUIDANCE, effort=Effort.LOW,
+                ))
         for m in doc.code_matches(_NV_RE):
             out.append(TextReport(
                 m.start(1), m.end(1), "`--nv` binds the host's NVIDIA driver and GPUs into the container",
