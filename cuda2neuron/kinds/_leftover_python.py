@@ -50,6 +50,7 @@ __all__ = [
     "code_words",
     "excuse",
     "is_file_name",
+    "is_hub_id",
     "parse_names",
     "plainly_own",
     "widen",
@@ -595,6 +596,11 @@ _FILE_NAME = re.compile(
     r"|parquet|arrow|npy|npz|pkl|pickle|pt|pth|bin|safetensors|ckpt|onnx|zip|tar|gz|tgz|py|sh|ipynb)",
     re.IGNORECASE,
 )
+
+
+def is_hub_id(token: str) -> bool:
+    """Whether ``token`` is a Hugging Face Hub repository of NVIDIA's organisation."""
+    return _HUB_ID.fullmatch(token) is not None
 
 
 def is_file_name(token: str) -> bool:

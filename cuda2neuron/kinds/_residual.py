@@ -344,10 +344,10 @@ def _quoted_prose(line: str, col: int) -> bool:
 
 
 def _add(hits: dict[int, list[Hit]], hit: Hit) -> None:
-    from ._leftover_python import is_file_name
+    from ._leftover_python import is_file_name, is_hub_id
 
-    if is_file_name(hit.token):
-        return  # a data, log or report file's name, or a project script's: a label
+    if is_file_name(hit.token) or is_hub_id(hit.token):
+        return  # a file's or a Hub repository's name (`nvidia/GR1-100`): a label
     row = hits.setdefault(hit.line, [])
     if not any(h.col == hit.col for h in row):
         row.append(hit)
@@ -453,9 +453,15 @@ def _build_hits(path: str, text: str, lines: _Lines, hits: dict[int, list[Hit]])
     from cuda2neuron.documents.buildfile import parse_build
 
     doc = parse_build(text, path)
-    _shell_hits(doc.text, text, lines, hits, all_chars=False)
-    # A Makefile's own target names (`check-cuda-install:`) are labels, wherever they are named.
+    # A Makefile's own target names (`check-cuda-install:`) are labels, wherever they are named
+    # (`make check-cuda-install` in a recipe too).
     targets = set(_MAKE_TARGET.findall(doc.code)) if doc.flavour == "make" else set()
+    recipe: dict[int, list[Hit]] = {}
+    _shell_hits(doc.text, text, lines, recipe, all_chars=False)
+    for row in recipe.values():
+        for hit in row:
+            if hit.token not in targets:
+                _add(hits, hit)
     for m in _WORDS.finditer(doc.code):
         i = m.start()
         if doc.text[i] == text[i] and doc.text[i] != " ":
@@ -524,6 +530,8 @@ def _config_hits(kind: str, path: str, text: str, lines: _Lines, hits: dict[int,
 _PATH_KEYS = frozenset({
     "file", "files", "dockerfile", "path", "paths", "paths-ignore", "context", "working-directory",
     "working_dir", "workdir", "cache-dependency-path",
+    # and the names of a workflow's own jobs (`needs: setup_torch_cuda_pipeline_matrix`)
+    "needs",
 })
 
 
