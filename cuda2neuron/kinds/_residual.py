@@ -106,18 +106,17 @@ def residual_findings(
     else:
         hits, words = _text_hits(kind, path, text), None
     left = {line for line in hits if line not in covered}
-    if left and (_narrowed(config) or b"cuda2neuron:" in final):
-        # Would a rule this run does not show report the line? (deselected, other target,
-        # silenced by a comment): then it is known, not left.
-        every = replace(
-            config, select=("CN",), ignore=(), per_file_ignores=(), settings=replace(config.settings, target="neuron")
-        )
+    # Would a rule this run does not show report the line (deselected, of the neuron target,
+    # silenced by a comment)? Then it is known, not left. Only those rules run again, check-only.
+    for other in _unshown(config, path, b"cuda2neuron:" in final) if left else ():
         with suppressions_disabled():
-            _, more = body(path, final, every, RunOptions())
+            _, more = body(path, final, other, RunOptions())
         for f in more:
             covered.update(range(f.span.start_line, f.span.end_line + 1))
         findings = [*findings, *more]
         left = {line for line in left if line not in covered}
+        if not left:
+            break
     if left and words is not None:
         left = _python_left(path, final, left, covered, words, findings, config)
     if not left:
@@ -154,12 +153,28 @@ def _word_lines(lowered: bytes) -> set[int]:
     return lines
 
 
-def _narrowed(config: Config) -> bool:
-    """Whether some rule of the catalog does not run on this file in this run."""
-    return (
-        config.select != ("CN",) or bool(config.ignore) or bool(config.per_file_ignores)
-        or config.settings.target != "neuron"
-    )
+def _unshown(config: Config, path: str, suppressed: bool) -> list[Config]:
+    """The runs that show what this one does not: the rules its selection leaves out (all rules
+    when the file holds a suppression comment, since a comment hides selected rules' findings),
+    and, on the accelerator target, the rules that only the neuron target runs (``NCCL_*``
+    variables kept for GPUs there). The neuron target is the reference: a rule that only the
+    accelerator target runs (CN407, device arguments) is not asked on the neuron target."""
+    from ._catalog import catalog
+
+    runs: list[Config] = []
+    everything = replace(config, select=("CN",), ignore=(), per_file_ignores=())
+    if suppressed:
+        runs.append(everything)
+    elif config.select != ("CN",) or config.ignore or config.per_file_ignores:
+        rules = catalog()
+        left_out = tuple(sorted(code for code in rules if code != RESIDUAL[0] and not config.selects(code, path)))
+        if left_out:
+            runs.append(replace(everything, select=left_out))
+    if config.settings.target != "neuron":
+        neuron_only = tuple(sorted(code for code, rule in catalog().items() if "neuron" in rule.targets and config.settings.target not in rule.targets))
+        if neuron_only:
+            runs.append(replace(everything, select=neuron_only, settings=replace(config.settings, target="neuron")))
+    return runs
 
 
 def _covered(old: bytes, new: bytes, findings: list[Finding]) -> set[int]:
