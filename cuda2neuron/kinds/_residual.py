@@ -180,26 +180,20 @@ def _unshown(config: Config, path: str, suppressed: bool) -> list[Config]:
 def _covered(old: bytes, new: bytes, findings: list[Finding]) -> set[int]:
     """Lines of the final text that a finding points at or a fix rewrote.
 
-    A line of the final text that is not a line of the original was written by a fix. An
-    applied finding points at the text it was found in (the original, for most): a final line
-    that equals one of the lines it pointed at is what the fix kept of them (the rest of a
-    statement it rewrote). Line texts are compared by hash, not aligned with a diff: this runs
-    for every changed file.
+    Findings are located in the file as read (the engines map every finding and edit back
+    through the fix rounds). A line of the final text that is no line of the original was
+    written by a fix; a line that equals one a finding pointed at is that line, kept or moved
+    (an import added above shifts it). Line texts are compared by hash, not aligned with a diff:
+    this runs for every changed file.
     """
     lines: set[int] = set()
-    applied = []
-    for f in findings:
-        if f.applied:
-            applied.append(f)
-        else:
-            lines.update(range(f.span.start_line, f.span.end_line + 1))
     if new is old or new == old:
-        for f in applied:
+        for f in findings:
             lines.update(range(f.span.start_line, f.span.end_line + 1))
         return lines
     before = old.splitlines()
     original = set(before)
-    pointed = {before[n - 1] for f in applied for n in range(f.span.start_line, f.span.end_line + 1) if 0 < n <= len(before)}
+    pointed = {before[n - 1] for f in findings for n in range(f.span.start_line, f.span.end_line + 1) if 0 < n <= len(before)}
     for number, line in enumerate(new.splitlines(), start=1):
         if line not in original or line in pointed:
             lines.add(number)

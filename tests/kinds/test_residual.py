@@ -248,3 +248,12 @@ def test_notebook_cells_are_read_at_their_file_lines():
 )
 def test_labels_of_files_and_targets_are_not_residual(path, source, lines):
     assert _residual_lines(source, path) == lines
+
+
+def test_coverage_follows_lines_a_fix_moved():
+    # The fix removes an import line above; the finding left below is located in the file as read,
+    # and still covers its line, one up in the output.
+    source = "import torch\nfrom torch.cuda.amp import autocast\n\nwith autocast():\n    pass\ntorch.cuda.set_per_process_memory_fraction(0.5)\n"
+    fixed, findings = fix_source(source, "m.py", Config())
+    assert "from torch.cuda.amp" not in fixed and "set_per_process_memory_fraction" in fixed
+    assert "CN211" in {f.code for f in findings} and CN902 not in {f.code for f in findings}
