@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import click
 
 from cuda2neuron.core import FileStatus, RunOptions
-from cuda2neuron.workspace import PORT_MARKER, ResultCache, discover, with_project_facts, write_copy, write_in_place
+from cuda2neuron.workspace import (
+    PORT_MARKER,
+    PortError,
+    ResultCache,
+    check_out_dir,
+    discover,
+    with_project_facts,
+    write_in_place,
+    write_port,
+)
 from cuda2neuron.report import REPORT_SUFFIXES, ValidationReportError, build_report, load_validation, write_report
 
 from ._common import EXIT_CLEAN, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
@@ -53,8 +60,14 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
     if report_path is not None and report_path.suffix.lower() not in REPORT_SUFFIXES:
         raise UsageError(f"{report_path}: report format is chosen by extension: .md, .json, .sarif or .html")
     validation = _read_validation(validate_report, report_path)
+    port_state = None
     if out_dir is not None:
-        _prepare_out_dir(out_dir)
+        # Before anything is read or written: a source inside DIR, DIR a file or a link, DIR
+        # holding anything but an unchanged port of ours are all refused here.
+        try:
+            port_state = check_out_dir(out_dir, list(paths))
+        except PortError as exc:
+            raise UsageError(str(exc)) from None
     config = apply_overrides(load_run_config(list(paths), opts.pop("config_file")), opts, list(paths))
     found = discover(
         paths,
@@ -73,28 +86,34 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
         found.files, config, options, jobs=jobs, quiet=quiet, verb="migrating", cache=None if no_cache else ResultCache()
     )
     changed = [r for r in results if r.status is FileStatus.CHANGED]
+    skipped = found.skipped
     if show_diff:
         for r in changed:
             print_diff(out_console, r)
         wrote = "would change"
-    elif out_dir is not None:
-        results = write_copy(results, found.files, out_dir)
-        (out_dir / PORT_MARKER).write_text(
-            json.dumps({"source": [str(p.resolve()) for p in paths], "target": config.settings.target}) + "\n"
-        )
+    elif port_state is not None:
+        try:
+            not_copied = write_port(results, found.files, port_state, list(paths), config.settings.target)
+        except PortError as exc:
+            raise UsageError(str(exc)) from None
+        skipped = (*skipped, *not_copied)
         wrote = f"changed (written to {out_dir})"
     else:
         _guard_in_place([Path(r.path) for r in changed], allow_dirty, allow_no_vcs)
         results = write_in_place(results)
         wrote = "changed"
-    report = build_report("migrate", config.settings.target, results, found.skipped)
+    report = build_report("migrate", config.settings.target, results, skipped)
     if report_path is not None:
         rules = None
         if report_path.suffix.lower() == ".sarif":
             from cuda2neuron.kinds import catalog
 
             rules = catalog()
-        write_report(report, report_path, rules=rules, validation=validation)
+        try:
+            write_report(report, report_path, rules=rules, validation=validation)
+        except OSError as exc:
+            done = "" if show_diff else " (the migration itself was written)"
+            raise UsageError(f"{report_path}: cannot write the report: {exc.strerror or exc}{done}") from None
     if not quiet:
         mode = "diff" if show_diff else "out" if out_dir is not None else "in-place"
         print_summary(
@@ -121,18 +140,6 @@ def _read_validation(path: Path | None, report_path: Path | None) -> dict | None
         return load_validation(text, str(path))
     except ValidationReportError as exc:
         raise UsageError(str(exc)) from None
-
-
-# PORT_MARKER marks a folder as written by `migrate --out`, so running the same command again
-# may replace it (any other non-empty folder is refused: it could be the user's work).
-
-
-def _prepare_out_dir(out_dir: Path) -> None:
-    if not out_dir.exists() or not any(out_dir.iterdir()):
-        return
-    if not (out_dir / PORT_MARKER).is_file():
-        raise UsageError(f"{out_dir}: output folder exists, is not empty and was not written by `migrate --out`")
-    shutil.rmtree(out_dir)
 
 
 def _guard_in_place(files: list[Path], allow_dirty: bool, allow_no_vcs: bool) -> None:

@@ -34,7 +34,7 @@ from ._text import (
     to_finding,
 )
 from ._triggers import admit, admitted, admitted_version, has_trigger, trigger_words
-from ._write import atomic_write
+from ._write import StaleBackupError, atomic_write, remove_stale_temps
 
 __all__ = [
     "AMP_DTYPES",
@@ -62,6 +62,7 @@ __all__ = [
     "Safety",
     "Settings",
     "SourceError",
+    "StaleBackupError",
     "Span",
     "Suppressions",
     "suppressions_disabled",
@@ -73,6 +74,7 @@ __all__ = [
     "admitted_version",
     "apply_text_fixes",
     "atomic_write",
+    "remove_stale_temps",
     "config_from_table",
     "example_fix_safeties",
     "find_pyproject",

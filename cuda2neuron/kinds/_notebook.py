@@ -495,21 +495,21 @@ def _run_python(path: str, module: str, config: Config, options: RunOptions, che
     if check_syntax and "cuda" in module.lower() and not (rules and has_trigger(data, python_triggers(rules))):
         # The engine will not parse this text (no rule can fire), but a notebook rule promises
         # to say which cells hide CUDA code from us: parse once here so a broken cell is reported.
-        from cuda2neuron.python import parse_bytes
+        from ._nesting import parse_guarded
 
-        parse_bytes(data)
+        parse_guarded(data, path)
     return process_python_findings(path, data, config, options)
 
 
 def _broken_cells(cells: list[_Cell]) -> list[tuple[_Cell, SourceError]]:
     # Only on the error path: find the cells that fail on their own (a cell's error can surface
     # in the next one once they are joined, so the joined error line is not trusted).
-    from cuda2neuron.python import parse_bytes
+    from ._nesting import parse_guarded
 
     broken = []
     for cell in cells:
         try:
-            parse_bytes(cell.masked.encode("utf-8"))
+            parse_guarded(cell.masked.encode("utf-8"), "<cell>")
         except SourceError as exc:
             broken.append((cell, exc))
     return broken

@@ -23,6 +23,7 @@ from cuda2neuron.core import (
 
 from ._catalog import rules_for
 from ._code_text import code_text
+from ._nesting import deep_stack, nesting_error
 from ._prefilter import may_trigger
 
 __all__ = ["is_python_source", "process_python_findings", "python_triggers"]
@@ -141,6 +142,11 @@ def process_python_findings(
     path: str, data: bytes, config: Config, options: RunOptions
 ) -> tuple[bytes | None, list[Finding]]:
     """Lint (and fix) Python source bytes; raises SourceError / ConvergenceError."""
+    undecodable = _wide_encoding(data)
+    if undecodable:
+        # Before the prefilter: in UTF-16 "cuda" is c\0u\0d\0a\0, so such a file would pass
+        # as clean without a word of it having been read.
+        raise SourceError("decode", undecodable)
     # Names only the project sweep knows (``from .ops import layer_norm`` where that module
     # imports triton) wake the rules that use the sweep's facts.
     project = _project_words(config.settings.project)
@@ -165,13 +171,37 @@ def process_python_findings(
     # tree holds no reference cycles (reference counting frees it), yet each collection that
     # its millions of allocations trigger re-scans the live nodes (~7% of a file's time). It
     # runs again once the file is done.
+    nested = nesting_error(data, path)
+    if nested is not None:
+        raise SourceError("nesting", nested[0], nested[1])
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parsed_file(path, data, config, options, rule_types, candidates, project)
+        # On a thread with a deep stack: libcst's native parser has no depth limit of its own.
+        return deep_stack(_parsed_file, path, data, config, options, rule_types, candidates, project)
     finally:
         if enabled:
             gc.enable()
+
+
+# Byte-order marks of the encodings CPython cannot read source in (PEP 263 allows only
+# ASCII-compatible ones), longest first: UTF-32's little-endian mark starts with UTF-16's.
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"),
+)
+
+
+def _wide_encoding(data: bytes) -> str | None:
+    """Why ``data`` cannot be Python source text, when it holds NUL bytes (UTF-16 or UTF-32
+    text, or a binary file named .py); None otherwise. CPython refuses such files too."""
+    if b"\0" not in data:
+        return None
+    for bom, name in _WIDE_BOMS:
+        if data.startswith(bom):
+            return f"cannot decode source: {name} text (byte-order mark {bom.hex(' ')}); Python source must be UTF-8"
+    if len(data) >= 2 and (data[0] == 0) != (data[1] == 0):
+        return "cannot decode source: NUL bytes every other byte (UTF-16 or UTF-32 text without a byte-order mark?); Python source must be UTF-8"
+    return "cannot decode source: the file contains NUL bytes (a binary file?)"
 
 
 def _parsed_file(

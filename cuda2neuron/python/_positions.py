@@ -29,6 +29,7 @@ class _SpanState(CodegenState):
         self._counted = 0
         self._line = 1
         self._col = 0
+        self._after_cr = False  # the last text counted ended with a CR
         self._starts: dict[int, list[tuple[int, int]]] = {}
         self.spans: dict[int, Span] = {}
         self._syntactic: set[int] = set()
@@ -41,12 +42,30 @@ class _SpanState(CodegenState):
         if self._counted < len(tokens):
             text = "".join(tokens[self._counted :])
             self._counted = len(tokens)
+            if "\r" in text or self._after_cr:
+                return self._count_any_newline(text)
             newlines = text.count("\n")
             if newlines:
                 self._line += newlines
                 self._col = len(text) - text.rfind("\n") - 1
             else:
                 self._col += len(text)
+        return self._line, self._col
+
+    def _count_any_newline(self, text: str) -> tuple[int, int]:
+        # A lone CR ends a line too (old Mac files; Python reads them with universal newlines,
+        # and editors number them so): counting "\n" alone put every finding of a CR-only file
+        # on line 1. Trap: a CRLF may be split between two counts — the LF of a CR counted
+        # last time ends no line.
+        if self._after_cr and text.startswith("\n"):
+            text = text[1:]
+        self._after_cr = text.endswith("\r")
+        newlines = text.count("\n") + text.count("\r") - text.count("\r\n")
+        if newlines:
+            self._line += newlines
+            self._col = len(text) - max(text.rfind("\n"), text.rfind("\r")) - 1
+        else:
+            self._col += len(text)
         return self._line, self._col
 
     def before_codegen(self, node: cst.CSTNode) -> None:

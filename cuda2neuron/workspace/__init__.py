@@ -15,7 +15,8 @@ from ._annotate import ANNOTATED_KINDS, Annotated, add_suppressions
 from ._baseline import Baseline, BaselineError, apply_baseline, write_baseline
 from ._cache import ResultCache, default_cache_root
 from ._discover import PORT_MARKER, PRUNED_DIRS, Discovered, SkippedPath, SourceFile, discover
-from ._output import write_copy, write_in_place
+from ._output import write_in_place
+from ._port import PortError, PortState, check_out_dir, write_port
 from ._project import project_facts, with_project_facts
 from ._runner import process_file, process_files
 
@@ -26,9 +27,12 @@ __all__ = [
     "Baseline",
     "BaselineError",
     "apply_baseline",
+    "check_out_dir",
     "write_baseline",
     "PORT_MARKER",
     "PRUNED_DIRS",
+    "PortError",
+    "PortState",
     "ResultCache",
     "Discovered",
     "SkippedPath",
@@ -41,10 +45,9 @@ __all__ = [
     "process_file",
     "process_files",
     "project_facts",
-    "write_copy",
     "with_project_facts",
-    "write_copy",
     "write_in_place",
+    "write_port",
 ]
 
 

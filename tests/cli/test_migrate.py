@@ -64,14 +64,26 @@ def test_out_must_be_empty(project, run, tmp_path):
     assert (tmp_path / "ported" / "x").read_text() == "x"
 
 
-def test_out_can_be_rewritten_by_the_same_command(project, run, tmp_path):
+def test_out_is_updated_by_the_same_command_while_unchanged(project, run, tmp_path):
+    out_dir = tmp_path / "ported"
+    run("migrate", str(project), "--out", str(out_dir))
+    (project / "pkg" / "more.py").write_text("y = z.cuda()\n")
+    code, _, _ = run("migrate", str(project), "--out", str(out_dir))
+    assert code == 1  # broken.py, as before
+    assert (out_dir / "pkg" / "more.py").read_text() == 'y = z.to("neuron")\n'
+    assert (out_dir / "pkg" / "train.py").read_text() == 'import torch\nmodel = Net().to("neuron")\n'
+
+
+def test_out_with_hand_edits_is_refused_and_kept(project, run, tmp_path):
     out_dir = tmp_path / "ported"
     run("migrate", str(project), "--out", str(out_dir))
     (out_dir / "stale.py").write_text("x = 1\n")
-    code, _, _ = run("migrate", str(project), "--out", str(out_dir))
-    assert code == 1  # broken.py, as before
-    assert not (out_dir / "stale.py").exists()
-    assert (out_dir / "pkg" / "train.py").read_text() == 'import torch\nmodel = Net().to("neuron")\n'
+    (out_dir / "pkg" / "plain.py").write_text("x = 2  # my fix\n")
+    code, _, err = run("migrate", str(project), "--out", str(out_dir))
+    assert code == 2
+    assert "pkg/plain.py changed" in err and "stale.py added" in err
+    assert (out_dir / "stale.py").read_text() == "x = 1\n"
+    assert (out_dir / "pkg" / "plain.py").read_text() == "x = 2  # my fix\n"
 
 
 @pytest.mark.parametrize(
