@@ -8,6 +8,7 @@ import sys
 import click
 
 from cuda2neuron import __version__
+from cuda2neuron.core import ConfigError
 
 from ._common import EXIT_ERROR, UsageError, err_console
 
@@ -110,6 +111,15 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except ConfigError as exc:  # a bad value in the environment (CUDA2NEURON_FILE_TIMEOUT=x)
+        err_console.say(("error:", "bold red"), f" {exc}", soft_wrap=True)
+        return EXIT_ERROR
+    except OSError as exc:
+        # The last net under every command: a disk that fills or turns read-only between our
+        # checks and a write is one line naming the path, never a traceback.
+        where = f"{exc.filename}: " if exc.filename else ""
+        err_console.say(("error:", "bold red"), f" {where}{exc.strerror or exc}", soft_wrap=True)
+        return EXIT_ERROR
     return rv if isinstance(rv, int) else 0
 
 

@@ -146,6 +146,15 @@ def _guard_in_place(files: list[Path], allow_dirty: bool, allow_no_vcs: bool) ->
     if not files or (allow_dirty and allow_no_vcs):
         return
     state = git_state(files)
+    if state.unknown:
+        # git failed: nobody can tell whether there is a way back, so the guard fails closed.
+        # Only both overrides together (no way back accepted, changes accepted) go past it.
+        path, message = state.unknown[0]
+        more = f" (and {len(state.unknown) - 1} more file(s))" if len(state.unknown) > 1 else ""
+        raise UsageError(
+            f"refusing to rewrite {path}{more}: git cannot tell whether it has uncommitted changes: {message}. "
+            "Repair the repository, or use --out DIR, --diff, or --allow-dirty --allow-no-vcs."
+        )
     if state.outside and not allow_no_vcs:
         raise UsageError(
             f"refusing to rewrite {len(state.outside)} file(s) outside a git work tree "
@@ -155,8 +164,8 @@ def _guard_in_place(files: list[Path], allow_dirty: bool, allow_no_vcs: bool) ->
     if state.dirty and not allow_dirty:
         listed = ", ".join(state.dirty[:5]) + (" ..." if len(state.dirty) > 5 else "")
         raise UsageError(
-            f"refusing to rewrite files with uncommitted changes: {listed}. Commit or stash them, "
-            "or use --allow-dirty."
+            f"refusing to rewrite files with uncommitted changes (or untracked, or hidden from git status by "
+            f"--skip-worktree/--assume-unchanged): {listed}. Commit or stash them, or use --allow-dirty."
         )
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from cuda2neuron.core import FileStatus, RunOptions, atomic_write
+from cuda2neuron.core import FileStatus, RunOptions, atomic_write, remove_stale_temps
 from cuda2neuron.workspace import add_suppressions, discover, process_files, with_project_facts
 
 from ._common import EXIT_CLEAN, EXIT_ERROR, UsageError, err_console, load_run_config
@@ -45,6 +45,7 @@ def suppress_command(paths, show_diff, **opts):
     kinds = {str(f.path): f.kind for f in found.files}
     results = process_files(found.files, config, RunOptions())
     added = files = 0
+    done_lines: dict[str, int] = {}
     bad = False
     changed = []
     for r in results:
@@ -56,7 +57,12 @@ def suppress_command(paths, show_diff, **opts):
             continue
         if not r.findings:
             continue
-        data = Path(r.path).read_bytes()
+        try:
+            data = Path(r.path).read_bytes()
+        except OSError as exc:
+            err_console.say(("error:", "bold red"), f" {r.path}: cannot read: {exc.strerror or exc}")
+            bad = True
+            continue
         done = add_suppressions(data, kinds.get(r.path), r.findings)
         if done.refused:
             err_console.say(("error:", "bold red"), f" {r.path}: not suppressed: {done.refused}")
@@ -65,6 +71,7 @@ def suppress_command(paths, show_diff, **opts):
         if done.new_bytes is None:
             continue
         changed.append((r.path, data, done.new_bytes))
+        done_lines[r.path] = done.lines
         added += done.lines
         files += 1
     if show_diff:
@@ -75,8 +82,22 @@ def suppress_command(paths, show_diff, **opts):
         for path, old, new in changed:
             print_diff(out_console, FileResult(path, FileStatus.CHANGED, new_bytes=new, old_bytes=old))
     else:
-        for path, _old, new in changed:
-            atomic_write(Path(path), new)
+        cleaned: set[Path] = set()
+        for path, old, new in changed:
+            target = Path(path)
+            if target.parent not in cleaned:
+                cleaned.add(target.parent)
+                remove_stale_temps(target.parent)
+            try:
+                if target.read_bytes() != old:
+                    raise OSError("changed on disk during the run; not rewritten")
+                atomic_write(target, new)
+            except OSError as exc:
+                # A full or read-only disk costs this file, named, not the run (nor a traceback).
+                err_console.say(("error:", "bold red"), f" {path}: cannot write: {exc.strerror or exc}")
+                bad = True
+                files -= 1
+                added -= done_lines[path]
     verb = "would add" if show_diff else "added"
     err_console.say(f"{verb} {added} suppression comment(s) in {files} file(s)")
     if bad:

@@ -132,18 +132,28 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def _str_list(value: Any, where: str) -> tuple[str, ...]:
+    # A bare string is refused, not read as a list of one: `select = "CN1, CN2"` would select
+    # the prefix "CN1, CN2", which no code starts with — every rule silently off.
     if isinstance(value, str):
-        value = [value]
+        raise ConfigError(f"{where}: expected a list of strings, got the string {value!r} (write [{value!r}], "
+                          "one item per entry)")
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
     return tuple(value)
 
 
 def parse_min_torch(value: str, where: str = "min-torch") -> tuple[int, int]:
+    # A string only: TOML reads `min-torch = 2.10` as the float 2.1, which would quietly mean
+    # torch 2.1 — nine releases off.
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: expected a version string like \"2.6\" (quoted), got {value!r}")
+    parts = value.strip().split(".")
     try:
-        major, minor = (int(p) for p in str(value).split(".")[:2])
+        major, minor = (int(p) for p in parts[:2])
     except ValueError:
         raise ConfigError(f"{where}: expected a version like '2.6', got {value!r}") from None
+    if major < 0 or minor < 0:
+        raise ConfigError(f"{where}: expected a version like '2.6', got {value!r}")
     return (major, minor)
 
 
@@ -192,7 +202,8 @@ def config_from_table(table: Mapping[str, Any], source: str) -> Config:
 
 
 # `[tool.cuda2neuron.validate]`: what validate runs and how it judges (docs/validate.md).
-_VALIDATE_KEYS = {"entry", "script", "args", "steps", "timeout", "seed", "tolerances", "nproc", "fail_on", "logic"}
+_VALIDATE_KEYS = {"entry", "script", "args", "steps", "timeout", "seed", "tolerances", "nproc", "fail_on", "logic",
+                  "max_memory_mb", "max_output_mb"}
 
 
 def _validate_table(table: Any, source: str) -> dict[str, Any]:
@@ -201,12 +212,29 @@ def _validate_table(table: Any, source: str) -> dict[str, Any]:
     unknown = set(table) - _VALIDATE_KEYS
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) in [tool.cuda2neuron.validate]: {', '.join(sorted(unknown))}")
+    where = f"{source}: [tool.cuda2neuron.validate]"
     tol = table.get("tolerances", {})
-    if not isinstance(tol, dict) or not all(isinstance(v, (int, float)) for v in tol.values()):
+    if not isinstance(tol, dict) or not all(_is_number(v) for v in tol.values()):
         raise ConfigError(f"{source}: [tool.cuda2neuron.validate.tolerances] must map names to numbers")
-    if "steps" in table and (not isinstance(table["steps"], int) or table["steps"] < 1):
+    if "steps" in table and (type(table["steps"]) is not int or table["steps"] < 1):
         raise ConfigError(f"{source}: steps must be a positive integer")
+    for key in ("entry", "script"):
+        if key in table and not isinstance(table[key], str):
+            raise ConfigError(f"{where}.{key}: expected a string, got {table[key]!r}")
+    if "args" in table:
+        _str_list(table["args"], f"{where}.args")
+    if "timeout" in table and (not _is_number(table["timeout"]) or not table["timeout"] > 0):
+        raise ConfigError(f"{where}.timeout: expected a positive number of seconds, got {table['timeout']!r}")
+    for key in ("max_memory_mb", "max_output_mb"):
+        if key in table and (not _is_number(table[key]) or not table[key] > 0):
+            raise ConfigError(f"{where}.{key}: expected a positive number of MiB, got {table[key]!r}")
+    if "seed" in table and type(table["seed"]) is not int:
+        raise ConfigError(f"{where}.seed: expected a whole number, got {table['seed']!r}")
     return dict(table)
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)  # not bool: `true` is no tolerance
 
 
 def load_validate_table(tree: Path) -> dict[str, Any]:

@@ -56,6 +56,7 @@ __all__ = [
     "may_trigger",
     "process_bytes",
     "process_kind",
+    "verify_rewrite",
     "rules_for",
     "unknown_selectors",
     "words_for",
@@ -120,6 +121,23 @@ def process_kind(kind: str | None, path: str, data: bytes, config: Config, optio
     if kind is None:
         return FileResult(path, FileStatus.SKIPPED, skip_reason="not a file kind cuda2neuron handles")
     return _BY_NAME[kind].process(path, data, config, options)
+
+
+def verify_rewrite(kind: str | None, path: str, new: bytes) -> bool:
+    """Whether rewritten bytes that did not come from this run's engine (a cache entry) pass
+    the checks a fresh rewrite of ``kind`` passes before it is handed back."""
+    if kind == "python":
+        from ._python import rewrite_compiles
+
+        return rewrite_compiles(new, path)
+    if kind == "notebook":
+        import json
+
+        try:
+            return isinstance(json.loads(new), dict)
+        except (ValueError, RecursionError):
+            return False
+    return True
 
 
 def process_bytes(path: str, data: bytes, config: Config, options: RunOptions) -> FileResult:

@@ -23,6 +23,7 @@ of these long before (more than 200 nested brackets is "too many nested parenthe
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import warnings
 from collections.abc import Callable
@@ -98,10 +99,13 @@ def deep_stack(fn: Callable[..., T], *args: object) -> T:
     limit): the guard above still keeps out what CPython rejects.
     """
     box: list = []
+    # Trap: a new thread starts with empty context variables; the engine keeps per-call state
+    # in them (suppressions switched off while the suppression check re-runs a file).
+    context = contextvars.copy_context()
 
     def run() -> None:
         try:
-            box.append((True, fn(*args)))
+            box.append((True, context.run(fn, *args)))
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread as is
             box.append((False, exc))
 

@@ -26,7 +26,7 @@ from ._code_text import code_text
 from ._nesting import deep_stack, nesting_error
 from ._prefilter import may_trigger
 
-__all__ = ["is_python_source", "process_python_findings", "python_triggers"]
+__all__ = ["is_python_source", "process_python_findings", "python_triggers", "rewrite_compiles"]
 
 
 def is_python_source(path: Path) -> bool:
@@ -255,6 +255,23 @@ def _parsed_file(
                 f"internal error: the rewrite does not parse ({exc.msg}, line {exc.lineno})"
             ) from None
     return new, findings
+
+
+def rewrite_compiles(new: bytes, path: str) -> bool:
+    """Whether ``new`` passes the check a fresh rewrite passes before it is returned (a cached
+    rewrite gets the same check before it is written)."""
+    try:
+        _compile_check(new, path)
+    except SyntaxError:
+        from cuda2neuron.python import parse_bytes
+
+        try:
+            parse_bytes(new)
+        except SourceError:
+            return False
+    except (ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _compile_check(source: bytes, path: str) -> None:

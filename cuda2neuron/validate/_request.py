@@ -47,6 +47,9 @@ class ValidateRequest:
     fail_on: str = "fail"  # "warn": a WARN verdict exits 1 as well (for CI)
     # Files new since the revision, migrated in memory for the port run (validate/_trees.py).
     port_overlay: Path | None = None
+    # Caps per run (all processes of one run together); None: the defaults (_runner.py).
+    max_memory: int | None = None  # bytes of resident memory
+    max_output: int | None = None  # bytes of stdout and stderr
 
     @property
     def target(self) -> str:
@@ -118,8 +121,18 @@ def build_request(
         timeout=timeout or float(table.get("timeout", DEFAULT_TIMEOUT)),
         seed=seed if seed is not None else int(table.get("seed", DEFAULT_SEED)), golden=golden, logic=logic,
         port_device=port_device, nproc=nproc, tolerances=tol, original_label=trees.original_label, port_label=trees.port_label,
-        fail_on=fail_on, port_overlay=trees.port_overlay,
+        fail_on=fail_on, port_overlay=trees.port_overlay, max_memory=_mib_option(table, "max_memory_mb"),
+        max_output=_mib_option(table, "max_output_mb"),
     )
+
+
+def _mib_option(table: Mapping[str, Any], key: str) -> int | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if type(value) not in (int, float) or not value > 0:
+        raise RequestError(f"[tool.cuda2neuron.validate] {key} must be a positive number of MiB, got {value!r}")
+    return int(value * (1 << 20))
 
 
 # torchrun's spellings: the console script, and `python -m torch.distributed.run` given as

@@ -4,7 +4,7 @@ Three subprocesses run concurrently: the reference (original code, real CUDA or 
 shim), the golden (original code in float64 on the CPU) and the port (migrated code on the
 neuron device). Each sends length-prefixed frames through its own pipe; a reader thread per run
 feeds one queue, and a record is compared — then dropped — as soon as every live run produced
-it. The reference's initial weights are forwarded to the other runs' stdin the moment they
+it. The reference's initial weights are forwarded to the other runs (on a pipe of their own) the moment they
 arrive. Nothing is written to disk but each run's stdout/stderr.
 
 Distributed (`nproc` > 1): each of the three runs is N rank processes started the way torchrun
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import itertools
 import os
 import queue
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -47,6 +47,7 @@ from cuda2neuron.validate._model import (
     worst,
 )
 from cuda2neuron.validate._request import ValidateRequest
+from cuda2neuron.validate._procs import TOKEN_VAR, Reaper, kill_tree, new_token, resident_memory
 from cuda2neuron.validate._wire import FrameError, read_frame, write_frame
 from cuda2neuron.validate._worker_config import WorkerConfig
 
@@ -81,6 +82,14 @@ class _Run:
     devices: dict[int | None, str] = field(default_factory=dict)
     # Killed by validate because another rank of the same run failed: its own end is no news.
     aborted: bool = False
+    # Process lifecycle (_procs.py): the token every process of this run inherits, the pipe the
+    # parent writes frames to (not the run's stdin: user code may read that), and why validate
+    # ended the run itself (over its memory or output cap), which outranks how it ended.
+    token: str = ""
+    frames_out: BinaryIO | None = None
+    limit: RunFailure | None = None
+    output_bytes: int = 0
+    copiers: list[threading.Thread] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -123,13 +132,33 @@ def _launch_env(rank: int, world: int, master_port: int) -> dict[str, str]:
             "TORCHELASTIC_RUN_ID": "cuda2neuron-validate", "TORCHELASTIC_USE_AGENT_STORE": "False"}
 
 
+# The worker is started through this, not `-m`: `-m` and `-c` put the working folder (the
+# user's tree) first on sys.path, where a `cuda2neuron.py` of theirs would be imported in place
+# of validate's own worker. The worker adds the tree back itself, after its own imports.
+_BOOT = ("import sys; getattr(sys.flags, 'safe_path', False) or sys.path.pop(0); import runpy; "
+         "runpy.run_module('cuda2neuron.validate._worker', run_name='__main__', alter_sys=True)")
+# Per run, unless the request says otherwise: output kept (stdout and stderr together).
+DEFAULT_MAX_OUTPUT = 64 << 20
+
+
+def default_max_memory() -> int:
+    """Resident memory one run (all its processes) may use: half the machine's memory shared
+    by the three runs, at least 2 GiB."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 16 << 30
+    return max(2 << 30, total // 2 // 3)
+
+
 def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path, rank: int | None = None,
-           master_port: int | None = None) -> _Run:
-    rfd, wfd = os.pipe()
+           master_port: int | None = None, token: str | None = None) -> _Run:
+    rfd, wfd = os.pipe()  # records: worker -> validate
+    in_r, in_w = os.pipe()  # the reference's frames: validate -> worker
     # A logic run is the reference's or the port's run with autocast forced off.
     config = WorkerConfig(role=role.removeprefix("logic-"), tree=tree, fd=wfd, mode=request.mode,  # type: ignore[arg-type]
                           entry=request.entry, script=request.script, args=request.args, steps=request.steps,
-                          seed=request.seed, port_device=request.port_device,
+                          seed=request.seed, port_device=request.port_device, in_fd=in_r, parent=os.getpid(),
                           overlay=request.port_overlay if role in ("port", "logic-port") else None,
                           autocast=role not in LOGIC_ROLES)
     name = role if rank is None else f"{role}.rank{rank}"
@@ -140,20 +169,82 @@ def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path, rank:
         for var in _LAUNCH_VARS:
             env.pop(var, None)
         env.update(_launch_env(rank if rank is not None else 0, request.nproc, master_port))
+    token = token or new_token()
     # Each run gets its own TMPDIR: scripts that checkpoint to tempfile.gettempdir() would race.
     env.update(TMPDIR=str(tmp), PYTHONHASHSEED=str(request.seed), OMP_NUM_THREADS="1",
                CUBLAS_WORKSPACE_CONFIG=":4096:8", PYTHONUNBUFFERED="1",
                # no __pycache__ folders in the user's trees
-               PYTHONDONTWRITEBYTECODE="1")
+               PYTHONDONTWRITEBYTECODE="1", **{TOKEN_VAR: token})
     out_path, err_path = workdir / f"{name}.stdout", workdir / f"{name}.stderr"
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+    try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cuda2neuron.validate._worker", config.to_json()],
-            stdin=subprocess.PIPE, stdout=out, stderr=err, pass_fds=(wfd,), cwd=str(tree), env=env,
-            start_new_session=True,
+            [sys.executable, "-c", _BOOT, config.to_json()],
+            # /dev/null: user code that reads stdin gets EOF, and never the frames meant for the worker.
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(wfd, in_r),
+            cwd=str(tree), env=env, start_new_session=True,
         )
-    os.close(wfd)
-    return _Run(role, rank, tree, proc, rfd, out_path, err_path)
+    finally:
+        os.close(wfd)
+        os.close(in_r)
+    run = _Run(role, rank, tree, proc, rfd, out_path, err_path, token=token,
+               frames_out=os.fdopen(in_w, "wb"))
+    cap = request.max_output if request.max_output is not None else DEFAULT_MAX_OUTPUT
+    for stream, path in ((proc.stdout, out_path), (proc.stderr, err_path)):
+        th = threading.Thread(target=_copy_output, args=(run, stream, path, cap), daemon=True)
+        th.start()
+        run.copiers.append(th)
+    return run
+
+
+def _copy_output(run: _Run, stream: BinaryIO, path: Path, cap: int) -> None:
+    """The run's stdout or stderr into its file, up to the run's output cap (both streams
+    together); past it, the run is ended with an ERROR and the rest is read and dropped."""
+    with stream, open(path, "wb") as out:
+        while True:
+            chunk = stream.read1(1 << 16) if hasattr(stream, "read1") else stream.read(1 << 16)
+            if not chunk:
+                return
+            if run.limit is not None and run.limit.kind == "output":
+                continue
+            room = cap - run.output_bytes
+            run.output_bytes += len(chunk)
+            if len(chunk) <= room:
+                out.write(chunk)
+                continue
+            out.write(chunk[: max(room, 0)])
+            out.write(f"\n[cuda2neuron validate: output cut at {cap >> 20} MiB]\n".encode())
+            out.flush()
+            if run.limit is None:
+                run.limit = RunFailure(run.name, "output", f"wrote more than {_mib(cap)} of output (stdout and stderr "
+                                       "together); validate stopped it — print less, or raise "
+                                       "[tool.cuda2neuron.validate] max_output_mb")
+            kill_tree(run.proc.pid, run.token)
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB" if n < 1 << 30 else f"{n / (1 << 30):g} GiB"
+
+
+def _watch(runs: Callable[[], list[_Run]], cap: int, stop: threading.Event) -> None:
+    """Every quarter second: a run whose processes together hold more resident memory than
+    ``cap`` is ended with an ERROR; a worker that has exited has whatever it left running
+    killed (a daemon it started keeps the record pipe open, and validate would wait for it
+    until the timeout)."""
+    while not stop.wait(0.25):
+        for run in runs():
+            exited = run.proc.poll() is not None
+            if exited and not getattr(run, "_swept", False):
+                run._swept = True  # type: ignore[attr-defined]
+                kill_tree(run.proc.pid, run.token)
+                continue
+            if exited or run.limit is not None:
+                continue
+            used = resident_memory(run.proc.pid, run.token)
+            if used > cap:
+                run.limit = RunFailure(run.name, "memory", f"used more than {_mib(cap)} of memory (all its processes "
+                                       f"together: {_mib(used)}); validate stopped it — raise "
+                                       "[tool.cuda2neuron.validate] max_memory_mb if the model needs it")
+                kill_tree(run.proc.pid, run.token)
 
 
 def _reader(run: _Run, q: queue.Queue[tuple[_Run, Any]]) -> None:
@@ -170,27 +261,24 @@ def _reader(run: _Run, q: queue.Queue[tuple[_Run, Any]]) -> None:
 
 
 def _writer(run: _Run) -> None:
-    stdin: BinaryIO = run.proc.stdin  # type: ignore[assignment]
+    out: BinaryIO = run.frames_out  # type: ignore[assignment]
     while True:
         item = run.stdin_q.get()
         if item is None:
             break
         try:
-            write_frame(stdin, item)
-        except (BrokenPipeError, OSError):
+            write_frame(out, item)
+        except (BrokenPipeError, OSError, ValueError):
             break
     try:
-        stdin.close()
+        out.close()
     except OSError:
         pass
 
 
 def _kill(run: _Run) -> None:
-    if run.proc.poll() is None:
-        try:
-            os.killpg(run.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            run.proc.kill()
+    """End the run and everything it started (see _procs.py), then reap the worker."""
+    kill_tree(run.proc.pid, run.token)
     run.proc.wait()
 
 
@@ -455,9 +543,13 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
     open_streams: dict[int, _Run] = {}
     still_open: dict[str, int] = {}
     amp_seen: list[str] = []
+    stop_watch = threading.Event()
+    reaper = Reaper(new_token())
+    serial = itertools.count()
 
     def start(role: str, master_port: int | None) -> None:
-        runs[role] = [_spawn(role, trees[role], request, workdir, rank, master_port) for rank in ranks]
+        runs[role] = [_spawn(role, trees[role], request, workdir, rank, master_port, reaper.token(next(serial)))
+                      for rank in ranks]
         if role not in roles:
             roles.append(role)
         for run in runs[role]:
@@ -504,6 +596,10 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
                  + (f" ({request.nproc} ranks each)" if request.nproc > 1 else "") + " ...")
         for role, master_port in zip(list(roles), ports):
             start(role, master_port)
+        watcher = threading.Thread(target=_watch, daemon=True, args=(
+            lambda: [run for role_runs in list(runs.values()) for run in role_runs],
+            request.max_memory or default_max_memory(), stop_watch))
+        watcher.start()
         deadline = t0 + request.timeout
         while open_streams:
             remaining = deadline - time.perf_counter()
@@ -522,8 +618,13 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
                     # no more step outcomes from this rank: nobody waits for one
                     forward(run, {"type": "reference_done"})
                     decide_logic(None)
-                if not run.finished and run.failure is None and not run.aborted:
+                if run.limit is not None:
                     run.proc.wait()
+                    run.failure = run.limit  # validate ended it: over its memory or output cap
+                elif not run.finished and run.failure is None and not run.aborted:
+                    run.proc.wait()
+                    for th in run.copiers:  # the whole of stderr, for the tail
+                        th.join(timeout=5)
                     run.failure = RunFailure(run.name, "crash",
                                              f"exited with status {run.proc.returncode} without a result",
                                              _tail(run.stderr_path))
@@ -589,10 +690,18 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
                 run.failure = RunFailure(run.name, "crash", f"record stream broken: {frame['message']}",
                                          _tail(run.stderr_path))
     finally:
+        stop_watch.set()
         for role_runs in runs.values():
             for run in role_runs:
                 run.stdin_q.put(None)
                 _kill(run)
+        for role_runs in runs.values():
+            for run in role_runs:
+                for th in run.copiers:
+                    th.join(timeout=5)
+                if run.limit is not None:
+                    run.failure = run.limit
+        reaper.close()
     failures: list[RunFailure] = []
     logic_failures: list[RunFailure] = []
     for run in timed_out:

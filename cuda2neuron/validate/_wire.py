@@ -11,9 +11,11 @@ import pickle
 import struct
 from typing import Any, BinaryIO
 
-__all__ = ["read_frame", "write_frame", "FrameError"]
+__all__ = ["MAX_FRAME", "read_frame", "write_frame", "FrameError"]
 
 _HEADER = struct.Struct("!Q")
+# No record comes near this (a tensor record holds one tensor).
+MAX_FRAME = 16 << 30
 
 
 class FrameError(Exception):
@@ -47,7 +49,14 @@ def read_frame(stream: BinaryIO) -> Any | None:
     if header is None:
         return None
     (size,) = _HEADER.unpack(header)
+    if size > MAX_FRAME:
+        # Not a frame of ours: bytes from elsewhere in the stream (the worker's stdin was once
+        # this pipe, and user code that read it ate frames: "MemoryError" on an 8-exabyte read).
+        raise FrameError(f"corrupt record stream: a frame header announces {size} bytes")
     payload = _read_exact(stream, size)
     if payload is None:
         raise FrameError("pipe closed between a frame header and its payload")
-    return pickle.loads(payload)
+    try:
+        return pickle.loads(payload)
+    except Exception as exc:  # noqa: BLE001 - any undecodable frame is a broken stream
+        raise FrameError(f"corrupt record stream: {type(exc).__name__}: {exc}") from None

@@ -4,7 +4,8 @@
 
 The protocol with the parent: records go out as length-prefixed frames on the pipe named by
 `WorkerConfig.fd` (`_emit_record`, the worker's only output); the reference's initial weights
-come back on stdin for the golden and port runs. User code's stdout/stderr are left alone (the
+come back on the pipe named by `WorkerConfig.in_fd` for the golden and port runs (stdin is
+/dev/null: user code that reads it must not eat the frames). User code's stdout/stderr are left alone (the
 parent redirects them to files and shows them on failure).
 """
 
@@ -20,6 +21,7 @@ import time
 import traceback
 from typing import Any, BinaryIO
 
+from cuda2neuron.validate._procs import TOKEN_VAR, become_subreaper, die_with_parent, kill_tree
 from cuda2neuron.validate._wire import read_frame, write_frame
 from cuda2neuron.validate._worker_config import WorkerConfig
 
@@ -288,8 +290,15 @@ def _emit_record(pipe: BinaryIO, record: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     config = WorkerConfig.from_json(argv[0])
+    # Lifecycle (_procs.py): dies with validate; the user's orphans stay below this process.
+    die_with_parent(config.parent)
+    become_subreaper()
+    # The two protocol pipes are not handed to programs the user's code executes: only a fork
+    # (which cannot be helped) shares them, and validate kills those with the run.
+    os.set_inheritable(config.fd, False)
+    os.set_inheritable(config.in_fd, False)
     out = os.fdopen(config.fd, "wb", buffering=1 << 16)
-    inp = sys.stdin.buffer
+    inp = os.fdopen(config.in_fd, "rb", buffering=1 << 16)
     emit = functools.partial(_emit_record, out)
     role = config.role
     tree = str(config.tree)
@@ -483,7 +492,19 @@ def exit_process(code: int) -> None:
             stream.flush()
         except (OSError, ValueError):  # closed or broken by user code
             pass
+    _end_descendants()
     os._exit(code)
+
+
+def _end_descendants() -> None:
+    """What the user's code left running (a DataLoader's workers, a daemon it double-forked)
+    ends with the run: as a subreaper this process is the parent of every orphan among them."""
+    token = os.environ.get(TOKEN_VAR)
+    if token:
+        try:
+            kill_tree(os.getpid(), token)
+        except Exception:  # noqa: BLE001 - validate's own sweep ends them too
+            pass
 
 
 if __name__ == "__main__":

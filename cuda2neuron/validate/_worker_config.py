@@ -40,6 +40,8 @@ class WorkerConfig:
     steps: int
     seed: int
     port_device: PortDevice  # "cpu" only for tests that run without the emulator
+    in_fd: int  # the read end of the pipe the reference's frames come in on (stdin is /dev/null)
+    parent: int  # validate's pid: the worker dies with it
     # Port run after an in-place migrate: the migrated text of files the revision lacks, at
     # their paths relative to ``tree`` (imported from here instead of the work tree's copy).
     overlay: Path | None = None

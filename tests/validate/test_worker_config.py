@@ -13,9 +13,10 @@ import pytest
 from cuda2neuron.validate._worker_config import WorkerConfig, WorkerConfigError
 
 ENTRY = WorkerConfig(role="port", tree=Path("/proj/port"), fd=7, mode="entry", entry="entry:build", script=None,
-                     args=(), steps=3, seed=0, port_device="neuron")
+                     args=(), steps=3, seed=0, port_device="neuron", in_fd=8, parent=100)
 SCRIPT = WorkerConfig(role="reference", tree=Path("/proj/original"), fd=9, mode="script", entry=None,
-                      script="train.py", args=("--epochs", "1", "--lr=0.5"), steps=1, seed=1234, port_device="cpu")
+                      script="train.py", args=("--epochs", "1", "--lr=0.5"), steps=1, seed=1234, port_device="cpu",
+                      in_fd=10, parent=100)
 
 
 _DROP = object()  # a key to leave out

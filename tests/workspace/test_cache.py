@@ -31,7 +31,7 @@ def _file(tmp_path: Path, text: str = CUDA, name: str = "train.py") -> SourceFil
 
 
 def _entries(cache: ResultCache) -> int:
-    return sum(1 for p in cache.root.rglob("*.pickle")) if cache.root.exists() else 0
+    return sum(1 for p in cache.root.rglob("*.json")) if cache.root.exists() else 0
 
 
 def test_a_warm_run_returns_the_same_results_without_processing(tmp_path, cache, monkeypatch):
@@ -82,8 +82,8 @@ def test_failed_files_are_not_cached(tmp_path, cache):
 def test_a_corrupt_entry_is_a_miss_and_is_replaced(tmp_path, cache):
     src = _file(tmp_path)
     [cold] = process_files([src], Config(), RunOptions(), jobs=1, cache=cache)
-    [entry] = cache.root.rglob("*.pickle")
-    entry.write_bytes(b"not a pickle")
+    [entry] = cache.root.rglob("*.json")
+    entry.write_bytes(b"not an entry")
     [again] = process_files([src], Config(), RunOptions(), jobs=1, cache=cache)
     assert again == cold
     assert isinstance(cache.get(cache.key(str(src.path), src.kind, src.path.read_bytes(), Config(), RunOptions())), FileResult)
@@ -132,7 +132,7 @@ def test_concurrent_runs_share_one_cache(tmp_path):
     assert [p.returncode for p in procs] == [1, 1, 1]
     assert len({out for out, _ in outs}) == 1 and b"CN101" in outs[0][0]
     assert not list((tmp_path / "shared").rglob("*.tmp"))
-    assert len(list((tmp_path / "shared").rglob("*.pickle"))) == 30
+    assert len(list((tmp_path / "shared").rglob("*.json"))) == 30
 
 
 def test_no_cache_flag_bypasses_it(tmp_path):
@@ -141,4 +141,4 @@ def test_no_cache_flag_bypasses_it(tmp_path):
     run = subprocess.run([sys.executable, "-m", "cuda2neuron", "check", "--no-cache", str(tmp_path / "proj")], env=env, capture_output=True)
     assert run.returncode == 1 and not (tmp_path / "c").exists()
     run = subprocess.run([sys.executable, "-m", "cuda2neuron", "check", str(tmp_path / "proj")], env=env, capture_output=True)
-    assert run.returncode == 1 and list((tmp_path / "c").rglob("*.pickle"))
+    assert run.returncode == 1 and list((tmp_path / "c").rglob("*.json"))

@@ -1,0 +1,226 @@
+"""The processes of one validate run, found and ended together: what the user's code started too.
+
+Each run's worker starts a new session (``start_new_session``), so its process group holds what
+the user's code forks. That is not enough: a daemon double-forks and calls ``setsid`` to leave
+its session, and a child that outlives the worker is re-parented to init. Three marks find them
+all, on Linux:
+
+* the session: every process whose session id is the worker's;
+* descent: the worker makes itself a *child subreaper* (``PR_SET_CHILD_SUBREAPER``), so while
+  it lives every orphan of the user's code is re-parented to it, not to init;
+* a token: each run's environment carries ``CUDA2NEURON_VALIDATE_RUN=<random>``, which a
+  ``setsid`` daemon inherits (only code that empties its environment on purpose drops it).
+
+If validate itself is killed (``kill -9``), its workers die with it (``PR_SET_PDEATHSIG``) and
+a ``Reaper`` — a small process started with the runs, in a session of its own — kills whatever
+still carries one of the runs' tokens.
+
+``kill_tree`` stops every member first (SIGSTOP: nothing forks while it is counted) and then
+kills them, and repeats until none is left. ``resident_memory`` sums their resident memory for
+the per-run memory cap. Elsewhere than Linux (no /proc) a run is its process group only.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import sys
+import time
+
+__all__ = ["TOKEN_VAR", "Reaper", "become_subreaper", "die_with_parent", "kill_tree", "members", "new_token", "resident_memory"]
+
+TOKEN_VAR = "CUDA2NEURON_VALIDATE_RUN"
+_PROC = "/proc"
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def new_token() -> str:
+    return secrets.token_hex(12)
+
+
+def _prctl(option: int, value: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def become_subreaper() -> bool:
+    """Orphans of this process's descendants become its children (not init's)."""
+    return _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+
+
+def die_with_parent(parent: int) -> None:
+    """SIGKILL this process when its parent dies (validate killed with -9 takes its runs along)."""
+    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _stat(pid: str) -> tuple[int, int, int] | None:
+    """(ppid, session, resident pages) of ``pid``; None once it is gone."""
+    try:
+        with open(f"{_PROC}/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    # The command name sits in parentheses and may hold spaces and ')': split after the last.
+    fields = data[data.rfind(b")") + 2 :].split()
+    try:
+        if fields[0] in (b"Z", b"X"):
+            return None  # dead already, only waiting to be reaped
+        return int(fields[1]), int(fields[3]), int(fields[21])
+    except (IndexError, ValueError):
+        return None
+
+
+def _has_token(pid: str, token: bytes) -> bool:
+    try:
+        with open(f"{_PROC}/{pid}/environ", "rb") as fh:
+            return token in fh.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def members(leader: int, token: str) -> dict[int, int]:
+    """pid -> resident bytes of every live process of the run whose worker is ``leader``."""
+    if not os.path.isdir(_PROC):
+        try:
+            os.killpg(leader, 0)
+        except OSError:
+            return {}
+        return {leader: 0}
+    mark = f"{TOKEN_VAR}={token}".encode()
+    stats: dict[int, tuple[int, int, int]] = {}
+    for name in os.listdir(_PROC):
+        if name.isdigit():
+            st = _stat(name)
+            if st is not None:
+                stats[int(name)] = st
+    found = {pid for pid, (ppid, sid, _) in stats.items() if sid == leader or pid == leader}
+    found |= {pid for pid in stats if pid not in found and pid != os.getpid() and _has_token(str(pid), mark)}
+    # Descendants of any member (a subreaper's orphans included).
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    stack = list(found)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    found.discard(os.getpid())
+    return {pid: stats[pid][2] * _PAGE for pid in found}
+
+
+def resident_memory(leader: int, token: str) -> int:
+    return sum(members(leader, token).values())
+
+
+def kill_tree(leader: int, token: str, rounds: int = 10) -> None:
+    """Kill every process of the run, until none is left: the worker ``leader`` included, unless
+    the worker itself is asking (then only what it started)."""
+    me = os.getpid()
+    for _ in range(rounds):
+        pids = [p for p in members(leader, token) if p != me]
+        if leader != me:
+            try:
+                os.killpg(leader, signal.SIGKILL)
+            except OSError:
+                pass
+        if not pids:
+            return
+        for pid in pids:  # frozen first: a process that forks while counted is counted next round
+            _signal(pid, signal.SIGSTOP)
+        for pid in pids:
+            _signal(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
+# The reaper: a tiny process of its own session that outlives validate. It blocks reading a
+# pipe whose only write end validate holds; the kernel closes that end however validate ends —
+# normally, or killed with -9 — and then the reaper kills every process that carries one of
+# this validate's run tokens (the workers die with validate by themselves; a daemon the user's
+# code set free would not). Standard library only, no site: it starts in milliseconds.
+_REAPER = r"""
+import os, signal, sys, time
+fd, mark = int(sys.argv[1]), sys.argv[2].encode()
+try:
+    while os.read(fd, 4096):
+        pass
+except OSError:
+    pass
+me = os.getpid()
+for _ in range(50):
+    victims = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != me:
+            try:
+                with open("/proc/" + name + "/environ", "rb") as fh:
+                    if any(e.startswith(mark) for e in fh.read().split(b"\0")):
+                        victims.append(int(name))
+            except OSError:
+                pass
+    if not victims:
+        break
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    time.sleep(0.05)
+"""
+
+
+class Reaper:
+    """Kills what is left of this validate's runs once validate has ended, however it ended."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self._fd: int | None = None
+        self._proc = None
+        if not os.path.isdir(_PROC):
+            return
+        import subprocess
+
+        read_end, write_end = os.pipe()
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _REAPER, str(read_end), f"{TOKEN_VAR}={prefix}."],
+                pass_fds=(read_end,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True,
+            )
+        except OSError:
+            os.close(write_end)
+            return
+        finally:
+            os.close(read_end)
+        os.set_inheritable(write_end, False)
+        self._fd = write_end
+
+    def token(self, n: int) -> str:
+        return f"{self.prefix}.{n}"
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=10)
+            except Exception:  # noqa: BLE001 - it ends by itself; never hold validate up
+                pass
+            self._proc = None
