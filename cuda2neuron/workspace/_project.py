@@ -60,7 +60,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
             continue
         try:
             tree = ast.parse(data, filename=str(path))
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
             continue  # the per-file run reports the syntax error
         if backends:
             backend_params += _backend_parameters(tree)
@@ -231,7 +231,7 @@ def _add_reexports(candidates: list[tuple[Path, Path]], kernels: set[str], names
         module = _module_of(path, root)
         try:
             inits[module] = ast.parse(path.read_bytes(), filename=str(path))
-        except (OSError, SyntaxError, ValueError):
+        except (OSError, SyntaxError, ValueError, MemoryError, RecursionError):
             continue  # the per-file run reports it
     recorded = {n.rpartition(".")[0] for n in names}
 
@@ -292,7 +292,7 @@ def _extension_importers(candidates: list[tuple[Path, Path]], extensions: set[st
             continue
         try:
             tree = ast.parse(data, filename=str(path))
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
             continue
         for node in ast.walk(tree):
             names: list[str] = []
