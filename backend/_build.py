@@ -107,7 +107,14 @@ def _module_name() -> str:
 def cache_dir() -> Path:
     """Folder of the compiled extension for this torch, Python and source."""
     root = os.environ.get("CUDA2NEURON_CACHE")
-    base = Path(root) if root else Path.home() / ".cache" / "cuda2neuron"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    # The results cache's order (docs/robustness.md): ours, then XDG's (absolute only), then ~/.cache.
+    if root:
+        base = Path(root)
+    elif xdg and os.path.isabs(xdg):
+        base = Path(xdg) / "cuda2neuron"
+    else:
+        base = Path.home() / ".cache" / "cuda2neuron"
     return base / "backend" / _key()
 
 

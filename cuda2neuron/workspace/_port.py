@@ -390,7 +390,7 @@ def _write_fresh(results, files, state: PortState, sources, target) -> list[Skip
         for rel in plan.dirs:
             (building / rel).mkdir(parents=True, exist_ok=True)
         for rel, (src, data) in plan.files.items():
-            record[rel] = _put(building / rel, src, data)
+            record[rel] = _named(out_dir / rel, _put, building / rel, src, data)
         for rel, link in plan.links.items():
             dest = building / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -439,6 +439,17 @@ def _put(dest: Path, src: Path | None, data: bytes | None) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def _named(shown: Path, fn, *args):  # noqa: ANN001, ANN202
+    """``fn(*args)``, an OSError about a file we write named by its place in the port (not by
+    the hidden folder it is staged in); one about the source file keeps the source's name."""
+    try:
+        return fn(*args)
+    except OSError as exc:
+        if exc.filename is not None and str(exc.filename) == str(args[0]):
+            raise OSError(exc.errno, exc.strerror, str(shown)) from None
+        raise
+
+
 def _write_marker(folder: Path, state: str, sources, target: str, files: dict[str, str], dirs,
                   pending: dict[str, list[str]] | None = None) -> None:
     record = {
@@ -463,7 +474,7 @@ def _update(plan: _Plan, state: PortState, stage: Path, sources, target) -> list
     try:
         for i, (rel, (src, data)) in enumerate(plan.files.items()):
             tmp = stage / str(i)
-            new[rel] = _put(tmp, src, data)
+            new[rel] = _named(out_dir / rel, _put, tmp, src, data)
             if old.get(rel) == new[rel] and (out_dir / rel).is_file() and not (out_dir / rel).is_symlink():
                 tmp.unlink()
                 continue

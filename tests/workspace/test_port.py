@@ -146,6 +146,7 @@ def test_a_full_disk_leaves_no_fresh_copy_at_all(src, tmp_path, run_cli, monkeyp
     _full_after(monkeypatch, 1)
     code, _, err = run_cli("migrate", str(src), "--out", str(tmp_path / "port"))
     assert code == 2 and "No space left on device" in err and "nothing was written" in err
+    assert str(tmp_path / "port") in err and ".c2n-tmp" not in err  # the port's path, not the hidden one
     assert "Traceback" not in err
     assert not (tmp_path / "port").exists()
     assert _leftovers(tmp_path) == []

@@ -1,0 +1,646 @@
+"""The fault run of issue 33: bad input and faults against check, migrate, suppress and validate.
+
+    sudo python bench/fault_run.py [--tool PYTHONPATH] [--only NAME ...] [--skip-validate]
+
+Each scenario runs the real command line (``python -m cuda2neuron`` in a subprocess) and judges
+four things, which the table at the end sums up:
+  * data lost     — a user's file (source, a port's hand edit, a file next to it) changed or gone
+                    where it should not have, or a file left torn;
+  * code executed — a marker file that only a crafted cache entry could have created exists;
+  * tracebacks    — a Python traceback on stderr (every failure must be one clean line);
+  * stray         — processes of the command (pool workers, validate runs, a daemon they
+                    started) still alive two seconds after it ended or was killed.
+Disk full and read-only use a small tmpfs (needs root: ``mount -t tmpfs``); without root those
+scenarios say so and are skipped. ``--tool`` runs another checkout's code (PYTHONPATH), e.g. main
+for the before picture.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import errno
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_migrate import generate  # noqa: E402
+
+CUDA = "import torch\nmodel = Net().cuda()\nx = torch.zeros(3, device='cuda')\n"
+
+
+@dataclass
+class Outcome:
+    name: str
+    expected: str
+    got: str = ""
+    data_lost: int = 0
+    code_executed: int = 0
+    tracebacks: int = 0
+    stray: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.data_lost or self.code_executed or self.tracebacks or self.stray)
+
+
+class Runner:
+    def __init__(self, tool: str | None, cache: Path) -> None:
+        self.tool = tool
+        self.cache = cache
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {**os.environ, "CUDA2NEURON_RESULTS_CACHE": str(self.cache), **extra}
+        if self.tool:
+            env["PYTHONPATH"] = self.tool
+        return env
+
+    def cmd(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "cuda2neuron", *args]
+
+    def run(self, *args: str, cwd: Path | None = None, timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
+        try:
+            return subprocess.run(self.cmd(*args), cwd=cwd, env=self.env(**env), capture_output=True, text=True,
+                                  timeout=timeout, errors="replace")
+        except subprocess.TimeoutExpired as exc:
+            return subprocess.CompletedProcess(exc.cmd, -999, exc.stdout or "", (exc.stderr or "") + "\n<timeout>")
+
+    def popen(self, *args: str, cwd: Path | None = None, **env: str) -> subprocess.Popen:
+        return subprocess.Popen(self.cmd(*args), cwd=cwd, env=self.env(**env), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace")
+
+
+def tracebacks(text: str) -> int:
+    return text.count("Traceback (most recent call last)")
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and not p.is_symlink() and ".git" not in p.parts:
+            out[p.relative_to(root).as_posix()] = p.read_bytes()
+    return out
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
+
+def git_repo(root: Path) -> None:
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "-c", "user.email=f@f", "-c", "user.name=f", "commit", "-qm", "init")
+
+
+# -- processes ---------------------------------------------------------------------------------
+
+
+def proc_table() -> dict[int, tuple[int, str, bytes]]:
+    """pid -> (ppid, state, environ) of every process."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+            env = Path(f"/proc/{name}/environ").read_bytes()
+        except OSError:
+            continue
+        rest = stat.rsplit(b")", 1)[1].split()
+        out[int(name)] = (int(rest[1]), rest[0].decode(), env)
+    return out
+
+
+def descendants(pid: int) -> set[int]:
+    table = proc_table()
+    found, stack = set(), [pid]
+    while stack:
+        p = stack.pop()
+        for child, (ppid, _, _) in table.items():
+            if ppid == p and child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    table = proc_table()
+    return {p for p in pids if p in table and table[p][1] not in ("Z", "X")}
+
+
+def with_mark(mark: bytes) -> set[int]:
+    return {p for p, (_, state, env) in proc_table().items() if state not in ("Z", "X") and mark in env}
+
+
+# -- tmpfs -------------------------------------------------------------------------------------
+
+
+class Tmpfs:
+    def __init__(self, path: Path, size: str) -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True, capture_output=True)
+
+    def fill(self, leave: int = 0) -> None:
+        """Fill it up, leaving about ``leave`` bytes free."""
+        st = os.statvfs(self.path)
+        free = st.f_bavail * st.f_frsize - leave
+        with open(self.path / ".filler", "wb") as fh:
+            try:
+                while free > 0:
+                    n = min(free, 1 << 20)
+                    fh.write(b"\0" * n)
+                    free -= n
+                fh.flush()
+            except OSError:
+                pass
+
+    def read_only(self) -> None:
+        subprocess.run(["mount", "-o", "remount,ro", str(self.path)], check=True, capture_output=True)
+
+    def close(self) -> None:
+        subprocess.run(["umount", "-l", str(self.path)], capture_output=True)
+
+
+def can_mount() -> bool:
+    if os.geteuid() != 0:
+        return False
+    probe = Path(tempfile.mkdtemp(prefix="c2n-fault-probe-"))
+    try:
+        Tmpfs(probe, "1m").close()
+        return True
+    except (subprocess.CalledProcessError, OSError):
+        return False
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+
+
+# -- scenarios ---------------------------------------------------------------------------------
+
+
+def bad_files_tree(root: Path) -> list[str]:
+    """One file of each bad kind; the names every command must report."""
+    root.mkdir(parents=True)
+    (root / "good.py").write_text(CUDA)
+    bad = {
+        "deep_parens.py": "x = " + "(" * 2000 + "1" + ")" * 2000 + "\n" + CUDA,
+        "deep_unary.py": "x = " + "-" * 30000 + "1\n" + CUDA,
+        "deep_attr.py": "import triton\nx = a" + ".b" * 30000 + "\n" + CUDA,
+        "deep_bool.py": "x = " + " and ".join(["a"] * 30000) + "\n" + CUDA,
+        "syntax.py": CUDA + "def (:\n",
+    }
+    for name, text in bad.items():
+        (root / name).write_text(text)
+    (root / "utf16.py").write_bytes(CUDA.encode("utf-16"))
+    (root / "utf32.py").write_bytes(CUDA.encode("utf-32"))
+    (root / "binary.py").write_bytes(b"\x7fELF\0\0\0" + CUDA.encode())
+    (root / "cr_only.py").write_bytes(CUDA.replace("\n", "\r").encode())
+    (root / os.fsdecode(b"caf\xe9.py")).write_text(CUDA)
+    (root / "empty.py").write_text("")
+    (root / "big.py").write_text(CUDA * 70000)  # ~5 MB of CUDA: over the size budget
+    (root / "bad.ipynb").write_text("{not json cuda")
+    (root / "utf16.ipynb").write_bytes(json.dumps({"cells": [], "metadata": {}, "nbformat": 4}).encode("utf-16"))
+    (root / "requirements.txt").write_bytes("torch==2.5.0+cu121\n".encode("utf-16"))
+    (root / "Dockerfile").write_bytes(b"FROM nvidia/cuda:12.1\0\xff\xfe\n")
+    os.mkfifo(root / "fifo.py")
+    (root / "loop.py").symlink_to(root / "loop.py")
+    return ["deep_parens", "deep_unary", "deep_bool", "syntax", "utf16.py", "utf32", "binary", "big.py"]
+
+
+def scenario_bad_files(r: Runner, work: Path) -> list[Outcome]:
+    outs = []
+    root = work / "bad"
+    must_name = bad_files_tree(root)
+    git_repo(root)
+    before = snapshot(root)
+    for args in (["check", "--jobs", "2", "."], ["check", "--jobs", "1", "--no-cache", "."],
+                 ["migrate", "--diff", "--jobs", "2", "."], ["migrate", "--out", str(work / "bad-port"), "."],
+                 ["migrate", "--jobs", "2", "."], ["suppress", "."]):
+        o = Outcome(f"bad files: {' '.join(a for a in args if not a.startswith('/'))}",
+                    "exit 1/2, each bad file named, nothing else lost")
+        p = r.run(*args, cwd=root, timeout=900)
+        o.tracebacks = tracebacks(p.stderr)
+        o.got = f"exit {p.returncode}"
+        if p.returncode < 0 or p.returncode not in (0, 1, 2):
+            o.data_lost += 1
+            o.notes.append(f"killed by {p.returncode}")
+        missing = [n for n in must_name if n not in p.stderr + p.stdout]
+        if args[0] in ("check", "migrate") and missing and "--out" not in args:
+            o.notes.append(f"not named: {missing}")
+        after = snapshot(root)
+        if args[0] == "migrate" and "--diff" not in args and "--out" not in args:
+            # In place: good.py, cr_only.py and café.py change; nothing else may.
+            changed = {k for k in before if after.get(k) != before[k]}
+            lost = changed - {"good.py", "cr_only.py", os.fsdecode(b"caf\xe9.py")}
+            o.data_lost += len(lost)
+            subprocess.run(["git", "-C", str(root), "checkout", "-q", "--", "."], capture_output=True)
+        elif args[0] == "suppress":
+            lost = {k for k in before if k not in after}
+            o.data_lost += len(lost)
+            subprocess.run(["git", "-C", str(root), "checkout", "-q", "--", "."], capture_output=True)
+        else:
+            o.data_lost += sum(1 for k in before if after.get(k) != before[k])
+        o.got += f", {len(missing)} bad file(s) unnamed" if missing and "--out" not in args else ", all named"
+        outs.append(o)
+    return outs
+
+
+def _kill_points(r: Runner, work: Path, args: list[str], label: str, points: list[float], check_tree) -> list[Outcome]:  # noqa: ANN001
+    outs = []
+    for delay in points:
+        o = Outcome(f"kill -9 {label} at {delay:g} s", "no worker left, no torn file, rerun = uninterrupted run")
+        tree = check_tree("setup", None)
+        p = r.popen(*args, cwd=tree)
+        time.sleep(delay)
+        kids = descendants(p.pid)
+        try:
+            os.kill(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _, err = p.communicate()
+        time.sleep(2)
+        o.stray = len(alive(kids))
+        o.tracebacks = tracebacks(err)
+        lost, note = check_tree("after", tree)
+        o.data_lost = lost
+        o.got = f"{len(kids)} child(ren) at the kill, {o.stray} alive after 2 s; {note}"
+        outs.append(o)
+    return outs
+
+
+def scenario_kill(r: Runner, work: Path) -> list[Outcome]:
+    src = work / "kill-src"
+    all_files, _ = generate(src, 300)
+    git_repo(src)
+    original = snapshot(src)
+    reference = work / "kill-ref"
+    shutil.copytree(src, reference)
+    r.run("migrate", "--no-cache", "--jobs", "2", ".", cwd=reference)
+    expected = snapshot(reference)
+    counter = [0]
+
+    def in_place(stage: str, tree: Path | None):
+        if stage == "setup":
+            counter[0] += 1
+            tree = work / f"kill-{counter[0]}"
+            shutil.copytree(src, tree)
+            return tree
+        now = snapshot(tree)
+        torn = [k for k in original if now.get(k) not in (original[k], expected.get(k))]
+        again = r.run("migrate", "--no-cache", "--jobs", "2", "--allow-dirty", ".", cwd=tree)
+        final = snapshot(tree)
+        differ = [k for k in expected if final.get(k) != expected[k]]
+        temps = [p.name for p in tree.rglob("*.c2n-tmp")]
+        note = f"{len(torn)} torn, rerun exit {again.returncode}, {len(differ)} differ from an uninterrupted run, {len(temps)} temp file(s) left"
+        return len(torn) + len(differ), note
+
+    outs = _kill_points(r, work, ["migrate", "--no-cache", "--jobs", "2", "."], "migrate in place --jobs 2",
+                        [0.5, 1.5, 3.0, 6.0], in_place)
+
+    port = work / "kill-port"
+
+    def out_copy(stage: str, tree: Path | None):
+        if stage == "setup":
+            return src
+        state = "absent"
+        lost = 0
+        if port.exists():
+            marker = port / ".cuda2neuron-port.json"
+            state = json.loads(marker.read_text()).get("state", "?") if marker.exists() else "no marker"
+            if state == "no marker":
+                lost += 1  # a half copy nobody can finish
+        again = r.run("migrate", "--no-cache", "--jobs", "2", ".", "--out", str(port), cwd=src)
+        final = snapshot(port)
+        final.pop(".cuda2neuron-port.json", None)
+        differ = [k for k in expected if final.get(k) != expected[k]]
+        siblings = [p.name for p in work.iterdir() if p.name.startswith(".kill-port.")]
+        shutil.rmtree(port, ignore_errors=True)
+        return lost + len(differ) + (snapshot(src) != original), (
+            f"port {state} after the kill; rerun exit {again.returncode}, {len(differ)} differ; "
+            f"{len(siblings)} hidden sibling(s) (removed once a minute old)")
+
+    outs += _kill_points(r, work, ["migrate", "--no-cache", "--jobs", "2", ".", "--out", str(port)],
+                         "migrate --out --jobs 2", [0.5, 2.0, 5.0], out_copy)
+    return outs
+
+
+def scenario_disks(r: Runner, work: Path) -> list[Outcome]:
+    if not can_mount():
+        return [Outcome("disk full / read-only", "needs root for a tmpfs", got="skipped: not root or no mount")]
+    outs = []
+    # Full disk, in place: the rewrites do not fit.
+    mnt = work / "full"
+    fs = Tmpfs(mnt, "4m")
+    try:
+        proj = mnt / "proj"
+        proj.mkdir()
+        for i in range(20):
+            (proj / f"m{i}.py").write_text(CUDA * 40)
+        git_repo(proj)
+        before = snapshot(proj)
+        fs.fill(leave=16 << 10)
+        for args, label, ok in (
+            (["migrate", "--jobs", "2", "."], "migrate in place on a full disk", (1,)),
+            (["migrate", "--diff", ".", "--report", "r.json"], "--report on a full disk", (2,)),
+            (["suppress", "."], "suppress on a full disk", (2,)),
+            (["migrate", ".", "--out", str(mnt / "port")], "--out on a full disk", (2,)),
+        ):
+            o = Outcome(label, f"exit {ok}, one line per failure, sources intact")
+            p = r.run(*args, cwd=proj, **{"CUDA2NEURON_RESULTS_CACHE": str(mnt / "cache")})
+            o.tracebacks = tracebacks(p.stderr)
+            after = snapshot(proj)
+            torn = [k for k in before if after.get(k) != before[k] and not after.get(k, b"").startswith(b"import torch")]
+            changed = [k for k in before if after.get(k) != before[k]]
+            o.data_lost = len(torn) + (len(changed) if label != "migrate in place on a full disk" else 0)
+            if "--out" in args and (mnt / "port").exists():
+                o.data_lost += 1
+                o.notes.append("a partial port was left")
+            lines = [line for line in p.stderr.splitlines() if line.startswith("error")]
+            o.got = f"exit {p.returncode}; {len(lines)} error line(s), e.g. {lines[0][:90] if lines else '-'}"
+            if p.returncode not in ok:
+                o.notes.append(f"unexpected exit {p.returncode}")
+            subprocess.run(["git", "-C", str(proj), "checkout", "-q", "--", "."], capture_output=True)
+            outs.append(o)
+        # Read-only: the same tree, remounted.
+        (mnt / ".filler").unlink()
+        fs.read_only()
+        for args, label, ok in (
+            (["migrate", "--jobs", "2", "."], "migrate in place on a read-only disk", (1, 2)),
+            (["migrate", ".", "--out", str(mnt / "port")], "--out on a read-only disk", (2,)),
+            (["check", "."], "check with a read-only cache", (1,)),
+        ):
+            o = Outcome(label, f"exit {ok}, one line, nothing lost")
+            p = r.run(*args, cwd=proj, **{"CUDA2NEURON_RESULTS_CACHE": str(mnt / "cache")})
+            o.tracebacks = tracebacks(p.stderr)
+            lines = [line for line in p.stderr.splitlines() if line.startswith("error")]
+            o.got = f"exit {p.returncode}; {len(lines)} error line(s), e.g. {lines[0][:90] if lines else '-'}"
+            o.data_lost = sum(1 for k in before if snapshot(proj).get(k) != before[k])
+            outs.append(o)
+    finally:
+        fs.close()
+    # --out into a full disk that holds a port: the old port must stay whole.
+    mnt2 = work / "full2"
+    fs = Tmpfs(mnt2, "8m")
+    try:
+        proj = work / "proj-small"
+        proj.mkdir()
+        for i in range(10):
+            (proj / f"m{i}.py").write_text(CUDA * 40)
+        port = mnt2 / "port"
+        r.run("migrate", ".", "--out", str(port), cwd=proj)
+        old = snapshot(port)
+        for i in range(10):
+            (proj / f"m{i}.py").write_text(CUDA * 400)
+        fs.fill(leave=32 << 10)
+        o = Outcome("--out update on a full disk", "exit 2, the old port exactly as it was")
+        p = r.run("migrate", ".", "--out", str(port), cwd=proj)
+        o.tracebacks = tracebacks(p.stderr)
+        o.data_lost = int(snapshot(port) != old)
+        o.got = f"exit {p.returncode}; port {'unchanged' if not o.data_lost else 'CHANGED'}"
+        outs.append(o)
+    finally:
+        fs.close()
+    return outs
+
+
+def scenario_git(r: Runner, work: Path) -> list[Outcome]:
+    outs = []
+
+    def corrupt_index(root):
+        (root / ".git" / "index").write_bytes(b"DIRC broken")
+
+    def skip_worktree(root):
+        git(root, "update-index", "--skip-worktree", "m0.py")
+        (root / "m0.py").write_text(CUDA + "y = 1  # my edit\n")
+
+    def assume_unchanged(root):
+        git(root, "update-index", "--assume-unchanged", "m0.py")
+        (root / "m0.py").write_text(CUDA + "y = 1  # my edit\n")
+
+    def missing_objects(root):
+        shutil.rmtree(root / ".git" / "objects")
+        (root / ".git" / "objects").mkdir()
+
+    def dubious_owner(root):
+        os.chown(root, 4321, 4321)
+
+    cases = [("corrupt .git/index", corrupt_index), ("skip-worktree with an edit", skip_worktree),
+             ("assume-unchanged with an edit", assume_unchanged), ("objects missing", missing_objects)]
+    if os.geteuid() == 0:
+        cases.append(("repository of another owner (dubious ownership)", dubious_owner))
+    for label, setup in cases:
+        root = work / f"git-{label.split()[0]}-{len(outs)}"
+        root.mkdir()
+        (root / "m0.py").write_text(CUDA)
+        git_repo(root)
+        setup(root)
+        before = snapshot(root)
+        p = r.run("migrate", "m0.py", cwd=root)
+        o = Outcome(f"git: {label}", "exit 2, refused with git's reason, file unchanged")
+        o.tracebacks = tracebacks(p.stderr)
+        o.data_lost = int(snapshot(root) != before)
+        o.got = f"exit {p.returncode}: {p.stderr.strip().splitlines()[-1][:100] if p.stderr.strip() else '-'}"
+        outs.append(o)
+    return outs
+
+
+def _entries(cache: Path) -> list[Path]:
+    return [p for p in cache.rglob("*") if p.is_file() and p.suffix in (".json", ".pickle")]
+
+
+def scenario_cache(r: Runner, work: Path, n_fuzz: int = 3000) -> list[Outcome]:
+    outs = []
+    proj = work / "cache-proj"
+    generate(proj, 120)
+    git_repo(proj)
+    clean = r.run("migrate", "--diff", "--no-cache", ".", cwd=proj)
+    cache = work / "cache-dir"
+    rc = Runner(r.tool, cache)
+    rc.run("check", "--jobs", "2", ".", cwd=proj)
+    entries = _entries(cache)
+    rng = random.Random(33)
+    o = Outcome(f"fuzzed cache ({n_fuzz} mutations of {len(entries)} entries)",
+                "same output as without a cache, no traceback, rewrites compile")
+    marker = work / "PWNED"
+    kinds = {"flip": 0, "cut": 0, "garbage": 0, "pickle": 0}
+    for i in range(n_fuzz):
+        entry = entries[i % len(entries)]
+        raw = entry.read_bytes()
+        choice = rng.random()
+        if choice < 0.6:
+            data = bytearray(raw)
+            for _ in range(rng.randint(1, 3)):
+                j = rng.randrange(len(data))
+                data[j] = rng.randrange(256)
+            new, kind = bytes(data), "flip"
+        elif choice < 0.8:
+            new, kind = raw[: rng.randrange(len(raw))], "cut"
+        elif choice < 0.95:
+            new, kind = os.urandom(rng.randint(0, 512)), "garbage"
+        else:
+            # A pickle that would create the marker file, under the entry's own name.
+            new = b"cos\nsystem\n(S'touch " + str(marker).encode() + b"'\ntR."
+            kind = "pickle"
+        kinds[kind] += 1
+        entry.write_bytes(new)
+        if i % len(entries) == len(entries) - 1 or i == n_fuzz - 1:
+            for args in (["check", "--jobs", "2", "."], ["migrate", "--diff", "--jobs", "2", "."]):
+                p = rc.run(*args, cwd=proj)
+                o.tracebacks += tracebacks(p.stderr)
+                if args[0] == "migrate" and p.stdout != clean.stdout:
+                    o.data_lost += 1
+            rc.run("check", "--jobs", "2", ".", cwd=proj)  # refill
+            entries = _entries(cache)
+    # In place, with every entry re-signed around a rewrite that does not compile (a writer of
+    # the cache who knows the format): migrate must not write it.
+    p = rc.run("migrate", "--jobs", "2", ".", cwd=proj)
+    bad = [f for f in proj.rglob("*.py") if _compiles(f) is False]
+    o.data_lost += len(bad)
+    o.code_executed = int(marker.exists())
+    o.got = f"mutations {kinds}; in-place migrate exit {p.returncode}, {len(bad)} file(s) that do not compile"
+    outs.append(o)
+    return outs
+
+
+def _compiles(path: Path) -> bool:
+    try:
+        compile(path.read_bytes(), str(path), "exec")
+        return True
+    except SyntaxError:
+        return False
+
+
+VALIDATE_CASES = {
+    "daemon": ("double-forked daemon + reads stdin", '''def build():
+    import os, sys, time
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(3600)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    sys.stdin.read()
+''', "PASS, quickly, nothing left running"),
+    "flood": ("350 MB of output", '''def build():
+    import sys
+    chunk = "x" * (1 << 20) + "\\n"
+    for _ in range(350):
+        sys.stdout.write(chunk)
+''', "ERROR naming the output cap"),
+    "hog": ("3 GB of memory", '''def build():
+    import time
+    hog = b"a" * (3 << 30)
+    time.sleep(120)
+''', "ERROR naming the memory cap"),
+}
+
+
+def scenario_validate(r: Runner, work: Path) -> list[Outcome]:
+    outs = []
+    mlp = HERE.parent / "tests" / "fixtures" / "projects" / "mlp"
+    for key, (label, body, expected) in VALIDATE_CASES.items():
+        root = work / f"validate-{key}"
+        for side in ("original", "port"):
+            shutil.copytree(mlp / side, root / side)
+            entry = root / side / "entry.py"
+            if side == "port" or key == "daemon":
+                entry.write_text(entry.read_text().replace("def build():\n", body + "    return _build()\n\n\ndef _build():\n", 1))
+        (root / "port" / "pyproject.toml").write_text("[tool.cuda2neuron.validate]\nmax_memory_mb = 2048\n")
+        o = Outcome(f"validate: {label}", expected)
+        before = set(proc_table())
+        t0 = time.monotonic()
+        p = r.run("validate", str(root / "original"), str(root / "port"), "--entry", "entry:build", "--no-golden", "--port-device", "cpu",
+                  "--timeout", "240", timeout=400)
+        seconds = time.monotonic() - t0
+        time.sleep(2)
+        new = alive(set(proc_table()) - before)
+        leftovers = [pid for pid in new if b"cuda2neuron" in Path(f"/proc/{pid}/cmdline").read_bytes()
+                     or str(root).encode() in Path(f"/proc/{pid}/environ").read_bytes()
+                     or _is_sleeper(pid)] if new else []
+        o.stray = len(leftovers)
+        o.tracebacks = tracebacks(p.stderr.split("--- traceback")[0]) if "Traceback" in p.stderr and "ERROR" not in p.stdout + p.stderr else 0
+        verdict = next((w for w in ("PASS", "WARN", "FAIL", "ERROR") if w in p.stdout + p.stderr), "?")
+        o.got = f"exit {p.returncode}, {verdict} in {seconds:.0f} s; {len(leftovers)} process(es) left"
+        outs.append(o)
+    # validate itself killed: its runs (and their daemon) must go with it.
+    root = work / "validate-kill"
+    for side in ("original", "port"):
+        shutil.copytree(mlp / side, root / side)
+        entry = root / side / "entry.py"
+        entry.write_text(entry.read_text().replace(
+            "def build():\n", VALIDATE_CASES["daemon"][1].replace("sys.stdin.read()", "time.sleep(3600)")
+            + "    return _build()\n\n\ndef _build():\n", 1))
+    before = set(proc_table())
+    p = r.popen("validate", str(root / "original"), str(root / "port"), "--entry", "entry:build", "--no-golden", "--port-device", "cpu")
+    time.sleep(25)
+    started = alive(set(proc_table()) - before)
+    os.kill(p.pid, signal.SIGKILL)
+    p.communicate()
+    time.sleep(3)
+    left = alive(started)
+    o = Outcome("kill -9 of validate mid-run", "its runs and their daemons end with it")
+    o.stray = len(left)
+    o.got = f"{len(started)} process(es) started, {len(left)} alive 3 s after the kill"
+    outs.append(o)
+    return outs
+
+
+def _is_sleeper(pid: int) -> bool:
+    try:
+        return b"validate-" in Path(f"/proc/{pid}/cwd").resolve().as_posix().encode()
+    except OSError:
+        return False
+
+
+SCENARIOS = {"bad-files": scenario_bad_files, "kill": scenario_kill, "disks": scenario_disks, "git": scenario_git,
+             "cache": scenario_cache, "validate": scenario_validate}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tool", help="PYTHONPATH of the cuda2neuron to test (default: the installed one)")
+    ap.add_argument("--only", nargs="*", choices=sorted(SCENARIOS))
+    ap.add_argument("--skip-validate", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="c2n-fault-run-"))
+    runner = Runner(args.tool, work / "results-cache")
+    outcomes: list[Outcome] = []
+    names = args.only or [n for n in SCENARIOS if not (args.skip_validate and n == "validate")]
+    try:
+        for name in names:
+            t0 = time.monotonic()
+            got = SCENARIOS[name](runner, work)
+            outcomes += got
+            print(f"[{name}: {len(got)} scenario(s), {time.monotonic() - t0:.0f} s]", file=sys.stderr, flush=True)
+            for o in got:
+                print(f"  {o.name}: {o.got} {'; '.join(o.notes)}", file=sys.stderr, flush=True)
+    finally:
+        if not args.keep:
+            subprocess.run(["chmod", "-R", "u+w", str(work)], capture_output=True)
+            shutil.rmtree(work, ignore_errors=True)
+    print("| scenario | expected | outcome | data lost | code run | tracebacks | stray |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for o in outcomes:
+        extra = f" ({'; '.join(o.notes)})" if o.notes else ""
+        print(f"| {o.name} | {o.expected} | {o.got}{extra} | {o.data_lost} | {o.code_executed} | {o.tracebacks} | {o.stray} |")
+    totals = [sum(getattr(o, k) for o in outcomes) for k in ("data_lost", "code_executed", "tracebacks", "stray")]
+    print(f"| **total ({len(outcomes)} scenarios)** | | | {totals[0]} | {totals[1]} | {totals[2]} | {totals[3]} |")
+    return 0 if not any(totals) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
