@@ -222,7 +222,7 @@ def _copy_output(run: _Run, stream: BinaryIO, path: Path, cap: int) -> None:
 
 
 def _mib(n: int) -> str:
-    return f"{n / (1 << 20):g} MiB" if n < 1 << 30 else f"{n / (1 << 30):g} GiB"
+    return f"{round(n / (1 << 20), 1):g} MiB" if n < 1 << 30 else f"{round(n / (1 << 30), 2):g} GiB"
 
 
 def _watch(runs: Callable[[], list[_Run]], cap: int, stop: threading.Event) -> None:
