@@ -140,6 +140,16 @@ def alive(pids: set[int]) -> set[int]:
     return {p for p in pids if p in table and table[p][1] not in ("Z", "X")}
 
 
+def _drain(p: subprocess.Popen) -> str:
+    """The stderr of a killed command. Trap: workers that outlive it hold its pipes open, so
+    reading to the end would wait for them for ever; give up after a few seconds."""
+    try:
+        return p.communicate(timeout=5)[1]
+    except subprocess.TimeoutExpired:
+        p.wait()
+        return ""
+
+
 def reap(pids: set[int]) -> None:
     """Counted, then ended: the run leaves nothing behind whatever the tool under test did."""
     for pid in pids:
@@ -291,7 +301,7 @@ def _kill_points(r: Runner, args: list[str], label: str, points: list, check_tre
             os.kill(p.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        _, err = p.communicate()
+        err = _drain(p)
         time.sleep(2)
         o.stray = len(alive(kids))
         reap(alive(kids))
@@ -390,13 +400,19 @@ def scenario_kill(r: Runner, work: Path) -> list[Outcome]:
     expected2 = snapshot(expected_after)
     o = Outcome("kill -9 migrate --out (an update) at its first write", "the port marked incomplete, rerun completes it")
     marker = port / ".cuda2neuron-port.json"
-    stamp = marker.stat().st_mtime
+    def stamp_of() -> float | None:
+        try:
+            return marker.stat().st_mtime
+        except OSError:
+            return None
+
+    stamp = stamp_of()
     p = r.popen("migrate", "--no-cache", ".", "--out", str(port), cwd=src)
-    while p.poll() is None and marker.stat().st_mtime == stamp:
+    while p.poll() is None and stamp_of() == stamp:
         time.sleep(0.002)
     os.kill(p.pid, signal.SIGKILL)
-    p.communicate()
-    state = json.loads(marker.read_text()).get("state")
+    _drain(p)
+    state = json.loads(marker.read_text()).get("state") if marker.exists() else "no marker"
     again = r.run("migrate", "--no-cache", ".", "--out", str(port), cwd=src)
     final = snapshot(port)
     final.pop(".cuda2neuron-port.json", None)
@@ -548,7 +564,7 @@ def scenario_cache(r: Runner, work: Path, n_fuzz: int = 3000) -> list[Outcome]:
     kinds = {"flip": 0, "cut": 0, "garbage": 0, "pickle": 0}
     for i in range(n_fuzz):
         entry = entries[i % len(entries)]
-        raw = entry.read_bytes()
+        raw = entry.read_bytes() or b"\0"
         choice = rng.random()
         if choice < 0.6:
             data = bytearray(raw)
@@ -660,7 +676,7 @@ def scenario_validate(r: Runner, work: Path) -> list[Outcome]:
         time.sleep(0.5)
         started = ours(root)
     os.kill(p.pid, signal.SIGKILL)
-    p.communicate()
+    _drain(p)
     time.sleep(3)
     left = ours(root)
     reap(left)
@@ -708,11 +724,15 @@ def main() -> int:
     try:
         for name in names:
             t0 = time.monotonic()
-            got = SCENARIOS[name](runner, work)
+            try:
+                got = SCENARIOS[name](runner, work)
+            except Exception as exc:  # noqa: BLE001 - a broken scenario must not hide the others
+                got = [Outcome(name, "the scenario runs", got=f"driver error: {type(exc).__name__}: {exc}")]
             outcomes += got
             print(f"[{name}: {len(got)} scenario(s), {time.monotonic() - t0:.0f} s]", file=sys.stderr, flush=True)
             for o in got:
-                print(f"  {o.name}: {o.got} {'; '.join(o.notes)}", file=sys.stderr, flush=True)
+                print(f"  {o.name}: {o.got} {'; '.join(o.notes)} | lost {o.data_lost} run {o.code_executed} "
+                      f"tb {o.tracebacks} stray {o.stray}", file=sys.stderr, flush=True)
     finally:
         if not args.keep:
             subprocess.run(["chmod", "-R", "u+w", str(work)], capture_output=True)
