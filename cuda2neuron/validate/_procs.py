@@ -28,7 +28,8 @@ import signal
 import sys
 import time
 
-__all__ = ["TOKEN_VAR", "Reaper", "become_subreaper", "die_with_parent", "kill_tree", "members", "new_token", "resident_memory"]
+__all__ = ["TOKEN_VAR", "Reaper", "become_subreaper", "die_with_parent", "kill_tree", "members", "new_token",
+           "resident_memory", "snapshot"]
 
 TOKEN_VAR = "CUDA2NEURON_VALIDATE_RUN"
 _PROC = "/proc"
@@ -63,8 +64,8 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _stat(pid: str) -> tuple[int, int, int] | None:
-    """(ppid, session, resident pages) of ``pid``; None once it is gone."""
+def _stat(pid: str) -> tuple[int, int, int, int] | None:
+    """(ppid, session, resident pages, start time) of ``pid``; None once it is gone."""
     try:
         with open(f"{_PROC}/{pid}/stat", "rb") as fh:
             data = fh.read()
@@ -75,12 +76,12 @@ def _stat(pid: str) -> tuple[int, int, int] | None:
     try:
         if fields[0] in (b"Z", b"X"):
             return None  # dead already, only waiting to be reaped
-        return int(fields[1]), int(fields[3]), int(fields[21])
+        return int(fields[1]), int(fields[3]), int(fields[21]), int(fields[19])
     except (IndexError, ValueError):
         return None
 
 
-def _has_token(pid: str, token: bytes) -> bool:
+def _has_token(pid: int, token: bytes) -> bool:
     try:
         with open(f"{_PROC}/{pid}/environ", "rb") as fh:
             return token in fh.read().split(b"\0")
@@ -88,7 +89,21 @@ def _has_token(pid: str, token: bytes) -> bool:
         return False
 
 
-def members(leader: int, token: str) -> dict[int, int]:
+Snapshot = dict[int, tuple[int, int, int, int]]
+
+
+def snapshot() -> Snapshot:
+    """Every live process: pid -> (ppid, session, resident pages, start time)."""
+    stats: Snapshot = {}
+    for name in os.listdir(_PROC):
+        if name.isdigit():
+            st = _stat(name)
+            if st is not None:
+                stats[int(name)] = st
+    return stats
+
+
+def members(leader: int, token: str, stats: Snapshot | None = None) -> dict[int, int]:
     """pid -> resident bytes of every live process of the run whose worker is ``leader``."""
     if not os.path.isdir(_PROC):
         try:
@@ -96,31 +111,31 @@ def members(leader: int, token: str) -> dict[int, int]:
         except OSError:
             return {}
         return {leader: 0}
+    stats = snapshot() if stats is None else stats
+    me = os.getpid()
     mark = f"{TOKEN_VAR}={token}".encode()
-    stats: dict[int, tuple[int, int, int]] = {}
-    for name in os.listdir(_PROC):
-        if name.isdigit():
-            st = _stat(name)
-            if st is not None:
-                stats[int(name)] = st
-    found = {pid for pid, (ppid, sid, _) in stats.items() if sid == leader or pid == leader}
-    found |= {pid for pid in stats if pid not in found and pid != os.getpid() and _has_token(str(pid), mark)}
+    found = {pid for pid, (_, sid, _, _) in stats.items() if sid == leader or pid == leader}
+    # Only processes younger than the caller can carry a token it handed out: the environment
+    # of the rest (a whole machine's) is never read.
+    since = stats[me][3] if me in stats else 0
+    found |= {pid for pid, st in stats.items() if pid not in found and pid != me and st[3] >= since
+              and _has_token(pid, mark)}
     # Descendants of any member (a subreaper's orphans included).
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in stats.items():
-        children.setdefault(ppid, []).append(pid)
+    for pid, st in stats.items():
+        children.setdefault(st[0], []).append(pid)
     stack = list(found)
     while stack:
         for child in children.get(stack.pop(), ()):
             if child not in found:
                 found.add(child)
                 stack.append(child)
-    found.discard(os.getpid())
+    found.discard(me)
     return {pid: stats[pid][2] * _PAGE for pid in found}
 
 
-def resident_memory(leader: int, token: str) -> int:
-    return sum(members(leader, token).values())
+def resident_memory(leader: int, token: str, stats: Snapshot | None = None) -> int:
+    return sum(members(leader, token, stats).values())
 
 
 def kill_tree(leader: int, token: str, rounds: int = 10) -> None:

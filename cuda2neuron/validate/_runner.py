@@ -47,7 +47,7 @@ from cuda2neuron.validate._model import (
     worst,
 )
 from cuda2neuron.validate._request import ValidateRequest
-from cuda2neuron.validate._procs import TOKEN_VAR, Reaper, kill_tree, new_token, resident_memory
+from cuda2neuron.validate._procs import TOKEN_VAR, Reaper, kill_tree, new_token, resident_memory, snapshot
 from cuda2neuron.validate._wire import FrameError, read_frame, write_frame
 from cuda2neuron.validate._worker_config import WorkerConfig
 
@@ -226,11 +226,12 @@ def _mib(n: int) -> str:
 
 
 def _watch(runs: Callable[[], list[_Run]], cap: int, stop: threading.Event) -> None:
-    """Every quarter second: a run whose processes together hold more resident memory than
+    """Every half second: a run whose processes together hold more resident memory than
     ``cap`` is ended with an ERROR; a worker that has exited has whatever it left running
     killed (a daemon it started keeps the record pipe open, and validate would wait for it
     until the timeout)."""
-    while not stop.wait(0.25):
+    while not stop.wait(0.5):
+        stats = None  # one look at the process table per round, for every run
         for run in runs():
             exited = run.proc.poll() is not None
             if exited and not getattr(run, "_swept", False):
@@ -239,7 +240,9 @@ def _watch(runs: Callable[[], list[_Run]], cap: int, stop: threading.Event) -> N
                 continue
             if exited or run.limit is not None:
                 continue
-            used = resident_memory(run.proc.pid, run.token)
+            if stats is None:
+                stats = snapshot() if os.path.isdir("/proc") else {}
+            used = resident_memory(run.proc.pid, run.token, stats or None)
             if used > cap:
                 run.limit = RunFailure(run.name, "memory", f"used more than {_mib(cap)} of memory (all its processes "
                                        f"together: {_mib(used)}); validate stopped it — raise "
