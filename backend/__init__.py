@@ -44,11 +44,18 @@ INSTALL_HINT = (
 )
 
 
-def activate(*, strict: bool | None = None) -> ModuleType:
-    """Register the emulated ``neuron`` device (idempotent) and return ``torch.neuron``."""
+def activate(*, strict: bool | None = None, poison: bool | None = None) -> ModuleType:
+    """Register the emulated ``neuron`` device (idempotent) and return ``torch.neuron``.
+
+    ``strict`` makes float64 and complex tensors on the device an error (default: CUDA2NEURON_STRICT).
+    ``poison`` fills every new host allocation of the process — device memory, and the results of
+    the CPU kernels the device runs, which become device memory — with NaN bytes, so a value read
+    from memory nobody wrote is NaN on every run instead of varying between runs (default:
+    CUDA2NEURON_POISON; it costs one write pass over each new allocation). None keeps the setting.
+    """
     from ._registration import activate as _activate
 
-    return _activate(strict=strict)
+    return _activate(strict=strict, poison=poison)
 
 
 def is_active() -> bool:

@@ -20,6 +20,10 @@ from ._errors import BackendUnavailable
 
 __all__ = ["activate", "extension", "is_active", "is_available", "prebuild"]
 
+#: Set to 1: every new host allocation (device memory included) is filled with NaN bytes (see
+#: activate's ``poison``).
+POISON_ENV = "CUDA2NEURON_POISON"
+
 _lock = threading.RLock()
 _ext: ModuleType | None = None
 _module: ModuleType | None = None
@@ -70,7 +74,11 @@ def is_active() -> bool:
     return _module is not None
 
 
-def activate(*, strict: bool | None = None) -> ModuleType:
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
+
+
+def activate(*, strict: bool | None = None, poison: bool | None = None) -> ModuleType:
     global _ext, _module
     with _lock:
         if _module is None:
@@ -101,9 +109,15 @@ def activate(*, strict: bool | None = None) -> ModuleType:
             _ext = ext
             _module = _device_module
             if strict is None:
-                strict = os.environ.get("CUDA2NEURON_STRICT", "") not in ("", "0")
+                strict = _env_flag("CUDA2NEURON_STRICT")
+            if poison is None and _env_flag(POISON_ENV):
+                poison = True
         if strict is not None:
             _ext.set_strict(bool(strict))  # type: ignore[union-attr]
+        if poison is not None:
+            problem = _ext.set_poison(bool(poison))  # type: ignore[union-attr]
+            if problem:
+                raise RuntimeError(f"neuron: cannot poison new device memory ({POISON_ENV}): {problem}")
         return _module
 
 

@@ -82,6 +82,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("cpu_alias", &cpu_alias, "CPU tensor sharing a neuron tensor's storage (same sizes/strides/offset)");
   m.def("set_strict", [](bool on) { g_strict = on; });
   m.def("strict", [] { return g_strict.load(); });
+  m.def("set_poison", &set_poison, "Fill new host allocations with NaN bytes; returns an error message or ''");
+  m.def("poison", &poison);
   m.def("device_stats", [](int i) { return device_stats(static_cast<c10::DeviceIndex>(i)); });
   m.def("reset_peak_stats", [](int i) { device_allocator()->resetPeakStats(static_cast<c10::DeviceIndex>(i)); });
   m.def("reset_accumulated_stats",

@@ -6,6 +6,8 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 
+#include <dlfcn.h>
+
 #include <mutex>
 #include <unordered_set>
 
@@ -199,6 +201,43 @@ void adopt_cpu_storage(c10::StorageImpl* storage, c10::DeviceIndex idx) {
   storage->set_data_ptr_noswap(c10::DataPtr(data, a, &free_adopted, c10::Device(kDev, idx)));
   // Later resizes of this storage must allocate neuron memory too.
   storage->set_allocator(&g_allocator);
+}
+
+namespace {
+
+// c10's allocation flags (alloc_cpu fills every new block with 0x7fedbeef when junk fill is on: NaN
+// as float32, every other bfloat16/float16 element NaN). They are exported from libc10 but declared
+// in no header, so they are looked up at run time: a torch without them loses only the poison.
+bool* c10_flag(const char* name) {
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void*>(&c10::alloc_cpu), &info) || !info.dli_fname) return nullptr;
+  void* lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!lib) return nullptr;
+  auto* flag = static_cast<bool*>(dlsym(lib, name));
+  dlclose(lib);  // drops the reference RTLD_NOLOAD took; libc10 stays loaded
+  return flag;
+}
+
+std::mutex g_poison_mu;
+
+}  // namespace
+
+std::string set_poison(bool on) {
+  std::lock_guard<std::mutex> lk(g_poison_mu);
+  static bool* junk = c10_flag("FLAGS_caffe2_cpu_allocator_do_junk_fill");
+  static bool* zero = c10_flag("FLAGS_caffe2_cpu_allocator_do_zero_fill");
+  if (!junk) return "this torch's CPU allocator has no junk fill (FLAGS_caffe2_cpu_allocator_do_junk_fill)";
+  // Trap: alloc_cpu aborts the process (a fatal CHECK) when both fills are on.
+  if (on && zero && __atomic_load_n(zero, __ATOMIC_SEQ_CST))
+    return "the CPU allocator's zero fill is on (caffe2_cpu_allocator_do_zero_fill); it excludes the poison";
+  // Other threads read the flag unsynchronised in alloc_cpu: the store is atomic, the value a bool.
+  __atomic_store_n(junk, on, __ATOMIC_SEQ_CST);
+  return {};
+}
+
+bool poison() {
+  static bool* junk = c10_flag("FLAGS_caffe2_cpu_allocator_do_junk_fill");
+  return junk && __atomic_load_n(junk, __ATOMIC_SEQ_CST);
 }
 
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);

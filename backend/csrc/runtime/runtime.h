@@ -31,6 +31,12 @@ bool is_pinned_ptr(const void* p);
 void adopt_cpu_storage(c10::StorageImpl* storage, c10::DeviceIndex idx);
 // The emulated memory size of one device (bytes).
 size_t device_total_memory();
+// Poison (CUDA2NEURON_POISON): every new host allocation of the process — device memory and the
+// CPU kernels' fresh results, which become device memory — is filled with NaN bytes (c10's junk
+// fill), so a result that reads memory nobody wrote is NaN on every run instead of varying.
+// Returns an error message, empty on success.
+std::string set_poison(bool on);
+bool poison();
 
 // ---- generators (device.cpp) ----
 const at::Generator& default_generator(c10::DeviceIndex idx);
