@@ -142,6 +142,80 @@ at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) {
   return set_storage_offset(self, source.storage(), source.storage_offset(), source.sizes(), source.strides());
 }
 
+// ---- bfloat16 convolutions whose window overhangs the input ----
+// torch 2.13's CPU bfloat16 convolutions run oneDNN (3.12: jit_bf16 / brg_conv on an AVX512-BF16
+// host). Where the kernel window overhangs the input — an input extent shorter than the dilated
+// kernel, or a kernel tap that meets only padding (RetinaNet's P7: 3x3, stride 2, pad 1 on a 1x1
+// map) — the weight gradient leaves taps unwritten (whatever the allocation held: a different
+// gradient every run, up to 3e38 and NaN), or computes wrong values, or writes past its buffer
+// (heap corruption), and the channels-last forward segfaults. Plain CPU does the same. Measured on
+// ~4,000 random geometries (docs/backend.md): every wrong one overhangs, no fitting one is wrong,
+// and float32 is right everywhere. The device computes these weight gradients (with the rest of
+// that backward) and channels-last forwards in float32 and rounds once: what oneDNN's bfloat16
+// kernels compute where they are right (float32 accumulation of exact products; equal bit for bit
+// in ~98% of the overhanging geometries where CPU was right). Everything else keeps CPU's kernel
+// and its bits (a contiguous overhanging forward was never wrong: it stays CPU's).
+
+int64_t nth_or_only(c10::IntArrayRef a, size_t i) { return a.size() == 1 ? a[0] : a[i]; }
+
+// `in` and `out` are the spatial sizes of the plain (not transposed) convolution's input and output.
+bool window_overhangs(c10::IntArrayRef in, c10::IntArrayRef out, c10::IntArrayRef kernel, c10::IntArrayRef stride,
+                      c10::IntArrayRef padding, c10::IntArrayRef dilation) {
+  for (size_t j = 0; j < kernel.size(); ++j) {
+    const int64_t k = kernel[j], s = nth_or_only(stride, j), p = nth_or_only(padding, j),
+                  d = nth_or_only(dilation, j);
+    if (in[j] < (k - 1) * d + 1) return true;
+    for (int64_t t = 0; t < k; ++t) {
+      // Tap t reads input o*s - p + t*d for outputs o in [0, out): it is live iff some o lands in [0, in).
+      const int64_t lo = p - t * d, hi = in[j] - 1 + p - t * d;  // live iff lo <= o*s <= hi for some o
+      if (hi < 0) return true;
+      const int64_t first = lo <= 0 ? 0 : (lo + s - 1) / s, last = std::min(out[j] - 1, hi / s);
+      if (first > last) return true;
+    }
+  }
+  return false;
+}
+
+// As CPU's convolution decides (mkldnn_conv_use_channels_last): either tensor suggests channels-last.
+bool channels_last(const at::Tensor& t) {
+  auto f = t.suggest_memory_format();
+  return f == at::MemoryFormat::ChannelsLast || f == at::MemoryFormat::ChannelsLast3d;
+}
+
+// All bfloat16. Trap: mixed dtypes are CPU's error to raise; cast to float32 they would run.
+bool all_bf16(std::initializer_list<const at::Tensor*> ts) {
+  for (const at::Tensor* t : ts)
+    if (t && t->scalar_type() != at::kBFloat16) return false;
+  return true;
+}
+
+// Forward: `input` is the convolution's own input (for a transposed one, the plain one's output).
+bool overhanging_bf16_forward(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias,
+                              c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
+                              bool transposed, c10::IntArrayRef output_padding) {
+  if (!all_bf16({&input, &weight, bias})) return false;
+  if (input.numel() == 0 || weight.dim() < 3 || input.dim() != weight.dim()) return false;
+  // Only the channels-last forward (oneDNN's brg_conv) was measured wrong; the others keep CPU's bits.
+  if (!channels_last(input) && !channels_last(weight)) return false;
+  const size_t n = static_cast<size_t>(weight.dim() - 2);
+  auto sp = input.sizes().slice(2), k = weight.sizes().slice(2);
+  std::vector<int64_t> other(n);
+  for (size_t j = 0; j < n; ++j) {
+    const int64_t s = nth_or_only(stride, j), p = nth_or_only(padding, j), d = nth_or_only(dilation, j);
+    other[j] = transposed ? (sp[j] - 1) * s - 2 * p + d * (k[j] - 1) + nth_or_only(output_padding, j) + 1
+                          : (sp[j] + 2 * p - d * (k[j] - 1) - 1) / s + 1;
+    if (other[j] < 1) return false;  // CPU raises its own error
+  }
+  return transposed ? window_overhangs(other, sp, k, stride, padding, dilation)
+                    : window_overhangs(sp, other, k, stride, padding, dilation);
+}
+
+at::Tensor as_float32(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat); }
+
+at::Tensor rounded_to(const at::Tensor& t, c10::ScalarType st) {
+  return !t.defined() || t.scalar_type() == st ? t : t.to(st);
+}
+
 // PrivateUse1 convolutions route here (ConvBackend::Overrideable); run the CPU convolution on aliases.
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
                                     const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
@@ -150,10 +224,16 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   const at::Tensor* b = bias && bias->defined() ? &*bias : nullptr;
   auto dev = check_same_device({&input, &weight, b}, "convolution");
   IndexScope scope(dev.index());
+  at::Tensor hi = host_view(input), hw = host_view(weight);
   std::optional<at::Tensor> hb;
   if (b) hb = host_view(*b);
-  at::Tensor out = at::convolution(host_view(input), host_view(weight), hb, stride, padding, dilation, transposed,
-                                   output_padding, groups);
+  if (overhanging_bf16_forward(input, weight, b, stride, padding, dilation, transposed, output_padding)) {
+    if (hb) hb = as_float32(*hb);
+    at::Tensor out = at::convolution(as_float32(hi), as_float32(hw), hb, stride, padding, dilation, transposed,
+                                     output_padding, groups);
+    return to_neuron_result(rounded_to(out, input.scalar_type()), dev.index());
+  }
+  at::Tensor out = at::convolution(hi, hw, hb, stride, padding, dilation, transposed, output_padding, groups);
   return to_neuron_result(out, dev.index());
 }
 
@@ -164,11 +244,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   auto dev = check_same_device({&grad_output, &input, &weight}, "convolution_backward");
   IndexScope scope(dev.index());
   std::vector<int64_t> bias_sizes{grad_output.size(1)};
-  auto [gi, gw, gb] = at::convolution_backward(
-      host_view(grad_output), host_view(input), host_view(weight),
-      output_mask[2] ? c10::OptionalIntArrayRef(bias_sizes) : c10::OptionalIntArrayRef(), stride, padding,
-      dilation, transposed, output_padding, groups, output_mask);
+  auto bias_arg = output_mask[2] ? c10::OptionalIntArrayRef(bias_sizes) : c10::OptionalIntArrayRef();
+  at::Tensor hg = host_view(grad_output), hi = host_view(input), hw = host_view(weight);
   auto back = [&](const at::Tensor& t) { return t.defined() ? to_neuron_result(t, dev.index()) : t; };
+  const bool overhangs =
+      all_bf16({&grad_output, &input, &weight}) &&
+      input.numel() > 0 && grad_output.numel() > 0 && weight.dim() >= 3 && input.dim() == weight.dim() &&
+      grad_output.dim() == weight.dim() &&
+      (transposed ? window_overhangs(grad_output.sizes().slice(2), input.sizes().slice(2), weight.sizes().slice(2),
+                                     stride, padding, dilation)
+                  : window_overhangs(input.sizes().slice(2), grad_output.sizes().slice(2), weight.sizes().slice(2),
+                                     stride, padding, dilation));
+  if (overhangs) {
+    auto [gi, gw, gb] = at::convolution_backward(as_float32(hg), as_float32(hi), as_float32(hw), bias_arg, stride,
+                                                 padding, dilation, transposed, output_padding, groups, output_mask);
+    return {back(rounded_to(gi, input.scalar_type())), back(rounded_to(gw, weight.scalar_type())),
+            back(rounded_to(gb, grad_output.scalar_type()))};
+  }
+  auto [gi, gw, gb] = at::convolution_backward(hg, hi, hw, bias_arg, stride, padding, dilation, transposed,
+                                               output_padding, groups, output_mask);
   return {back(gi), back(gw), back(gb)};
 }
 
