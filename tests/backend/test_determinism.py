@@ -99,9 +99,10 @@ class Conv:
                 list(self.output_padding or (0,) * n), self.groups)
 
 
-# Every geometry measured wrong on torch 2.13.0's CPU kernels (oneDNN jit_bf16 / brg_conv on an
+# Geometries measured wrong on torch 2.13.0's CPU kernels (oneDNN jit_bf16 / brg_conv on an
 # AVX512-BF16 host): unwritten weight-gradient taps (different each run, NaN when poisoned), wrong
-# values, a segfaulting channels-last forward (not run here: it would take the test process down).
+# values. Left out: the ones that corrupt the heap or segfault (a channels-last forward) on CPU —
+# without the fix they would take the test process down, not fail a test.
 OVERHANGING = {
     # RetinaNet's P7 (3x3, stride 2, pad 1) on a 64x64 image's 1x1 P6 map: the taps left and right
     # of the centre meet only padding and were left unwritten (the port's NaN gradients).
@@ -113,35 +114,66 @@ OVERHANGING = {
     "wrong_values_conv3d_on_4x3x1": Conv((4, 3, 1), (5, 2, 2), (1, 2, 1), (2, 1, 1), channels=(256, 128),
                                          groups=2, batch=1),
     "transposed_k3_s2_on_1": Conv((1,), (3,), (2,), (1,), channels=(4, 64), batch=1, transposed=True),
+    "transposed_channels_last_on_1x1": Conv((1, 1), (3, 3), (2, 3), (1, 1), channels=(64, 32), transposed=True,
+                                            output_padding=(0, 1), channels_last=True),
 }
 
 
-def _expected(conv: Conv, x, w, b, go):
-    """What the device computes for these: the backward in float32 on CPU, rounded once to
-    bfloat16; the forward likewise when channels-last (oneDNN's brg_conv segfaulted there), else
-    CPU's own bfloat16 kernel (never measured wrong: it keeps CPU's bits)."""
-    f = [t.float() for t in (x, w, b, go)]
-    if conv.channels_last:
-        out = torch.ops.aten.convolution(f[0], f[1], f[2], *conv.args()).bfloat16()
+def _exact(conv: Conv, x, w, b, go):
+    """The float64 values (of the bfloat16 inputs): output, grad_input, grad_weight, grad_bias."""
+    f = [t.double() for t in (x, w, b, go)]
+    out = torch.ops.aten.convolution(f[0], f[1], f[2], *conv.args())
+    return (out, *torch.ops.aten.convolution_backward(f[3], f[0], f[1], [b.numel()], *conv.args(), [True, True, True]))
+
+
+def _rounded_once(got: torch.Tensor, exact: torch.Tensor) -> bool:
+    """bfloat16 rounding of a float32 sum: within half a bfloat16 step (2**-8 relative), plus the float32 sum's own error."""
+    got, exact = got.cpu().double(), exact.double()
+    return bool(((got - exact).abs() <= exact.abs() * 2**-8 + 1e-6 * exact.abs().max()).all())
+
+
+def _cpu_kernel(conv: Conv, x, w, b, go):
+    """CPU's own bfloat16 kernels, where they are right: the contiguous forward (the channels-last
+    one segfaulted) and the input gradient alone (a transposed one is the plain forward)."""
+    if conv.channels_last and not conv.transposed:
+        out = torch.ops.aten.convolution(x.contiguous(), w.contiguous(), b, *conv.args())
     else:
         out = torch.ops.aten.convolution(x, w, b, *conv.args())
-    grads = torch.ops.aten.convolution_backward(f[3], f[0], f[1], [b.numel()], *conv.args(), [True, True, True])
-    return (out, *(g.bfloat16() for g in grads))
+    if conv.channels_last and conv.transposed:
+        stride, padding, dilation, _, output_padding, groups = conv.args()
+        gi = torch.ops.aten.convolution(go.contiguous(), w.contiguous(), None, stride, padding, dilation, False,
+                                        [0] * len(output_padding), groups)
+    else:
+        gi = torch.ops.aten.convolution_backward(go, x, w, None, *conv.args(), [True, False, False])[0]
+    return out, gi
 
 
 @pytest.mark.parametrize("name", list(OVERHANGING))
-def test_overhanging_bfloat16_convolution_is_computed_in_float32(poisoned, name):
+def test_overhanging_bfloat16_convolution_is_right_and_the_same_every_run(poisoned, name):
     # Poisoned, an unwritten tap is NaN on every run: the test fails the same way each time.
     conv = OVERHANGING[name]
     x, w, b, go = conv.tensors(torch.bfloat16)
-    want = _expected(conv, x, w, b, go)
+    exact = _exact(conv, x, w, b, go)
+    cpu_out, cpu_gi = _cpu_kernel(conv, x, w, b, go)
     d = [t.to("neuron") for t in (x, w, b, go)]
-    out = torch.ops.aten.convolution(d[0], d[1], d[2], *conv.args())
-    grads = torch.ops.aten.convolution_backward(d[3], d[0], d[1], [b.numel()], *conv.args(), [True, True, True])
-    for label, got, ref in zip(("output", "grad_input", "grad_weight", "grad_bias"), (out, *grads), want):
-        assert got.device.type == "neuron", label
+    runs = []
+    for _ in range(2):
+        out = torch.ops.aten.convolution(d[0], d[1], d[2], *conv.args())
+        runs.append((out, *torch.ops.aten.convolution_backward(d[3], d[0], d[1], [b.numel()], *conv.args(),
+                                                                [True, True, True])))
+    labels = ("output", "grad_input", "grad_weight", "grad_bias")
+    for label, got, again, ref in zip(labels, *runs, exact):
+        assert got.device.type == "neuron" and got.dtype == torch.bfloat16, label
         assert not got.cpu().isnan().any(), f"{label} read memory nobody wrote"
-        assert _same_bits(got, ref), label
+        assert _same_bits(got, again), f"{label} differs between two runs"
+        assert _rounded_once(got, ref), label
+    # CPU's own kernels, bit for bit, where they are right; every result in CPU's strides.
+    assert _same_bits(runs[0][0], cpu_out)
+    assert _same_bits(runs[0][1], cpu_gi)
+    f32 = [t.float() for t in (x, w, b, go)]  # CPU's float32 kernels give the strides of its bfloat16 ones
+    strides = (torch.ops.aten.convolution(f32[0], f32[1], f32[2], *conv.args()),
+               *torch.ops.aten.convolution_backward(f32[3], f32[0], f32[1], [b.numel()], *conv.args(), [True] * 3))
+    for label, got, ref in zip(labels, runs[0], strides):
         assert got.stride() == ref.stride(), label
 
 

@@ -149,12 +149,13 @@ at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) {
 // map) — the weight gradient leaves taps unwritten (whatever the allocation held: a different
 // gradient every run, up to 3e38 and NaN), or computes wrong values, or writes past its buffer
 // (heap corruption), and the channels-last forward segfaults. Plain CPU does the same. Measured on
-// ~4,000 random geometries (docs/backend.md): every wrong one overhangs, no fitting one is wrong,
-// and float32 is right everywhere. The device computes these weight gradients (with the rest of
-// that backward) and channels-last forwards in float32 and rounds once: what oneDNN's bfloat16
-// kernels compute where they are right (float32 accumulation of exact products; equal bit for bit
-// in ~98% of the overhanging geometries where CPU was right). Everything else keeps CPU's kernel
-// and its bits (a contiguous overhanging forward was never wrong: it stays CPU's).
+// ~4,000 random geometries (docs/backend.md): every wrong one overhangs, no fitting one is wrong;
+// the input gradient and the contiguous forward were never wrong.
+// The device computes those weight and bias gradients itself: the products of the bfloat16 values
+// (exact) summed in float32 (a padded window view and one batched matmul), rounded once — what
+// oneDNN's bfloat16 kernels compute where they are right; cheap exactly there (the windows of a
+// small input). Those channels-last forwards run CPU's contiguous kernel. The input gradient and
+// everything else keep CPU's kernel, bit for bit.
 
 int64_t nth_or_only(c10::IntArrayRef a, size_t i) { return a.size() == 1 ? a[0] : a[i]; }
 
@@ -182,38 +183,104 @@ bool channels_last(const at::Tensor& t) {
   return f == at::MemoryFormat::ChannelsLast || f == at::MemoryFormat::ChannelsLast3d;
 }
 
-// All bfloat16. Trap: mixed dtypes are CPU's error to raise; cast to float32 they would run.
+// The plain convolution's output sizes for an input of spatial sizes `in`.
+std::vector<int64_t> plain_output_sizes(c10::IntArrayRef in, c10::IntArrayRef kernel, c10::IntArrayRef stride,
+                                        c10::IntArrayRef padding, c10::IntArrayRef dilation) {
+  std::vector<int64_t> out;
+  for (size_t j = 0; j < kernel.size(); ++j)
+    out.push_back((in[j] + 2 * nth_or_only(padding, j) - nth_or_only(dilation, j) * (kernel[j] - 1) - 1) /
+                      nth_or_only(stride, j) + 1);
+  return out;
+}
+
 bool all_bf16(std::initializer_list<const at::Tensor*> ts) {
   for (const at::Tensor* t : ts)
     if (t && t->scalar_type() != at::kBFloat16) return false;
   return true;
 }
 
-// Forward: `input` is the convolution's own input (for a transposed one, the plain one's output).
-bool overhanging_bf16_forward(const at::Tensor& input, const at::Tensor& weight, const at::Tensor* bias,
-                              c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
-                              bool transposed, c10::IntArrayRef output_padding) {
-  if (!all_bf16({&input, &weight, bias})) return false;
-  if (input.numel() == 0 || weight.dim() < 3 || input.dim() != weight.dim()) return false;
-  // Only the channels-last forward (oneDNN's brg_conv) was measured wrong; the others keep CPU's bits.
-  if (!channels_last(input) && !channels_last(weight)) return false;
-  const size_t n = static_cast<size_t>(weight.dim() - 2);
-  auto sp = input.sizes().slice(2), k = weight.sizes().slice(2);
-  std::vector<int64_t> other(n);
-  for (size_t j = 0; j < n; ++j) {
-    const int64_t s = nth_or_only(stride, j), p = nth_or_only(padding, j), d = nth_or_only(dilation, j);
-    other[j] = transposed ? (sp[j] - 1) * s - 2 * p + d * (k[j] - 1) + nth_or_only(output_padding, j) + 1
-                          : (sp[j] + 2 * p - d * (k[j] - 1) - 1) / s + 1;
-    if (other[j] < 1) return false;  // CPU raises its own error
-  }
-  return transposed ? window_overhangs(other, sp, k, stride, padding, dilation)
-                    : window_overhangs(sp, other, k, stride, padding, dilation);
+// The plain convolution from an input of sizes `in` (N, Ci, *in) to an output of sizes `out`
+// (N, Co, *out) overhangs, and its shapes are ones CPU accepts. Trap: whatever CPU refuses (mixed
+// dtypes, channel or size mismatches) must stay CPU's error to raise: the device's own path would
+// compute something.
+bool overhanging_plain_conv(c10::IntArrayRef in, c10::IntArrayRef out, const at::Tensor& weight,
+                            c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
+                            int64_t groups) {
+  const size_t nd = static_cast<size_t>(weight.dim());
+  if (nd < 3 || in.size() != nd || out.size() != nd || groups < 1 || weight.size(0) % groups != 0) return false;
+  if (in[0] != out[0] || in[1] != weight.size(1) * groups || out[1] != weight.size(0)) return false;
+  for (size_t j = 0; j < nd; ++j)
+    if (in[j] < 1 || out[j] < 1 || (j >= 2 && weight.size(static_cast<int64_t>(j)) < 1)) return false;
+  auto k = weight.sizes().slice(2);
+  if (plain_output_sizes(in.slice(2), k, stride, padding, dilation) != out.slice(2).vec()) return false;
+  return window_overhangs(in.slice(2), out.slice(2), k, stride, padding, dilation);
 }
 
-at::Tensor as_float32(const at::Tensor& t) { return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat); }
+// The windows of `x` (N, C, *in) as a view of the zero-padded input: (N, C, *out, *kernel).
+at::Tensor windows(const at::Tensor& x, c10::IntArrayRef kernel, c10::IntArrayRef out, c10::IntArrayRef stride,
+                   c10::IntArrayRef padding, c10::IntArrayRef dilation) {
+  const size_t n = kernel.size();
+  std::vector<int64_t> pads;  // constant_pad_nd: (before, after) from the last dimension on
+  for (size_t j = n; j-- > 0;) {
+    pads.push_back(nth_or_only(padding, j));
+    pads.push_back(nth_or_only(padding, j));
+  }
+  at::Tensor xp = at::constant_pad_nd(x, pads, 0).contiguous();
+  std::vector<int64_t> sizes{xp.size(0), xp.size(1)}, strides{xp.stride(0), xp.stride(1)};
+  for (size_t j = 0; j < n; ++j) {
+    sizes.push_back(out[j]);
+    strides.push_back(nth_or_only(stride, j) * xp.stride(2 + j));
+  }
+  for (size_t j = 0; j < n; ++j) {
+    sizes.push_back(kernel[j]);
+    strides.push_back(nth_or_only(dilation, j) * xp.stride(2 + j));
+  }
+  return xp.as_strided(sizes, strides);
+}
 
-at::Tensor rounded_to(const at::Tensor& t, c10::ScalarType st) {
-  return !t.defined() || t.scalar_type() == st ? t : t.to(st);
+int64_t product(c10::IntArrayRef a) {
+  int64_t p = 1;
+  for (int64_t v : a) p *= v;
+  return p;
+}
+
+// (N, C, *out, *kernel) windows -> (groups, N*O, C/groups*K): one row per output position.
+at::Tensor window_rows(const at::Tensor& x, c10::IntArrayRef kernel, c10::IntArrayRef out, c10::IntArrayRef stride,
+                       c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups) {
+  const int64_t n = x.size(0), c = x.size(1), o = product(out), k = product(kernel);
+  return windows(x, kernel, out, stride, padding, dilation)
+      .reshape({n, groups, c / groups, o, k})
+      .permute({1, 0, 3, 2, 4})
+      .reshape({groups, n * o, c / groups * k});
+}
+
+// The plain convolution's weight gradient: input x (N, Ci, *in), grad_output go (N, Co, *out)
+// -> (Co, Ci/g, *kernel), in their dtype. One matmul of bfloat16 operands: CPU's bfloat16 matmul
+// sums the exact products in float32 and rounds once (a float32 matmul would write and convert
+// twice the bytes: 10x slower for a 3x3 conv on RetinaNet's 2x2 P6 input).
+at::Tensor conv_weight_grad(const at::Tensor& go, const at::Tensor& x, c10::IntArrayRef kernel,
+                            c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
+                            int64_t groups) {
+  auto out = go.sizes().slice(2);
+  const int64_t n = x.size(0), ci = x.size(1), co = go.size(1), o = product(out);
+  at::Tensor rows = window_rows(x, kernel, out, stride, padding, dilation, groups);  // g, N*O, Ci/g*K
+  at::Tensor g = go.reshape({n, groups, co / groups, o}).permute({1, 2, 0, 3})
+                     .reshape({groups, co / groups, n * o});
+  std::vector<int64_t> shape{co, ci / groups};
+  shape.insert(shape.end(), kernel.begin(), kernel.end());
+  return at::bmm(g, rows).reshape(shape);
+}
+
+at::MemoryFormat format_of(const at::Tensor& a, const at::Tensor& b) {
+  if (!channels_last(a) && !channels_last(b)) return at::MemoryFormat::Contiguous;
+  return a.dim() == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
+}
+
+// `t` with the strides CPU's kernel gives in `format`. Trap: .contiguous(format) keeps a tensor
+// whose size-1 dimensions make it count as both formats, so its strides stay another format's.
+at::Tensor in_format(const at::Tensor& t, at::MemoryFormat format) {
+  if (format == at::MemoryFormat::Contiguous) return t.contiguous();
+  return at::empty(t.sizes(), t.options().memory_format(format)).copy_(t);
 }
 
 // PrivateUse1 convolutions route here (ConvBackend::Overrideable); run the CPU convolution on aliases.
@@ -227,11 +294,20 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   at::Tensor hi = host_view(input), hw = host_view(weight);
   std::optional<at::Tensor> hb;
   if (b) hb = host_view(*b);
-  if (overhanging_bf16_forward(input, weight, b, stride, padding, dilation, transposed, output_padding)) {
-    if (hb) hb = as_float32(*hb);
-    at::Tensor out = at::convolution(as_float32(hi), as_float32(hw), hb, stride, padding, dilation, transposed,
+  // Only the plain channels-last forward (oneDNN's brg_conv) was measured wrong (a segfault): run
+  // CPU's contiguous kernel instead (never wrong; the same bits as channels-last in 125 of 132
+  // measured geometries) and give the result channels-last, as CPU would.
+  const auto format = format_of(input, weight);
+  if (!transposed && format != at::MemoryFormat::Contiguous && all_bf16({&input, &weight, b}) &&
+      input.dim() == weight.dim() && input.dim() >= 3) {
+    std::vector<int64_t> out{input.size(0), weight.size(0)};
+    for (int64_t v : plain_output_sizes(input.sizes().slice(2), weight.sizes().slice(2), stride, padding, dilation))
+      out.push_back(v);
+    if (overhanging_plain_conv(input.sizes(), out, weight, stride, padding, dilation, groups)) {
+      at::Tensor y = at::convolution(hi.contiguous(), hw.contiguous(), hb, stride, padding, dilation, false,
                                      output_padding, groups);
-    return to_neuron_result(rounded_to(out, input.scalar_type()), dev.index());
+      return to_neuron_result(in_format(y, format), dev.index());
+    }
   }
   at::Tensor out = at::convolution(hi, hw, hb, stride, padding, dilation, transposed, output_padding, groups);
   return to_neuron_result(out, dev.index());
@@ -244,25 +320,46 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   auto dev = check_same_device({&grad_output, &input, &weight}, "convolution_backward");
   IndexScope scope(dev.index());
   std::vector<int64_t> bias_sizes{grad_output.size(1)};
-  auto bias_arg = output_mask[2] ? c10::OptionalIntArrayRef(bias_sizes) : c10::OptionalIntArrayRef();
   at::Tensor hg = host_view(grad_output), hi = host_view(input), hw = host_view(weight);
   auto back = [&](const at::Tensor& t) { return t.defined() ? to_neuron_result(t, dev.index()) : t; };
-  const bool overhangs =
-      all_bf16({&grad_output, &input, &weight}) &&
-      input.numel() > 0 && grad_output.numel() > 0 && weight.dim() >= 3 && input.dim() == weight.dim() &&
-      grad_output.dim() == weight.dim() &&
-      (transposed ? window_overhangs(grad_output.sizes().slice(2), input.sizes().slice(2), weight.sizes().slice(2),
-                                     stride, padding, dilation)
-                  : window_overhangs(input.sizes().slice(2), grad_output.sizes().slice(2), weight.sizes().slice(2),
-                                     stride, padding, dilation));
-  if (overhangs) {
-    auto [gi, gw, gb] = at::convolution_backward(as_float32(hg), as_float32(hi), as_float32(hw), bias_arg, stride,
-                                                 padding, dilation, transposed, output_padding, groups, output_mask);
-    return {back(rounded_to(gi, input.scalar_type())), back(rounded_to(gw, weight.scalar_type())),
-            back(rounded_to(gb, grad_output.scalar_type()))};
+  // The plain convolution's view: a transposed one is the adjoint of the plain convolution whose
+  // input is the transposed one's output (grad_output here) and whose output is its input.
+  const at::Tensor& plain_in = transposed ? grad_output : input;
+  const at::Tensor& plain_out = transposed ? input : grad_output;
+  if (all_bf16({&grad_output, &input, &weight}) &&
+      overhanging_plain_conv(plain_in.sizes(), plain_out.sizes(), weight, stride, padding, dilation, groups)) {
+    // Every result in the memory format CPU's oneDNN path gives (channels-last if either input is).
+    const auto format = format_of(input, weight);
+    at::Tensor gi, gw, gb;
+    if (output_mask[0] && transposed && format != at::MemoryFormat::Contiguous) {
+      // A transposed convolution's input gradient is the plain forward, whose channels-last kernel
+      // segfaulted: CPU's contiguous one, as in convolution_overrideable.
+      std::vector<int64_t> no_output_padding(output_padding.size(), 0);
+      gi = in_format(at::convolution(hg.contiguous(), hw.contiguous(), std::nullopt, stride, padding, dilation,
+                                     false, no_output_padding, groups),
+                     format);
+    } else if (output_mask[0]) {
+      // The input gradient alone on CPU's kernel (never wrong): asking for the weight or bias
+      // gradient too would run the broken kernel, which computes both.
+      gi = std::get<0>(at::convolution_backward(hg, hi, hw, c10::OptionalIntArrayRef(), stride, padding, dilation,
+                                                transposed, output_padding, groups, {true, false, false}));
+    }
+    if (output_mask[1]) {
+      auto k = weight.sizes().slice(2);
+      gw = in_format(transposed ? conv_weight_grad(hi, hg, k, stride, padding, dilation, groups)
+                                : conv_weight_grad(hg, hi, k, stride, padding, dilation, groups),
+                     format);
+    }
+    if (output_mask[2]) {
+      std::vector<int64_t> dims{0};
+      for (int64_t j = 2; j < grad_output.dim(); ++j) dims.push_back(j);
+      gb = hg.to(at::kFloat).sum(dims).to(at::kBFloat16);
+    }
+    return {back(gi), back(gw), back(gb)};
   }
-  auto [gi, gw, gb] = at::convolution_backward(hg, hi, hw, bias_arg, stride, padding, dilation, transposed,
-                                               output_padding, groups, output_mask);
+  auto [gi, gw, gb] = at::convolution_backward(
+      hg, hi, hw, output_mask[2] ? c10::OptionalIntArrayRef(bias_sizes) : c10::OptionalIntArrayRef(), stride, padding,
+      dilation, transposed, output_padding, groups, output_mask);
   return {back(gi), back(gw), back(gb)};
 }
 
