@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -64,6 +65,9 @@ class Result:
     index: int
     outcome: str  # an AGREE outcome | mismatch | meta | neuron_raises | cpu_raises | no_samples | abort | timeout
     detail: str = ""
+    #: The device outputs' bits (``digest``), "" when the device raised: two sweeps (or a sweep with
+    #: CUDA2NEURON_POISON=1) compared case by case show any result that varies between runs.
+    digest: str = ""
 
     @property
     def key(self) -> str:
@@ -181,6 +185,26 @@ def _run(fn: Callable[..., Any], sample: Any, mode: str, device: str, seed: int)
     ]
     grads = torch.autograd.grad(outs, wrt, grads_out, allow_unused=True)
     return (out, grads)
+
+
+def digest(x: Any) -> str:
+    """A hash of every output's dtype, shape and bits (NaN payloads and -0.0 included)."""
+    h = hashlib.blake2b(digest_size=8)
+    for leaf in tree_flatten(x)[0]:
+        if not isinstance(leaf, torch.Tensor):
+            h.update(repr(leaf).encode())
+            continue
+        try:
+            t = leaf.detach().cpu()
+            if t.layout != torch.strided:
+                t = t.to_dense()
+            t = t.resolve_conj().resolve_neg().contiguous()
+            h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+            if t.numel():
+                h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+        except Exception as e:  # noqa: BLE001 — a layout without bytes (quantized, nested): named, not hashed
+            h.update(f"{type(leaf).__name__}:{_describe(e)}".encode())
+    return h.hexdigest()
 
 
 def _describe(e: BaseException) -> str:
@@ -333,17 +357,20 @@ def run_case(op: Any, mode: str, dtype: str, index: int, sample: Any, device: st
     if dev_err is not None:
         outcome = "by_design" if by_design and by_design.matches(mode, dtype, dev_err) else "neuron_raises"
         return Result(name, mode, dtype, index, outcome, _describe(dev_err))
+    bits = digest(dev)
     if cpu_err is not None:
-        return Result(name, mode, dtype, index, "cpu_raises", _describe(cpu_err))
+        return Result(name, mode, dtype, index, "cpu_raises", _describe(cpu_err), bits)
     if names_cpu(sample):
         outcome, detail = compare(cpu, dev, device, values=values_defined(op, dtype), cpu_ok=True)
-        return Result(name, mode, dtype, index, "on_cpu" if outcome == "identical" else outcome, detail)
+        return Result(name, mode, dtype, index, "on_cpu" if outcome == "identical" else outcome, detail,
+                      bits)
     outcome, detail = compare(cpu, dev, device, values=values_defined(op, dtype))
     if outcome in ("mismatch", "meta") and by_design and by_design.explains(fn, sample, mode, dtype, seed, cpu, dev, device):
-        return Result(name, mode, dtype, index, "by_design", f"{detail}: {by_design.why}")
+        return Result(name, mode, dtype, index, "by_design", f"{detail}: {by_design.why}", bits)
     if outcome == "mismatch" and _cpu_unstable(fn, sample, mode, seed, cpu, dev, op, dtype, device):
-        return Result(name, mode, dtype, index, "cpu_unstable", f"{detail}: a rerun differs from its first run")
-    return Result(name, mode, dtype, index, outcome, detail)
+        return Result(name, mode, dtype, index, "cpu_unstable", f"{detail}: a rerun differs from its first run",
+                      bits)
+    return Result(name, mode, dtype, index, outcome, detail, bits)
 
 
 def run_plan(op: Any, mode: str, dtype: str, *, before: Callable[[str], None] | None = None) -> Iterator[Result]:
@@ -622,14 +649,14 @@ def dataclass_dict(r: Result) -> dict[str, Any]:
     return dataclasses.asdict(r)
 
 
-def run_chunk(ops: list[str], timeout: float = 600) -> list[dict[str, Any]]:
+def run_chunk(ops: list[str], timeout: float = 600, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Runs a chunk in workers until it is done; each abort becomes a result and the next worker
     resumes after the aborted case. ``timeout`` bounds one case (seconds without a line from the
     worker), not the chunk: a case that runs past it is killed and recorded as ``timeout``, and the
-    next worker resumes after it."""
+    next worker resumes after it. ``env`` adds to the workers' environment (CUDA2NEURON_POISON=1)."""
     results: list[dict] = []
     after: str | None = None
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore", **(env or {})}
     while True:
         cmd = [sys.executable, str(Path(__file__).resolve()), ",".join(ops)] + ([after] if after else [])
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,

@@ -55,17 +55,50 @@ def database() -> dict[str, object]:
     return drv.all_ops()
 
 
+_RESULTS: dict[tuple[str, ...], list[dict]] = {}
+
+
+def _group_results(ops: list[str]) -> list[dict]:
+    """A group's results, run once per process (the poisoned rerun compares with them)."""
+    key = tuple(ops)
+    if key not in _RESULTS:
+        _RESULTS[key] = drv.run_chunk(ops)
+    return _RESULTS[key]
+
+
 @pytest.mark.parametrize("ops", [pytest.param(ops, id=name) for name, ops in GROUPS.items()])
 def test_opinfo_group_matches_cpu(ops: list[str], database: dict[str, object]) -> None:
     missing = [op for op in ops if op not in database]
     assert not missing, f"not in this torch's OpInfo database: {missing}"
-    results = drv.run_chunk(ops)
+    results = _group_results(ops)
     per_op = collections.Counter(r["op"] for r in results if r["index"] >= 0)
     assert set(per_op) == set(ops), f"ops without a single case: {set(ops) - set(per_op)}"
     bad = [r for r in results if r["outcome"] not in drv.AGREE and r["outcome"] != "no_samples"]
     listing = "\n".join(f"{r['op']} {r['mode']} {r['dtype']} #{r['index']}: {r['outcome']} {r['detail']}"
                         for r in bad[:30])
     assert not bad, f"{len(bad)} of {len(results)} cases differ from CPU:\n{listing}"
+
+
+def _digests(results: list[dict]) -> dict[tuple[str, str, str], list[str]]:
+    """Each (op, mode, dtype)'s device digests, sorted: some OpInfo sample lists come in another
+    order in each process (they iterate over sets)."""
+    out: dict[tuple[str, str, str], list[str]] = collections.defaultdict(list)
+    for r in results:
+        out[(r["op"], r["mode"], r["dtype"])].append(r["digest"])
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def test_no_device_result_reads_memory_nobody_wrote() -> None:
+    # Poisoned (every new allocation NaN bytes), a result that reads memory nobody wrote changes;
+    # validate compares runs, so such a result would be a flaky verdict. empty_like's values are
+    # that memory: they must change, or the poison never reached the device.
+    ops = COMMON["nn"]
+    plain = _digests(_group_results(ops) + _group_results(["empty_like"]))
+    poisoned = _digests(drv.run_chunk([*ops, "empty_like"], env={"CUDA2NEURON_POISON": "1"}))
+    assert set(plain) == set(poisoned)
+    changed = sorted(k for k in plain if plain[k] != poisoned[k])
+    assert [k for k in changed if k[0] == "empty_like"], "the poison did not reach the device"
+    assert [k for k in changed if k[0] != "empty_like"] == []
 
 
 # ---- the comparison itself can fail --------------------------------------------------------------
@@ -299,6 +332,33 @@ class _Flaky:
     def __call__(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
         self.calls += 1
         return torch.add(x, *args, **kwargs) + (1.0 if self.period and self.calls % self.period == 0 else 0.0)
+
+
+@pytest.mark.parametrize(
+    ("other", "same"),
+    [
+        pytest.param(torch.tensor([0.0, 1.0]), True, id="equal-values"),
+        pytest.param(torch.tensor([0.0, 1.0])[None].t().contiguous().t()[0], True, id="strides-are-compare's"),
+        pytest.param(torch.tensor([-0.0, 1.0]), False, id="negative-zero"),
+        pytest.param(torch.tensor([0.0, 1.0], dtype=torch.bfloat16), False, id="dtype"),
+        pytest.param(torch.tensor([[0.0, 1.0]]), False, id="shape"),
+        pytest.param(torch.tensor([0.0, 1.0 + 2**-23]), False, id="last-bit"),
+    ],
+)
+def test_digest_tells_every_bit(other: torch.Tensor, same: bool) -> None:
+    base = torch.tensor([0.0, 1.0])
+    assert (drv.digest((base, 3)) == drv.digest((other.to("neuron"), 3))) is same
+    nan = torch.tensor([float("nan")])
+    other_nan = nan.view(torch.int32).add(1).view(torch.float32)  # another NaN payload
+    assert drv.digest(nan) != drv.digest(other_nan)
+
+
+def test_a_case_records_its_device_digest(database) -> None:
+    sample = next(iter(drv.cases(database["add"], "forward", "float32")))
+    r = drv.run_case(database["add"], "forward", "float32", 0, sample)
+    assert r.outcome == "identical"
+    want = drv.digest(drv._run(database["add"].op, sample, "forward", "neuron", 1234))
+    assert r.digest == want
 
 
 @pytest.mark.parametrize(
