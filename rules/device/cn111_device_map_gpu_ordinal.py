@@ -74,7 +74,7 @@ class DeviceMapGpuOrdinal(Rule):
     ```
 
     ## Fix safety
-    Safe for integer literals, values assigned ``int(...)`` in the file and accelerate's
+    Safe for integer literals, ``int(...)`` calls, values assigned ``int(...)`` in the file and accelerate's
     ``process_index`` / ``local_process_index``; unsafe for names that only look like an index
     (``local_rank``, ``gpu_id``: one may already hold a device string). ``max_memory`` and
     ``get_kbit_device_map()`` are reported: which cores a model should use is the user's plan.
@@ -103,6 +103,10 @@ class DeviceMapGpuOrdinal(Rule):
         Invalid(
             "import os\nlocal_rank = int(os.environ.get('LOCAL_RANK', '0'))\ndevice_map = {'': local_rank}\n",
             "import os\nlocal_rank = int(os.environ.get('LOCAL_RANK', '0'))\ndevice_map = {'': f'neuron:{local_rank}'}\n",
+        ),
+        Invalid(
+            'import os\ndevice_map = {"": int(os.environ.get("LOCAL_RANK") or 0)}\n',
+            'import os\nimport torch\n\ndevice_map = {"": torch.device("neuron", int(os.environ.get("LOCAL_RANK") or 0))}\n',
         ),
         Invalid(
             'from accelerate import Accelerator\nm = load("x", device_map={"": Accelerator().process_index})\n',
@@ -195,6 +199,9 @@ class DeviceMapGpuOrdinal(Rule):
         if isinstance(value, cst.Integer):
             safety = Safety.SAFE
         elif isinstance(value, cst.Name) and value.value in self._ints:
+            safety = Safety.SAFE
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "int":
+            # alpaca-lora: {"": int(os.environ.get("LOCAL_RANK") or 0)} - an int in a device map is an index
             safety = Safety.SAFE
         elif isinstance(value, cst.Attribute) and value.attr.value in _INDEX_ATTRS:
             safety = Safety.SAFE
