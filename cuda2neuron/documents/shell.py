@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-__all__ = ["CODE", "ShellScript", "is_gpu_count", "scan", "scan_full", "unquote", "word_end"]
+__all__ = ["CODE", "ShellScript", "command_end", "is_gpu_count", "scan", "scan_full", "unquote", "word_end"]
 
 # Per-character states.
 CODE, COMMENT, SQUOTE, DQUOTE, HEREDOC = "c", "k", "s", "d", "h"
@@ -129,6 +129,21 @@ def _skip_heredocs(text: str, i: int, heredocs: list[tuple[str, bool]], out: lis
             if (line.lstrip("\t") if dash else line) == delimiter:
                 break
     return min(i, n)
+
+
+def command_end(text: str, start: int) -> int:
+    """The end of the simple command that runs on from ``start``: its line (a ``\\`` at the end
+    continues it), or ``;``, ``|`` or ``&`` (also of ``&&`` and ``||``)."""
+    i, n = start, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\" and i + 1 < n and text[i + 1] == "\n":
+            i += 2
+            continue
+        if ch in "\n;|&":
+            return i
+        i += 1
+    return n
 
 
 def word_end(text: str, i: int) -> int:

@@ -6,7 +6,7 @@ import re
 
 from cuda2neuron.core import Effort, Invalid, TextReport, Valid
 from cuda2neuron.documents.requirements import normalise, requirement_name
-from cuda2neuron.documents.shell import ShellScript, unquote, word_end
+from cuda2neuron.documents.shell import ShellScript, command_end, unquote, word_end
 
 from .._helpers import TextRule
 from ..conda._helpers import conda_cuda_package
@@ -129,7 +129,7 @@ class CudaOnlyPackageInstall(TextRule):
                 i = end
         # `conda install -y pytorch-cuda=11.8 cuda-nvcc -c pytorch -c nvidia` (conda, mamba, micromamba).
         for m in doc.code_matches(_CONDA_INSTALL_RE):
-            end = _command_end(text, m.end())
+            end = command_end(text, m.end())
             channel_next = False
             for w in re.finditer(r"\S+", text[m.end():end]):
                 a = m.end() + w.start()
@@ -167,19 +167,3 @@ class CudaOnlyPackageInstall(TextRule):
                 guidance=instead, effort=effort,
             ))
         return out
-
-
-
-
-def _command_end(text: str, start: int) -> int:
-    """The end of one command: its line (``\\`` continues it), or ``&&``, ``;``, ``|``."""
-    i, n = start, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\\" and i + 1 < n and text[i + 1] == "\n":
-            i += 2
-            continue
-        if ch in "\n;|&":
-            return i
-        i += 1
-    return n

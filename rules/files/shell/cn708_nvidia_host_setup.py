@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from cuda2neuron.core import Effort, Invalid, TextReport, Valid
-from cuda2neuron.documents.shell import CODE, DQUOTE, SQUOTE, ShellScript
+from cuda2neuron.documents.shell import CODE, DQUOTE, SQUOTE, ShellScript, command_end
 
 from .._helpers import TextRule
 
@@ -94,7 +94,7 @@ class NvidiaHostSetup(TextRule):
                 guidance=_GUIDANCE, effort=Effort.LOW,
             ))
         for m in doc.code_matches(_INSTALL_RE):
-            end = _command_end(text, m.end())
+            end = command_end(text, m.end())
             for pkg in _PACKAGE_RE.finditer(text, m.end(), end):
                 if not doc.is_code(pkg.start()):
                     continue
@@ -116,18 +116,3 @@ def _code_or_value(doc: ShellScript, i: int) -> bool:
     a = doc.text.rfind(quote, 0, i)
     b = doc.text.find(quote, i)
     return a != -1 and b != -1 and not any(c.isspace() for c in doc.text[a + 1:b])
-
-
-def _command_end(text: str, start: int) -> int:
-    """The end of one command: the end of its line (``\\`` continues it), or ``&&``, ``;``, ``|``."""
-    i = start
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\\" and i + 1 < n and text[i + 1] == "\n":
-            i += 2
-            continue
-        if ch in "\n;|&":
-            return i
-        i += 1
-    return n
