@@ -50,6 +50,7 @@ from cuda2neuron.validate._request import ValidateRequest
 from cuda2neuron.validate._procs import TOKEN_VAR, Reaper, kill_tree, new_token, resident_memory, snapshot
 from cuda2neuron.validate._wire import FrameError, read_frame, write_frame
 from cuda2neuron.validate._worker_config import WorkerConfig
+from cuda2neuron.validate._zygote import ForkedProcess, Zygote, ZygoteError, fork_wanted, zygote_token
 
 __all__ = ["ValidateRequest", "run_validation"]
 
@@ -66,7 +67,7 @@ class _Run:
     role: str
     rank: int | None  # None: a single, non-distributed process
     tree: Path
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] | ForkedProcess
     rfd: int
     stdout_path: Path
     stderr_path: Path
@@ -151,8 +152,31 @@ def default_max_memory() -> int:
     return max(2 << 30, total // 2 // 3)
 
 
+def _run_env(request: ValidateRequest) -> dict[str, str]:
+    """What every run's environment sets, the zygote's too: these are read when the interpreter
+    starts (hash seed, unbuffered streams, no bytecode) or torch loads (OMP_NUM_THREADS)."""
+    return dict(PYTHONHASHSEED=str(request.seed), OMP_NUM_THREADS="1", CUBLAS_WORKSPACE_CONFIG=":4096:8",
+                PYTHONUNBUFFERED="1",
+                PYTHONDONTWRITEBYTECODE="1")  # no __pycache__ folders in the user's trees
+
+
+def _start_zygote(request: ValidateRequest, workdir: Path, token: str) -> Zygote | None:
+    """The process the runs are forked from (_zygote.py), or None: the runs start as fresh
+    interpreters (CUDA2NEURON_VALIDATE_FORK=0, not Linux, or the zygote cannot start)."""
+    if not fork_wanted():
+        return None
+    tmp = workdir / "zygote"
+    tmp.mkdir()
+    env = dict(os.environ)
+    for var in _LAUNCH_VARS:  # each run sets its own; none is read while torch imports
+        env.pop(var, None)
+    env.update(TMPDIR=str(tmp), **_run_env(request), **{TOKEN_VAR: zygote_token(token)})
+    zygote, _why = Zygote.start(env, tmp, workdir / "zygote.stderr", timeout=min(request.timeout, 300.0))
+    return zygote
+
+
 def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path, rank: int | None = None,
-           master_port: int | None = None, token: str | None = None) -> _Run:
+           master_port: int | None = None, token: str | None = None, zygote: Zygote | None = None) -> _Run:
     rfd, wfd = os.pipe()  # records: worker -> validate
     in_r, in_w = os.pipe()  # the reference's frames: validate -> worker
     # A logic run is the reference's or the port's run with autocast forced off.
@@ -171,18 +195,23 @@ def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path, rank:
         env.update(_launch_env(rank if rank is not None else 0, request.nproc, master_port))
     token = token or new_token()
     # Each run gets its own TMPDIR: scripts that checkpoint to tempfile.gettempdir() would race.
-    env.update(TMPDIR=str(tmp), PYTHONHASHSEED=str(request.seed), OMP_NUM_THREADS="1",
-               CUBLAS_WORKSPACE_CONFIG=":4096:8", PYTHONUNBUFFERED="1",
-               # no __pycache__ folders in the user's trees
-               PYTHONDONTWRITEBYTECODE="1", **{TOKEN_VAR: token})
+    env.update(TMPDIR=str(tmp), **_run_env(request), **{TOKEN_VAR: token})
     out_path, err_path = workdir / f"{name}.stdout", workdir / f"{name}.stderr"
+    argv = [sys.executable, "-c", _BOOT, config.to_json()]
+    proc: subprocess.Popen[bytes] | ForkedProcess | None = None
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, config.to_json()],
-            # /dev/null: user code that reads stdin gets EOF, and never the frames meant for the worker.
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(wfd, in_r),
-            cwd=str(tree), env=env, start_new_session=True,
-        )
+        if zygote is not None and zygote.usable:
+            try:
+                proc = zygote.spawn(argv[-1], env, tree, token, (wfd, in_r), args=argv)
+            except ZygoteError:
+                proc = None  # this run, and the rest, start the old way
+        if proc is None:
+            proc = subprocess.Popen(
+                argv,
+                # /dev/null: user code that reads stdin gets EOF, and never the frames meant for the worker.
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(wfd, in_r),
+                cwd=str(tree), env=env, start_new_session=True,
+            )
     finally:
         os.close(wfd)
         os.close(in_r)
@@ -549,10 +578,11 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
     stop_watch = threading.Event()
     reaper = Reaper(new_token())
     serial = itertools.count()
+    zygote: Zygote | None = None
 
     def start(role: str, master_port: int | None) -> None:
-        runs[role] = [_spawn(role, trees[role], request, workdir, rank, master_port, reaper.token(next(serial)))
-                      for rank in ranks]
+        runs[role] = [_spawn(role, trees[role], request, workdir, rank, master_port, reaper.token(next(serial)),
+                             zygote) for rank in ranks]
         if role not in roles:
             roles.append(role)
         for run in runs[role]:
@@ -595,6 +625,7 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
             forwarded.setdefault(run.rank, []).append(frame)
 
     try:
+        zygote = _start_zygote(request, workdir, reaper.token("zygote"))
         progress(f"running {', '.join(_RUN_NAMES[r] for r in roles[:-1])} and {_RUN_NAMES[roles[-1]]}"
                  + (f" ({request.nproc} ranks each)" if request.nproc > 1 else "") + " ...")
         for role, master_port in zip(list(roles), ports):
@@ -704,6 +735,8 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
                     th.join(timeout=5)
                 if run.limit is not None:
                     run.failure = run.limit
+        if zygote is not None:
+            zygote.close()
         reaper.close()
     failures: list[RunFailure] = []
     logic_failures: list[RunFailure] = []

@@ -213,6 +213,7 @@ def _printing(path: Path, tree: ast.AST) -> list[str]:
 OWN_PROCESS = {
     "cuda2neuron.backend._sitecustomize.sitecustomize",  # loaded into `emulate`'s child program
     "cuda2neuron.validate._worker",  # the reference / port process: flushes the user's streams
+    "cuda2neuron.validate._zygote_server",  # forks the runs: a run's last flush, before os._exit
 }
 
 
