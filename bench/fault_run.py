@@ -678,7 +678,9 @@ def scenario_validate(r: Runner, work: Path) -> list[Outcome]:
     os.kill(p.pid, signal.SIGKILL)
     _drain(p)
     time.sleep(3)
-    left = ours(root)
+    # What was seen at the kill and lives on counts too (the zygote, re-parented to init, no longer
+    # descends from validate).
+    left = ours(root) | alive(started)
     reap(left)
     o = Outcome("kill -9 of validate mid-run (runs with daemons)", "its runs and their daemons end with it")
     o.stray = len(left)
@@ -703,6 +705,10 @@ def ours(root: Path) -> set[int]:
             continue
         if mark in cmdline or (b"CUDA2NEURON_VALIDATE_RUN=" in env and cwd.startswith(mark)):
             found.add(pid)
+    # And their descendants: the zygote validate forks its runs from is validate's child, working
+    # in validate's own temporary folder (neither its command line nor its cwd names the trees).
+    for pid in list(found):
+        found |= alive(descendants(pid))
     return found
 
 
