@@ -99,6 +99,7 @@ class _Server:
     def __init__(self, sock: socket.socket, boot_path: list[str]) -> None:
         self.sock = sock
         self.boot_path = boot_path
+        self.pid = os.getpid()
         self.live: dict[int, bool] = {}  # pid -> its exit already reported
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
@@ -213,7 +214,7 @@ def _become_run(request: dict[str, Any], fds: list[int], server: _Server) -> Non
     run the worker, and leave through os._exit — never back into the zygote's loop."""
     code = 1
     try:
-        zygote = os.getppid()
+        zygote = server.pid
         die_with_parent(zygote)  # before anything else: the zygote dies with validate, the run with it
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -304,10 +305,8 @@ def main(argv: list[str]) -> None:
 
         for name in PRELOAD:
             importlib.import_module(name)
-        import gc
-
-        gc.collect()
-        gc.freeze()  # what the runs share stays shared: the collector never writes to it
+        # No gc.freeze(): the runs' collector would then never see the preloaded objects
+        # (gc.get_objects() without them), which a fresh interpreter's does.
         sys.path[:] = boot_path
         threads = _threads()
         if threads != 1:
