@@ -37,6 +37,7 @@ sys.path.insert(0, str(REPO / "tests" / "validate"))
 from fixture_ports import migrate_fixture  # noqa: E402
 
 from cuda2neuron.validate import ValidateRequest, run_validation  # noqa: E402
+from cuda2neuron.validate._zygote import close_shared  # noqa: E402
 
 SOURCES = {
     "cnn_cuda": REPO / "examples" / "cnn_cuda",
@@ -132,6 +133,9 @@ def main() -> int:
             result = run_validation(ValidateRequest(original=original, port=port, mode="script", script=script,
                                                     args=script_args, steps=args.steps, port_device=port_device,
                                                     logic=not args.no_logic))
+            # The process-wide zygote outlives the call; ended here, so that its CPU and its runs'
+            # (reaped by it) are counted, and each call pays a cold start as `cuda2neuron validate` does.
+            close_shared()
             whole.append((time.perf_counter() - t0, children_cpu() + own_cpu() - c0))
             print(f"run {i}: bare original {bare_ref[-1][0]:.2f} s ({bare_ref[-1][1]:.2f} s CPU), bare port "
                   f"{bare_port[-1][0]:.2f} s ({bare_port[-1][1]:.2f} s CPU), validate {whole[-1][0]:.2f} s "

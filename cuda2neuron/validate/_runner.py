@@ -50,7 +50,7 @@ from cuda2neuron.validate._request import ValidateRequest
 from cuda2neuron.validate._procs import TOKEN_VAR, Reaper, kill_tree, new_token, resident_memory, snapshot
 from cuda2neuron.validate._wire import FrameError, read_frame, write_frame
 from cuda2neuron.validate._worker_config import WorkerConfig
-from cuda2neuron.validate._zygote import ForkedProcess, Zygote, ZygoteError, fork_wanted, zygote_token
+from cuda2neuron.validate._zygote import ForkedProcess, Zygote, ZygoteError, fork_wanted, shared_zygote, zygote_token
 
 __all__ = ["ValidateRequest", "run_validation"]
 
@@ -160,19 +160,23 @@ def _run_env(request: ValidateRequest) -> dict[str, str]:
                 PYTHONDONTWRITEBYTECODE="1")  # no __pycache__ folders in the user's trees
 
 
-def _start_zygote(request: ValidateRequest, workdir: Path, token: str) -> Zygote | None:
-    """The process the runs are forked from (_zygote.py), or None: the runs start as fresh
-    interpreters (CUDA2NEURON_VALIDATE_FORK=0, not Linux, or the zygote cannot start)."""
+def _start_zygote(request: ValidateRequest, workdir: Path, token: str) -> tuple[Zygote | None, bool]:
+    """The process the runs are forked from (_zygote.py) and whether it is the process-wide one
+    (kept for the next call), or None: the runs start as fresh interpreters
+    (CUDA2NEURON_VALIDATE_FORK=0, not Linux, or the zygote cannot start)."""
     if not fork_wanted():
-        return None
-    tmp = workdir / "zygote"
-    tmp.mkdir()
+        return None, False
     env = dict(os.environ)
     for var in _LAUNCH_VARS:  # each run sets its own; none is read while torch imports
         env.pop(var, None)
-    env.update(TMPDIR=str(tmp), **_run_env(request), **{TOKEN_VAR: zygote_token(token)})
-    zygote, _why = Zygote.start(env, tmp, workdir / "zygote.stderr", timeout=min(request.timeout, 300.0))
-    return zygote
+    env.update(**_run_env(request))
+    timeout = min(request.timeout, 300.0)
+    if threading.current_thread() is threading.main_thread():
+        return shared_zygote(env, workdir / "zygote.stderr", timeout)[0], True
+    tmp = workdir / "zygote"
+    tmp.mkdir()
+    env.update(TMPDIR=str(tmp), **{TOKEN_VAR: zygote_token(token)})
+    return Zygote.start(env, tmp, workdir / "zygote.stderr", timeout=timeout)[0], False
 
 
 def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path, rank: int | None = None,
@@ -579,6 +583,7 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
     reaper = Reaper(new_token())
     serial = itertools.count()
     zygote: Zygote | None = None
+    shared = False
 
     def start(role: str, master_port: int | None) -> None:
         runs[role] = [_spawn(role, trees[role], request, workdir, rank, master_port, reaper.token(next(serial)),
@@ -625,7 +630,7 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
             forwarded.setdefault(run.rank, []).append(frame)
 
     try:
-        zygote = _start_zygote(request, workdir, reaper.token("zygote"))
+        zygote, shared = _start_zygote(request, workdir, reaper.token("zygote"))
         progress(f"running {', '.join(_RUN_NAMES[r] for r in roles[:-1])} and {_RUN_NAMES[roles[-1]]}"
                  + (f" ({request.nproc} ranks each)" if request.nproc > 1 else "") + " ...")
         for role, master_port in zip(list(roles), ports):
@@ -735,7 +740,7 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
                     th.join(timeout=5)
                 if run.limit is not None:
                     run.failure = run.limit
-        if zygote is not None:
+        if zygote is not None and not shared:
             zygote.close()
         reaper.close()
     failures: list[RunFailure] = []

@@ -41,7 +41,8 @@ from typing import Any, BinaryIO
 
 from cuda2neuron.validate._procs import _stat
 
-__all__ = ["FORK_VAR", "ForkedProcess", "Zygote", "ZygoteError", "fork_wanted", "zygote_token"]
+__all__ = ["FORK_VAR", "ForkedProcess", "Zygote", "ZygoteError", "close_shared", "fork_wanted", "shared_zygote",
+           "zygote_token"]
 
 FORK_VAR = "CUDA2NEURON_VALIDATE_FORK"
 # As _runner._BOOT: the caller's folder off sys.path before anything is imported.
@@ -50,6 +51,12 @@ BOOT = ("import sys; getattr(sys.flags, 'safe_path', False) or sys.path.pop(0); 
 # Room in the zygote's token slot for each run's token ("<prefix>.<n>", written over it).
 _SLOT = 64
 _MAX_MESSAGE = 1 << 22
+
+
+# The process-wide zygote (shared_zygote) and the environment it was started with.
+_shared: tuple[dict[str, str], Zygote] | None = None
+_shared_lock = threading.Lock()
+_exit_hook: list[bool] = []
 
 
 class ZygoteError(Exception):
@@ -64,6 +71,47 @@ def fork_wanted() -> bool:
 def zygote_token(reaper_token: str) -> str:
     """The zygote's token: of the Reaper's prefix, padded so that every run's token fits its slot."""
     return reaper_token + "." + "0" * _SLOT
+
+
+def shared_zygote(env: dict[str, str], stderr_path: Path, timeout: float) -> tuple[Zygote | None, str]:
+    """The process-wide zygote for runs whose shared environment is ``env``: the one the last
+    call started while it lives and ``env`` is the same, else a new one (the old one ended).
+
+    Reused across validate calls because its start — importing torch, ~1.5 CPU-s and as much
+    wall time before the first run can fork — is the same every time: a test suite or a
+    notebook that validates many ports pays it once. Only for calls on the main thread: a
+    zygote dies with the thread that started it (PR_SET_PDEATHSIG follows the thread), and a
+    thread's end must not kill another call's runs. It carries a token of its own, not of a
+    call's Reaper; when the process dies it dies with it, and ``close_shared`` (at exit) ends it."""
+    global _shared
+    with _shared_lock:
+        if _shared is not None:
+            key, zygote = _shared
+            if key == env and zygote.alive():
+                return zygote, ""
+            _shared = None
+            zygote.close()
+        from cuda2neuron.validate._procs import TOKEN_VAR, new_token
+
+        # cwd "/": the zygote outlives the folder of the call that started it.
+        zygote, why = Zygote.start({**env, TOKEN_VAR: zygote_token(new_token())}, Path("/"), stderr_path, timeout)
+        if zygote is not None:
+            _shared = (dict(env), zygote)
+            if not _exit_hook:
+                import atexit
+
+                atexit.register(close_shared)
+                _exit_hook.append(True)
+        return zygote, why
+
+
+def close_shared() -> None:
+    """End the process-wide zygote, if there is one (its runs have all ended by then)."""
+    global _shared
+    with _shared_lock:
+        if _shared is not None:
+            _shared[1].close()
+            _shared = None
 
 
 class ForkedProcess:
@@ -241,6 +289,10 @@ class Zygote:
                 if _stat(str(run.pid)) is None:
                     run._finish(-signal.SIGKILL)
             time.sleep(0.05)
+
+    def alive(self) -> bool:
+        """Still able to fork runs: running, its socket open, and it never refused one."""
+        return self.usable and not self._lost and self.proc.poll() is None
 
     def close(self) -> None:
         """End the zygote (every run it forked that still lives is killed with it)."""

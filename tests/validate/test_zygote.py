@@ -1,6 +1,7 @@
 """validate's runs forked from the torch-preloaded zygote (_zygote.py) are the runs a fresh
 interpreter gave: same records and verdicts, same process setup as the user's code sees it,
-same exit statuses; the zygote ends with the call, and with validate when it is killed.
+same exit statuses; the zygote is kept for the next call on the main thread (while the runs'
+shared environment is the same), ends when it changes or at exit, and with validate when it is killed.
 
 The runs use the CPU redirect (no emulator build) to stay quick.
 """
@@ -12,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -88,6 +90,7 @@ def _validate(mlp: Path, tmp: Path, fork: bool, original: str | None, port: str 
         zygotes.append(zygote)
         return zygote, why
 
+    _zygote.close_shared()  # this call starts its own zygote, counted here
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(FORK_VAR, "1" if fork else "0")
         mp.setattr(Zygote, "spawn", spawn)
@@ -95,9 +98,41 @@ def _validate(mlp: Path, tmp: Path, fork: bool, original: str | None, port: str 
         request = ValidateRequest(original=trees[0], port=trees[1], mode="entry", entry="entry:build",
                                   port_device="cpu", timeout=240.0, **kw)
         result = run_validation(request)
-    for zygote in zygotes:  # the zygote ends with the call
-        assert zygote.proc.returncode is not None
+    assert len(zygotes) == fork and all(z.alive() for z in zygotes)  # kept for the next call
+    _zygote.close_shared()
+    assert all(z.proc.returncode is not None for z in zygotes)  # and ended with close_shared (at exit)
     return result, len(forked), trees
+
+
+def test_the_next_call_reuses_the_zygote_while_the_environment_is_the_same(mlp, tmp_path, monkeypatch):
+    monkeypatch.delenv(FORK_VAR, raising=False)
+    _zygote.close_shared()
+    started: list[Zygote] = []
+    real_start = Zygote.start.__func__
+
+    def start(cls, *a, **k):
+        zygote, why = real_start(cls, *a, **k)
+        started.append(zygote)
+        return zygote, why
+
+    monkeypatch.setattr(Zygote, "start", classmethod(start))
+    trees = [copy_with_patches(mlp / side, tmp_path / side, ()) for side in ("original", "port")]
+
+    def validate(seed: int):
+        request = ValidateRequest(original=trees[0], port=trees[1], mode="entry", entry="entry:build",
+                                  port_device="cpu", golden=False, steps=1, seed=seed, timeout=240.0)
+        return run_validation(request)
+
+    try:
+        results = [validate(0), validate(0)]
+        assert len(started) == 1 and started[0].alive()  # one zygote for both calls
+        results.append(validate(7))  # another hash seed: a zygote of its own, the old one ended
+        assert len(started) == 2 and started[0].proc.returncode is not None and started[1].alive()
+        assert [r.verdict for r in results] == [Verdict.PASS] * 3, [r.failures for r in results]
+        assert repr(results[0].comparisons) == repr(results[1].comparisons)
+    finally:
+        _zygote.close_shared()
+    assert started[1].proc.returncode is not None
 
 
 @pytest.fixture(scope="module")
@@ -192,3 +227,28 @@ def test_kill_9_of_validate_leaves_neither_runs_nor_zygote(mlp, tmp_path):
     while any(_alive(p) for p in (*runs, zygote)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [p for p in (*runs, zygote) if _alive(p)]
+
+
+def test_a_call_off_the_main_thread_ends_its_own_zygote(mlp, tmp_path, monkeypatch):
+    # A zygote dies with the thread that started it: one started by a worker thread is never shared.
+    monkeypatch.delenv(FORK_VAR, raising=False)
+    _zygote.close_shared()
+    started: list[Zygote] = []
+    real_start = Zygote.start.__func__
+
+    def start(cls, *a, **k):
+        zygote, why = real_start(cls, *a, **k)
+        started.append(zygote)
+        return zygote, why
+
+    monkeypatch.setattr(Zygote, "start", classmethod(start))
+    trees = [copy_with_patches(mlp / side, tmp_path / side, ()) for side in ("original", "port")]
+    request = ValidateRequest(original=trees[0], port=trees[1], mode="entry", entry="entry:build",
+                              port_device="cpu", golden=False, steps=1, timeout=240.0)
+    results = []
+    thread = threading.Thread(target=lambda: results.append(run_validation(request)))
+    thread.start()
+    thread.join()
+    assert results and results[0].verdict is Verdict.PASS, results and results[0].failures
+    assert len(started) == 1 and started[0].proc.returncode is not None
+    assert _zygote._shared is None
