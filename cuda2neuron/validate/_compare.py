@@ -185,9 +185,18 @@ def _max_abs(t: torch.Tensor) -> float:
     return max(-float(lo), float(hi))
 
 
+# Fewer non-zero values than this cannot tell rounding from a changed computation: a scalar
+# loss whose relative error happens to be under float16's unit roundoff (a dropout left on) read
+# as "rounded through float16".
+_ROUNDING_EVIDENCE = 16
+
+
 def _rounded_copy(r: torch.Tensor, p: torch.Tensor) -> str | None:
-    """The 16-bit type the port's values could be the reference's rounded through, or None: every
-    element within that type's unit roundoff (plus the float32 noise of the operations after)."""
+    """The 16-bit type the port's values could be the reference's rounded through, None when
+    they are not, "" when there are too few values to tell: every element within that type's
+    unit roundoff (plus the float32 noise of the operations after)."""
+    if int(torch.count_nonzero(r)) < _ROUNDING_EVIDENCE:
+        return ""
     diff = (p - r).abs()
     for dtype in ("float16", "bfloat16"):
         if bool((diff <= 1.5 * _ROUNDOFF[dtype] * r.abs() + 1e-30).all()):
@@ -319,9 +328,14 @@ def compare_records(
             and port_err >= PRECISION_FACTOR * max(ref_err, _EPS.get(port_dtype, 0.0) * 1e-3)):
         times = port_err / ref_err if ref_err > 0 else float("inf")
         rounded = _rounded_copy(rf.double(), pf.double())
-        what = (f"precision lost in the port (every value is the original's rounded through {rounded})" if rounded else
-                "not rounding: the port computes something else here (a changed operation, or one fed by a value "
-                "rounded through a lower precision)")
+        if rounded:
+            what = f"precision lost in the port (every value is the original's rounded through {rounded})"
+        elif rounded == "":
+            what = ("the port computes something else here, or a value went through a lower precision (too few "
+                    "values to tell rounding apart)")
+        else:
+            what = ("not rounding: the port computes something else here (a changed operation, or one fed by a value "
+                    "rounded through a lower precision)")
         return done(Verdict.FAIL, f"error {port_err:.2e} is {times:.0f}x the original's own ({ref_err:.2e}) on the same "
                     f"kernels with no autocast or dtype change: {what}{left_out}", **metrics)
     if port_err <= allowed:

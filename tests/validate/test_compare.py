@@ -254,6 +254,18 @@ def test_a_changed_value_on_the_same_kernels_is_not_called_precision_lost():
     assert "precision lost" not in out.reason and "computes something else" in out.reason
 
 
+@pytest.mark.parametrize("shape", [(), (3,)], ids=["scalar", "three-values"])
+def test_a_few_values_are_never_called_rounded(shape):
+    """A loss 1e-4 off on the same kernels (a dropout left on in evaluation) is within float16's
+    unit roundoff by chance: too few values to call it precision lost, or to rule that out."""
+    ref = torch.full(shape, 2.5)
+    port = ref * (1 + 1e-4)
+    gold = ref.double() * (1 + 1e-9)
+    out = compare_records("k", rec(ref), rec(port), rec(gold), Tolerances(), False, same_kernels=True)
+    assert out.verdict is Verdict.FAIL, out.reason
+    assert "precision lost" not in out.reason and "too few values to tell" in out.reason
+
+
 def test_adam_ratio_noise_is_left_out_of_the_final_parameters():
     """A bf16 gradient element under the port's own error keeps its sign but not its size: Adam's
     second update (m / sqrt(v)) then moves that weight by a different fraction of lr."""
