@@ -66,6 +66,9 @@ _WORDS_STR = re.compile(r"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc|triton|tilelang
 # A bare word is the API itself (`x.cuda()`, `torch.version.cuda`, `"nccl"`): never excused as a
 # name of the project's, even where the project also defines something of that name.
 _BARE = re.compile(r"_*(?:cuda|nccl|cudnn|triton|tilelang|cutlass|helion|cupy|nvidia)_*", re.IGNORECASE)
+_CUDA_WORD = re.compile(r"cuda|nvcc|nvidia|cudnn|nccl", re.IGNORECASE)
+# Calls that build a filesystem path from their string arguments (`join` only as os.path's).
+_PATH_BUILDERS = frozenset({"join", "Path", "PurePath", "PosixPath", "joinpath", "makedirs", "mkdir"})
 NAME, STRING = "NAME", "STRING"
 
 
@@ -100,6 +103,9 @@ class Names(ast.NodeVisitor):
         self.uses: dict[str, set[int]] = {}  # name -> lines where it is read
         self.statements: list[ast.stmt] = []
         self.skips: set[tuple[int, int]] = set()  # (line, col) of `pytest.importorskip("pkg")` names
+        # (line, col) of a folder or file name the program builds a path from:
+        # `os.path.join(tempfile.gettempdir(), "cnn_cuda_example")`, `Path(root, "nvidia_docs")`.
+        self.path_parts: set[tuple[int, int]] = set()
         # (line, col) of labels: a test id (`pytest.param(..., id="cuda-bf16")`, `ids=[...]`) and
         # the name of a command-line option (`add_argument("--use_triton")`, `addoption("--cuda_ver")`)
         self.labels: set[tuple[int, int]] = set()
@@ -281,11 +287,24 @@ class Names(ast.NodeVisitor):
             for a in node.args:
                 if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-"):
                     self.labels.add((a.lineno, a.col_offset))
+        if callee in _PATH_BUILDERS and not (callee == "join" and not _is_os_path(func)):
+            self._path_parts(node)
         if isinstance(func, ast.Attribute) and func.attr == "importorskip" and node.args:
             first = node.args[0]
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
                 self.skips.add((first.lineno, first.col_offset))
         self.generic_visit(node)
+
+    def _path_parts(self, node: ast.Call) -> None:
+        """The string parts of a path built by ``node``, unless a part reaches into a CUDA install
+        (`os.path.join(CUDA_HOME, "bin", "nvcc")`: another argument names CUDA)."""
+        parts = [a for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        others = [a for a in node.args if a not in parts]
+        if any(_CUDA_WORD.search(ast.unparse(a)) for a in others):
+            return
+        for part in parts:
+            if not part.value.startswith(("/", "~", "$")) and not _BARE.fullmatch(part.value):
+                self.path_parts.add((part.lineno, part.col_offset))
 
     def visit_Assign(self, node: ast.Assign) -> None:
         # `__all__ = ["retry_if_cuda_oom"]`: strings naming what the module exports.
@@ -316,6 +335,12 @@ class Names(ast.NodeVisitor):
             self.keys.add((node.slice.lineno, node.slice.col_offset))
         self.generic_visit(node)
 
+
+
+def _is_os_path(func: ast.expr) -> bool:
+    """``os.path.join`` / ``path.join`` / ``osp.join``, not ``", ".join`` or a library's join."""
+    value = func.value if isinstance(func, ast.Attribute) else None
+    return (isinstance(value, ast.Attribute) and value.attr == "path") or (isinstance(value, ast.Name) and value.id in ("path", "osp"))
 
 
 def widen(names: Names, lines: set[int], kernel_lines: set[int]) -> set[int]:
@@ -575,6 +600,8 @@ def excuse(tok: Word, ctx: FileExcuses) -> str:
         return f"{word}: a test skipped where the package is absent"
     if tok.type == STRING and tok.start in names.labels:
         return f"{word}: a label (a test id or a command-line option's name)"
+    if tok.type == STRING and tok.start in names.path_parts:
+        return f"{word}: a folder or file name the program builds a path from"
     if tok.type == STRING and is_file_name(word.strip("rbuRBU").strip("'\"")):
         return f"{word}: a file's name"
     if tok.type == STRING and _HUB_ID.fullmatch(word.strip("rbuRBU").strip("'\"")):

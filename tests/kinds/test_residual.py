@@ -34,7 +34,12 @@ _ROWS = {
     "python-whole-statement-covered": ("m.py", "import torch\nx = torch.zeros(\n    3, device='cuda',\n    dtype=None)\n", []),
     "python-own-name": ("m.py", "def use_cuda_graphs(m):\n    return m\ny = use_cuda_graphs(1)\n", []),
     "python-own-import": ("pkg/m.py", "from .random import get_cuda_rng_tracker\nt = get_cuda_rng_tracker()\n", []),
-    "python-foreign-import": ("m.py", "from transformers.utils import is_torch_cuda_available\nok = is_torch_cuda_available()\n", [1, 2]),
+    "python-foreign-import": ("m.py", "from gpu_utils.checks import is_cuda_ready\nok = is_cuda_ready()\n", [1, 2]),
+    # CN213 covers the call, and the import of what it reports with it.
+    "python-library-probe": ("m.py", "from transformers.utils import is_torch_cuda_available\nok = is_torch_cuda_available()\n", []),
+    "python-path-part": ("m.py", "import os, tempfile\nd = os.path.join(tempfile.gettempdir(), 'cnn_cuda_example')\n", []),
+    "python-path-into-cuda": ("m.py", "import os\ncuda_home = find_toolkit()\nnvcc = os.path.join(cuda_home, 'bin', 'nvcc_wrapper')\n", [3]),
+    "python-str-join-is-no-path": ("m.py", "x = ', '.join(['use_cuda_x'])\n", [1]),
     "python-own-enum-member": ("pkg/m.py", "from .helper import DeviceType\nif t == DeviceType.CUDA:\n    pass\n", []),
     # shell
     "shell-nvcc": ("build.sh", "nvcc -O3 -o k k.cu\n", [1]),
