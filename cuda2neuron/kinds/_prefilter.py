@@ -59,6 +59,8 @@ _PYTHON = (
     "gptq", "awq", "eetq", "fp8", "higgs", "vptq", "spqr", "fpquant", "4bit", "8bit",
     "32bit", "ademamix", "rmsprop_bnb",
     "max_memory", "NativeScaler", "scaler.state_dict()[", "scaler._scale",
+    # transformers' bfloat16 probe (CN213; its CUDA probes are covered by "cuda")
+    "bf16_gpu",
 )  # fmt: skip
 _SHELL = (
     "cuda", "cudnn", "cublas", "nvidia", "nccl", "nvcc", "nproc", "num_gpus", "num-gpus", "device", "install",
