@@ -8,6 +8,7 @@ The runs use the CPU redirect (no emulator build) to stay quick.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -104,7 +105,8 @@ def _validate(mlp: Path, tmp: Path, fork: bool, original: str | None, port: str 
     return result, len(forked), trees
 
 
-def test_the_next_call_reuses_the_zygote_while_the_environment_is_the_same(mlp, tmp_path, monkeypatch):
+def _counting_starts(monkeypatch) -> list[Zygote]:
+    """Forked runs on, no zygote kept from an earlier test; the zygotes started from now on."""
     monkeypatch.delenv(FORK_VAR, raising=False)
     _zygote.close_shared()
     started: list[Zygote] = []
@@ -116,12 +118,21 @@ def test_the_next_call_reuses_the_zygote_while_the_environment_is_the_same(mlp, 
         return zygote, why
 
     monkeypatch.setattr(Zygote, "start", classmethod(start))
-    trees = [copy_with_patches(mlp / side, tmp_path / side, ()) for side in ("original", "port")]
+    return started
+
+
+def _plain_request(mlp: Path, tmp: Path, **kw) -> ValidateRequest:
+    trees = [copy_with_patches(mlp / side, tmp / side, ()) for side in ("original", "port")]
+    return ValidateRequest(original=trees[0], port=trees[1], mode="entry", entry="entry:build", port_device="cpu",
+                           golden=False, steps=1, timeout=240.0, **kw)
+
+
+def test_the_next_call_reuses_the_zygote_while_the_environment_is_the_same(mlp, tmp_path, monkeypatch):
+    started = _counting_starts(monkeypatch)
+    request = _plain_request(mlp, tmp_path)
 
     def validate(seed: int):
-        request = ValidateRequest(original=trees[0], port=trees[1], mode="entry", entry="entry:build",
-                                  port_device="cpu", golden=False, steps=1, seed=seed, timeout=240.0)
-        return run_validation(request)
+        return run_validation(dataclasses.replace(request, seed=seed))
 
     try:
         results = [validate(0), validate(0)]
@@ -231,20 +242,8 @@ def test_kill_9_of_validate_leaves_neither_runs_nor_zygote(mlp, tmp_path):
 
 def test_a_call_off_the_main_thread_ends_its_own_zygote(mlp, tmp_path, monkeypatch):
     # A zygote dies with the thread that started it: one started by a worker thread is never shared.
-    monkeypatch.delenv(FORK_VAR, raising=False)
-    _zygote.close_shared()
-    started: list[Zygote] = []
-    real_start = Zygote.start.__func__
-
-    def start(cls, *a, **k):
-        zygote, why = real_start(cls, *a, **k)
-        started.append(zygote)
-        return zygote, why
-
-    monkeypatch.setattr(Zygote, "start", classmethod(start))
-    trees = [copy_with_patches(mlp / side, tmp_path / side, ()) for side in ("original", "port")]
-    request = ValidateRequest(original=trees[0], port=trees[1], mode="entry", entry="entry:build",
-                              port_device="cpu", golden=False, steps=1, timeout=240.0)
+    started = _counting_starts(monkeypatch)
+    request = _plain_request(mlp, tmp_path)
     results = []
     thread = threading.Thread(target=lambda: results.append(run_validation(request)))
     thread.start()
