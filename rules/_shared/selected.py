@@ -18,30 +18,19 @@ __all__ = ["opened_code", "selected_code"]
 _NEGATING = (cst.NotEqual, cst.NotIn, cst.IsNot)
 
 
-def selected_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
-    """The test expression of the ``if``/``while``/conditional expression that ``node`` (a device
-    test, or a part of one) decides, and the branch taken when the device is CUDA; () when the
-    node decides no branch. ``not``, ``!=`` and ``not in`` pick the ``else`` branch, and where
-    there is none and the branch leaves (``if not torch.cuda.is_available(): return``), the
-    statements after the ``if``; through an ``or`` (``cuda or cpu_ok``) no branch implies CUDA,
-    and only the test is returned."""
+def _deciding(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cst.CSTNode):  # noqa: ANN202
+    """The ``if``/``while``/conditional expression whose test ``node`` is part of, walking up
+    through comparisons, ``not`` and boolean operators: (its index in ``ancestors``, whether the
+    test is true when the device is *not* CUDA, whether an ``or`` lets it be true without CUDA —
+    ``cuda or cpu_ok``, ``not cuda and x``); None where a statement ends the walk first, or
+    ``node`` sits in a branch rather than the test."""
     child: cst.CSTNode = node
     negated = False
-    lost = False
+    through_or = False
     for i in range(len(ancestors) - 1, -1, -1):
         anc = ancestors[i]
         if isinstance(anc, (cst.If, cst.While, cst.IfExp)):
-            if child is not anc.test:
-                return ()
-            if lost:
-                return (anc.test,)
-            if not negated:
-                return (anc.test, anc.body)
-            orelse = anc.orelse
-            if orelse is None and isinstance(anc, cst.If) and i > 0 and _leaves(anc.body):
-                # `if not torch.cuda.is_available(): return` — what follows runs on CUDA only.
-                return (anc.test, *_after(ancestors[i - 1], anc))
-            return (anc.test, orelse) if orelse is not None else (anc.test,)
+            return (i, negated, through_or) if child is anc.test else None
         if isinstance(anc, cst.Comparison):
             if any(isinstance(c.operator, _NEGATING) for c in anc.comparisons):
                 negated = not negated
@@ -49,11 +38,34 @@ def selected_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: 
             negated = not negated
         elif isinstance(anc, cst.BooleanOperation):
             # `cuda and x` true -> cuda; `notcuda or x` false -> cuda; the other two say nothing.
-            lost = lost or (isinstance(anc.operator, cst.Or) != negated)
+            through_or = through_or or (isinstance(anc.operator, cst.Or) != negated)
         elif isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.Lambda, cst.FunctionDef)):
-            return ()
+            return None
         child = anc
-    return ()
+    return None
+
+
+def selected_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    """The test expression of the ``if``/``while``/conditional expression that ``node`` (a device
+    test, or a part of one) decides, and the branch taken when the device is CUDA; () when the
+    node decides no branch. ``not``, ``!=`` and ``not in`` pick the ``else`` branch, and where
+    there is none and the branch leaves (``if not torch.cuda.is_available(): return``), the
+    statements after the ``if``; through an ``or`` (``cuda or cpu_ok``) no branch implies CUDA,
+    and only the test is returned."""
+    found = _deciding(ancestors, node)
+    if found is None:
+        return ()
+    i, negated, through_or = found
+    anc = ancestors[i]
+    if through_or:
+        return (anc.test,)
+    if not negated:
+        return (anc.test, anc.body)
+    orelse = anc.orelse
+    if orelse is None and isinstance(anc, cst.If) and i > 0 and _leaves(anc.body):
+        # `if not torch.cuda.is_available(): return` — what follows runs on CUDA only.
+        return (anc.test, *_after(ancestors[i - 1], anc))
+    return (anc.test, orelse) if orelse is not None else (anc.test,)
 
 
 def _leaves(block: cst.BaseSuite) -> bool:
@@ -81,25 +93,11 @@ def opened_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cs
     about Neuron, the test opens that branch on the target, so the branch's CUDA-only code holds
     the test back (``Report.needs``); the branch runs either way, so its own fixes do not wait.
     () where ``selected_code`` already returns the branch, or no branch is decided."""
-    child: cst.CSTNode = node
-    negated = False
-    shared = False
-    for anc in reversed(ancestors):
-        if isinstance(anc, (cst.If, cst.While, cst.IfExp)):
-            if child is not anc.test or not shared:
-                return ()
-            if not negated:
-                return (anc.body,)
-            orelse = anc.orelse
-            return (orelse,) if orelse is not None else ()
-        if isinstance(anc, cst.Comparison):
-            if any(isinstance(c.operator, _NEGATING) for c in anc.comparisons):
-                negated = not negated
-        elif isinstance(anc, cst.UnaryOperation) and isinstance(anc.operator, cst.Not):
-            negated = not negated
-        elif isinstance(anc, cst.BooleanOperation):
-            shared = shared or (isinstance(anc.operator, cst.Or) != negated)
-        elif isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.Lambda, cst.FunctionDef)):
-            return ()
-        child = anc
-    return ()
+    found = _deciding(ancestors, node)
+    if found is None or not found[2]:
+        return ()
+    anc = ancestors[found[0]]
+    if not found[1]:
+        return (anc.body,)
+    orelse = anc.orelse
+    return (orelse,) if orelse is not None else ()
