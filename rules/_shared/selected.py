@@ -18,7 +18,9 @@ __all__ = ["opened_code", "selected_code"]
 _NEGATING = (cst.NotEqual, cst.NotIn, cst.IsNot)
 
 
-def _deciding(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cst.CSTNode):  # noqa: ANN202
+def _deciding(
+    ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cst.CSTNode
+) -> tuple[int, bool, bool] | None:
     """The ``if``/``while``/conditional expression whose test ``node`` is part of, walking up
     through comparisons, ``not`` and boolean operators: (its index in ``ancestors``, whether the
     test is true when the device is *not* CUDA, whether an ``or`` lets it be true without CUDA —
