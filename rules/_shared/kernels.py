@@ -17,7 +17,6 @@ resolved here against the file's path and matched with the sweep's dotted module
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePath
@@ -29,11 +28,7 @@ from cuda2neuron.python import dotted_name, visit_syntax
 
 from .packages import in_package
 from .strings import string_value
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - pyproject pulls tomli on 3.10
-    import tomli as tomllib
+from .tables import read_table
 
 __all__ = [
     "DYNAMIC_IMPORTS",
@@ -151,7 +146,7 @@ class QuantizationConfig:
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
-    return tomllib.loads(Path(__file__).with_name(TABLE).read_text(encoding="utf-8"))
+    return read_table(Path(__file__).with_name(TABLE))
 
 
 @lru_cache(maxsize=1)

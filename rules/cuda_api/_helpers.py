@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import ast
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -16,11 +15,7 @@ from pathlib import Path
 import libcst as cst
 
 from .._shared.names import is_reference
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - pyproject pulls tomli on 3.10
-    import tomli as tomllib
+from .._shared.tables import tomllib
 
 __all__ = [
     "MemberReferences",

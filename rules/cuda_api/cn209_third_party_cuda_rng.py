@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -11,11 +10,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule
 
 from .._shared.names import is_reference
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - pyproject pulls tomli on 3.10
-    import tomli as tomllib
+from .._shared.tables import read_table
 
 __all__ = ["ThirdPartyCudaRng"]
 
@@ -35,7 +30,7 @@ _GUIDANCE = (
 @lru_cache(maxsize=1)
 def _table() -> dict[str, frozenset[str]]:
     """Module -> the names of it that keep CUDA RNG state."""
-    data = tomllib.loads(TABLE.read_text(encoding="utf-8"))
+    data = read_table(TABLE)
     return {module: frozenset(row["names"]) for module, row in data["module"].items()}
 
 

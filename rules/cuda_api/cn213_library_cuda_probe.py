@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -13,12 +12,8 @@ from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.names import call_qualname, import_to_drop
 from .._shared.selected import opened_code, selected_code
+from .._shared.tables import read_table
 from .._shared.target import spell_for_target
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - pyproject pulls tomli on 3.10
-    import tomli as tomllib
 
 __all__ = ["LibraryCudaProbe"]
 
@@ -32,10 +27,19 @@ class _Probe:
     accelerator: str | None
 
 
+class ProbeTableError(ValueError):
+    """library_probes.toml is malformed (raised when the rule first reads it)."""
+
+
 @lru_cache(maxsize=1)
 def _table() -> dict[str, _Probe]:
-    rows = tomllib.loads(TABLE.read_text(encoding="utf-8"))["probe"]
-    return {name: _Probe(row["asks"], row["neuron"], row.get("accelerator")) for name, row in rows.items()}
+    """The rows of library_probes.toml keyed by the probe's qualified name."""
+    rows = {}
+    for name, row in read_table(TABLE).get("probe", {}).items():
+        if not {"asks", "neuron"} <= set(row) <= {"asks", "neuron", "accelerator"}:
+            raise ProbeTableError(f"{TABLE.name}: [probe.\"{name}\"] needs asks and neuron (accelerator optional), got {sorted(row)}")
+        rows[name] = _Probe(row["asks"], row["neuron"], row.get("accelerator"))
+    return rows
 
 
 @lru_cache(maxsize=1)

@@ -3,7 +3,9 @@
 Every Trainer optimizer name of ``[trainer_optim.*]`` is reported where it sets the option, with
 the fix safety its row declares (safe only where the torch optimizer does the same update), and
 every class of ``[quantization_config.*]`` is reported when built from transformers or diffusers.
-A malformed row fails at load with the table's name.
+A malformed row fails at load with the table's name. So for the CUDA probes of
+``rules/cuda_api/library_probes.toml`` (CN213): each is rewritten to its row's neuron call, a
+name the rule declares it emits (so the emulated device is checked to have it).
 """
 
 from __future__ import annotations
@@ -47,3 +49,34 @@ def test_a_malformed_row_names_the_table(monkeypatch):
             trainer_optimizers()
     finally:
         trainer_optimizers.cache_clear()
+
+
+def _probe_rows():
+    from cuda2neuron.rules.cuda_api import cn213_library_cuda_probe as cn213
+
+    return cn213, cn213._table()
+
+
+@pytest.mark.parametrize("qualified", sorted(_probe_rows()[1]))
+def test_every_library_probe_is_rewritten_to_its_neuron_call(qualified):
+    cn213, rows = _probe_rows()
+    row = rows[qualified]
+    assert {row.neuron, row.accelerator} - {None} <= set(cn213.LibraryCudaProbe.emits)
+    module, _, name = qualified.rpartition(".")
+    source = f"from {module} import {name}\nok = {name}()\n"
+    assert [f.code for f in lint_source(source, "t.py", Config())] == ["CN213"]
+    out, _ = fix_source(source, "t.py", Config())
+    assert f"ok = {row.neuron}()" in out, out
+
+
+def test_a_malformed_probe_row_fails_naming_the_table(tmp_path, monkeypatch):
+    cn213, _ = _probe_rows()
+    table = tmp_path / "library_probes.toml"
+    table.write_text('[probe."lib.is_cuda_ok"]\nasks = "whether CUDA is available"\n', encoding="utf-8")
+    monkeypatch.setattr(cn213, "TABLE", table)
+    cn213._table.cache_clear()
+    try:
+        with pytest.raises(cn213.ProbeTableError, match=r"library_probes.toml: \[probe.\"lib.is_cuda_ok\"\] needs asks and neuron"):
+            cn213._table()
+    finally:
+        cn213._table.cache_clear()
