@@ -12,7 +12,7 @@ import re
 import textwrap
 import tokenize
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -22,7 +22,7 @@ from ._context import RuleContext
 from ._groups import link_groups
 from ._lineage import Lineage
 from ._positions import spans_and_code, spans_of
-from ._rebuild import rebuild
+from ._rebuild import direct_children, rebuild
 from ._walk import walk_rules
 
 __all__ = ["NET_UNITS", "FixOutcome", "fix_module", "lint_module", "net_unit"]
@@ -527,7 +527,7 @@ def _transform(visitor, module: cst.Module, paths: set[int], lineage: Lineage | 
     def on_leave(original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[no-untyped-def]
         result = type(visitor).on_leave(visitor, original, updated)
         if lineage is not None and isinstance(result, cst.CSTNode) and result is not original:
-            lineage.built(result, original, _direct_children(original))
+            lineage.built(result, original, direct_children(original))
         return result
 
     visitor.on_visit = on_visit  # type: ignore[method-assign]
@@ -538,17 +538,6 @@ def _transform(visitor, module: cst.Module, paths: set[int], lineage: Lineage | 
         result = module.visit(visitor)
     assert isinstance(result, cst.Module)
     return result
-
-
-def _direct_children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    out: list[cst.CSTNode] = []
-    for f in fields(node):  # type: ignore[arg-type]
-        value = getattr(node, f.name)
-        if isinstance(value, cst.CSTNode):
-            out.append(value)
-        elif isinstance(value, (tuple, list)):
-            out.extend(v for v in value if isinstance(v, cst.CSTNode))
-    return out
 
 
 def _import_chains(module: cst.Module) -> list[tuple[cst.CSTNode, ...]]:
@@ -564,7 +553,7 @@ def _import_chains(module: cst.Module) -> list[tuple[cst.CSTNode, ...]]:
             continue
         if isinstance(node, cst.BaseExpression):
             continue
-        for child in _direct_children(node):
+        for child in direct_children(node):
             if isinstance(child, (cst.BaseStatement, cst.BaseSmallStatement, cst.BaseSuite, cst.BaseCompoundStatement, cst.ExceptHandler, cst.ExceptStarHandler, cst.Else, cst.Finally, cst.MatchCase, cst.If)):
                 stack.append((child, chain))
     return chains

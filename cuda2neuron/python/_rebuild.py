@@ -14,7 +14,7 @@ import libcst as cst
 
 from ._lineage import Lineage
 
-__all__ = ["rebuild"]
+__all__ = ["direct_children", "rebuild"]
 
 Replacement = cst.CSTNode | cst.RemovalSentinel
 
@@ -70,11 +70,12 @@ def _rebuild(
     new_node = node.with_changes(**changes)
     if lineage is not None:
         # The node, and a `pass` put where a block lost its only statement.
-        lineage.built(new_node, node, _kept_children(node))
+        lineage.built(new_node, node, direct_children(node))
     return new_node
 
 
-def _kept_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+def direct_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes held by ``node``'s own fields (one level down, in field order)."""
     kept: list[cst.CSTNode] = []
     for f in dataclasses.fields(node):  # type: ignore[arg-type]
         value = getattr(node, f.name)
