@@ -30,6 +30,7 @@ import re
 import stat
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 __all__ = ["StaleBackupError", "atomic_write", "remove_stale_temps"]
 
@@ -128,24 +129,23 @@ def _write_through(path: Path, data: bytes, st: os.stat_result) -> None:
             os.unlink(backup)
             raise
         try:
-            fh.seek(0)
-            fh.write(data)
-            fh.truncate()
-            fh.flush()
-            os.fsync(fh.fileno())
+            _overwrite(fh, data)
         except OSError:
-            # A full disk, a quota: put the old bytes back (their blocks are still ours).
-            try:
-                fh.seek(0)
-                fh.write(old)
-                fh.truncate()
-                fh.flush()
-                os.fsync(fh.fileno())
-            except OSError:
-                raise  # the backup stays: it is the file as it was
+            # A full disk, a quota: put the old bytes back (their blocks are still ours). If
+            # that fails too, the backup stays: it is the file as it was.
+            _overwrite(fh, old)
             os.unlink(backup)
             raise
     os.unlink(backup)
+
+
+def _overwrite(fh: BinaryIO, data: bytes) -> None:
+    """Make the open file's content ``data``, on disk before returning."""
+    fh.seek(0)
+    fh.write(data)
+    fh.truncate()
+    fh.flush()
+    os.fsync(fh.fileno())
 
 
 def _glob_escape(name: str) -> str:
