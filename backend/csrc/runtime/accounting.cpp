@@ -2,11 +2,16 @@
 // tensor or device among the inputs) or CPU ops (only CPU tensors). Counting happens in a global
 // RecordFunction callback that exists only while accounting is on, so it costs nothing when off.
 // Ops that kernels call internally (depth > 0) are not counted: the user-level op is the unit.
+// The autograd engine wraps every backward node in a FUNCTION-scope record that is a label, not
+// an op ("autograd::engine::evaluate_function: MulBackward0", no inputs): it is transparent, so
+// the ops a backward node runs count as the outermost ones. Treated as an op it hid every op
+// autograd ran in backward from the residency audit.
 #include "runtime/accounting.h"
 #include "runtime/runtime.h"
 
 #include <ATen/record_function.h>
 
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -36,6 +41,11 @@ thread_local int64_t t_elements = 0;
 thread_local bool t_f64 = false;
 thread_local bool t_complex = false;
 
+inline bool is_engine_label(const at::RecordFunction& fn) {
+  static constexpr char kPrefix[] = "autograd::engine::";
+  return std::strncmp(fn.name(), kPrefix, sizeof(kPrefix) - 1) == 0;
+}
+
 inline void look(const at::Tensor& t, bool& dev, bool& cpu, int64_t& elems, bool& cplx) {
   if (!t.defined()) return;
   if (t.device().type() == kDev) {
@@ -48,6 +58,7 @@ inline void look(const at::Tensor& t, bool& dev, bool& cpu, int64_t& elems, bool
 }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+  if (is_engine_label(fn)) return nullptr;
   if (t_depth++ > 0) return nullptr;
   bool dev = false, cpu = false, cplx = false;
   int64_t elems = 0;
@@ -68,6 +79,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
 }
 
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  if (is_engine_label(fn)) return;
   if (--t_depth > 0) return;
   if (t_kind == Kind::Device) {
     g_totals.device_ops++;
