@@ -243,8 +243,16 @@ def _device_count() -> int:
 
 
 def _props(device: Any = None) -> types.SimpleNamespace:
+    # Every field torch's own _CudaDeviceProperties has: torch.compile's inductor reads
+    # `gcnArchName` on a torch without CUDA (torch.version.cuda is None) while the shim says a GPU
+    # is there, and crashed the reference (AttributeError) for any compiled model.
     return types.SimpleNamespace(name="cuda2neuron CUDA-on-CPU shim", total_memory=0, major=8, minor=0,
-                                 multi_processor_count=1)
+                                 multi_processor_count=1, gcnArchName="", uuid="00000000-0000-0000-0000-000000000000",
+                                 is_integrated=False, is_multi_gpu_board=False, L2_cache_size=0, warp_size=32,
+                                 max_threads_per_multi_processor=2048, max_threads_per_block=1024,
+                                 regs_per_multiprocessor=65536, shared_memory_per_block=49152,
+                                 shared_memory_per_block_optin=49152, shared_memory_per_multiprocessor=65536,
+                                 pci_bus_id=0, pci_device_id=0, pci_domain_id=0)
 
 
 def _patch_device_module(golden: bool, source: str) -> None:

@@ -33,6 +33,7 @@ have no step hook: there a step ends with a backward whose gradients the loop th
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import linecache
 import math
@@ -243,10 +244,14 @@ class Recorder:
 
     # -- installation -------------------------------------------------------------------------
     def install(self) -> None:
-        self._handles.append(nn.modules.module.register_module_forward_pre_hook(self._pre))
-        self._handles.append(nn.modules.module.register_module_forward_hook(self._post, always_call=True))
-        self._handles.append(register_optimizer_step_pre_hook(self._opt_pre))
-        self._handles.append(register_optimizer_step_post_hook(self._opt_post))
+        # Never traced by torch.compile: dynamo inlines global hooks into the user's graph, and
+        # recording (host copies, bytes, pipe writes) compiled into it crashed the reference in
+        # AOTAutograd's output-alias replay (a compiled nn.Sequential, any backend).
+        eager = functools.partial(torch.compiler.disable, recursive=True)
+        self._handles.append(nn.modules.module.register_module_forward_pre_hook(eager(self._pre)))
+        self._handles.append(nn.modules.module.register_module_forward_hook(eager(self._post), always_call=True))
+        self._handles.append(register_optimizer_step_pre_hook(eager(self._opt_pre)))
+        self._handles.append(register_optimizer_step_post_hook(eager(self._opt_post)))
         self._orig_backward = torch.Tensor.backward
         recorder = self
         orig = self._orig_backward
@@ -363,7 +368,14 @@ class Recorder:
             self.on_first_root()
         return idx
 
+    def _compiler_made(self, module: nn.Module) -> bool:
+        """A graph torch.compile made (an fx GraphModule run inside a user module's forward): not
+        the user's model, and not made alike in every run (the backends differ), so not recorded."""
+        return self.depth > 0 and isinstance(module, torch.fx.GraphModule) and id(module) not in self.names
+
     def _pre(self, module: nn.Module, args: Any) -> None:
+        if self._compiler_made(module):
+            return
         if self.depth == 0 and not self.paused:
             # A hand-written loop zeroes its gradients before the next forward: the step ends
             # there, so the next step's forward outputs are not filed under this one.
@@ -374,6 +386,8 @@ class Recorder:
         self.depth += 1
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
+        if self._compiler_made(module):
+            return  # the depth is what it was at its _pre, which returned early too
         self.depth = max(0, self.depth - 1)
         if self.paused:
             return

@@ -25,6 +25,10 @@ SNIPPETS = {
     "module-to-index-and-dtype": ("str(next(torch.nn.Linear(2, 2).to(1, torch.float64).parameters()).dtype)", "torch.float64"),
     "module-to-device": ("next(torch.nn.Linear(2, 2).to(torch.device('cuda')).parameters()).device.type", "cpu"),
     "pin-memory": ("torch.ones(2).pin_memory().sum().item()", 2.0),
+    # inductor's cache key reads the device's properties (gcnArchName where torch has no CUDA)
+    "device-properties-for-inductor": (
+        "__import__('torch._inductor.codecache', fromlist=['x']).CacheBase.get_system()['device']['name']", ""),
+    "device-properties-name": ("torch.cuda.get_device_properties(0).name", "cuda2neuron CUDA-on-CPU shim"),
     # A host -> "cuda" transfer copies, as on a GPU: an in-place change of the device tensor
     # leaves the host tensor alone (Mixup's x.mul_(lam) on a reused host batch).
     "cuda-copies-the-host-tensor": ("_inplace_after(lambda b: b.cuda())", 1.0),
