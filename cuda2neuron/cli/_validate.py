@@ -137,6 +137,8 @@ def _parse_tolerances(items: tuple[str, ...]) -> dict[str, float]:
 @click.option("--no-logic", is_flag=True, default=None,
               help="Skip the logic pair (original and port once more with autocast off) that an fp16/bf16 "
                    "autocast original gets.")
+@click.option("--logic-steps", type=click.IntRange(min=1), metavar="N",
+              help="Optimizer steps the logic pair runs and compares (default 2, at most --steps).")
 @click.option("--fail-on", type=click.Choice(["fail", "warn"]), default=None,
               help="Least severe verdict that exits 1: fail (default) or warn (for CI).")
 @click.option("--port-device", type=click.Choice(["neuron", "cpu"]), default="neuron", hidden=True)
@@ -144,7 +146,8 @@ def _parse_tolerances(items: tuple[str, ...]) -> dict[str, float]:
 def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | None, script: str | None,
                      steps: int | None, rev: str | None, report_path: Path | None, timeout: float | None,
                      seed: int | None, tolerances: tuple[str, ...], no_golden: bool, fail_on: str | None,
-                     port_device: str, nproc: int | None, no_logic: bool | None) -> None:
+                     port_device: str, nproc: int | None, no_logic: bool | None,
+                     logic_steps: int | None) -> None:
     from cuda2neuron.core import ConfigError, load_validate_table
     from cuda2neuron.validate._request import RequestError, build_request
     from cuda2neuron.validate._trees import TreeError, resolve_trees
@@ -166,7 +169,7 @@ def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | N
             request = build_request(
                 trees, table, entry=entry, script=script, args=script_args, steps=steps, timeout=timeout, seed=seed,
                 tolerances=overrides, golden=not no_golden, port_device=port_device, nproc=nproc, fail_on=fail_on,
-                logic=False if no_logic else None,
+                logic=False if no_logic else None, logic_steps=logic_steps,
             )
         except ConfigError as exc:
             raise UsageError(str(exc)) from None

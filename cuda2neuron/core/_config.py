@@ -202,7 +202,7 @@ def config_from_table(table: Mapping[str, Any], source: str) -> Config:
 
 
 # `[tool.cuda2neuron.validate]`: what validate runs and how it judges (docs/validate.md).
-_VALIDATE_KEYS = {"entry", "script", "args", "steps", "timeout", "seed", "tolerances", "nproc", "fail_on", "logic",
+_VALIDATE_KEYS = {"entry", "script", "args", "steps", "timeout", "seed", "tolerances", "nproc", "fail_on", "logic", "logic_steps",
                   "max_memory_mb", "max_output_mb"}
 
 

@@ -20,6 +20,9 @@ __all__ = ["RequestError", "ValidateRequest", "build_request"]
 DEFAULT_STEPS = 3
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_SEED = 0
+#: Optimizer steps the logic pair records (at most --steps): a forward, backward and update, and
+#: a second step for what only shows from there (accumulated gradients, a schedule's first move).
+DEFAULT_LOGIC_STEPS = 2
 #: The verdicts `--fail-on` accepts: the least severe verdict that makes validate exit 1.
 FAIL_ON = ("fail", "warn")
 
@@ -39,6 +42,7 @@ class ValidateRequest:
     # The logic pair: when the original runs under reduced-precision autocast, original and port
     # are also run with autocast off in both and compared at float32 precision.
     logic: bool = True
+    logic_steps: int = DEFAULT_LOGIC_STEPS
     port_device: str = "neuron"  # "cpu" only for tests that run without the emulator
     nproc: int = 1  # ranks per run (torchrun's --nproc_per_node); 1: one process per run
     tolerances: Tolerances = field(default_factory=Tolerances)
@@ -80,6 +84,7 @@ def build_request(
     nproc: int | None = None,
     fail_on: str | None = None,
     logic: bool | None = None,
+    logic_steps: int | None = None,
 ) -> ValidateRequest:
     """The request for ``trees``; ``None`` options fall back to ``table``, then to the defaults.
 
@@ -112,6 +117,10 @@ def build_request(
     logic = logic if logic is not None else table.get("logic", True)
     if not isinstance(logic, bool):
         raise RequestError(f"logic must be true or false, got {logic!r}", option="--no-logic")
+    logic_steps = logic_steps if logic_steps is not None else table.get("logic_steps", DEFAULT_LOGIC_STEPS)
+    if type(logic_steps) is not int or logic_steps < 1:
+        raise RequestError(f"logic_steps must be a whole number of steps, 1 or more; got {logic_steps!r}",
+                           option="--logic-steps")
     fail_on = fail_on or str(table.get("fail_on", "fail"))
     if fail_on not in FAIL_ON:
         raise RequestError(f"fail_on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}", option="--fail-on")
@@ -120,7 +129,7 @@ def build_request(
         args=tuple(args), steps=steps or int(table.get("steps", DEFAULT_STEPS)),
         timeout=timeout or float(table.get("timeout", DEFAULT_TIMEOUT)),
         seed=seed if seed is not None else int(table.get("seed", DEFAULT_SEED)), golden=golden, logic=logic,
-        port_device=port_device, nproc=nproc, tolerances=tol, original_label=trees.original_label, port_label=trees.port_label,
+        logic_steps=logic_steps, port_device=port_device, nproc=nproc, tolerances=tol, original_label=trees.original_label, port_label=trees.port_label,
         fail_on=fail_on, port_overlay=trees.port_overlay, max_memory=_mib_option(table, "max_memory_mb"),
         max_output=_mib_option(table, "max_output_mb"),
     )

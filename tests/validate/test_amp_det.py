@@ -35,12 +35,19 @@ def test_correct_bf16_port_passes_logic_and_precision():
     assert r.checks() == {"logic": Verdict.PASS, "precision": Verdict.PASS}, r.notes
     logic = [c for c in r.comparisons if c.check == "logic"]
     precision = [c for c in r.comparisons if c.check == "precision"]
-    # Every record compared twice: with autocast off (float32) and as written (fp16 -> bf16).
-    assert logic and len(logic) == len(precision)
+    # The first two steps' records compared twice: with autocast off (float32) and as written
+    # (fp16 -> bf16); of the third, the logic pair runs the forward (the second update's effect;
+    # the run stops at its backward), the precision check judges all; the final parameters both
+    # (the logic pair's after its last step).
+    stepped = lambda cs: {c.key.removeprefix("logic/") for c in cs if c.kind != "param"}  # noqa: E731
+    assert stepped(c for c in logic if c.step < 2) == stepped(c for c in precision if c.step < 2)
+    assert stepped(c for c in logic if c.step == 2) == stepped(c for c in precision if c.step == 2 and c.kind == "forward")
+    assert {c.kind for c in precision if c.step == 2} > {"forward"} and max(c.step for c in logic if c.kind != "param") == 2
+    assert {c.key for c in logic if c.kind == "param"} == {"logic/" + c.key for c in precision if c.kind == "param"}
     assert {c.dtype_ref for c in logic} <= {"float32", "int64", "bool"}, {c.dtype_ref for c in logic}
     assert max(c.allowed for c in logic if c.allowed is not None) < 1e-2 < max(
         c.allowed for c in precision if c.allowed is not None)
-    assert any("logic check compared" in n for n in r.notes), r.notes
+    assert any("logic check compared" in n and "the first 2 of 3 steps" in n for n in r.notes), r.notes
 
 
 DEFECTS = [

@@ -31,10 +31,11 @@ def test_help_says_it_runs_the_users_code():
         (("{o}", "{p}", "--entry", "entry:build", "--tolerance", "fudge=2"), "unknown tolerance"),
         (("{o}", "{p}", "--entry", "entry:build", "--tolerance", "pass_factor"), "expected NAME=VALUE"),
         (("{o}", "{p}", "--entry", "entry:build", "--steps", "0"), "0"),
+        (("{o}", "{p}", "--entry", "entry:build", "--logic-steps", "0"), "'--logic-steps': 0 is not in the range"),
         (("{o}/missing", "{p}", "--entry", "entry:build"), "not a directory"),
     ],
     ids=["no-paths", "no-mode", "both-modes", "args-without-script", "bad-report-suffix", "unknown-tolerance",
-         "tolerance-syntax", "zero-steps", "missing-tree"],
+         "tolerance-syntax", "zero-steps", "zero-logic-steps", "missing-tree"],
 )
 def test_bad_arguments_exit_2_before_running_anything(mlp, args, fragment):
     o, p = str(mlp / "original"), str(mlp / "port")

@@ -38,6 +38,10 @@ GOOD = [
     ("logic-pair-by-default", {}, {"entry": "e:b"}, {"logic": True}),
     ("logic-off-in-table", {"entry": "e:b", "logic": False}, {}, {"logic": False}),
     ("no-logic-option-beats-table", {"entry": "e:b", "logic": True}, {"logic": False}, {"logic": False}),
+    # how many of the steps the logic pair runs
+    ("logic-two-steps-by-default", {}, {"entry": "e:b"}, {"logic_steps": 2}),
+    ("logic-steps-in-table", {"entry": "e:b", "logic_steps": 3}, {}, {"logic_steps": 3}),
+    ("logic-steps-option-beats-table", {"entry": "e:b", "logic_steps": 3}, {"logic_steps": 1}, {"logic_steps": 1}),
 ]
 
 
@@ -69,6 +73,10 @@ BAD = [
     ("torchrun-multi-node", {}, {"script": "torchrun", "args": ("--nnodes=2", "t.py")}, "one node", None),
     ("torchrun-module", {}, {"script": "torchrun", "args": ("-m", "pkg.train")}, "script file", None),
     ("logic-as-text-in-table", {"entry": "e:b", "logic": "no"}, {}, "logic must be true or false", "--no-logic"),
+    ("logic-steps-zero-in-table", {"entry": "e:b", "logic_steps": 0}, {}, "logic_steps must be a whole number",
+     "--logic-steps"),
+    ("logic-steps-as-text-in-table", {"entry": "e:b", "logic_steps": "2"}, {}, "logic_steps must be a whole number",
+     "--logic-steps"),
 ]
 
 
