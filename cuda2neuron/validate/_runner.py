@@ -17,10 +17,12 @@ the rank.
 from __future__ import annotations
 
 import dataclasses
+import getpass
 import importlib.util
 import itertools
 import os
 import queue
+import re
 import shutil
 import socket
 import subprocess
@@ -155,9 +157,26 @@ def default_max_memory() -> int:
 def _run_env(request: ValidateRequest) -> dict[str, str]:
     """What every run's environment sets, the zygote's too: these are read when the interpreter
     starts (hash seed, unbuffered streams, no bytecode) or torch loads (OMP_NUM_THREADS)."""
-    return dict(PYTHONHASHSEED=str(request.seed), OMP_NUM_THREADS="1", CUBLAS_WORKSPACE_CONFIG=":4096:8",
-                PYTHONUNBUFFERED="1",
-                PYTHONDONTWRITEBYTECODE="1")  # no __pycache__ folders in the user's trees
+    env = dict(PYTHONHASHSEED=str(request.seed), OMP_NUM_THREADS="1", CUBLAS_WORKSPACE_CONFIG=":4096:8",
+               PYTHONUNBUFFERED="1",
+               PYTHONDONTWRITEBYTECODE="1")  # no __pycache__ folders in the user's trees
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        # torch._dynamo's import fixes its compile caches under the importing process's temporary
+        # folder (and sets this variable): named here, the zygote that imported it and the runs
+        # forked from it agree with a run started fresh, each with its own TMPDIR.
+        env["TORCHINDUCTOR_CACHE_DIR"] = inductor_cache_dir()
+    return env
+
+
+def inductor_cache_dir() -> str:
+    """The compile cache torch uses when the user names none (torch._inductor's
+    `default_cache_dir()`, whose import costs 0.9 s of CPU in the parent): shared by every
+    process of the user, as outside validate."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, ModuleNotFoundError, OSError):
+        user = f"uid_{os.getuid()}"
+    return os.path.join(tempfile.gettempdir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user))
 
 
 def _start_zygote(request: ValidateRequest, workdir: Path, token: str) -> tuple[Zygote | None, bool]:

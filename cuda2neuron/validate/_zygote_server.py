@@ -43,13 +43,16 @@ __all__ = ["main", "write_token"]
 # What the worker imports before the user's code runs (its own modules, pure at import): the
 # forked runs find them loaded. Not `_worker` itself — runpy runs it as __main__, and a copy in
 # sys.modules makes runpy warn on the run's stderr. Not the backend: activating it loads the
-# emulator's library and starts device state a fork must not share. torch._dynamo too: every
-# optimizer's first step imports it (torch.optim's dynamo guards), ~1.3 s of CPU and 800 modules
-# (sympy among them) that each of five runs paid again.
+# emulator's library and starts device state a fork must not share. torch._dynamo too: each run
+# imports it (~1.3 s of CPU: the recorder keeps its hooks out of compiled graphs with it, and every
+# optimizer's first step needs it). Trap: its import fixes the compile caches under the importing
+# process's TMPDIR unless TORCHINDUCTOR_CACHE_DIR names them — validate names them for the zygote
+# and every run alike (`_runner._run_env`), else the forked runs would differ from fresh ones.
 PRELOAD = ("numpy", "torch", "torch.nn", "torch.optim", "torch.distributed", "torch._dynamo",
-           "cuda2neuron.validate._wire", "cuda2neuron.validate._recorder", "cuda2neuron.validate._rng",
-           "cuda2neuron.validate._cuda_shim", "cuda2neuron.validate._golden", "cuda2neuron.validate._accounting",
-           "cuda2neuron.validate._autocast_off", "cuda2neuron.validate._host_api", "cuda2neuron.validate._overlay")
+           "cuda2neuron.validate._wire", "cuda2neuron.validate._class_lines", "cuda2neuron.validate._recorder",
+           "cuda2neuron.validate._rng", "cuda2neuron.validate._cuda_shim", "cuda2neuron.validate._golden",
+           "cuda2neuron.validate._accounting", "cuda2neuron.validate._autocast_off", "cuda2neuron.validate._host_api",
+           "cuda2neuron.validate._overlay")
 _MAX_MESSAGE = 1 << 22
 _WORKER = "cuda2neuron.validate._worker"
 

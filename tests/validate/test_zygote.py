@@ -251,3 +251,13 @@ def test_a_call_off_the_main_thread_ends_its_own_zygote(mlp, tmp_path, monkeypat
     assert results and results[0].verdict is Verdict.PASS, results and results[0].failures
     assert len(started) == 1 and started[0].proc.returncode is not None
     assert _zygote._shared is None
+
+
+def test_the_compile_cache_validate_names_is_the_one_torch_would_pick():
+    # the runs and the zygote get it in their environment (torch._dynamo's import fixes its caches
+    # under TMPDIR otherwise); a copy of torch's choice, so held to torch's own function
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    from cuda2neuron.validate._runner import inductor_cache_dir
+
+    assert inductor_cache_dir() == os.path.abspath(default_cache_dir())

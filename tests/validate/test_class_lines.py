@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from cuda2neuron.validate._recorder import _class_info
+from cuda2neuron.validate._class_lines import class_lines
 
 SOURCE = textwrap.dedent('''
     import dataclasses
@@ -128,14 +128,14 @@ def test_one_parse_per_file_agrees_with_inspect(tree, qualname):
     root, module = tree
     cls = _lookup(module, qualname)
     spans: dict = {}
-    assert _class_info(cls, str(root), spans) == _by_inspect(cls, str(root))
+    assert class_lines(cls, str(root), spans) == _by_inspect(cls, str(root))
 
 
 def test_the_file_is_parsed_once_for_all_its_classes(tree):
     root, module = tree
     spans: dict = {}
     for qualname in CLASSES:
-        _class_info(_lookup(module, qualname), str(root), spans)
+        class_lines(_lookup(module, qualname), str(root), spans)
     assert list(spans) == [os.path.realpath(root / "models.py")]
 
 
@@ -144,6 +144,6 @@ def test_a_library_class_is_not_the_trees_and_its_file_is_not_parsed(tree):
 
     root, _ = tree
     spans: dict = {}
-    assert _class_info(nn.Linear, str(root), spans) is None
-    assert _class_info(dataclasses.dataclass, str(root), spans) is None
+    assert class_lines(nn.Linear, str(root), spans) is None
+    assert class_lines(dataclasses.dataclass, str(root), spans) is None
     assert spans == {}
