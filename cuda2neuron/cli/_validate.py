@@ -138,7 +138,8 @@ def _parse_tolerances(items: tuple[str, ...]) -> dict[str, float]:
               help="Skip the logic pair (original and port once more with autocast off) that an fp16/bf16 "
                    "autocast original gets.")
 @click.option("--logic-steps", type=click.IntRange(min=1), metavar="N",
-              help="Optimizer steps the logic pair runs and compares (default 2, at most --steps).")
+              help="Optimizer steps the logic pair takes and compares (default 2; steps the original's "
+                   "GradScaler skipped do not count).")
 @click.option("--fail-on", type=click.Choice(["fail", "warn"]), default=None,
               help="Least severe verdict that exits 1: fail (default) or warn (for CI).")
 @click.option("--port-device", type=click.Choice(["neuron", "cpu"]), default="neuron", hidden=True)

@@ -142,11 +142,13 @@ class Recorder:
         tree_root: str,
         stop_after_steps: bool,
         on_first_root: Callable[[], None] | None = None,
+        taken_steps: int | None = None,
     ) -> None:
         self.emit = emit
         self.receive = receive
         self.role = role
         self.steps = steps
+        self.taken_steps = taken_steps
         self.tree_root = tree_root
         self.stop_after_steps = stop_after_steps
         self.on_first_root = on_first_root
@@ -352,10 +354,18 @@ class Recorder:
             self.emit(rec)
         self._opt_post(None, (), {})
 
+    def done(self) -> bool:
+        """All steps recorded: ``steps`` of them, or ``taken_steps`` that the original did not
+        skip (its GradScaler skips the first steps of fp16 training: those compare no gradients,
+        and a logic pair that counted them could end before its first compared update)."""
+        if self.step >= self.steps:
+            return True
+        return self.taken_steps is not None and self.step - len(self.skipped_steps) >= self.taken_steps
+
     def on_backward(self, loss: torch.Tensor) -> None:
         if not self.optimizer_seen and self._manual.consumed(self._root_params()):
             self.end_manual_step()
-        if self.stop_after_steps and self.step >= self.steps:
+        if self.stop_after_steps and self.done():
             raise StopRun()
         if self._scaled is not None and self._scaled[0] is loss:
             loss = self._scaled[1]

@@ -198,11 +198,12 @@ def _start_zygote(request: ValidateRequest, workdir: Path, token: str) -> tuple[
     return Zygote.start(env, tmp, workdir / "zygote.stderr", timeout=timeout)[0], False
 
 
-def _run_steps(role: str, request: ValidateRequest) -> int:
-    """Optimizer steps a run records: the logic pair only the first ``logic_steps`` (issue 32's
-    cost goal; a logic defect is in code every step runs, and what only later steps run — a
-    schedule, an eval switch — the precision check still judges over every step)."""
-    return min(request.steps, request.logic_steps) if role in LOGIC_ROLES else request.steps
+def _taken_steps(role: str, request: ValidateRequest) -> int | None:
+    """Steps the run takes before it stops, the ones the original's GradScaler skipped not
+    counted; None: every step. The logic pair runs the first ``logic_steps`` (issue 32's cost
+    goal; a logic defect is in code every step runs, and what only later steps run — a schedule,
+    an eval switch — the precision check still judges over every step)."""
+    return request.logic_steps if role in LOGIC_ROLES and request.logic_steps < request.steps else None
 
 
 def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path, rank: int | None = None,
@@ -211,10 +212,10 @@ def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path, rank:
     in_r, in_w = os.pipe()  # the reference's frames: validate -> worker
     # A logic run is the reference's or the port's run with autocast forced off.
     config = WorkerConfig(role=role.removeprefix("logic-"), tree=tree, fd=wfd, mode=request.mode,  # type: ignore[arg-type]
-                          entry=request.entry, script=request.script, args=request.args, steps=_run_steps(role, request),
+                          entry=request.entry, script=request.script, args=request.args, steps=request.steps,
                           seed=request.seed, port_device=request.port_device, in_fd=in_r, parent=os.getpid(),
                           overlay=request.port_overlay if role in ("port", "logic-port") else None,
-                          autocast=role not in LOGIC_ROLES)
+                          autocast=role not in LOGIC_ROLES, taken_steps=_taken_steps(role, request))
     name = role if rank is None else f"{role}.rank{rank}"
     tmp = workdir / name
     tmp.mkdir()
@@ -824,8 +825,8 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
             notes.append(f"the logic run ({_RUN_NAMES[lost[0].role.split(' rank ')[0]]}) did not finish "
                          f"({lost[0].message}); the precision check alone judged the rest")
         else:
-            covered = _run_steps(LOGIC_ROLES[0], request)
-            over = "every step" if covered == request.steps else f"the first {covered} of {request.steps} steps"
+            covered = _taken_steps(LOGIC_ROLES[0], request)
+            over = "every step" if covered is None else f"the first {covered} steps taken of {request.steps}"
             notes.append(f"the original runs under {amp_seen[0]} autocast: the logic check compared original and port "
                          f"with autocast off in both (float32, tight bounds) over {over}, the precision check the "
                          "runs as written")

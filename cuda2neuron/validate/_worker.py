@@ -215,6 +215,8 @@ def _run_entry(config: WorkerConfig, recorder: Any) -> None:
     if callable(built) and not isinstance(built, nn.Module):
         # Training-step protocol: build() returned step(); each call does one optimizer step.
         for _ in range(steps):
+            if recorder.done():
+                break
             before = recorder.step
             loss = built()
             if recorder.step == before and not recorder.optimizer_seen:
@@ -240,6 +242,8 @@ def _run_entry(config: WorkerConfig, recorder: Any) -> None:
     if optimizer is None:
         optimizer = torch.optim.SGD(model.parameters(), lr=_ENTRY_LR)
     for s in range(steps):
+        if recorder.done():
+            break
         optimizer.zero_grad(set_to_none=True)
         out = _call(model, inputs)
         for suffix, t in flatten(out):
@@ -335,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         # A logic run follows the reference like the golden does (weights, step outcomes).
         recorder = Recorder(emit, lambda: read_frame(inp), role if config.autocast else f"logic-{role}", config.steps, tree,
                             stop_after_steps=config.mode == "script",
-                            on_first_root=_accounting.start if accounting else None)
+                            on_first_root=_accounting.start if accounting else None, taken_steps=config.taken_steps)
         recorder.install()
         sites = None
         if accounting:

@@ -48,6 +48,9 @@ class WorkerConfig:
     # False: the logic run — autocast forced off (the original's reduced-precision autocast and the
     # port's alike), compared in float32 with tight bounds.
     autocast: bool = True
+    # The logic run: stop once this many steps were taken (the ones the original's GradScaler
+    # skipped do not count, their gradients are not compared); None: run all ``steps``.
+    taken_steps: int | None = None
 
     def to_json(self) -> str:
         return json.dumps({f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}, sort_keys=True)
