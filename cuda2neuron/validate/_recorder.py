@@ -13,17 +13,17 @@ port that needs no loss scaling, or the float64 golden that never overflows, wou
 an update the original never took and every later tensor would differ. The skipped step's
 gradients (inf/NaN in the original) are not recorded by any run.
 
-Sign alignment (normalising optimizers): Adam's first update is ~lr * sign(g) per element, so
-where a gradient element is rounding noise — the port's and the original's computations of it
-disagree in sign, at a size the comparison already accepts as rounding — the two runs would move
-that weight by 2*lr in opposite directions, and every later forward through it (a LayerScale
-gamma that starts at 1e-5, a position-embedding row) would differ by far more than rounding.
-The reference's step frame therefore carries its (unscaled) gradients; the golden and the port
-record their own, then follow the original's value at exactly those elements
-(`_sign_noise`) before their optimizer steps. Gradients are compared before the alignment, so a
-wrong gradient still FAILs at its own step; the alignment never touches an element whose sign is
-determined (larger than `SIGN_NOISE` of the tensor's largest), so a wrong learning rate, a
-dropped `unscale_` or a wrong loss still diverge.
+Sign alignment (normalising optimizers): Adam's first update is ~lr * g / (|g| + eps) per
+element, so where a gradient element is rounding noise — the port's and the original's
+computations of it disagree in sign, or in size by more than 1/8, at a size the comparison
+already accepts as rounding — the two runs would move that weight by up to 2*lr apart, and every
+later forward through it (a LayerScale gamma that starts at 1e-5, a position-embedding row)
+would differ by far more than rounding. The reference's step frame therefore carries its
+(unscaled) gradients; the golden and the port record their own, then follow the original's
+value at exactly those elements (`_rounding_noise`) before their optimizer steps. Gradients are
+compared before the alignment, so a wrong gradient still FAILs at its own step; the alignment
+never touches an element larger than `SIGN_NOISE` of the tensor's largest, so a wrong learning
+rate, a dropped `unscale_` or a wrong loss still diverge.
 
 Loops without a torch.optim optimizer (`p.data.add_(p.grad, alpha=-lr)`, common in older code)
 have no step hook: there a step ends with a backward whose gradients the loop then consumed
@@ -561,24 +561,33 @@ def _step_wrapper(recorder: Recorder, orig_step: Any) -> Any:
 
 
 #: Largest size, relative to the gradient tensor's largest element, at which an element may follow
-#: the original's sign: 1/16 is the bfloat16 pass bound of the comparison (4 x its 1.6e-2 floor),
+#: the original's value: 1/16 is the bfloat16 pass bound of the comparison (4 x its 1.6e-2 floor),
 #: the rounding a correct bf16 port of an fp16/fp32 original is allowed on a gradient.
 SIGN_NOISE = 1.0 / 16
 
 
-def _sign_noise(own: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
-    """Elements whose sign the two computations do not agree on while both are at rounding level:
-    sign(own) != sign(ref) and max(|own|, |ref|) <= SIGN_NOISE * max|ref| (on the host, in the
-    tensors' own dtypes: signs and a bound 1/16 of the largest need no float64 copies, which cost
-    a fifth of a follower run on RetinaNet). A NaN or an infinity is never below the bound."""
+#: An element the two computations give to worse than 1/8 of its size: its value is rounding
+#: noise too, sign or not (the parent's final-parameter mask uses the same ratio, `_compare.py`).
+RATIO_NOISE = 1.0 / 8
+
+
+def _rounding_noise(own: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    """Elements both computations give at rounding level (max(|own|, |ref|) <= SIGN_NOISE *
+    max|ref|) and disagree on: in sign, or by at least RATIO_NOISE of the original's value.
+
+    The size matters as much as the sign: AdamW's first update is lr * g / (|g| + eps), so a
+    noise-level element that lands near eps in one run and not in the other moves its weight by
+    0.84 lr against 0.075 lr (xcit's LayerScale gamma: 5.3e-8 in the fp16 original, 8.1e-10 in
+    the bf16 port, same sign) — a false WARN on everything downstream. On the host, in the
+    tensors' own dtypes (no float64 copies); a NaN or an infinity is never below the bound."""
     top = float(ref.abs().max()) if ref.numel() else 0.0
     if not top or not math.isfinite(top):
         return torch.zeros(own.shape, dtype=torch.bool)
-    mask = torch.sign(own) != torch.sign(ref)
-    if not bool(mask.any()):
-        return mask
     bound = SIGN_NOISE * top
-    return mask & (own.abs() <= bound) & (ref.abs() <= bound)
+    small = (own.abs() <= bound) & (ref.abs() <= bound)
+    if not bool(small.any()):
+        return small
+    return small & ((torch.sign(own) != torch.sign(ref)) | ((own - ref).abs() >= RATIO_NOISE * ref.abs()))
 
 
 def _follow_reference_signs(named: list[tuple[str, torch.Tensor]], ref_grads: dict[str, dict[str, Any]]) -> int:
@@ -595,7 +604,7 @@ def _follow_reference_signs(named: list[tuple[str, torch.Tensor]], ref_grads: di
                 continue
             ref = _from_record(rec)
             own = grad.detach().cpu()
-            mask = _sign_noise(own, ref)
+            mask = _rounding_noise(own, ref)
             n = int(mask.sum())
             if n:
                 grad.copy_(torch.where(mask, ref.to(own.dtype), own))

@@ -1007,10 +1007,10 @@ def _record(run: _Run, frame: dict[str, Any], comparator: _Comparator) -> None:
 
 def _aligned_note(aligned: dict[str, int]) -> str:
     counts = " and ".join(f"{n} in the {_RUN_NAMES[role]}" for role, n in sorted(aligned.items()))
-    return (f"gradient elements whose sign is rounding noise (the original and this run disagree on it at under "
-            f"1/16 of the tensor's largest gradient) followed the original's value before each optimizer step: "
-            f"{counts}; a normalising optimizer (Adam) would otherwise move those weights by ~2*lr in opposite "
-            "directions. The gradients were compared before that")
+    return (f"gradient elements that are rounding noise (the original and this run disagree on their sign, or on "
+            f"their size by more than 1/8, at under 1/16 of the tensor's largest gradient) followed the original's "
+            f"value before each optimizer step: {counts}; a normalising optimizer (Adam) would otherwise move those "
+            "weights by up to ~2*lr apart. The gradients were compared before that")
 
 
 def _skipped_note(skipped: list[tuple[int, float | None]]) -> str:

@@ -1,12 +1,13 @@
 """Sign alignment before an optimizer step (`_recorder.py`): which gradient elements of the golden
-and the port follow the original's value, and which never do."""
+and the port follow the original's value (rounding noise: sign or size disagree at a size the
+comparison accepts as rounding), and which never do."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from cuda2neuron.validate._recorder import SIGN_NOISE, _follow_reference_signs, _sign_noise, tensor_record
+from cuda2neuron.validate._recorder import SIGN_NOISE, _follow_reference_signs, _rounding_noise, tensor_record
 
 T = torch.tensor
 
@@ -25,17 +26,24 @@ T = torch.tensor
         pytest.param(T([float("nan"), 1e-4, 1.0]), T([1e-4, -1e-4, 1.0]), [False, True, False],
                      id="non-finite-never-aligned"),
         pytest.param(T([1e-3, -1e-3]), T([0.0, 0.0]), [False, False], id="all-zero-reference"),
+        # AdamW divides by |g| + eps: a noise-level element far off in size moves its weight apart
+        pytest.param(T([1.0, 8.1e-10, 1.0]), T([1.0, 5.3e-8, 1.0]), [False, True, False],
+                     id="noise-level-element-of-the-same-sign-far-off-in-size"),
+        pytest.param(T([1.0, 5.0e-3, 1.0]), T([1.0, 5.3e-3, 1.0]), [False, False, False],
+                     id="noise-level-element-close-in-size-untouched"),
+        pytest.param(T([1.0, 0.5, 1.0]), T([1.0, 0.05, 1.0]), [False, False, False],
+                     id="the-port-above-the-noise-level-is-a-real-difference"),
     ],
 )
-def test_sign_noise_elements(own, ref, aligned):
-    assert _sign_noise(own.double(), ref.double()).tolist() == aligned
+def test_rounding_noise_elements(own, ref, aligned):
+    assert _rounding_noise(own.double(), ref.double()).tolist() == aligned
 
 
 def test_the_bound_is_relative_to_the_largest_gradient():
     ref = T([1.0, -SIGN_NOISE * 0.9, -SIGN_NOISE * 1.1]).double()
     own = -ref
     own[0] = 1.0
-    assert _sign_noise(own, ref).tolist() == [False, True, False]
+    assert _rounding_noise(own, ref).tolist() == [False, True, False]
 
 
 def test_follow_reference_signs_changes_only_noise_elements_in_place():
