@@ -28,7 +28,7 @@ _PYTHON = (
     "IntTensor", "LongTensor", "BoolTensor",
     "cublas", "nvtx", "allow_tf32", "reduced_precision_reduction", "set_float32_matmul_precision",
     "autocast", "GradScaler", "custom_fwd", "custom_bwd",
-    "nccl", "init_process_group", "DistributedDataParallel", "gloo",
+    "nccl", "init_process_group", "DataParallel", "data_parallel", "gloo",
     "compile", "_inductor",
     # CN502: CUDA compile modes kept for a later torch.compile(**kwargs)
     "max-autotune", "reduce-overhead",

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import os
 import time
 import types
@@ -242,11 +243,17 @@ def _device_count() -> int:
         return 1
 
 
+#: What the emulated neuron device reports (backend/csrc/runtime/allocator.cpp): a script that
+#: sizes its batches by device memory sizes them alike in the original and the port; and not 0,
+#: which DataParallel's balance check divides by.
+_MEMORY = 16 << 30
+
+
 def _props(device: Any = None) -> types.SimpleNamespace:
     # Every field torch's own _CudaDeviceProperties has: torch.compile's inductor reads
     # `gcnArchName` on a torch without CUDA (torch.version.cuda is None) while the shim says a GPU
     # is there, and crashed the reference (AttributeError) for any compiled model.
-    return types.SimpleNamespace(name="cuda2neuron CUDA-on-CPU shim", total_memory=0, major=8, minor=0,
+    return types.SimpleNamespace(name="cuda2neuron CUDA-on-CPU shim", total_memory=_MEMORY, major=8, minor=0,
                                  multi_processor_count=1, gcnArchName="", uuid="00000000-0000-0000-0000-000000000000",
                                  is_integrated=False, is_multi_gpu_board=False, L2_cache_size=0, warp_size=32,
                                  max_threads_per_multi_processor=2048, max_threads_per_block=1024,
@@ -294,7 +301,7 @@ def _patch_device_module(golden: bool, source: str) -> None:
         "reset_accumulated_memory_stats": noop,
         "memory_stats": lambda device=None: {},
         "memory_summary": lambda *a, **k: "(CUDA-on-CPU shim: no device memory)",
-        "mem_get_info": lambda device=None: (0, 0),
+        "mem_get_info": lambda device=None: (_MEMORY, _MEMORY),
         "is_bf16_supported": lambda *a, **k: True,
         "get_device_name": lambda device=None: "cuda2neuron CUDA-on-CPU shim",
         "get_device_capability": lambda device=None: (8, 0),
@@ -576,6 +583,43 @@ def _patch_accelerator() -> None:
 _INSTALLED: list[DeviceRedirectMode] = []
 
 
+def _to_device(obj: Any) -> Any:
+    """What DataParallel's scatter gives a single GPU: every tensor in ``obj`` (tuples, lists,
+    dicts, nested) as a device tensor — a copy of a host tensor, a device tensor as is — and any
+    other object by reference."""
+    if isinstance(obj, torch.Tensor):
+        return obj if _on_device(obj) else _arrive(obj.clone(), obj)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a namedtuple
+        return type(obj)(*(_to_device(v) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_device(v) for v in obj)
+    if isinstance(obj, dict):
+        return type(obj)((k, _to_device(v)) for k, v in obj.items())
+    return obj
+
+
+def _patch_data_parallel() -> None:
+    """nn.DataParallel (and the functional data_parallel) as on one GPU: the module is called on
+    the inputs moved to the device, with no replicas. Its own forward checks that the parameters
+    are on cuda:0 and scatters through CUDA's torch._C._scatter: under the shim the original
+    crashed at its first forward ("module must have its parameters and buffers on device
+    cuda:0"), and the shim has one device, where DataParallel never replicates either."""
+    # The module, not the function torch.nn.parallel exports under the same name.
+    dp = importlib.import_module("torch.nn.parallel.data_parallel")
+
+    def forward(self: Any, *inputs: Any, **kwargs: Any) -> Any:
+        return self.module(*_to_device(inputs), **_to_device(kwargs))
+
+    def data_parallel(module: Any, inputs: Any, device_ids: Any = None, output_device: Any = None, dim: int = 0,
+                      module_kwargs: Any = None) -> Any:
+        inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+        return module(*_to_device(inputs), **_to_device(module_kwargs or {}))
+
+    dp.DataParallel.forward = forward
+    dp.data_parallel = data_parallel
+    torch.nn.parallel.data_parallel = data_parallel
+
+
 def install(golden: bool = False, source: str = "cuda") -> DeviceRedirectMode:
     """Install the shim in this process (idempotent) and return the active device mode.
 
@@ -604,6 +648,7 @@ def install(golden: bool = False, source: str = "cuda") -> DeviceRedirectMode:
     if source == "cuda":
         _patch_distributed()
         _patch_accelerator()
+    _patch_data_parallel()
     mode = DeviceRedirectMode(source)
     _patch_module_to(mode)
     mode.__enter__()

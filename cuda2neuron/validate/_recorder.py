@@ -304,13 +304,18 @@ class Recorder:
             self.on_first_root()
         return idx
 
-    def _compiler_made(self, module: nn.Module) -> bool:
-        """A graph torch.compile made (an fx GraphModule run inside a user module's forward): not
-        the user's model, and not made alike in every run (the backends differ), so not recorded."""
+    def _transparent(self, module: nn.Module) -> bool:
+        """Modules that are not the user's model and are not recorded, their inner modules taking
+        their place: a graph torch.compile made (an fx GraphModule run inside a user module's
+        forward; not made alike in every run, the backends differ), and nn.DataParallel — the port
+        drops it (CN411), so the model it wraps is the root in both runs, its weights handed over
+        under the same names (the wrapper's "module." prefix made the port's load fail)."""
+        if isinstance(module, nn.DataParallel):
+            return True
         return self.depth > 0 and isinstance(module, torch.fx.GraphModule) and id(module) not in self.names
 
     def _pre(self, module: nn.Module, args: Any) -> None:
-        if self._compiler_made(module):
+        if self._transparent(module):
             return
         if self.depth == 0 and not self.paused:
             # A hand-written loop zeroes its gradients before the next forward: the step ends
@@ -322,7 +327,7 @@ class Recorder:
         self.depth += 1
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
-        if self._compiler_made(module):
+        if self._transparent(module):
             return  # the depth is what it was at its _pre, which returned early too
         self.depth = max(0, self.depth - 1)
         if self.paused:

@@ -29,6 +29,14 @@ SNIPPETS = {
     "device-properties-for-inductor": (
         "__import__('torch._inductor.codecache', fromlist=['x']).CacheBase.get_system()['device']['name']", ""),
     "device-properties-name": ("torch.cuda.get_device_properties(0).name", "cuda2neuron CUDA-on-CPU shim"),
+    # the emulated neuron device's 16 GiB (batch sizes derived from memory agree), never 0
+    "device-memory-as-the-emulator": ("torch.cuda.get_device_properties(0).total_memory", 16 << 30),
+    "free-memory": ("torch.cuda.mem_get_info()[1]", 16 << 30),
+    # DataParallel as on one GPU: the module on a device copy of the batch, no scatter kernel
+    "data-parallel-forward": ("torch.nn.DataParallel(torch.nn.Linear(2, 3)).cuda()(torch.ones(4, 2)).shape[1]", 3),
+    "data-parallel-copies-the-host-batch": ("_inplace_after(lambda b: torch.nn.DataParallel(torch.nn.Identity())(b))", 1.0),
+    "data-parallel-keyword-inputs": ("torch.nn.DataParallel(torch.nn.Identity())(input=torch.ones(2)).sum().item()", 2.0),
+    "functional-data-parallel": ("torch.nn.parallel.data_parallel(torch.nn.Identity(), torch.ones(3)).sum().item()", 3.0),
     # A host -> "cuda" transfer copies, as on a GPU: an in-place change of the device tensor
     # leaves the host tensor alone (Mixup's x.mul_(lam) on a reused host batch).
     "cuda-copies-the-host-tensor": ("_inplace_after(lambda b: b.cuda())", 1.0),
