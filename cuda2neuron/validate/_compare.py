@@ -62,8 +62,13 @@ _HALF = {"float16", "bfloat16"}
 
 
 def to_tensor(rec: dict[str, Any]) -> torch.Tensor:
+    """The record's tensor, on the host. Over its bytes where they arrived as a bytearray (the
+    wire's out-of-band buffers, `_wire.py`): callers only read it, never write in place."""
     raw = rec["data"]
-    host = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+    if not raw:
+        host = torch.empty(0, dtype=torch.uint8)
+    else:
+        host = torch.frombuffer(raw if isinstance(raw, bytearray) else bytearray(raw), dtype=torch.uint8)
     t = host.view(getattr(torch, rec["host_dtype"])).reshape(rec["host_shape"])
     return t
 
@@ -124,18 +129,24 @@ def noise_elements(ref: dict[str, Any], other: dict[str, Any] | None) -> torch.T
     r, o = to_tensor(ref), to_tensor(other)
     if not r.is_floating_point() or r.numel() == 0:
         return None
-    # No float64 copies where type promotion inside the kernels does the same (the parent
-    # compares every gradient of every step; the copies were half its time on RetinaNet). A
-    # 16-bit gradient is widened: 1e-3 of a tiny value underflows there.
+    # No float64 copies of whole tensors (the parent compares every gradient of every step; the
+    # copies were half its time on RetinaNet). A 16-bit gradient is widened: 1e-3 of a tiny value
+    # underflows there.
     if r.dtype not in (torch.float32, torch.float64):
         r = r.float()
+    r, o = r.reshape(-1), o.reshape(-1)
     size = r.abs()
-    tiny = size <= _NOISE_SCALE * float(size.max())
-    if not bool(tiny.any()):
+    # The disagreement test on the tiny elements only, not the tensor.
+    at = (size <= _NOISE_SCALE * float(size.max())).nonzero().squeeze(1)
+    if at.numel() == 0:
         return None
-    a, b = (o, r) if o.dtype == torch.float64 else (o.double(), r)
-    noisy = tiny & ((a - b).abs_() > _NOISE_DISAGREEMENT * size)
-    return noisy if bool(noisy.any()) else None
+    rs, os_ = r[at], o[at]
+    noise = (os_.double() - rs).abs_() > _NOISE_DISAGREEMENT * size[at]
+    if not bool(noise.any()):
+        return None
+    out = torch.zeros(r.numel(), dtype=torch.bool)
+    out[at[noise]] = True
+    return out.view(tuple(ref["shape"]))
 
 
 def below_port_error(golden: dict[str, Any] | None, port: dict[str, Any] | None) -> torch.Tensor | None:
@@ -147,25 +158,35 @@ def below_port_error(golden: dict[str, Any] | None, port: dict[str, Any] | None)
     g, p = to_tensor(golden), to_tensor(port)
     if not g.is_floating_point() or g.numel() == 0:
         return None
-    g = g if g.dtype == torch.float64 else g.double()
+    g = (g if g.dtype == torch.float64 else g.double()).reshape(-1)
+    p = p.reshape(-1)
     diff = (p - g).abs_()
-    # A NaN or an infinity on either side makes the difference one: finite where both are.
-    finite = torch.isfinite(diff)
-    all_finite = bool(finite.all())
-    if not all_finite and not bool(finite.any()):
-        return None
-    err = float(diff.max() if all_finite else diff[finite].max())
-    size = g.abs()
-    below = size <= err
-    if not all_finite:
+    # A NaN or an infinity on either side makes the difference one, and the largest difference
+    # too (max propagates NaN): the mask of finite elements only where there are others.
+    err = float(diff.max())
+    finite: torch.Tensor | None = None
+    if not math.isfinite(err):
+        finite = torch.isfinite(diff)
+        if not bool(finite.any()):
+            return None
+        err = float(diff[finite].max())
+    below = g.abs() <= err
+    if finite is not None:
         below &= finite
-    if not bool(below.any()):
+    # The sign and ratio tests on the few elements under the port's error only, not the tensor.
+    at = below.nonzero().squeeze(1)
+    if at.numel() == 0:
         return None
     # Under the port's own error, an element's sign or its size relative to the steps before
     # (what Adam's m / sqrt(v) follows from step 2 on) is noise: a zero-initialised bias after
     # two AdamW steps at lr 3.9e-6 is only such ratios times lr, and WARNed at 0.159 > 0.077.
-    below &= (torch.sign(g) != torch.sign(p)) | (diff >= _RATIO_NOISE * size)
-    return below if bool(below.any()) else None
+    gs = g[at]
+    noise = (torch.sign(gs) != torch.sign(p[at])) | (diff[at] >= _RATIO_NOISE * gs.abs())
+    if not bool(noise.any()):
+        return None
+    out = torch.zeros(g.numel(), dtype=torch.bool)
+    out[at[noise]] = True
+    return out.view(tuple(golden["shape"]))
 
 
 #: An element of a gradient the port computed to worse than 1/8 of its size.

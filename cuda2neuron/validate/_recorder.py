@@ -104,7 +104,8 @@ def _tensor_record(t: torch.Tensor) -> dict[str, Any]:
         "shape": tuple(t.shape),
         "device": t.device.type,
         "device_index": t.device.index,  # which device of a multi-device node (one per rank)
-        "data": host.reshape(-1).view(torch.uint8).numpy().tobytes(),
+        # a bytearray: it travels out of band and arrives writable, read in place (_wire.py)
+        "data": bytearray(host.reshape(-1).view(torch.uint8).numpy()),
         "host_dtype": str(host.dtype).replace("torch.", ""),
         "host_shape": tuple(host.shape),
     }
@@ -617,8 +618,16 @@ def _follow_reference_signs(named: list[tuple[str, torch.Tensor]], ref_grads: di
     return changed
 
 
+def _host_bytes(raw: bytes | bytearray) -> torch.Tensor:
+    """A received record's bytes as a uint8 tensor: over the wire's bytearray itself (read only
+    here; a copy where it is bytes)."""
+    if not raw:
+        return torch.empty(0, dtype=torch.uint8)
+    return torch.frombuffer(raw if isinstance(raw, bytearray) else bytearray(raw), dtype=torch.uint8)
+
+
 def _from_record(rec: dict[str, Any]) -> torch.Tensor:
-    host = torch.frombuffer(bytearray(rec["data"]), dtype=torch.uint8) if rec["data"] else torch.empty(0, dtype=torch.uint8)
+    host = _host_bytes(rec["data"])
     return host.view(getattr(torch, rec["host_dtype"])).reshape(rec["host_shape"])
 
 
@@ -658,7 +667,7 @@ def _under(key: str, prefixes: list[str]) -> bool:
 def _load_state(module: nn.Module, state: dict[str, dict[str, Any]], held: list[str] | None = None) -> None:
     tensors = {}
     for k, rec in state.items():
-        host = torch.frombuffer(bytearray(rec["data"]), dtype=torch.uint8) if rec["data"] else torch.empty(0, dtype=torch.uint8)
+        host = _host_bytes(rec["data"])
         t = host.view(getattr(torch, rec["host_dtype"])).reshape(rec["host_shape"])
         tensors[k] = t
     # load_state_dict copies into the existing parameters in place (casting dtype, moving device),
