@@ -38,13 +38,18 @@ TRAIN = textwrap.dedent("""
 """)
 
 
+def _migrated(root, train: str):
+    """``root``/orig/train.py as written, ``root``/port migrate's output for it; the port's text."""
+    (root / "orig").mkdir()
+    (root / "orig" / "train.py").write_text(train)
+    assert cli_main(["migrate", str(root / "orig"), "--out", str(root / "port"), "-q"]) == 0
+    return (root / "port" / "train.py").read_text()
+
+
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     root = tmp_path_factory.mktemp("compiled")
-    (root / "orig").mkdir()
-    (root / "orig" / "train.py").write_text(TRAIN)
-    assert cli_main(["migrate", str(root / "orig"), "--out", str(root / "port"), "-q"]) == 0
-    port = (root / "port" / "train.py").read_text()
+    port = _migrated(root, TRAIN)
     assert ".cuda()" not in port and 'backend="aot_eager"' in port
     return root
 
@@ -94,10 +99,7 @@ UNWRAPPED = "model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4)
 @pytest.fixture(scope="module")
 def data_parallel(tmp_path_factory):
     root = tmp_path_factory.mktemp("data_parallel")
-    (root / "orig").mkdir()
-    (root / "orig" / "train.py").write_text(DATA_PARALLEL)
-    assert cli_main(["migrate", str(root / "orig"), "--out", str(root / "port"), "-q"]) == 0
-    assert WRAPPED in (root / "port" / "train.py").read_text()
+    assert WRAPPED in _migrated(root, DATA_PARALLEL)
     return root
 
 
