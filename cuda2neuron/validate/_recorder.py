@@ -42,6 +42,7 @@ import torch.nn as nn
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from cuda2neuron.validate._class_lines import class_lines
+from cuda2neuron.validate._compare import to_tensor
 
 __all__ = ["Recorder", "StopRun", "tensor_record", "flatten"]
 
@@ -608,7 +609,7 @@ def _follow_reference_signs(named: list[tuple[str, torch.Tensor]], ref_grads: di
             grad = _local(p.grad)
             if rec is None or tuple(rec["shape"]) != tuple(grad.shape) or not grad.is_floating_point():
                 continue
-            ref = _from_record(rec)
+            ref = to_tensor(rec)
             own = grad.detach().cpu()
             mask = _rounding_noise(own, ref)
             n = int(mask.sum())
@@ -616,19 +617,6 @@ def _follow_reference_signs(named: list[tuple[str, torch.Tensor]], ref_grads: di
                 grad.copy_(torch.where(mask, ref.to(own.dtype), own))
                 changed += n
     return changed
-
-
-def _host_bytes(raw: bytes | bytearray) -> torch.Tensor:
-    """A received record's bytes as a uint8 tensor: over the wire's bytearray itself (read only
-    here; a copy where it is bytes)."""
-    if not raw:
-        return torch.empty(0, dtype=torch.uint8)
-    return torch.frombuffer(raw if isinstance(raw, bytearray) else bytearray(raw), dtype=torch.uint8)
-
-
-def _from_record(rec: dict[str, Any]) -> torch.Tensor:
-    host = _host_bytes(rec["data"])
-    return host.view(getattr(torch, rec["host_dtype"])).reshape(rec["host_shape"])
 
 
 def _scale_of(scaler: Any) -> float | None:
@@ -665,11 +653,7 @@ def _under(key: str, prefixes: list[str]) -> bool:
 
 
 def _load_state(module: nn.Module, state: dict[str, dict[str, Any]], held: list[str] | None = None) -> None:
-    tensors = {}
-    for k, rec in state.items():
-        host = _host_bytes(rec["data"])
-        t = host.view(getattr(torch, rec["host_dtype"])).reshape(rec["host_shape"])
-        tensors[k] = t
+    tensors = {k: to_tensor(rec) for k, rec in state.items()}
     # load_state_dict copies into the existing parameters in place (casting dtype, moving device),
     # so an optimizer that already holds them keeps working.
     current = module.state_dict()

@@ -129,7 +129,8 @@ def build_request(
         args=tuple(args), steps=steps or int(table.get("steps", DEFAULT_STEPS)),
         timeout=timeout or float(table.get("timeout", DEFAULT_TIMEOUT)),
         seed=seed if seed is not None else int(table.get("seed", DEFAULT_SEED)), golden=golden, logic=logic,
-        logic_steps=logic_steps, port_device=port_device, nproc=nproc, tolerances=tol, original_label=trees.original_label, port_label=trees.port_label,
+        logic_steps=logic_steps, port_device=port_device, nproc=nproc, tolerances=tol,
+        original_label=trees.original_label, port_label=trees.port_label,
         fail_on=fail_on, port_overlay=trees.port_overlay, max_memory=_mib_option(table, "max_memory_mb"),
         max_output=_mib_option(table, "max_output_mb"),
     )

@@ -49,7 +49,8 @@ __all__ = ["main", "write_token"]
 # process's TMPDIR unless TORCHINDUCTOR_CACHE_DIR names them — validate names them for the zygote
 # and every run alike (`_runner._run_env`), else the forked runs would differ from fresh ones.
 PRELOAD = ("numpy", "torch", "torch.nn", "torch.optim", "torch.distributed", "torch._dynamo",
-           "cuda2neuron.validate._wire", "cuda2neuron.validate._class_lines", "cuda2neuron.validate._recorder",
+           "cuda2neuron.validate._wire", "cuda2neuron.validate._class_lines", "cuda2neuron.validate._compare",
+           "cuda2neuron.validate._recorder",
            "cuda2neuron.validate._rng", "cuda2neuron.validate._cuda_shim", "cuda2neuron.validate._golden",
            "cuda2neuron.validate._accounting", "cuda2neuron.validate._autocast_off", "cuda2neuron.validate._host_api",
            "cuda2neuron.validate._overlay")
