@@ -3,7 +3,10 @@ starts with are the ones CI runs, and the rule table it points to is generated f
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from cuda2neuron.cli._rules import catalog_markdown
@@ -73,3 +76,15 @@ def test_rules_page_matches_catalog(request):
     )
     for code, rule in catalog().items():
         assert expected.count(f'<a id="{code.lower()}"></a>') == 1 and f"## {code} `{rule.name}`" in expected
+
+
+def test_ci_says_the_cpu_capability_it_ran_on():
+    # The EXIT trap runs once the README's command has activated the venv: its python is torch's.
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    function = re.search(r"^cpu_capability\(\) \{\n.*?^\}\n", ci, re.S | re.M)
+    assert function and "\ntrap cpu_capability EXIT\n" in ci
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "ATEN_CPU_CAPABILITY": "default"}
+    said = subprocess.run(["bash", "-c", function.group(0) + "cpu_capability"], env=env, capture_output=True,
+                          text=True, check=True).stdout
+    assert "CPU capability: DEFAULT\n" in said and "ATEN_CPU_CAPABILITY=default\n" in said

@@ -119,9 +119,11 @@ OVERHANGING = {
 }
 
 
-def _exact(conv: Conv, x, w, b, go):
-    """The float64 values (of the bfloat16 inputs): output, grad_input, grad_weight, grad_bias."""
-    f = [t.double() for t in (x, w, b, go)]
+def _exact(conv: Conv, x, w, b, go, magnitude: bool = False):
+    """The float64 values (of the bfloat16 inputs): output, grad_input, grad_weight, grad_bias.
+    With ``magnitude``, of their absolute values: each result's sum of |term|, what bounds the error
+    a summation order can make."""
+    f = [t.double().abs() if magnitude else t.double() for t in (x, w, b, go)]
     out = torch.ops.aten.convolution(f[0], f[1], f[2], *conv.args())
     return (out, *torch.ops.aten.convolution_backward(f[3], f[0], f[1], [b.numel()], *conv.args(), [True, True, True]))
 
@@ -130,6 +132,16 @@ def _rounded_once(got: torch.Tensor, exact: torch.Tensor) -> bool:
     """bfloat16 rounding of a float32 sum: within half a bfloat16 step (2**-8 relative), plus the float32 sum's own error."""
     got, exact = got.cpu().double(), exact.double()
     return bool(((got - exact).abs() <= exact.abs() * 2**-8 + 1e-6 * exact.abs().max()).all())
+
+
+def _a_bfloat16_sum(got: torch.Tensor, exact: torch.Tensor, magnitude: torch.Tensor) -> bool:
+    """A bfloat16 kernel's sum, however the ISA's kernel orders and rounds it: rounded once, plus at
+    most 2**-8 of the sum of |term| for its partial sums. Trap: CPU's bfloat16 kernels round partial
+    sums to bfloat16 on some ISAs (oneDNN's AVX2 ones: up to 0.31 of that term measured, 1,300 half-
+    steps off the rounded-once value; AVX-512 ones round once), so the rounded-once bound holds only
+    for the device's own sums and would test the host CPU, not the device."""
+    got, exact = got.cpu().double(), exact.double()
+    return bool(((got - exact).abs() <= exact.abs() * 2**-8 + magnitude * 2**-8 + 1e-6 * exact.abs().max()).all())
 
 
 def _cpu_kernel(conv: Conv, x, w, b, go):
@@ -154,6 +166,7 @@ def test_overhanging_bfloat16_convolution_is_right_and_the_same_every_run(poison
     conv = OVERHANGING[name]
     x, w, b, go = conv.tensors(torch.bfloat16)
     exact = _exact(conv, x, w, b, go)
+    magnitude = _exact(conv, x, w, b, go, magnitude=True)
     cpu_out, cpu_gi = _cpu_kernel(conv, x, w, b, go)
     d = [t.to("neuron") for t in (x, w, b, go)]
     runs = []
@@ -162,11 +175,14 @@ def test_overhanging_bfloat16_convolution_is_right_and_the_same_every_run(poison
         runs.append((out, *torch.ops.aten.convolution_backward(d[3], d[0], d[1], [b.numel()], *conv.args(),
                                                                 [True, True, True])))
     labels = ("output", "grad_input", "grad_weight", "grad_bias")
-    for label, got, again, ref in zip(labels, *runs, exact):
+    for label, got, again, ref, mag in zip(labels, *runs, exact, magnitude):
         assert got.device.type == "neuron" and got.dtype == torch.bfloat16, label
         assert not got.cpu().isnan().any(), f"{label} read memory nobody wrote"
         assert _same_bits(got, again), f"{label} differs between two runs"
-        assert _rounded_once(got, ref), label
+        if label in ("grad_weight", "grad_bias"):  # the device's own sums: rounded once on every ISA
+            assert _rounded_once(got, ref), label
+        else:  # CPU's kernels (below): as accurate as a bfloat16 sum on this ISA
+            assert _a_bfloat16_sum(got, ref, mag), label
     # CPU's own kernels, bit for bit, where they are right; every result in CPU's strides.
     assert _same_bits(runs[0][0], cpu_out)
     assert _same_bits(runs[0][1], cpu_gi)
