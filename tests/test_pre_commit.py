@@ -9,6 +9,7 @@ module (each `try-repo` call installed it again: 10-15 s each). It must work wit
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -116,41 +117,65 @@ def test_hook_with_no_matching_files(repo, env, snapshot):
     assert "no files to check" in forced.stdout
 
 
-def test_readme_snippet_works_as_written(tmp_path, env):
-    """The README's `.pre-commit-config.yaml`, copied as written, against a clone of this
-    repository (the README: from a clone, `repo:` is its path). Its `rev:` is a release tag
-    (issue 31: the snippet named a tag that did not exist, and pre-commit failed with exit 3)."""
-    import re
-
+def _readme_snippets() -> list[str]:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## pre-commit\n", 1)[1].split("\n## ", 1)[0]
-    snippet = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
-    (repo_url,) = re.findall(r"^\s*- repo:\s*(\S+)", snippet, re.M)
-    (rev,) = re.findall(r"^\s*rev:\s*(\S+)", snippet, re.M)
-    if not (ROOT / ".git").exists():
-        pytest.skip("not a git checkout: nothing to clone")
-    clone = tmp_path / "cuda2neuron"
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, capture_output=True)
-    tags = subprocess.run(["git", "-C", str(clone), "tag", "--list"], capture_output=True, text=True).stdout.split()
-    shallow = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--is-shallow-repository"], capture_output=True,
-                             text=True).stdout.strip() == "true"
-    if rev not in tags:
-        # Only a checkout without tags (CI's: shallow, or one branch fetched without its tags) may
-        # lack the release tag: then the release step, on this commit. A history that has tags
-        # but not this one is the bug (tests/test_project_meta.py too).
-        assert shallow or not tags, f"{rev} is not a tag of this repository (docs/releasing.md)"
-        _git(clone, "tag", "-a", rev, "-m", f"cuda2neuron {rev}")
+    return re.findall(r"```yaml\n(.*?)```", section, re.S)
+
+
+def _user_repo(tmp_path: Path, config: str) -> Path:
     user = tmp_path / "user-repo"
     user.mkdir()
     _git(user, "init", "-q")
     (user / "train.py").write_text("import torch\nmodel = Net().cuda()\n")
-    (user / ".pre-commit-config.yaml").write_text(snippet.replace(repo_url, str(clone)))
+    (user / ".pre-commit-config.yaml").write_text(config)
     _git(user, "add", "-A")
-    result = subprocess.run([PRE_COMMIT, "run", "--all-files"], cwd=user, env=env, capture_output=True, text=True,
-                            timeout=600)
+    return user
+
+
+def _commit(user: Path, env) -> subprocess.CompletedProcess[str]:
+    """`git commit` through the installed hook, as a user commits."""
+    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "change"], cwd=user,
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_readme_local_snippet_works_as_written(tmp_path, env):
+    """The README's first snippet, copied as written: a `repo: local` hook running the installed
+    cuda2neuron, in a repository with no tags and no network (issue 43: the snippet's `rev:` named
+    a tag a clone did not have). It reads what `check` reads: a JSON config naming cuda fails the
+    commit (the old `types_or` never passed it)."""
+    (snippet, _remote) = _readme_snippets()
+    local_env = {**env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"}  # the installed tool
+    user = _user_repo(tmp_path, snippet)
+    result = subprocess.run([PRE_COMMIT, "run", "--all-files"], cwd=user, env=local_env, capture_output=True,
+                            text=True, timeout=600)
     assert result.returncode == 1, result.stdout + result.stderr  # the hook ran and found the CUDA-ism
     assert "cuda2neuron check" in result.stdout and "CN101" in result.stdout, result.stdout
     (user / "train.py").write_text("import torch\nmodel = Net()\n")
-    clean = subprocess.run([PRE_COMMIT, "run", "--all-files"], cwd=user, env=env, capture_output=True, text=True,
-                           timeout=600)
+    _git(user, "add", "-A")
+    subprocess.run([PRE_COMMIT, "install"], cwd=user, env=local_env, check=True, capture_output=True)
+    clean = _commit(user, local_env)
     assert clean.returncode == 0, clean.stdout + clean.stderr
+    (user / "conf").mkdir()
+    (user / "conf" / "train.json").write_text('{"device": "cuda", "lr": 0.1}\n')
+    _git(user, "add", "-A")
+    refused = _commit(user, local_env)
+    said = refused.stdout + refused.stderr  # git prints the hook's output on stderr
+    assert refused.returncode == 1 and "CN731" in said and "conf/train.json" in said, said
+
+
+def test_readme_remote_snippet_works_at_a_commit_sha(tmp_path, env, snapshot):
+    """The README's second snippet, the hooks installed by pre-commit from this repository: its
+    `rev:` a commit SHA, as the README says for a clone without tags (the snapshot has none)."""
+    (_local, remote) = _readme_snippets()
+    (repo_url,) = re.findall(r"^\s*- repo:\s*(\S+)", remote, re.M)
+    (rev,) = re.findall(r"^\s*rev:\s*(\S+)", remote, re.M)
+    repo, sha = snapshot
+    assert not _git(repo, "tag", "--list").split()
+    user = _user_repo(tmp_path, "repos:\n" + remote.replace(repo_url, str(repo)).replace(rev, sha, 1))
+    (user / "setup.cfg").write_text("[train]\ndevice = cuda\n")
+    _git(user, "add", "-A")
+    result = subprocess.run([PRE_COMMIT, "run", "--all-files"], cwd=user, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "CN101" in result.stdout and "setup.cfg" in result.stdout, result.stdout

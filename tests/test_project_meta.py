@@ -89,37 +89,46 @@ def test_readme_install_lines_take_the_tested_torch_from_the_cpu_index():
         assert f'pip install "torch=={pin}" --extra-index-url https://download.pytorch.org/whl/cpu --retries 1 && pip install -e ' in line
 
 
-def _tags() -> list[str] | None:
-    """The tags of this checkout's repository; None where it cannot tell (no git history, or a
-    shallow clone, or a checkout of one branch that fetched no tags, as CI checkouts often are)."""
+def _git(*args: str) -> str:
     import subprocess
 
-    def git(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=30)
-
-    try:
-        shallow = git("rev-parse", "--is-shallow-repository")
-        tags = git("tag", "--list")
-    except OSError:
-        return None
-    if shallow.returncode != 0 or tags.returncode != 0 or shallow.stdout.strip() == "true":
-        return None
-    # A checkout that fetched no tags at all (a CI checkout of one branch) cannot tell either;
-    # one that has tags but not the snippet's is the bug.
-    return tags.stdout.split() or None
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=30,
+                          check=True).stdout
 
 
-def test_precommit_rev_is_a_tag_of_this_repository():
-    """The snippet's `rev:` must name a revision that exists (issue 31: v0.1.0 did not)."""
-    tags = _tags()
-    if tags is None:
-        pytest.skip("no full git history here (an sdist, a shallow clone): nothing to ask")
+def _full_history() -> bool:
+    """A git checkout with its whole history: not an sdist, not a shallow clone."""
+    if not (ROOT / ".git").exists():
+        return False
+    return _git("rev-parse", "--is-shallow-repository").strip() == "false"
+
+
+def _release_commit(version: str) -> str:
+    """The commit that wrote the CHANGELOG's ``## [version]`` section: the one the release tag names
+    (docs/releasing.md). Found from history alone: tags do not travel with a clone of one branch."""
+    commits = _git("log", "--format=%H", "-S", f"## [{version}]", "--", "CHANGELOG.md").split()
+    assert commits, f"no commit wrote the CHANGELOG's ## [{version}] section"
+    return commits[-1]  # the oldest: later ones only moved text around it
+
+
+@pytest.mark.skipif(not _full_history(), reason="an sdist or a shallow clone: no history to ask")
+def test_precommit_rev_names_a_release_of_this_repository():
+    """The remote snippet's `rev:` must name a revision that exists (issue 31: v0.1.0 did not).
+    Where the tag is here it must be the release commit; where no tags came with the clone (issue
+    43: this test skipped there), the release commit must exist and carry that version."""
     (rev,) = re.findall(r"^\s*rev:\s*(\S+)", README, re.M)
-    assert rev in tags, f"{rev} is not a tag here; tag the release commit (docs/releasing.md)"
+    release = _release_commit(rev.removeprefix("v"))
+    released = tomllib.loads(_git("show", f"{release}:pyproject.toml"))["project"]["version"]
+    assert f"v{released}" == rev, f"{release} (the {rev} section's commit) is version {released}"
+    if rev in _git("tag", "--list").split():
+        assert _git("rev-list", "-n", "1", rev).strip() == release, f"{rev} tags another commit (docs/releasing.md)"
+    elif _git("tag", "--list").split():  # tags, but not this one: the release was not tagged
+        pytest.fail(f"{rev} is not a tag here; tag {release[:12]} (docs/releasing.md)")
 
 
 def test_precommit_snippet_names_the_project_repository():
-    (repo,) = re.findall(r"^\s*- repo:\s*(\S+)", README, re.M)
+    (local, repo) = re.findall(r"^\s*- repo:\s*(\S+)", README, re.M)
+    assert local == "local"  # the primary snippet runs the installed tool; the second installs ours
     assert repo == PYPROJECT["project"]["urls"]["Repository"]
     links = re.findall(r"^\[[^\]]+\]: (\S+)$", CHANGELOG, re.M)
     assert links and all(link.startswith(repo + "/") for link in links)

@@ -50,6 +50,7 @@ __all__ = [
     "covers",
     "directives",
     "guarded",
+    "hook_files",
     "kind_named",
     "kind_of",
     "known_codes",
@@ -74,6 +75,11 @@ class Kind:
     # "module:function" of the processing body, imported on first use: the notebook machinery
     # loads only once a notebook turns up.
     body: str
+    # A regular expression over a slash-separated path that matches every path ``matches`` can
+    # accept, by name alone (pre-commit's ``files:``; ``hook_files`` joins them). It may match
+    # more: where ``matches`` reads the file (a shebang, a ``Bootstrap:`` header), the hook passes
+    # every candidate and ``check`` skips the rest.
+    names: str
 
     def process(self, path: str, data: bytes, config: Config, options: RunOptions) -> FileResult:
         module, function = self.body.split(":")
@@ -89,19 +95,33 @@ class Kind:
 
 
 KINDS: tuple[Kind, ...] = (
-    Kind("python", is_python_source, "._python:process_python_findings"),
-    Kind("shell", is_shell_script, "._text_files:process_shell_findings"),
-    Kind("requirements", is_dependency_file, "._text_files:process_dependencies_findings"),
-    Kind("notebook", is_notebook, "._notebook:process_notebook_findings"),
-    Kind("config", is_config_file, "._text_files:process_config_findings"),  # YAML
-    Kind("json", is_json_file, "._text_files:process_json_findings"),
-    Kind("toml", is_toml_file, "._text_files:process_toml_findings"),
-    Kind("ini", is_ini_file, "._text_files:process_ini_findings"),
-    Kind("build", is_build_file, "._text_files:process_build_findings"),
-    Kind("cuda-source", is_cuda_source, "._text_files:process_cuda_source_findings"),
-    Kind("dockerfile", is_dockerfile, "._text_files:process_dockerfile_findings"),
+    Kind("python", is_python_source, "._python:process_python_findings", r"\.pyi?$"),
+    # Extensionless: a shebang may make it a script.
+    Kind("shell", is_shell_script, "._text_files:process_shell_findings",
+         r"\.(bash|lsf|pbs|qsub|sbatch|sh|slurm)$|(^|/)[^/.]+$"),
+    Kind("requirements", is_dependency_file, "._text_files:process_dependencies_findings",
+         r"requirements[^/]*\.txt$|(^|/)requirements/[^/]*\.(txt|toml)$|(^|/)pyproject[^/]*\.toml$"),
+    Kind("notebook", is_notebook, "._notebook:process_notebook_findings", r"\.ipynb$"),
+    Kind("config", is_config_file, "._text_files:process_config_findings", r"(?i:\.ya?ml)$"),  # YAML
+    Kind("json", is_json_file, "._text_files:process_json_findings", r"(?i:\.jsonc?)$"),
+    Kind("toml", is_toml_file, "._text_files:process_toml_findings", r"(?i:\.toml)$"),
+    Kind("ini", is_ini_file, "._text_files:process_ini_findings", r"(?i:\.(cfg|ini))$"),
+    Kind("build", is_build_file, "._text_files:process_build_findings",
+         r"(?i:(^|/)(cmakelists\.txt|gnumakefile|makefile)|\.(cmake|make|mk))$"),
+    Kind("cuda-source", is_cuda_source, "._text_files:process_cuda_source_findings", r"(?i:\.cuh?)$"),
+    # ``*.def``: an Apptainer definition only with a Bootstrap: header, which check reads.
+    Kind("dockerfile", is_dockerfile, "._text_files:process_dockerfile_findings",
+         r"(?i:(^|/)(apptainer|containerfile|dockerfile|singularity)(\.[^/]*)?|\.dockerfile|\.def)$"),
 )
 _BY_NAME = {k.name: k for k in KINDS}
+
+
+def hook_files() -> str:
+    """pre-commit's ``files:`` for the hooks: every path some kind can read, from ``KINDS`` (one
+    source: the hook passes what ``check`` reads; tests/kinds/test_hook_files.py checks the hook
+    definitions and the README say it)."""
+    lines = [f"{'|' if i else ' '} {k.names}  # {k.name}" for i, k in enumerate(KINDS)]
+    return "(?x)\n" + "\n".join(lines) + "\n"  # verbose: one kind a line, named
 
 
 def kind_of(path: Path) -> str | None:
