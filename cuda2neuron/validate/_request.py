@@ -45,6 +45,10 @@ class ValidateRequest:
     logic_steps: int = DEFAULT_LOGIC_STEPS
     port_device: str = "neuron"  # "cpu" only for tests that run without the emulator
     nproc: int = 1  # ranks per run (torchrun's --nproc_per_node); 1: one process per run
+    # The ranks are started as torchrun starts them (RANK, WORLD_SIZE, MASTER_ADDR, ... set), one
+    # included: nproc was asked for (--nproc, a torchrun --script, nproc in the config). Trap:
+    # `--nproc 1` on a script that reads RANK must not run it as a plain process.
+    launched: bool = False
     tolerances: Tolerances = field(default_factory=Tolerances)
     original_label: str = ""
     port_label: str = ""
@@ -105,6 +109,7 @@ def build_request(
     launch_nproc = None
     if script and _is_launcher(script):
         script, args, launch_nproc = _torchrun_command(script, tuple(args))
+    launched = nproc is not None or launch_nproc is not None or "nproc" in table
     nproc = nproc if nproc is not None else launch_nproc if launch_nproc is not None else table.get("nproc", 1)
     if type(nproc) is not int or nproc < 1:
         raise RequestError(f"nproc must be a whole number of ranks, 1 or more; got {nproc!r}", option="--nproc")
@@ -129,7 +134,7 @@ def build_request(
         args=tuple(args), steps=steps or int(table.get("steps", DEFAULT_STEPS)),
         timeout=timeout or float(table.get("timeout", DEFAULT_TIMEOUT)),
         seed=seed if seed is not None else int(table.get("seed", DEFAULT_SEED)), golden=golden, logic=logic,
-        logic_steps=logic_steps, port_device=port_device, nproc=nproc, tolerances=tol,
+        logic_steps=logic_steps, port_device=port_device, nproc=nproc, launched=launched, tolerances=tol,
         original_label=trees.original_label, port_label=trees.port_label,
         fail_on=fail_on, port_overlay=trees.port_overlay, max_memory=_mib_option(table, "max_memory_mb"),
         max_output=_mib_option(table, "max_output_mb"),

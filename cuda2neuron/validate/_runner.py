@@ -541,6 +541,22 @@ def _labelled(message: str, run: _Run, request: ValidateRequest) -> str:
     return message.replace(str(run.tree), label) if label else message
 
 
+# What code that expects a launcher says without one: a missing variable read from os.environ, or
+# torch.distributed's env:// rendezvous ("environment variable RANK expected, but not set").
+_UNLAUNCHED_RE = re.compile(r"KeyError: '(?:LOCAL_)?(?:RANK|WORLD_SIZE)'|KeyError: 'MASTER_(?:ADDR|PORT)'"
+                            r"|environment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT) expected")
+
+
+def _launch_hint(failure: RunFailure, run: _Run) -> RunFailure:
+    """A crash of a run started without a launcher, on a launcher's variable: the fix is --nproc
+    (``--nproc 1`` sets them as torchrun would for one rank)."""
+    if run.rank is not None or not _UNLAUNCHED_RE.search(f"{failure.message}\n{failure.traceback}"):
+        return failure
+    hint = (" (the code expects torchrun's RANK / WORLD_SIZE / MASTER_ADDR: rerun with --nproc N, "
+            "or --nproc 1 for one rank, to start it as torchrun would)")
+    return dataclasses.replace(failure, message=failure.message + hint)
+
+
 def _prepare_emulator(request: ValidateRequest, progress: Callable[[str], None]) -> RunFailure | None:
     """Build the emulated device before the clock starts: a cold build (tens of seconds, under a
     file lock shared with other processes) must not eat the runs' timeout."""
@@ -597,7 +613,7 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
     timed_out: list[_Run] = []
     skipped: list[tuple[int, float | None]] = []  # (step, loss scale) the original's GradScaler skipped
     aligned: dict[str, int] = {}  # role -> gradient elements that followed the original's sign
-    distributed = request.nproc > 1 or _launched_distributed()
+    distributed = request.nproc > 1 or request.launched or _launched_distributed()
     ranks: list[int | None] = list(range(request.nproc)) if distributed else [None]
     ports = _free_ports(len(roles)) if distributed else [None] * len(roles)
     # What the reference sent the other runs (initial weights, step outcomes), per rank, kept
@@ -691,9 +707,9 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
                     run.proc.wait()
                     for th in run.copiers:  # the whole of stderr, for the tail
                         th.join(timeout=5)
-                    run.failure = RunFailure(run.name, "crash",
-                                             f"exited with status {run.proc.returncode} without a result",
-                                             _tail(run.stderr_path))
+                    run.failure = _launch_hint(RunFailure(run.name, "crash",
+                                                          f"exited with status {run.proc.returncode} without a result",
+                                                          _tail(run.stderr_path)), run)
                 if run.failure is not None:
                     # The other ranks would wait in their next collective until gloo's timeout;
                     # a failed logic original leaves its port nothing to be compared with.
@@ -748,10 +764,11 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
             elif kind == "done":
                 run.finished, run.seconds = True, frame["seconds"]
             elif kind == "error":
-                run.failure = RunFailure(run.name, frame["kind"], _labelled(frame["message"], run, request),
-                                         frame["traceback"] or _tail(run.stderr_path),
-                                         "" if frame.get("harness") else frame.get("user_frame") or "",
-                                         crash_path=tuple(tuple(x) for x in frame.get("crash_path") or ()))
+                run.failure = _launch_hint(RunFailure(
+                    run.name, frame["kind"], _labelled(frame["message"], run, request),
+                    frame["traceback"] or _tail(run.stderr_path),
+                    "" if frame.get("harness") else frame.get("user_frame") or "",
+                    crash_path=tuple(tuple(x) for x in frame.get("crash_path") or ())), run)
             elif kind == "broken":
                 run.failure = RunFailure(run.name, "crash", f"record stream broken: {frame['message']}",
                                          _tail(run.stderr_path))
