@@ -14,7 +14,6 @@ from cuda2neuron.kinds import catalog, kind_of, process_kind
 from cuda2neuron.workspace import (
     Baseline,
     BaselineError,
-    ResultCache,
     apply_baseline,
     discover,
     with_project_facts,
@@ -26,7 +25,8 @@ from cuda2neuron.report import OUTPUT_FORMATS, build_report, render
 from ._colour import colour_allowed, coloured_findings
 from ._common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
 from ._console import Console
-from ._options import apply_overrides, rule_options
+from ._options import apply_file_overrides, apply_overrides, cache_options, colour_option, file_options, result_cache, rule_options
+from ._render import settings_text
 from ._progress import run_with_progress
 from ._render import print_diff, print_finding, print_statistics
 
@@ -77,11 +77,15 @@ Examples:
 @click.option("--write-baseline", "write_baseline_path", type=click.Path(path_type=Path, dir_okay=False), help="Record every current finding in this baseline file and exit 0.")
 @click.option("--stdin-filename", help="File name to report for source read from stdin ('-').")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
-@click.option("--no-cache", is_flag=True, help="Process every file again instead of reusing results for unchanged files.")
+@click.option("--show-settings", is_flag=True, help="Print the settings this run would use (and where they come from), and exit.")
+@click.option("--show-files", is_flag=True, help="Print the files this run would check, one a line, and exit.")
+@cache_options
+@file_options
+@colour_option
 @rule_options
 def check_command(
     paths, fix, show_diff, show_fixes, statistics, exit_zero, exit_non_zero_on_fix, from_pre_commit, output_format,
-    output_file, quiet, baseline_path, write_baseline_path, stdin_filename, jobs, no_cache, **opts,
+    output_file, quiet, baseline_path, write_baseline_path, stdin_filename, jobs, show_settings, show_files, **opts,
 ):
     if fix and show_diff:
         raise UsageError("--fix and --diff exclude each other (--diff writes nothing)")
@@ -94,6 +98,11 @@ def check_command(
         paths = (Path("."),)
     named = [p for p in paths if str(p) != "-"]
     config = apply_overrides(load_run_config(named, opts.pop("config_file")), opts, named)
+    config = apply_file_overrides(config, opts)
+    cache = result_cache(opts)
+    if show_settings:
+        out_console.file.write(settings_text(config))
+        return EXIT_CLEAN
     baseline = None
     if baseline_path is not None:
         try:
@@ -112,11 +121,14 @@ def check_command(
     errors = [s for s in found.skipped if s.error]
     if errors:
         raise UsageError("; ".join(f"{s.path}: {s.reason}" for s in errors))
+    if show_files:
+        out_console.file.write("".join(f"{f.path}\n" for f in sorted(found.files, key=lambda f: str(f.path))))
+        return EXIT_CLEAN
     config = with_project_facts(config, found.files)
     options = RunOptions.from_config(config, fix=fix or show_diff)
     results = run_with_progress(
         found.files, config, options, jobs=jobs, quiet=quiet or output_format not in _PEOPLE, verb="checking",
-        cache=None if no_cache else ResultCache(),
+        cache=cache,
     )
     if write_baseline_path is not None:
         n = write_baseline(results, write_baseline_path)

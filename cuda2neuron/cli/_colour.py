@@ -9,7 +9,6 @@ terminal or ``FORCE_COLOR`` asks for it (force-color.org), never with ``NO_COLOR
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
@@ -24,9 +23,7 @@ _NOTE_RE = re.compile(r"^(?P<lead>  = )(?P<label>help|suggested, to apply by han
 
 
 def colour_allowed(console: Console) -> bool:
-    if os.environ.get("NO_COLOR", ""):
-        return False
-    return console.is_terminal
+    return console.styled
 
 
 def coloured_findings(text: str) -> Any:

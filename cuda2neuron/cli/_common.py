@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cuda2neuron.core import Config, ConfigError, find_pyproject, load_config
+from cuda2neuron.core import Config, ConfigError, find_config, load_config
 
 from ._console import Console
 
@@ -36,7 +36,7 @@ def load_run_config(paths: list[Path], config_file: Path | None) -> Config:
                 raise UsageError(f"{config_file}: config file does not exist")
             return load_config(config_file)
         start = paths[0] if paths else Path.cwd()
-        return load_config(find_pyproject(start if start.exists() else Path.cwd()))
+        return load_config(find_config(start if start.exists() else Path.cwd()))
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
 

@@ -19,12 +19,17 @@ Part = str | tuple[str, str]
 
 
 class Console:
+    # --color: "auto" styles a terminal's output (NO_COLOR turns it off, FORCE_COLOR on); "always"
+    # and "never" decide for every stream, a pipe included. Progress bars still need a terminal.
+    colour: str = "auto"
+
     def __init__(self, *, stderr: bool = False, file: IO[str] | None = None, **options: Any) -> None:
         # ``file``: a fixed stream (--output-file) instead of stdout / stderr.
         self._fixed = file
         self._stderr = stderr
         self._options = options
         self._rich: Any = None
+        self._rich_colour = Console.colour
 
     @property
     def file(self) -> IO[str]:
@@ -36,14 +41,28 @@ class Console:
     @property
     def rich(self) -> Any:
         """The rich Console behind this stream (imported on first use)."""
-        if self._rich is None:
+        if self._rich is None or self._rich_colour != Console.colour:  # --color set after first use
             from rich.console import Console as RichConsole
 
+            self._rich_colour = Console.colour
+
+            options = dict(self._options)
+            if Console.colour == "always":
+                options.setdefault("force_terminal", True)
+            elif Console.colour == "never":
+                options.setdefault("no_color", True)
             if self._fixed is not None:
-                self._rich = RichConsole(file=self._fixed, highlight=False, **self._options)
+                self._rich = RichConsole(file=self._fixed, highlight=False, **options)
             else:
-                self._rich = RichConsole(stderr=self._stderr, highlight=False, **self._options)
+                self._rich = RichConsole(stderr=self._stderr, highlight=False, **options)
         return self._rich
+
+    @property
+    def styled(self) -> bool:
+        """Whether what this stream prints is coloured (--color, NO_COLOR, a terminal)."""
+        if Console.colour != "auto":
+            return Console.colour == "always"
+        return not os.environ.get("NO_COLOR", "") and self.is_terminal
 
     @property
     def is_terminal(self) -> bool:
@@ -56,7 +75,7 @@ class Console:
 
     def say(self, *parts: Part, soft_wrap: bool | None = None) -> None:
         """Write one line; styles apply on a terminal only. Text is never read as markup."""
-        if not self.is_terminal:
+        if not self.styled:
             self.file.write("".join(p if isinstance(p, str) else p[0] for p in parts) + "\n")
             return
         from rich.text import Text

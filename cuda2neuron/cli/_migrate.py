@@ -10,7 +10,6 @@ from cuda2neuron.core import FileStatus, RunOptions
 from cuda2neuron.workspace import (
     PORT_MARKER,
     PortError,
-    ResultCache,
     check_out_dir,
     discover,
     with_project_facts,
@@ -21,7 +20,7 @@ from cuda2neuron.report import REPORT_SUFFIXES, ValidationReportError, build_rep
 
 from ._common import EXIT_CLEAN, EXIT_FINDINGS, UsageError, err_console, load_run_config, out_console
 from ._git import git_state
-from ._options import apply_overrides, rule_options
+from ._options import apply_file_overrides, apply_overrides, cache_options, colour_option, file_options, result_cache, rule_options
 from ._progress import run_with_progress
 from ._render import print_diff, print_summary
 
@@ -38,9 +37,11 @@ __all__ = ["PORT_MARKER", "migrate_command"]
               help="With --report x.html: a JSON report from `validate --report v.json`, shown as the page's verdict table and first divergence.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
 @click.option("--quiet", "-q", is_flag=True, help="Only errors on stderr.")
-@click.option("--no-cache", is_flag=True, help="Process every file again instead of reusing results for unchanged files.")
+@cache_options
+@file_options
+@colour_option
 @rule_options
-def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report_path, validate_report, jobs, quiet, no_cache, **opts):
+def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report_path, validate_report, jobs, quiet, **opts):
     """Port CUDA-specific PyTorch code in PATHS to the neuron device.
 
     Rewrites in place (git-tracked, clean files only), or with --diff shows the changes, or with
@@ -69,6 +70,8 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
         except PortError as exc:
             raise UsageError(str(exc)) from None
     config = apply_overrides(load_run_config(list(paths), opts.pop("config_file")), opts, list(paths))
+    config = apply_file_overrides(config, opts)
+    cache = result_cache(opts)
     found = discover(
         paths,
         exclude=config.exclude,
@@ -83,7 +86,7 @@ def migrate_command(paths, show_diff, out_dir, allow_dirty, allow_no_vcs, report
     config = with_project_facts(config, found.files)
     options = RunOptions.from_config(config, fix=True)
     results = run_with_progress(
-        found.files, config, options, jobs=jobs, quiet=quiet, verb="migrating", cache=None if no_cache else ResultCache()
+        found.files, config, options, jobs=jobs, quiet=quiet, verb="migrating", cache=cache
     )
     changed = [r for r in results if r.status is FileStatus.CHANGED]
     skipped = found.skipped

@@ -8,10 +8,12 @@ from pathlib import Path
 import click
 
 from cuda2neuron.core import AMP_DTYPES, TARGETS, Config, ConfigError, parse_min_torch
+from cuda2neuron.workspace import ResultCache
 
 from ._common import UsageError
 
-__all__ = ["apply_overrides", "check_selection", "rule_options"]
+__all__ = ["apply_file_overrides", "apply_overrides", "cache_options", "check_selection", "colour_option", "file_options",
+           "RefreshingCache", "result_cache", "rule_options"]
 
 
 def _codes(value: str | None) -> tuple[str, ...] | None:
@@ -91,3 +93,78 @@ def _min_torch_of_project(config: Config, paths: list[Path]) -> tuple[int, int] 
         first = paths[0]
         root = first if first.is_dir() else first.parent
     return min_torch_from_requirements(root)
+
+
+# ---- which files a run reads, and how it prints: kept apart from the rule options ----
+
+def _patterns(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    return tuple(p.strip() for p in value.split(",") if p.strip())
+
+
+def file_options(func):
+    @click.option("--exclude", help="Leave out these paths (comma-separated gitignore-style patterns); replaces the "
+                  "config's exclude (ruff).")
+    @click.option("--extend-exclude", help="Leave out these paths too, on top of the config's exclude.")
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def apply_file_overrides(config: Config, opts: dict) -> Config:
+    """--exclude replaces the config's list, --extend-exclude adds to it (ruff). The patterns are
+    read like the config's: relative to its folder (the path walked where there is no config)."""
+    exclude = _patterns(opts.pop("exclude", None))
+    extend = _patterns(opts.pop("extend_exclude", None)) or ()
+    base = config.exclude if exclude is None else exclude
+    return config.with_overrides(exclude=base + tuple(p for p in extend if p not in base))
+
+
+def colour_option(func):
+    @click.option("--color", "colour", type=click.Choice(("auto", "always", "never")), default="auto",
+                  show_default=True, expose_value=False, is_eager=True, callback=_set_colour,
+                  help="Colour the output for people: auto (a terminal, unless NO_COLOR is set), always, never.")
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+def _set_colour(ctx: click.Context, param: click.Parameter, value: str) -> str:  # noqa: ARG001 - click's signature
+    from ._console import Console
+
+    Console.colour = value
+    return value
+
+
+def cache_options(func):
+    @click.option("--no-cache", is_flag=True, help="Neither read nor write the results cache (ruff's --no-cache).")
+    @click.option("--refresh", is_flag=True, help="Process every file again and write the results to the cache "
+                  "(after a cache you do not trust; --no-cache leaves it as it was).")
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+class RefreshingCache(ResultCache):
+    """--refresh: every lookup a miss, every result written (the cache as a fresh run leaves it).
+    At module level: the worker processes receive the cache pickled."""
+
+    def get(self, key: str, shown: str | None = None, data: bytes | None = None) -> None:  # noqa: ARG002
+        return None
+
+
+def result_cache(opts: dict) -> ResultCache | None:
+    """The run's results cache from --no-cache / --refresh."""
+    no_cache, refresh = opts.pop("no_cache", False), opts.pop("refresh", False)
+    if no_cache and refresh:
+        raise UsageError("--no-cache and --refresh exclude each other (--refresh writes the cache)")
+    if no_cache:
+        return None
+    return RefreshingCache() if refresh else ResultCache()

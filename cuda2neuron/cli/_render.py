@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING
 
-from cuda2neuron.core import FileResult, Finding, Safety
+from cuda2neuron.core import Config, FileResult, Finding, Safety
 
 from ._console import Console
 
@@ -51,7 +51,7 @@ def diff_text(result: FileResult) -> str:
 
 def print_diff(console: Console, result: FileResult) -> None:
     text = diff_text(result)
-    if not console.is_terminal:
+    if not console.styled:
         # Piped into a file or a patch tool: plain text, and no per-line styling cost.
         console.file.write(text)
         return
@@ -197,3 +197,30 @@ def print_statistics(console: Console, report: RunReport) -> None:
     for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         mark = f" ({fixable[code]} fixable)" if fixable[code] else ""
         console.say(f"{n:>5}  {code}  {name}{mark}")
+
+
+def settings_text(config: Config) -> str:
+    """--show-settings: the resolved settings as the keys of a cuda2neuron.toml (paste-able), the
+    file they came from first. min-torch is the configured one: a run may still read the
+    project's requirements for it when neither the config nor --min-torch sets it."""
+    import json
+
+    def toml_list(items) -> str:
+        return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+
+    s = config.settings
+    source = config.source or "none found: the defaults"
+    pfi = ", ".join(f"{json.dumps(glob)} = {toml_list(codes)}" for glob, codes in config.per_file_ignores)
+    lines = [
+        f"# config: {source}",
+        f"select = {toml_list(config.select)}",
+        f"ignore = {toml_list(config.ignore)}",
+        f"exclude = {toml_list(config.exclude)}",
+        f"per-file-ignores = {{{pfi}}}" if pfi else "per-file-ignores = {}",
+        f"unsafe-fixes = {'true' if config.unsafe_fixes else 'false'}",
+        f"target = {json.dumps(s.target)}",
+        f"amp-dtype = {json.dumps(s.amp_dtype)}",
+        f'min-torch = "{s.min_torch[0]}.{s.min_torch[1]}"' + ("" if config.min_torch_given else
+                                                             "  # the default, or the project's requirements'"),
+    ]
+    return "\n".join(lines) + "\n"

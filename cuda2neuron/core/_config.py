@@ -22,7 +22,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Config", "ConfigError", "relative_to_config", "config_from_table", "find_pyproject", "load_config", "load_validate_table", "parse_min_torch"]
+__all__ = ["CONFIG_NAMES", "Config", "ConfigError", "relative_to_config", "config_from_table", "find_config", "find_pyproject",
+           "load_config", "load_validate_table", "parse_min_torch"]
 
 
 class ConfigError(ValueError):
@@ -111,8 +112,11 @@ def _path_matches(path: str, pattern: str) -> bool:
 
 _KEYS = {
     "select",
+    "extend-select",
     "ignore",
+    "extend-ignore",
     "exclude",
+    "extend-exclude",
     "unsafe-fixes",
     "amp-dtype",
     "target",
@@ -122,13 +126,25 @@ _KEYS = {
 }
 
 
-def find_pyproject(start: Path) -> Path | None:
+# The files a folder's configuration is read from, the first that exists wins (ruff: ruff.toml
+# over pyproject.toml): cuda2neuron.toml holds the keys of [tool.cuda2neuron] at its top level.
+CONFIG_NAMES = ("cuda2neuron.toml", "pyproject.toml")
+
+
+def find_config(start: Path) -> Path | None:
+    """The configuration file that governs ``start``: in the nearest folder (``start`` or above)
+    that has one, cuda2neuron.toml, else pyproject.toml."""
     start = start.resolve()
     for folder in [start, *start.parents] if start.is_dir() else list(start.parents):
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
+        for name in CONFIG_NAMES:
+            candidate = folder / name
+            if candidate.is_file():
+                return candidate
     return None
+
+
+# validate's callers ask by the older name; a cuda2neuron.toml governs them too.
+find_pyproject = find_config
 
 
 def _str_list(value: Any, where: str) -> tuple[str, ...]:
@@ -157,19 +173,30 @@ def parse_min_torch(value: str, where: str = "min-torch") -> tuple[int, int]:
     return (major, minor)
 
 
+def _standalone(source: str) -> bool:
+    """A file whose keys are top-level (cuda2neuron.toml, or any --config file not named
+    pyproject.toml, as ruff reads ruff.toml)."""
+    return bool(source) and Path(source).name != "pyproject.toml"
+
+
 def config_from_table(table: Mapping[str, Any], source: str) -> Config:
-    where = f"{source}: [tool.cuda2neuron]"
+    # cuda2neuron.toml's keys are top-level: a message names the file alone.
+    where = source if _standalone(source) else f"{source}: [tool.cuda2neuron]"
     unknown = sorted(set(table) - _KEYS)
+    if unknown == ["tool"] and _standalone(source):
+        raise ConfigError(f"{where}: a file not named pyproject.toml holds the keys of [tool.cuda2neuron] at its "
+                          "top level (as cuda2neuron.toml does), not under [tool.cuda2neuron]")
     if unknown:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})")
     cfg = Config(source=source)
     kw: dict[str, Any] = {}
-    if "select" in table:
-        kw["select"] = _str_list(table["select"], f"{where}.select")
-    if "ignore" in table:
-        kw["ignore"] = _str_list(table["ignore"], f"{where}.ignore")
-    if "exclude" in table:
-        kw["exclude"] = _str_list(table["exclude"], f"{where}.exclude")
+    # `extend-*` adds to the list (the default's, or the same table's `select`/...), as in ruff;
+    # a command-line --select / --ignore / --exclude replaces the whole list.
+    for key, attr in (("select", "select"), ("ignore", "ignore"), ("exclude", "exclude")):
+        base = _str_list(table[key], f"{where}.{key}") if key in table else getattr(cfg, attr)
+        more = _str_list(table[f"extend-{key}"], f"{where}.extend-{key}") if f"extend-{key}" in table else ()
+        if key in table or more:
+            kw[attr] = base + tuple(m for m in more if m not in base)
     if "unsafe-fixes" in table:
         if not isinstance(table["unsafe-fixes"], bool):
             raise ConfigError(f"{where}.unsafe-fixes: expected true or false")
@@ -251,7 +278,7 @@ def load_config(pyproject: Path | None) -> Config:
         raise ConfigError(f"{pyproject}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{pyproject}: invalid TOML: {exc}") from None
-    table = data.get("tool", {}).get("cuda2neuron")
+    table = data if _standalone(str(pyproject)) else data.get("tool", {}).get("cuda2neuron")
     if table is None:
         return Config(source=str(pyproject))
     if not isinstance(table, dict):
