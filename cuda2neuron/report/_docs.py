@@ -8,16 +8,19 @@ anchors are the rule codes, lower-cased.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 __all__ = ["RULES_DOC", "fix_kind", "rule_anchor", "rule_help_uri", "rules_doc_uri", "rules_reference", "rules_table"]
 
 # Where the page lives in the repository.
 RULES_DOC = "docs/rules.md"
-# The Project-URL label in pyproject's [project.urls] that names the published page, when the
-# project has a public address; without one the page in this checkout is used (an editable
-# install, as in the README's quick start).
+# The Project-URL label in pyproject's [project.urls] that names the published page. Trap: a
+# file:// address of this checkout (what an editable install once fell back to) is dead on
+# GitHub's code scanning page and leaks a local path into every uploaded SARIF: a link is a
+# public URL or nothing.
 _URL_LABEL = "Rules"
+# Where the page lies in a repository hosted there, from its Repository URL (metadata written
+# before the Rules URL existed).
+_FORGES = ("https://github.com/", "https://gitlab.com/")
 
 
 def rule_anchor(code: str) -> str:
@@ -26,19 +29,23 @@ def rule_anchor(code: str) -> str:
 
 @functools.cache
 def rules_doc_uri() -> str | None:
-    """The page's absolute URI, or None when neither a Project-URL nor a checkout has it."""
+    """The published page's URL, from the package's Project-URLs; None when it has none."""
     from importlib import metadata  # ~15 ms: only the formats that link to rules need it
 
     try:
         urls = metadata.metadata("cuda2neuron").get_all("Project-URL") or []
     except metadata.PackageNotFoundError:
         urls = []
+    labelled = {}
     for entry in urls:
         label, _, url = entry.partition(",")
-        if label.strip() == _URL_LABEL and url.strip():
-            return url.strip()
-    page = Path(__file__).resolve().parents[2] / RULES_DOC
-    return page.as_uri() if page.is_file() else None
+        labelled.setdefault(label.strip(), url.strip())
+    if labelled.get(_URL_LABEL, "").startswith("https://"):
+        return labelled[_URL_LABEL]
+    repo = labelled.get("Repository", "").rstrip("/")
+    if repo.startswith(_FORGES) and repo.count("/") == 4:  # https://host/owner/name
+        return f"{repo}/blob/main/{RULES_DOC}"
+    return None
 
 
 def rule_help_uri(code: str) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -115,3 +116,44 @@ def test_sarif_describes_a_finding_from_outside_the_catalog(make_report, validat
     sarif = json.loads(to_sarif(report, rules={}))  # an empty catalog: the finding's rule is still described
     assert _errors(validator, sarif) == []
     assert [r["id"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]] == ["CN101"]
+
+
+def _metadata_urls(monkeypatch, urls: list[str]) -> None:
+    from importlib import metadata
+
+    from cuda2neuron.report import _docs
+
+    class Meta:
+        def get_all(self, name):
+            return urls if name == "Project-URL" else None
+
+    monkeypatch.setattr(metadata, "metadata", lambda name: Meta())
+    _docs.rules_doc_uri.cache_clear()  # and again after the test
+
+
+@pytest.mark.parametrize(("urls", "want"), [
+    pytest.param(["Rules, https://example.org/c2n/rules.md", "Repository, https://github.com/a/b"],
+                 "https://example.org/c2n/rules.md#cn101", id="the-rules-url"),
+    pytest.param(["Repository, https://github.com/a/b"], "https://github.com/a/b/blob/main/docs/rules.md#cn101",
+                 id="the-repository-page"),
+    pytest.param(["Repository, https://git.example.org/a/b"], None, id="an-unknown-forge-no-link"),
+    pytest.param([], None, id="no-urls-no-link"),
+])
+def test_help_uri_is_a_public_url_or_none(monkeypatch, urls, want):
+    """Never a file:// path into the checkout (issue 43: dead on GitHub, and it leaked the path)."""
+    from cuda2neuron.report import _docs
+
+    _metadata_urls(monkeypatch, urls)
+    try:
+        assert rule_help_uri("CN101") == want
+    finally:
+        _docs.rules_doc_uri.cache_clear()
+
+
+def test_the_project_declares_its_rules_page():
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
+    urls = pyproject["project"]["urls"]
+    assert urls["Rules"] == f"{urls['Repository']}/blob/main/docs/rules.md"
+    assert rule_help_uri("CN101").startswith("https://")  # what this install links to
