@@ -12,7 +12,8 @@ from ._console import Console
 if TYPE_CHECKING:
     from cuda2neuron.report import RunReport
 
-__all__ = ["diff_text", "finding_line", "print_diff", "print_finding", "print_summary", "print_statistics"]
+__all__ = ["SUMMARY_ROWS", "diff_text", "effort_lines", "finding_line", "print_diff", "print_finding", "print_summary",
+           "print_statistics", "settings_text"]
 
 
 def finding_line(f: Finding, unsafe: bool = False) -> str:
@@ -137,19 +138,65 @@ def next_steps(report: RunReport, mode: str, paths: list[str], out_dir: str | No
         left.append(f"{len(report.failed)} failed file(s), not rewritten")
     if left:
         where = f"`cuda2neuron check {out_dir or shown}` lists them again"
-        steps.append(f"left: {', '.join(left)}; effort {effort_text(report)}; listed above, {where}")
+        steps.append(f"left: {', '.join(left)}; effort {effort_text(report)}; listed below, {where}")
     else:
         steps.append("left: nothing: no manual action remains")
     return steps
 
 
+# Rows a terminal summary lists per table: a large repository's thousands of findings go to
+# --report / check's outputs, and what to do next stays on the first screen (issue 43: 13,732
+# lines with the next steps at the very end).
+SUMMARY_ROWS = 25
+TOP = 5  # rules and files named in the summary's leading lines
+
+
+def _hours(h: float) -> str:
+    return f"{round(h * 60)} min" if h < 1 else f"{round(h * 2) / 2:g} h"
+
+
+def effort_lines(report: RunReport) -> list[str]:
+    """The estimate's range and what makes most of it (README "Coverage and effort")."""
+    if report.effort_hours <= 0:
+        return []
+    low, high = report.effort_range
+    units = len(report.constructs)
+    lines = [f"Effort: {effort_text(report)}; likely {_hours(low)} to {_hours(high)}, "
+             f"{units} piece{'' if units == 1 else 's'} of work"]
+    for what in ("file", "rule"):
+        top = report.effort_by(what)
+        if top:
+            lines.append(f"  most by {what}: " + ", ".join(f"{name} ({_hours(h)})" for name, h in top))
+    return lines
+
+
+def _top_counts(names: list[str]) -> str:
+    from collections import Counter
+
+    counts = Counter(names).most_common()
+    shown = ", ".join(f"{name} {n}" for name, n in counts[:TOP])
+    return shown + (f", {len(counts) - TOP} more" if len(counts) > TOP else "")
+
+
 def print_summary(
     console: Console, report: RunReport, wrote: str, mode: str = "", paths: list[str] | None = None, out_dir: str | None = None
 ) -> None:
+    """Totals first, then the effort, the next steps and the top rules and files; then the
+    tables, each up to SUMMARY_ROWS rows (the full lists are the reports')."""
     from rich.markup import escape
     from rich.table import Table
 
     console.say(headline(report, wrote), soft_wrap=True)
+    for line in effort_lines(report):
+        console.say(line, soft_wrap=True)
+    if mode:
+        console.say(("Next steps:", "bold"))
+        for i, step in enumerate(next_steps(report, mode, paths or ["."], out_dir), start=1):
+            console.say(f"  {i}. {step}", soft_wrap=True)
+    left = report.remaining
+    if left:
+        console.say(f"Findings left by rule: {_top_counts([f'{f.code} {f.name}' for f in left])}", soft_wrap=True)
+        console.say(f"Findings left by file: {_top_counts([f.path for f in left])}", soft_wrap=True)
     if report.edits_per_rule:
         table = Table(title="Edits per rule", show_edge=False, title_justify="left")
         table.add_column("rule")
@@ -170,22 +217,26 @@ def print_summary(
         table.add_column("rule")
         table.add_column("effort")
         table.add_column("what to do", overflow="fold")
-        for f in rows:
+        for f in rows[:SUMMARY_ROWS]:
             what = f.message + (f". {f.guidance}" if f.guidance else "")
             if f.fix is not None and f.fix.safety is Safety.DISPLAY_ONLY:
                 what += f" (no automatic fix; suggested: {_one_line(f.fix.replacement) or '(remove it)'})"
             table.add_row(f"{f.path}:{f.span.start_line}", f.code, f.effort.value, escape(what))
         console.print(table)
-    for r in report.failed:
+        if len(rows) > SUMMARY_ROWS:
+            console.say(f"  ... and {len(rows) - SUMMARY_ROWS} more: {_FULL_LIST}", soft_wrap=True)
+    for r in report.failed[:SUMMARY_ROWS]:
         assert r.error is not None
         where = f"{r.path}:{r.error.line}" if r.error.line else r.path
         console.print(f"[red]failed[/] {escape(where)}: {escape(r.error.kind)}: {escape(r.error.message)}")
-    for s in report.skipped:
+    for s in report.skipped[:SUMMARY_ROWS]:
         console.print(f"[yellow]skipped[/] {escape(s.path)}: {escape(s.reason)}")
-    if mode:
-        console.say(("Next steps:", "bold"))
-        for i, step in enumerate(next_steps(report, mode, paths or ["."], out_dir), start=1):
-            console.say(f"  {i}. {step}", soft_wrap=True)
+    more = max(0, len(report.failed) - SUMMARY_ROWS) + max(0, len(report.skipped) - SUMMARY_ROWS)
+    if more:
+        console.say(f"  ... and {more} more failed or skipped: {_FULL_LIST}", soft_wrap=True)
+
+
+_FULL_LIST = "every one in --report FILE (.html, .md, .json, .sarif) or `cuda2neuron check --output-format concise PATH`"
 
 
 def print_statistics(console: Console, report: RunReport) -> None:

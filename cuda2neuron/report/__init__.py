@@ -8,13 +8,17 @@ from ._docs import fix_kind, rule_help_uri, rules_reference, rules_table
 from ._html import ValidationReportError, load_validation, to_html
 from ._json import SCHEMA_VERSION, to_json, to_json_lines
 from ._model import (
+    CONSTRUCT_UNITS,
     EFFORT_BANDS,
     EFFORT_HOURS,
+    EFFORT_RANGE,
     EFFORT_SCALE,
     REVIEW_HOURS,
+    Construct,
     FileSummary,
     RunReport,
     build_report,
+    constructs,
     describe_effort,
     effort_level,
     finding_hours,
@@ -26,17 +30,21 @@ from ._sarif import to_sarif
 from ._text import finding_header, fix_note, to_concise, to_text
 
 __all__ = [
+    "CONSTRUCT_UNITS",
     "EFFORT_BANDS",
     "EFFORT_HOURS",
+    "EFFORT_RANGE",
     "EFFORT_SCALE",
     "REVIEW_HOURS",
     "OUTPUT_FORMATS",
     "REPORT_SUFFIXES",
     "SCHEMA_VERSION",
+    "Construct",
     "FileSummary",
     "RunReport",
     "ValidationReportError",
     "build_report",
+    "constructs",
     "describe_effort",
     "effort_level",
     "finding_header",

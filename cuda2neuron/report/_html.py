@@ -60,7 +60,7 @@ details{border:1px solid var(--line);border-radius:6px;margin:8px 0}summary{curs
 .diff td.n{color:var(--muted);text-align:right;width:1%;white-space:nowrap;user-select:none}
 tr.add td{background:var(--add)}tr.del td{background:var(--del)}tr.hunk td{color:var(--muted);background:#eef3f8}
 #filter{width:100%;padding:6px 8px;margin:8px 0;border:1px solid var(--line);border-radius:6px}
-.hidden{display:none}
+.hidden{display:none}td.mono{overflow-wrap:anywhere;min-width:12em}
 svg.chart{width:100%;height:auto;border:1px solid var(--line);border-radius:6px;background:#fff;margin:6px 0}
 svg.chart text{font:11px system-ui,sans-serif;fill:var(--muted)}svg.chart .bound{stroke:var(--fg);stroke-width:1}
 svg.chart .failline{stroke:var(--fail);stroke-dasharray:4 3}svg.chart .step{stroke:var(--line)}
@@ -96,6 +96,12 @@ _JS = """
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
+
+
+def _path(text: str) -> str:
+    """A path for a table cell: a break allowed after each slash (issue 43: a 149-character path
+    stretched the findings table past the page); td.mono breaks anywhere as a last resort."""
+    return _e(text).replace("/", "/<wbr>")
 
 
 def _rule_link(code: str, name: str = "") -> str:
@@ -143,7 +149,7 @@ def _findings_table(title: str, anchor: str, findings: tuple[Finding, ...], fix_
     for f in findings:
         where = f"{f.path}:{f.span.start_line}:{f.span.start_col + 1}"
         row = (
-            f'<tr data-filter="{_e(where + " " + f.code + " " + f.name)}"><td class=mono>{_e(where)}</td>'
+            f'<tr data-filter="{_e(where + " " + f.code + " " + f.name)}"><td class=mono>{_path(where)}</td>'
             f"<td>{_rule_link(f.code, f.name)}</td><td>{_e(f.effort.value)}</td><td>{_e(f.message)}</td>"
             f"<td>{_e(f.guidance) or '<span class=muted>-</span>'}</td>"
         )
@@ -215,9 +221,9 @@ def _failed(report: RunReport) -> list[str]:
     for r in report.failed:
         assert r.error is not None
         where = f"{r.path}:{r.error.line}" if r.error.line else r.path
-        out.append(f'<tr data-filter="{_e(where)}"><td class=mono>{_e(where)}</td><td class=FAIL>{_e(r.error.kind)}: {_e(r.error.message)}</td></tr>')
+        out.append(f'<tr data-filter="{_e(where)}"><td class=mono>{_path(where)}</td><td class=FAIL>{_e(r.error.kind)}: {_e(r.error.message)}</td></tr>')
     for s in report.skipped:
-        out.append(f'<tr data-filter="{_e(s.path)}"><td class=mono>{_e(s.path)}</td><td>skipped: {_e(s.reason)}</td></tr>')
+        out.append(f'<tr data-filter="{_e(s.path)}"><td class=mono>{_path(s.path)}</td><td>skipped: {_e(s.reason)}</td></tr>')
     out.append("</table></section>")
     return out
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from cuda2neuron.core import Effort, FileResult, FileStatus, Finding, Safety
@@ -11,8 +11,9 @@ from cuda2neuron.kinds import RESIDUAL
 from cuda2neuron.workspace import SkippedPath
 
 __all__ = [
-    "EFFORT_BANDS", "EFFORT_HOURS", "EFFORT_SCALE", "REVIEW_HOURS", "FileSummary", "RunReport", "build_report",
-    "describe_effort", "effort_level", "finding_hours", "finding_status", "is_manual",
+    "CONSTRUCT_UNITS", "EFFORT_BANDS", "EFFORT_HOURS", "EFFORT_RANGE", "EFFORT_SCALE", "REVIEW_HOURS", "Construct",
+    "FileSummary", "RunReport", "build_report", "constructs", "describe_effort", "effort_level", "finding_hours",
+    "finding_status", "is_manual",
 ]
 
 # The person-time a finding left costs, in hours of someone who knows the code (README "Coverage
@@ -43,6 +44,77 @@ def finding_hours(f: Finding) -> float:
     if f.fix is not None and f.fix.safety is Safety.UNSAFE:
         return min(hours, REVIEW_HOURS)
     return hours
+
+
+# The estimate counts pieces of work (constructs), not findings: by default one finding is one,
+# and these rules' findings in one file group (issue 43: every `import triton` line cost a day
+# and a kernel under two decorators counted twice — ~3,600 h for a fine-tuning framework).
+#   "stacked": findings on adjacent lines are one construct (the decorators of one kernel:
+#              @triton.autotune over @triton.jit is one kernel to port);
+#   "file":    all of the rule's findings in the file are one (a kernel package used through
+#              many names there: one decision, drop it or call its PyTorch reference).
+# A construct costs its costliest finding, at most the cap; the rule's findings in the file below
+# its costliest level there cost nothing on top (an `import triton` beside the kernels it serves:
+# porting them removes it). CN617's kernels are counted where they are defined (CN601 there, or
+# the extension's build): the importing file's work is repointing the import, an hour at most.
+CONSTRUCT_UNITS: dict[str, tuple[str, Effort | None]] = {
+    "CN601": ("stacked", None),
+    "CN616": ("file", None),
+    "CN617": ("file", Effort.MEDIUM),
+}
+# How far the total may be off, as factors of it: each construct's level is a typical cost
+# (a day for a kernel), and a real one takes from half of it to twice it.
+EFFORT_RANGE = (0.5, 2.0)
+
+
+@dataclass(frozen=True)
+class Construct:
+    """One piece of work for a person: a rule's findings that one change settles."""
+
+    path: str
+    code: str
+    name: str
+    line: int  # the first finding's
+    findings: int
+    hours: float
+
+
+def constructs(findings: Iterable[Finding]) -> list[Construct]:
+    """The pieces of work ``findings`` leave (CONSTRUCT_UNITS), each with its cost, in order of
+    path, rule and line; findings that cost nothing make none."""
+    by_rule: dict[tuple[str, str], list[Finding]] = {}
+    for f in findings:
+        if finding_hours(f) > 0:
+            by_rule.setdefault((f.path, f.code), []).append(f)
+    out: list[Construct] = []
+    for (path, code), found in sorted(by_rule.items()):
+        found.sort(key=lambda f: (f.span.start_line, f.span.start_col))
+        unit, cap = CONSTRUCT_UNITS.get(code, ("finding", None))
+        if unit == "finding":
+            groups = [[f] for f in found]
+        else:
+            top = max(finding_hours(f) for f in found)
+            costly = [f for f in found if finding_hours(f) == top]
+            groups = [costly] if unit == "file" else _adjacent(costly)
+        limit = EFFORT_HOURS[cap] if cap is not None else float("inf")
+        for group in groups:
+            hours = min(max(finding_hours(f) for f in group), limit)
+            out.append(Construct(path, code, group[0].name, group[0].span.start_line, len(group), hours))
+    return out
+
+
+def _adjacent(found: list[Finding]) -> list[list[Finding]]:
+    """Runs of findings whose spans touch or follow each other line by line (stacked decorators)."""
+    groups: list[list[Finding]] = []
+    end = 0
+    for f in found:
+        if groups and f.span.start_line <= end + 1:
+            groups[-1].append(f)
+            end = max(end, f.span.end_line)
+        else:
+            groups.append([f])
+            end = f.span.end_line
+    return groups
 
 
 def effort_level(hours: float) -> str:
@@ -161,9 +233,27 @@ class RunReport:
         return tuple(f for f in self.remaining if f.code == RESIDUAL[0])
 
     @property
+    def constructs(self) -> list[Construct]:
+        """The pieces of work the findings left make (``constructs``)."""
+        return constructs(self.remaining)
+
+    @property
     def effort_hours(self) -> float:
-        """Hours of person-time the findings left need (``finding_hours`` summed)."""
-        return sum(finding_hours(f) for f in self.remaining)
+        """Hours of person-time the findings left need: their constructs' costs summed."""
+        return sum(c.hours for c in self.constructs)
+
+    @property
+    def effort_range(self) -> tuple[float, float]:
+        """The range the estimate stands for (EFFORT_RANGE)."""
+        hours = self.effort_hours
+        return hours * EFFORT_RANGE[0], hours * EFFORT_RANGE[1]
+
+    def effort_by(self, what: str, top: int = 3) -> list[tuple[str, float]]:
+        """The ``top`` contributors to the estimate by "file" or "rule" (code and name), costliest first."""
+        hours: Counter[str] = Counter()
+        for c in self.constructs:
+            hours[c.path if what == "file" else f"{c.code} {c.name}"] += c.hours
+        return sorted(hours.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
 
     @property
     def edits_per_rule(self) -> dict[str, int]:
@@ -198,7 +288,7 @@ def build_report(
                 edits=edits,
                 manual=manual,
                 coverage=None if total == 0 or not edits else edits / total,
-                effort=effort_level(sum(finding_hours(f) for f in r.findings)),
+                effort=effort_level(sum(c.hours for c in constructs(r.findings))),
                 error="" if r.error is None else f"{r.error.kind}: {r.error.message}",
                 fixable=sum(1 for f in r.findings if finding_status(f) == "fixable"),
             )

@@ -72,3 +72,51 @@ def test_the_documented_scale_is_the_code():
         assert describe_effort(amount / 60 if unit == "min" else amount) == example
     for _, level, meaning in EFFORT_BANDS:
         assert f"| {level} |" in section and (level == "none" or meaning in section)
+
+
+# ---- pieces of work (constructs), not findings (issue 43) ----
+
+def _at(code: str, line: int, effort: Effort = Effort.HIGH, path: str = "k.py", end: int | None = None) -> Finding:
+    return Finding(code, "rule", "m", path, Span(line, 0, end or line, 1), None, effort=effort)
+
+
+@pytest.mark.parametrize(("findings", "hours"), [
+    # @triton.autotune (two lines) over @triton.jit: one kernel, a day; the imports nothing on top.
+    pytest.param([_at("CN601", 1, Effort.LOW), _at("CN601", 2, Effort.LOW), _at("CN601", 5, end=6), _at("CN601", 7)],
+                 8.0, id="a-kernel-under-two-decorators-with-its-imports"),
+    pytest.param([_at("CN601", 5), _at("CN601", 6), _at("CN601", 20), _at("CN601", 21)], 16.0, id="two-kernels"),
+    pytest.param([_at("CN601", 1, Effort.LOW)], 0.25, id="an-import-alone"),
+    pytest.param([_at("CN601", 1, Effort.LOW), _at("CN601", 1, Effort.LOW, path="b.py")], 0.5, id="per-file"),
+    # A kernel package imported through many names in a file: one decision.
+    pytest.param([_at("CN616", line) for line in (3, 9, 15, 40)], 8.0, id="a-kernel-package-in-one-file"),
+    pytest.param([_at("CN616", 3), _at("CN616", 3, path="b.py")], 16.0, id="a-kernel-package-in-two-files"),
+    # A project kernel module's import: its kernels are counted where they are defined.
+    pytest.param([_at("CN617", 3), _at("CN617", 8, Effort.MEDIUM)], 1.0, id="a-project-kernel-import-is-capped"),
+    # Every other rule: each finding is its own piece of work, as before.
+    pytest.param([_at("CN104", 1, Effort.MEDIUM), _at("CN104", 2, Effort.MEDIUM), _at("CN104", 3, Effort.LOW)],
+                 2.25, id="other-rules-per-finding"),
+])
+def test_effort_counts_pieces_of_work(findings, hours):
+    from cuda2neuron.report import constructs
+
+    assert sum(c.hours for c in constructs(findings)) == hours
+
+
+def test_the_summary_names_the_range_and_the_top_contributors():
+    from cuda2neuron.core import FileResult, FileStatus
+    from cuda2neuron.report import EFFORT_RANGE, build_report
+
+    results = [FileResult("k.py", FileStatus.UNCHANGED, findings=(_at("CN601", 5), _at("CN601", 20))),
+               FileResult("b.py", FileStatus.UNCHANGED, findings=(_at("CN104", 1, Effort.MEDIUM, path="b.py"),))]
+    report = build_report("migrate", "neuron", results)
+    assert report.effort_hours == 17.0
+    assert report.effort_range == (17.0 * EFFORT_RANGE[0], 17.0 * EFFORT_RANGE[1])
+    assert report.effort_by("file") == [("k.py", 16.0), ("b.py", 1.0)]
+    assert report.effort_by("rule", top=1) == [("CN601 rule", 16.0)]
+
+
+def test_every_grouped_code_is_a_rule():
+    from cuda2neuron.kinds import catalog
+    from cuda2neuron.report import CONSTRUCT_UNITS
+
+    assert set(CONSTRUCT_UNITS) <= set(catalog())

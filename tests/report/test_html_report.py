@@ -117,7 +117,9 @@ def test_page_content(tmp_path):
 @pytest.mark.parametrize(
     "needle",
     [
-        pytest.param(re.compile(r"""(src|href)\s*=\s*["']?(https?:)?//""", re.I), id="no-remote-src-or-href"),
+        pytest.param(re.compile(r"""src\s*=\s*["']?(https?:)?//""", re.I), id="no-remote-src"),
+        # the one remote address: links a reader may follow to a rule's public entry (never loaded)
+        pytest.param(re.compile(r"""<(?!a\s)[^>]*href\s*=\s*["']?(https?:)?//""", re.I), id="no-remote-href-but-rule-links"),
         pytest.param(re.compile(r"<link\b", re.I), id="no-stylesheet-link"),
         pytest.param(re.compile(r"<script\s+src", re.I), id="no-external-script"),
     ],
@@ -271,3 +273,18 @@ def test_report_in_the_browser(tmp_path):
     shown = re.search(r"(\d+) of (\d+) items shown", " ".join(_parse(filtered).text))
     assert shown and 0 < int(shown.group(1)) < int(shown.group(2))
     assert _parse(filtered).hidden_rows == int(shown.group(2)) - int(shown.group(1))
+
+
+def test_long_paths_wrap_and_rule_links_are_public(tmp_path):
+    # issue 43: a 149-character path kept the table from wrapping; rule links were file:// paths.
+    from cuda2neuron.core import FileResult, FileStatus, Finding, Span
+    from cuda2neuron.report import build_report, render, rule_help_uri
+
+    deep = "/".join(["a_rather_long_folder_name"] * 5) + "/train.py"
+    finding = Finding("CN606", "apex", "apex is CUDA-only", deep, Span(3, 0, 3, 11))
+    page = render(build_report("migrate", "neuron", [FileResult(deep, FileStatus.UNCHANGED, findings=(finding,))]),
+                  "html")
+    assert len(deep) > 130 and "a_rather_long_folder_name/<wbr>a_rather_long_folder_name/<wbr>" in page
+    assert "td.mono{overflow-wrap:anywhere" in page
+    links = re.findall(r'<a href="([^"#]+)', page)
+    assert links and all(link.startswith("https://") and rule_help_uri("CN606").startswith(link) for link in links)
