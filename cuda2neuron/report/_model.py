@@ -60,6 +60,7 @@ def finding_hours(f: Finding) -> float:
 CONSTRUCT_UNITS: dict[str, tuple[str, Effort | None]] = {
     "CN601": ("stacked", None),
     "CN616": ("file", None),
+    "CN618": ("file", None),  # a kernel hub's loader: one function's calls, one replacement
     "CN617": ("file", Effort.MEDIUM),
 }
 # How far the total may be off, as factors of it: each construct's level is a typical cost

@@ -90,6 +90,7 @@ def _at(code: str, line: int, effort: Effort = Effort.HIGH, path: str = "k.py", 
     # A kernel package imported through many names in a file: one decision.
     pytest.param([_at("CN616", line) for line in (3, 9, 15, 40)], 8.0, id="a-kernel-package-in-one-file"),
     pytest.param([_at("CN616", 3), _at("CN616", 3, path="b.py")], 16.0, id="a-kernel-package-in-two-files"),
+    pytest.param([_at("CN618", 183), _at("CN618", 186), _at("CN618", 226)], 8.0, id="a-kernel-hub-loader"),
     # A project kernel module's import: its kernels are counted where they are defined.
     pytest.param([_at("CN617", 3), _at("CN617", 8, Effort.MEDIUM)], 1.0, id="a-project-kernel-import-is-capped"),
     # Every other rule: each finding is its own piece of work, as before.
