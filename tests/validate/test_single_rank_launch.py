@@ -49,12 +49,14 @@ def test_an_asked_for_rank_count_is_a_launch(tmp_path, nproc, table, script, lau
     assert (request.nproc, request.launched) == (1, launched)
 
 
+@pytest.mark.slow  # a validation: two runs
 def test_nproc_1_sets_the_torchrun_environment(mlp, tmp_path):
     result = run_validation(_request(mlp, tmp_path, 1))
     assert result.verdict in (Verdict.PASS, Verdict.WARN), result.failures
     assert sorted(run.role for run in result.runs) == ["port rank 0", "reference rank 0"]
 
 
+@pytest.mark.slow  # a validation: two runs
 def test_a_crash_on_a_launch_variable_suggests_nproc(mlp, tmp_path):
     result = run_validation(_request(mlp, tmp_path, None))
     assert result.verdict is Verdict.ERROR and result.exit_code == 2, result.failures
