@@ -93,6 +93,10 @@ class Report:
     # through an ``or`` opens the branch on the target once it asks about Neuron, so a finding
     # there that cannot move holds the guard back; the branch, reached either way, moves alone.
     needs: tuple[cst.CSTNode, ...] = ()
+    # Code no other rule may touch or report in: another accelerator's branch, a module that
+    # adapts torch.cuda to it (CN112). The engine drops every other report on these nodes or
+    # inside them, so the one mechanism keeps the whole catalog out, not a test in each rule.
+    fences: tuple[cst.CSTNode, ...] = ()
     # Set by the engine: the findings of this report's group that kept its fix from being
     # applied (their lines are named in the finding's guidance).
     held_by: tuple[Report, ...] = ()
@@ -216,6 +220,7 @@ class Rule:
         ancestors: Sequence[cst.CSTNode] | None = None,
         depends: Sequence[cst.CSTNode] = (),
         needs: Sequence[cst.CSTNode] = (),
+        fences: Sequence[cst.CSTNode] = (),
     ) -> None:
         """Record a finding about ``node``.
 
@@ -226,7 +231,7 @@ class Rule:
         it and orders overlapping fixes by it (outer first). ``depends``: the code whose findings go
         together with this one (a device test's branch, the other sites of one variable; see
         ``Report.depends``); ``needs``: code whose findings hold this one back, one way
-        (``Report.needs``).
+        (``Report.needs``); ``fences``: code no other rule's report may reach (``Report.fences``).
         """
         if effort is None:
             effort = Effort.NONE if replacement is not None and safety is Safety.SAFE else Effort.LOW
@@ -245,6 +250,7 @@ class Rule:
                 ancestors=tuple(self.context.ancestors if ancestors is None else ancestors),
                 depends=tuple(depends),
                 needs=tuple(needs),
+                fences=tuple(fences),
             )
         )
 

@@ -40,9 +40,23 @@ def _collect(
         # collector finds it, which then walks ~100k objects per file (diffusers: ~1 s CPU).
         # Without the list, reference counting frees the tree once the reports are dropped.
         rule.reports = []
+    if any(r.fences for r in reports):
+        reports = _outside_fences(reports)
     if any(rule.net for rule in rules):
         reports = _without_covered_net_reports(reports)
     return reports
+
+
+def _outside_fences(reports: list[Report]) -> list[Report]:
+    """``reports`` without those on or inside a fenced node (``Report.fences``: another
+    accelerator's code), except the fencing reports themselves. Trap: dropping them here, before
+    the groups are linked, matters — a dropped finding can neither be fixed nor hold a group."""
+    fenced = {id(node) for r in reports for node in r.fences}
+    return [
+        r
+        for r in reports
+        if r.fences or (id(r.node) not in fenced and not any(id(a) in fenced for a in r.ancestors))
+    ]
 
 
 # The unit a safety net (Rule.net) reports in, and is silenced in: a statement, one item of a

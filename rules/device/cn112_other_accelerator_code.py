@@ -1,0 +1,164 @@
+"""CN112: code for another accelerator (XPU, MPS, HPU, NPU, ROCm), left as it is."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule
+
+from .._shared.foreign import FOREIGN_MODULES, FOREIGN_WORDS, foreign_branches
+
+__all__ = ["OtherAcceleratorCode"]
+
+# ``torch.cuda.synchronize = ...`` / ``setattr(torch.cuda, ...)`` / ``@wraps(torch.cuda.x)``:
+# the words of a module that patches torch.cuda, looked for before any node is.
+_CUDA_WORDS = re.compile(r"cuda|nccl|cudnn|nvidia", re.IGNORECASE)
+_PATCH_WORDS = re.compile(r"torch\.cuda\.\w+\s*=[^=]|setattr\(\s*torch\.cuda\b|wraps\(\s*torch\.cuda\.")
+
+
+class OtherAcceleratorCode(Rule):
+    """
+    ## What it does
+    Reports, once per module, CUDA names in code written for another accelerator — a branch
+    under a test for XPU, MPS, HPU, NPU or ROCm (``elif x.device.type == "mps":``,
+    ``if torch.xpu.is_available():``, ``if torch.version.hip:``, ``hasattr(torch, "npu")``), or a
+    whole module that patches ``torch.cuda`` for another backend
+    (``torch.cuda.current_device = torch.xpu.current_device``, ``@wraps(torch.cuda.synchronize)``)
+    — and keeps every other rule out of that code: no edit and no other finding there. Where
+    no such branch of a module names CUDA there is nothing to say, and no finding: then the
+    rules that are not about CUDA (float64, complex numbers) may still report in them.
+
+    ## Why is this bad?
+    It is not: that code never runs on a CUDA machine, and never on Trainium. Rewriting the CUDA
+    names in it breaks the accelerator it was written for (a ROCm branch calls ``torch.cuda``
+    because HIP answers to that name; an XPU adapter assigns to ``torch.cuda`` on purpose, and
+    moving its targets to ``torch.neuron`` even collapses two deprecated aliases into one
+    target) and does nothing for Trainium. The finding says why the code was left.
+
+    ## Example
+    ```python
+    if x.device.type == "cuda":
+        torch.cuda.synchronize()
+    elif x.device.type == "mps":
+        torch.mps.synchronize()
+    ```
+    The ``cuda`` branch is ported (CN103, CN201); the ``mps`` branch is left as it is, and this
+    rule says so.
+
+    ## Fix safety
+    Report only, informational: nothing to change. A module whose other-accelerator code should
+    move to Neuron too is ported by hand.
+    """
+
+    code = "CN112"
+    name = "other-accelerator-code"
+    advisory = True
+    # Only where CUDA is named is there anything to keep other rules out of; the words of the
+    # other accelerators are looked for when the rule starts (FOREIGN_WORDS).
+    triggers = ("cuda",)
+    VALID = (
+        'if x.device.type == "cuda":\n    y = 1\n',
+        'ok = device in ("cuda", "mps")\n',
+        "import torch\nif torch.cuda.is_available() or torch.xpu.is_available():\n    y = 1\n",
+        "import torch\ntorch.cuda.current_device = fake_current_device\n",
+        # Another accelerator's branch that names no CUDA: nothing to keep the CUDA rules from.
+        'd = "xpu" if is_torch_xpu_available() else "cuda"\n',
+        'import torch\nif x.device.type == "cuda":\n    pass\nelif x.device.type == "mps":\n    torch.mps.synchronize()\n',
+    )
+    INVALID = (
+        Invalid('if x.device.type == "mps":\n    y = x.to("cuda")\n'),
+        Invalid("import torch\nif torch.xpu.is_available():\n    torch.cuda.empty_cache()\n"),
+        Invalid("import torch\nif not torch.version.hip:\n    pass\nelse:\n    torch.cuda.set_device(0)\n"),
+        Invalid('import torch\nif hasattr(torch, "npu") and flag:\n    x = x.cuda()\n'),
+        Invalid("import torch\nn = torch.cuda.device_count() if torch.version.hip else 0\n"),
+        Invalid("import torch\ntorch.cuda.current_device = torch.xpu.current_device\n"),
+    )
+
+    def __init__(self, context) -> None:  # noqa: ANN001
+        super().__init__(context)
+        self._regions: list[cst.CSTNode] = []
+        self._region_ids: set[int] = set()
+        self._chains: dict[int, tuple[cst.CSTNode, ...]] = {}
+        source = context.source
+        self._awake = FOREIGN_WORDS.search(source) is not None
+        self._patching = self._awake and _PATCH_WORDS.search(source) is not None
+        self._patches = False  # a torch.cuda attribute assigned or wrapped
+        self._foreign_names = False  # the module names another accelerator's module
+
+    def visit_If(self, node: cst.If) -> None:
+        if self._awake:
+            self._branches(node)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        if self._awake:
+            self._branches(node)
+
+    def _branches(self, node: cst.If | cst.IfExp) -> None:
+        if self._regions and any(id(a) in self._region_ids for a in self.context.ancestors):
+            return  # inside a branch already left: one place, not two
+        found = foreign_branches(node, self.qualname)
+        self._region_ids.update(id(r) for r in found)
+        for region in found:
+            # The chain above each branch, root first: the finding goes on the first that counts.
+            self._chains[id(region)] = (*self.context.ancestors, node)
+        self._regions += found
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if self._patching and _is_cuda_attribute(self.qualname(node.target)):
+            self._patches = True
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        call = node.decorator
+        if self._patching and isinstance(call, cst.Call) and call.args and self.qualname(call.func) == "functools.wraps":
+            if _is_cuda_attribute(self.qualname(call.args[0].value)):
+                self._patches = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._patching and isinstance(node.func, cst.Name) and node.func.value == "setattr" and node.args:
+            if self.qualname(node.args[0].value) == "torch.cuda":
+                self._patches = True
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self._patching and not self._foreign_names:
+            name = self.qualname(node)
+            if name is not None and name.startswith(tuple(f"{m}." for m in FOREIGN_MODULES)):
+                self._foreign_names = True
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if self._patches and self._foreign_names:
+            self.report(
+                original_node,
+                "this module adapts `torch.cuda` to another accelerator: left as it is",
+                guidance=(
+                    "its assignments to `torch.cuda` are meant for that accelerator and never run as CUDA "
+                    "code; no rule edits or reports inside it. Port it by hand if Trainium needs the same"
+                ),
+                effort=Effort.NONE,
+                ancestors=(),
+                fences=(original_node,),
+            )
+            return
+        # Only a branch that names CUDA is worth a word (one that does not, such as
+        # ``torch.mps.synchronize()``, is fenced along with it, and alone needs none).
+        named = [r for r in self._regions if _CUDA_WORDS.search(self.context.code(r))]
+        if not named:
+            return
+        first = named[0]
+        count = len(named)
+        self.report(
+            first,
+            "code for another accelerator (XPU, MPS, HPU, NPU or ROCm): left as it is"
+            + (f" here and in {count - 1} more place(s) of this module" if count > 1 else ""),
+            guidance=(
+                "it runs neither on a CUDA machine nor on Trainium; no rule edits or reports inside it"
+            ),
+            effort=Effort.NONE,
+            ancestors=self._chains[id(first)],
+            fences=tuple(self._regions),
+        )
+
+
+def _is_cuda_attribute(name: str | None) -> bool:
+    return name is not None and name.startswith("torch.cuda.")
