@@ -9,7 +9,8 @@ from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 from .._shared.args import arg_by_name, keyword_arg, positional_args
 from .._shared.consumers import kernel_test, pointer_buffer
 from .._shared.names import is_device_word
-from .._shared.target import device_expr
+from .._shared.target import NEURON, device_expr
+from ._index_kinds import IndexKind, index_kind
 
 __all__ = ["CudaMethodCall"]
 
@@ -59,7 +60,13 @@ class CudaMethodCall(Rule):
     ```
 
     ## Fix safety
-    Safe: ``.to(device)`` is what ``.cuda(device)`` does for tensors and modules. A call that
+    Safe: ``.to(device)`` is what ``.cuda(device)`` does for tensors and modules, rewritten by what
+    the argument may hold as the same file says (a literal, a command-line option's ``type=`` and
+    ``default=``, a parameter's default or annotation, a guard ``if x is not None:``): nothing
+    or None is the current device (``.to("neuron")``), an int ``f"neuron:{i}"``, an int or None
+    ``torch.device("neuron", i)`` (which reads None as the current device, where
+    ``"neuron:None"`` raises). Unsafe where the file does not say (``cfg.gpu``,
+    ``opts["gpu"]``) or says it may be None or a string: check the value first. A call that
     forwards ``*args``/``**kwargs`` (an override's ``super().cuda(*args, **kwargs)``) is reported
     without a fix: ``.cuda()`` reads a forwarded positional as the device, ``.to()`` as a dtype. Storages take
     the device only by keyword (``UntypedStorage.to(*, device)``), so inside a ``map_location``
@@ -74,7 +81,7 @@ class CudaMethodCall(Rule):
 
     code = "CN101"
     name = "cuda-method-call"
-    fixes = frozenset({Safety.SAFE})
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE})
     triggers = ("cuda",)
     VALID = (
         "x.to('neuron')",
@@ -91,16 +98,37 @@ class CudaMethodCall(Rule):
         Invalid("x = x.cuda(non_blocking=True)\n", 'x = x.to("neuron", non_blocking=True)\n'),
         Invalid("y = y.cuda(0)\n", 'y = y.to("neuron:0")\n'),
         Invalid("y = y.cuda(rank)\n", 'y = y.to(f"neuron:{rank}")\n'),
-        Invalid("y = y.cuda(device=args.gpu)\n", 'y = y.to(f"neuron:{args.gpu}")\n'),
+        # What an option holds is read from its declaration in the same file: None is the
+        # current device, which `torch.device("neuron", None)` keeps and "neuron:None" refuses.
+        Invalid("y = y.cuda(device=args.gpu)\n", 'y = y.to(f"neuron:{args.gpu}")\n', unsafe=True),
+        Invalid(
+            'p.add_argument("--gpu", default=None, type=int)\nargs = p.parse_args()\ny = y.cuda(args.gpu)\n',
+            'import torch\n\np.add_argument("--gpu", default=None, type=int)\nargs = p.parse_args()\ny = y.to(torch.device("neuron", args.gpu))\n',
+        ),
+        Invalid(
+            'p.add_argument("--gpu", default=None, type=int)\nargs = p.parse_args()\nif args.gpu is not None:\n    y = y.cuda(args.gpu)\n',
+            'p.add_argument("--gpu", default=None, type=int)\nargs = p.parse_args()\nif args.gpu is not None:\n    y = y.to(f"neuron:{args.gpu}")\n',
+        ),
+        Invalid(
+            'p.add_argument("--gpu", type=int, default=0)\nargs, _ = p.parse_known_args()\ny = y.cuda(args.gpu)\n',
+            'p.add_argument("--gpu", type=int, default=0)\nargs, _ = p.parse_known_args()\ny = y.to(f"neuron:{args.gpu}")\n',
+        ),
+        Invalid(
+            "def f(x, gpu=None):\n    return x.cuda(gpu)\n",
+            'import torch\n\ndef f(x, gpu=None):\n    return x.to(torch.device("neuron", gpu))\n',
+            unsafe=True,
+        ),
+        Invalid("w = x.cuda(None)\n", 'w = x.to("neuron")\n'),
         # A device variable may hold a torch.device: passed through, not formatted into a string.
         Invalid("model.cuda(device)\n", "model.to(device)\n"),
         Invalid("x = x.cuda(self.device, non_blocking=True)\n", "x = x.to(self.device, non_blocking=True)\n"),
         Invalid("z = torch.zeros(3).cuda()\n", 'z = torch.zeros(3).to("neuron")\n'),
-        Invalid("y = y.cuda(cfg['gpu'])\n", "y = y.to(f\"neuron:{cfg['gpu']}\")\n"),
+        Invalid("y = y.cuda(cfg['gpu'])\n", "y = y.to(f\"neuron:{cfg['gpu']}\")\n", unsafe=True),
         # A nested double quote cannot go inside an f-string before Python 3.12.
         Invalid(
             'y = y.cuda(cfg["gpu"])\n',
             'import torch\n\ny = y.to(torch.device("neuron", cfg["gpu"]))\n',
+            unsafe=True,
         ),
         # map_location lambdas receive storages, whose .to() takes the device by keyword only.
         Invalid(
@@ -166,14 +194,29 @@ class CudaMethodCall(Rule):
             return
         device_arg = arg_by_name(node, "device", position=0)
         index = device_arg.value if device_arg is not None else None
+        if isinstance(index, cst.Name) and index.value == "None":
+            index = None  # `.cuda(None)`: the current device, as `.cuda()`
+        safety, note = Safety.SAFE, ""
+        kind = IndexKind.INT if index is None else index_kind(self.context, index, self.context.ancestors)
         if index is not None and _holds_device(index):
             # `.cuda(device)` with a variable named like a device: it may hold a torch.device
             # (f"neuron:{device}" would read "neuron:cuda:0"); its definition is ported by the
             # device-string rules, so pass it through. An int there means the current
             # accelerator's index in torch >= 2.5, which is the neuron device on Trainium.
             built = (index, ())
+            if kind is IndexKind.NONE_OR_UNKNOWN:
+                # Its default is None: `.cuda(None)` is the current device, `.to(None)` no move.
+                safety, note = Safety.UNSAFE, " (it may be None: `.to(None)` does not move)"
+        elif kind is IndexKind.INT_OR_NONE or kind is IndexKind.NONE_OR_UNKNOWN:
+            # None is the current device for `.cuda()` and for `torch.device("neuron", None)`;
+            # an f-string would write "neuron:None", which `.to()` refuses.
+            built = self._device_with_index(index)
+            if kind is IndexKind.NONE_OR_UNKNOWN:
+                safety, note = Safety.UNSAFE, " (it may be None, or a value that is no index)"
         else:
             built = device_expr(self, index)
+            if kind is IndexKind.UNKNOWN:
+                safety, note = Safety.UNSAFE, " (the file does not say what it holds: None or a device would not fit)"
         if built is None:
             self.report(node, "`.cuda()` places the tensor on a CUDA device")
             return
@@ -195,10 +238,21 @@ class CudaMethodCall(Rule):
             node,
             "`.cuda()` places the tensor on a CUDA device",
             replacement=replacement,
-            safety=Safety.SAFE,
+            safety=safety,
             imports=imports,
-            description="replace `.cuda(...)` with `.to(<device>)`",
+            description="replace `.cuda(...)` with `.to(<device>)`" + note,
         )
+
+    def _device_with_index(self, index: cst.BaseExpression) -> tuple[cst.BaseExpression, tuple] | None:
+        """``torch.device("neuron", index)``, which reads None as the current device (the
+        accelerator target builds the same call with its device type)."""
+        if self.context.settings.target != NEURON:
+            return device_expr(self, index)
+        spelled = self.spell("torch.device")
+        if spelled is None:
+            return None
+        func, imports = spelled
+        return cst.Call(func=func, args=[cst.Arg(cst.SimpleString('"neuron"')), cst.Arg(index)]), imports
 
     def _in_map_location(self) -> bool:
         """Inside ``map_location=lambda storage, loc: ...`` (or torch.load's 2nd argument)?"""
