@@ -9,6 +9,7 @@ from cuda2neuron.core import Effort, Invalid, Safety
 from .._shared.args import add_kwarg, arg_by_name, positional_args, remove_arg
 from .._shared.names import call_qualname
 from .._shared.packages import PackageRule, in_package
+from ._fallbacks import fallback_norm
 
 __all__ = ["Apex"]
 
@@ -38,6 +39,31 @@ _ADVICE = {
 # FusedAdam(params, lr, bias_correction, betas, eps, adam_w_mode, weight_decay, amsgrad, ...)
 _ADAM_PASS = frozenset({"params", "lr", "betas", "eps", "weight_decay", "amsgrad"})
 _SGD_PASS = frozenset({"params", "lr", "momentum", "dampening", "weight_decay", "nesterov"})
+
+
+# A file with apex optional and a fallback of its own (eps 1e-6, float32, a weight); the
+# examples' sources and outputs start with it.
+_FALLBACK = (
+    "import torch\ntry:\n    from apex.normalization import FusedRMSNorm\n    HAVE_APEX = True\n"
+    "except ImportError:\n    HAVE_APEX = False\n\n"
+    "class RMSNorm(torch.nn.Module):\n    def __init__(self, d, eps=1e-6):\n        super().__init__()\n"
+    "        self.weight = torch.nn.Parameter(torch.ones(d))\n\n    def forward(self, x):\n"
+    "        return x.float()\n\n"
+)
+_FALLBACK_OUT = _FALLBACK.replace("    from apex.normalization import FusedRMSNorm\n", "")
+
+
+def _float(text: str) -> float | None:
+    """The value of a float literal (``1e-6``); None for an expression (``config.eps``)."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _same_float(a: str, b: str) -> bool:
+    """Two eps literals of the same value (``1e-6`` and ``0.000001``)."""
+    return _float(a) is not None and _float(a) == _float(b)
 
 
 def _literal_bool(node: cst.BaseExpression) -> bool | None:
@@ -72,7 +98,12 @@ class Apex(PackageRule):
     ## Fix safety
     ``FusedLayerNorm``/``FusedRMSNorm`` -> ``torch.nn`` is safe: same parameters, same
     ``weight``/``bias`` state-dict keys, same formula (``eps`` is written out for RMSNorm, whose
-    default differs; RMSNorm needs torch >= 2.4, else only reported). The optimizer fixes are
+    default differs; RMSNorm needs torch >= 2.4, else only reported). Where the file runs a
+    fallback of its own when apex is missing (``FusedRMSNorm(d) if HAVE_APEX else RMSNorm(d)``),
+    that fallback is what the original ran on Trainium: the fix keeps its numerics (its ``eps``
+    is written where the call leaves apex's default) and is unsafe where it cannot (another
+    ``eps``, no learned weight, a computation in the input's dtype where torch's norms use
+    float32, or a fallback class of another module). The optimizer fixes are
     unsafe: ``FusedAdam`` defaults to decoupled weight decay (``adam_w_mode=True``) with
     ``weight_decay=0``, while ``AdamW``'s default is 0.01, so the fix writes ``weight_decay=0.0``
     when absent; the update is the same maths, but the fused kernel rounds differently and
@@ -129,6 +160,16 @@ class Apex(PackageRule):
             "from apex import amp\nwith amp.scale_loss(loss, opt) as scaled:\n    scaled.backward()\n"
         ),
         Invalid("from apex.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"),
+        # Where apex is missing (always on Trainium) the file ran its own fallback: its eps.
+        Invalid(
+            _FALLBACK + "def norm(d):\n    return FusedRMSNorm(d) if HAVE_APEX else RMSNorm(d)\n",
+            _FALLBACK_OUT + "def norm(d):\n    return torch.nn.RMSNorm(d, eps=1e-6) if HAVE_APEX else RMSNorm(d)\n",
+        ),
+        Invalid(
+            _FALLBACK + "def norm(d):\n    if HAVE_APEX:\n        return FusedRMSNorm(d, eps=1e-5)\n    return RMSNorm(d)\n",
+            _FALLBACK_OUT + "def norm(d):\n    if HAVE_APEX:\n        return torch.nn.RMSNorm(d, eps=1e-5)\n    return RMSNorm(d)\n",
+            unsafe=True,
+        ),
     )
 
 
@@ -168,10 +209,43 @@ class Apex(PackageRule):
                 )
                 return
             target = "torch.nn.RMSNorm"
-            if arg_by_name(node, "eps") is None and len(positional_args(node)) < 2:
-                # torch's RMSNorm defaults eps to the dtype's machine epsilon, apex's to 1e-5.
-                new = add_kwarg(node, "eps", cst.Float("1e-5"))
-        self._replace(node, new, target, qualified, message, Safety.SAFE)
+        safety, why, eps = self._against_fallback(node)
+        if eps is not None:
+            # The fallback's eps, where the call leaves apex's default (1e-5): on Trainium apex
+            # never imports, so the original ran the fallback there.
+            new = add_kwarg(node, "eps", cst.parse_expression(eps))
+        elif short == "FusedRMSNorm" and arg_by_name(node, "eps") is None and len(positional_args(node)) < 2:
+            # torch's RMSNorm defaults eps to the dtype's machine epsilon, apex's to 1e-5.
+            new = add_kwarg(node, "eps", cst.Float("1e-5"))
+        self._replace(node, new, target, qualified, message, safety, why)
+
+    def _against_fallback(self, node: cst.Call) -> tuple[Safety, str, str | None]:
+        """The safety of replacing the apex norm ``node`` by torch's, judged against the
+        fallback the file runs where apex is missing (``_fallbacks``), why it is unsafe, and the
+        fallback's eps to write where the call leaves apex's default."""
+        found = fallback_norm(self.context.module, "apex", node, self.context.ancestors, self.qualname)
+        if found is None:
+            return Safety.SAFE, "", None
+        if found is True:
+            return Safety.UNSAFE, " (the file's fallback norm for a missing apex is defined elsewhere: check its eps and dtype)", None
+        norm, name = found.norm, found.name
+        given = arg_by_name(node, "eps", position=1)
+        affine = arg_by_name(node, "elementwise_affine", position=2)
+        apex_affine = _literal_bool(affine.value) if affine is not None else True
+        if norm.affine is None or apex_affine is None or norm.affine != apex_affine:
+            return Safety.UNSAFE, f" (the fallback `{name}` has {'a' if norm.affine else 'no'} learned weight)", None
+        if not norm.upcasts:
+            return Safety.UNSAFE, f" (the fallback `{name}` computes in the input's dtype, torch's norm in float32)", None
+        if norm.eps is None:
+            return Safety.UNSAFE, f" (the fallback `{name}`'s eps is not known here)", None
+        if given is not None:
+            mine = self.context.code(given.value)
+            if mine == norm.eps or _same_float(mine, norm.eps):
+                return Safety.SAFE, "", None
+            return Safety.UNSAFE, f" (the fallback `{name}` uses eps={norm.eps}, this call {mine})", None
+        if _float(norm.eps) is not None:
+            return Safety.SAFE, "", norm.eps
+        return Safety.UNSAFE, f" (the fallback `{name}` uses eps={norm.eps})", None
 
     def _optimizer(self, node: cst.Call, short: str, qualified: str, message: str) -> None:
         passthrough = _ADAM_PASS if short == "FusedAdam" else _SGD_PASS
@@ -205,7 +279,9 @@ class Apex(PackageRule):
             new = add_kwarg(new, "weight_decay", cst.Float("0.0"))
         self._replace(node, new, target, qualified, message, Safety.UNSAFE)
 
-    def _replace(self, node: cst.Call, new: cst.Call, target: str, qualified: str, message: str, safety: Safety) -> None:
+    def _replace(
+        self, node: cst.Call, new: cst.Call, target: str, qualified: str, message: str, safety: Safety, why: str = ""
+    ) -> None:
         spelled = self.spell(target)
         if spelled is None:
             self.report(node, message, guidance=f"Use {target}.", effort=Effort.LOW)
@@ -217,9 +293,9 @@ class Apex(PackageRule):
             message,
             replacement=new.with_changes(func=func),
             safety=safety,
-            guidance=f"Use {target}.",
+            guidance=f"Use {target}{why}.",
             effort=Effort.LOW,
             imports=imports,
             unused_imports=((module, name),),
-            description=f"use {target}",
+            description=f"use {target}{why}",
         )
