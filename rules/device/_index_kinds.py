@@ -39,6 +39,13 @@ class IndexKind(enum.Enum):
     UNKNOWN = "unknown"
 
 
+# Calls that return a device index (``.cuda(torch.cuda.current_device())``, a rank).
+_INT_CALLS = frozenset({
+    "torch.cuda.current_device", "torch.accelerator.current_device_index", "torch.distributed.get_rank",
+    "torch.distributed.get_local_rank", "torch.distributed.get_node_local_rank",
+})
+
+
 def _literal(node: cst.BaseExpression | None) -> str | None:
     """'none', 'int', 'str' or 'other' for a literal default; None for no default."""
     if node is None:
@@ -188,6 +195,11 @@ def index_kind(context: RuleContext, expr: cst.BaseExpression, ancestors: Sequen
     kind = IndexKind.UNKNOWN
     if _literal(expr) == "int":
         return IndexKind.INT
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if (isinstance(func, cst.Name) and func.value == "int") or context.qualname(func) in _INT_CALLS:
+            return IndexKind.INT
+        return IndexKind.UNKNOWN
     if isinstance(expr, cst.Name):
         found = _parameter(expr.value, ancestors)
         kind = IndexKind.INT if found is None else found

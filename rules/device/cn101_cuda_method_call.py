@@ -119,6 +119,12 @@ class CudaMethodCall(Rule):
             unsafe=True,
         ),
         Invalid("w = x.cuda(None)\n", 'w = x.to("neuron")\n'),
+        Invalid(
+            "import torch\nt = t.cuda(torch.cuda.current_device())\n",
+            'import torch\nt = t.to(f"neuron:{torch.cuda.current_device()}")\n',
+        ),
+        Invalid("t = t.cuda(int(os.environ['LOCAL_RANK']))\n", "t = t.to(f\"neuron:{int(os.environ['LOCAL_RANK'])}\")\n"),
+        Invalid("t = t.cuda(get_gpu())\n", 't = t.to(f"neuron:{get_gpu()}")\n', unsafe=True),
         # A device variable may hold a torch.device: passed through, not formatted into a string.
         Invalid("model.cuda(device)\n", "model.to(device)\n"),
         Invalid("x = x.cuda(self.device, non_blocking=True)\n", "x = x.to(self.device, non_blocking=True)\n"),
