@@ -241,6 +241,9 @@ class CudaApiMove(MemberReferences, Rule):
             target="accelerator",
         ),
         Invalid("import torch\ntorch.cuda.memory_summary()\n", target="accelerator"),
+        # A deprecated alias assigned: its successor's name would be another target (and two
+        # aliases of one name would collapse into one assigned twice).
+        Invalid("import torch\ntorch.cuda.memory_cached = my_reserved\n"),
         # A library's own flag: reported, not moved (mergekit merges on `cuda` when it is True).
         Invalid("import torch\nfrom mergekit.options import MergeOptions\nopts = MergeOptions(cuda=torch.cuda.is_available())\n"),
     )
@@ -254,6 +257,8 @@ class CudaApiMove(MemberReferences, Rule):
         # `if torch.cuda.is_available(): <triton kernel>` retargeted would run the kernel on
         # Neuron; a skipif on a kernel's test would run the test there.
         if report_kernel_gate(self, node, lambda kernel: f"{message} and guards CUDA-only code: {kernel}", _KERNEL_GUIDANCE):
+            return
+        if self._renamed_target(node, qualified, move.neuron_name if self.context.settings.target == "neuron" else None):
             return
         if self._handed_to_library(node, qualified, message):
             return
@@ -270,6 +275,27 @@ class CudaApiMove(MemberReferences, Rule):
             return
         safety = Safety.UNSAFE if move.accelerator_unsafe else Safety.SAFE
         self._move(node, move, target, message, safety, note=move.accelerator_note if move.accelerator_unsafe else "")
+
+    def _renamed_target(self, node: cst.Attribute | cst.Name, qualified: str, target: str | None) -> bool:
+        """``torch.cuda.memory_cached = f``: an assignment to a deprecated alias. Moved to its
+        successor's name it would patch another attribute, and two aliases of one successor
+        (``memory_cached``, ``memory_reserved``) would collapse into one target assigned twice.
+        Reported, not moved."""
+        parent = self.context.parent
+        if not (isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)) and parent.target is node):
+            return False
+        if target is None or target.rsplit(".", 1)[-1] == qualified.rsplit(".", 1)[-1]:
+            return False
+        self.report(
+            node,
+            f"`{qualified}` is assigned: a deprecated alias of `{target.rsplit('.', 1)[-1]}`",
+            guidance=(
+                "Left as is: moved to the new name it would patch another attribute (and two aliases "
+                "of one name would be assigned twice). Patch what the program reads on Trainium by hand."
+            ),
+            effort=Effort.LOW,
+        )
+        return True
 
     def _handed_to_library(self, node: cst.Attribute | cst.Name, qualified: str, message: str) -> bool:
         """``MergeOptions(cuda=torch.cuda.is_available())``: the call's answer is an argument of a
