@@ -12,9 +12,10 @@ from .._shared.foreign import FOREIGN_MODULES, FOREIGN_WORDS, foreign_branches
 
 __all__ = ["OtherAcceleratorCode"]
 
+# What the residual pass calls naming CUDA: a branch without it needs no finding of its own.
+_CUDA_WORDS = re.compile(r"cuda|nccl|cudnn|nvidia", re.IGNORECASE)
 # ``torch.cuda.synchronize = ...`` / ``setattr(torch.cuda, ...)`` / ``@wraps(torch.cuda.x)``:
 # the words of a module that patches torch.cuda, looked for before any node is.
-_CUDA_WORDS = re.compile(r"cuda|nccl|cudnn|nvidia", re.IGNORECASE)
 _PATCH_WORDS = re.compile(r"torch\.cuda\.\w+\s*=[^=]|setattr\(\s*torch\.cuda\b|wraps\(\s*torch\.cuda\.")
 
 
@@ -49,7 +50,9 @@ class OtherAcceleratorCode(Rule):
 
     ## Fix safety
     Report only, informational: nothing to change. A module whose other-accelerator code should
-    move to Neuron too is ported by hand.
+    move to Neuron too is ported by hand. The finding sits on the first such branch that names
+    CUDA (a patching module: on the whole module); a CUDA word in a later branch of the same
+    module that no rule knows may still be listed by the residual pass (CN902).
     """
 
     code = "CN112"
@@ -123,7 +126,7 @@ class OtherAcceleratorCode(Rule):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if self._patching and not self._foreign_names:
             name = self.qualname(node)
-            if name is not None and name.startswith(tuple(f"{m}." for m in FOREIGN_MODULES)):
+            if name is not None and name.startswith(_FOREIGN_PREFIXES):
                 self._foreign_names = True
 
     def leave_Module(self, original_node: cst.Module) -> None:
@@ -158,6 +161,9 @@ class OtherAcceleratorCode(Rule):
             ancestors=self._chains[id(first)],
             fences=tuple(self._regions),
         )
+
+
+_FOREIGN_PREFIXES = tuple(f"{m}." for m in FOREIGN_MODULES)
 
 
 def _is_cuda_attribute(name: str | None) -> bool:
