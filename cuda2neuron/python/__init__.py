@@ -11,6 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._branches import opened_code, selected_code
     from ._context import RuleContext
     from ._lint import NET_UNITS, FixOutcome, fix_module, lint_module, net_unit
     from ._names import LOCAL, Scope, bind_import, bind_target, dotted_name
@@ -31,8 +32,10 @@ __all__ = [
     "fix_module",
     "lint_module",
     "net_unit",
+    "opened_code",
     "parse_bytes",
     "rebuild",
+    "selected_code",
     "spans_and_code",
     "visit_syntax",
     "walk_rules",
@@ -40,6 +43,8 @@ __all__ = [
 
 _HOME = {
     "RuleContext": "_context",
+    "opened_code": "_branches",
+    "selected_code": "_branches",
     "FixOutcome": "_lint",
     "NET_UNITS": "_lint",
     "fix_module": "_lint",

@@ -1,0 +1,108 @@
+"""The code a device test selects: what must stay CUDA while the test stays CUDA.
+
+Asked by the rules (through ``rules/_shared/selected.py``) for the branch a test they report
+decides, and by the engine's program pass (``_flows.py``) for the branch a value's reader decides.
+
+``if device_type == "cuda": is_avail = torch.cuda.is_available()``: when the test is reported
+without an applied fix (its fix is unsafe, or it guards a kernel), moving the call in its branch
+would leave a CUDA test in front of Neuron code, and moving a call in the rest of the test
+(``x.device.type == "cuda" and torch.is_autocast_enabled()``) a test no device passes. A rule
+hands ``selected_code`` to ``Rule.report(depends=...)``; the engine then applies fixes under those
+nodes only together with the test's own (python/_lint.py).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+__all__ = ["opened_code", "selected_code"]
+
+# Operators under which a true comparison means the device is *not* CUDA.
+_NEGATING = (cst.NotEqual, cst.NotIn, cst.IsNot)
+
+
+def _deciding(
+    ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cst.CSTNode
+) -> tuple[int, bool, bool] | None:
+    """The ``if``/``while``/conditional expression whose test ``node`` is part of, walking up
+    through comparisons, ``not`` and boolean operators: (its index in ``ancestors``, whether the
+    test is true when the device is *not* CUDA, whether an ``or`` lets it be true without CUDA —
+    ``cuda or cpu_ok``, ``not cuda and x``); None where a statement ends the walk first, or
+    ``node`` sits in a branch rather than the test."""
+    child: cst.CSTNode = node
+    negated = False
+    through_or = False
+    for i in range(len(ancestors) - 1, -1, -1):
+        anc = ancestors[i]
+        if isinstance(anc, (cst.If, cst.While, cst.IfExp)):
+            return (i, negated, through_or) if child is anc.test else None
+        if isinstance(anc, cst.Comparison):
+            if any(isinstance(c.operator, _NEGATING) for c in anc.comparisons):
+                negated = not negated
+        elif isinstance(anc, cst.UnaryOperation) and isinstance(anc.operator, cst.Not):
+            negated = not negated
+        elif isinstance(anc, cst.BooleanOperation):
+            # `cuda and x` true -> cuda; `notcuda or x` false -> cuda; the other two say nothing.
+            through_or = through_or or (isinstance(anc.operator, cst.Or) != negated)
+        elif isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.Lambda, cst.FunctionDef)):
+            return None
+        child = anc
+    return None
+
+
+def selected_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    """The test expression of the ``if``/``while``/conditional expression that ``node`` (a device
+    test, or a part of one) decides, and the branch taken when the device is CUDA; () when the
+    node decides no branch. ``not``, ``!=`` and ``not in`` pick the ``else`` branch, and where
+    there is none and the branch leaves (``if not torch.cuda.is_available(): return``), the
+    statements after the ``if``; through an ``or`` (``cuda or cpu_ok``) no branch implies CUDA,
+    and only the test is returned."""
+    found = _deciding(ancestors, node)
+    if found is None:
+        return ()
+    i, negated, through_or = found
+    anc = ancestors[i]
+    if through_or:
+        return (anc.test,)
+    if not negated:
+        return (anc.test, anc.body)
+    orelse = anc.orelse
+    if orelse is None and isinstance(anc, cst.If) and i > 0 and _leaves(anc.body):
+        # `if not torch.cuda.is_available(): return` — what follows runs on CUDA only.
+        return (anc.test, *_after(ancestors[i - 1], anc))
+    return (anc.test, orelse) if orelse is not None else (anc.test,)
+
+
+def _leaves(block: cst.BaseSuite) -> bool:
+    """Does the branch end by leaving (``return``, ``raise``, ``continue``, ``break``)?"""
+    if isinstance(block, cst.SimpleStatementSuite):
+        small = block.body
+    else:
+        last = block.body[-1] if block.body else None
+        small = last.body if isinstance(last, cst.SimpleStatementLine) else ()
+    return bool(small) and isinstance(small[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
+
+
+def _after(block: cst.CSTNode, statement: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    """The statements that follow ``statement`` in ``block``."""
+    body = block.body if isinstance(block, (cst.IndentedBlock, cst.Module)) else ()
+    for k, stmt in enumerate(body):
+        if stmt is statement:
+            return tuple(body[k + 1 :])
+    return ()
+
+
+def opened_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    """The branch a device test lets run when it says CUDA where ``selected_code`` cannot claim
+    it: the test is one of several conditions (``torch.cuda.is_available() or has_xpu``). Asked
+    about Neuron, the test opens that branch on the target, so the branch's CUDA-only code holds
+    the test back (``Report.needs``); the branch runs either way, so its own fixes do not wait.
+    () where ``selected_code`` already returns the branch, or no branch is decided."""
+    found = _deciding(ancestors, node)
+    if found is None or not found[2]:
+        return ()
+    anc = ancestors[found[0]]
+    if not found[1]:
+        return (anc.body,)
+    orelse = anc.orelse
+    return (orelse,) if orelse is not None else ()
