@@ -21,6 +21,9 @@ float64 precision, a compile option; the code runs on the target as it is) and a
 (``Rule.net``: what it says is too coarse to block a specific rule's fix). Their own fixes inside
 a group's code still wait for the group, as code selected by a CUDA test stays CUDA.
 
+Beyond one site (``_flows.py``, asked first): a value goes together with the code that reads it
+in its function, and a message with the device test it describes.
+
 Linear in the reports and the depth of their chains: a union-find over the members.
 """
 
@@ -29,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cuda2neuron.core import Effort, Report, Safety
+
+from ._flows import link_program
 
 __all__ = ["SAFETY_ORDER", "weakest", "link_groups"]
 
@@ -53,7 +58,9 @@ def _passive(report: Report) -> bool:
 def link_groups(reports: Sequence[Report]) -> None:
     """Give each fix of a group the weakest safety of the group, and record in ``held_by`` the
     members that weakened it. Reports without ``depends`` / ``needs`` and outside every group are
-    left as they are."""
+    left as they are. The program pass (``_flows.py``) first links each value to its readers and
+    each message to its guard."""
+    link_program(reports)
     wanted = {id(n) for r in reports for n in (*r.depends, *r.needs)}
     if not wanted:
         return

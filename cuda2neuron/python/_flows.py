@@ -1,0 +1,331 @@
+"""The program pass: sites that are right line by line and wrong for the program move together.
+
+A rule sees one site; the port changes what the program does on Trainium. After migrate, a
+branch that ran on the GPU must run on Trainium, one that did not must not, and no code that
+runs on Trainium may reach CUDA-only code. Two ways a set of right edits breaks that (issue 38),
+both answered by growing ``Report.depends`` before ``link_groups`` (``_groups.py``) forms the
+groups, so that the linked-fix machinery moves them together or not at all and names, in each
+held finding, the lines that held it:
+
+* **A value and its readers.** ``def load(device="cuda")`` retargeted to ``"neuron"`` while
+  ``elif device == "cuda":`` further down stays (its branch holds code the tool cannot port): on
+  Trainium the default path now ends in "Invalid device". ``flag = self.device == "cuda"``
+  retargeted while the ``torch.cuda.set_sync_debug_mode(1)`` that ``if flag:`` guards stays a
+  manual finding: the port calls ``torch.cuda`` on Trainium at its first step. So a report inside
+  the value bound to a function's name (an assignment's value, a parameter's default) goes
+  together with what reads the name in that function as a device: a test that asks about CUDA
+  with it and the branch the test selects on CUDA (``selected_code``), or an f-string that spells
+  a CUDA device with it (``f"cuda:{gpu}"``, while ``gpu = ... if dev.type == "cuda" else 0`` stays).
+* **A message and its guard.** ``if not torch.cuda.is_available(): raise RuntimeError(f"...:
+  {torch.cuda.is_available()}")``: the message reports the fact its test asks about. A report in a
+  message (an f-string, a ``raise``, a print, warning or log call) under a test of a CUDA fact
+  goes together with the test; where no report would move the test (it keeps CUDA on purpose in
+  front of CUDA-only code, pinned by CN603 or suppressed), the message keeps it too: on Trainium
+  the guard still asks about CUDA, and a message rewritten to Neuron would report the wrong fact.
+
+Flow-insensitive on purpose (a name rebound further down links too: a held fix where a safe one
+might have done, never the reverse). Linear in the module: each function that binds a reported
+value is walked once, its reads indexed by name; each message walks its own ancestors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Report, Safety
+
+from ._branches import selected_code
+from ._names import dotted_name
+from ._walk import visit_syntax
+
+__all__ = ["link_program"]
+
+# Calls whose arguments are text for a person: what they say follows the code they describe.
+_MESSAGE_CALLS = frozenset({"print", "warn", "warning", "info", "debug", "error", "exception", "critical", "fatal", "log"})
+# Calls that ask about CUDA (by their last two names: `torch.cuda.is_available`, `th.cuda.device_count`).
+_CUDA_QUERIES = frozenset({"cuda.is_available", "cuda.device_count", "cuda.is_initialized"})
+# Nodes that end the walk up from a value to the name it is bound to.
+_STATEMENTS = (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.BaseSuite, cst.Lambda)
+
+KEPT_WITH_GUARD = (
+    "Not applied: the message describes the device test of the `if` it sits in, which keeps CUDA on "
+    "Trainium (a guard in front of CUDA-only code, or a test left on purpose); rewrite them together."
+)
+
+
+def link_program(reports: Sequence[Report]) -> None:
+    """Grow the ``depends`` of the reports whose meaning rides on code elsewhere in the module,
+    and keep a message's fix with a guard that stays CUDA. Called by ``link_groups`` first."""
+    if reports:
+        _link_readers(reports)
+        _follow_guards(reports)
+
+
+# -- A value and its readers ---------------------------------------------------------------------
+
+
+def _binding(report: Report) -> tuple[cst.FunctionDef, frozenset[str]] | None:
+    """The function and the names the report's value is bound to there: a parameter's default,
+    or the value of an assignment to plain names inside a function. None elsewhere (module and
+    class level, where readers are other modules' business, and inside a lambda)."""
+    chain = (*report.ancestors, report.node)
+    for i in range(len(chain) - 2, -1, -1):
+        anc, child = chain[i], chain[i + 1]
+        if isinstance(anc, cst.Param):
+            if child is not anc.default or i < 2 or not isinstance(chain[i - 2], cst.FunctionDef):
+                return None
+            return chain[i - 2], frozenset({anc.name.value})
+        if isinstance(anc, (cst.Assign, cst.AnnAssign)):
+            if child is not anc.value:
+                return None
+            targets = [t.target for t in anc.targets] if isinstance(anc, cst.Assign) else [anc.target]
+            names = frozenset(t.value for t in targets if isinstance(t, cst.Name))
+            scope = _function(chain, i)
+            return (scope, names) if names and scope is not None else None
+        if isinstance(anc, _STATEMENTS):
+            return None
+    return None
+
+
+def _function(chain: tuple[cst.CSTNode, ...], below: int) -> cst.FunctionDef | None:
+    """The function whose local scope holds ``chain[below]``: None at module or class level."""
+    for k in range(below - 1, -1, -1):
+        if isinstance(chain[k], cst.FunctionDef):
+            return chain[k]  # type: ignore[return-value]
+        if isinstance(chain[k], (cst.ClassDef, cst.Lambda)):
+            return None
+    return None
+
+
+class _Reads(cst.CSTVisitor):
+    """The reads of ``names`` in a function that may decide something about the device: in the
+    test of an ``if``/``while``/conditional expression (each with its ancestors, root first, for
+    ``selected_code``), or in an f-string. One fast walk; only the tests that mention a name are
+    walked again, with their ancestors."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+        self.blocks: list[cst.CSTNode] = []  # the enclosing blocks: `selected_code` reads the one around an `if`
+        self.found: dict[str, list[tuple[tuple[cst.CSTNode, ...], cst.Name]]] = {}
+        self.texts: dict[str, list[cst.FormattedString]] = {}
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.blocks.append(node)
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self.blocks.pop()
+
+    def _test(self, owner: cst.If | cst.While | cst.IfExp) -> None:
+        if not _mentions(owner.test, self.names):
+            return
+        walk = _Chain(self.names)
+        owner.test.visit(walk)  # small: a test, walked with its ancestors
+        above = (self.blocks[-1], owner) if self.blocks else (owner,)
+        for chain, read in walk.found:
+            self.found.setdefault(read.value, []).append(((*above, *chain), read))
+
+    def visit_If(self, node: cst.If) -> None:
+        self._test(node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._test(node)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._test(node)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                for name in _mentioned(part.expression, self.names):
+                    self.texts.setdefault(name, []).append(node)
+
+
+class _Chain(cst.CSTVisitor):
+    """The reads of ``names`` under a node, each with its ancestors below that node."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+        self.stack: list[cst.CSTNode] = []
+        self.found: list[tuple[tuple[cst.CSTNode, ...], cst.Name]] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Name) and node.value in self.names and (not self.stack or _reads(self.stack[-1], node)):
+            self.found.append((tuple(self.stack), node))
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+        self.found: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.names:
+            self.found.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        visit_syntax(node.value, self)  # `x.device`: `device` is an attribute's name, not a read
+        return False
+
+
+def _mentioned(node: cst.CSTNode, names: frozenset[str]) -> set[str]:
+    finder = _Names(names)
+    visit_syntax(node, finder)
+    return finder.found
+
+
+def _mentions(node: cst.CSTNode, names: frozenset[str]) -> bool:
+    return bool(_mentioned(node, names))
+
+
+def _reads(parent: cst.CSTNode, name: cst.Name) -> bool:
+    """Is ``name`` read here, rather than bound, a keyword or an attribute's name?"""
+    if isinstance(parent, (cst.Attribute, cst.Arg)):
+        return name is parent.value
+    return not isinstance(parent, (cst.AssignTarget, cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName))
+
+
+def _reader_code(ancestors: tuple[cst.CSTNode, ...], read: cst.Name, flag: bool) -> tuple[cst.CSTNode, ...]:
+    """What a read in a test decides about the device: the test and the branch it selects on
+    CUDA, where the test asks about CUDA with the value (``device == "cuda"``; any test of a
+    ``flag`` computed from a CUDA fact). () for a test that asks something else (``if device:``).
+    The other reads (``x.to(device)``, ``os.environ[...] = device``) pass the value on as it is:
+    linking every statement that mentions it would hold unrelated fixes."""
+    selected = selected_code(ancestors, read)
+    return selected if selected and (flag or _asks_cuda(selected[0])) else ()
+
+
+def _spells_cuda(text: cst.FormattedString) -> bool:
+    return any(isinstance(p, cst.FormattedStringText) and "cuda" in p.value for p in text.parts)
+
+
+def _is_flag(report: Report) -> bool:
+    """Is the value the report sits in a CUDA fact itself (``flag = self.device == "cuda"``,
+    ``use_gpu = torch.cuda.is_available()``)? Then every test of the name asks about CUDA."""
+    chain = (*report.ancestors, report.node)
+    for i in range(len(chain) - 2, -1, -1):
+        anc = chain[i]
+        if isinstance(anc, (cst.Assign, cst.AnnAssign, cst.Param)):
+            value = chain[i + 1]
+            if isinstance(value, (cst.Comparison, cst.UnaryOperation, cst.BooleanOperation)):
+                return True
+            return isinstance(value, cst.Call) and _asks_cuda(value.func) or (
+                isinstance(value, cst.Attribute) and value.attr.value == "is_cuda"
+            )
+    return False
+
+
+def _link_readers(reports: Sequence[Report]) -> None:
+    bound: dict[int, tuple[cst.FunctionDef, set[str], list[tuple[Report, frozenset[str]]]]] = {}
+    for r in reports:
+        if r.rule.advisory or r.rule.net:
+            continue
+        found = _binding(r)
+        if found is None:
+            continue
+        scope, names = found
+        entry = bound.setdefault(id(scope), (scope, set(), []))
+        entry[1].update(names)
+        entry[2].append((r, names))
+    for scope, names, members in bound.values():
+        visitor = _Reads(frozenset(names))
+        visit_syntax(scope.body, visitor)
+        for r, own in members:
+            flag = _is_flag(r)
+            extra = [
+                n for name in own for ancestors, read in visitor.found.get(name, ()) for n in _reader_code(ancestors, read, flag)
+            ]
+            # `f"cuda:{gpu}"` spells a CUDA device with the value.
+            extra += [t for name in own for t in visitor.texts.get(name, ()) if _spells_cuda(t)]
+            if extra:
+                r.depends = (*r.depends, *extra)
+
+
+# -- A message and its guard ---------------------------------------------------------------------
+
+
+def _in_message(chain: tuple[cst.CSTNode, ...]) -> int | None:
+    """The index in ``chain`` of the message the last node is part of: an f-string, a ``raise``,
+    or a call that shows text (``print``, ``warnings.warn``, ``logger.info``); None if none is
+    found before the statement ends."""
+    for i in range(len(chain) - 2, -1, -1):
+        anc = chain[i]
+        if isinstance(anc, (cst.FormattedString, cst.Raise)):
+            return i
+        if isinstance(anc, cst.Call):
+            name = dotted_name(anc.func)
+            if name is not None and name.rsplit(".", 1)[-1] in _MESSAGE_CALLS:
+                return i
+        if isinstance(anc, _STATEMENTS):
+            return None
+    return None
+
+
+class _CudaFact(cst.CSTVisitor):
+    """Does a test ask about CUDA: ``torch.cuda.is_available()``, ``x.is_cuda``, a ``"cuda"`` device?"""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if node.attr.value == "is_cuda":
+            self.found = True
+        name = dotted_name(node)
+        if name is not None and ".".join(name.split(".")[-2:]) in _CUDA_QUERIES:
+            self.found = True
+        return not self.found
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        value = node.evaluated_value
+        if isinstance(value, str) and (value == "cuda" or value.startswith("cuda:")):
+            self.found = True
+
+
+def _asks_cuda(test: cst.CSTNode) -> bool:
+    finder = _CudaFact()
+    visit_syntax(test, finder)
+    return finder.found
+
+
+def _guard(chain: tuple[cst.CSTNode, ...], below: int) -> cst.BaseExpression | None:
+    """The test of the nearest ``if``/``while`` around ``chain[below]`` (in a branch, not in the
+    test) that asks about CUDA, within the function."""
+    for k in range(below - 1, -1, -1):
+        anc = chain[k]
+        if isinstance(anc, (cst.If, cst.While)) and chain[k + 1] is not anc.test and _asks_cuda(anc.test):
+            return anc.test
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+    return None
+
+
+def _follow_guards(reports: Sequence[Report]) -> None:
+    # The nodes some report sits on or under: a test among them has a finding that can move it.
+    reported: set[int] = set()
+    for r in reports:
+        if not (r.rule.advisory or r.rule.net):
+            reported.add(id(r.node))
+            reported.update(id(a) for a in r.ancestors)
+    for r in reports:
+        if r.replacement is None:
+            continue
+        chain = (*r.ancestors, r.node)
+        at = _in_message(chain)
+        if at is None:
+            continue
+        test = _guard(chain, at)
+        if test is None:
+            continue
+        if id(test) in reported:
+            r.depends = (*r.depends, test)
+        elif r.safety is not Safety.DISPLAY_ONLY:
+            r.safety = Safety.DISPLAY_ONLY
+            r.guidance = f"{r.guidance} {KEPT_WITH_GUARD}".strip()
+            if r.effort is Effort.NONE:
+                r.effort = Effort.LOW

@@ -1,0 +1,150 @@
+"""The program pass (python/_flows.py): a value moves with its readers, a message with its guard.
+
+Each case is a port that was right site by site and wrong for the program (issue 38): the table
+gives the source, the text the port must keep (the wrong edit not applied) and, for the cases
+that may move, the text it must write. Both runs (safe, --unsafe-fixes) keep the program whole.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda2neuron.core import Config
+from cuda2neuron.python._flows import KEPT_WITH_GUARD
+from cuda2neuron.workspace import fix_source
+
+DEFAULT_AND_ITS_TEST = '''import torch
+
+def load(path, device="cuda"):
+    state = torch.load(path, map_location="cpu")
+    if device == "cpu":
+        return state
+    elif device == "cuda":
+        torch.cuda.set_sync_debug_mode(1)
+        return state
+    raise ValueError(device)
+'''
+
+FLAG_AND_ITS_BRANCH = '''import torch
+
+class Trainer:
+    def step(self, x):
+        flag = self.device == "cuda"
+        if flag:
+            torch.cuda.set_sync_debug_mode(1)
+        return x
+'''
+
+INDEX_AND_ITS_DEVICE_STRING = '''import torch
+
+def place(dev, model):
+    gpu = torch.cuda.get_device_capability(dev)[0] if dev.type == "cuda" else 0
+    return model.to(f"cuda:{gpu}")
+'''
+
+MESSAGE_OF_A_KEPT_GUARD = '''import torch
+import triton
+
+@triton.jit
+def _k(x_ptr):
+    pass
+
+def fused(x):
+    if not torch.cuda.is_available():
+        raise RuntimeError(f"needs CUDA: torch.cuda.is_available() = {torch.cuda.is_available()}")
+    _k[(1,)](x)
+    return x
+'''
+
+MESSAGE_OF_A_HELD_GUARD = '''import torch
+
+def sync():
+    if torch.cuda.is_available():
+        print(f"syncing on {torch.cuda.get_device_name()}")
+        torch.cuda.set_sync_debug_mode(1)
+'''
+
+# Moving together: each site has a safe fix, so all of them move.
+DEFAULT_AND_ITS_MOVABLE_TEST = '''import torch
+
+def to_device(x, device="cuda"):
+    if device == "cuda":
+        x = x.pin_memory()
+    return x.to(device)
+'''
+MESSAGE_OF_A_MOVED_GUARD = '''import torch
+
+def require():
+    if not torch.cuda.is_available():
+        raise RuntimeError(f"torch.cuda.is_available() = {torch.cuda.is_available()}")
+'''
+# A plain read passes the value on: it links nothing (a statement that merely mentions the value
+# must not hold an unrelated fix on its line).
+PLAIN_READ = '''import os
+import torch
+
+def pin(spec):
+    spec = spec.replace("cuda:", "")
+    os.environ["CUDA_VISIBLE_DEVICES"] = spec
+    assert torch.cuda.is_available(), f"no device {spec}"
+'''
+
+KEPT = [
+    pytest.param(DEFAULT_AND_ITS_TEST, 'device="cuda"', id="default-with-held-test"),
+    pytest.param(FLAG_AND_ITS_BRANCH, 'flag = self.device == "cuda"', id="flag-with-held-branch"),
+    pytest.param(INDEX_AND_ITS_DEVICE_STRING, 'f"cuda:{gpu}"', id="index-with-its-device-string"),
+    pytest.param(MESSAGE_OF_A_KEPT_GUARD, "= {torch.cuda.is_available()}", id="message-of-kernel-guard"),
+    pytest.param(MESSAGE_OF_A_HELD_GUARD, "{torch.cuda.get_device_name()}", id="message-of-held-guard"),
+]
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
+@pytest.mark.parametrize(("source", "kept"), KEPT)
+def test_the_wrong_half_is_not_applied(source, kept, unsafe):
+    out, _ = fix_source(source, "m.py", Config(unsafe_fixes=unsafe))
+    assert kept in out
+
+
+MOVED = [
+    pytest.param(DEFAULT_AND_ITS_MOVABLE_TEST, ['device="neuron"', 'device == "neuron"'], id="default-with-movable-test"),
+    pytest.param(MESSAGE_OF_A_MOVED_GUARD, ["if not torch.neuron.is_available()", "{torch.neuron.is_available()}"], id="message-of-moved-guard"),
+    pytest.param(PLAIN_READ, ['replace("neuron:", "")', "assert torch.neuron.is_available()"], id="plain-read-links-nothing"),
+]
+
+
+@pytest.mark.parametrize(("source", "written"), MOVED)
+def test_linked_sites_that_can_move_move_together(source, written):
+    out, _ = fix_source(source, "m.py", Config())
+    for text in written:
+        assert text in out
+
+
+# The user keeps the guard CUDA on purpose (a suppression): no finding is left on the test to
+# link with, and the message keeps CUDA too, saying why.
+MESSAGE_OF_A_SUPPRESSED_GUARD = """import torch
+
+def require():
+    if not torch.cuda.is_available():  # cuda2neuron: ignore[CN201]
+        raise RuntimeError(f"torch.cuda.is_available() = {torch.cuda.is_available()}")
+"""
+
+
+def test_a_message_keeps_cuda_with_a_guard_kept_on_purpose():
+    out, findings = fix_source(MESSAGE_OF_A_SUPPRESSED_GUARD, "m.py", Config(unsafe_fixes=True))
+    assert "= {torch.cuda.is_available()}" in out
+    message = [f for f in findings if f.line == 5]
+    assert message and KEPT_WITH_GUARD in message[0].guidance
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "holder"),
+    [
+        pytest.param(DEFAULT_AND_ITS_TEST, 3, "CN211 at line 8", id="default-names-the-cuda-call"),
+        pytest.param(FLAG_AND_ITS_BRANCH, 5, "CN211 at line 7", id="flag-names-the-cuda-call"),
+        pytest.param(MESSAGE_OF_A_KEPT_GUARD, 10, "CN201 at line 9", id="message-names-its-guard"),
+    ],
+)
+def test_a_held_site_names_what_holds_it(source, line, holder):
+    _, findings = fix_source(source, "m.py", Config())
+    held = [f for f in findings if f.line == line]
+    assert held and holder in held[0].guidance
