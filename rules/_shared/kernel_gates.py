@@ -207,35 +207,140 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     if isinstance(anc, cst.IfExp):
         # `sim_device="cuda:0" if torch.cuda.is_available() else "cpu"` handed to Isaac Gym: the
         # value it picks goes into CUDA-only code.
-        return index.first_call([anc.body, anc.orelse]) or _handed(index, ancestors[:i], anc)
+        found = index.first_call([anc.body, anc.orelse]) or _handed(index, ancestors[:i], anc)
+        if found is None and i > 0 and isinstance(ancestors[i - 1], cst.Assign) and ancestors[i - 1].value is anc:
+            # `backend = "triton" if torch.cuda.is_available() else "torch"`, then `if backend ==
+            # "triton": <kernel>`: the value picks the branch, as a flag does.
+            found = _assigned_flag_gates(rule, index, ancestors, i - 1)
+        return found
     if isinstance(anc, cst.Assign):
-        names = {t.target.value for t in anc.targets if isinstance(t.target, cst.Name)}
-        scope = _enclosing_function(ancestors, i) or rule.context.module
-        found = _flag_gates(index, scope, names) if names else None
-        return found or _shared_skip_marker(rule, ancestors, i)
+        return _assigned_flag_gates(rule, index, ancestors, i) or _shared_skip_marker(rule, ancestors, i)
     # `def use_kernel(x): return x.is_cuda and ...`: the helper's callers are the gates.
     func = _enclosing_function(ancestors, i)
     return _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
+
+
+def _assigned_flag_gates(rule: Rule, index: KernelIndex, ancestors: list[cst.CSTNode], i: int) -> str | None:
+    """The kernel a branch calls whose test reads the names ``ancestors[i]`` (an assignment)
+    binds: plain names in their function (or the module), ``self.use_kernel`` in its class."""
+    anc = ancestors[i]
+    names = {t.target.value for t in anc.targets if isinstance(t.target, cst.Name)}
+    found = None
+    if names:
+        scope = _enclosing_function(ancestors, i) or rule.context.module
+        found = _flag_gates(index, scope, names)
+    attributes = {f"self.{t.target.attr.value}" for t in anc.targets if _self_attribute(t.target)}
+    if found is None and attributes:
+        # `self.use_kernel = torch.cuda.is_available() and HAVE_TRITON` in `__init__`, read by
+        # `forward`'s `if self.use_kernel:`.
+        owner = _enclosing_class(ancestors, i)
+        found = _flag_gates(index, owner, attributes) if owner is not None else None
+    return found
+
+
+def _self_attribute(target: cst.BaseExpression) -> bool:
+    return isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"
 
 
 def handed_to_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     """What CUDA-only code a value is handed to as an argument (through a conditional, a boolean
     or a collection): ``isaacgymenvs.make(sim_device="cuda:0")`` names a device of the
     simulator's, ``trt_context.execute(..., device="cuda")`` one of TensorRT's. Such a device
-    stays CUDA: the callee cannot take a neuron one."""
+    stays CUDA: the callee cannot take a neuron one. Followed through ``torch.device(...)`` and
+    ``.to(...)`` (``bnb.functional.quantize_4bit(w.to(torch.device("cuda")))``) and through a
+    function's local name (``quant_device = torch.device("cuda")``, read further down)."""
     index = kernel_index(rule)
-    return _handed(index, rule.context.ancestors, node) if index else None
+    if not index:
+        return None
+    ancestors = rule.context.ancestors
+    return _handed(index, ancestors, node) or _handed_by_name(rule, index, ancestors, node)
 
 
-def _handed(index: KernelIndex, ancestors: list[cst.CSTNode] | tuple[cst.CSTNode, ...], node: cst.CSTNode) -> str | None:
+# Calls that pass a device on to what they build: `torch.device("cuda")`, `w.to(device)`.
+_CONVERSIONS = frozenset({"device", "to"})
+
+
+def _handed(
+    index: KernelIndex, ancestors: list[cst.CSTNode] | tuple[cst.CSTNode, ...], node: cst.CSTNode, hops: int = 3
+) -> str | None:
     found = value_user(ancestors, node)
     if found is None:
         return None
     j, _ = found
     arg, call = ancestors[j], ancestors[j - 1] if j >= 1 else None
-    if isinstance(arg, cst.Arg) and isinstance(call, cst.Call):
-        return index.call_target(call)
+    if not (isinstance(arg, cst.Arg) and isinstance(call, cst.Call)):
+        return None
+    target = index.call_target(call)
+    if target is None and hops and terminal_name(call.func) in _CONVERSIONS:
+        return _handed(index, ancestors[: j - 1], call, hops - 1)
+    return target
+
+
+def _handed_by_name(
+    rule: Rule, index: KernelIndex, ancestors: list[cst.CSTNode] | tuple[cst.CSTNode, ...], node: cst.CSTNode
+) -> str | None:
+    """The kernel a function's local name is handed to, where ``node`` is (inside) its value."""
+    child: cst.CSTNode = node
+    for i in range(len(ancestors) - 1, -1, -1):
+        anc = ancestors[i]
+        if isinstance(anc, cst.Assign):
+            if child is not anc.value:
+                return None
+            func = _enclosing_function(list(ancestors), i)
+            if func is None:
+                return None
+            handed = _handed_names(rule, index, func)
+            names = [t.target.value for t in anc.targets if isinstance(t.target, cst.Name)]
+            return next((handed[n] for n in names if n in handed), None)
+        if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.Lambda)):
+            return None
+        child = anc
     return None
+
+
+def _handed_names(rule: Rule, index: KernelIndex, func: cst.FunctionDef) -> dict[str, str]:
+    """Each name ``func`` hands to CUDA-only code as an argument, and that code: one fast walk
+    per function, kept for the pass (several device values of one function ask the same)."""
+    memo = rule.context.__dict__.setdefault("_handed_names", {})
+    key = (id(rule.context.module), id(func))
+    if key not in memo:
+        calls = _KernelArguments(index)
+        visit_syntax(func.body, calls)
+        memo[key] = calls.handed
+    return memo[key]
+
+
+class _KernelArguments(cst.CSTVisitor):
+    """The names in the arguments of the kernel calls of a function (through conditionals,
+    boolean operators, collections, ``torch.device(...)`` and ``.to(...)``)."""
+
+    def __init__(self, index: KernelIndex) -> None:
+        self.index = index
+        self.handed: dict[str, str] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        target = self.index.call_target(node)
+        if target is not None:
+            for arg in node.args:
+                for name in _passed_names(arg.value, 3):
+                    self.handed.setdefault(name, target)
+
+
+def _passed_names(node: cst.BaseExpression, hops: int) -> list[str]:
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, cst.IfExp):
+        return _passed_names(node.body, hops) + _passed_names(node.orelse, hops)
+    if isinstance(node, cst.BooleanOperation):
+        return _passed_names(node.left, hops) + _passed_names(node.right, hops)
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        return [n for e in node.elements for n in _passed_names(e.value, hops)]
+    if isinstance(node, cst.Call) and hops and terminal_name(node.func) in _CONVERSIONS:
+        inner = [n for a in node.args for n in _passed_names(a.value, hops - 1)]
+        if isinstance(node.func, cst.Attribute) and terminal_name(node.func) == "to":
+            inner += _passed_names(node.func.value, hops - 1)  # `x.to(...)`: x is handed on too
+        return inner
+    return []
 
 
 _SKIP_MARKERS = frozenset({"skipif", "skipIf", "skipUnless"})
@@ -360,8 +465,18 @@ class _NameFinder(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         self.found = self.found or node.value in self.names
 
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        # `self.use_kernel`: an attribute flag, named as the class's methods read it.
+        if isinstance(node.value, cst.Name) and node.value.value == "self":
+            self.found = self.found or f"self.{node.attr.value}" in self.names
+
 
 def _flag_gates(index: KernelIndex, scope: cst.CSTNode, names: set[str]) -> str | None:
     uses = _FlagUses(names)
     visit_syntax(scope, uses)
-    return index.first_call(uses.branches) if uses.branches else None
+    if not uses.branches:
+        return None
+    # `sync_fn = _handle_cuda_ipc if self.use_cuda_ipc else _broadcast` picks a function that
+    # is called later: the branch names CUDA-only code without calling it there.
+    picked = (index.target(b) for b in uses.branches if isinstance(b, (cst.Name, cst.Attribute)))
+    return index.first_call(uses.branches) or next((t for t in picked if t is not None), None)

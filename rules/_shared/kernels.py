@@ -39,6 +39,7 @@ __all__ = [
     "OWN_RULE_PACKAGES",
     "QuantizationConfig",
     "TrainerOptimizer",
+    "CUDA_IPC_CALLS",
     "CUDA_PROVIDERS",
     "TORCH_CUDA_ONLY_CALLS",
     "cuda_operator",
@@ -86,6 +87,11 @@ TORCH_CUDA_ONLY_CALLS = frozenset(
     }
 )  # fmt: skip
 _TORCH_CUDA_ONLY_MEMBERS = frozenset(q.rpartition(".")[2] for q in TORCH_CUDA_ONLY_CALLS)
+# Calls that share a device tensor's memory with another process (CUDA IPC): a weight-sync path
+# built on them (RLHF trainers handing weights to a colocated inference engine) is CUDA-only. Not
+# a reported API (the same calls share CPU tensors through shared memory): a device test in front
+# of one only keeps asking about CUDA.
+CUDA_IPC_CALLS = frozenset({"torch.multiprocessing.reductions.reduce_tensor"})
 # ONNX Runtime's execution providers that run only on NVIDIA GPUs (CN622 reports them): a branch
 # that picks one (`providers = ["CUDAExecutionProvider"] if cuda else [...]`) selects CUDA-only code.
 CUDA_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
@@ -411,6 +417,8 @@ class _Collector(cst.CSTVisitor):
             else:
                 found = project_module(self.facts, candidates)
                 what = describe_module(found, self.facts) if found else None
+            if what is None and candidates[0] in CUDA_IPC_CALLS:
+                what = f"`{candidates[0]}` (CUDA IPC: hands a device tensor's memory to another process)"
             if what is not None:
                 self.names[local] = what
 
@@ -478,6 +486,14 @@ class _Collector(cst.CSTVisitor):
                 if name is not None:
                     self.names[name] = f"the CUDA operator `{operator}`"
             return
+        if _jit_cuda_build(value, qualified):
+            # `_ext = load_inline(..., cuda_sources=...)`: the handle's functions are CUDA kernels,
+            # so `if not x.is_cuda: raise` in front of `_ext.fused(x)` guards CUDA-only code.
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name is not None:
+                    self.names[name] = f"the CUDA extension `{name}` (built at run time by {qualified.rpartition('.')[2]})"
+            return
         module = dynamic_import(value, qualified)
         if module is not None:
             # `ext = importlib.import_module("fused_adam_cuda")`: an import spelled as a call.
@@ -499,6 +515,40 @@ class _Collector(cst.CSTVisitor):
 
 # Operators looked up by name whose kernels exist for CUDA only (cuDNN, and aten ops named for CUDA).
 _OPERATOR_LOOKUPS = frozenset({"torch._C._jit_get_operation"})
+
+
+_JIT_BUILDERS = frozenset({"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"})
+
+
+def _jit_cuda_build(call: cst.Call, qualified: str) -> bool:
+    """``load_inline(cuda_sources=...)``, ``load(sources=["k.cu"])``: an extension built from CUDA
+    code at run time (a C++-only one runs anywhere; its handle is not CUDA-only)."""
+    if qualified not in _JIT_BUILDERS:
+        return False
+    for arg in call.args:
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        if keyword in ("cuda_sources", "extra_cuda_cflags") or (keyword == "with_cuda" and _true(arg.value)):
+            return True
+        if keyword in (None, "sources") and any(_cu_file(s) for s in _strings(arg.value)):
+            return True
+    return False
+
+
+def _true(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _strings(node: cst.BaseExpression) -> list[str]:
+    if isinstance(node, cst.SimpleString):
+        text = string_value(node)
+        return [text] if text is not None else []
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return [t for e in node.elements for t in _strings(e.value)]
+    return []
+
+
+def _cu_file(text: str) -> bool:
+    return text.endswith((".cu", ".cuh"))
 
 
 def cuda_operator(call: cst.Call, qualified: str) -> str | None:

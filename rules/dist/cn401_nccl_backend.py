@@ -7,6 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Invalid, ProjectFacts, Rule, Safety, Valid
 
 from .._shared.args import arg_by_name
+from .._shared.kernel_gates import report_kernel_gate
 from .._shared.strings import string_value
 from .._shared.values import value_user
 from ._helpers import ACCELERATOR_BACKEND_EMITS, backend_expr, is_backend_named
@@ -107,6 +108,9 @@ class NcclBackend(Rule):
     the literal is only changed where it is traced to a backend position, so values and the
     comparisons that test them move together. Backend strings that arrive at run time (a launch
     script passing ``--dist-backend nccl``) are outside the source and must be changed there.
+    A comparison that selects CUDA-only code (``use_ipc = backend == "nccl" and colocated``,
+    then a CUDA-IPC weight sync) is reported without a fix: it keeps asking for NCCL, so that
+    Trainium takes the other path, as it would have before the port.
     """
 
     code = "CN401"
@@ -139,6 +143,12 @@ class NcclBackend(Rule):
         ),
     )
     INVALID = (
+        # A backend test in front of CUDA IPC keeps NCCL's name (report only).
+        Invalid(
+            "from torch.multiprocessing.reductions import reduce_tensor\n\n"
+            'def sync(param, backend, peer):\n    if backend == "nccl":\n        peer.send(reduce_tensor(param))\n',
+            None,
+        ),
         # A config dataclass's field default.
         Invalid(
             'from dataclasses import field\n\nclass Cfg:\n    distributed_backend: str = field(default="nccl", metadata={})\n',
@@ -255,6 +265,12 @@ class NcclBackend(Rule):
             if composite is None:
                 return
         verdict = self._sink(node)
+        if verdict is True and _compared(self.context.ancestors) and report_kernel_gate(
+            self, node, lambda kernel: f"{_MESSAGE}; this test selects CUDA-only code: {kernel}"
+        ):
+            # `use_cuda_ipc = backend == "nccl" and colocated`: the test picks a CUDA-IPC weight
+            # sync; asked about "neuron" it would run that path on Trainium. It keeps NCCL's name.
+            return
         if verdict is True:
             self._report_literal(node, self._plan(node, composite), tuple(self.context.ancestors))
         elif isinstance(verdict, str):
@@ -419,6 +435,11 @@ class NcclBackend(Rule):
             unused_imports=(("torch.distributed", "Backend"),) if isinstance(node.value, cst.Name) else (),
             description='use the "neuron" process-group backend',
         )
+
+
+def _compared(ancestors: list[cst.CSTNode]) -> bool:
+    """Is the literal an operand of a comparison (``backend == "nccl"``)?"""
+    return bool(ancestors) and isinstance(ancestors[-1], (cst.Comparison, cst.ComparisonTarget))
 
 
 def _requote(like: cst.SimpleString, value: str) -> str:
