@@ -43,9 +43,13 @@ from ._walk import visit_syntax
 __all__ = ["link_program"]
 
 # Calls whose arguments are text for a person: what they say follows the code they describe.
-_MESSAGE_CALLS = frozenset({"print", "warn", "warning", "info", "debug", "error", "exception", "critical", "fatal", "log"})
+_MESSAGE_CALLS = frozenset(
+    {"print", "warn", "warning", "info", "debug", "error", "exception", "critical", "fatal", "log"}
+)
 # Calls that ask about CUDA (by their last two names: `torch.cuda.is_available`, `th.cuda.device_count`).
 _CUDA_QUERIES = frozenset({"cuda.is_available", "cuda.device_count", "cuda.is_initialized"})
+# Where a name is bound or declared rather than read.
+_BINDINGS = (cst.AssignTarget, cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName)
 # Nodes that end the walk up from a value to the name it is bound to.
 _STATEMENTS = (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.BaseSuite, cst.Lambda)
 
@@ -188,7 +192,7 @@ def _reads(parent: cst.CSTNode, name: cst.Name) -> bool:
     """Is ``name`` read here, rather than bound, a keyword or an attribute's name?"""
     if isinstance(parent, (cst.Attribute, cst.Arg)):
         return name is parent.value
-    return not isinstance(parent, (cst.AssignTarget, cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName))
+    return not isinstance(parent, _BINDINGS)
 
 
 def _reader_code(ancestors: tuple[cst.CSTNode, ...], read: cst.Name, flag: bool) -> tuple[cst.CSTNode, ...]:
@@ -238,9 +242,8 @@ def _link_readers(reports: Sequence[Report]) -> None:
         visit_syntax(scope.body, visitor)
         for r, own in members:
             flag = _is_flag(r)
-            extra = [
-                n for name in own for ancestors, read in visitor.found.get(name, ()) for n in _reader_code(ancestors, read, flag)
-            ]
+            reads = [(ancestors, read) for name in own for ancestors, read in visitor.found.get(name, ())]
+            extra = [n for ancestors, read in reads for n in _reader_code(ancestors, read, flag)]
             # `f"cuda:{gpu}"` spells a CUDA device with the value.
             extra += [t for name in own for t in visitor.texts.get(name, ()) if _spells_cuda(t)]
             if extra:
