@@ -70,10 +70,11 @@ def link_program(reports: Sequence[Report]) -> None:
 # -- A value and its readers ---------------------------------------------------------------------
 
 
-def _binding(report: Report) -> tuple[cst.FunctionDef, frozenset[str]] | None:
-    """The function and the names the report's value is bound to there: a parameter's default,
-    or the value of an assignment to plain names inside a function. None elsewhere (module and
-    class level, where readers are other modules' business, and inside a lambda)."""
+def _binding(report: Report) -> tuple[cst.FunctionDef | cst.ClassDef, frozenset[str]] | None:
+    """Where the report's value is read and the names it is bound to: a parameter's default or
+    an assignment to plain names inside a function (the function), an assignment to
+    ``self.device`` in a method (the class). None elsewhere (module and class level, where
+    readers are other modules' business, and inside a lambda)."""
     chain = (*report.ancestors, report.node)
     for i in range(len(chain) - 2, -1, -1):
         anc, child = chain[i], chain[i + 1]
@@ -87,8 +88,28 @@ def _binding(report: Report) -> tuple[cst.FunctionDef, frozenset[str]] | None:
             targets = [t.target for t in anc.targets] if isinstance(anc, cst.Assign) else [anc.target]
             names = frozenset(t.value for t in targets if isinstance(t, cst.Name))
             scope = _function(chain, i)
-            return (scope, names) if names and scope is not None else None
+            if names and scope is not None:
+                return scope, names
+            # `self.device = "cuda"` in a method: the class's methods read `self.device`.
+            attributes = frozenset(f"self.{t.attr.value}" for t in targets if _on_self(t))
+            owner = _class(chain, i)
+            return (owner, attributes) if attributes and owner is not None else None
         if isinstance(anc, _STATEMENTS):
+            return None
+    return None
+
+
+def _on_self(target: cst.BaseExpression) -> bool:
+    return isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"
+
+
+def _class(chain: tuple[cst.CSTNode, ...], below: int) -> cst.ClassDef | None:
+    """The class whose method holds ``chain[below]`` directly (not in a nested function)."""
+    for k in range(below - 1, 1, -1):
+        if isinstance(chain[k], cst.FunctionDef):
+            owner = chain[k - 2]
+            return owner if isinstance(chain[k - 1], cst.IndentedBlock) and isinstance(owner, cst.ClassDef) else None
+        if isinstance(chain[k], (cst.ClassDef, cst.Lambda)):
             return None
     return None
 
@@ -112,7 +133,7 @@ class _Reads(cst.CSTVisitor):
     def __init__(self, names: frozenset[str]) -> None:
         self.names = names
         self.blocks: list[cst.CSTNode] = []  # the enclosing blocks: `selected_code` reads the one around an `if`
-        self.found: dict[str, list[tuple[tuple[cst.CSTNode, ...], cst.Name]]] = {}
+        self.found: dict[str, list[tuple[tuple[cst.CSTNode, ...], cst.CSTNode]]] = {}
         self.texts: dict[str, list[cst.FormattedString]] = {}
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
@@ -128,7 +149,7 @@ class _Reads(cst.CSTVisitor):
         owner.test.visit(walk)  # small: a test, walked with its ancestors
         above = (self.blocks[-1], owner) if self.blocks else (owner,)
         for chain, read in walk.found:
-            self.found.setdefault(read.value, []).append(((*above, *chain), read))
+            self.found.setdefault(_read_name(read) or "", []).append(((*above, *chain), read))
 
     def visit_If(self, node: cst.If) -> None:
         self._test(node)
@@ -152,10 +173,11 @@ class _Chain(cst.CSTVisitor):
     def __init__(self, names: frozenset[str]) -> None:
         self.names = names
         self.stack: list[cst.CSTNode] = []
-        self.found: list[tuple[tuple[cst.CSTNode, ...], cst.Name]] = []
+        self.found: list[tuple[tuple[cst.CSTNode, ...], cst.CSTNode]] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.Name) and node.value in self.names and (not self.stack or _reads(self.stack[-1], node)):
+        name = _read_name(node)
+        if name is not None and name in self.names and (not self.stack or _reads(self.stack[-1], node)):
             self.found.append((tuple(self.stack), node))
         self.stack.append(node)
         return True
@@ -174,8 +196,20 @@ class _Names(cst.CSTVisitor):
             self.found.add(node.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
+        name = _read_name(node)
+        if name is not None and name in self.names:
+            self.found.add(name)
         visit_syntax(node.value, self)  # `x.device`: `device` is an attribute's name, not a read
         return False
+
+
+def _read_name(node: cst.CSTNode) -> str | None:
+    """How a read is named among the bound names: ``device``, or ``self.device``."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if _on_self(node):  # type: ignore[arg-type]
+        return f"self.{node.attr.value}"  # type: ignore[attr-defined]
+    return None
 
 
 def _mentioned(node: cst.CSTNode, names: frozenset[str]) -> set[str]:
@@ -188,14 +222,14 @@ def _mentions(node: cst.CSTNode, names: frozenset[str]) -> bool:
     return bool(_mentioned(node, names))
 
 
-def _reads(parent: cst.CSTNode, name: cst.Name) -> bool:
+def _reads(parent: cst.CSTNode, name: cst.CSTNode) -> bool:
     """Is ``name`` read here, rather than bound, a keyword or an attribute's name?"""
     if isinstance(parent, (cst.Attribute, cst.Arg)):
         return name is parent.value
     return not isinstance(parent, _BINDINGS)
 
 
-def _reader_code(ancestors: tuple[cst.CSTNode, ...], read: cst.Name, flag: bool) -> tuple[cst.CSTNode, ...]:
+def _reader_code(ancestors: tuple[cst.CSTNode, ...], read: cst.CSTNode, flag: bool) -> tuple[cst.CSTNode, ...]:
     """What a read in a test decides about the device: the test and the branch it selects on
     CUDA, where the test asks about CUDA with the value (``device == "cuda"``; any test of a
     ``flag`` computed from a CUDA fact). () for a test that asks something else (``if device:``).
@@ -226,7 +260,7 @@ def _is_flag(report: Report) -> bool:
 
 
 def _link_readers(reports: Sequence[Report]) -> None:
-    bound: dict[int, tuple[cst.FunctionDef, set[str], list[tuple[Report, frozenset[str]]]]] = {}
+    bound: dict[int, tuple[cst.FunctionDef | cst.ClassDef, set[str], list[tuple[Report, frozenset[str]]]]] = {}
     for r in reports:
         if r.rule.advisory or r.rule.net:
             continue
@@ -309,22 +343,24 @@ def _guard(chain: tuple[cst.CSTNode, ...], below: int) -> cst.BaseExpression | N
 
 
 def _follow_guards(reports: Sequence[Report]) -> None:
+    guarded: list[tuple[Report, cst.BaseExpression]] = []
+    for r in reports:
+        if r.replacement is None:
+            continue
+        chain = (*r.ancestors, r.node)
+        at = _in_message(chain)
+        test = _guard(chain, at) if at is not None else None
+        if test is not None:
+            guarded.append((r, test))
+    if not guarded:
+        return  # most modules: no message under a device test, and nothing more to build
     # The nodes some report sits on or under: a test among them has a finding that can move it.
     reported: set[int] = set()
     for r in reports:
         if not (r.rule.advisory or r.rule.net):
             reported.add(id(r.node))
             reported.update(id(a) for a in r.ancestors)
-    for r in reports:
-        if r.replacement is None:
-            continue
-        chain = (*r.ancestors, r.node)
-        at = _in_message(chain)
-        if at is None:
-            continue
-        test = _guard(chain, at)
-        if test is None:
-            continue
+    for r, test in guarded:
         if id(test) in reported:
             r.depends = (*r.depends, test)
         elif r.safety is not Safety.DISPLAY_ONLY:

@@ -35,6 +35,18 @@ class Trainer:
         return x
 '''
 
+ATTRIBUTE_AND_ITS_TEST = '''import torch
+
+class Runner:
+    def __init__(self):
+        self.device = "cuda"
+
+    def step(self, x):
+        if self.device == "cuda":
+            torch.cuda.set_sync_debug_mode(1)
+        return x.to(self.device)
+'''
+
 INDEX_AND_ITS_DEVICE_STRING = '''import torch
 
 def place(dev, model):
@@ -92,6 +104,7 @@ def pin(spec):
 KEPT = [
     pytest.param(DEFAULT_AND_ITS_TEST, 'device="cuda"', id="default-with-held-test"),
     pytest.param(FLAG_AND_ITS_BRANCH, 'flag = self.device == "cuda"', id="flag-with-held-branch"),
+    pytest.param(ATTRIBUTE_AND_ITS_TEST, 'self.device = "cuda"', id="attribute-with-held-test-in-another-method"),
     pytest.param(INDEX_AND_ITS_DEVICE_STRING, 'f"cuda:{gpu}"', id="index-with-its-device-string"),
     pytest.param(MESSAGE_OF_A_KEPT_GUARD, "= {torch.cuda.is_available()}", id="message-of-kernel-guard"),
     pytest.param(MESSAGE_OF_A_HELD_GUARD, "{torch.cuda.get_device_name()}", id="message-of-held-guard"),
