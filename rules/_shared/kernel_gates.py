@@ -298,13 +298,14 @@ def _handed_by_name(
     return None
 
 
-def _handed_names(rule: Rule, index: KernelIndex, func: cst.FunctionDef) -> dict[str, str]:
+def _handed_names(rule: Rule, index: KernelIndex, func: cst.FunctionDef, depth: int = 3) -> dict[str, str]:
     """Each name ``func`` hands to CUDA-only code as an argument, and that code: one fast walk
     per function, kept for the pass (several device values of one function ask the same)."""
     memo = rule.context.__dict__.setdefault("_handed_names", {})
     key = (id(rule.context.module), id(func))
     if key not in memo:
-        calls = _KernelArguments(index)
+        memo[key] = {}  # a recursive function asks for itself while it is walked: nothing yet
+        calls = _KernelArguments(rule, index, depth)
         visit_syntax(func.body, calls)
         memo[key] = calls.handed
     return memo[key]
@@ -314,16 +315,48 @@ class _KernelArguments(cst.CSTVisitor):
     """The names in the arguments of the kernel calls of a function (through conditionals,
     boolean operators, collections, ``torch.device(...)`` and ``.to(...)``)."""
 
-    def __init__(self, index: KernelIndex) -> None:
+    def __init__(self, rule: Rule, index: KernelIndex, depth: int) -> None:
+        self.rule = rule
         self.index = index
+        self.depth = depth
         self.handed: dict[str, str] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         target = self.index.call_target(node)
-        if target is not None:
-            for arg in node.args:
-                for name in _passed_names(arg.value, 3):
-                    self.handed.setdefault(name, target)
+        if target is None:
+            return
+        callee = self.index.own_callee(node)
+        # The file's own function is CUDA-only because its body calls a kernel somewhere, often
+        # behind a fallback (`if FusedAdam is not None: return FusedAdam(...)`, then torch's
+        # AdamW): an argument is handed to CUDA-only code only where the parameter it binds is
+        # handed on there. Without that, `make_optimizer(model, args, device)` kept a trainer's
+        # whole device on CUDA.
+        onward = _parameters_handed_on(self.rule, self.index, callee, self.depth) if callee else None
+        for i, arg in enumerate(node.args):
+            if onward is not None and _bound_parameter(callee, node, i) not in onward:
+                continue
+            for name in _passed_names(arg.value, 3):
+                self.handed.setdefault(name, target)
+
+
+def _parameters_handed_on(rule: Rule, index: KernelIndex, callee: cst.FunctionDef, depth: int) -> set[str]:
+    """The parameters of ``callee`` that its body hands to CUDA-only code (none past ``depth``)."""
+    return set(_handed_names(rule, index, callee, depth - 1)) if depth > 0 else set()
+
+
+def _bound_parameter(callee: cst.FunctionDef, call: cst.Call, i: int) -> str | None:
+    """The name of the parameter the ``i``-th argument of ``call`` binds in ``callee``."""
+    arg = call.args[i]
+    if arg.keyword is not None:
+        return arg.keyword.value
+    if arg.star:
+        return None
+    params = list(callee.params.posonly_params) + list(callee.params.params)
+    # `self.f(x)`: the first parameter is the instance the call is made on.
+    if isinstance(call.func, cst.Attribute) and params and params[0].name.value in ("self", "cls"):
+        params = params[1:]
+    positional = sum(1 for a in call.args[:i] if a.keyword is None and not a.star)
+    return params[positional].name.value if positional < len(params) else None
 
 
 def _passed_names(node: cst.BaseExpression, hops: int) -> list[str]:

@@ -262,8 +262,17 @@ def dynamic_import(call: cst.Call, qualified: str | None) -> str | None:
 class KernelIndex:
     """Names of one module that reach CUDA-only code, each with how a finding names it."""
 
-    def __init__(self, names: dict[str, str], hubs: frozenset[str] = frozenset(), providers: bool = False) -> None:
+    def __init__(
+        self,
+        names: dict[str, str],
+        hubs: frozenset[str] = frozenset(),
+        providers: bool = False,
+        own: dict[str, cst.FunctionDef] | None = None,
+    ) -> None:
         self.names = names
+        # The file's own functions among them (CUDA-only because their body calls a kernel
+        # somewhere), by name: a caller asks whether an argument reaches that call (`own_callee`).
+        self.own = own or {}
         # The names among them that hold a kernel downloaded by kernels.get_kernel.
         self.hubs = hubs
         # The module names ONNX Runtime's CUDA execution provider: a branch choosing it is CUDA-only.
@@ -299,6 +308,12 @@ class KernelIndex:
             if found is not None:
                 return found
         return None
+
+    def own_callee(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The file's own function ``call`` runs, where it is CUDA-only only through a kernel
+        call somewhere in its body (None for a kernel, an extension or anything else)."""
+        dotted = dotted_name(call.func)
+        return self.own.get(dotted) if dotted is not None else None
 
     def first_call(self, nodes: list[cst.CSTNode]) -> str | None:
         """What the first CUDA-only call under ``nodes`` runs (None: none does)."""
@@ -579,6 +594,7 @@ def kernel_index(rule: Rule) -> KernelIndex:
         # kernel; a same-named method of another class of the file then counts too: a report
         # where a rewrite might have done, never the reverse).
         changed = bool(names) or collector.providers
+        own: dict[str, cst.FunctionDef] = {}
         while changed:
             changed = False
             index = KernelIndex(names, providers=collector.providers)
@@ -589,6 +605,7 @@ def kernel_index(rule: Rule) -> KernelIndex:
                 inner = index.first_call([func.body])
                 if inner is not None:
                     names[name] = f"`{name}`, which calls {inner}"
+                    own[name] = func
                     changed = True
             # An autograd Function whose forward or backward launches a kernel: `_Fn.apply(x)`
             # (the way Triton kernels are wrapped for autograd) runs it.
@@ -598,5 +615,5 @@ def kernel_index(rule: Rule) -> KernelIndex:
                     if inner is not None:
                         names[cls.name.value] = f"`{cls.name.value}.apply`, which calls {inner}"
                         changed = True
-        memo[key] = KernelIndex(dict(names), frozenset(collector.hubs), collector.providers)
+        memo[key] = KernelIndex(dict(names), frozenset(collector.hubs), collector.providers, own)
     return memo[key]

@@ -101,6 +101,39 @@ def pin(spec):
     assert torch.cuda.is_available(), f"no device {spec}"
 '''
 
+# A device handed to the file's own function that calls a kernel somewhere: it stays CUDA only
+# where that function hands the parameter on to the kernel, not where the kernel sits behind a
+# fallback that never sees it (a trainer's whole device was kept CUDA by `make_optimizer`).
+HELPER_WITH_AN_OPTIONAL_KERNEL = '''import torch
+try:
+    from apex.optimizers import FusedAdam
+except ImportError:
+    FusedAdam = None
+
+def make_optimizer(model, device):
+    if FusedAdam is not None:
+        return FusedAdam(model.parameters())
+    return torch.optim.AdamW(model.parameters(), fused=device.type == "cuda")
+
+def main(model):
+    device = torch.device("cuda")
+    return make_optimizer(model.to(device), device)
+'''
+HELPER_HANDING_THE_DEVICE_TO_A_KERNEL = '''import torch
+import triton
+
+@triton.jit
+def _k(x_ptr):
+    pass
+
+def launch(x, device):
+    _k[(1,)](x.to(device))
+
+def main(x):
+    device = torch.device("cuda")
+    launch(x, device)
+'''
+
 KEPT = [
     pytest.param(DEFAULT_AND_ITS_TEST, 'device="cuda"', id="default-with-held-test"),
     pytest.param(FLAG_AND_ITS_BRANCH, 'flag = self.device == "cuda"', id="flag-with-held-branch"),
@@ -108,6 +141,7 @@ KEPT = [
     pytest.param(INDEX_AND_ITS_DEVICE_STRING, 'f"cuda:{gpu}"', id="index-with-its-device-string"),
     pytest.param(MESSAGE_OF_A_KEPT_GUARD, "= {torch.cuda.is_available()}", id="message-of-kernel-guard"),
     pytest.param(MESSAGE_OF_A_HELD_GUARD, "{torch.cuda.get_device_name()}", id="message-of-held-guard"),
+    pytest.param(HELPER_HANDING_THE_DEVICE_TO_A_KERNEL, 'device = torch.device("cuda")', id="device-handed-on-to-a-kernel"),
 ]
 
 
@@ -122,6 +156,7 @@ MOVED = [
     pytest.param(DEFAULT_AND_ITS_MOVABLE_TEST, ['device="neuron"', 'device == "neuron"'], id="default-with-movable-test"),
     pytest.param(MESSAGE_OF_A_MOVED_GUARD, ["if not torch.neuron.is_available()", "{torch.neuron.is_available()}"], id="message-of-moved-guard"),
     pytest.param(PLAIN_READ, ['replace("neuron:", "")', "assert torch.neuron.is_available()"], id="plain-read-links-nothing"),
+    pytest.param(HELPER_WITH_AN_OPTIONAL_KERNEL, ['device = torch.device("neuron")'], id="device-beside-an-optional-kernel"),
 ]
 
 

@@ -122,12 +122,15 @@ def test_magics_and_shell_lines_are_preserved():
 
 
 def test_imports_go_to_the_first_code_cell_after_its_magics():
-    old = nb("# md\ntitle", "%load_ext autoreload\nimport numpy as np", 'y = y.cuda(cfg["gpu"])')
+    # An index that may be None or an int is written as torch.device("neuron", index): the one
+    # rewrite that needs `import torch`.
+    put = "def put(y, gpu: int | None = None):\n    return y.cuda(gpu)"
+    old = nb("# md\ntitle", "%load_ext autoreload\nimport numpy as np", put)
     new, _ = fix_source(old, "a.ipynb", OWN)
     assert sources(new) == [
         "# md\ntitle",
         "%load_ext autoreload\nimport numpy as np\nimport torch",
-        'y = y.to(torch.device("neuron", cfg["gpu"]))',
+        put.replace("y.cuda(gpu)", 'y.to(torch.device("neuron", gpu))'),
     ]
 
 
