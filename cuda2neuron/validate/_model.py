@@ -252,6 +252,9 @@ class ValidationResult:
     notes: tuple[str, ...] = field(default=())
     fail_on: str = "fail"  # "warn": WARN exits 1 too (`--fail-on warn`, for CI)
     tolerances: Tolerances = field(default_factory=Tolerances)  # what the verdicts were judged by
+    # Modules holding weights that no forward of the original ran ("ema (ViT, 52 parameters, 0
+    # buffers)"): never compared, counted beside the verdict.
+    not_exercised: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import types
 from collections import defaultdict
 from typing import Any, Callable
 
@@ -43,6 +45,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from cuda2neuron.validate._class_lines import class_lines
 from cuda2neuron.validate._compare import to_tensor
+from cuda2neuron.validate._worker_config import SKIPPED_STEPS_CAP
 
 __all__ = ["Recorder", "StopRun", "tensor_record", "flatten"]
 
@@ -179,6 +182,10 @@ class Recorder:
         self._restore: tuple[Any, list[tuple[torch.Tensor, torch.Tensor]], dict[Any, Any]] | None = None
         self.skipped_steps: list[int] = []
         self.scaler_depth = 0
+        # Modules whose forward ran, and the ones holding weights seen so far that never did
+        # (`unexercised`): an EMA kept for evaluation only is neither forwarded nor compared.
+        self.called: set[int] = set()
+        self._unseen: dict[int, tuple[str, Any]] = {}
 
     # -- installation -------------------------------------------------------------------------
     def install(self) -> None:
@@ -319,6 +326,7 @@ class Recorder:
     def _pre(self, module: nn.Module, args: Any) -> None:
         if self._transparent(module):
             return
+        self.called.add(id(module))
         if self.depth == 0 and not self.paused:
             # A hand-written loop zeroes its gradients before the next forward: the step ends
             # there, so the next step's forward outputs are not filed under this one.
@@ -362,17 +370,21 @@ class Recorder:
         self._opt_post(None, (), {})
 
     def done(self) -> bool:
-        """All steps recorded: ``steps`` of them, or ``taken_steps`` that the original did not
-        skip (its GradScaler skips the first steps of fp16 training: those compare no gradients,
-        and a logic pair that counted them could end before its first compared update)."""
-        if self.step >= self.steps:
+        """All steps recorded: ``taken_steps`` (the logic pair) or ``steps`` optimizer steps that
+        the original did not skip. Its GradScaler skips the first steps of fp16 training (a tiny
+        model at the default scale 65536 overflows for several): those compare no gradients, and
+        a run that counted them could end before its first compared update — a PASS that judged
+        no step. So the run steps on, up to ``SKIPPED_STEPS_CAP`` skipped steps past ``steps``."""
+        target = self.taken_steps if self.taken_steps is not None else self.steps
+        if self.step - len(self.skipped_steps) >= target:
             return True
-        return self.taken_steps is not None and self.step - len(self.skipped_steps) >= self.taken_steps
+        return self.step >= self.steps + SKIPPED_STEPS_CAP
 
     def on_backward(self, loss: torch.Tensor) -> None:
         if not self.optimizer_seen and self._manual.consumed(self._root_params()):
             self.end_manual_step()
         if self.stop_after_steps and self.done():
+            self.look_for_unexercised()
             raise StopRun()
         if self._scaled is not None and self._scaled[0] is loss:
             loss = self._scaled[1]
@@ -473,11 +485,84 @@ class Recorder:
         self.step += 1
         self.calls.clear()
         self.loss_calls = 0
+        if self.done():
+            # The last step: the training loop's frames (and what they hold) are alive now; a
+            # script that ends on its own has dropped them by the time the run ends.
+            self.look_for_unexercised()
+
+    def look_for_unexercised(self) -> None:
+        """Note the modules with parameters or buffers that the run's code holds (the roots' own,
+        and any other module alive) and that no forward has run so far; whether one runs later is
+        decided at the end (`unexercised`)."""
+        if self.role != "reference" or self.paused:
+            return
+        import gc
+        import sys
+
+        held: set[int] = set()
+        for root in self.roots:
+            held.update(id(m) for m in root.modules())
+        names = _frame_names(sys._getframe(1))
+        for idx, root in enumerate(self.roots):
+            for path, sub in root.named_modules():
+                if path and _weights(sub):
+                    self._unseen.setdefault(id(sub), (f"{idx}:{path}", sub))
+        loose = [m for m in gc.get_objects() if isinstance(m, nn.Module) and id(m) not in held and _weights(m)]
+        inner = {id(sub) for m in loose for sub in m.modules() if sub is not m}
+        for m in loose:
+            if id(m) not in inner:
+                self._unseen.setdefault(id(m), (names.get(id(m)) or type(m).__qualname__, m))
+
+    def unexercised(self) -> list[str]:
+        """The modules noted by `look_for_unexercised` that neither they nor anything inside them
+        ever ran a forward, outermost only: ``"ema (ViT, 52 parameters)"``, ``"0:aux_head (...)"``."""
+        out: list[str] = []
+        skip: set[int] = set()
+        for key, (name, m) in self._unseen.items():
+            if key in skip:
+                continue
+            subs = list(m.modules())
+            if any(id(sub) in self.called for sub in subs):
+                continue
+            skip.update(id(sub) for sub in subs)
+            n_params = sum(1 for _ in m.parameters())
+            n_buffers = sum(1 for _ in m.buffers())
+            out.append(f"{name} ({type(m).__qualname__}, {n_params} parameters, {n_buffers} buffers)")
+        return out
 
     def send_params(self) -> None:
         for idx, root in enumerate(self.roots):
             for path, p in root.named_parameters():
                 self.send_tensor(f"final/param/{idx}:{path}", "param", p, f"{idx}:{path}")
+
+
+def _weights(module: nn.Module) -> bool:
+    """The module holds a parameter or a buffer (itself or inside)."""
+    return next(module.parameters(), None) is not None or next(module.buffers(), None) is not None
+
+
+def _frame_names(frame: Any) -> dict[int, str]:
+    """The names the user's frames on the stack give their modules: ``ema`` for a local, and
+    ``self.ema`` / ``trainer.ema`` for an attribute of one."""
+    names: dict[int, str] = {}
+    while frame is not None:
+        if not frame.f_code.co_filename.startswith(_OWN):
+            for var, value in list(frame.f_locals.items()):
+                if isinstance(value, nn.Module):
+                    names.setdefault(id(value), var)
+                elif not isinstance(value, (type, types.ModuleType)):
+                    try:
+                        attrs = list(vars(value).items())
+                    except TypeError:  # no __dict__
+                        continue
+                    for attr, inner in attrs:
+                        if isinstance(inner, nn.Module):
+                            names.setdefault(id(inner), f"{var}.{attr}")
+        frame = frame.f_back
+    return names
+
+
+_OWN = os.path.dirname(os.path.abspath(__file__))  # validate's own frames name nothing of the user's
 
 
 class _ManualSteps:

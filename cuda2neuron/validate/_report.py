@@ -76,6 +76,8 @@ def verdict_line(result: ValidationResult) -> str:
     counts = result.counts()
     words += [f"tensors={len(result.comparisons)}", f"pass={counts['PASS']}", f"warn={counts['WARN']}",
               f"fail={counts['FAIL']}", f"not_judged={result.not_judged}"]
+    if result.not_exercised:
+        words.append(f"not_exercised={len(result.not_exercised)}")
     if result.audit is not None and result.audit.available:
         words.append(f"residency={result.audit.verdict.value}")
     if result.divergence is not None:
@@ -94,6 +96,8 @@ def headline(result: ValidationResult) -> str:
     judged = f" ({result.not_judged} not judged)" if result.not_judged else ""
     tally = (f"{len(result.comparisons)} tensors: {counts['PASS']} pass{judged}, {counts['WARN']} warn, "
              f"{counts['FAIL']} fail")
+    if result.not_exercised:
+        tally += f"; {len(result.not_exercised)} module(s) not exercised"
     return f"{split}  —  {tally}" if split else tally
 
 

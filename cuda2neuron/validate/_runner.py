@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import getpass
+import hashlib
 import importlib.util
 import itertools
 import os
@@ -51,7 +52,7 @@ from cuda2neuron.validate._model import (
 from cuda2neuron.validate._request import ValidateRequest
 from cuda2neuron.validate._procs import TOKEN_VAR, Reaper, kill_tree, new_token, resident_memory, snapshot
 from cuda2neuron.validate._wire import FrameError, read_frame, write_frame
-from cuda2neuron.validate._worker_config import WorkerConfig
+from cuda2neuron.validate._worker_config import SKIPPED_STEPS_CAP, WorkerConfig
 from cuda2neuron.validate._zygote import ForkedProcess, Zygote, ZygoteError, fork_wanted, shared_zygote, zygote_token
 
 __all__ = ["ValidateRequest", "run_validation"]
@@ -393,6 +394,10 @@ class _Comparator:
         self.ref_tf32 = False  # the reference's hello: a GPU computing float32 in TF32
         # None: not known yet whether the logic pair runs; True: it runs; False: it does not.
         self.logic: bool | None = None
+        # Parameters without a gradient of their own (a momentum / EMA copy, requires_grad=False):
+        # each parameter's initial value, to find the one it was copied from (`follows`).
+        self.initial: dict[str, tuple[Any, ...]] = {}
+        self.graded: set[str] = set()
 
     def same_kernels(self, check: str = "precision") -> bool:
         """The port on the emulator, the reference on the CPU shim: both run the CPU kernels."""
@@ -412,6 +417,33 @@ class _Comparator:
             return  # a late record of a key already judged (a logic run after "no logic")
         self.pending.setdefault(key, {})[role] = rec
         self._try(key)
+
+    def add_initial(self, rank: int | None, frame: dict[str, Any]) -> None:
+        """The reference's initial weights of one root: a fingerprint of each parameter."""
+        for key, rec in frame["state"].items():
+            name = f"{frame['root']}:{key}"
+            self.initial[name if rank is None else f"{rank}|{name}"] = (
+                tuple(rec["shape"]), rec["dtype"], hashlib.blake2b(memoryview(rec["data"]), digest_size=16).digest())
+
+    def follows(self, name: str) -> str | None:
+        """The parameter ``name`` was copied from, when it has no gradient of its own: a momentum
+        encoder or an EMA (`copy.deepcopy(model)`, `k.copy_(q)`, then ``k = m*k + (1-m)*q``)
+        starts as its source's exact copy. Its update is its source's scaled down, so the
+        elements where the source's gradient was rounding noise are noise here too — compared in
+        full, a zero-initialised bias copied from a key bias (whose true gradient is zero) read
+        as an error of 2. The source at the same path under another root; else the only one."""
+        if name in self.graded:
+            return None
+        print_ = self.initial.get(name)
+        if print_ is None:
+            return None
+        same = [n for n in self.graded if self.initial.get(n) == print_]
+        rank, _, path = name.rpartition("|")
+        local = path.partition(":")[2]
+        at_path = [n for n in same if n.rpartition("|")[0] == rank and n.rpartition("|")[2].partition(":")[2] == local]
+        if len(at_path) == 1:
+            return at_path[0]
+        return same[0] if len(same) == 1 else None
 
     def set_logic(self, runs: bool) -> None:
         """Whether the logic pair runs: from now on its records are waited for, or never."""
@@ -465,7 +497,12 @@ class _Comparator:
         # Per rank: an FSDP shard of a parameter differs in shape from rank to rank.
         name = f"{ref['rank']}|{ref.get('module_path') or ''}" if "rank" in ref else ref.get("module_path") or ""
         noisy_masks = self.noisy[check]
-        ignore = noisy_masks.get(name) if ref["kind"] == "param" else None
+        ignore = None
+        if ref["kind"] == "param":
+            source = self.follows(name)
+            ignore = noisy_masks.get(name if source is None else source)
+        elif ref["kind"] == "grad":
+            self.graded.add(name)
         out_key = key if check == "precision" else LOGIC_PREFIX + key
         result = compare_records(out_key, ref, port, golden, self.request.tolerances, self.ref_on_cuda[0],
                                  ignore=ignore, same_kernels=self.same_kernels(check), ref_tf32=self.ref_tf32,
@@ -622,6 +659,7 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
     open_streams: dict[int, _Run] = {}
     still_open: dict[str, int] = {}
     amp_seen: list[str] = []
+    not_exercised: list[str] = []  # modules holding weights that no forward of the original ran
     stop_watch = threading.Event()
     reaper = Reaper(new_token())
     serial = itertools.count()
@@ -734,6 +772,8 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
                     if comparator.logic is None and grad.get("amp") in _REDUCED:
                         decide_logic(grad["amp"])
                     _record(run, dict(grad), comparator)
+                if kind == "init_state":
+                    comparator.add_initial(run.rank, frame)
                 if kind == "step":
                     # One optimizer step without reduced-precision autocast: fp32 code (autocast
                     # first seen after that, in an evaluation, is not split off).
@@ -749,6 +789,9 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
                 elif role == "port":
                     port_classes.append((frame["file"], frame["start"], frame["end"],
                                          tuple(tuple(r) for r in frame.get("init", ()))))
+            elif kind == "unexercised":
+                if run.rank in (None, 0):
+                    not_exercised[:] = frame["modules"]
             elif kind == "aligned":
                 aligned[role] = aligned.get(role, 0) + int(frame["elements"])
             elif kind == "ties":
@@ -826,8 +869,6 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
         notes.append("the reference ran on a GPU that computes float32 convolutions/RNNs (cuDNN's default) or "
                      "matmuls in TF32: without the float64 golden, float32 tensors were judged at TF32's "
                      "precision (floor_tf32); keep the golden on for the tighter verdict")
-    if skipped:
-        notes.append(_skipped_note(skipped))
     if aligned:
         notes.append(_aligned_note(aligned))
     complete = {role: all(r.finished and r.failure is None for r in runs.get(role, ())) and role in runs
@@ -836,18 +877,22 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
     failures, crashes = _port_defects(failures, ref_ok)
     logic_failures, logic_crashes = _port_defects(logic_failures, complete["logic-reference"], LOGIC_PREFIX)
     failures += [f for f in logic_failures if f.kind == "defect"]
+    comparisons = tuple(comparator.finish(complete)) + _shared_devices(runs["port"]) + crashes + logic_crashes
+    taken_steps = _compared_steps(comparisons, "precision")
+    if skipped:
+        notes.insert(0, _skipped_note(skipped, len(taken_steps), request.steps))
     if amp_seen:
         lost = [f for f in logic_failures if f.kind != "defect"]
         if lost:
             notes.append(f"the logic run ({_RUN_NAMES[lost[0].role.split(' rank ')[0]]}) did not finish "
                          f"({lost[0].message}); the precision check alone judged the rest")
         else:
-            covered = _taken_steps(LOGIC_ROLES[0], request)
-            over = "every step" if covered is None else f"the first {covered} steps taken of {request.steps}"
+            covered = len(_compared_steps(comparisons, "logic"))
+            taken = len(_compared_steps(comparisons, "precision"))
+            over = f"every step taken ({taken})" if covered >= taken else f"the first {covered} steps taken of {taken}"
             notes.append(f"the original runs under {amp_seen[0]} autocast: the logic check compared original and port "
                          f"with autocast off in both (float32, tight bounds) over {over}, the precision check the "
                          "runs as written")
-    comparisons = tuple(comparator.finish(complete)) + _shared_devices(runs["port"]) + crashes + logic_crashes
     if any(c.check == "logic" for c in comparisons):
         # The port as written crashed or shared a device: a FAIL of the precision check.
         comparisons = tuple(c if c.check else dataclasses.replace(c, check="precision") for c in comparisons)
@@ -884,6 +929,10 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
         notes.append(f"only {share:.0%} of the tensors were judged (the rest PASSed bounds with no power: the "
                      "original's own error against the float64 golden allows nearly anything there) — "
                      f"not a proof; at least {request.tolerances.min_judged_share:.0%} is needed for a PASS")
+    if comparisons and not taken_steps and ref_ok:
+        # Nothing shows a wrong gradient, optimizer or update then: a detached loss term PASSed.
+        verdicts.append(Verdict.WARN)
+        notes.insert(0, _no_step_note(skipped))
     if any(f.kind != "defect" for f in failures):
         verdict = Verdict.ERROR
     elif not comparisons:
@@ -891,6 +940,11 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
         failures.append(RunFailure("harness", "no-records", "the runs produced no tensors to compare"))
     else:
         verdict = worst(verdicts)
+    if not_exercised:
+        notes.append(f"{len(not_exercised)} module(s) with weights were not exercised: no forward of the original ran "
+                     f"them within the steps compared, so their parameters and buffers were neither compared nor judged "
+                     f"({'; '.join(not_exercised[:8])}{'; ...' if len(not_exercised) > 8 else ''}) — an EMA used only "
+                     "for evaluation is judged when the run reaches that evaluation (a script's own shorter --steps)")
     infos = tuple(RunInfo(run.name, str(run.tree), run.device, run.seconds, run.records)
                   for role in roles for run in runs[role])
     shutil.rmtree(workdir, ignore_errors=True)
@@ -899,7 +953,7 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
         original=request.original_label or str(request.original), port=request.port_label or str(request.port),
         golden_used=golden_used, comparisons=comparisons, divergence=divergence, audit=audit,
         failures=tuple(failures), runs=infos, notes=tuple(notes), fail_on=request.fail_on,
-        tolerances=request.tolerances,
+        tolerances=request.tolerances, not_exercised=tuple(not_exercised),
     )
 
 
@@ -1030,13 +1084,52 @@ def _aligned_note(aligned: dict[str, int]) -> str:
             "weights by up to ~2*lr apart. The gradients were compared before that")
 
 
-def _skipped_note(skipped: list[tuple[int, float | None]]) -> str:
-    steps = ", ".join(str(s) for s, _ in skipped)
+def _compared_steps(comparisons: Any, check: str) -> list[int]:
+    """The optimizer steps whose gradients ``check`` compared ("precision" counts the only check
+    too), in order: the steps taken, the ones the original's GradScaler skipped recording none."""
+    checks = ("logic",) if check == "logic" else ("", "precision")
+    return sorted({c.step for c in comparisons if c.kind == "grad" and c.check in checks})
+
+
+def _span(steps: list[int]) -> str:
+    """``[0, 1, 2]`` -> "0–2", ``[0, 2]`` -> "0, 2"."""
+    if len(steps) > 2 and steps == list(range(steps[0], steps[-1] + 1)):
+        return f"{steps[0]}–{steps[-1]}"
+    return ", ".join(str(s) for s in steps)
+
+
+def _scales(skipped: list[tuple[int, float | None]]) -> str:
     scales = sorted({sc for _, sc in skipped if sc is not None}, reverse=True)
-    at = f" at loss scale {', '.join(f'{sc:g}' for sc in scales)}" if scales else ""
-    return (f"the original's GradScaler skipped optimizer step(s) {steps} (inf/NaN gradients{at}, the usual start of "
-            "fp16 loss scaling); the golden and the port skipped the same steps so every run stays aligned, and "
-            "those steps' gradients were not compared")
+    if len(scales) > 3:  # each skip halves the scale: the first and the last say it
+        return f"{scales[0]:g} down to {scales[-1]:g}"
+    return ", ".join(f"{sc:g}" for sc in scales)
+
+
+def _skipped_note(skipped: list[tuple[int, float | None]], taken: int, requested: int) -> str:
+    scales = _scales(skipped)
+    at = f" at loss scale {scales}" if scales else ""
+    if taken >= requested:
+        ran = f"; validate ran on to compare {taken} steps taken, as --steps asks"
+    elif len(skipped) >= SKIPPED_STEPS_CAP:
+        ran = (f"; validate stopped after {len(skipped)} skipped steps ({SKIPPED_STEPS_CAP} past --steps, the cap) "
+               f"with {taken} of the {requested} steps taken that --steps asks for")
+    else:
+        ran = f"; the run ended with {taken} of the {requested} steps taken that --steps asks for"
+    return (f"the original's GradScaler skipped optimizer step(s) {_span([s for s, _ in skipped])} (inf/NaN "
+            f"gradients{at}, the usual start of fp16 loss scaling); the golden and the port skipped the same steps so "
+            f"every run stays aligned, and those steps' gradients were not compared{ran}")
+
+
+def _no_step_note(skipped: list[tuple[int, float | None]]) -> str:
+    """Why a run that compared tensors compared no optimizer step."""
+    if skipped:
+        scales = _scales(skipped)
+        why = (f"the reference skipped steps {_span([s for s, _ in skipped])} (inf/NaN"
+               + (f" at scale {scales})" if scales else ")"))
+    else:
+        why = "no gradient reached an optimizer step"
+    return (f"no optimizer step was compared: {why} — the gradients, the optimizer and the update were not "
+            "judged, so this is not a PASS; give the GradScaler a lower init_scale or run more --steps")
 
 
 def _relative(location: str, tree: Path) -> str | None:

@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 
 from cuda2neuron.validate._procs import TOKEN_VAR, become_subreaper, die_with_parent, kill_tree
 from cuda2neuron.validate._wire import read_frame, write_frame
-from cuda2neuron.validate._worker_config import WorkerConfig
+from cuda2neuron.validate._worker_config import SKIPPED_STEPS_CAP, WorkerConfig
 
 __all__ = ["exit_process", "gpus_short_of_ranks", "main", "tf32_allowed"]
 
@@ -206,7 +206,6 @@ def _run_entry(config: WorkerConfig, recorder: Any) -> None:
 
     assert config.entry is not None
     build = _resolve_entry(config.entry, str(config.tree))
-    steps = config.steps
     recorder.paused = True  # build() may call modules; nothing is compared before the weights agree
     try:
         built = build()
@@ -214,9 +213,7 @@ def _run_entry(config: WorkerConfig, recorder: Any) -> None:
         recorder.paused = False
     if callable(built) and not isinstance(built, nn.Module):
         # Training-step protocol: build() returned step(); each call does one optimizer step.
-        for _ in range(steps):
-            if recorder.done():
-                break
+        while not recorder.done():  # steps the original's GradScaler skipped do not count (Recorder.done)
             before = recorder.step
             loss = built()
             if recorder.step == before and not recorder.optimizer_seen:
@@ -241,7 +238,9 @@ def _run_entry(config: WorkerConfig, recorder: Any) -> None:
     recorder.adopt_root(model)
     if optimizer is None:
         optimizer = torch.optim.SGD(model.parameters(), lr=_ENTRY_LR)
-    for s in range(steps):
+    # Bounded by the loop count too: an optimizer that is no torch.optim.Optimizer never moves
+    # the recorder's step.
+    for s in range(config.steps + SKIPPED_STEPS_CAP):
         if recorder.done():
             break
         optimizer.zero_grad(set_to_none=True)
@@ -360,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
         if report is not None:
             emit({"type": "audit", "report": {**_report_dict(report, sites.sites if sites is not None else ()),
                                               "optimizer_host_ops": _accounting.optimizer_host_ops()}})
+        if role == "reference" and config.autocast:
+            emit({"type": "unexercised", "modules": recorder.unexercised()})
         emit({"type": "done", "seconds": time.perf_counter() - t0, "records": recorder.records})
         return 0
     except _EntryError as exc:

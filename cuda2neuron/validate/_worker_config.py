@@ -17,11 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Mode", "PortDevice", "Role", "WorkerConfig", "WorkerConfigError"]
+__all__ = ["SKIPPED_STEPS_CAP", "Mode", "PortDevice", "Role", "WorkerConfig", "WorkerConfigError"]
 
 Role = Literal["reference", "golden", "port"]
 Mode = Literal["entry", "script"]
 PortDevice = Literal["neuron", "cpu"]
+
+#: Optimizer steps the original's GradScaler may skip beyond the requested ``steps`` before a run
+#: stops short of its taken steps: each skip halves the loss scale, so 16 bring 65536 (the default
+#: scale) down to 1; a run still skipping then is overflowing for another reason.
+SKIPPED_STEPS_CAP = 16
 
 
 class WorkerConfigError(ValueError):

@@ -1,11 +1,12 @@
-"""When a run has recorded all its steps (Recorder.done): every ``steps``, or — the logic pair —
-``taken_steps`` that the original did not skip."""
+"""When a run has recorded all its steps (Recorder.done): ``steps``, or — the logic pair —
+``taken_steps`` that the original did not skip, skipped ones made up to SKIPPED_STEPS_CAP."""
 
 from __future__ import annotations
 
 import pytest
 
 from cuda2neuron.validate._recorder import Recorder
+from cuda2neuron.validate._worker_config import SKIPPED_STEPS_CAP
 
 # (id, steps, taken_steps, step reached, steps the original skipped, done)
 CASES = [
@@ -17,7 +18,11 @@ CASES = [
     ("logic-skipped-steps-do-not-count", 4, 2, 2, [0, 1], False),
     ("logic-two-taken-after-two-skipped", 4, 2, 4, [0, 1], True),
     ("logic-one-skipped-one-taken", 4, 2, 2, [0], False),
-    ("the-run-ends-at-steps-whatever-was-taken", 3, 2, 3, [0, 1], True),
+    ("skipped-steps-are-made-up", 3, None, 3, [0, 1], False),
+    ("made-up-steps-end-at-the-requested-taken", 3, None, 5, [0, 1], True),
+    ("logic-made-up-too", 3, 2, 3, [0, 1], False),
+    ("the-run-ends-at-the-cap-whatever-was-taken", 3, None, 3 + SKIPPED_STEPS_CAP, list(range(3 + SKIPPED_STEPS_CAP)),
+     True),
 ]
 
 
