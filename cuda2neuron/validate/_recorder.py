@@ -304,7 +304,14 @@ class Recorder:
                 from cuda2neuron.validate._accounting import paused
 
                 with paused():  # validate's copy, not the port's work
-                    _load_state(module, msg["state"], held)
+                    try:
+                        _load_state(module, msg["state"], held)
+                    except RuntimeError as exc:
+                        # validate's own step: never "the port raised at <the user's forward>".
+                        text = str(exc).removeprefix("validate: ")
+                        raise RuntimeError(f"validate: handing the original's initial weights to the {self.role}'s "
+                                           f"{type(module).__qualname__} (module #{idx}) failed — validate's own "
+                                           f"step, not a line of the port: {text}") from exc
         finally:
             self.paused = False
         if idx == 0 and self.on_first_root is not None:
@@ -316,10 +323,12 @@ class Recorder:
     def _transparent(self, module: nn.Module) -> bool:
         """Modules that are not the user's model and are not recorded, their inner modules taking
         their place: a graph torch.compile made (an fx GraphModule run inside a user module's
-        forward; not made alike in every run, the backends differ), and nn.DataParallel — the port
-        drops it (CN411), so the model it wraps is the root in both runs, its weights handed over
-        under the same names (the wrapper's "module." prefix made the port's load fail)."""
-        if isinstance(module, nn.DataParallel):
+        forward; not made alike in every run, the backends differ), and nn.DataParallel and
+        DistributedDataParallel — a port drops the first (CN411) and may drop the second (one
+        device, or a hand-written all_reduce), so the model it wraps is the root in every run, its
+        weights handed over under the same names (the wrapper's "module." prefix made the port's
+        load fail, shown as a crash of the port at the user's forward)."""
+        if isinstance(module, (nn.DataParallel, nn.parallel.DistributedDataParallel)):
             return True
         return self.depth > 0 and isinstance(module, torch.fx.GraphModule) and id(module) not in self.names
 
@@ -507,7 +516,9 @@ class Recorder:
             for path, sub in root.named_modules():
                 if path and _weights(sub):
                     self._unseen.setdefault(id(sub), (f"{idx}:{path}", sub))
-        loose = [m for m in gc.get_objects() if isinstance(m, nn.Module) and id(m) not in held and _weights(m)]
+        # type(), not isinstance: a dead weakref.proxy among gc's objects raises ReferenceError
+        # on its __class__ (torch.compile's caches hold such proxies).
+        loose = [m for m in gc.get_objects() if issubclass(type(m), nn.Module) and id(m) not in held and _weights(m)]
         inner = {id(sub) for m in loose for sub in m.modules() if sub is not m}
         for m in loose:
             if id(m) not in inner:

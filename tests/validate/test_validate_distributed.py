@@ -65,7 +65,7 @@ DEFECTS = [
      "rank1/device", None),
     # an epoch is 2 steps: without set_epoch, step 2 repeats epoch 0's order
     ("missing-sampler-set_epoch", "train.py", STEPS, (("train.py", "        sampler.set_epoch(epoch)\n", ""),),
-     "rank0/s2/fwd/0:module.inp", "0:module.inp"),
+     "rank0/s2/fwd/0:inp", "0:inp"),
 ]
 
 
