@@ -14,7 +14,8 @@ subprocess, before any user code is imported. It maps:
 * `torch.distributed.init_process_group("nccl")` -> gloo, its `device_id=cuda:N` dropped (a gloo
   group on the CPU has no device to bind); `DistributedDataParallel(device_ids=[local_rank],
   output_device=...)` -> the CPU form (DDP refuses device_ids for CPU modules);
-  `init_device_mesh("cuda", ...)` -> a CPU mesh; `device_count()` is the launch's
+  `init_device_mesh("cuda", ...)` -> a CPU mesh; `nn.SyncBatchNorm` -> BatchNorm with the batch
+  statistics summed over the process group (plain BatchNorm in a group of one); `device_count()` is the launch's
   LOCAL_WORLD_SIZE (1 outside a distributed launch), `set_device(N)` is remembered by
   `current_device()`;
 * a host -> "cuda" transfer (`.cuda()`, `.to(device, non_blocking=...)`, `as_tensor(..., device=)`,
@@ -236,11 +237,17 @@ def _set_device(device: Any) -> None:
 
 
 def _device_count() -> int:
-    """One device per local rank, as on a node launched with --nproc_per_node=#GPUs."""
-    try:
-        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    except ValueError:
-        return 1
+    """``CUDA2NEURON_DEVICE_COUNT`` when set — the emulated neuron device reads the same variable,
+    and validate sets it for every run, so the original and the port take the same branch of
+    ``if device_count() > 1`` (with 1 here and the emulator's 2, only the port wrapped its model
+    in DataParallel) — else one device per local rank, as on a node launched with
+    --nproc_per_node=#GPUs."""
+    for var in ("CUDA2NEURON_DEVICE_COUNT", "LOCAL_WORLD_SIZE"):
+        try:
+            return max(1, int(os.environ[var]))
+        except (KeyError, ValueError):
+            continue
+    return 1
 
 
 #: What the emulated neuron device reports (backend/csrc/runtime/allocator.cpp): a script that
@@ -620,6 +627,54 @@ def _patch_data_parallel() -> None:
     torch.nn.parallel.data_parallel = data_parallel
 
 
+def _patch_sync_batch_norm() -> None:
+    """nn.SyncBatchNorm on the CPU: its forward refuses any tensor not on a GPU ("SyncBatchNorm
+    expected input tensor to be on GPU"), and DDP trainers convert every BatchNorm with
+    `convert_sync_batchnorm` — the reference raised at its first forward. Outside training, or
+    in a group of one process, it is plain BatchNorm (as SyncBatchNorm itself does there); across
+    ranks, the batch statistics are summed over the process group (gloo, on the CPU tensors),
+    through torch.distributed.nn's all_reduce so that the backward sums the gradients of the
+    statistics too, as CUDA's sync_batch_norm kernel does."""
+    import torch.nn.functional as F
+
+    def forward(self: Any, input: torch.Tensor) -> torch.Tensor:
+        self._check_input_dim(input)
+        self._check_non_zero_input_channels(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+        batch_stats = self.training or self.running_mean is None
+        import torch.distributed as dist
+
+        group = self.process_group or (dist.group.WORLD if dist.is_available() else None)
+        world = dist.get_world_size(group) if dist.is_available() and dist.is_initialized() else 1
+        if not batch_stats or world == 1:
+            running = not self.training or self.track_running_stats
+            return F.batch_norm(input, self.running_mean if running else None, self.running_var if running else None,
+                                self.weight, self.bias, batch_stats, factor, self.eps)
+        from torch.distributed.nn.functional import all_reduce
+
+        channels = input.shape[1]
+        dims = [0, *range(2, input.dim())]
+        local = torch.cat([input.sum(dims), (input * input).sum(dims), input.new_full((1,), input.numel() / channels)])
+        total = all_reduce(local, group=group)
+        n = total[-1]
+        mean = total[:channels] / n
+        var = total[channels:2 * channels] / n - mean * mean
+        if self.running_mean is not None:
+            with torch.no_grad():
+                self.running_mean.mul_(1 - factor).add_(mean.detach(), alpha=factor)
+                self.running_var.mul_(1 - factor).add_(var.detach() * (n / (n - 1)), alpha=factor)
+        shape = (1, channels) + (1,) * (input.dim() - 2)
+        out = (input - mean.view(shape)) * torch.rsqrt(var.view(shape) + self.eps)
+        if self.weight is not None:
+            out = out * self.weight.view(shape) + self.bias.view(shape)
+        return out
+
+    torch.nn.SyncBatchNorm.forward = forward  # type: ignore[method-assign]
+
+
 def install(golden: bool = False, source: str = "cuda") -> DeviceRedirectMode:
     """Install the shim in this process (idempotent) and return the active device mode.
 
@@ -648,6 +703,7 @@ def install(golden: bool = False, source: str = "cuda") -> DeviceRedirectMode:
     if source == "cuda":
         _patch_distributed()
         _patch_accelerator()
+        _patch_sync_batch_norm()
     _patch_data_parallel()
     mode = DeviceRedirectMode(source)
     _patch_module_to(mode)

@@ -225,6 +225,10 @@ def _spawn(role: str, tree: Path, request: ValidateRequest, workdir: Path, rank:
         for var in _LAUNCH_VARS:
             env.pop(var, None)
         env.update(_launch_env(rank if rank is not None else 0, request.nproc, master_port))
+    # One device count in both worlds: the shim's torch.cuda.device_count() and the emulator's
+    # torch.neuron.device_count() read this (the user's own value, else 1 per local rank).
+    env["CUDA2NEURON_DEVICE_COUNT"] = os.environ.get("CUDA2NEURON_DEVICE_COUNT") or str(
+        request.nproc if master_port is not None else 1)
     token = token or new_token()
     # Each run gets its own TMPDIR: scripts that checkpoint to tempfile.gettempdir() would race.
     env.update(TMPDIR=str(tmp), **_run_env(request), **{TOKEN_VAR: token})

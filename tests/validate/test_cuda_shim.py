@@ -57,6 +57,10 @@ SNIPPETS = {
     "module-to-dtype-keeps-weights": ("(lambda m, w: m.to(torch.float32) is m and m.weight.data_ptr() == w)(*(lambda m: (m, m.weight.data_ptr()))(torch.nn.Linear(2, 2)))", True),
     "is-available": ("torch.cuda.is_available()", True),
     "device-count": ("torch.cuda.device_count()", 1),
+    # the emulator's setting, which validate gives every run: one count in both worlds
+    "device-count-as-the-emulator": ("(lambda env: (env.__setitem__('CUDA2NEURON_DEVICE_COUNT', '3'), "
+                                     "torch.cuda.device_count(), env.pop('CUDA2NEURON_DEVICE_COUNT'))[1])"
+                                     "(__import__('os').environ)", 3),
     "current-device": ("torch.cuda.current_device()", 0),
     "set-device-sync": ("(torch.cuda.set_device(0), torch.cuda.synchronize(), 'ok')[-1]", "ok"),
     "memory-stats": ("torch.cuda.max_memory_allocated() + torch.cuda.memory_allocated()", 0),
@@ -81,6 +85,11 @@ SNIPPETS = {
     "ddp-device-ids-positional": ("_ddp(lambda m: DDP(m, [torch.device('cuda', 0)], 0))", "cpu"),
     "ddp-without-device-ids": ("_ddp(lambda m: DDP(m))", "cpu"),
     "device-mesh-cuda": ("init_device_mesh('cuda', (1,)).device_type", "cpu"),
+    # DDP trainers convert every BatchNorm: on the CPU SyncBatchNorm refused to run ("expected
+    # input tensor to be on GPU"); in a group of one it is BatchNorm (outputs, gradients, stats).
+    "sync-batchnorm-in-a-group-of-one": ("_sync_bn(train=True)", True),
+    "sync-batchnorm-without-a-group": ("_sync_bn(train=True, group=False)", True),
+    "sync-batchnorm-in-eval": ("_sync_bn(train=False)", True),
     # torch.accelerator answers like torch.cuda (a one-GPU machine), not "none available".
     "accelerator-available": ("torch.accelerator.is_available()", True),
     "accelerator-current": ("str(torch.accelerator.current_accelerator())", "cuda"),
@@ -118,6 +127,21 @@ HELPERS = textwrap.dedent(
         model = wrap(torch.nn.Linear(2, 2).cuda())
         model(torch.ones(1, 2, device="cuda")).sum().backward()
         return next(model.parameters()).grad.device.type
+    def _sync_bn(train, group=True):
+        if group:
+            _group()
+        torch.manual_seed(0)
+        plain = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 1), torch.nn.BatchNorm2d(4))
+        plain[1].running_mean.fill_(0.3)
+        synced = torch.nn.SyncBatchNorm.convert_sync_batchnorm(__import__("copy").deepcopy(plain)).cuda()
+        outs = []
+        for m in (plain, synced):
+            m.train(train)
+            x = torch.arange(2 * 3 * 5 * 5, dtype=torch.float32).reshape(2, 3, 5, 5).div(40).cuda().requires_grad_()
+            y = m(x)
+            (y * y.detach().sign()).sum().backward()
+            outs.append([y, x.grad, m[0].weight.grad, m[1].running_mean, m[1].running_var])
+        return all(bool(torch.allclose(a, b, atol=1e-6)) for a, b in zip(*outs))
     def _inplace_after(transfer):
         host = torch.ones(2)
         transfer(host).mul_(0.5)
