@@ -673,6 +673,11 @@ def _patch_sync_batch_norm() -> None:
         return out
 
     torch.nn.SyncBatchNorm.forward = forward  # type: ignore[method-assign]
+    from torch.nn.parallel import DistributedDataParallel
+
+    # DDP refuses a CPU module holding SyncBatchNorm ("SyncBatchNorm layers only work with GPU
+    # modules"); that check is all the method does.
+    DistributedDataParallel._passing_sync_batchnorm_handle = lambda self, module: None  # type: ignore[method-assign]
 
 
 def install(golden: bool = False, source: str = "cuda") -> DeviceRedirectMode:

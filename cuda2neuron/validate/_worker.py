@@ -106,6 +106,38 @@ def _device(role: str, port_device: str) -> tuple[str, bool]:
     return label, accounting
 
 
+def _inline_spawn() -> None:
+    """``torch.multiprocessing.spawn(fn, nprocs=1)`` (and ``start_processes``) call ``fn(0, *args)``
+    in this process. A spawned child is a fresh interpreter: it had neither the CUDA shim
+    (``init_process_group("nccl")`` failed in it) nor the recorder, so nothing it computed was
+    compared. ``nprocs`` is ``torch.cuda.device_count()`` in the usual launcher
+    (``main_worker(gpu, ...)``), which is 1 in every run unless ``--nproc`` or
+    ``CUDA2NEURON_DEVICE_COUNT`` says otherwise; more processes are refused with the way out."""
+    import torch.multiprocessing as tmp
+
+    class _Done:
+        processes: list[Any] = []
+
+        def join(self, timeout: float | None = None) -> bool:
+            return True
+
+    def start_processes(fn: Any, args: tuple[Any, ...] = (), nprocs: int = 1, join: bool = True,
+                        daemon: bool = False, start_method: str = "spawn") -> Any:
+        if nprocs != 1:
+            raise RuntimeError(f"validate: torch.multiprocessing.spawn(nprocs={nprocs}) starts processes validate "
+                               "cannot record; launch the ranks with torchrun instead "
+                               f"(cuda2neuron validate --nproc {nprocs} ...), or spawn one")
+        fn(0, *args)
+        return None if join else _Done()
+
+    def spawn(fn: Any, args: tuple[Any, ...] = (), nprocs: int = 1, join: bool = True, daemon: bool = False,
+              start_method: str = "spawn") -> Any:
+        return start_processes(fn, args, nprocs, join, daemon, start_method)
+
+    tmp.spawn = spawn
+    tmp.start_processes = start_processes
+
+
 def gpus_short_of_ranks(gpus: int, local_ranks: int) -> str | None:
     """Why this machine's GPUs cannot hold the original's ranks, or None when they can.
 
@@ -331,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
             from cuda2neuron.validate import _overlay
 
             _overlay.install(config.tree, config.overlay)
+        _inline_spawn()
         from cuda2neuron.validate._recorder import Recorder
 
         from cuda2neuron.validate import _accounting
