@@ -646,7 +646,7 @@ def _frame_names(frame: Any) -> dict[int, str]:
                 elif not isinstance(value, (type, types.ModuleType)):
                     try:
                         attrs = list(vars(value).items())
-                    except TypeError:  # no __dict__
+                    except Exception:  # noqa: BLE001 - no __dict__, or a proxy that refuses it
                         continue
                     for attr, inner in attrs:
                         if isinstance(inner, nn.Module):
