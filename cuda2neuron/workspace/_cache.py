@@ -22,9 +22,20 @@ write the cache from writing a well-formed entry; what such an entry could still
 bounded by the callers: a cached rewrite is compiled like a fresh one before it is written
 (``workspace._runner``), so no entry can make migrate write a file that does not compile.
 
-Entries are written to a temporary file and renamed into place, so concurrent runs (pre-commit
-in two terminals, parallel CI jobs sharing a cache) never read a torn entry. Failed files are
-not cached: an I/O error or an internal error must be seen again. Entries are never evicted;
+The folder is the user's alone (``_Folder``): created 0700, and a cache folder or fan-out folder
+that is a symlink, belongs to another user or is group/world-writable is refused — the run goes
+on without a cache and the command says so once, naming the folder — unless
+``CUDA2NEURON_CACHE_SHARED=1`` says it is shared on purpose. Every file in it is opened relative
+to the folder's descriptor with ``O_NOFOLLOW``, so no symlink planted inside is ever followed
+(another user once made root's next ``check`` overwrite a root-only file through one). The
+checksum is an HMAC under a per-user secret: ``$CUDA2NEURON_CACHE_KEY``, else the ``key`` file
+(0600) the first run writes in the folder, so an entry forged by someone who cannot read the key
+is a miss — for every kind, including the text kinds whose rewrites nothing else re-checks.
+
+Entries are written to a fresh temporary file (``O_CREAT|O_EXCL|O_NOFOLLOW``, a random name in
+the entry's own folder) and renamed into place, so concurrent runs (pre-commit in two
+terminals, parallel CI jobs sharing a cache) never read a torn entry. Failed files are not
+cached: an I/O error or an internal error must be seen again. Entries are never evicted;
 `rm -rf ~/.cache/cuda2neuron/results` is always safe.
 """
 
@@ -33,20 +44,24 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import errno
 import hashlib
+import hmac
 import json
 import os
+import secrets
+import stat
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from cuda2neuron.core import Config, Effort, FileResult, FileStatus, Finding, Fix, RunOptions, Safety, Span
 
-__all__ = ["ResultCache", "default_cache_root"]
+__all__ = ["CacheRefused", "ResultCache", "default_cache_root"]
 
 # Bumped when the stored shape changes in a way the engine hash cannot see (the JSON layout).
-_FORMAT = 2
-_MAGIC = b"c2n-result 2 "
+_FORMAT = 3
+_MAGIC = b"c2n-result 3 "
 # No entry of a real file comes near this; a bigger one is not read at all.
 _MAX_ENTRY = 64 << 20
 # The packages whose code decides a file's result.
@@ -111,13 +126,173 @@ class _Invalid(Exception):
     """An entry that does not have the shape of a result: a miss."""
 
 
+class CacheRefused(Exception):
+    """A cache folder another user could write to: the run goes on without the cache."""
+
+
+# Set to 1 for a cache folder shared on purpose (a CI cache volume, a group's folder): the owner
+# and write-permission checks are off; symlinks are still never followed. Pair it with
+# CUDA2NEURON_CACHE_KEY, a secret only the trusted jobs hold.
+SHARED_ENV = "CUDA2NEURON_CACHE_SHARED"
+KEY_ENV = "CUDA2NEURON_CACHE_KEY"
+_KEY_FILE = "key"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW
+# O_NONBLOCK: a FIFO planted as an entry or as the key opens at once instead of waiting for a
+# writer forever; fstat then says it is no regular file.
+_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
+_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+
+
+def _shared() -> bool:
+    return os.environ.get(SHARED_ENV, "") not in ("", "0")
+
+
+def _foreign(st: os.stat_result, what: str, shared: bool) -> str | None:
+    """Why a folder (or the key file) of the cache is not the user's own, or None."""
+    if shared or not hasattr(os, "geteuid"):
+        return None
+    if st.st_uid != os.geteuid():
+        return f"{what} belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return f"{what} is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+class _Folder:
+    """The cache folder, held open: every name in it is opened relative to its descriptor with
+    ``O_NOFOLLOW``, so a symlink planted in it (a fan-out folder, an entry, a temporary name)
+    is never followed, and renaming the folder away under a run cannot redirect its writes."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.shared = _shared()
+        if os.open not in os.supports_dir_fd or os.rename not in os.supports_dir_fd:
+            # Without names relative to a folder's descriptor (Windows) no symlink check is
+            # free of races: no cache there rather than an unsafe one.
+            raise OSError(errno.ENOSYS, "no dir_fd support")
+        try:
+            os.makedirs(root, mode=0o700, exist_ok=True)
+            fd = os.open(root, _DIR_FLAGS)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP or root.is_symlink():
+                raise CacheRefused(f"{root} is a symlink") from None
+            raise
+        self.fd = fd
+        try:
+            reason = _foreign(os.fstat(fd), str(root), self.shared)
+            if reason:
+                raise CacheRefused(reason)
+            self.secret = self._secret()
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fanout: dict[str, int] = {}
+
+    def _secret(self) -> bytes:
+        env = os.environ.get(KEY_ENV)
+        if env:
+            return env.encode("utf-8", "surrogateescape")
+        shown = self.root / _KEY_FILE
+        try:
+            fd = os.open(_KEY_FILE, _NEW_FLAGS, 0o600, dir_fd=self.fd)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(secrets.token_bytes(32))
+        try:
+            fd = os.open(_KEY_FILE, _READ_FLAGS, dir_fd=self.fd)
+        except OSError as exc:
+            raise CacheRefused(f"{shown} is a symlink" if exc.errno == errno.ELOOP else f"{shown}: {exc.strerror}") from None
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise CacheRefused(f"{shown} is not a regular file")
+            reason = _foreign(st, str(shown), self.shared)
+            if reason is None and not self.shared and st.st_mode & 0o044:
+                reason = f"{shown} is readable by others (mode {stat.S_IMODE(st.st_mode):o})"
+            if reason:
+                raise CacheRefused(reason)
+            secret = fh.read(4097)
+        if not 16 <= len(secret) <= 4096:
+            # A key another run is still writing reads short: no entry can be checked this run.
+            raise OSError(errno.EAGAIN, "the cache key is being written")
+        return secret
+
+    def subfolder(self, name: str, create: bool) -> int | None:
+        """The descriptor of fan-out folder ``name``; None if it does not exist (and not ``create``)."""
+        fd = self._fanout.get(name)
+        if fd is not None:
+            return fd
+        if create:
+            try:
+                os.mkdir(name, 0o700, dir_fd=self.fd)
+            except FileExistsError:
+                pass
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise CacheRefused(f"{self.root / name} is a symlink or not a folder") from None
+            raise
+        reason = _foreign(os.fstat(fd), str(self.root / name), self.shared)
+        if reason:
+            os.close(fd)
+            raise CacheRefused(reason)
+        self._fanout[name] = fd
+        return fd
+
+    def close(self) -> None:
+        for fd in (self.fd, *self._fanout.values()):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._fanout = {}
+
+
 class ResultCache:
     def __init__(self, root: Path | None = None) -> None:
         self.root = root or default_cache_root()
         self._last: tuple[Config, RunOptions, bytes] | None = None
+        # The folder, opened on first use; False once it proved unusable (this run goes on without).
+        self._folder: _Folder | bool | None = None
+        # Why the folder was refused, for the command to say once; None while it is fine.
+        self.refused: str | None = None
 
     def __getstate__(self) -> dict:
-        return {"root": self.root, "_last": None}  # workers hash their own copies
+        # Workers hash their own copies and open the folder themselves (descriptors do not
+        # travel); a forked worker shares the parent's open folder instead, which stays valid.
+        return {"root": self.root, "_last": None, "_folder": False if self._folder is False else None,
+                "refused": self.refused}
+
+    def __del__(self) -> None:
+        folder = getattr(self, "_folder", None)
+        if isinstance(folder, _Folder):
+            folder.close()
+
+    def folder(self) -> _Folder | None:
+        """The open cache folder, or None when it cannot be used (``refused`` says why, when that
+        is a safety matter rather than a missing or read-only disk)."""
+        if self._folder is None:
+            try:
+                self._folder = _Folder(self.root)
+            except CacheRefused as exc:
+                self.refused = str(exc)
+                self._folder = False
+            except OSError:
+                self._folder = False  # a read-only or full disk costs speed, never a result
+        return self._folder or None
+
+    def _refuse(self, exc: CacheRefused) -> None:
+        self.refused = str(exc)
+        folder = self._folder
+        if isinstance(folder, _Folder):
+            folder.close()
+        self._folder = False
 
     def _run_key(self, config: Config, options: RunOptions) -> bytes:
         # One Config and RunOptions serve a whole run: hash them once. The objects are kept,
@@ -139,9 +314,13 @@ class ResultCache:
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key[2:]}.json"
 
-    @staticmethod
-    def _checksum(key: str, payload: bytes) -> bytes:
-        h = hashlib.sha256(b"c2n-result\0" + engine_fingerprint().encode() + b"\0" + key.encode() + b"\0")
+    def _checksum(self, key: str, payload: bytes) -> bytes:
+        """An HMAC under the user's secret: only who can read the key can make an entry pass."""
+        folder = self.folder()
+        if folder is None:
+            raise _Invalid
+        h = hmac.new(folder.secret, b"c2n-result\0" + engine_fingerprint().encode() + b"\0" + key.encode() + b"\0",
+                     hashlib.sha256)
         h.update(payload)
         return h.hexdigest().encode()
 
@@ -149,16 +328,33 @@ class ResultCache:
         """The cached result for ``key``, or None — for a missing entry and for *any* entry that
         is not exactly what ``put`` wrote for this key and engine. ``shown`` and ``data`` (the
         path and bytes the key was made of) fill in what an entry does not store."""
-        try:
-            with open(self._path(key), "rb") as fh:
-                raw = fh.read(_MAX_ENTRY + 1)
-        except OSError:
+        raw = self._read(key)
+        if raw is None:
             return None
         try:
             return _decode(self._verified(key, raw), shown, data)
         except (_Invalid, ValueError, TypeError, KeyError, IndexError, AttributeError, UnicodeError,
                 binascii.Error, RecursionError, MemoryError, OverflowError):
             return None
+
+    def _read(self, key: str) -> bytes | None:
+        folder = self.folder()
+        if folder is None:
+            return None
+        try:
+            sub = folder.subfolder(key[:2], create=False)
+            if sub is None:
+                return None
+            fd = os.open(f"{key[2:]}.json", _READ_FLAGS, dir_fd=sub)
+        except CacheRefused as exc:
+            self._refuse(exc)
+            return None
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None  # a FIFO, a device: never read
+            return fh.read(_MAX_ENTRY + 1)
 
     def _verified(self, key: str, raw: bytes) -> bytes:
         if len(raw) > _MAX_ENTRY or not raw.startswith(_MAGIC):
@@ -167,27 +363,40 @@ class ResultCache:
         if header_end != len(_MAGIC) + 64:
             raise _Invalid
         payload = raw[header_end + 1 :]
-        if raw[len(_MAGIC) : header_end] != self._checksum(key, payload):
+        if not hmac.compare_digest(raw[len(_MAGIC) : header_end], self._checksum(key, payload)):
             raise _Invalid
         return payload
 
     def put(self, key: str, result: FileResult) -> None:
         if result.status is FileStatus.FAILED:
             return
-        path = self._path(key)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        folder = self.folder()
+        if folder is None:
+            return
         payload = json.dumps(_encode(result), separators=(",", ":")).encode("utf-8", "surrogatepass")
+        name = f"{key[2:]}.json"
+        tmp = None
+        sub = None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as fh:
+            sub = folder.subfolder(key[:2], create=True)
+            if sub is None:
+                return
+            # A fresh random name, created exclusively and never through a link: a name planted
+            # in advance (a symlink to a file of the user's) makes this attempt fail, not write there.
+            tmp = f".{name}.{secrets.token_hex(8)}.tmp"
+            fd = os.open(tmp, _NEW_FLAGS, 0o600, dir_fd=sub)
+            with os.fdopen(fd, "wb") as fh:
                 fh.write(_MAGIC + self._checksum(key, payload) + b"\n" + payload)
-            os.replace(tmp, path)
-        except OSError:
+            os.rename(tmp, name, src_dir_fd=sub, dst_dir_fd=sub)  # POSIX: replaces atomically
+        except CacheRefused as exc:
+            self._refuse(exc)
+        except (OSError, _Invalid):
             # A read-only or full cache costs speed, never a result.
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
+            if tmp is not None and sub is not None:
+                try:
+                    os.unlink(tmp, dir_fd=sub)
+                except OSError:
+                    pass
 
 
 # -- the entry's JSON -------------------------------------------------------------------------
