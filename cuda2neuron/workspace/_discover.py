@@ -7,7 +7,9 @@ and writing through it would modify a file elsewhere.
 
 from __future__ import annotations
 
+import json
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +125,26 @@ def discover(
     return Discovered(tuple(files), tuple(skipped))
 
 
+def _port_marker(marker: Path) -> str | None:
+    """None when ``marker`` is not there; "" for a port's marker; else what is wrong with it."""
+    try:
+        st = marker.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return "not a port marker of `migrate --out` (not a regular file): its folder is neither read nor skipped"
+    try:
+        with open(marker, "rb") as fh:
+            record = json.loads(fh.read())
+        if not isinstance(record, dict):  # an older version's marker has no hashes, but is one
+            raise ValueError
+    except (OSError, ValueError, RecursionError):
+        # The folder is neither read as source nor silently skipped: a person decides.
+        return ("not a port marker of `migrate --out` (empty or garbled): remove it to have its folder "
+                "checked, or exclude the folder")
+    return ""
+
+
 def _base_in(folder: Path, root: Path | None) -> str:
     """``folder`` relative to ``root`` as a pattern prefix ("" at the root or outside it)."""
     if root is None:
@@ -161,9 +183,16 @@ def _walk(root, exclude_spec, base, pruned_abs, files, skipped, seen) -> None:
             if is_dir:
                 if _pruned(entry.name, path):
                     continue
-                if path.resolve() in pruned_abs or (path / PORT_MARKER).is_file():
+                if path.resolve() in pruned_abs:
+                    continue
+                marker = _port_marker(path / PORT_MARKER)
+                if marker is not None:
                     # A copy written by `migrate --out` is a port, not more source: a later
                     # `check .` / `migrate .` over the tree that holds it must not read it.
+                    # A file of that name that is no marker of ours (empty, garbled, a FIFO)
+                    # must not hide its folder: that is an error naming it.
+                    if marker:
+                        skipped.append(SkippedPath(str(path / PORT_MARKER), marker, error=True))
                     continue
                 subdirs.append(path)
             elif entry.is_file(follow_symlinks=False) and (kind := kind_of(path)) is not None:

@@ -114,9 +114,10 @@ def check_out_dir(out_dir: Path, sources: Sequence[Path]) -> PortState:
         files, dirs, pending = _record_entries(record)
     except (OSError, ValueError, TypeError, UnicodeDecodeError):
         raise PortError(
-            f"{out_dir}: its {PORT_MARKER} does not record which files `migrate --out` wrote (an older cuda2neuron, "
+            f"{marker}: does not record which files `migrate --out` wrote (empty, garbled, an older cuda2neuron, "
             "or edited), so nothing in it can be replaced safely: remove the folder yourself or choose another --out"
         ) from None
+    _confined(out_dir, marker, files, pending, dirs)
     differ = _differences(out_dir, files, pending)
     if differ:
         listed = ", ".join(differ[:8]) + (f" and {len(differ) - 8} more" if len(differ) > 8 else "")
@@ -148,6 +149,33 @@ def _record_entries(record: dict) -> tuple[dict[str, str], tuple[str, ...], dict
     for rel in dirs:
         _safe_rel(rel)
     return dict(files), tuple(dirs), {k: list(v) for k, v in pending.items()}
+
+
+def _confined(out_dir: Path, marker: Path, files: dict[str, str], pending: dict[str, list[str]],
+              dirs: tuple[str, ...]) -> None:
+    """Refuse a marker that names anything outside ``out_dir`` once symlinks are resolved.
+
+    ``_safe_rel`` keeps the names below the folder as text; a folder on the way may still be a
+    symlink out of it. A forged marker in state *writing* with a pending "absent" entry under
+    such a link (``link/victim``, ``link`` recorded as the port's own link) had the update delete
+    a file outside DIR, exit 0. The marker is trusted only for paths whose every folder below
+    DIR is a real folder of DIR."""
+    for rel in sorted({*files, *pending}) + [f"{d}/." for d in dirs]:
+        here = out_dir
+        for part in rel.split("/")[:-1]:
+            here = here / part
+            try:
+                st = here.lstat()
+            except OSError:
+                break  # not there (yet): nothing to follow
+            if stat.S_ISLNK(st.st_mode):
+                name = rel.removesuffix("/.")
+                raise PortError(
+                    f"{marker}: names {name}, reached through the symlink {here} (to {os.readlink(here)}): a marker "
+                    f"is trusted only for paths inside {out_dir}; refused, nothing was written"
+                )
+            if not stat.S_ISDIR(st.st_mode):
+                break
 
 
 def _safe_rel(rel: object) -> None:

@@ -103,6 +103,41 @@ def test_an_edited_marker_cannot_reach_outside_the_port(src, tmp_path, run_cli):
     assert victim.read_text() == "keep me\n"
 
 
+@pytest.mark.parametrize("where", ["pending", "files", "dirs"])
+def test_a_forged_marker_cannot_reach_outside_through_a_symlink(src, tmp_path, run_cli, where):
+    """Issue 44: a marker in state "writing" with a pending "absent" entry under a symlinked
+    folder of the port made the update delete a file outside it, exit 0."""
+    out = tmp_path / "port"
+    run_cli("migrate", str(src), "--out", str(out))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "victim.txt"
+    victim.write_text("keep me\n")
+    (out / "link").symlink_to(outside)
+    marker = json.loads((out / PORT_MARKER).read_text())
+    marker["files"]["link"] = "link:" + str(outside)  # the port's own link, as the tool records one
+    marker["state"] = "writing"
+    if where == "pending":
+        marker["pending"] = {"link/victim.txt": ["absent"]}
+    elif where == "files":
+        marker["files"]["link/victim.txt"] = "sha256:" + "0" * 64
+    else:
+        marker["dirs"] = [*marker.get("dirs", []), "link"]
+    (out / PORT_MARKER).write_text(json.dumps(marker))
+    code, _, err = run_cli("migrate", str(src), "--out", str(out))
+    assert code == 2 and str(out / PORT_MARKER) in err and str(out / "link") in err
+    assert victim.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("text", [pytest.param("", id="empty"), pytest.param("{not json", id="garbled")])
+def test_an_empty_or_garbled_marker_is_an_error_naming_it(src, tmp_path, run_cli, text):
+    out = tmp_path / "port"
+    run_cli("migrate", str(src), "--out", str(out))
+    (out / PORT_MARKER).write_text(text)
+    code, _, err = run_cli("migrate", str(src), "--out", str(out))
+    assert code == 2 and str(out / PORT_MARKER) in err
+
+
 def test_an_update_removes_only_what_the_tool_wrote_and_keeps_pycache(src, tmp_path, run_cli):
     out = tmp_path / "port"
     run_cli("migrate", str(src), "--out", str(out))
@@ -203,3 +238,12 @@ def test_a_stale_build_of_a_killed_run_is_removed_a_live_one_is_not(src, tmp_pat
     assert code == 0
     assert not stale.exists()
     assert fresh.exists()  # too young: it may be another run's
+
+
+@pytest.mark.parametrize("text", [pytest.param("", id="empty"), pytest.param("[1,", id="garbled")])
+def test_a_garbled_marker_never_hides_its_folder_from_check(tmp_path, run_cli, text):
+    (tmp_path / "proj" / "sub").mkdir(parents=True)
+    (tmp_path / "proj" / "sub" / "train.py").write_text("import torch\nmodel = Net().cuda()\n")
+    (tmp_path / "proj" / "sub" / PORT_MARKER).write_text(text)
+    code, _, err = run_cli("check", str(tmp_path / "proj"))
+    assert code == 2 and str(tmp_path / "proj" / "sub" / PORT_MARKER) in err and "garbled" in err
