@@ -23,7 +23,7 @@ from ._errors import SourceError
 from ._model import Effort, FileError, FileResult, FileStatus, Finding, Fix, Safety, Span
 from ._rule import Invalid, Report, Rule, RuleDefinitionError, Valid, example_fix_safeties, registered_rules
 from ._settings import AMP_DTYPES, TARGETS, ProjectFacts, RunOptions, Settings
-from ._suppress import Suppressions, suppressions_disabled
+from ._suppress import Suppressions, continuation_starts, suppressions_disabled
 from ._text import (
     CellProblem,
     CellReport,
@@ -67,6 +67,7 @@ __all__ = [
     "StaleBackupError",
     "Span",
     "Suppressions",
+    "continuation_starts",
     "suppressions_disabled",
     "TextItem",
     "TextReport",

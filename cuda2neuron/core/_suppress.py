@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
@@ -13,7 +13,7 @@ from ._model import Span
 if TYPE_CHECKING:
     import libcst as cst
 
-__all__ = ["Suppressions", "suppressions_disabled"]
+__all__ = ["Suppressions", "continuation_starts", "suppressions_disabled"]
 
 # Set while the kinds layer asks which findings a file's suppression comments hide (to find
 # the unused ones, CN901): every engine reads its comments through ``from_text``.
@@ -28,6 +28,25 @@ def suppressions_disabled() -> Iterator[None]:
         yield
     finally:
         _DISABLED.reset(token)
+
+def continuation_starts(lines: Sequence[str] | Sequence[bytes]) -> list[int]:
+    """For each 1-based line (index n-1), the first line of the backslash-continued command it
+    belongs to (itself when the line before does not end with a backslash).
+
+    A shell, Makefile or Dockerfile command, a requirements entry or a Python statement continued
+    with ``\\`` is one line to its reader: a comment can only go on its last physical line (after
+    a ``\\`` it would swallow the continuation, and the next line would run on its own), so a
+    comment there speaks for every line of it. An even run of backslashes is an escaped one.
+    """
+    starts: list[int] = []
+    start = 1
+    for number, line in enumerate(lines, start=1):
+        starts.append(start)
+        body = line.rstrip("\r\n") if isinstance(line, str) else line.rstrip(b"\r\n")
+        slashes = len(body) - len(body.rstrip("\\" if isinstance(body, str) else b"\\"))
+        start = start if slashes % 2 else number + 1
+    return starts
+
 
 _COMMENT_RE = re.compile(r"#\s*cuda2neuron:\s*ignore(?:\[([A-Za-z0-9_,\s]*)\])?")
 
@@ -46,14 +65,20 @@ class Suppressions:
         by_line: dict[int, frozenset[str] | None] = {}
         if "cuda2neuron:" not in text or _DISABLED.get():
             return cls(by_line)
-        for number, line in enumerate(text.splitlines(), start=1):
+        lines = text.splitlines()
+        starts: list[int] | None = None
+        for number, line in enumerate(lines, start=1):
             m = _COMMENT_RE.search(line)
             if m is None:
                 continue
             codes = m.group(1)
-            by_line[number] = (
-                None if codes is None else frozenset(c.strip() for c in codes.split(",") if c.strip())
-            )
+            these = None if codes is None else frozenset(c.strip() for c in codes.split(",") if c.strip())
+            if starts is None:
+                starts = continuation_starts(lines)
+            # The comment on a continued command's last line speaks for all of its lines.
+            for covered in range(starts[number - 1], number + 1):
+                have = by_line.get(covered, frozenset())
+                by_line[covered] = None if these is None or have is None else have | these
         return cls(by_line)
 
     def suppressed(self, code: str, span: Span) -> bool:

@@ -38,6 +38,7 @@ from cuda2neuron.core import (
     RunOptions,
     Safety,
     Span,
+    continuation_starts,
     suppressions_disabled,
 )
 
@@ -69,6 +70,9 @@ class Directive:
     end: int
     codes: tuple[str, ...] | None
     col: int
+    # The first line of the backslash-continued command whose last line holds the comment: it
+    # covers every line from there (``core.continuation_starts``).
+    first: int = 0
 
 
 def _comment_ranges(data: bytes) -> list[tuple[int, int]]:
@@ -82,14 +86,16 @@ def directives(data: bytes, kind: str) -> list[Directive]:
     comments = _comment_ranges(data) if kind == "python" else None
     out: list[Directive] = []
     offset = 0
-    for number, line in enumerate(data.splitlines(keepends=True), start=1):
+    lines = data.splitlines(keepends=True)
+    starts = continuation_starts(lines)
+    for number, line in enumerate(lines, start=1):
         m = _DIRECTIVE_RE.search(line)
         if m is not None:
             start = offset + m.start()
             if comments is None or any(a <= start < b for a, b in comments):
                 raw = m.group(1)
                 codes = None if raw is None else tuple(c.strip().decode() for c in raw.split(b",") if c.strip())
-                out.append(Directive(number, start, offset + m.end(), codes, m.start()))
+                out.append(Directive(number, start, offset + m.end(), codes, m.start(), starts[number - 1]))
         offset += len(line)
     return out
 
@@ -212,7 +218,7 @@ def _unused(
             continue
         here = [
             f.code for f in findings
-            if f.code != UNUSED_SUPPRESSION[0] and f.span.start_line <= d.line <= f.span.end_line
+            if f.code != UNUSED_SUPPRESSION[0] and f.span.start_line <= d.line and (d.first or d.line) <= f.span.end_line
         ]
         if d.codes is None:
             if not here:

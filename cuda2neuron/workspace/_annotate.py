@@ -6,7 +6,10 @@ comment already there). Only the ends of lines change; line endings and everythi
 kept byte for byte. Running it again adds nothing: the comments hide what they were added for.
 
 A comment goes on the line where the finding starts, unless that line continues (a trailing
-backslash, or a string that runs on): then on the line where it ends. Python output is parsed
+backslash, or a string that runs on): then on the line where it ends. A backslash-continued
+command of a shell script, a Makefile or a requirements file takes its comment on its last
+line — after the ``\\`` the comment swallowed the continuation: the command lost its arguments
+and the next line ran on its own — and a comment there covers the whole command. Python output is parsed
 again, and a file whose result would not parse is refused, never written. Notebooks (comments
 live in cells), CUDA sources (``//`` comments), Dockerfiles (a ``#`` after an instruction is
 not a comment), JSON (no comments) and INI files (a value runs to the end of its line) are
@@ -32,6 +35,8 @@ _REFUSED = {
     "json": "JSON has no comments: use per-file-ignores in the config",
     "ini": "an INI value runs to the end of its line (`#` included): use per-file-ignores in the config",
 }
+# Kinds where a trailing backslash continues a command (YAML and TOML have no such lines).
+_CONTINUED_KINDS = frozenset({"python", "shell", "requirements", "build"})
 _DIRECTIVE_RE = re.compile(rb"#[ \t]*cuda2neuron:[ \t]*ignore(\[([A-Za-z0-9_,\s]*)\])?")
 _UNUSED = "CN901"
 
@@ -67,9 +72,14 @@ def _python_line_for(lines: list[bytes], finding: Finding) -> int:
     """The 1-based line a comment for ``finding`` can end: its start line unless that one
     continues with a backslash (then the first line that does not)."""
     n = finding.span.start_line
-    while n < len(lines) and _ending(lines[n - 1])[0].endswith(b"\\"):
+    while n < len(lines) and _continues(lines[n - 1]):
         n += 1
     return n
+
+
+def _continues(line: bytes) -> bool:
+    body = _ending(line)[0]
+    return (len(body) - len(body.rstrip(b"\\"))) % 2 == 1
 
 
 def add_suppressions(data: bytes, kind: str | None, findings: Sequence[Finding]) -> Annotated:
@@ -83,7 +93,7 @@ def add_suppressions(data: bytes, kind: str | None, findings: Sequence[Finding])
     lines = data.splitlines(keepends=True)
     by_line: dict[int, set[str]] = {}
     for f in wanted:
-        line = _python_line_for(lines, f) if kind == "python" else f.span.start_line
+        line = _python_line_for(lines, f) if kind in _CONTINUED_KINDS else f.span.start_line
         by_line.setdefault(line, set()).add(f.code)
     new = _rewrite(lines, by_line)
     if kind == "python":

@@ -47,6 +47,20 @@ CASES = [
         "export CUDA_VISIBLE_DEVICES=0  # cuda2neuron: ignore[CN701]\npython train.py\n",
         id="shell-script",
     ),
+    # After a trailing backslash the comment swallowed the continuation: the command lost its
+    # arguments and the next line ran on its own (issue 44). It goes on the command's last line.
+    pytest.param(
+        "run.sh",
+        "torchrun train.py \\\n  --backend nccl \\\n  --epochs 3\necho done\n",
+        "torchrun train.py \\\n  --backend nccl \\\n  --epochs 3  # cuda2neuron: ignore[CN902]\necho done\n",
+        id="shell-continuation",
+    ),
+    pytest.param(
+        "Makefile",
+        "all:\n\tpython train.py \\\n\t  --device cuda \\\n\t  --epochs 3\n",
+        "all:\n\tpython train.py \\\n\t  --device cuda \\\n\t  --epochs 3  # cuda2neuron: ignore[CN902]\n",
+        id="makefile-continuation",
+    ),
     pytest.param("a.py", "x = 1\n", "x = 1\n", id="clean-file-untouched"),
 ]
 
