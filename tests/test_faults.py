@@ -185,7 +185,29 @@ DEEP = {
     "attribute": "x = a" + ".b" * 30000,
     "lambda": "x = " + "lambda: " * 30000 + "1",
     "boolean-chain": "x = " + " and ".join(["a"] * 30000),
+    # One level per short line inside one pair of brackets, or continued with backslashes: one
+    # logical line to CPython's tokenizer (issue 44: > 5 GB or > 300 s in libcst).
+    "attribute-lines": "x = (a" + "\n.b" * 8000 + ")",
+    "unary-lines": "x = (" + "-\n" * 8000 + "1)",
+    "backslash-lines": "x = a" + " \\\n.b" * 8000,
 }
+
+_ACROSS_LINES = ("attribute-lines", "unary-lines", "backslash-lines")
+
+
+@pytest.mark.parametrize("name", _ACROSS_LINES)
+def test_the_nesting_guard_measures_logical_lines_as_cpython_does(name):
+    from cuda2neuron.kinds._nesting import nesting_error
+
+    nested = nesting_error(DEEP[name].encode(), f"{name}.py")
+    assert nested is not None and "nests too deeply" in nested[0]
+
+
+def test_long_bracketed_data_that_cpython_accepts_passes_the_guard():
+    from cuda2neuron.kinds._nesting import nesting_error
+
+    table = "rows = [\n" + "    (1, 2.5, 'a'),\n" * 3000 + "]\n"
+    assert nesting_error(table.encode(), "table.py") is None
 
 
 def test_deep_nesting_is_a_clean_error_not_a_crash(tmp_path):

@@ -11,8 +11,10 @@ of these long before (more than 200 nested brackets is "too many nested parenthe
   compiler about every parsed file would cost about 8% of a libcst parse (diffusers: 1.8 s of
   CPU on 580 files), so two cheap tests decide first whether the question is worth asking:
   brackets nested more than 200 deep (the brackets alone, their innermost pairs dropped pass
-  after pass — each pass one `bytes.replace` in C) and a line of 3,000 bytes or more (a chain
-  deep enough to matter without brackets sits on one logical line). Only then is the text
+  after pass — each pass one `bytes.replace` in C) and a logical line of 3,000 bytes or more (a
+  chain deep enough to matter without brackets sits on one logical line: a physical line, lines
+  joined by backslashes, or the inside of one bracket pair, however many short lines it spans —
+  what CPython's tokenizer sees as one line). Only then is the text
   compiled, and only CPython's nesting errors reject the file: any other SyntaxError may be
   newer syntax that libcst reads.
 * ``deep_stack`` runs the parse (and the walk, which re-enters native code) on a long-lived
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import re
 import threading
 import warnings
 from collections.abc import Callable
@@ -41,6 +44,8 @@ MAX_BRACKET_DEPTH = 200
 _LONG_LINE = 3000
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"()[]{}")
 _ONE_BRACKET = bytes.maketrans(b"[{]}", b"(())")
+_FILLER = bytes.maketrans(bytes(range(256)), bytes(b if b in b"()" else ord("x") for b in bytes.maketrans(b"[{]}", b"(())")))
+_INNERMOST = re.compile(rb"\((x*)\)")
 # What CPython says when a text nests too deeply (its tokenizer, parser and compiler).
 _NESTING_MESSAGES = ("too many nested parentheses", "too many levels of indentation", "too complex",
                      "too many nested", "maximum recursion depth")
@@ -62,7 +67,29 @@ def _brackets_deeper_than(data: bytes, limit: int) -> bool:
 
 
 def _has_long_line(data: bytes) -> bool:
-    return len(data) >= _LONG_LINE and max(map(len, data.split(b"\n"))) >= _LONG_LINE
+    """A logical line of ``_LONG_LINE`` bytes or more: a physical one, one continued with
+    backslashes, or the inside of one bracket pair spread over many short lines.
+
+    The last is what CPython's tokenizer sees as one line: a chain such as ``(a\n.b\n.c …)`` or
+    ``(-\n-\n- … 1)`` with one level per line passed a physical-line test and took more than
+    5 GB or 300 s in libcst from a 20-50 KB file (issue 44), where CPython refuses it."""
+    if len(data) < _LONG_LINE:
+        return False
+    if max(map(len, data.replace(b"\\\n", b"").split(b"\n"))) >= _LONG_LINE:
+        return True
+    # Every byte but brackets as one filler byte; each pass drops every innermost pair (its
+    # filler stays, joining the enclosing pair's): the longest filler ever enclosed by one pair
+    # is the longest bracketed stretch. At most MAX_BRACKET_DEPTH passes (deeper nesting is the
+    # other test), each a C-level regex over the file.
+    text = data.translate(_FILLER)
+    for _ in range(MAX_BRACKET_DEPTH + 1):
+        inner = _INNERMOST.findall(text)
+        if not inner:
+            return False
+        if max(map(len, inner)) >= _LONG_LINE:
+            return True
+        text = _INNERMOST.sub(rb"\1", text)
+    return False
 
 
 def nesting_error(data: bytes, path: str) -> tuple[str, int | None] | None:
