@@ -265,7 +265,7 @@ def _notebook_hits(text: str, covered: set[int]) -> dict[int, list[Hit]]:
         return {}
     offset = len(text) - len(text.lstrip("\ufeff"))
     index = LineIndex(text)
-    hits: dict[int, list[Hit]] = {}
+    hits = _Hits()
     for loc in notebook.cells:
         if loc.cell_type != "code" or not _WORDS.search(loc.text):
             continue
@@ -285,7 +285,7 @@ def _notebook_hits(text: str, covered: set[int]) -> dict[int, list[Hit]]:
                 python.append("\n" if line.endswith("\n") else "")
                 if shell and _WORDS.search(line):
                     body = line[len(line) - len(stripped) + (1 if stripped.startswith("!") else 0):]
-                    row: dict[int, list[Hit]] = {}
+                    row = _Hits()
                     _shell_hits(body, body, _Lines(body), row, all_chars=True)
                     for h in row.get(1, ()):
                         col = h.col + len(line) - len(body)
@@ -352,19 +352,28 @@ def _quoted_prose(line: str, col: int) -> bool:
     return False
 
 
-def _add(hits: dict[int, list[Hit]], hit: Hit) -> None:
+class _Hits(dict):
+    """line -> its hits, remembering which (line, column) pairs it holds: a 269 KB YAML flow
+    line holds thousands of hits, and looking each new one up in its row took minutes (issue 44)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[int, int]] = set()
+
+
+def _add(hits: _Hits, hit: Hit) -> None:
     from ._leftover_python import is_file_name, is_hub_id
 
     if is_file_name(hit.token) or is_hub_id(hit.token):
         return  # a file's or a Hub repository's name (`nvidia/GR1-100`): a label
-    row = hits.setdefault(hit.line, [])
-    if not any(h.col == hit.col for h in row):
-        row.append(hit)
+    if (hit.line, hit.col) not in hits.seen:
+        hits.seen.add((hit.line, hit.col))
+        hits.setdefault(hit.line, []).append(hit)
 
 
 def _text_hits(kind: str, path: str, text: str) -> dict[int, list[Hit]]:
     lines = _Lines(text)
-    hits: dict[int, list[Hit]] = {}
+    hits = _Hits()
     if kind == "shell":
         _shell_hits(text, text, lines, hits, all_chars=True)
     elif kind == "dockerfile":
@@ -380,7 +389,7 @@ def _text_hits(kind: str, path: str, text: str) -> dict[int, list[Hit]]:
     return hits
 
 
-def _shell_hits(view: str, raw: str, lines: _Lines, hits: dict[int, list[Hit]], all_chars: bool) -> None:
+def _shell_hits(view: str, raw: str, lines: _Lines, hits: _Hits, all_chars: bool) -> None:
     """Words in a shell text's code: commands, single-word quoted values, scheduler directives."""
     from cuda2neuron.documents.shell import CODE, COMMENT, DQUOTE, SQUOTE, scan
 
@@ -409,7 +418,7 @@ def _shell_hits(view: str, raw: str, lines: _Lines, hits: dict[int, list[Hit]], 
                 _add(hits, lines.hit(i, m.end()))
 
 
-def _dockerfile_hits(path: str, text: str, lines: _Lines, hits: dict[int, list[Hit]]) -> None:
+def _dockerfile_hits(path: str, text: str, lines: _Lines, hits: _Hits) -> None:
     from cuda2neuron.documents.dockerfile import parse_apptainer, parse_dockerfile, raw_instruction_spans
 
     from ._text_files import is_apptainer_name
@@ -430,7 +439,7 @@ def _dockerfile_hits(path: str, text: str, lines: _Lines, hits: dict[int, list[H
             _add(hits, lines.hit(i, m.end()))
 
 
-def _commented_hits(text: str, lines: _Lines, hits: dict[int, list[Hit]], toml: bool) -> None:
+def _commented_hits(text: str, lines: _Lines, hits: _Hits, toml: bool) -> None:
     """Words outside ``#`` comments (requirements files, dependency TOML)."""
     for m in _WORDS.finditer(text):
         line_start, line = lines.line_text(m.start())
@@ -458,14 +467,14 @@ def _comment_start(line: str, quoted: bool) -> int:
     return len(line)
 
 
-def _build_hits(path: str, text: str, lines: _Lines, hits: dict[int, list[Hit]]) -> None:
+def _build_hits(path: str, text: str, lines: _Lines, hits: _Hits) -> None:
     from cuda2neuron.documents.buildfile import parse_build
 
     doc = parse_build(text, path)
     # A Makefile's own target names (`check-cuda-install:`) are labels, wherever they are named
     # (`make check-cuda-install` in a recipe too).
     targets = set(_MAKE_TARGET.findall(doc.code)) if doc.flavour == "make" else set()
-    recipe: dict[int, list[Hit]] = {}
+    recipe = _Hits()
     _shell_hits(doc.text, text, lines, recipe, all_chars=False)
     for row in recipe.values():
         for hit in row:
@@ -487,7 +496,7 @@ def _build_hits(path: str, text: str, lines: _Lines, hits: dict[int, list[Hit]])
 _MAKE_TARGET = re.compile(r"^([\w.-]+)[ \t]*:(?!=)", re.MULTILINE)
 
 
-def _config_hits(kind: str, path: str, text: str, lines: _Lines, hits: dict[int, list[Hit]]) -> None:
+def _config_hits(kind: str, path: str, text: str, lines: _Lines, hits: _Hits) -> None:
     from cuda2neuron.documents import structured
 
     from ._text_files import is_json_data

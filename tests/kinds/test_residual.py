@@ -6,6 +6,7 @@ against the whole catalog, is cached with the file, and is counted apart in ever
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import replace
 
 import pytest
@@ -262,3 +263,33 @@ def test_coverage_follows_lines_a_fix_moved():
     fixed, findings = fix_source(source, "m.py", Config())
     assert "from torch.cuda.amp" not in fixed and "set_per_process_memory_fraction" in fixed
     assert "CN211" in {f.code for f in findings} and CN902 not in {f.code for f in findings}
+
+
+@pytest.mark.parametrize(
+    ("path", "line"),
+    [
+        pytest.param("a.yaml", "devices: [{}]\n", id="yaml-flow-line"),
+        pytest.param("b.toml", "devices = [{}]\n", id="toml-array"),
+    ],
+)
+def test_the_residual_pass_is_linear_in_one_long_line(path, line):
+    """Counted, not timed: Python-level calls inside the residual pass per CUDA word on one line.
+    Each hit was looked up in its row one by one: a 269 KB YAML flow line took 111 s (issue 44)."""
+    from cuda2neuron.kinds import _residual
+
+    calls = 0
+
+    def count(frame, event, _arg):
+        nonlocal calls
+        if event == "call" and frame.f_code.co_filename == _residual.__file__:
+            calls += 1
+
+    n = 3000
+    text = line.format(", ".join(f'"cuda:{i}"' for i in range(n)))
+    sys.setprofile(count)
+    try:
+        result = process_bytes(path, text.encode(), Config(), RunOptions())
+    finally:
+        sys.setprofile(None)
+    assert result.findings
+    assert calls < 40 * n, calls
