@@ -265,6 +265,25 @@ def test_a_python_file_over_the_size_budget_is_skipped_before_the_parse(tmp_path
     assert plain.status is FileStatus.UNCHANGED
 
 
+def test_a_big_file_in_a_one_process_run_has_a_time_budget(tmp_path, monkeypatch):
+    """`check FILE` and `--jobs 1` had no time bound: a big file runs in one worker, under budget."""
+    small = _files(tmp_path / "proj", 2)
+    big = tmp_path / "proj" / "big.yaml"
+    big.write_text("devices: [" + ", ".join(f"cuda:{i}" for i in range(30000)) + "]\n")
+    real = _runner.process_kind
+
+    def slow(kind, path, data, *args):
+        if path.endswith("big.yaml"):
+            time.sleep(60)  # a parse that runs long: only a worker's budget can stop it
+        return real(kind, path, data, *args)
+
+    monkeypatch.setattr(_runner, "process_kind", slow)  # the forked worker inherits it
+    results = process_files([*small, SourceFile.at(big, tmp_path / "proj")], Config(), RunOptions(), jobs=1,
+                            budget=Budget(seconds=2))
+    assert [r.status for r in results[:2]] == [FileStatus.UNCHANGED] * 2
+    assert results[2].status is FileStatus.FAILED and "too slow" in results[2].error.message
+
+
 # -- one file never sinks the run --------------------------------------------------------------
 
 

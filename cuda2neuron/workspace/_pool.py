@@ -35,7 +35,8 @@ __all__ = ["Budget", "FilePool"]
 @dataclass(frozen=True)
 class Budget:
     """What one file may cost. ``seconds`` and ``memory`` hold in worker processes (a run of
-    16 files or more with more than one job); ``max_bytes`` everywhere, before a parse."""
+    16 files or more with more than one job, and any file of 256 KiB or more); ``max_bytes``
+    everywhere, before a parse."""
 
     seconds: float = 120.0
     memory: int = 4 << 30  # bytes of a worker's resident memory

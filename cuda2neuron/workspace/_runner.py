@@ -16,6 +16,16 @@ __all__ = ["Budget", "process_file", "process_files"]
 
 # Below this many files a process pool costs more than it saves (start-up + catalog import).
 _PARALLEL_THRESHOLD = 16
+# A file this big is processed in a worker even when the run is in one process: its budgets
+# (seconds, memory) hold only there. Few source files come near it (their parse takes a second).
+_IN_PROCESS_MAX_BYTES = 256 << 10
+
+
+def _size(source: SourceFile) -> int:
+    try:
+        return source.path.stat().st_size
+    except OSError:
+        return 0  # processing reports it
 
 
 def process_file(
@@ -108,8 +118,15 @@ def _lookup(source: SourceFile, config: Config, options: RunOptions, cache: Resu
 def _process(files, todo, config, options, jobs, cache, budget) -> Iterator[tuple[int, FileResult]]:
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or len(todo) < _PARALLEL_THRESHOLD:
+        # In this process no budget but the size limit could hold, and a thread cannot stop a
+        # native parse: a file big enough to run long goes to one worker, where time and memory
+        # budgets hold as in the pool (`check FILE`, `--jobs 1`, every pre-commit call).
+        big = {i for i in todo if _size(files[i]) >= _IN_PROCESS_MAX_BYTES}
         for i in todo:
-            yield i, process_file(files[i], config, options, cache, budget)
+            if i not in big:
+                yield i, process_file(files[i], config, options, cache, budget)
+        if big:
+            yield from FilePool(1, files, config, options, cache, budget).run(sorted(big), lambda i: str(files[i].path))
         return
     # Imported here: a one-file run (pre-commit, editors) never starts a pool.
     import multiprocessing
