@@ -28,7 +28,9 @@ class GitState:
 
 def _git(args: list[str]) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "LC_ALL": "C", "LANGUAGE": "C", "GIT_OPTIONAL_LOCKS": "0"}
-    return subprocess.run(["git", *args], capture_output=True, check=False, env=env)
+    # core.fsmonitor names a program git runs on `status`: a repository's own config (a cloned
+    # project's, or one a hostile tree planted) must not make the guard run it.
+    return subprocess.run(["git", "-c", "core.fsmonitor=false", *args], capture_output=True, check=False, env=env)
 
 
 def _message(out: subprocess.CompletedProcess[bytes]) -> str:

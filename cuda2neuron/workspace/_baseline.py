@@ -29,6 +29,18 @@ __all__ = ["BASELINE_VERSION", "Baseline", "BaselineError", "apply_baseline", "f
 BASELINE_VERSION = 1
 
 
+def _read_regular(path: Path) -> bytes:
+    """The bytes of ``path``, which must be a regular file: a FIFO would block the run forever."""
+    import os
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise OSError("not a regular file")
+        return fh.read()
+
+
 class BaselineError(ValueError):
     """The baseline file is missing, unreadable or not a baseline (the message names it)."""
 
@@ -42,7 +54,9 @@ class Baseline:
     @classmethod
     def load(cls, path: Path) -> Baseline:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(_read_regular(path).decode("utf-8"))
+        except RecursionError:
+            raise BaselineError(f"{path}: not a cuda2neuron baseline (JSON nested too deeply)") from None
         except FileNotFoundError:
             raise BaselineError(f"{path}: baseline file does not exist (write one with --write-baseline)") from None
         except (OSError, UnicodeDecodeError) as exc:

@@ -103,10 +103,16 @@ def discover(
     seen: set[Path] = set()
     for given in paths:
         if given.is_symlink():
-            skipped.append(SkippedPath(str(given), "symlink: not followed"))
+            # Named, it is what the user asked for: doing nothing with exit 0 read as "clean".
+            skipped.append(SkippedPath(str(given), f"a symlink (to {os.readlink(given)}): links are never followed; "
+                                                   "name the file or folder it points to", error=True))
             continue
         if not given.exists():
             skipped.append(SkippedPath(str(given), "path does not exist", error=True))
+            continue
+        if not (given.is_file() or given.is_dir()):
+            skipped.append(SkippedPath(str(given), "not a regular file or folder (a FIFO, socket or device is never "
+                                                   "read: opening a FIFO waits for a writer forever)", error=True))
             continue
         if given.is_file():
             # An explicitly named file is processed whatever the ignore files say (ruff does

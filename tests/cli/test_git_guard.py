@@ -61,3 +61,15 @@ def test_the_corrupt_index_message_is_gits_own(project, run, gitcmd):
     code, _, err = run("migrate", "pkg/train.py", "--allow-dirty", cwd=project)
     assert code == 2
     assert "index" in err.lower()  # git's words about its index, not a guess of ours
+
+
+def test_the_guard_never_runs_the_repositorys_fsmonitor_hook(project, run, gitcmd, tmp_path):
+    """core.fsmonitor names a program `git status` runs: a cloned tree's config ran it (issue 44)."""
+    ran = tmp_path / "fsmonitor-ran"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    hook.chmod(0o755)
+    gitcmd(project, "config", "core.fsmonitor", str(hook))
+    code, _, err = run("migrate", "pkg/train.py", cwd=project)
+    assert code == 0, err
+    assert not ran.exists()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -77,3 +80,34 @@ def test_check_progress_says_checking(tmp_path, run, monkeypatch):
     (tmp_path / "a.py").write_text("x = 1\n")
     run("check", "a.py", cwd=tmp_path)
     assert seen == ["checking"]
+
+
+# -- issue 44: what the command line names must be a file or a folder, and nothing may hang ----
+
+
+def _fifo(path):
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "args", "words"),
+    [
+        pytest.param(lambda d: _fifo(d / "pipe.py"), lambda d: ["check", str(d / "pipe.py")], "not a regular file",
+                     id="fifo-named"),
+        pytest.param(lambda d: (d / "link.py").symlink_to(d / "a.py"), lambda d: ["check", str(d / "link.py")],
+                     "a symlink", id="symlink-named"),
+        pytest.param(lambda d: _fifo(d / "base.json"),
+                     lambda d: ["check", str(d / "a.py"), "--baseline", str(d / "base.json")],
+                     "not a regular file", id="fifo-baseline"),
+        pytest.param(lambda d: (d / "base.json").write_text("[" * 100_000 + "]" * 100_000),
+                     lambda d: ["check", str(d / "a.py"), "--baseline", str(d / "base.json")],
+                     "nested too deeply", id="deep-baseline"),
+    ],
+)
+def test_what_cannot_be_read_is_a_clear_error_never_a_hang(tmp_path, make, args, words):
+    (tmp_path / "a.py").write_text("x = y.cuda()\n")
+    make(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "cuda2neuron", *args(tmp_path)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr, done.stderr
