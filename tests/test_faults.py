@@ -253,6 +253,13 @@ def test_cr_only_line_endings_give_the_right_lines(tmp_path):
     assert sorted(x.line for x in r.findings) == [4, 5]
 
 
+def test_a_cr_only_file_keeps_its_last_line_break(tmp_path):
+    f = tmp_path / "cr.py"
+    f.write_bytes(b"import torch\rx = y.cuda()\r")
+    [r] = process_files([SourceFile.at(f, tmp_path)], Config(), RunOptions(fix=True), jobs=1)
+    assert r.new_bytes == b'import torch\rx = y.to("neuron")\r'
+
+
 def test_a_python_file_over_the_size_budget_is_skipped_before_the_parse(tmp_path):
     f = tmp_path / "big.py"
     f.write_text(CUDA * 4000)

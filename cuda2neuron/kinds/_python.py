@@ -178,10 +178,15 @@ def process_python_findings(
     gc.disable()
     try:
         # On a thread with a deep stack: libcst's native parser has no depth limit of its own.
-        return deep_stack(_parsed_file, path, data, config, options, rule_types, candidates, project)
+        new, findings = deep_stack(_parsed_file, path, data, config, options, rule_types, candidates, project)
     finally:
         if enabled:
             gc.enable()
+    if new is not None and data.endswith(b"\r") and not new.endswith((b"\r", b"\n")):
+        # libcst drops the final line break of a file whose lines end in CR alone (old Mac
+        # style): put it back, as the rest of the file keeps its bytes.
+        new += b"\r"
+    return new, findings
 
 
 # Byte-order marks of the encodings CPython cannot read source in (PEP 263 allows only
