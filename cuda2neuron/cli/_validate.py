@@ -119,6 +119,20 @@ def _parse_tolerances(items: tuple[str, ...]) -> dict[str, float]:
     return out
 
 
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (a CI job cancelled, ``timeout``, ``kill``) ends validate as Ctrl-C does: its
+    runs are killed and its temp folders removed on the way out. Python's default for SIGTERM
+    ends the process on the spot, and every run's temp folder stayed behind."""
+    import signal
+    import threading
+
+    def interrupt(_signum, _frame):  # noqa: ANN001
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 @click.command("validate", cls=_ValidateCommand, help=_HELP, short_help="Run original and port side by side and compare (runs your code).")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--entry", metavar="MODULE:CALLABLE", help="Entry mode: a callable in your code (CUDA terms).")
@@ -181,6 +195,7 @@ def validate_command(ctx: click.Context, paths: tuple[Path, ...], entry: str | N
         # Imports torch (for the comparisons): only now that the arguments are known to be good.
         from cuda2neuron.validate import run_validation
 
+        _terminate_as_interrupt()
         if err_console.is_terminal:
             with err_console.rich.status(_STARTING, spinner="dots") as status:
                 result = run_validation(request, on_progress=_on_terminal(status))

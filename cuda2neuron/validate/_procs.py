@@ -28,7 +28,8 @@ import signal
 import sys
 import time
 
-__all__ = ["TOKEN_VAR", "Reaper", "become_subreaper", "die_with_parent", "kill_tree", "members", "new_token",
+__all__ = ["TOKEN_VAR", "Reaper", "become_subreaper", "children", "die_with_parent", "kill_adopted", "kill_tree",
+           "members", "new_token", "stop_subreaper",
            "resident_memory", "snapshot"]
 
 TOKEN_VAR = "CUDA2NEURON_VALIDATE_RUN"
@@ -55,6 +56,68 @@ def _prctl(option: int, value: int) -> bool:
 def become_subreaper() -> bool:
     """Orphans of this process's descendants become its children (not init's)."""
     return _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+
+
+def stop_subreaper() -> None:
+    _prctl(36, 0)
+
+
+def children() -> set[int]:
+    """The live children of this process."""
+    if not os.path.isdir(_PROC):
+        return set()
+    me = os.getpid()
+    return {pid for pid, st in snapshot().items() if st[0] == me}
+
+
+def kill_adopted(before: set[int], rounds: int = 10) -> list[int]:
+    """Kill the children this process (a child subreaper while validate runs) gained that carry
+    no run token, and everything below them; the pids killed first.
+
+    A process of a run that left its session *and* dropped its token (``env -i``, a new
+    environment) is found by no other route once its run's worker has exited: the kernel hands
+    it to the nearest subreaper — validate — and it would outlive validate (issue 44: 3 ``sleep``
+    per case). Children validate had before the call, and those that carry a token (the zygote,
+    a run's worker: ``kill_tree`` ends those), are left alone."""
+    if not os.path.isdir(_PROC):
+        return []
+    me = os.getpid()
+    mark = f"{TOKEN_VAR}=".encode()
+    killed: list[int] = []
+    for _ in range(rounds):
+        stats = snapshot()
+        below: dict[int, list[int]] = {}
+        for pid, st in stats.items():
+            below.setdefault(st[0], []).append(pid)
+        found: set[int] = set()
+        stack = [p for p in below.get(me, ()) if p not in before and not _has_token_prefix(p, mark)]
+        while stack:
+            pid = stack.pop()
+            if pid not in found:
+                found.add(pid)
+                stack.extend(below.get(pid, ()))
+        if not found:
+            break
+        killed += sorted(found - set(killed))
+        for pid in found:
+            _signal(pid, signal.SIGSTOP)
+        for pid in found:
+            _signal(pid, signal.SIGKILL)
+        time.sleep(0.01)
+    for pid in killed:  # ours to reap now: adopted, no Popen waits for them
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+    return killed
+
+
+def _has_token_prefix(pid: int, mark: bytes) -> bool:
+    try:
+        with open(f"{_PROC}/{pid}/environ", "rb") as fh:
+            return any(e.startswith(mark) for e in fh.read().split(b"\0"))
+    except OSError:
+        return False
 
 
 def die_with_parent(parent: int) -> None:

@@ -50,7 +50,10 @@ from cuda2neuron.validate._model import (
     worst,
 )
 from cuda2neuron.validate._request import ValidateRequest
-from cuda2neuron.validate._procs import TOKEN_VAR, Reaper, kill_tree, new_token, resident_memory, snapshot
+from cuda2neuron.validate._procs import (
+    TOKEN_VAR, Reaper, become_subreaper, children, kill_adopted, kill_tree, new_token, resident_memory, snapshot,
+    stop_subreaper,
+)
 from cuda2neuron.validate._wire import FrameError, read_frame, write_frame
 from cuda2neuron.validate._worker_config import SKIPPED_STEPS_CAP, WorkerConfig
 from cuda2neuron.validate._zygote import ForkedProcess, Zygote, ZygoteError, fork_wanted, shared_zygote, zygote_token
@@ -622,13 +625,24 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
     # compare: 150 ms of CPU on 2 threads of a loaded 2-core machine, 15 ms on one).
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    # Orphans of the runs come to validate while it runs, not to init: what left its session and
+    # dropped its token after its run's worker exited is still found, and killed at the end.
+    adopting = become_subreaper()
+    before = children() if adopting else set()
+    made: list[Path] = []
     try:
-        return _run_validation(request, on_progress)
+        return _run_validation(request, on_progress, made)
     finally:
         torch.set_num_threads(threads)
+        if adopting:
+            kill_adopted(before)
+            stop_subreaper()
+        for folder in made:  # also when interrupted (Ctrl-C, SIGTERM, an error): no temp folder left
+            shutil.rmtree(folder, ignore_errors=True)
 
 
-def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None] | None) -> ValidationResult:
+def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None] | None,
+                    made: list[Path]) -> ValidationResult:
     progress = on_progress or (lambda _what: None)
     request = dataclasses.replace(request, original=request.original.resolve(), port=request.port.resolve())
     setup_failure = _prepare_emulator(request, progress)
@@ -642,6 +656,7 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
     trees = {"reference": request.original, "golden": request.original, "port": request.port,
              "logic-reference": request.original, "logic-port": request.port}
     workdir = Path(tempfile.mkdtemp(prefix="cuda2neuron-validate-runs-"))
+    made.append(workdir)
     # role -> its processes: one, or one per rank.
     runs: dict[str, list[_Run]] = {}
     threads: list[threading.Thread] = []

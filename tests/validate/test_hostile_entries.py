@@ -7,6 +7,9 @@ The runs use the CPU redirect (no emulator build) and no golden run, to stay qui
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -31,6 +34,19 @@ DAEMON = '''def build():
         os._exit(0)
     os.waitpid(pid, 0)
     assert sys.stdin.read() == ""
+'''
+# Issue 44: a child that leaves the session *and* drops its token (a new, empty environment),
+# orphaned when its run's worker exits first (here at once, skipping the worker's own cleanup),
+# was found by no route and outlived validate.
+TOKENLESS = '''def build():
+    import os, subprocess
+    marker = os.path.join(os.path.dirname(__file__), "tokenless.pids")
+    proc = subprocess.Popen(["/bin/sh", "-c", 'echo $$ >> "$1"; exec sleep 3600', "sh", marker],
+                            env={}, start_new_session=True)
+    import time
+    while not os.path.exists(marker):
+        time.sleep(0.01)
+    os._exit(3)
 '''
 FLOOD = '''def build():
     import sys
@@ -74,6 +90,44 @@ def test_a_double_forked_daemon_is_killed_and_does_not_hold_the_run(mlp, tmp_pat
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [p for p in pids if _alive(p)]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="process tracking reads /proc")
+def test_a_child_that_leaves_the_session_and_drops_its_token_ends_with_validate(mlp, tmp_path):
+    result, _, trees = _run(mlp, tmp_path, TOKENLESS, both=False, timeout=90.0)
+    assert result.verdict is Verdict.ERROR  # the port's run ended with exit status 3
+    pids = [int(p) for p in (trees[1] / "tokenless.pids").read_text().split()]
+    assert pids
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    leftover = [p for p in pids if _alive(p)]
+    for p in leftover:  # never leave one behind for the next test, whatever this one says
+        os.kill(p, 9)
+    assert not leftover
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="process tracking reads /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_validate_killed_with_a_signal_leaves_no_temp_folder(mlp, tmp_path, sig):
+    """SIGTERM ended validate on the spot (Python's default) and every run's temp folder stayed."""
+    patch = (("entry.py", "def build():\n", "def build():\n    import time\n    time.sleep(120)\n"),)
+    original = copy_with_patches(mlp / "original", tmp_path / "original", patch)
+    port = copy_with_patches(mlp / "port", tmp_path / "port", patch)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    proc = subprocess.Popen([sys.executable, "-m", "cuda2neuron", "validate", str(original), str(port),
+                             "--entry", "entry:build", "--no-golden", "--port-device", "cpu", "--steps", "1"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not list(tmp.glob("cuda2neuron-validate-runs-*/*")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(2)  # the runs are under way
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert not list(tmp.glob("cuda2neuron-validate-*")), err.decode()[-2000:]
 
 
 @pytest.mark.parametrize(
