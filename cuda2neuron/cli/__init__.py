@@ -92,8 +92,15 @@ cli.help = (cli.help or "") + "\n" + _EXAMPLES
 def main(argv: list[str] | None = None) -> int:
     try:
         rv = cli.main(args=argv, prog_name="cuda2neuron", standalone_mode=False)
-    except click.exceptions.Abort:
-        err_console.say("aborted")
+    except click.exceptions.Abort as exc:
+        from cuda2neuron.workspace import InterruptedWriting
+
+        cause = exc.__cause__
+        if isinstance(cause, InterruptedWriting):
+            err_console.say(f"aborted: {cause.written} of {cause.total} file(s) already written (each whole), "
+                            "the rest left as they were")
+        else:
+            err_console.say("aborted")
         return 130
     except click.exceptions.UsageError as exc:
         # click's own usage errors (unknown option, bad value) in our one style, with where

@@ -15,7 +15,7 @@ from ._annotate import ANNOTATED_KINDS, Annotated, add_suppressions
 from ._baseline import Baseline, BaselineError, apply_baseline, write_baseline
 from ._cache import ResultCache, default_cache_root
 from ._discover import PORT_MARKER, PRUNED_DIRS, Discovered, SkippedPath, SourceFile, discover
-from ._output import write_in_place
+from ._output import InterruptedWriting, write_in_place
 from ._port import PortError, PortState, check_out_dir, write_port
 from ._project import project_facts, with_project_facts
 from ._runner import process_file, process_files
@@ -33,6 +33,7 @@ __all__ = [
     "PRUNED_DIRS",
     "PortError",
     "PortState",
+    "InterruptedWriting",
     "ResultCache",
     "Discovered",
     "SkippedPath",

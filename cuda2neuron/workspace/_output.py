@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cuda2neuron.core import FileError, FileResult, FileStatus, atomic_write, remove_stale_temps
 
-__all__ = ["write_in_place"]
+__all__ = ["InterruptedWriting", "write_in_place"]
 
 
 def _read_only(path: Path) -> bool:
@@ -19,8 +19,28 @@ def _read_only(path: Path) -> bool:
     return not (os.stat(path).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
+class InterruptedWriting(KeyboardInterrupt):
+    """Ctrl-C while files were being written: how many already were (each one whole)."""
+
+    def __init__(self, written: int, total: int) -> None:
+        super().__init__(written, total)
+        self.written = written
+        self.total = total
+
+
 def write_in_place(results: Sequence[FileResult]) -> list[FileResult]:
+    total = sum(1 for r in results if r.status is FileStatus.CHANGED and r.new_bytes is not None)
     out: list[FileResult] = []
+    try:
+        _write_all(results, out)
+    except KeyboardInterrupt:
+        # Each file is written whole or not at all; the user must know which happened to how many.
+        written = sum(1 for r in out if r.status is FileStatus.CHANGED)
+        raise InterruptedWriting(written, total) from None
+    return out
+
+
+def _write_all(results: Sequence[FileResult], out: list[FileResult]) -> None:
     cleaned: set[Path] = set()
     for r in results:
         if r.status is not FileStatus.CHANGED or r.new_bytes is None:
@@ -44,7 +64,6 @@ def write_in_place(results: Sequence[FileResult]) -> list[FileResult]:
             out.append(_failed(r, f"cannot write: {exc.strerror or exc}"))
             continue
         out.append(r)
-    return out
 
 
 def _failed(r: FileResult, message: str) -> FileResult:

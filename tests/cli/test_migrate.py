@@ -168,3 +168,23 @@ def test_second_run_changes_nothing(project, run, gitcmd):
     code, _, err = run("migrate", "pkg/train.py", cwd=project)
     assert code == 0 and _tree(project) == before
     assert "0 changed" in err
+
+
+def test_ctrl_c_while_writing_says_how_many_files_were_written(tmp_path, run_cli, monkeypatch):
+    from cuda2neuron.workspace import _output
+
+    for i in range(3):
+        (tmp_path / f"m{i}.py").write_text(f"x{i} = y.cuda()\n")
+    real = _output.atomic_write
+    calls = []
+
+    def write_then_interrupt(path, data):
+        calls.append(path)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real(path, data)
+
+    monkeypatch.setattr(_output, "atomic_write", write_then_interrupt)
+    code, _, err = run_cli("migrate", str(tmp_path), "--allow-no-vcs", "--no-cache")
+    assert code == 130
+    assert "1 of 3 file(s) already written" in err
