@@ -553,6 +553,14 @@ def _skip_toml_ws(text: str, i: int) -> int:
 
 _INI_SECTION = re.compile(r"\[([^\]\n]+)\][ \t]*(?:[#;].*)?$")
 _INI_OPTION = re.compile(r"([^=:\s#;\[][^=:\n]*?)[ \t]*[=:][ \t]*")
+# An inline comment: `#` or `;` after whitespace (pytest, flake8, tox and most INI readers end
+# a value there). Read as part of the value, `backend = nccl  ; multi-node` was never `nccl`.
+_INI_INLINE_COMMENT = re.compile(r"[ \t]+[#;]")
+
+
+def _ini_value(value: str) -> str:
+    m = _INI_INLINE_COMMENT.search(value)
+    return (value[: m.start()] if m else value).rstrip()
 
 
 @lru_cache(maxsize=8)
@@ -580,6 +588,7 @@ def parse_ini(text: str, path: str = "") -> ConfigDocument:
         if body[:1] in " \t" and current is not None:
             # A continuation line: one more value of the option above (install_requires = ...).
             first = start + len(body) - len(body.lstrip())
+            stripped = _ini_value(stripped)
             scalars.append(Scalar((*current, continuation), stripped, first, first + len(stripped), ""))
             continuation += 1
             continue
@@ -595,7 +604,7 @@ def parse_ini(text: str, path: str = "") -> ConfigDocument:
             continue
         current = (*section, opt.group(1).strip())
         keys[0, current] = (start + opt.start(1), start + opt.end(1))
-        value = body[opt.end():].rstrip()
+        value = _ini_value(body[opt.end():])
         if value:
             scalars.append(Scalar(current, value, start + opt.end(), start + opt.end() + len(value), "", True,
                                   start + opt.start(1), start + opt.end(1)))

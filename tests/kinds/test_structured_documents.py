@@ -106,6 +106,22 @@ def test_ini_sections_and_continuation_lines():
     assert not parse_ini("no section = 1\n").parsed
 
 
+@pytest.mark.parametrize(
+    ("line", "value"),
+    [
+        pytest.param("backend = nccl  ; multi-node", "nccl", id="semicolon"),
+        pytest.param("backend = nccl # multi-node", "nccl", id="hash"),
+        pytest.param("backend = nccl;gloo", "nccl;gloo", id="no-space-no-comment"),
+        pytest.param("url = http://h/#frag", "http://h/#frag", id="hash-inside-a-value"),
+    ],
+)
+def test_ini_inline_comments_end_the_value(line, value):
+    doc = parse_ini(f"[dist]\n{line}\n[options]\ninstall_requires =\n    cupy-cuda11x  # gpu\n")
+    values = _values(doc)
+    assert values[("dist", "backend" if "backend" in line else "url")] == (value, value)
+    assert values[("options", "install_requires", 0)] == ("cupy-cuda11x", "cupy-cuda11x")
+
+
 def test_build_files_blank_comments_and_keep_recipes_as_shell():
     make = parse_build("NVCC = nvcc  # the compiler\nall:\n\t@CUDA_VISIBLE_DEVICES=0 python x.py\n# nvcc\n", "Makefile")
     assert "the compiler" not in make.code and "# nvcc" not in make.code and "NVCC = nvcc" in make.code
