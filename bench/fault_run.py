@@ -9,7 +9,12 @@ four things, which the table at the end sums up:
   * code executed — a marker file that only a crafted cache entry could have created exists;
   * tracebacks    — a Python traceback on stderr (every failure must be one clean line);
   * stray         — processes of the command (pool workers, validate runs, a daemon they
-                    started) still alive two seconds after it ended or was killed.
+                    started) still alive two seconds after it ended or was killed;
+  * written outside — a file outside the tree, port or cache the command was given written or
+                    deleted (a symlink planted in the cache, a forged --out marker);
+  * hangs         — the command did not end within its deadline (a FIFO read, a quadratic rule).
+The issue-44 scenarios (``--only issue44``) act as another user (uid 54321) where ownership
+matters, so they need root for that part.
 Disk full and read-only use a small tmpfs (needs root: ``mount -t tmpfs``); without root those
 scenarios say so and are skipped. ``--tool`` runs another checkout's code (PYTHONPATH), e.g. main
 for the before picture.
@@ -49,11 +54,14 @@ class Outcome:
     code_executed: int = 0
     tracebacks: int = 0
     stray: int = 0
+    written_outside: int = 0  # a file outside the tree or cache the command was given, written or deleted
+    hangs: int = 0  # the command did not end within its scenario's deadline
     notes: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
-        return not (self.data_lost or self.code_executed or self.tracebacks or self.stray)
+        return not (self.data_lost or self.code_executed or self.tracebacks or self.stray or self.written_outside
+                    or self.hangs)
 
 
 class Runner:
@@ -66,6 +74,9 @@ class Runner:
         if self.tool:
             env["PYTHONPATH"] = self.tool
         return env
+
+    def run_py(self, code: str) -> str:
+        return subprocess.run([sys.executable, "-c", code], env=self.env(), capture_output=True, text=True).stdout
 
     def cmd(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "cuda2neuron", *args]
@@ -610,6 +621,14 @@ def _compiles(path: Path) -> bool:
 
 
 VALIDATE_CASES = {
+    "tokenless": ("child leaves the session, drops its token, the run exits first", '''def build():
+    import os, subprocess, time
+    # An empty environment (no run token), a session of its own; the command line names the
+    # tree so that the bench can find it.
+    subprocess.Popen(["/bin/sh", "-c", "sleep 3600; : " + os.getcwd()], env={}, start_new_session=True)
+    time.sleep(0.5)
+    os._exit(3)
+''', "ERROR (the run exited 3), nothing left running"),
     "daemon": ("double-forked daemon + reads stdin", '''def build():
     import os, sys, time
     pid = os.fork()
@@ -635,15 +654,17 @@ VALIDATE_CASES = {
 }
 
 
-def scenario_validate(r: Runner, work: Path) -> list[Outcome]:
+def scenario_validate(r: Runner, work: Path, cases: tuple[str, ...] | None = None, kill: bool = True) -> list[Outcome]:
     outs = []
     mlp = HERE.parent / "tests" / "fixtures" / "projects" / "mlp"
     for key, (label, body, expected) in VALIDATE_CASES.items():
+        if cases is not None and key not in cases:
+            continue
         root = work / f"validate-{key}"
         for side in ("original", "port"):
             shutil.copytree(mlp / side, root / side)
             entry = root / side / "entry.py"
-            if side == "port" or key == "daemon":
+            if side == "port" or key in ("daemon",):
                 entry.write_text(entry.read_text().replace("def build():\n", body + "    return _build()\n\n\ndef _build():\n", 1))
         o = Outcome(f"validate: {label}", expected)
         t0 = time.monotonic()
@@ -660,6 +681,8 @@ def scenario_validate(r: Runner, work: Path) -> list[Outcome]:
         reason = next((line.strip(" │|") for line in (p.stdout + p.stderr).splitlines() if "more than" in line), "")
         o.got = f"exit {p.returncode}, {verdict} in {seconds:.0f} s; {len(leftovers)} process(es) left {reason[:100]}"
         outs.append(o)
+    if not kill:
+        return outs
     # validate itself killed: its runs (and their daemon) must go with it.
     root = work / "validate-kill"
     for side in ("original", "port"):
@@ -689,6 +712,213 @@ def scenario_validate(r: Runner, work: Path) -> list[Outcome]:
     return outs
 
 
+OTHER_UID = 54321
+
+
+def _as_other_user(action) -> bool:  # noqa: ANN001
+    """Run ``action`` in a forked child that became another user; False without root."""
+    if os.geteuid() != 0:
+        return False
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(OTHER_UID)
+            os.setuid(OTHER_UID)
+            action()
+            os._exit(0)
+        except BaseException:  # noqa: BLE001
+            os._exit(1)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+def _timed(r: Runner, o: Outcome, *args: str, cwd: Path | None = None, timeout: float = 120, **env: str):
+    p = r.run(*args, cwd=cwd, timeout=timeout, **env)
+    o.tracebacks += tracebacks(p.stderr)
+    if p.returncode == -999:
+        o.hangs += 1
+    return p
+
+
+def scenario_issue44(r: Runner, work: Path) -> list[Outcome]:
+    outs = []
+    work.chmod(0o755)  # the other user must reach the shared cache folder below it
+    base = work / "i44"
+    base.mkdir(mode=0o755)
+    proj = base / "proj"
+    proj.mkdir()
+    (proj / "run.sh").write_text("#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0,1\npython train.py --device cuda\n")
+    (proj / "train.py").write_text(CUDA)
+    fresh = r.run("check", "--no-cache", "--output-format", "json", ".", cwd=proj)
+
+    # 1. Another user plants symlinks in a world-writable cache folder, at every temp name.
+    o = Outcome("cache: another user's symlinks in a shared cache folder", "refused, said once; root's file intact")
+    victim = base / "root-only"
+    victim.write_text("root only\n")
+    victim.chmod(0o600)
+    shared = base / "shared-cache"
+    shared.mkdir()
+    shared.chmod(0o777)
+
+    # The entries' names do not depend on the cache folder: learn them from a private cache,
+    # then plant a link at each temporary name the old code would use (its pid came next).
+    learn = base / "learn-cache"
+    r.run("check", ".", cwd=proj, CUDA2NEURON_RESULTS_CACHE=str(learn))
+    names = [(e.parent.name, e.name) for e in learn.rglob("*.json")]
+    next_pid = int(Path("/proc/sys/kernel/ns_last_pid").read_text()) if Path("/proc/sys/kernel/ns_last_pid").exists() else 0
+
+    def plant():
+        for sub_name, name in names:
+            sub = shared / sub_name
+            sub.mkdir(mode=0o777, exist_ok=True)
+            for pid in range(next_pid, next_pid + 400):
+                (sub / f".{name}.{pid}.tmp").symlink_to(victim)
+
+    planted = _as_other_user(plant)
+    p = _timed(r, o, "check", ".", cwd=proj, CUDA2NEURON_RESULTS_CACHE=str(shared))
+    o.written_outside = int(victim.read_text() != "root only\n")
+    said = p.stderr.count("results cache not used")
+    o.got = (f"{len(names)} entries' temp names planted; exit {p.returncode}; refusal said {said} time(s)" if planted
+             else f"could not act as another user (root needed); exit {p.returncode}")
+    outs.append(o)
+
+    # 2. A symlinked fan-out folder in the user's own cache.
+    o = Outcome("cache: a fan-out folder symlinked elsewhere", "nothing written through it")
+    cache = base / "own-cache"
+    elsewhere = base / "elsewhere"
+    elsewhere.mkdir()
+    cache.mkdir(mode=0o700)
+    for a in "0123456789abcdef":
+        for b in "0123456789abcdef":
+            (cache / (a + b)).symlink_to(elsewhere)
+    p = _timed(r, o, "check", ".", cwd=proj, CUDA2NEURON_RESULTS_CACHE=str(cache))
+    o.written_outside = len(list(elsewhere.iterdir()))
+    o.got = f"exit {p.returncode}; {o.written_outside} file(s) in the link's target"
+    outs.append(o)
+
+    # 3. A forged entry for a shell script (the old, public checksum): hides every finding.
+    o = Outcome("cache: forged entries for every file (public checksum)", "same findings as without a cache")
+    cache = base / "forged-cache"
+    _timed(r, o, "check", ".", cwd=proj, CUDA2NEURON_RESULTS_CACHE=str(cache))
+    forged = 0
+    for entry in cache.rglob("*.json"):
+        raw = entry.read_bytes()
+        magic = raw[: raw.index(b" ", raw.index(b" ") + 1) + 1]
+        payload = json.loads(raw.split(b"\n", 1)[1])
+        payload.update(f=[], s="unchanged", n=None)
+        body = json.dumps(payload).encode()
+        key = entry.parent.name + entry.stem
+        fingerprint = r.run_py("from cuda2neuron.workspace._cache import engine_fingerprint as f; print(f())").strip()
+        h = hashlib.sha256(b"c2n-result\0" + fingerprint.encode() + b"\0" + key.encode() + b"\0")
+        h.update(body)
+        entry.write_bytes(magic + h.hexdigest().encode() + b"\n" + body)
+        forged += 1
+    p = _timed(r, o, "check", "--output-format", "json", ".", cwd=proj, CUDA2NEURON_RESULTS_CACHE=str(cache))
+    o.data_lost = int(p.stdout != fresh.stdout)
+    o.got = f"{forged} entries forged; findings {'as without a cache' if not o.data_lost else 'HIDDEN'}"
+    outs.append(o)
+
+    # 4. A FIFO as a cache entry, as --baseline and as .gitignore; a FIFO and a symlink named.
+    fifo_proj = base / "fifo-proj"
+    fifo_proj.mkdir()
+    (fifo_proj / "a.py").write_text(CUDA)
+    os.mkfifo(fifo_proj / ".gitignore")
+    os.mkfifo(fifo_proj / "base.json")
+    os.mkfifo(fifo_proj / "pipe.py")
+    (fifo_proj / "link.py").symlink_to(fifo_proj / "a.py")
+    cache = base / "fifo-cache"
+    r.run("check", str(fifo_proj / "a.py"), CUDA2NEURON_RESULTS_CACHE=str(cache), timeout=60)
+    for entry in cache.rglob("*.json"):
+        entry.unlink()
+        os.mkfifo(entry)
+    for label, args, want in (
+        ("a FIFO as a cache entry", ["check", "a.py"], 1),
+        ("a FIFO as .gitignore", ["check", "--no-cache", "."], 1),
+        ("a FIFO as --baseline", ["check", "a.py", "--baseline", "base.json"], 2),
+        ("a FIFO named on the command line", ["check", "pipe.py"], 2),
+        ("a symlink named on the command line", ["check", "link.py"], 2),
+    ):
+        o = Outcome(f"FIFO/symlink: {label}", f"exit {want}, no hang")
+        p = _timed(r, o, *args, cwd=fifo_proj, timeout=60, CUDA2NEURON_RESULTS_CACHE=str(cache))
+        o.got = f"exit {p.returncode}"
+        if p.returncode != want and not o.hangs:
+            o.notes.append("unexpected exit")
+        outs.append(o)
+
+    # 5. A forged --out marker deleting through a symlinked folder of the port.
+    o = Outcome("--out: forged 'writing' marker, pending 'absent' under a symlink", "refused naming the marker")
+    src = base / "src"
+    src.mkdir()
+    (src / "train.py").write_text(CUDA)
+    port = base / "port"
+    r.run("migrate", str(src), "--out", str(port), "--no-cache")
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("keep\n")
+    (port / "link").symlink_to(outside)
+    marker = json.loads((port / ".cuda2neuron-port.json").read_text())
+    marker.update(state="writing", pending={"link/victim.txt": ["absent"]})
+    marker["files"]["link"] = "link:" + str(outside)
+    (port / ".cuda2neuron-port.json").write_text(json.dumps(marker))
+    p = _timed(r, o, "migrate", str(src), "--out", str(port), "--no-cache")
+    o.written_outside = int(not (outside / "victim.txt").exists())
+    o.got = f"exit {p.returncode}; {'victim deleted' if o.written_outside else 'victim kept'}"
+    outs.append(o)
+    o = Outcome("--out: an empty marker in a tree that check walks", "an error naming it, folder not hidden")
+    hidden = base / "hidden"
+    (hidden / "sub").mkdir(parents=True)
+    (hidden / "sub" / "train.py").write_text(CUDA)
+    (hidden / "sub" / ".cuda2neuron-port.json").write_text("")
+    p = _timed(r, o, "check", "--no-cache", str(hidden))
+    o.got = f"exit {p.returncode}"
+    if p.returncode == 0:
+        o.data_lost = 1  # a CUDA file reported clean
+    outs.append(o)
+
+    # 6. suppress on continued lines: the commands must stay whole.
+    o = Outcome("suppress: continued shell and Makefile commands", "comment on the last line, commands whole")
+    sup = base / "suppress"
+    sup.mkdir()
+    (sup / "run.sh").write_text("torchrun train.py \\\n  --backend nccl \\\n  --epochs 3\necho done\n")
+    (sup / "Makefile").write_text("all:\n\tpython train.py \\\n\t  --device cuda \\\n\t  --epochs 3\n")
+    p = _timed(r, o, "suppress", ".", cwd=sup)
+    broken = [f.name for f in (sup / "run.sh", sup / "Makefile")
+              if any(line.rstrip().endswith("]") and "\\  #" in line for line in f.read_text().splitlines())]
+    o.data_lost = len(broken)
+    o.got = f"exit {p.returncode}; {len(broken)} command(s) cut"
+    outs.append(o)
+
+    # 7. One process: a deep chain across short lines, a 269 KB YAML flow line, a 320 KB TOML array.
+    one = base / "one"
+    one.mkdir()
+    (one / "chain.py").write_text("import torch\nx = (a" + "\n.b" * 8000 + ")\ntorch.cuda.synchronize()\n")
+    (one / "big.yaml").write_text("devices: [" + ", ".join(f"cuda:{i}" for i in range(24000)) + "]\n")
+    (one / "big.toml").write_text("devices = [" + ", ".join(f'"cuda:{i}"' for i in range(26000)) + "]\n")
+    for name in ("chain.py", "big.yaml", "big.toml"):
+        o = Outcome(f"one process: check {name} ({(one / name).stat().st_size >> 10} KB)", "ends well within 120 s")
+        t0 = time.monotonic()
+        p = _timed(r, o, "check", "--no-cache", name, cwd=one, timeout=120)
+        o.got = f"exit {p.returncode} in {time.monotonic() - t0:.0f} s"
+        outs.append(o)
+
+    # 8. The repository's fsmonitor hook must not run under migrate's git guard.
+    o = Outcome("in-place migrate in a repo with core.fsmonitor set", "the hook never runs")
+    repo = base / "fsmon"
+    repo.mkdir()
+    (repo / "train.py").write_text(CUDA)
+    git_repo(repo)
+    ran = base / "FSMONITOR-RAN"
+    hook = base / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    hook.chmod(0o755)
+    git(repo, "config", "core.fsmonitor", str(hook))
+    p = _timed(r, o, "migrate", "--no-cache", "train.py", cwd=repo)
+    o.code_executed = int(ran.exists())
+    o.got = f"exit {p.returncode}; hook {'RAN' if ran.exists() else 'not run'}"
+    outs.append(o)
+    return outs
+
+
+
 def ours(root: Path) -> set[int]:
     """Live processes of a validate scenario under ``root``: the command itself (its paths in
     its arguments), its runs and whatever they started (a run token in the environment, the
@@ -713,7 +943,9 @@ def ours(root: Path) -> set[int]:
 
 
 SCENARIOS = {"bad-files": scenario_bad_files, "kill": scenario_kill, "disks": scenario_disks, "git": scenario_git,
-             "cache": scenario_cache, "validate": scenario_validate}
+             "cache": scenario_cache, "issue44": scenario_issue44, "validate": scenario_validate,
+             # issue 44's validate case alone (the full validate set starts a 6 GB hog)
+             "validate-tokenless": lambda r, w: scenario_validate(r, w, cases=("tokenless",), kill=False)}
 
 
 def main() -> int:
@@ -726,7 +958,8 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="c2n-fault-run-"))
     runner = Runner(args.tool, work / "results-cache")
     outcomes: list[Outcome] = []
-    names = args.only or [n for n in SCENARIOS if not (args.skip_validate and n == "validate")]
+    names = args.only or [n for n in SCENARIOS if n != "validate-tokenless"
+                          and not (args.skip_validate and n.startswith("validate"))]
     try:
         for name in names:
             t0 = time.monotonic()
@@ -737,19 +970,20 @@ def main() -> int:
             outcomes += got
             print(f"[{name}: {len(got)} scenario(s), {time.monotonic() - t0:.0f} s]", file=sys.stderr, flush=True)
             for o in got:
-                print(f"  {o.name}: {o.got} {'; '.join(o.notes)} | lost {o.data_lost} run {o.code_executed} "
-                      f"tb {o.tracebacks} stray {o.stray}", file=sys.stderr, flush=True)
+                print(f"  {o.name}: {o.got} {'; '.join(o.notes)} | lost {o.data_lost} outside {o.written_outside} "
+                      f"run {o.code_executed} tb {o.tracebacks} hangs {o.hangs} stray {o.stray}", file=sys.stderr, flush=True)
     finally:
         if not args.keep:
             subprocess.run(["chmod", "-R", "u+w", str(work)], capture_output=True)
             shutil.rmtree(work, ignore_errors=True)
-    print("| scenario | expected | outcome | data lost | code run | tracebacks | stray |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    keys = ("data_lost", "written_outside", "code_executed", "tracebacks", "hangs", "stray")
+    print("| scenario | expected | outcome | data lost | written outside | code run | tracebacks | hangs | stray |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for o in outcomes:
         extra = f" ({'; '.join(o.notes)})" if o.notes else ""
-        print(f"| {o.name} | {o.expected} | {o.got}{extra} | {o.data_lost} | {o.code_executed} | {o.tracebacks} | {o.stray} |")
-    totals = [sum(getattr(o, k) for o in outcomes) for k in ("data_lost", "code_executed", "tracebacks", "stray")]
-    print(f"| **total ({len(outcomes)} scenarios)** | | | {totals[0]} | {totals[1]} | {totals[2]} | {totals[3]} |")
+        print(f"| {o.name} | {o.expected} | {o.got}{extra} | " + " | ".join(str(getattr(o, k)) for k in keys) + " |")
+    totals = [sum(getattr(o, k) for o in outcomes) for k in keys]
+    print(f"| **total ({len(outcomes)} scenarios)** | | | " + " | ".join(map(str, totals)) + " |")
     return 0 if not any(totals) else 1
 
 
