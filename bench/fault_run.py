@@ -850,7 +850,11 @@ def scenario_issue44(r: Runner, work: Path) -> list[Outcome]:
     src.mkdir()
     (src / "train.py").write_text(CUDA)
     port = base / "port"
-    r.run("migrate", str(src), "--out", str(port), "--no-cache")
+    made = r.run("migrate", str(src), "--out", str(port), "--no-cache")
+    if not port.is_dir():
+        o.got = f"the first migrate --out failed: exit {made.returncode}: {made.stderr.strip()[-300:]}"
+        outs.append(o)
+        return outs
     outside = base / "outside"
     outside.mkdir()
     (outside / "victim.txt").write_text("keep\n")
