@@ -61,12 +61,19 @@ _PYTHON = (
     "max_memory", "NativeScaler", "scaler.state_dict()[", "scaler._scale",
     # transformers' bfloat16 probe (CN213; its CUDA probes are covered by "cuda")
     "bf16_gpu",
+    # library settings and resources that choose CUDA (CN627, rules/_shared/library_settings.toml):
+    # flash-attention values, TrainingArguments(tf32=), accelerate's dynamo backend, Ray's
+    # "GPU" resource and use_gpu, ray.util.collective groups, serverless gpu="A100"
+    "flash_attention", "tf32", "dynamo_backend", '"gpu"', "'gpu'", "use_gpu", "gpu=", "collective_group",
 )  # fmt: skip
 _SHELL = (
     "cuda", "cudnn", "cublas", "nvidia", "nccl", "nvcc", "nproc", "num_gpus", "num-gpus", "device", "install",
     # scheduler GPU requests (#SBATCH --gpus=8, --gres=gpu:8, #PBS -l ngpus=4, #BSUB -gpu);
     # containers started for GPUs (docker run --gpus, apptainer --nv)
     "gpu", "gres", "docker", "podman", "nerdctl", "singularity", "apptainer", "--nv", "nvcr.io", "-image",
+    # library settings passed as flags (CN709; CN737 in configs): rules/_shared/library_settings.toml
+    "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim", "deepspeed",
+    "dynamo_backend", "compile_backend",
 )  # fmt: skip
 _REQUIREMENTS = (
     "cu", "apex", "flash", "xformers", "bitsandbytes", "triton", "nvidia", "nvml", "gpustat",
@@ -80,7 +87,11 @@ _REQUIREMENTS = (
 # requests and counts, CUDA image tags (cu121), accelerate's MULTI_GPU, CI runner labels, and
 # the CUDA-only packages a conda environment's pip list may name.
 # ("cu", the requirements files' word for wheel tags, would let nearly every config through.)
-_CONFIG = ("cuda", "cudnn", "cublas", "cupy", "nccl", "nvcc", "gpu", "cu1", "runs-on", "tags", *(w for w in _REQUIREMENTS if w != "cu"))
+_CONFIG = (
+    "cuda", "cudnn", "cublas", "cupy", "nccl", "nvcc", "gpu", "cu1", "runs-on", "tags", *(w for w in _REQUIREMENTS if w != "cu"),
+    # library settings (CN737, rules/_shared/library_settings.toml); "flash" and "xformers" come above
+    "tf32", "load_in_", "quantization_bit", "optim", "deepspeed", "dynamo_backend", "compile_backend",
+)  # fmt: skip
 # A notebook runs the Python rules on its code cells and the shell rules on `!` lines, so its
 # words include theirs; "cuda" is what its own rules (CN721, CN722) look for.
 COARSE_WORDS: dict[str, tuple[str, ...]] = {

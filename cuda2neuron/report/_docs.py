@@ -90,4 +90,7 @@ def rules_reference(rules: dict[str, type]) -> str:
     for code, rule in rules.items():
         fixes = "/".join(sorted(s.value for s in getattr(rule, "fixes", ()))) or "report only"
         out += [f'<a id="{rule_anchor(code)}"></a>', "", f"## {code} `{rule.name}`", "", f"Fix: {fixes}.", "", rule.summary(), ""]
+        # A rule that reads a data table shows its rows and their sources here (`reference`).
+        if getattr(rule, "reference", ""):
+            out += [rule.reference.rstrip(), ""]
     return "\n".join(out).rstrip() + "\n"

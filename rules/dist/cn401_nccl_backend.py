@@ -8,6 +8,8 @@ from cuda2neuron.core import Invalid, ProjectFacts, Rule, Safety, Valid
 
 from .._shared.args import arg_by_name
 from .._shared.kernel_gates import report_kernel_gate
+from .._shared.library_settings import library_calls
+from .._shared.names import call_qualname, terminal_name
 from .._shared.strings import string_value
 from .._shared.values import value_user
 from ._helpers import ACCELERATOR_BACKEND_EMITS, backend_expr, is_backend_named
@@ -125,6 +127,8 @@ class NcclBackend(Rule):
         'print("using nccl")\nlogger.info("nccl")\n',
         'LIBS = ["nccl", "cudnn"]\n',
         'status = "nccl"  # not a backend: never reaches a backend position\n',
+        # ray.util.collective has no "neuron" backend (CN627 reports the group)
+        'from ray.util import collective\ncollective.init_collective_group(4, 0, backend="nccl", group_name="g")\n',
         '"""Launch with backend="nccl"."""\n',
         # a device map is CN402's business: the "cuda" entry stays for CUDA runs
         'BACKENDS = {"cuda": "nccl", "cpu": "gloo", "neuron": "neuron"}\n',
@@ -358,6 +362,11 @@ class NcclBackend(Rule):
     def _arg_is_backend(self, call: cst.Call, arg: cst.Arg) -> bool:
         keyword = arg.keyword.value if arg.keyword is not None else None
         if keyword is not None and "backend" in keyword.lower():
+            # ray.util.collective's groups take "nccl" or "gloo", never "neuron": CN627 reports them.
+            if "collective_group" in (terminal_name(call.func) or ""):
+                row = library_calls().get(call_qualname(self, call) or "")
+                if row is not None and row.backend:
+                    return False
             return True  # backend=..., dist_backend=... in any call
         func = call.func
         func_name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None

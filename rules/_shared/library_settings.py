@@ -1,0 +1,227 @@
+"""Library settings that choose CUDA without naming it: the table ``library_settings.toml``.
+
+One table serves three readers (CN627 for Python keywords, CN737 for config keys, CN709 for
+launch-script flags), so ``attn_implementation="flash_attention_2"``, ``attn_implementation:
+flash_attention_2`` and ``--attn_implementation flash_attention_2`` are one row. A value is
+compared after ``normalize``: the readers hand it over as written in their language (``True``,
+``true``, ``"True"``), and this module decides what it means.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .kernels import trainer_optimizers
+from .tables import read_table
+
+__all__ = [
+    "LibraryCall",
+    "LibrarySetting",
+    "Match",
+    "RayResources",
+    "gpu_constants",
+    "library_calls",
+    "library_settings",
+    "match_setting",
+    "normalize_key",
+    "normalize_value",
+    "ray_resources",
+    "setting_keys",
+    "table_markdown",
+    "with_table",
+]
+
+TABLE = "library_settings.toml"
+_WHERE = frozenset({"python", "config", "cli"})
+_TRUE = frozenset({"true", "yes", "on", "1"})
+_OFF = frozenset({"", "false", "no", "off", "0", "none", "null", "~"})
+
+
+@dataclass(frozen=True)
+class LibrarySetting:
+    """One row ``[setting.<id>]``."""
+
+    id: str
+    keys: frozenset[str]
+    values: frozenset[str]
+    pattern: re.Pattern[str] | None
+    any: bool
+    values_from: str
+    where: frozenset[str]
+    what: str
+    port: str
+    guidance: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Match:
+    """A setting's value that chooses CUDA, and what the neuron target writes there ("" if nothing)."""
+
+    setting: LibrarySetting
+    port: str
+    what: str
+    same_update: bool = True  # False: the port changes the numerics (an unsafe fix)
+
+
+@dataclass(frozen=True)
+class LibraryCall:
+    """One row ``[call.<qualified name>]``: a call that sets up CUDA or NCCL inside the library."""
+
+    name: str
+    what: str
+    guidance: str
+    source: str
+    backend: str = ""  # reported only when the call's backend is this one
+
+
+@dataclass(frozen=True)
+class RayResources:
+    gpu: str
+    neuron: str
+    source: str
+
+
+def _path() -> Path:
+    return Path(__file__).with_name(TABLE)
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict:
+    return read_table(_path())
+
+
+def normalize_key(key: str) -> str:
+    """``--Flash-Attn`` and ``flash_attn`` are one key."""
+    return key.lstrip("-").replace("-", "_").lower()
+
+
+def normalize_value(value: str) -> str:
+    """A value as the table writes it: lower case, unquoted, booleans as ``true``."""
+    value = value.strip().strip("'\"").strip().lower()
+    return "true" if value in _TRUE else value
+
+
+@lru_cache(maxsize=1)
+def library_settings() -> tuple[LibrarySetting, ...]:
+    rows = []
+    for ident, row in _table()["setting"].items():
+        where = frozenset(row["where"])
+        if not where or not where <= _WHERE:
+            raise ValueError(f"{TABLE}: setting {ident}: where must be a subset of {sorted(_WHERE)}")
+        choosers = [k for k in ("values", "pattern", "any", "values_from") if k in row]
+        if len(choosers) != 1:
+            raise ValueError(f"{TABLE}: setting {ident}: exactly one of values / pattern / any / values_from")
+        rows.append(LibrarySetting(
+            id=ident,
+            keys=frozenset(normalize_key(k) for k in row["keys"]),
+            values=frozenset(row.get("values", ())),
+            pattern=re.compile(row["pattern"], re.IGNORECASE) if "pattern" in row else None,
+            any=bool(row.get("any", False)),
+            values_from=row.get("values_from", ""),
+            where=where,
+            what=row["what"],
+            port=row.get("port", ""),
+            guidance=row.get("guidance", ""),
+            source=row["source"],
+        ))
+    return tuple(rows)
+
+
+@lru_cache(maxsize=4)
+def setting_keys(where: str) -> frozenset[str]:
+    """Every key a reader in ``where`` ("python", "config", "cli") looks at."""
+    return frozenset(k for s in library_settings() if where in s.where for k in s.keys)
+
+
+def match_setting(key: str, value: str, where: str) -> Match | None:
+    """The row that ``key`` set to ``value`` (as written) matches in ``where``, if any."""
+    key = normalize_key(key)
+    if key not in setting_keys(where):
+        return None
+    norm = normalize_value(value)
+    for s in library_settings():
+        if where not in s.where or key not in s.keys:
+            continue
+        if s.values_from == "trainer_optim":
+            row = trainer_optimizers().get(norm)
+            if row is not None:
+                return Match(s, row.instead, f"makes the Trainer build {row.what}", row.same_update)
+        elif s.any:
+            if norm not in _OFF:
+                return Match(s, s.port, s.what)
+        elif s.pattern is not None:
+            if s.pattern.fullmatch(norm):
+                return Match(s, s.port, s.what)
+        elif norm in s.values:
+            return Match(s, s.port, s.what)
+    return None
+
+
+@lru_cache(maxsize=1)
+def library_calls() -> dict[str, LibraryCall]:
+    return {
+        name: LibraryCall(name, row["what"], row["guidance"], row["source"], row.get("backend", ""))
+        for name, row in _table()["call"].items()
+    }
+
+
+@lru_cache(maxsize=1)
+def ray_resources() -> RayResources:
+    row = _table()["ray"]
+    return RayResources(row["gpu"], row["neuron"], row["source"])
+
+
+@lru_cache(maxsize=1)
+def gpu_constants() -> tuple[frozenset[str], str, str, str]:
+    """(names, what, guidance, source) of ``[constant]``."""
+    row = _table()["constant"]
+    return frozenset(row["names"]), row["what"], row["guidance"], row["source"]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def table_markdown(where: str) -> str:
+    """The rows read in ``where`` as a Markdown table with their sources (docs/rules.md)."""
+    return "\n".join(line[4:] for line in _table_lines(where)).strip() + "\n"
+
+
+def with_table(doc: str, where: str) -> str:
+    """``doc`` (a rule's docstring) with the rows read in ``where`` as a table, and their sources,
+    at the end of its *What it does* section (``cuda2neuron rules CODE``)."""
+    marker = "\n    ## Why is this bad?"
+    head, sep, tail = doc.partition(marker)
+    return head.rstrip("\n") + "\n" + "\n".join(_table_lines(where)) + "\n" + sep + tail
+
+
+def _table_lines(where: str) -> list[str]:
+    lines = [
+        "",
+        f"    The rows (``{TABLE}``, where ``{where}``):",
+        "",
+        "    | keys | values that choose CUDA | port | source |",
+        "    |---|---|---|---|",
+    ]
+    for s in library_settings():
+        if where not in s.where:
+            continue
+        if s.values_from:
+            values = f"the names of ``[{s.values_from}.*]``"
+            port = "the row's ``instead``"
+        else:
+            values = ("any but off" if s.any else f"``{s.pattern.pattern}``" if s.pattern is not None
+                      else ", ".join(f"``{v}``" for v in sorted(s.values)))
+            port = f"``{s.port}``" if s.port else "reported"
+        keys = ", ".join(f"``{k}``" for k in sorted(s.keys))
+        lines.append(f"    | {keys} | {_cell(values)} | {port} | {_cell(s.source)} |")
+    if where == "python":
+        lines += ["", "    Calls that set up CUDA or NCCL inside the library:", ""]
+        lines += [f"    * ``{c.name}``: {c.what} (source: {c.source})" for c in library_calls().values()]
+        ray = ray_resources()
+        lines += ["", f"    Ray's resource for AWS Neuron cores: ``{ray.neuron}`` (source: {ray.source})."]
+    return lines

@@ -1,0 +1,353 @@
+"""CN627: library settings, calls and resources in Python that choose CUDA without naming it."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cuda2neuron.core import Effort, Invalid, Rule, Safety
+
+from .._shared.library_settings import (
+    Match,
+    gpu_constants,
+    library_calls,
+    match_setting,
+    normalize_key,
+    ray_resources,
+    setting_keys,
+    table_markdown,
+    with_table,
+)
+from .._shared.names import call_qualname, terminal_name
+from .._shared.strings import make_string, string_value
+
+__all__ = ["LibraryCudaSetting"]
+
+_RAY_GPU_KEYWORD = "num_gpus"
+_RAY_GUIDANCE = (
+    'Ray schedules AWS Neuron cores as the resource "neuron_cores": ask for resources={"neuron_cores": N}'
+)
+
+
+def _literal(node: cst.BaseExpression) -> str | None:
+    """The value a literal writes, as the table compares it (None: computed at run time)."""
+    if isinstance(node, cst.SimpleString):
+        return string_value(node)
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return node.value
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return node.value
+    if isinstance(node, cst.Dict):
+        return "{...}" if node.elements else ""
+    return None
+
+
+def _target_name(node: cst.BaseExpression) -> str | None:
+    """``attn_implementation`` for ``attn_implementation`` / ``args.attn_implementation``."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return None
+
+
+def _positive_number(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Integer):
+        return int(node.value.replace("_", ""), 0) > 0
+    if isinstance(node, cst.Float):
+        return float(node.value) > 0
+    return True  # computed: the count is not known to be zero
+
+
+class LibraryCudaSetting(Rule):
+    """
+    ## What it does
+    Reports, and rewrites where the library documents a twin, what chooses CUDA inside a
+    library without saying "cuda" (the table ``rules/_shared/library_settings.toml``):
+
+    * settings written as a call's keyword, a dict key, a field default or an assignment
+      (``attn_implementation="flash_attention_2"`` becomes ``"sdpa"``, ``tf32=True`` becomes
+      ``False``; ``deepspeed="ds.json"``, ``dynamo_backend="inductor"``, ``strategy="cuda fp16"``,
+      ``gpus_per_node=8`` for a job launcher and ``gpu="A100"`` for a serverless platform are
+      reported);
+    * library calls that set up CUDA or NCCL inside (``deepspeed.initialize``,
+      ``deepspeed.init_distributed``, a ``ray.util.collective`` group on NCCL);
+    * Ray's GPU resources: ``num_gpus=N`` of ``@ray.remote`` and ``.options`` becomes
+      ``resources={"neuron_cores": N}``, a placement-group bundle's ``"GPU"`` key becomes
+      ``"neuron_cores"``, and ``ScalingConfig(use_gpu=True)`` is reported;
+    * module constants that hard-code a GPU count (``GPUS_PER_NODE = 8``).
+
+    ## Why is this bad?
+    The program never names CUDA, yet the library loads a CUDA-only package (flash_attn,
+    DeepSpeed's CUDA accelerator), raises without a CUDA GPU (``TrainingArguments(tf32=True)``)
+    or waits for GPUs that a Trainium node does not have (Ray schedules its NeuronCores as
+    ``neuron_cores``, never as ``GPU``).
+
+    ## Example
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="flash_attention_2")
+
+    @ray.remote(num_gpus=1)
+    class Worker: ...
+    ```
+    becomes
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="sdpa")
+
+    @ray.remote(resources={"neuron_cores": 1})
+    class Worker: ...
+    ```
+
+    ## Fix safety
+    Safe where the table has a port (SDPA computes the same attention; TF32 has no effect on
+    Neuron) and for Ray's resource name (one NeuronCore per GPU asked for; a fractional or
+    computed count, or a call that already passes ``resources=``, is reported). The other rows
+    are reported with what to do. With ``--target accelerator`` nothing is rewritten.
+    """
+
+    code = "CN627"
+    name = "library-cuda-setting"
+    fixes = frozenset({Safety.SAFE})
+    triggers = (
+        "flash_attn", "flash_attention", "xformers", "tf32", "deepspeed", "dynamo_backend", "compile_backend",
+        "cuda", "gpus", "GPUS", "gpu=", "use_gpu", '"GPU"', "'GPU'", "collective_group",
+    )
+    VALID = (
+        "from transformers import AutoModel\nm = AutoModel.from_pretrained('x', attn_implementation='sdpa')\n",
+        "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', tf32=False)\n",
+        "import ray\n\n@ray.remote(num_cpus=2)\ndef f():\n    pass\n",
+        "import ray\n\n@ray.remote(num_gpus=0)\ndef f():\n    pass\n",
+        "stats = {'GPU': 1}\n",  # not a Ray file: a dict of the project's own
+        "CHOICES = ['eager', 'sdpa', 'flash_attention_2']\n",
+        "def f(gpus_per_node=8):\n    pass\n",
+        "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', deepspeed=None)\n",
+    )
+    INVALID = (
+        Invalid(
+            "from transformers import AutoModelForCausalLM\nm = AutoModelForCausalLM.from_pretrained('x', attn_implementation=\"flash_attention_2\")\n",
+            "from transformers import AutoModelForCausalLM\nm = AutoModelForCausalLM.from_pretrained('x', attn_implementation=\"sdpa\")\n",
+        ),
+        Invalid(
+            "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True, tf32=True)\n",
+            "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True, tf32=False)\n",
+        ),
+        Invalid("config = {'attn_implementation': 'flash_attention_2'}\n", "config = {'attn_implementation': 'sdpa'}\n"),
+        Invalid(
+            "from dataclasses import dataclass, field\n\n@dataclass\nclass Args:\n    attn_implementation: str = field(default='flash_attention_2')\n",
+            "from dataclasses import dataclass, field\n\n@dataclass\nclass Args:\n    attn_implementation: str = field(default='sdpa')\n",
+        ),
+        Invalid("from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', deepspeed='ds_z3.json')\n"),
+        Invalid("import deepspeed\nengine, opt, _, _ = deepspeed.initialize(model=model, config=cfg)\n"),
+        Invalid("import deepspeed\ndeepspeed.init_distributed()\n"),
+        Invalid(
+            "import ray\n\n@ray.remote(num_gpus=1)\nclass Worker:\n    pass\n",
+            "import ray\n\n@ray.remote(resources={\"neuron_cores\": 1})\nclass Worker:\n    pass\n",
+        ),
+        Invalid(
+            "import ray\nw = Worker.options(num_gpus=2).remote()\n",
+            "import ray\nw = Worker.options(resources={\"neuron_cores\": 2}).remote()\n",
+        ),
+        Invalid("import ray\nw = Worker.options(num_gpus=0.5).remote()\n"),
+        Invalid(
+            "from ray.util.placement_group import placement_group\npg = placement_group([{'GPU': 1, 'CPU': 4}] * 8)\n",
+            "from ray.util.placement_group import placement_group\npg = placement_group([{'neuron_cores': 1, 'CPU': 4}] * 8)\n",
+        ),
+        Invalid("from ray.train import ScalingConfig\ncfg = ScalingConfig(num_workers=4, use_gpu=True)\n"),
+        Invalid("from ray.util import collective\ncollective.init_collective_group(4, 0, backend='nccl', group_name='g')\n"),
+        Invalid("import submitit\nex = submitit.AutoExecutor(folder='logs')\nex.update_parameters(gpus_per_node=8, nodes=2)\n"),
+        Invalid("import modal\napp = modal.App()\n\n@app.function(gpu='A100')\ndef train():\n    pass\n"),
+        Invalid("from rwkv.model import RWKV\nmodel = RWKV(model='x.pth', strategy='cuda fp16')\n"),
+        Invalid("GPUS_PER_NODE = 8\n"),
+        Invalid(
+            "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', tf32=True)\n",
+            target="accelerator",
+        ),
+    )
+
+    def __init__(self, context) -> None:  # noqa: ANN001 - the engine's RuleContext
+        super().__init__(context)
+        self._ray = False
+
+    # -- where Ray is imported ------------------------------------------------------------------
+    def visit_Import(self, node: cst.Import) -> None:
+        if any(_root(a.name) == "ray" for a in node.names):
+            self._ray = True
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.module is not None and not node.relative and _root(node.module) == "ray":
+            self._ray = True
+
+    # -- settings -------------------------------------------------------------------------------
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is None:
+            return
+        key = node.keyword.value
+        if key == "default":
+            self._default(node)
+            return
+        if normalize_key(key) in setting_keys("python") and not self._in_signature():
+            self._setting(key, node.value, node)
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        key = string_value(node.key)
+        if key is None:
+            return
+        if key == ray_resources().gpu and self._ray:
+            self._ray_bundle(node)
+        elif normalize_key(key) in setting_keys("python"):
+            self._setting(key, node.value, node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        name = _target_name(node.target)
+        if name is not None and node.value is not None and normalize_key(name) in setting_keys("python"):
+            self._setting(name, node.value, node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        name = _target_name(node.targets[0].target)
+        if name is None:
+            return
+        if normalize_key(name) in setting_keys("python"):
+            self._setting(name, node.value, node)
+        elif isinstance(node.targets[0].target, cst.Name) and self._module_level():
+            self._constant(name, node)
+
+    def _default(self, arg: cst.Arg) -> None:
+        """``field(default=...)`` assigned to a setting, ``add_argument("--setting", default=...)``."""
+        ancestors = self.context.ancestors
+        call = ancestors[-1] if ancestors else None
+        if not isinstance(call, cst.Call):
+            return
+        name = None
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument":
+            flags = [string_value(a.value) for a in call.args if a.keyword is None]
+            name = next((f.lstrip("-") for f in flags if f and f.startswith("--")), None)
+        elif len(ancestors) >= 2 and isinstance(ancestors[-2], cst.AnnAssign):
+            name = _target_name(ancestors[-2].target)
+        if name is not None and normalize_key(name) in setting_keys("python"):
+            self._setting(name, arg.value, arg)
+
+    def _setting(self, key: str, value: cst.BaseExpression, holder: cst.CSTNode) -> None:
+        """Report ``value``, the literal ``holder`` (the node being visited) gives the setting ``key``."""
+        written = _literal(value)
+        if written is None:
+            return
+        found = match_setting(key, written, "python")
+        if found is None:
+            return
+        message = f"`{key}={written}` {found.what}"
+        replacement = self._port(value, found)
+        if replacement is not None and self.context.settings.target == "neuron":
+            self.report(
+                value, message, replacement=replacement, description=f"write {found.port!r}",
+                ancestors=(*self.context.ancestors, holder),
+            )
+            return
+        guidance = found.setting.guidance or (f"on Trainium write {found.port!r}" if found.port else "")
+        self.report(value, message, guidance=guidance, effort=Effort.LOW, ancestors=(*self.context.ancestors, holder))
+
+    @staticmethod
+    def _port(value: cst.BaseExpression, found: Match) -> cst.BaseExpression | None:
+        if not found.port or not found.same_update:
+            return None
+        if isinstance(value, cst.SimpleString):
+            return make_string(found.port, value)
+        if isinstance(value, cst.Name) and found.port in ("true", "false"):
+            return cst.Name(found.port.capitalize())
+        return None
+
+    def _in_signature(self) -> bool:
+        """A call's keyword, not a parameter default (``def f(gpus_per_node=8)`` asks for nothing)."""
+        ancestors = self.context.ancestors
+        return not ancestors or not isinstance(ancestors[-1], cst.Call)
+
+    def _module_level(self) -> bool:
+        return len(self.context.ancestors) <= 2
+
+    # -- calls ----------------------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        last = terminal_name(node.func)
+        if last in ("remote", "options") and self._ray:
+            self._ray_gpus(node, last)
+            return
+        if last == "ScalingConfig":
+            self._scaling_config(node)
+            return
+        rows = library_calls()
+        if last is None or not any(name.endswith("." + last) for name in rows):
+            return
+        qualified = call_qualname(self, node)
+        row = rows.get(qualified or "")
+        if row is None:
+            return
+        if row.backend:
+            backend = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "backend"), None)
+            if backend is None and len(node.args) > 2 and node.args[2].keyword is None:
+                backend = node.args[2].value
+            if backend is None or (string_value(backend) or "").lower() != row.backend and not (
+                isinstance(backend, cst.Attribute) and backend.attr.value.lower() == row.backend
+            ):
+                return
+        self.report(node, f"`{qualified}` {row.what}", guidance=row.guidance, effort=Effort.MEDIUM)
+
+    def _ray_gpus(self, call: cst.Call, last: str) -> None:
+        if last == "remote" and call_qualname(self, call) != "ray.remote":
+            return
+        arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == _RAY_GPU_KEYWORD), None)
+        if arg is None or not _positive_number(arg.value):
+            return
+        message = f"`{_RAY_GPU_KEYWORD}=` asks Ray for GPUs, which a Trainium node does not have"
+        has_resources = any(a.keyword is not None and a.keyword.value == "resources" for a in call.args)
+        if isinstance(arg.value, cst.Integer) and not has_resources and self.context.settings.target == "neuron":
+            resources = cst.Dict([cst.DictElement(make_string(ray_resources().neuron), arg.value)])
+            self.report(
+                arg, message,
+                replacement=arg.with_changes(keyword=cst.Name("resources"), value=resources),
+                description='ask for Ray\'s "neuron_cores" resource', ancestors=(*self.context.ancestors, call),
+            )
+            return
+        self.report(arg, message, guidance=_RAY_GUIDANCE, effort=Effort.LOW, ancestors=(*self.context.ancestors, call))
+
+    def _ray_bundle(self, element: cst.DictElement) -> None:
+        message = 'the Ray resource "GPU" asks for GPUs, which a Trainium node does not have'
+        if self.context.settings.target == "neuron" and isinstance(element.key, cst.SimpleString):
+            self.report(
+                element.key, message, replacement=make_string(ray_resources().neuron, element.key),
+                description='ask for Ray\'s "neuron_cores" resource', ancestors=(*self.context.ancestors, element),
+            )
+            return
+        self.report(
+            element.key, message, guidance=_RAY_GUIDANCE, effort=Effort.LOW, ancestors=(*self.context.ancestors, element),
+        )
+
+    def _scaling_config(self, call: cst.Call) -> None:
+        qualified = call_qualname(self, call) or ""
+        if not qualified.startswith("ray."):
+            return
+        arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == "use_gpu"), None)
+        if arg is None or _literal(arg.value) in ("False", "None", "0"):
+            return
+        self.report(
+            arg, "`use_gpu=` gives each Ray Train worker a GPU, which a Trainium node does not have",
+            guidance='use use_gpu=False with resources_per_worker={"neuron_cores": 1}', effort=Effort.LOW,
+            ancestors=(*self.context.ancestors, call),
+        )
+
+    def _constant(self, name: str, node: cst.Assign) -> None:
+        names, what, guidance, _source = gpu_constants()
+        if name in names and isinstance(node.value, cst.Integer) and _positive_number(node.value):
+            self.report(
+                node.value, f"`{name} = {node.value.value}` {what}", guidance=guidance, effort=Effort.LOW,
+                ancestors=(*self.context.ancestors, node),
+            )
+
+
+def _root(node: cst.BaseExpression) -> str | None:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+# The table's rows and their sources belong to the rule's documentation (docs/rules.md, `cuda2neuron rules`).
+LibraryCudaSetting.__doc__ = with_table(LibraryCudaSetting.__doc__ or "", "python")
+LibraryCudaSetting.reference = table_markdown("python")

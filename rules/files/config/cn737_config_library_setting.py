@@ -1,0 +1,143 @@
+"""CN737: library settings in configs that choose CUDA without naming it."""
+
+from __future__ import annotations
+
+from cuda2neuron.core import Effort, Invalid, Safety, TextReport, Valid
+
+from ..._shared.library_settings import match_setting, normalize_key, setting_keys, table_markdown, with_table
+from .._helpers import TextRule
+from ._helpers import CONFIG_EXAMPLE, CONFIG_KINDS, splice
+
+__all__ = ["LibrarySettingInConfig"]
+
+# A DeepSpeed config file: the key every ZeRO config has (its other keys are generic).
+_DEEPSPEED_CONFIG_KEY = "zero_optimization"
+_DEEPSPEED_GUIDANCE = (
+    "DeepSpeed has no Neuron accelerator: shard with FSDP2 (torch.distributed.fsdp.fully_shard) on the "
+    "\"neuron\" process-group backend, or use NxD Training"
+)
+
+
+def _keys_of_mappings(doc, keys: frozenset[str]):
+    """``(start, end, key)`` of mapping keys in ``keys`` whose value is a mapping or list (the
+    scalars' rows never see them: ``deepspeed_config: {zero_stage: 2}``)."""
+    scalar_paths = {(s.document, s.path) for s in doc.scalars}
+    for (document, path), (start, end) in doc.keys.items():
+        if path and isinstance(path[-1], str) and normalize_key(path[-1]) in keys and (document, path) not in scalar_paths:
+            yield start, end, path[-1]
+
+
+class LibrarySettingInConfig(TextRule):
+    """
+    ## What it does
+    Reads training configs (YAML, JSON, TOML, INI) for the library settings of the table
+    ``rules/_shared/library_settings.toml`` that choose CUDA without saying so:
+    ``attn_implementation: flash_attention_2``, ``flash_attn: fa2``, ``tf32: true``,
+    ``load_in_4bit: true``, ``optim: paged_adamw_8bit``, ``deepspeed: ds_z3.json``,
+    ``dynamo_backend: INDUCTOR``, ``xformers_attention: true``, ... (the rows whose ``where``
+    holds ``config``), and DeepSpeed config files themselves (a ``zero_optimization`` key). Where
+    the row has a port it is written on the neuron target (``sdpa``, ``false``, the Trainer's
+    torch optimizer); the other rows are reported with what to do.
+
+    ## Why is this bad?
+    These values never say "cuda", yet the library they configure loads a CUDA-only package
+    (flash_attn, bitsandbytes, DeepSpeed's accelerator) or raises where there is no CUDA GPU
+    (``TrainingArguments(tf32=True)``): the port stops at start, far from the line to change.
+
+    ## Example
+    ```yaml
+    attn_implementation: flash_attention_2
+    tf32: true
+    ```
+    becomes
+    ```yaml
+    attn_implementation: sdpa
+    tf32: false
+    ```
+
+    ## Fix safety
+    Safe where the row has a port: SDPA computes the same attention, TF32 has no effect on
+    Neuron (fp32 stays fp32), and the torch optimizers of the 32-bit names do the same update.
+    Unsafe for the 8-bit optimizer names (full-precision state, four times the memory). Rows
+    without a port are reported; with ``--target accelerator`` everything is reported.
+    """
+
+    code = "CN737"
+    name = "config-library-setting"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE})
+    file_kinds = CONFIG_KINDS
+    triggers = (
+        "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
+        "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda",
+    )
+    VALID = (
+        Valid("attn_implementation: sdpa\n", path=CONFIG_EXAMPLE),
+        Valid("tf32: false\nbf16: true\n", path=CONFIG_EXAMPLE),
+        Valid("deepspeed: null\n", path=CONFIG_EXAMPLE),
+        Valid("optim: adamw_torch\n", path=CONFIG_EXAMPLE),
+        Valid("description: uses flash_attention_2 on GPUs\n", path=CONFIG_EXAMPLE),
+        Valid("strategy: ddp\n", path=CONFIG_EXAMPLE),
+    )
+    INVALID = (
+        Invalid("model:\n  attn_implementation: flash_attention_2\n", "model:\n  attn_implementation: sdpa\n", path=CONFIG_EXAMPLE),
+        Invalid('{"tf32": true, "bf16": true}\n', '{"tf32": false, "bf16": true}\n', path="configs/train.json"),
+        Invalid("flash_attn: fa2\n", "flash_attn: sdpa\n", path="examples/lora.yaml"),
+        Invalid("optim: paged_adamw_32bit\n", "optim: adamw_torch\n", path=CONFIG_EXAMPLE),
+        Invalid("optim: adamw_bnb_8bit\n", "optim: adamw_torch\n", path=CONFIG_EXAMPLE, unsafe=True),
+        Invalid("load_in_4bit: true\nadapter: qlora\n", path=CONFIG_EXAMPLE),
+        Invalid("quantization_bit: 4\n", path=CONFIG_EXAMPLE),
+        Invalid("deepspeed: examples/deepspeed/ds_z3_config.json\n", path=CONFIG_EXAMPLE),
+        Invalid("compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n", path="accelerate.yaml"),
+        Invalid('{\n  "zero_optimization": {"stage": 3},\n  "bf16": {"enabled": "auto"}\n}\n', path="ds_config.json"),
+        Invalid("dynamo_config:\n  dynamo_backend: INDUCTOR\n", path="accelerate.yaml"),
+        Invalid("flash_attention: true\nxformers_attention: false\n", path=CONFIG_EXAMPLE),
+        Invalid("[model]\nattention = 'xformers'\n", path="config/model.toml"),
+        Invalid("tf32: true\n", path=CONFIG_EXAMPLE, target="accelerator"),
+    )
+
+    @classmethod
+    def check_text(cls, doc, settings) -> list[TextReport]:
+        keys = setting_keys("config")
+        out: list[TextReport] = []
+        for s in doc.entries:
+            if normalize_key(s.key) not in keys:
+                continue
+            found = match_setting(s.key, s.value, "config")
+            if found is None:
+                continue
+            message = f"`{s.key}: {s.value}` {found.what}"
+            replacement = splice(s, found.port) if found.port else None
+            if replacement is not None and settings.target == "neuron":
+                out.append(TextReport(
+                    s.start, s.end, message, replacement=replacement,
+                    safety=Safety.SAFE if found.same_update else Safety.UNSAFE,
+                    guidance="" if found.same_update else (
+                        f"`{found.port}` keeps full-precision optimizer state (about four times the memory)"
+                    ),
+                    effort=Effort.NONE if found.same_update else Effort.LOW,
+                    description=f"write `{found.port}`",
+                ))
+                continue
+            guidance = found.setting.guidance or (f"on Trainium write `{found.port}`" if found.port else "")
+            out.append(TextReport(
+                s.key_start if s.key_start >= 0 else s.start, s.end, message, guidance=guidance, effort=Effort.LOW,
+            ))
+        deepspeed_keys = frozenset({"deepspeed", "deepspeed_config", "deepspeed_config_file"}) & keys
+        for start, end, key in _keys_of_mappings(doc, deepspeed_keys):
+            out.append(TextReport(
+                start, end, f"`{key}` configures DeepSpeed, which has no Neuron accelerator",
+                guidance=_DEEPSPEED_GUIDANCE, effort=Effort.MEDIUM,
+            ))
+        for document in range(doc.documents):
+            span = doc.keys.get((document, (_DEEPSPEED_CONFIG_KEY,)))
+            if span is not None:
+                out.append(TextReport(
+                    span[0], span[1], "a DeepSpeed config (`zero_optimization`): DeepSpeed has no Neuron accelerator",
+                    guidance=_DEEPSPEED_GUIDANCE, effort=Effort.MEDIUM,
+                ))
+        return out
+
+
+# The table's rows and their sources belong to the rule's documentation (docs/rules.md, `cuda2neuron rules`).
+LibrarySettingInConfig.__doc__ = with_table(LibrarySettingInConfig.__doc__ or "", "config")
+LibrarySettingInConfig.reference = table_markdown("config")

@@ -1,0 +1,159 @@
+"""CN709: library settings passed as command-line flags in launch scripts, and the DeepSpeed launcher."""
+
+from __future__ import annotations
+
+import re
+
+from cuda2neuron.core import Effort, Invalid, Safety, TextReport, Valid
+from cuda2neuron.documents.shell import CODE, COMMENT, ShellScript, unquote, word_end
+
+from ..._shared.library_settings import match_setting, normalize_key, setting_keys, table_markdown, with_table
+from .._helpers import TextRule
+
+__all__ = ["LibrarySettingFlag"]
+
+# `--key=value` or `--key value` (a `\` line continuation may sit between); a dotted flag
+# (`--ds.attn_implementation`, OpenRLHF / Hydra-style groups) names its last part.
+_FLAG_RE = re.compile(r"(?<![\w.-])--(?:[A-Za-z][\w-]*\.)*([A-Za-z][\w-]*)(=|[ \t]*(?:\\\n[ \t]*)*)")
+# A value inside quotes or a heredoc (a command kept in a variable: `cmd="python train.py
+# --tf32 True"`, `read -d '' CMD <<EOF`) ends at a blank or a quote.
+_TEXT_VALUE_RE = re.compile(r"[^\s\"'`;&|]*")
+# The `deepspeed` launcher in command position: first word of a line, after variable
+# assignments or a wrapper (`nohup`, `exec`, `time`); `pip install deepspeed` is not it.
+_LAUNCHER_RE = re.compile(r"^[ \t]*(?:(?:[A-Za-z_]\w*=\S*|nohup|exec|time)[ \t]+)*(deepspeed)(?=[ \t])", re.MULTILINE)
+_DEEPSPEED_GUIDANCE = (
+    "DeepSpeed has no Neuron accelerator: launch with torchrun (--nproc_per_node=<#NeuronCores>) and shard "
+    "with FSDP2 on the \"neuron\" process-group backend, or use NxD Training"
+)
+
+
+def _ported(value: str, port: str) -> str:
+    """``port`` written the way the value was: ``True`` becomes ``False``, quotes kept."""
+    literal = unquote(value) or value
+    if port == "false" and literal[:1].isupper():
+        port = "False"
+    quote = value[0] if value[:1] in ("'", '"') else ""
+    return f"{quote}{port}{quote}"
+
+
+class LibrarySettingFlag(TextRule):
+    """
+    ## What it does
+    Reads launch scripts for the library settings of the table
+    ``rules/_shared/library_settings.toml`` passed as flags (the rows whose ``where`` holds
+    ``cli``): ``--attn_implementation flash_attention_2``, ``--tf32 True``, ``--optim
+    paged_adamw_8bit``, ``--deepspeed ds_config.json``, ``--dynamo_backend inductor``,
+    ``--enable_xformers_memory_efficient_attention``, ... and reports the ``deepspeed`` launcher.
+    Where the row has a port the flag's value is rewritten on the neuron target.
+
+    ## Why is this bad?
+    Hugging Face scripts turn every field of their argument dataclasses into a flag, so the
+    setting that loads flash_attn or bitsandbytes, makes ``TrainingArguments`` raise without
+    CUDA (``--tf32 True``) or runs DeepSpeed lives in the launch script, not in the code.
+
+    ## Example
+    ```bash
+    torchrun --nproc_per_node 8 train.py --attn_implementation flash_attention_2 --tf32 True
+    ```
+    becomes
+    ```bash
+    torchrun --nproc_per_node 8 train.py --attn_implementation sdpa --tf32 False
+    ```
+
+    ## Fix safety
+    As CN737: safe where the row has a port (unsafe for the 8-bit optimizer names), reported
+    otherwise; a bare switch (``--tf32``) and values computed at run time are reported. With
+    ``--target accelerator`` everything is reported.
+    """
+
+    code = "CN709"
+    name = "library-setting-flag"
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE})
+    file_kinds = frozenset({"shell"})
+    triggers = (
+        "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
+        "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda",
+    )
+    VALID = (
+        Valid("python train.py --attn_implementation sdpa --tf32 False\n", path="launch.sh"),
+        Valid("pip install deepspeed\n", path="launch.sh"),
+        Valid("python train.py --optim adamw_torch --deepspeed ''\n", path="launch.sh"),
+        Valid("# torchrun train.py --tf32 True\n", path="launch.sh"),
+        Valid("python train.py --optim $OPTIM\n", path="launch.sh"),
+    )
+    INVALID = (
+        Invalid(
+            "torchrun --nproc_per_node 8 train.py \\\n    --attn_implementation flash_attention_2 \\\n    --tf32 True\n",
+            "torchrun --nproc_per_node 8 train.py \\\n    --attn_implementation sdpa \\\n    --tf32 False\n",
+            path="launch.sh",
+        ),
+        Invalid("python train.py --optim=paged_adamw_32bit\n", "python train.py --optim=adamw_torch\n", path="launch.sh"),
+        Invalid("python train.py --optim adamw_bnb_8bit\n", "python train.py --optim adamw_torch\n", path="launch.sh", unsafe=True),
+        Invalid("python train.py --flash_attn fa2 --quantization_bit 4\n", "python train.py --flash_attn sdpa --quantization_bit 4\n", path="launch.sh"),
+        Invalid("deepspeed --num_gpus 8 train.py --deepspeed configs/ds_z2.json\n", path="launch.sh"),
+        Invalid("accelerate launch --dynamo_backend inductor train.py\n", path="launch.sh"),
+        Invalid("accelerate launch train_dreambooth.py --enable_xformers_memory_efficient_attention --tf32\n", path="launch.sh"),
+        Invalid(
+            "read -r -d '' CMD <<EOF\nopenrlhf.cli.train_sft \\\n   --ds.attn_implementation flash_attention_2 \\\n   --ds.zero_stage 2\nEOF\n",
+            "read -r -d '' CMD <<EOF\nopenrlhf.cli.train_sft \\\n   --ds.attn_implementation sdpa \\\n   --ds.zero_stage 2\nEOF\n",
+            path="launch.sh",
+        ),
+        Invalid('CMD="python train.py --tf32 True"\n$CMD\n', 'CMD="python train.py --tf32 False"\n$CMD\n', path="launch.sh"),
+        Invalid("python train.py --tf32 True\n", path="launch.sh", target="accelerator"),
+    )
+
+    @classmethod
+    def check_text(cls, doc: ShellScript, settings) -> list[TextReport]:
+        text = doc.text
+        keys = setting_keys("cli")
+        out: list[TextReport] = []
+        states = doc.states
+        for m in _FLAG_RE.finditer(text):
+            flag = m.group(1)
+            # Commands are also kept in strings and heredocs; comments are text.
+            if normalize_key(flag) not in keys or states[m.start()] == COMMENT:
+                continue
+            vs = m.end()
+            # A quote after the flag closes the string the flag sits in (`cmd="... --tf32"`); in code
+            # it opens the value (`--deepspeed ''`).
+            ends = "-\n;&|)#" if states[m.start()] == CODE else "-\n;&|)#\"'"
+            bare = m.group(2) != "=" and (vs >= len(text) or text[vs] in ends or m.group(2) == "")
+            if bare:
+                value = "true"
+            elif states[vs] == CODE:
+                value = text[vs:word_end(text, vs)]
+            else:
+                value = _TEXT_VALUE_RE.match(text, vs).group(0)
+            if not bare and unquote(value) is None:
+                continue  # computed at run time ($OPTIM): the script's caller decides
+            found = match_setting(flag, value, "cli")
+            if found is None:
+                continue
+            message = f"`--{flag}{'' if bare else ' ' + value}` {found.what}"
+            if found.port and not bare and settings.target == "neuron":
+                out.append(TextReport(
+                    vs, vs + len(value), message, replacement=_ported(value, found.port),
+                    safety=Safety.SAFE if found.same_update else Safety.UNSAFE,
+                    guidance="" if found.same_update else (
+                        f"`{found.port}` keeps full-precision optimizer state (about four times the memory)"
+                    ),
+                    effort=Effort.NONE if found.same_update else Effort.LOW,
+                    description=f"pass `{found.port}`",
+                ))
+                continue
+            guidance = found.setting.guidance or (f"on Trainium pass `--{flag} {found.port}`" if found.port else "")
+            end = vs if bare else vs + len(value)
+            out.append(TextReport(m.start(), end, message, guidance=guidance, effort=Effort.LOW))
+        if "deepspeed" in text:
+            for m in _LAUNCHER_RE.finditer(text):
+                if doc.is_code(m.start(1)):
+                    out.append(TextReport(
+                        m.start(1), m.end(1), "the `deepspeed` launcher runs DeepSpeed, which has no Neuron accelerator",
+                        guidance=_DEEPSPEED_GUIDANCE, effort=Effort.MEDIUM,
+                    ))
+        return out
+
+
+# The table's rows and their sources belong to the rule's documentation (docs/rules.md, `cuda2neuron rules`).
+LibrarySettingFlag.__doc__ = with_table(LibrarySettingFlag.__doc__ or "", "cli")
+LibrarySettingFlag.reference = table_markdown("cli")

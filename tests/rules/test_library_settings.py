@@ -1,0 +1,63 @@
+"""The library-settings table (issue 39): one row read in Python, configs and launch scripts.
+
+A setting is one row whichever language writes it: the same key and value are matched in a
+call keyword (CN627), a config key (CN737) and a command-line flag (CN709), each value read as
+its language writes it. Every row names its source and where it is read.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda2neuron.core import Config
+from cuda2neuron.workspace import lint_source
+
+from cuda2neuron.rules._shared.library_settings import library_calls, library_settings, match_setting
+
+
+@pytest.mark.parametrize("row", library_settings(), ids=lambda r: r.id)
+def test_every_row_names_its_source_and_what_to_do(row):
+    assert row.source and row.what and row.keys
+    assert row.port or row.guidance or row.values_from, f"{row.id}: neither a port nor guidance"
+
+
+@pytest.mark.parametrize("call", library_calls().values(), ids=lambda c: c.name)
+def test_every_call_row_names_its_source(call):
+    assert call.source and call.guidance and "." in call.name
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "where", "expected"),
+    [
+        ("attn_implementation", "flash_attention_2", "python", "sdpa"),
+        ("--attn-implementation", '"flash_attention_2"', "cli", "sdpa"),
+        ("tf32", "True", "python", "false"),
+        ("tf32", "yes", "config", "false"),
+        ("tf32", "False", "cli", None),
+        ("optim", "paged_adamw_32bit", "config", "adamw_torch"),
+        ("optim", "paged_adamw_32bit", "python", None),  # CN626's
+        ("load_in_4bit", "true", "python", None),  # CN625's
+        ("deepspeed", "null", "config", None),
+        ("deepspeed", "ds.json", "config", ""),
+        ("strategy", "ddp", "python", None),
+        ("strategy", "cuda fp16 *10 -> cpu fp32", "python", ""),
+    ],
+    ids=lambda v: str(v),
+)
+def test_a_value_is_read_as_its_language_writes_it(key, value, where, expected):
+    found = match_setting(key, value, where)
+    assert (found.port if found is not None else None) == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "path", "code"),
+    [
+        ('m = f(attn_implementation="flash_attention_2")\n', "train.py", "CN627"),
+        ("attn_implementation: flash_attention_2\n", "config/train.yaml", "CN737"),
+        ("python train.py --attn_implementation flash_attention_2\n", "run.sh", "CN709"),
+    ],
+    ids=["python", "config", "cli"],
+)
+def test_one_row_serves_every_language(source, path, code):
+    findings = [f for f in lint_source(source, path, Config()) if f.code == code]
+    assert len(findings) == 1 and "flash_attn" in findings[0].message
