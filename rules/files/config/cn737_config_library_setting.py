@@ -84,6 +84,7 @@ class LibrarySettingInConfig(TextRule):
         Invalid("flash_attn: fa2\n", "flash_attn: sdpa\n", path="examples/lora.yaml"),
         Invalid("optim: paged_adamw_32bit\n", "optim: adamw_torch\n", path=CONFIG_EXAMPLE),
         Invalid("optim: adamw_bnb_8bit\n", "optim: adamw_torch\n", path=CONFIG_EXAMPLE, unsafe=True),
+        Invalid("optimizer: paged_adamw_32bit\nflash_attn_rms_norm: true\n", "optimizer: adamw_torch\nflash_attn_rms_norm: true\n", path=CONFIG_EXAMPLE),
         Invalid("load_in_4bit: true\nadapter: qlora\n", path=CONFIG_EXAMPLE),
         Invalid("quantization_bit: 4\n", path=CONFIG_EXAMPLE),
         Invalid("deepspeed: examples/deepspeed/ds_z3_config.json\n", path=CONFIG_EXAMPLE),
