@@ -91,6 +91,7 @@ _CONFIG = (
     "cuda", "cudnn", "cublas", "cupy", "nccl", "nvcc", "gpu", "cu1", "runs-on", "tags", *(w for w in _REQUIREMENTS if w != "cu"),
     # library settings (CN737, rules/_shared/library_settings.toml); "flash" and "xformers" come above
     "tf32", "load_in_", "quantization_bit", "optim", "deepspeed", "dynamo_backend", "compile_backend",
+    "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown",
 )  # fmt: skip
 # A notebook runs the Python rules on its code cells and the shell rules on `!` lines, so its
 # words include theirs; "cuda" is what its own rules (CN721, CN722) look for.

@@ -58,6 +58,8 @@ _BUILD_SUFFIXES = frozenset({".mk", ".make", ".cmake"})
 _SHEBANG_RE = re.compile(rb"#![ \t]*\S*/(?:env[ \t]+(?:-\S+[ \t]+)*)?(?:ba)?sh(?:[ \t]|\r?$)")
 _DOCKER_NAMES = frozenset({"dockerfile", "containerfile"})
 _NOT_DOCKERFILES = frozenset({"md", "rst", "txt"})  # Dockerfile.md documents one
+_DOCKER_VARIANT_RE = re.compile(r"(?:dockerfile|containerfile)[-_][\w-]+")
+_TEMPLATE_SUFFIXES = frozenset({"jinja", "j2", "tmpl", "template"})
 # The launch-script rules read a Dockerfile's shell view; the Dockerfile's own rules read the file.
 _DOCKER_KINDS = frozenset({"shell", "dockerfile"})
 
@@ -264,6 +266,12 @@ def is_dockerfile(path: Path) -> bool:
     Singularity definition files (``*.def`` that start with a ``Bootstrap:`` header)."""
     name = path.name.lower()
     stem, dot, suffix = name.partition(".")
+    # `Dockerfile-uv-base`, `Dockerfile_gpu`, `Containerfile-cuda` (a variant named with a dash or
+    # an underscore, as projects with several images do), and the variants' templates
+    # (`Dockerfile-uv.jinja`).
+    if _DOCKER_VARIANT_RE.fullmatch(stem) is not None:
+        # `dockerfile-lint.sh` is a script: a dashed variant takes no extension but a template's.
+        return not dot or suffix in _TEMPLATE_SUFFIXES
     variant = bool(dot) and stem in _DOCKER_NAMES and suffix.isidentifier() and suffix not in _NOT_DOCKERFILES
     return name in _DOCKER_NAMES or variant or name.endswith(".dockerfile") or is_apptainer_definition(path)
 

@@ -18,6 +18,13 @@ NAMES = [
     ("Dockerfile.md", False),
     ("docker-compose.yml", False),
     ("Dockerfiles", False),
+    # variants named with a dash or an underscore (projects with several images), and templates
+    ("Dockerfile-uv-base", True),
+    ("Dockerfile_gpu", True),
+    ("Containerfile-cuda", True),
+    ("Dockerfile-uv.jinja", True),
+    ("Dockerfile-notes.md", False),
+    ("dockerfile-lint.sh", False),
 ]
 
 

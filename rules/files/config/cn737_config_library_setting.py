@@ -10,8 +10,9 @@ from ._helpers import CONFIG_EXAMPLE, CONFIG_KINDS, splice
 
 __all__ = ["LibrarySettingInConfig"]
 
-# A DeepSpeed config file: the key every ZeRO config has (its other keys are generic).
-_DEEPSPEED_CONFIG_KEY = "zero_optimization"
+# A DeepSpeed config file: a top-level key only DeepSpeed's config schema has (train_batch_size,
+# fp16, optimizer are every trainer's words). The first one found carries the finding.
+_DEEPSPEED_CONFIG_KEYS = ("zero_optimization", "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown")
 _DEEPSPEED_GUIDANCE = (
     "DeepSpeed has no Neuron accelerator: shard with FSDP2 (torch.distributed.fsdp.fully_shard) on the "
     "\"neuron\" process-group backend, or use NxD Training"
@@ -35,7 +36,8 @@ class LibrarySettingInConfig(TextRule):
     ``attn_implementation: flash_attention_2``, ``flash_attn: fa2``, ``tf32: true``,
     ``load_in_4bit: true``, ``optim: paged_adamw_8bit``, ``deepspeed: ds_z3.json``,
     ``dynamo_backend: INDUCTOR``, ``xformers_attention: true``, ... (the rows whose ``where``
-    holds ``config``), and DeepSpeed config files themselves (a ``zero_optimization`` key). Where
+    holds ``config``), and DeepSpeed config files themselves (a top-level key only DeepSpeed's schema has:
+    ``zero_optimization``, ``train_micro_batch_size_per_gpu``, ``steps_per_print``, ``wall_clock_breakdown``). Where
     the row has a port it is written on the neuron target (``sdpa``, ``false``, the Trainer's
     torch optimizer); the other rows are reported with what to do.
 
@@ -69,9 +71,11 @@ class LibrarySettingInConfig(TextRule):
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
         "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda",
+        "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown",
     )
     VALID = (
         Valid("attn_implementation: sdpa\n", path=CONFIG_EXAMPLE),
+        Valid('{"train_batch_size": 32, "fp16": {"enabled": true}}\n', path="configs/train.json"),
         Valid("tf32: false\nbf16: true\n", path=CONFIG_EXAMPLE),
         Valid("deepspeed: null\n", path=CONFIG_EXAMPLE),
         Valid("optim: adamw_torch\n", path=CONFIG_EXAMPLE),
@@ -90,6 +94,7 @@ class LibrarySettingInConfig(TextRule):
         Invalid("deepspeed: examples/deepspeed/ds_z3_config.json\n", path=CONFIG_EXAMPLE),
         Invalid("compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n", path="accelerate.yaml"),
         Invalid('{\n  "zero_optimization": {"stage": 3},\n  "bf16": {"enabled": "auto"}\n}\n', path="ds_config.json"),
+        Invalid('{\n  "train_batch_size": 64,\n  "steps_per_print": 100,\n  "fp16": {"enabled": true}\n}\n', path="ds_config.json"),
         Invalid("dynamo_config:\n  dynamo_backend: INDUCTOR\n", path="accelerate.yaml"),
         Invalid("flash_attention: true\nxformers_attention: false\n", path=CONFIG_EXAMPLE),
         Invalid("[model]\nattention = 'xformers'\n", path="config/model.toml"),
@@ -130,12 +135,14 @@ class LibrarySettingInConfig(TextRule):
                 guidance=_DEEPSPEED_GUIDANCE, effort=Effort.MEDIUM,
             ))
         for document in range(doc.documents):
-            span = doc.keys.get((document, (_DEEPSPEED_CONFIG_KEY,)))
-            if span is not None:
-                out.append(TextReport(
-                    span[0], span[1], "a DeepSpeed config (`zero_optimization`): DeepSpeed has no Neuron accelerator",
-                    guidance=_DEEPSPEED_GUIDANCE, effort=Effort.MEDIUM,
-                ))
+            for key in _DEEPSPEED_CONFIG_KEYS:
+                span = doc.keys.get((document, (key,)))
+                if span is not None:
+                    out.append(TextReport(
+                        span[0], span[1], f"a DeepSpeed config (`{key}`): DeepSpeed has no Neuron accelerator",
+                        guidance=_DEEPSPEED_GUIDANCE, effort=Effort.MEDIUM,
+                    ))
+                    break
         return out
 
 

@@ -55,6 +55,8 @@ class CudaBaseImage(TextRule):
         Valid("# FROM nvidia/cuda:12.1.0-runtime\nFROM ubuntu:22.04\n", path=_DOCKERFILE),
         Valid("FROM ubuntu:22.04\nLABEL note=cuda-free\n", path=_DOCKERFILE),
         Valid('FROM ubuntu:22.04\nLABEL description="built without cuda"\n', path=_DOCKERFILE),
+        # variables named after CUDA, holding a version: their names are not images
+        Valid('ARG CUDNN_VERSION=""\nARG CUDA_VERSION_TAG\nFROM ubuntu:22.04\nLABEL note=cuda-free\n', path=_DOCKERFILE),
     )
     INVALID = (
         Invalid("FROM nvidia/cuda:12.1.0-cudnn8-runtime-ubuntu22.04\n", path=_DOCKERFILE),
@@ -81,8 +83,12 @@ class CudaBaseImage(TextRule):
             ))
         for keyword in ("ARG", "ENV", "LABEL"):
             for start, end in doc.instructions(keyword):
-                for m in _VALUE_RE.finditer(doc.raw, start, end):
+                for i, m in enumerate(_VALUE_RE.finditer(doc.raw, start, end)):
                     value = m.group(0)
+                    # A variable's name is not its value: `ARG CUDNN_VERSION=""`, `ENV CUDA_HOME /usr`
+                    # (the first word of the `KEY value` form) name no image.
+                    if doc.raw[m.end():m.end() + 1] == "=" or (i == 0 and "=" not in doc.raw[start:end]):
+                        continue
                     if not cuda_image(value):
                         continue
                     reports.append(TextReport(
