@@ -20,7 +20,9 @@ with it), so the product and the measurement never disagree. An excuse is one of
   name), NVIDIA Triton Inference Server's network client (``tritonclient``), the kernel
   language of a file whose kernels are reported, a model repository of NVIDIA's organisation
   on the Hugging Face Hub (``"nvidia/Cosmos-Predict2.5-2B"``; never ``nvidia/cuda``), the name
-  of a data, log or report file or of a project's script (``"reports/tests_cuda_stats.txt"``).
+  of a data, log or report file or of a project's script (``"reports/tests_cuda_stats.txt"``),
+  a web page's address, the name of a web service's credential or endpoint (``NVIDIA_API_KEY``),
+  and a name whose CUDA letters cross from one word into the next (``AsyncClient``).
 
 What a finding covers is widened as a reviewer reads it (``widen``): the whole statement, the
 whole decorator, the ``except ImportError`` fallback of a reported import, an import whose name
@@ -51,6 +53,7 @@ __all__ = [
     "excuse",
     "is_file_name",
     "is_hub_id",
+    "is_web_address",
     "parse_names",
     "plainly_own",
     "widen",
@@ -606,6 +609,12 @@ def excuse(tok: Word, ctx: FileExcuses) -> str:
         return f"{word}: a file's name"
     if tok.type == STRING and _HUB_ID.fullmatch(word.strip("rbuRBU").strip("'\"")):
         return f"{word}: a model repository on the Hugging Face Hub (NVIDIA's organisation), not a CUDA API"
+    if tok.type == STRING and is_web_address(word.strip("rbuRBUfF").strip("'\"")):
+        return f"{word}: a web address"
+    if _CREDENTIAL_NAME.fullmatch(word.strip("rbuRBUfF").strip("'\"")):
+        return f"{word}: the name of a credential or endpoint setting (a web service's, not CUDA's)"
+    if tok.type == NAME and not _whole_word_in(word):
+        return f"{word}: the letters of a CUDA word across two words of a name"
     if _TRITON_CLIENT.search(word):
         return f"{word}: NVIDIA Triton Inference Server's network client, not the Triton language"
     if tok.type == NAME and not _BARE.fullmatch(word) and _attribute_root(tok) in ctx.reported_imports - {"torch"}:
@@ -638,6 +647,32 @@ def is_file_name(token: str) -> bool:
 # `from_pretrained("nvidia/Cosmos-Predict2.5-2B")`: a Hub repository of NVIDIA's organisation (a
 # model's name, not a CUDA image: no `nvidia/cuda`, no `:tag`).
 _HUB_ID = re.compile(r"nvidia/(?!cuda)[A-Za-z0-9][\w.-]*", re.IGNORECASE)
+
+
+# `"https://docs.nvidia.com/cuda/"`, `"git+https://github.com/NVIDIA/apex"` is a pip requirement
+# (CN711's), not a web page: only a page's address, never a package source.
+_WEB_ADDRESS = re.compile(r"https?://[^\s'\"]+", re.IGNORECASE)
+
+
+def is_web_address(token: str) -> bool:
+    """Whether ``token`` is the address of a web page (documentation, an API endpoint)."""
+    return _WEB_ADDRESS.fullmatch(token) is not None
+
+
+# `os.environ["NVIDIA_API_KEY"]`, `NVIDIA_BASE_URL`: a hosted model service's credentials and
+# endpoints (NVIDIA's API catalog), read over the network; nothing of CUDA runs here.
+_CREDENTIAL_NAME = re.compile(r"[A-Z0-9_]*_(?:API_KEY|KEY|TOKEN|SECRET|BASE_URL|URL|ENDPOINT|API_BASE)")
+
+
+def _whole_word_in(name: str) -> bool:
+    """Whether a CUDA word of ``name`` is written as a word of it: ``is_cuda``, ``CudaGraph``,
+    ``NCCLComm``, ``pynccl``, never ``AsyncClient`` (whose "ncCl" crosses from ``Async`` into
+    ``Client``): a match that changes from lower to upper case inside is two words' letters."""
+    for m in _WORDS_STR.finditer(name):
+        text = m.group(0)
+        if not any(a.islower() and b.isupper() for a, b in zip(text, text[1:])):
+            return True
+    return False
 
 
 # `import tritonclient.grpc`, `check_requirements("tritonclient[all]")`: a client of a model

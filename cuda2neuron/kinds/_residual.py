@@ -362,10 +362,10 @@ class _Hits(dict):
 
 
 def _add(hits: _Hits, hit: Hit) -> None:
-    from ._leftover_python import is_file_name, is_hub_id
+    from ._leftover_python import is_file_name, is_hub_id, is_web_address
 
-    if is_file_name(hit.token) or is_hub_id(hit.token):
-        return  # a file's or a Hub repository's name (`nvidia/GR1-100`): a label
+    if is_file_name(hit.token) or is_hub_id(hit.token) or is_web_address(hit.token):
+        return  # a file's or a Hub repository's name (`nvidia/GR1-100`), a page's address: a label
     if (hit.line, hit.col) not in hits.seen:
         hits.seen.add((hit.line, hit.col))
         hits.setdefault(hit.line, []).append(hit)

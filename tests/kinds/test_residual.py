@@ -42,6 +42,12 @@ _ROWS = {
     "python-path-into-cuda": ("m.py", "import os\ncuda_home = find_toolkit()\nnvcc = os.path.join(cuda_home, 'bin', 'nvcc_wrapper')\n", [3]),
     "python-str-join-is-no-path": ("m.py", "x = ', '.join(['use_cuda_x'])\n", [1]),
     "python-own-enum-member": ("pkg/m.py", "from .helper import DeviceType\nif t == DeviceType.CUDA:\n    pass\n", []),
+    # a page's address, a web service's credential, letters of a word across two words of a name
+    "python-web-address": ("m.py", 'DOCS = "https://docs.nvidia.com/deploy/nccl-tuning"\n', []),
+    "python-credential-name": ("m.py", 'import os\nkey = os.environ["NVIDIA_API_KEY"]\n', []),
+    "python-camel-case-crossing": ("m.py", "from openai import AsyncClient\nclient = AsyncClient()\n", []),
+    "python-lowercase-word-kept": ("m.py", "from vllm.distributed import pynccl\nc = pynccl.PyNcclCommunicator(g)\n", [1, 2]),
+    "yaml-web-address": ("config/train.yaml", "docs: https://docs.nvidia.com/cuda/\n", []),
     # shell
     "shell-nvcc": ("build.sh", "nvcc -O3 -o k k.cu\n", [1]),
     "shell-comment-message-heredoc": (
