@@ -14,9 +14,12 @@ from .._shared.visible_devices import visible_cores
 __all__ = ["CudaVisibleDevicesInCommand"]
 
 _VARIABLE = "CUDA_VISIBLE_DEVICES"
-# The assignment as a shell reads it: at the start of a command word (`CUDA_VISIBLE_DEVICES=0
-# python ...`, `bash -c 'CUDA_VISIBLE_DEVICES=...`, `export CUDA_VISIBLE_DEVICES=...`).
-_ASSIGN_RE = re.compile(r"(?:^|(?<=[\s;&|('\"]))CUDA_VISIBLE_DEVICES=([^\s;&|'\"]*)")
+# The assignment where a shell reads one: first in the string or a line, after `;` / `&&` / `|` /
+# `(` or a quote (`bash -c 'CUDA_VISIBLE_DEVICES=...`), or after `export` / `env`. A sentence
+# that mentions it ("Set CUDA_VISIBLE_DEVICES=0,1 and ...") has a word before it.
+_ASSIGN_RE = re.compile(
+    r"(?:^|(?<=\n)|(?<=[;&|('\"])|(?<=[;&|('\"] )|(?<=export )|(?<=env ))([ \t]*)CUDA_VISIBLE_DEVICES=([^\s;&|'\"]*)"
+)
 # Launchers that start several processes: the SAFE rewrite is not made there (every rank would
 # reserve the whole range; neuron-target-api-2.34.md, CN701's note).
 _LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "accelerate launch", "deepspeed", "mpirun")
@@ -64,6 +67,7 @@ class CudaVisibleDevicesInCommand(Rule):
         'os.environ["NEURON_RT_VISIBLE_CORES"] = "0"\n',
         'print("set CUDA_VISIBLE_DEVICES to choose GPUs")\n',  # a sentence, not an assignment
         'name = "CUDA_VISIBLE_DEVICES"\n',  # CN405 reads the environment
+        'HELP = "Set CUDA_VISIBLE_DEVICES=0,1 and NCCL_DEBUG=INFO when debugging hangs."\n',  # a sentence
     )
     INVALID = (
         Invalid('import os\nos.system("CUDA_VISIBLE_DEVICES=2 python eval.py")\n', 'import os\nos.system("NEURON_RT_VISIBLE_CORES=2 python eval.py")\n'),
@@ -72,6 +76,7 @@ class CudaVisibleDevicesInCommand(Rule):
             "import subprocess\nsubprocess.run('NEURON_RT_VISIBLE_CORES=0-3 python serve.py', shell=True)\n",
         ),
         Invalid("import os\ngpu = 1\nos.system(f\"CUDA_VISIBLE_DEVICES={gpu} python train.py\")\n"),
+        Invalid("import os\nos.system('cd out && CUDA_VISIBLE_DEVICES=3 python eval.py')\n", "import os\nos.system('cd out && NEURON_RT_VISIBLE_CORES=3 python eval.py')\n"),
         Invalid("cmd = \"screen -dmS job bash -c 'CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node 2 train.py'\"\n"),
         Invalid('import os\nos.system("CUDA_VISIBLE_DEVICES=2 python eval.py")\n', target="accelerator"),
     )
@@ -85,14 +90,14 @@ class CudaVisibleDevicesInCommand(Rule):
         matches = list(_ASSIGN_RE.finditer(text))
         if not matches:
             return
-        cores = [visible_cores(m.group(1)) for m in matches]
+        cores = [visible_cores(m.group(2)) for m in matches]
         launcher = any(word in text for word in _LAUNCHERS)
         message = f"`{_VARIABLE}=` in a command string selects CUDA GPUs; nothing reads it on Trainium"
         if self.context.settings.target == "neuron" and not launcher and all(cores):
             # Spliced into the literal as written (its quotes, prefix and escapes kept): the
             # assignment itself holds no character a literal escapes.
             raw = iter(cores)
-            written = _ASSIGN_RE.sub(lambda _m: f"NEURON_RT_VISIBLE_CORES={next(raw)}", node.value)
+            written = _ASSIGN_RE.sub(lambda m: f"{m.group(1)}NEURON_RT_VISIBLE_CORES={next(raw)}", node.value)
             self.report(
                 node, message, replacement=node.with_changes(value=written),
                 description="select the NeuronCores with NEURON_RT_VISIBLE_CORES",

@@ -23,6 +23,15 @@ ROWS = [
     ("device-tensor", "s.py", "import torch\nx = torch.zeros(3, dtype=torch.float64, device=device)\n", "CN801", 1),
     ("device-cast", "s.py", "import torch\nloss = criterion(logits.double(), y)\n", "CN801", 1),
     ("set-default", "s.py", "import torch\ntorch.set_default_dtype(torch.float64)\n", "CN801", 1),
+    # a test module that names no device computes its float64 references on the CPU
+    ("cpu-only-test-module", "tests/test_math.py",
+     "import torch\n\ndef test_gram(make_matrix):\n    x = make_matrix(4).double()\n    assert torch.allclose(x @ x.T, (x @ x.T).T)\n", "CN801", 0),
+    ("device-test-module", "tests/test_math.py",
+     "import torch\n\ndef test_gram(make_matrix, device):\n    x = make_matrix(4, device).double()\n", "CN801", 1),
+    # CN604: flash_attn's padding helpers are plain PyTorch; only their import is reported
+    ("flash-attn-padding-helpers", "m.py",
+     "from flash_attn.bert_padding import pad_input, unpad_input\n\ndef f(x, m):\n"
+     "    h, idx, cu, mx, _ = unpad_input(x, m)\n    return pad_input(h, idx, 2, 8)\n", "CN604", 1),
     ("dtype-through-a-name", "s.py", "import torch\n\ndef f(x):\n    dt = torch.float64\n    return x.to(dt)\n", "CN801", 1),
     # CN619: float8 tables and host tensors' dtype tests.
     ("fp8-table", "s.py", 'import torch\nFP8 = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}\n', "CN619", 0),

@@ -18,6 +18,12 @@ _COUNT_KEYS = frozenset({
     "gpus", "gpus_per_node", "gpus_per_task", "gpus_per_worker", "num_gpus", "num_gpus_per_node",
     "n_gpus", "n_gpu", "ngpus", "ngpu", "num_gpu", "gpu_num", "gpu_count", "nr_gpus",
 })
+# Keys a program reads as "how many devices do I use" (`device = "cuda" if cfg.n_gpu > 0 else "cpu"`),
+# not as a scheduler's request. A count of one there selects the device, which the code's port
+# already makes the neuron device: nothing to resize. Under a launcher's or a cluster's section
+# (`hydra.launcher`, `resources`, `compute`) the same key asks a scheduler for GPUs.
+_DEVICE_COUNT_KEYS = frozenset({"num_gpu", "num_gpus", "n_gpu", "n_gpus", "ngpu", "ngpus", "gpu_num", "gpu_count", "nr_gpus"})
+_SCHEDULER_SECTIONS = frozenset({"launcher", "resources", "compute", "slurm", "cluster", "scheduler", "job", "submitit"})
 # Lightning's accelerator names for CUDA (CN108 in code).
 _ACCELERATOR_KEYS = frozenset({"accelerator"})
 _CUDA_ACCELERATORS = frozenset({"gpu", "cuda"})
@@ -29,7 +35,8 @@ class GpuRequestInConfig(TextRule):
     ## What it does
     Reports GPUs requested through a config: GPU counts (``gpus_per_node: 8`` for Hydra's
     submitit launcher, ``gpus: 4`` / ``num_gpus`` / ``n_gpu`` / ``gpu_num`` in trainer and
-    cluster configs, ``gpus: -1`` / ``all``) and Lightning's ``accelerator: gpu`` /
+    cluster configs, ``gpus: -1`` / ``all``; a count of one under a program's own device-count key,
+    ``num_gpu: 1``, is the device selection its ported code makes) and Lightning's ``accelerator: gpu`` /
     ``accelerator: cuda`` (in code, CN108), in YAML, JSON, TOML and INI files. A count of 0 asks
     for no GPU and is left alone.
 
@@ -60,11 +67,14 @@ class GpuRequestInConfig(TextRule):
         Valid("trainer:\n  accelerator: cpu\n", path=CONFIG_EXAMPLE),
         Valid("description: uses 8 gpus\n", path=CONFIG_EXAMPLE),
         Valid("gpu_memory_utilization: 0.9\n", path=CONFIG_EXAMPLE),
+        # one device, read by the program as "use the accelerator" (its device code is ported)
+        Valid("num_gpu: 1\nbatch_size: 32\n", path=CONFIG_EXAMPLE),
     )
     INVALID = (
         Invalid("hydra:\n  launcher:\n    gpus_per_node: 8\n    tasks_per_node: 8\n", path=CONFIG_EXAMPLE),
         Invalid("trainer:\n  accelerator: gpu\n  devices: 4\n", path=CONFIG_EXAMPLE),
         Invalid('{"n_gpu": 2}\n', path="configs/run.json"),
+        Invalid("resources:\n  num_gpus: 1\n", path=CONFIG_EXAMPLE),
         Invalid("[cluster]\nnum-gpus = 4\n", path="config/cluster.toml"),
         Invalid("compute:\n  gpu_num: 8\n  gpu_type: a100_80gb\n", path="mcli/run.yaml"),
     )
@@ -78,6 +88,9 @@ class GpuRequestInConfig(TextRule):
             if key in _COUNT_KEYS:
                 if _NO_GPU.fullmatch(value) or not re.fullmatch(r"-?\d+|all|auto|\[.*\]|[\d, ]+", value, re.IGNORECASE):
                     continue
+                sections = {str(p).lower() for p in s.path[:-1]}
+                if value == "1" and key in _DEVICE_COUNT_KEYS and not sections & _SCHEDULER_SECTIONS:
+                    continue  # one device: a device selection, which the code's port makes
                 message = f"`{s.key}: {value}` requests GPUs, which Trainium does not have"
             elif key in _ACCELERATOR_KEYS and value.lower() in _CUDA_ACCELERATORS:
                 message = f"`{s.key}: {value}` selects Lightning's CUDA accelerator"
