@@ -73,7 +73,7 @@ _SHELL = (
     "gpu", "gres", "docker", "podman", "nerdctl", "singularity", "apptainer", "--nv", "nvcr.io", "-image",
     # library settings passed as flags (CN709; CN737 in configs): rules/_shared/library_settings.toml
     "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim", "deepspeed",
-    "dynamo_backend", "compile_backend",
+    "dynamo_backend", "compile_backend", "liger",
 )  # fmt: skip
 _REQUIREMENTS = (
     "cu", "apex", "flash", "xformers", "bitsandbytes", "triton", "nvidia", "nvml", "gpustat",

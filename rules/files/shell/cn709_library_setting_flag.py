@@ -7,7 +7,7 @@ import re
 from cuda2neuron.core import Effort, Invalid, Safety, TextReport, Valid
 from cuda2neuron.documents.shell import CODE, COMMENT, ShellScript, unquote, word_end
 
-from ..._shared.library_settings import match_setting, normalize_key, setting_keys, table_markdown, with_table
+from ..._shared.library_settings import gpu_constants, match_setting, normalize_key, setting_keys, table_markdown, with_table
 from .._helpers import TextRule
 
 __all__ = ["LibrarySettingFlag"]
@@ -21,6 +21,8 @@ _TEXT_VALUE_RE = re.compile(r"[^\s\"'`;&|]*")
 # The `deepspeed` launcher in command position: first word of a line, after variable
 # assignments or a wrapper (`nohup`, `exec`, `time`); `pip install deepspeed` is not it.
 _LAUNCHER_RE = re.compile(r"^[ \t]*(?:(?:[A-Za-z_]\w*=\S*|nohup|exec|time)[ \t]+)*(deepspeed)(?=[ \t])", re.MULTILINE)
+# A hard-coded GPU count (`GPUS_PER_NODE=8`): the names of the table's [constant] row.
+_CONSTANT_RE = re.compile(r"[A-Z_]*GPU[A-Z_]*")
 _DEEPSPEED_GUIDANCE = (
     "DeepSpeed has no Neuron accelerator: launch with torchrun (--nproc_per_node=<#NeuronCores>) and shard "
     "with FSDP2 on the \"neuron\" process-group backend, or use NxD Training"
@@ -43,7 +45,8 @@ class LibrarySettingFlag(TextRule):
     ``rules/_shared/library_settings.toml`` passed as flags (the rows whose ``where`` holds
     ``cli``): ``--attn_implementation flash_attention_2``, ``--tf32 True``, ``--optim
     paged_adamw_8bit``, ``--deepspeed ds_config.json``, ``--dynamo_backend inductor``,
-    ``--enable_xformers_memory_efficient_attention``, ... and reports the ``deepspeed`` launcher.
+    ``--enable_xformers_memory_efficient_attention``, ... and reports the ``deepspeed`` launcher
+    and hard-coded GPU counts (``GPUS_PER_NODE=8``, the table's ``[constant]`` names).
     Where the row has a port the flag's value is rewritten on the neuron target.
 
     ## Why is this bad?
@@ -72,10 +75,11 @@ class LibrarySettingFlag(TextRule):
     file_kinds = frozenset({"shell"})
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
-        "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda",
+        "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger", "GPUS",
     )
     VALID = (
         Valid("python train.py --attn_implementation sdpa --tf32 False\n", path="launch.sh"),
+        Valid("GPUS_PER_NODE=0\n", path="launch.sh"),
         Valid("pip install deepspeed\n", path="launch.sh"),
         Valid("python train.py --optim adamw_torch --deepspeed ''\n", path="launch.sh"),
         Valid("# torchrun train.py --tf32 True\n", path="launch.sh"),
@@ -100,6 +104,7 @@ class LibrarySettingFlag(TextRule):
         ),
         Invalid('CMD="python train.py --tf32 True"\n$CMD\n', 'CMD="python train.py --tf32 False"\n$CMD\n', path="launch.sh"),
         Invalid("python train.py --tf32 True\n", path="launch.sh", target="accelerator"),
+        Invalid("GPUS_PER_NODE=8\nWORLD_SIZE=$((NUM_NODES*GPUS_PER_NODE))\n", path="launch.slurm"),
     )
 
     @classmethod
@@ -144,6 +149,11 @@ class LibrarySettingFlag(TextRule):
             guidance = found.setting.guidance or (f"on Trainium pass `--{flag} {found.port}`" if found.port else "")
             end = vs if bare else vs + len(value)
             out.append(TextReport(m.start(), end, message, guidance=guidance, effort=Effort.LOW))
+        names, what, guidance, _source = gpu_constants()
+        for ns, ne, vs, ve in doc.assignments(_CONSTANT_RE):
+            value = unquote(text[vs:ve])
+            if text[ns:ne] in names and value is not None and value.isdigit() and int(value) > 0:
+                out.append(TextReport(ns, ve, f"`{text[ns:ve]}` {what}", guidance=guidance, effort=Effort.LOW))
         if "deepspeed" in text:
             for m in _LAUNCHER_RE.finditer(text):
                 if doc.is_code(m.start(1)):
