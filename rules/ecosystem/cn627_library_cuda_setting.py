@@ -66,7 +66,7 @@ class LibraryCudaSetting(Rule):
 
     * settings written as a call's keyword, a dict key, a field default or an assignment
       (``attn_implementation="flash_attention_2"`` becomes ``"sdpa"``, ``tf32=True`` becomes
-      ``False``; ``deepspeed="ds.json"``, ``dynamo_backend="inductor"``, ``strategy="cuda fp16"``,
+      ``False``; ``deepspeed="ds.json"``, ``dynamo_backend="inductor"``,
       ``gpus_per_node=8`` for a job launcher and ``gpu="A100"`` for a serverless platform are
       reported);
     * library calls that set up CUDA or NCCL inside (``deepspeed.initialize``,
@@ -109,7 +109,7 @@ class LibraryCudaSetting(Rule):
     fixes = frozenset({Safety.SAFE})
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "deepspeed", "dynamo_backend", "compile_backend",
-        "liger", "cuda", "gpus", "GPUS", "gpu=", "use_gpu", '"GPU"', "'GPU'", "collective_group",
+        "liger", "gpus", "GPUS", "gpu=", "use_gpu", '"GPU"', "'GPU'", "collective_group",
     )
     VALID = (
         "from transformers import AutoModel\nm = AutoModel.from_pretrained('x', attn_implementation='sdpa')\n",
@@ -155,7 +155,6 @@ class LibraryCudaSetting(Rule):
         Invalid("from ray.util import collective\ncollective.init_collective_group(4, 0, backend='nccl', group_name='g')\n"),
         Invalid("import submitit\nex = submitit.AutoExecutor(folder='logs')\nex.update_parameters(gpus_per_node=8, nodes=2)\n"),
         Invalid("import modal\napp = modal.App()\n\n@app.function(gpu='A100')\ndef train():\n    pass\n"),
-        Invalid("from rwkv.model import RWKV\nmodel = RWKV(model='x.pth', strategy='cuda fp16')\n"),
         Invalid("GPUS_PER_NODE = 8\n"),
         Invalid(
             "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', tf32=True)\n",

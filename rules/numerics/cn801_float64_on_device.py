@@ -35,11 +35,12 @@ _TORCH_ALIAS = re.compile(rb"torch[ \t\\]+as[ \t\\]+([A-Za-z_\x80-\xff][\w\x80-\
 _DEVICE_WORD = re.compile(r"cuda|device|\.to\(|neuron|accelerator|xla|mps|gpu", re.IGNORECASE)
 
 
-def _host_only_test(path: str, source: str) -> bool:
-    parts = PurePath(path).parts
+def _host_only_test(context) -> bool:  # noqa: ANN001 - the engine's RuleContext
+    parts = PurePath(context.path).parts
     name = parts[-1] if parts else ""
     is_test = name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" or "tests" in parts[:-1]
-    return is_test and _DEVICE_WORD.search(source) is None
+    # The path first: the module's text is only asked for in a test module.
+    return is_test and _DEVICE_WORD.search(context.source) is None
 
 
 @lru_cache(maxsize=64)
@@ -144,7 +145,7 @@ class Float64OnDevice(Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._host_only = _host_only_test(context.path, context.source)
+        self._host_only = _host_only_test(context)
         self._bindings = DtypeBindings()
         # Bound names' literals, reported when the module is left: node -> (message, fix).
         self._bound: dict[int, tuple[str, cst.CSTNode | None]] = {}

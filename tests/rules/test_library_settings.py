@@ -39,8 +39,9 @@ def test_every_call_row_names_its_source(call):
         ("load_in_4bit", "true", "python", None),  # CN625's
         ("deepspeed", "null", "config", None),
         ("deepspeed", "ds.json", "config", ""),
-        ("strategy", "ddp", "python", None),
-        ("strategy", "cuda fp16 *10 -> cpu fp32", "python", ""),
+        ("strategy", "ddp", "config", None),
+        ("strategy", "cuda fp16 *10 -> cpu fp32", "config", ""),
+        ("strategy", "cuda fp16", "python", None),  # configs and flags only
     ],
     ids=lambda v: str(v),
 )

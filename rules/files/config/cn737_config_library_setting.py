@@ -98,6 +98,7 @@ class LibrarySettingInConfig(TextRule):
         Invalid("dynamo_config:\n  dynamo_backend: INDUCTOR\n", path="accelerate.yaml"),
         Invalid("flash_attention: true\nxformers_attention: false\n", path=CONFIG_EXAMPLE),
         Invalid("[model]\nattention = 'xformers'\n", path="config/model.toml"),
+        Invalid("model:\n  strategy: cuda fp16 *20 -> cpu fp32\n", path=CONFIG_EXAMPLE),
         Invalid("tf32: true\n", path=CONFIG_EXAMPLE, target="accelerator"),
     )
 
