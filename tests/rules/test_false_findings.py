@@ -32,6 +32,9 @@ ROWS = [
     ("flash-attn-padding-helpers", "m.py",
      "from flash_attn.bert_padding import pad_input, unpad_input\n\ndef f(x, m):\n"
      "    h, idx, cu, mx, _ = unpad_input(x, m)\n    return pad_input(h, idx, 2, 8)\n", "CN604", 1),
+    # CN737: accelerate's DeepSpeed config says DeepSpeed once, not at each of its keys
+    ("accelerate-deepspeed-once", "accelerate.yaml",
+     "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n", "CN737", 1),
     ("dtype-through-a-name", "s.py", "import torch\n\ndef f(x):\n    dt = torch.float64\n    return x.to(dt)\n", "CN801", 1),
     # CN619: float8 tables and host tensors' dtype tests.
     ("fp8-table", "s.py", 'import torch\nFP8 = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}\n', "CN619", 0),

@@ -20,12 +20,12 @@ _DEEPSPEED_GUIDANCE = (
 
 
 def _keys_of_mappings(doc, keys: frozenset[str]):
-    """``(start, end, key)`` of mapping keys in ``keys`` whose value is a mapping or list (the
+    """``(document, start, end, key)`` of mapping keys in ``keys`` whose value is a mapping or list (the
     scalars' rows never see them: ``deepspeed_config: {zero_stage: 2}``)."""
     scalar_paths = {(s.document, s.path) for s in doc.scalars}
     for (document, path), (start, end) in doc.keys.items():
         if path and isinstance(path[-1], str) and normalize_key(path[-1]) in keys and (document, path) not in scalar_paths:
-            yield start, end, path[-1]
+            yield document, start, end, path[-1]
 
 
 class LibrarySettingInConfig(TextRule):
@@ -106,6 +106,7 @@ class LibrarySettingInConfig(TextRule):
     def check_text(cls, doc, settings) -> list[TextReport]:
         keys = setting_keys("config")
         out: list[TextReport] = []
+        deepspeed_documents: set[int] = set()  # documents where DeepSpeed is already reported
         for s in doc.entries:
             if normalize_key(s.key) not in keys:
                 continue
@@ -113,6 +114,8 @@ class LibrarySettingInConfig(TextRule):
             if found is None:
                 continue
             message = f"`{s.key}: {s.value}` {found.what}"
+            if found.setting.id.startswith("deepspeed") or found.setting.id.endswith("_deepspeed"):
+                deepspeed_documents.add(s.document)
             replacement = splice(s, found.port) if found.port else None
             if replacement is not None and settings.target == "neuron":
                 out.append(TextReport(
@@ -130,7 +133,9 @@ class LibrarySettingInConfig(TextRule):
                 s.key_start if s.key_start >= 0 else s.start, s.end, message, guidance=guidance, effort=Effort.LOW,
             ))
         deepspeed_keys = frozenset({"deepspeed", "deepspeed_config", "deepspeed_config_file"}) & keys
-        for start, end, key in _keys_of_mappings(doc, deepspeed_keys):
+        for document, start, end, key in _keys_of_mappings(doc, deepspeed_keys):
+            if document in deepspeed_documents:
+                continue  # `distributed_type: DEEPSPEED` beside it says it once
             out.append(TextReport(
                 start, end, f"`{key}` configures DeepSpeed, which has no Neuron accelerator",
                 guidance=_DEEPSPEED_GUIDANCE, effort=Effort.MEDIUM,
