@@ -75,7 +75,7 @@ class LibrarySettingFlag(TextRule):
     file_kinds = frozenset({"shell"})
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
-        "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger", "GPUS",
+        "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger", "GPUS", "gpus",
     )
     VALID = (
         Valid("python train.py --attn_implementation sdpa --tf32 False\n", path="launch.sh"),
@@ -105,6 +105,7 @@ class LibrarySettingFlag(TextRule):
         Invalid('CMD="python train.py --tf32 True"\n$CMD\n', 'CMD="python train.py --tf32 False"\n$CMD\n', path="launch.sh"),
         Invalid("python train.py --tf32 True\n", path="launch.sh", target="accelerator"),
         Invalid("GPUS_PER_NODE=8\nWORLD_SIZE=$((NUM_NODES*GPUS_PER_NODE))\n", path="launch.slurm"),
+        Invalid("ray job submit -- python3 -m trainer --actor.num_gpus_per_node 8 --ref.num_gpus_per_node 8\n", path="launch.sh"),
     )
 
     @classmethod
