@@ -53,7 +53,7 @@ _ROWS = {
     "shell-comment-message-heredoc": (
         "run.sh", "# nvcc first\necho \"install nvcc first\"\ncat <<EOF\nnvcc\nEOF\n", [],
     ),
-    "shell-quoted-value": ("run.sh", "python train.py --backend 'nccl'\n", [1]),
+    "shell-quoted-value": ("run.sh", "python train.py --collective 'nccl'\n", [1]),
     "shell-directive": ("job.slurm", "#SBATCH --constraint=nvidia_a100\n", [1]),
     "shell-covered": ("run.sh", "export NCCL_DEBUG=INFO\n", []),
     # configs

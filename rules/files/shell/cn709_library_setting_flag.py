@@ -38,6 +38,32 @@ def _ported(value: str, port: str) -> str:
     return f"{quote}{port}{quote}"
 
 
+def _value_at(doc: ShellScript, i: int) -> str:
+    """The flag's value starting at ``i``: a shell word in code (a quoted one too: its opening
+    quote is not code), up to a blank or a quote inside a string or a heredoc."""
+    if doc.states[i] == CODE or doc.text[i] in "'\"":
+        return doc.text[i:word_end(doc.text, i)]
+    return _TEXT_VALUE_RE.match(doc.text, i).group(0)
+
+
+def _nccl_backend_flag(doc: ShellScript, m: re.Match[str], settings) -> list[TextReport]:
+    """``--dist-backend nccl``, ``--vllm.sync_backend nccl``: a backend flag set to NCCL, read as
+    CN732 reads a config's ``backend: nccl`` (the key says backend, the value names NCCL)."""
+    text = doc.text
+    vs = m.end()
+    if m.group(2) == "" or vs >= len(text):
+        return []
+    value = _value_at(doc, vs)
+    if (unquote(value) or "").lower() != "nccl":
+        return []
+    message = f"`--{m.group(1)} {value}` selects the NCCL process-group backend"
+    if settings.target == "neuron":
+        quote = value[0] if value[:1] in ("'", '"') else ""
+        return [TextReport(vs, vs + len(value), message, replacement=f"{quote}neuron{quote}", description='pass the "neuron" backend')]
+    return [TextReport(m.start(), vs + len(value), message, guidance="leave the backend out and let torch.distributed "
+                       "choose the one for the device (torch.distributed.get_default_backend_for_device)", effort=Effort.LOW)]
+
+
 class LibrarySettingFlag(TextRule):
     """
     ## What it does
@@ -46,7 +72,8 @@ class LibrarySettingFlag(TextRule):
     ``cli``): ``--attn_implementation flash_attention_2``, ``--tf32 True``, ``--optim
     paged_adamw_8bit``, ``--deepspeed ds_config.json``, ``--dynamo_backend inductor``,
     ``--enable_xformers_memory_efficient_attention``, ... and reports the ``deepspeed`` launcher
-    and hard-coded GPU counts (``GPUS_PER_NODE=8``, the table's ``[constant]`` names).
+    and hard-coded GPU counts (``GPUS_PER_NODE=8``, the table's ``[constant]`` names), and
+    backend flags set to NCCL (``--dist-backend nccl``, read as CN732 reads ``backend: nccl``).
     Where the row has a port the flag's value is rewritten on the neuron target.
 
     ## Why is this bad?
@@ -75,7 +102,7 @@ class LibrarySettingFlag(TextRule):
     file_kinds = frozenset({"shell"})
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
-        "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger", "GPUS", "gpus",
+        "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger", "GPUS", "gpus", "nccl",
     )
     VALID = (
         Valid("python train.py --attn_implementation sdpa --tf32 False\n", path="launch.sh"),
@@ -105,6 +132,11 @@ class LibrarySettingFlag(TextRule):
         Invalid('CMD="python train.py --tf32 True"\n$CMD\n', 'CMD="python train.py --tf32 False"\n$CMD\n', path="launch.sh"),
         Invalid("python train.py --tf32 True\n", path="launch.sh", target="accelerator"),
         Invalid("GPUS_PER_NODE=8\nWORLD_SIZE=$((NUM_NODES*GPUS_PER_NODE))\n", path="launch.slurm"),
+        Invalid(
+            "python train.py --dist-backend nccl --vllm.sync_backend 'nccl'\n",
+            "python train.py --dist-backend neuron --vllm.sync_backend 'neuron'\n",
+            path="launch.sh",
+        ),
         Invalid("ray job submit -- python3 -m trainer --actor.num_gpus_per_node 8 --ref.num_gpus_per_node 8\n", path="launch.sh"),
     )
 
@@ -117,7 +149,12 @@ class LibrarySettingFlag(TextRule):
         for m in _FLAG_RE.finditer(text):
             flag = m.group(1)
             # Commands are also kept in strings and heredocs; comments are text.
-            if normalize_key(flag) not in keys or states[m.start()] == COMMENT:
+            if states[m.start()] == COMMENT:
+                continue
+            if "backend" in flag.lower() and flag.lower() != "dynamo_backend":
+                out.extend(_nccl_backend_flag(doc, m, settings))
+                continue
+            if normalize_key(flag) not in keys:
                 continue
             vs = m.end()
             # A quote after the flag closes the string the flag sits in (`cmd="... --tf32"`); in code
@@ -126,10 +163,8 @@ class LibrarySettingFlag(TextRule):
             bare = m.group(2) != "=" and (vs >= len(text) or text[vs] in ends or m.group(2) == "")
             if bare:
                 value = "true"
-            elif states[vs] == CODE:
-                value = text[vs:word_end(text, vs)]
             else:
-                value = _TEXT_VALUE_RE.match(text, vs).group(0)
+                value = _value_at(doc, vs)
             if not bare and unquote(value) is None:
                 continue  # computed at run time ($OPTIM): the script's caller decides
             found = match_setting(flag, value, "cli")
