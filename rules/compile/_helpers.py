@@ -23,8 +23,13 @@ from .._shared.names import call_qualname
 
 __all__ = ["COMPILE_KEYWORDS", "wakes_on_compile", "compile_callee", "has_star_kwargs", "is_compile_call", "is_torch_compile"]
 
-# The keywords of torch.compile after the model (what nn.Module.compile forwards).
-COMPILE_KEYWORDS = frozenset({"fullgraph", "dynamic", "backend", "mode", "options", "disable"})
+# The keywords of torch.compile after the model (what nn.Module.compile forwards), as torch 2.13's
+# signature has them: `name`, `recompile_limit`, `isolate_recompiles` and `shapes_spec` are new there
+# (AWS's compile reference links the 2.13 docs); without them `model.compile(name="enc")` read as
+# some other framework's compile.
+COMPILE_KEYWORDS = frozenset(
+    {"fullgraph", "dynamic", "backend", "mode", "options", "name", "disable", "recompile_limit", "isolate_recompiles", "shapes_spec"}
+)
 # Frameworks whose models have a compile() method of their own (keras' takes an optimizer and
 # a loss; a file that imports one of them is not read as calling nn.Module.compile).
 _OTHER_COMPILES = frozenset({"keras", "tensorflow", "tf_keras", "jax", "flax", "mlx", "paddle"})

@@ -58,6 +58,12 @@ class CompileDynamic(Rule):
         Invalid('import torch\nm = torch.compile(m, backend="neuron", dynamic=True)\n'),
         Invalid('import torch\nm = torch.compile(m, backend="neuron", dynamic=args.dynamic)\n'),
         Invalid('import torch\nm = torch.compile(m, dynamic=True)\n', target="accelerator"),
+        # nn.Module.compile with torch 2.13's `name=` keyword: still torch.compile's keywords.
+        Invalid(
+            'import torch\nmodel.compile(dynamic=True, name="encoder")\n',
+            'import torch\nmodel.compile(dynamic=False, name="encoder")\n',
+            unsafe=True,
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:

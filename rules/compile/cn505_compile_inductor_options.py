@@ -41,9 +41,14 @@ _KEYS = frozenset(
     }
 )
 
+# AWS's torch.compile reference (torch/compile/reference-torch-compile, 2026-10-14) rates `options`
+# "Partial": a dict or None is accepted and only a few keys are read. The readable one is Neuron's
+# own `fallback_execution` (env-vars page); inductor's keys are not among them (the backend does not
+# use TorchInductor, about-torch-compile).
 _GUIDANCE = (
-    "These options configure inductor's CUDA/CPU code generation; with backend=\"neuron\" they "
-    "have no effect. Remove them (keep them only for the CUDA build of the code)."
+    "These options configure inductor's CUDA/CPU code generation; the neuron backend accepts an "
+    "options dict but reads only a few Neuron keys (AWS rates `options` \"Partial\"), and inductor's are "
+    "not among them. Remove them (keep them only for the CUDA build of the code)."
 )
 
 
@@ -71,8 +76,9 @@ class CompileInductorOptions(Rule):
     ```
 
     ## Fix safety
-    No fix: whether the neuron backend accepts or ignores an ``options`` dict is not documented,
-    and configuration next to it may still serve a CUDA build, so the user decides.
+    No fix: AWS's ``torch.compile`` reference rates ``options`` "Partial" (the dict is accepted
+    and only a few Neuron keys such as ``fallback_execution`` are read; inductor keys are not
+    among them), and configuration next to it may still serve a CUDA build, so the user decides.
     """
 
     code = "CN505"

@@ -20,14 +20,20 @@ _DTYPES = frozenset({
 })  # fmt: skip
 # An attribute named float8...: the dot, then blanks or line continuations, then the name.
 _FLOAT8_ATTRIBUTE = re.compile(rb"\.[\s\\]*float8")
+# Neuron 2.34's release notes (2026-11-30): "FP8 and MXFP8 matrix multiplications run on Neuron",
+# new in torch-neuronx 2.13.3.1 / 2.14.3.1; TorchAO Neuron's fused MXFP8 linear needs Trn3 and
+# torch-neuronx >= 2.14.3.1 (setup-torchao-neuron, 2026-11-06). Which float8 formats run on which
+# chip is not on a readable GA page; the pre-release source had float8_e4m3 on Trn2 and neither
+# e4m3fn nor MX-OCP there.
 _OP_GUIDANCE = (
-    "TorchNeuron documents no FP8 matmul operator: compute the product in bfloat16 "
-    "(dequantize: `(a.to(torch.bfloat16) * scale_a) @ (b.to(torch.bfloat16) * scale_b)`) or write an "
-    "NKI kernel; keep the FP8 weights only if the port verifies them on the device."
+    "FP8 and MXFP8 matmuls run on Neuron from torch-neuronx 2.13.3.1 / 2.14.3.1 (Neuron 2.34) only; "
+    "which float8 formats run depends on the chip (Trn2 vs Trn3): check the numerics on the device, "
+    "or compute the product in bfloat16 (dequantize: "
+    "`(a.to(torch.bfloat16) * scale_a) @ (b.to(torch.bfloat16) * scale_b)`)."
 )
 _DTYPE_GUIDANCE = (
-    "float8 tensors are not among the dtypes TorchNeuron documents for eager tensors; verify on the "
-    "device, or keep the data in bfloat16 (the recommended type)."
+    "float8 matmuls run on Neuron from torch-neuronx 2.13.3.1 / 2.14.3.1 (Neuron 2.34); the formats "
+    "depend on the chip (Trn2 vs Trn3): verify on the device, or keep the data in bfloat16."
 )
 
 
@@ -44,9 +50,12 @@ class CudaFp8Ops(Rule):
     — is not reported.
 
     ## Why is this bad?
-    ``_scaled_mm`` is a private operator with CUDA kernels only (cuBLASLt FP8 GEMMs on Ada/Hopper
-    GPUs); on any other device it raises. FP8 support on the neuron device is not documented, so
-    FP8 code paths must be checked by hand.
+    ``_scaled_mm`` is a private operator written for CUDA's FP8 GEMMs (cuBLASLt on Ada/Hopper
+    GPUs). Neuron 2.34's release notes say FP8 and MXFP8 matrix multiplications run on Neuron,
+    new in torch-neuronx 2.13.3.1 / 2.14.3.1: on Neuron 2.33 and older the FP8 path fails or
+    falls back to the CPU. Which float8 formats run depends on the chip (TorchAO Neuron's MXFP8
+    linear needs Trn3; pre-release: ``float8_e4m3`` on Trn2, not ``e4m3fn``), and the numerics
+    differ from cuBLASLt's, so FP8 code paths must be checked on the device.
 
     ## Example
     ```python
@@ -54,8 +63,8 @@ class CudaFp8Ops(Rule):
     ```
 
     ## Fix safety
-    No fix: the replacement changes numerics (bf16 instead of FP8) and there is no documented
-    target operator (effort medium for an operator, low for a dtype).
+    No fix: whether the FP8 path runs depends on the torch-neuronx release and the chip, and the
+    bfloat16 replacement changes numerics (effort medium for an operator, low for a dtype).
     """
 
     code = "CN619"
@@ -98,7 +107,7 @@ class CudaFp8Ops(Rule):
         qualified = self.qualname(node) if ancestors is None else self._qualified[id(node)]
         self.report(
             node,
-            f"`{qualified}`: float8 on the neuron device is undocumented",
+            f"`{qualified}`: float8 on the neuron device needs torch-neuronx >= 2.13.3.1 / 2.14.3.1 and a chip with the format",
             guidance=_DTYPE_GUIDANCE,
             effort=Effort.LOW,
             ancestors=ancestors,
@@ -108,7 +117,7 @@ class CudaFp8Ops(Rule):
         qualified = call_qualname(self, node)
         if qualified in _OPS:
             self.report(
-                node, f"`{qualified}` is a CUDA-only FP8 matrix product", guidance=_OP_GUIDANCE, effort=Effort.MEDIUM
+                node, f"`{qualified}` is an FP8 matrix product: on Neuron only from torch-neuronx 2.13.3.1 / 2.14.3.1", guidance=_OP_GUIDANCE, effort=Effort.MEDIUM
             )
 
     def visit_Attribute(self, node: cst.Attribute) -> None:

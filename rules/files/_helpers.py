@@ -82,12 +82,13 @@ NCCL_GUIDANCE = (
     "delete it for Trainium runs (keep it only in a CUDA launch script); "
     "the neuron backend sets up its own collectives"
 )
-# TorchNeuron's pre-release source reads NEURON_LAUNCH_BLOCKING=1 for synchronous execution; the
-# GA environment-variable reference (torch/reference/env-vars) does not list it, so it is named,
-# not written.
+# TorchNeuron's pre-release source reads NEURON_LAUNCH_BLOCKING=1 for synchronous execution (and
+# its pre-release env-var doc listed it under "eager execution"). Whether the GA environment-variable
+# reference (torch/reference/env-vars) lists it is not confirmed either way: that section of the GA
+# page could not be read. So it is named, not written.
 CUDA_LAUNCH_BLOCKING_GUIDANCE = (
     "for synchronous execution while debugging, TorchNeuron's pre-release source reads "
-    "`NEURON_LAUNCH_BLOCKING=1` (not on the documented environment-variable list: check your release)"
+    "`NEURON_LAUNCH_BLOCKING=1` (not confirmed on the GA environment-variable page: check your release)"
 )
 _DELETE = "delete it for Trainium runs (keep it only in a CUDA launch script)"
 

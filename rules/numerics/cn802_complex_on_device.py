@@ -30,10 +30,16 @@ _ATTRS = frozenset(q.rsplit(".", 1)[1] for q in _NAMES) | {"fft", "rfft", "ifft"
 # Every report is one of these names as a whole identifier, resolved to torch: the code holds
 # the name and "torch" (`complex_human_instruction`, `is_complex()`, NumPy's fft hold neither).
 _WORD = re.compile(rb"\b(?:" + b"|".join(sorted(a.encode() for a in _ATTRS)) + rb")\b")
+# AWS's environment-variable reference (torch/reference/env-vars, 2026-10-14):
+# TORCH_NEURONX_COMPLEX_DECOMPOSE defaults to True for PyTorch >= 2.13, every torch TorchNeuron ships
+# for; with it off only "verified native complex operations" lower, the rest follows the fallback
+# policy. So complex code runs, decomposed, and which ops are covered is the compatibility table's word.
 _GUIDANCE = (
-    "Trainium has no complex dtypes. Rewrite with real tensors: for rotary embeddings, precompute "
-    "cos and sin and rotate pairs, out = cat(x1 * cos - x2 * sin, x1 * sin + x2 * cos); keep FFTs "
-    "on the host (CPU) or express them as real matmuls."
+    "TorchNeuron decomposes complex ops into real arithmetic by default (torch >= 2.13, "
+    "TORCH_NEURONX_COMPLEX_DECOMPOSE); per-op coverage is in the torch-neuronx compatibility table, "
+    "and an op left out falls back to the CPU. A real-valued form stays the portable and fast one: for "
+    "rotary embeddings, precompute cos and sin and rotate pairs, out = cat(x1 * cos - x2 * sin, "
+    "x1 * sin + x2 * cos); express FFTs as real matmuls or keep them on the host (CPU)."
 )
 
 
@@ -45,9 +51,13 @@ class ComplexOnDevice(Rule):
     and ``torch.fft.*`` / ``torch.stft`` (which produce complex results).
 
     ## Why is this bad?
-    The neuron device does not support complex dtypes. The common case is rotary position
-    embeddings written with ``view_as_complex`` (LLaMA-style ``freqs_cis``): on Trainium those
-    ops fall back to the CPU or fail.
+    The neuron device has no complex dtypes of its own: TorchNeuron decomposes complex ops into
+    real arithmetic by default since PyTorch 2.13 (``TORCH_NEURONX_COMPLEX_DECOMPOSE``, AWS's
+    environment-variable reference), and which ops that covers is per op (the torch-neuronx
+    compatibility table); an op it leaves out runs on the CPU. So the code runs, but check it:
+    the decomposed form costs more than a real-valued one, and a fallback copies to the host.
+    The common case is rotary position embeddings written with ``view_as_complex`` (LLaMA-style
+    ``freqs_cis``).
 
     ## Example
     ```python
@@ -101,7 +111,7 @@ class ComplexOnDevice(Rule):
         if qualified in _NAMES or (in_package(qualified, ("torch.fft",)) and qualified != "torch.fft") or qualified == "torch.stft":
             self.report(
                 node,
-                f"`{qualified}` uses complex numbers, which the neuron device does not support",
+                f"`{qualified}` uses complex numbers, which the neuron device only runs decomposed into real ops: check it",
                 guidance=_GUIDANCE,
                 effort=Effort.MEDIUM,
             )

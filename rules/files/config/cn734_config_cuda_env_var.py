@@ -35,8 +35,9 @@ class CudaEnvVarInConfig(TextRule):
       PYTORCH_CUDA_ALLOC_CONF: expandable_segments:True
     ```
     Delete it for Trainium jobs. For ``CUDA_LAUNCH_BLOCKING`` the guidance names
-    ``NEURON_LAUNCH_BLOCKING``, which TorchNeuron's pre-release source reads (AWS's
-    environment-variable reference does not list it, so it is not written).
+    ``NEURON_LAUNCH_BLOCKING``, which TorchNeuron's pre-release source reads (not confirmed on
+    AWS's GA environment-variable page, whose eager-execution section could not be read, so it
+    is not written).
 
     ## Fix safety
     Report only; with ``--target accelerator`` the variables are kept silently (harmless on

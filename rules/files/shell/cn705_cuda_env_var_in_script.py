@@ -22,8 +22,8 @@ class CudaEnvVarInScript(TextRule):
     folders (``LD_LIBRARY_PATH=/usr/local/cuda/lib64``)
     (``CUDA_VISIBLE_DEVICES`` is CN701's; a script's own ``CUDA_FLAG`` is not a CUDA setting).
     For ``CUDA_LAUNCH_BLOCKING`` the guidance names ``NEURON_LAUNCH_BLOCKING``, which
-    TorchNeuron's pre-release source reads; it is not rewritten, because AWS's
-    environment-variable reference does not list it.
+    TorchNeuron's pre-release source reads; it is not rewritten, because it is not confirmed
+    on AWS's GA environment-variable page (its eager-execution section could not be read).
 
     ## Why is this bad?
     They configure the CUDA runtime, PyTorch's CUDA caching allocator or CUDA extension builds;
