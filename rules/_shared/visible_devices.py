@@ -6,7 +6,36 @@ script and of the code it starts agree on which cores are visible.
 
 from __future__ import annotations
 
-__all__ = ["visible_cores"]
+import re
+
+__all__ = ["LAUNCHER_GUIDANCE", "MULTI_PROCESS_LAUNCHER_RE", "launcher_caveat", "visible_cores"]
+
+# Commands that start one process per device from one environment: torchrun and the module it
+# runs (`python -m torch.distributed.run`, the older `.launch`), `accelerate launch`, deepspeed's
+# launcher. Each child inherits the job-wide NEURON_RT_VISIBLE_CORES.
+MULTI_PROCESS_LAUNCHER_RE = re.compile(
+    r"(?<![\w.-])(?:torchrun|torch\.distributed\.(?:run|launch)|accelerate[ \t]+launch|deepspeed)(?![\w-])"
+)
+# Why a job-wide range in front of such a launcher is not a safe rewrite. AWS's runtime pages
+# (neuron-runtime configuration guide, 2026-05-11; nrt-env-var-reference, 2026-09-27): one process
+# reserves every NeuronCore it sees, exclusively. TorchNeuron's pre-release `neuron` process group
+# sets NEURON_RT_VISIBLE_CORES=LOCAL_RANK only when the variable is unset. So with `0-1` set for the
+# job, every rank may try to reserve cores 0-1 where CUDA gave rank r GPU r of the list. Not
+# verified on a Trn2 (neuron-target-api-2.34.md, section 7); no per-rank form is documented.
+LAUNCHER_GUIDANCE = (
+    "for a multi-process launcher, drop the variable and let `init_process_group(\"neuron\")` give each rank "
+    "its own core (TorchNeuron sets NEURON_RT_VISIBLE_CORES=LOCAL_RANK only when it is unset), or ask for a "
+    "number of cores with NEURON_RT_NUM_CORES; each process reserves every core it sees"
+)
+
+
+def launcher_caveat(launcher: str) -> str:
+    """The text a finding adds when the variable reaches several processes through ``launcher``
+    (``torchrun``, ``torch.distributed.init_process_group``, ...)."""
+    return (
+        f" (unsafe: with `{launcher}` several processes see it, and each would reserve every core in "
+        "the range: TorchNeuron assigns one core per rank only when the variable is unset)"
+    )
 
 
 def visible_cores(value: str) -> str | None:

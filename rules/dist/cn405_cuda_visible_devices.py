@@ -8,7 +8,8 @@ from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 from cuda2neuron.python import visit_syntax
 
 from .._shared.strings import make_string, string_value
-from .._shared.visible_devices import visible_cores
+from .._shared.names import call_qualname
+from .._shared.visible_devices import LAUNCHER_GUIDANCE, MULTI_PROCESS_LAUNCHER_RE, launcher_caveat, visible_cores
 from ._helpers import EnvAccess, EnvSite, env_keyword_site, env_site
 
 __all__ = ["CudaVisibleDevices"]
@@ -27,6 +28,14 @@ _HIDE_ALL_GUIDANCE = (
     "This value hides every GPU to force a CPU run. There is no Neuron variable with that "
     "meaning here: choose the CPU device in code (e.g. `torch.device(\"cpu\")`) on that path, "
     "and remove the setting."
+)
+
+
+# Calls that start one process per device, each inheriting os.environ (as torchrun's ranks do),
+# and the call that makes the file one rank of several: its write runs in every rank, before the
+# neuron process group would have given each rank its own core.
+_RANKS = frozenset(
+    {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "torch.distributed.init_process_group"}
 )
 
 
@@ -95,7 +104,12 @@ class CudaVisibleDevices(Rule):
     ``devs = os.environ.get(...)`` then ``devs.split(",")``), which misparse a range. The sites
     of the variable in one function (or at module level) are linked: a read renamed while a write
     of the same variable is left (or the other way round) would name two variables, so they are
-    applied together at the weakest safety among them, or reported together. Non-consecutive, empty or
+    applied together at the weakest safety among them, or reported together. A write in a file
+    that starts several processes (a ``torchrun`` / ``torch.distributed.run`` / ``accelerate
+    launch`` / ``deepspeed`` command it runs, ``torch.multiprocessing.spawn``) or that is one rank
+    of several (it calls ``torch.distributed.init_process_group``) is unsafe with its linked
+    sites: each process would reserve the whole range, since TorchNeuron gives each rank its own
+    core only when the variable is unset (CN701 says more). Non-consecutive, empty or
     UUID lists are reported without a fix. With ``--target accelerator`` the finding is
     report-only: CUDA still needs its variable, so set both.
     """
@@ -151,6 +165,29 @@ class CudaVisibleDevices(Rule):
         ),
         # non-consecutive: not expressible
         Invalid('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,2"\n'),
+        # The environment handed to torchrun's ranks: each would reserve cores 0-1.
+        Invalid(
+            'import os\nimport subprocess\nenv = {**os.environ, "CUDA_VISIBLE_DEVICES": "0,1"}\n'
+            'subprocess.run(["torchrun", "--nproc_per_node=2", "train.py"], env=env)\n',
+            'import os\nimport subprocess\nenv = {**os.environ, "NEURON_RT_VISIBLE_CORES": "0-1"}\n'
+            'subprocess.run(["torchrun", "--nproc_per_node=2", "train.py"], env=env)\n',
+            unsafe=True,
+        ),
+        Invalid(
+            'import os\nimport torch.multiprocessing as mp\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"\n'
+            "mp.spawn(worker, nprocs=2)\n",
+            'import os\nimport torch.multiprocessing as mp\nos.environ["NEURON_RT_VISIBLE_CORES"] = "0-1"\n'
+            "mp.spawn(worker, nprocs=2)\n",
+            unsafe=True,
+        ),
+        # One rank of a torchrun job: every rank sets the range before the process group starts.
+        Invalid(
+            'import os\nimport torch.distributed as dist\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1,2,3"\n'
+            'dist.init_process_group("neuron")\n',
+            'import os\nimport torch.distributed as dist\nos.environ["NEURON_RT_VISIBLE_CORES"] = "0-3"\n'
+            'dist.init_process_group("neuron")\n',
+            unsafe=True,
+        ),
         # empty (hide every GPU): no Neuron spelling either
         Invalid('import os\nos.environ["CUDA_VISIBLE_DEVICES"] = ""\n'),
         # computed value: key renamed only with --unsafe-fixes
@@ -182,6 +219,9 @@ class CudaVisibleDevices(Rule):
         # is linked to the other sites of the variable in its scope.
         self._sites: dict[int, list[dict]] = {}
         self._scopes: list[cst.CSTNode] = []  # kept alive: their ids key _sites
+        # The multi-process launcher the file starts (a `torchrun` command string handed to
+        # subprocess, torch.multiprocessing.spawn): a write of the variable then reaches every rank.
+        self._launcher: str | None = None  # (or the init_process_group call of one rank)
 
     def _emit(self, node: cst.CSTNode, message: str, **kwargs) -> None:
         kwargs.setdefault("ancestors", tuple(self.context.ancestors))
@@ -191,9 +231,21 @@ class CudaVisibleDevices(Rule):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for sites in self._sites.values():
+            launched = self._launcher is not None and any(site.pop("write", False) for site in sites)
             for site in sites:
+                site.pop("write", None)
+                if launched and site.get("replacement") is not None:
+                    # A job-wide range reaching several ranks: each would reserve all of it.
+                    assert self._launcher is not None
+                    site["message"] += launcher_caveat(self._launcher)
+                    site["safety"] = Safety.UNSAFE
+                    site["guidance"] = f"{site['guidance']} {LAUNCHER_GUIDANCE}".strip()
                 others = tuple(o["node"] for o in sites if o is not site)
                 self.report(depends=others, **site)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._launcher is None and call_qualname(self, node) in _RANKS:
+            self._launcher = call_qualname(self, node)
 
     def _parsed_later(self, site: EnvSite) -> bool:
         """``devs = os.environ.get(K)`` ... ``devs.split(",")`` in the same function."""
@@ -210,6 +262,8 @@ class CudaVisibleDevices(Rule):
         return finder.found
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if self._launcher is None and (found := MULTI_PROCESS_LAUNCHER_RE.search(node.value)) is not None:
+            self._launcher = " ".join(found.group(0).split())  # `["torchrun", ...]`, "torchrun ..."
         if _CUDA not in node.value or string_value(node) != _CUDA:
             return
         site = env_site(self, node)
@@ -270,4 +324,5 @@ class CudaVisibleDevices(Rule):
             safety=safety,
             guidance=guidance,
             description=f"use {_NEURON}",
+            write=site.access is EnvAccess.WRITE,
         )

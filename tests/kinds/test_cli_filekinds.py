@@ -30,7 +30,7 @@ def _git(repo: Path, *args: str) -> None:
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     root.mkdir()
-    (root / "launch.sh").write_text("#!/bin/bash\nCUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=2 t.py\n")
+    (root / "launch.sh").write_text("#!/bin/bash\nCUDA_VISIBLE_DEVICES=0,1 python t.py\n")
     (root / "requirements.txt").write_text("torch>=2.6\nflash-attn>=2.5\n")
     (root / "explore.ipynb").write_text(json.dumps(NOTEBOOK, indent=1, sort_keys=True) + "\n")
     (root / "notes.txt").write_text("CUDA_VISIBLE_DEVICES=0,1\n")  # not a file kind we read
@@ -60,7 +60,7 @@ def test_check_reports_every_kind(repo, capfd, monkeypatch):
 def test_migrate_rewrites_scripts_and_notebooks_in_place(repo, capfd, monkeypatch):
     code, _, err = _run(capfd, monkeypatch, repo, "migrate", ".")
     assert code in (0, 1), err
-    assert (repo / "launch.sh").read_text() == "#!/bin/bash\nNEURON_RT_VISIBLE_CORES=0-1 torchrun --nproc_per_node=2 t.py\n"
+    assert (repo / "launch.sh").read_text() == "#!/bin/bash\nNEURON_RT_VISIBLE_CORES=0-1 python t.py\n"
     cell = json.loads((repo / "explore.ipynb").read_text())["cells"][0]
     assert cell["source"] == ["%matplotlib inline\n", "import torch\n", "!nvidia-smi\n", 'x = torch.zeros(2).to("neuron")']
     assert (repo / "requirements.txt").read_text() == "torch>=2.6\nflash-attn>=2.5\n"

@@ -142,10 +142,15 @@ def test_names_imported_in_an_earlier_cell_resolve():
 
 
 def test_shell_cells_and_env_magic_use_the_shell_rules():
-    old = nb("%%bash\nexport CUDA_VISIBLE_DEVICES=0,1\ntorchrun --nproc_per_node=gpu t.py", "%env CUDA_VISIBLE_DEVICES=3")
+    old = nb(
+        "%%bash\nexport CUDA_VISIBLE_DEVICES=0,1\npython t.py",
+        "!torchrun --nproc_per_node=gpu t.py",
+        "%env CUDA_VISIBLE_DEVICES=3",
+    )
     new, findings = fix_source(old, "a.ipynb", OWN)
     assert sources(new) == [
-        "%%bash\nexport NEURON_RT_VISIBLE_CORES=0-1\ntorchrun --nproc_per_node=gpu t.py",
+        "%%bash\nexport NEURON_RT_VISIBLE_CORES=0-1\npython t.py",
+        "!torchrun --nproc_per_node=gpu t.py",
         "%env NEURON_RT_VISIBLE_CORES=3",
     ]
     assert {f.code for f in findings} == {"CN701", "CN703"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cuda2neuron.core import Effort, Invalid, Safety, TextReport, Valid
 
-from ..._shared.visible_devices import visible_cores
+from ..._shared.visible_devices import LAUNCHER_GUIDANCE, MULTI_PROCESS_LAUNCHER_RE, launcher_caveat, visible_cores
 from .._helpers import TextRule
 from ._helpers import CONFIG_KINDS, env_entries, splice
 
@@ -41,7 +41,10 @@ class CudaVisibleDevicesInConfig(TextRule):
     ```
 
     ## Fix safety
-    Safe for a literal consecutive list: the same indices stay visible. A value computed when
+    Safe for a literal consecutive list: the same indices stay visible. Unsafe when the file
+    runs a multi-process launcher (``torchrun``, ``torch.distributed.run``, ``accelerate
+    launch``, ``deepspeed``): each rank would reserve the whole range, since TorchNeuron gives
+    each rank its own core only when the variable is unset (CN701 says more). A value computed when
     the job runs (``${{ matrix.gpu }}``, ``$GPU``) gets an unsafe rename of the name only.
     Lists without a range form (``0,2``), empty values and GPU UUIDs are reported. With
     ``--target accelerator`` it is reported: add ``NEURON_RT_VISIBLE_CORES`` next to it so the
@@ -76,6 +79,13 @@ class CudaVisibleDevicesInConfig(TextRule):
         ),
         Invalid('{"env": {"CUDA_VISIBLE_DEVICES": "0"}}\n', '{"env": {"NEURON_RT_VISIBLE_CORES": "0"}}\n', path=".devcontainer/devcontainer.json"),
         Invalid("env:\n  CUDA_VISIBLE_DEVICES: 0,2\n", path=_WORKFLOW),
+        # The job's environment reaches torchrun's ranks: each would reserve cores 0-1.
+        Invalid(
+            "jobs:\n  t:\n    env:\n      CUDA_VISIBLE_DEVICES: \"0,1\"\n    steps:\n      - run: torchrun --nproc_per_node=2 t.py\n",
+            "jobs:\n  t:\n    env:\n      NEURON_RT_VISIBLE_CORES: \"0-1\"\n    steps:\n      - run: torchrun --nproc_per_node=2 t.py\n",
+            unsafe=True,
+            path=_WORKFLOW,
+        ),
         Invalid(
             "env:\n  CUDA_VISIBLE_DEVICES: ${{ matrix.gpu }}\n",
             "env:\n  NEURON_RT_VISIBLE_CORES: ${{ matrix.gpu }}\n",
@@ -91,6 +101,11 @@ class CudaVisibleDevicesInConfig(TextRule):
         if _CVD not in raw:
             return []
         out = []
+        # The environment a config sets reaches every command it runs: a torchrun / deepspeed /
+        # accelerate launch anywhere in the file makes the rewrite unsafe (each rank would
+        # reserve the whole range; see rules/_shared/visible_devices.py).
+        found = MULTI_PROCESS_LAUNCHER_RE.search(raw)
+        launcher = " ".join(found.group(0).split()) if found else None
         for entry in env_entries(doc):
             if entry.name != _CVD:
                 continue
@@ -138,7 +153,10 @@ class CudaVisibleDevicesInConfig(TextRule):
                 pos = b
             text.append(raw[pos:end])
             out.append(TextReport(
-                start, end, f"`{shown}` selects GPUs; NeuronCores are selected with `{_NRVC}={cores}`",
+                start, end, f"`{shown}` selects GPUs; NeuronCores are selected with `{_NRVC}={cores}`"
+                + (launcher_caveat(launcher) if launcher else ""),
                 replacement="".join(text), description=f"use {_NRVC}",
+                safety=Safety.UNSAFE if launcher else Safety.SAFE,
+                guidance=LAUNCHER_GUIDANCE if launcher else "",
             ))
         return out

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from cuda2neuron.core import Effort, Invalid, Safety, TextReport, Valid
-from cuda2neuron.documents.shell import CODE, DQUOTE, ShellScript, unquote
+from cuda2neuron.documents.shell import CODE, DQUOTE, ShellScript, command_end, unquote
 
+from ..._shared.visible_devices import LAUNCHER_GUIDANCE, MULTI_PROCESS_LAUNCHER_RE, launcher_caveat
 from ..._shared.visible_devices import visible_cores as dist_visible_cores
 from .._helpers import TextRule
 
@@ -35,6 +36,24 @@ def visible_cores(value: str) -> tuple[str | None, str]:
     return None, f"`{value}` is not a consecutive ascending list"
 
 
+def launcher_reached(doc: ShellScript, value_end: int) -> str | None:
+    """The multi-process launcher an assignment ending at ``value_end`` reaches, or None.
+
+    A prefix (``X=0,1 torchrun ...``, ``env X=0,1 deepspeed ...``) reaches the command it
+    prefixes; a statement of its own (``export X=0,1``) reaches every later command of the script.
+    """
+    text = doc.text
+    end = command_end(text, value_end)
+    if text[value_end:end].strip(" \t\\\n"):
+        start, stop = value_end, end
+    else:
+        start, stop = value_end, len(text)
+    for m in doc.code_matches(MULTI_PROCESS_LAUNCHER_RE):
+        if start <= m.start() < stop:
+            return " ".join(m.group(0).split())
+    return None
+
+
 class CudaVisibleDevicesInScript(TextRule):
     """
     ## What it does
@@ -51,15 +70,22 @@ class CudaVisibleDevicesInScript(TextRule):
 
     ## Example
     ```bash
-    CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=2 train.py
+    CUDA_VISIBLE_DEVICES=0,1 python train.py
     ```
     becomes
     ```bash
-    NEURON_RT_VISIBLE_CORES=0-1 torchrun --nproc_per_node=2 train.py
+    NEURON_RT_VISIBLE_CORES=0-1 python train.py
     ```
 
     ## Fix safety
-    Safe for literal consecutive lists: the same indices stay visible. A value computed at run
+    Safe for literal consecutive lists in front of one process: the same indices stay visible.
+    Unsafe when the assignment reaches a multi-process launcher (it prefixes ``torchrun``,
+    ``python -m torch.distributed.run``, ``accelerate launch`` or ``deepspeed``, or is exported
+    before one): on CUDA rank r took GPU r of the list, but a Neuron process reserves every core
+    it sees (AWS's runtime configuration guide), and TorchNeuron's ``neuron`` process group gives
+    each rank its own core only when ``NEURON_RT_VISIBLE_CORES`` is unset (pre-release source; not
+    verified on a Trn2), so every rank may try to reserve the whole range. The guidance says to
+    drop the variable for such a launcher. A value computed at run
     time (``$LOCAL_RANK``) is renamed only as an unsafe fix, because a comma list arriving at
     run time would be rejected. Reads of the variable are renamed with the same safety as the
     assignments in the script, and only reported when an assignment could not be rewritten; a
@@ -87,8 +113,21 @@ class CudaVisibleDevicesInScript(TextRule):
     )
     INVALID = (
         Invalid(
+            "CUDA_VISIBLE_DEVICES=0,1 python train.py\n",
+            "NEURON_RT_VISIBLE_CORES=0-1 python train.py\n",
+            path="launch.sh",
+        ),
+        # A multi-process launcher: each rank would reserve the whole range (unsafe).
+        Invalid(
             "CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=2 train.py\n",
             "NEURON_RT_VISIBLE_CORES=0-1 torchrun --nproc_per_node=2 train.py\n",
+            unsafe=True,
+            path="launch.sh",
+        ),
+        Invalid(
+            "export CUDA_VISIBLE_DEVICES=0,1,2,3\npython -m torch.distributed.run --nproc_per_node=4 train.py\n",
+            "export NEURON_RT_VISIBLE_CORES=0-3\npython -m torch.distributed.run --nproc_per_node=4 train.py\n",
+            unsafe=True,
             path="launch.sh",
         ),
         Invalid("export CUDA_VISIBLE_DEVICES=3\n", "export NEURON_RT_VISIBLE_CORES=3\n", path="launch.sh"),
@@ -120,8 +159,15 @@ class CudaVisibleDevicesInScript(TextRule):
             path="launch.sh",
         ),
         Invalid(
+            "CUDA_VISIBLE_DEVICES=0,1 python train.py\n",
+            "CUDA_VISIBLE_DEVICES=0,1 NEURON_RT_VISIBLE_CORES=0-1 python train.py\n",
+            target="accelerator",
+            path="launch.sh",
+        ),
+        Invalid(
             "CUDA_VISIBLE_DEVICES=0,1 torchrun train.py\n",
             "CUDA_VISIBLE_DEVICES=0,1 NEURON_RT_VISIBLE_CORES=0-1 torchrun train.py\n",
+            unsafe=True,
             target="accelerator",
             path="launch.sh",
         ),
@@ -153,6 +199,10 @@ class CudaVisibleDevicesInScript(TextRule):
                 level = Safety.UNSAFE
         if level is Safety.SAFE and any(doc.in_substitution(m.start()) for m in reads):
             level = Safety.UNSAFE
+        # A job-wide range in front of torchrun & co. may hand every rank every core: unsafe.
+        launcher = next((hit for p in plans if (hit := launcher_reached(doc, p[2])) is not None), None)
+        if launcher is not None and level is Safety.SAFE:
+            level = Safety.UNSAFE
         blocked = next((f"`{text[p[0]:p[2]]}`" for p in plans if p[4] is not None and p[5] is None), "")
         out: list[TextReport] = []
         for ns, ne, ve, word, value, cores, why in plans:
@@ -177,6 +227,9 @@ class CudaVisibleDevicesInScript(TextRule):
                 guidance = ""
                 quote = word[0] if word[:1] in ("'", '"') else ""
                 fix_span, replacement = (ns, ve), f"{_NRVC}={quote}{cores}{quote}"
+            if launcher is not None:
+                message += launcher_caveat(launcher)
+                guidance = f"{guidance}; {LAUNCHER_GUIDANCE}" if guidance else LAUNCHER_GUIDANCE
             if level is None:
                 out.append(TextReport(
                     ns, ve, message + f" (not rewritten: {blocked} in this script has no range form)",
@@ -239,11 +292,14 @@ def _add_neuron_variable(doc: ShellScript, assignments) -> list[TextReport]:
             ))
             continue
         quote = word[0] if word[:1] in ("'", '"') else ""
+        launcher = launcher_reached(doc, ve)
         out.append(TextReport(
             ns, ve,
-            f"`{assignment}` selects GPUs only; add `{_NRVC}={cores}` for Trainium",
+            f"`{assignment}` selects GPUs only; add `{_NRVC}={cores}` for Trainium"
+            + (launcher_caveat(launcher) if launcher else ""),
             replacement=f"{assignment} {_NRVC}={quote}{cores}{quote}",
-            safety=Safety.SAFE,
+            safety=Safety.UNSAFE if launcher else Safety.SAFE,
+            guidance=LAUNCHER_GUIDANCE if launcher else "",
             description=f"add {_NRVC}={cores}",
         ))
     return out
