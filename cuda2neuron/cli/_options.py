@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cuda2neuron.core import AMP_DTYPES, TARGETS, Config, ConfigError, parse_min_torch
+from cuda2neuron.core import AMP_DTYPES, TARGETS, Config, ConfigError, parse_min_torch, parse_min_torch_neuronx
 from cuda2neuron.workspace import ResultCache
 
 from ._common import UsageError
@@ -29,6 +29,7 @@ def rule_options(func):
     @click.option("--target", type=click.Choice(TARGETS), help="neuron (default) or accelerator (code that runs on CUDA and Trainium).")
     @click.option("--amp-dtype", type=click.Choice(AMP_DTYPES), help="dtype emitted for autocast (default bfloat16).")
     @click.option("--min-torch", help="Oldest torch the code must run on, e.g. 2.7 (accelerator target).")
+    @click.option("--min-torch-neuronx", help="Oldest torch-neuronx the code must run on, e.g. 2.14.3.1 (accelerator target).")
     @click.option("--config", "config_file", type=click.Path(path_type=Path), help="pyproject.toml to read [tool.cuda2neuron] from.")
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -43,9 +44,16 @@ def apply_overrides(config: Config, opts: dict, paths: list[Path] | None = None)
         parsed = parse_min_torch(min_torch, "--min-torch") if min_torch else None
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    if parsed is None and not config.min_torch_given and paths:
-        # The oldest torch the project supports, as its own requirements declare it.
-        parsed = _min_torch_of_project(config, paths)
+    min_neuronx = opts.pop("min_torch_neuronx", None)
+    try:
+        parsed_neuronx = parse_min_torch_neuronx(min_neuronx, "--min-torch-neuronx") if min_neuronx else None
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if (parsed is None and not config.min_torch_given) or (parsed_neuronx is None and not config.min_torch_neuronx_given):
+        # The oldest torch / torch-neuronx the project supports, as its own requirements declare it.
+        found, found_neuronx = _min_torch_of_project(config, paths) if paths else (None, None)
+        parsed = parsed if (parsed is not None or config.min_torch_given) else found
+        parsed_neuronx = parsed_neuronx if (parsed_neuronx is not None or config.min_torch_neuronx_given) else found_neuronx
     select = _codes(opts.pop("select", None))
     ignore = _codes(opts.pop("ignore", None))
     check_selection(config, select, ignore)
@@ -56,6 +64,7 @@ def apply_overrides(config: Config, opts: dict, paths: list[Path] | None = None)
         target=opts.pop("target", None),
         amp_dtype=opts.pop("amp_dtype", None),
         min_torch=parsed,
+        min_torch_neuronx=parsed_neuronx,
     )
 
 
@@ -85,14 +94,14 @@ def check_selection(config: Config, select: tuple[str, ...] | None, ignore: tupl
         raise UsageError(f"no rule is selected ({chosen}): nothing would be checked")
 
 
-def _min_torch_of_project(config: Config, paths: list[Path]) -> tuple[int, int] | None:
-    from cuda2neuron.documents.min_torch import min_torch_from_requirements
+def _min_torch_of_project(config: Config, paths: list[Path]) -> tuple[tuple[int, int] | None, tuple[int, ...] | None]:
+    from cuda2neuron.documents.min_torch import min_torch_from_requirements, min_torch_neuronx_from_requirements
 
     root = Path(config.source).parent if config.source else None
     if root is None:
         first = paths[0]
         root = first if first.is_dir() else first.parent
-    return min_torch_from_requirements(root)
+    return min_torch_from_requirements(root), min_torch_neuronx_from_requirements(root)
 
 
 # ---- which files a run reads, and how it prints: kept apart from the rule options ----

@@ -17,6 +17,7 @@ from ._config import (
     load_config,
     load_validate_table,
     parse_min_torch,
+    parse_min_torch_neuronx,
 )
 from ._convergence import MAX_ITERATIONS, ConvergenceError
 from ._errors import SourceError
@@ -87,6 +88,7 @@ __all__ = [
     "load_config",
     "load_validate_table",
     "parse_min_torch",
+    "parse_min_torch_neuronx",
     "registered_rules",
     "run_text_rules",
     "to_finding",

@@ -23,7 +23,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 __all__ = ["CONFIG_NAMES", "Config", "ConfigError", "relative_to_config", "config_from_table", "find_config", "find_pyproject",
-           "load_config", "load_validate_table", "parse_min_torch"]
+           "load_config", "load_validate_table", "parse_min_torch",
+           "parse_min_torch_neuronx"]
 
 
 class ConfigError(ValueError):
@@ -45,6 +46,7 @@ class Config:
     # Whether min-torch was given (config or command line) rather than defaulted: otherwise the
     # CLI may read it from the project's requirements.
     min_torch_given: bool = False
+    min_torch_neuronx_given: bool = False  # the same for min-torch-neuronx
 
     def selects(self, code: str, path: str | None = None) -> bool:
         if not any(code.startswith(p) for p in self.select):
@@ -68,7 +70,7 @@ class Config:
         return Path(self.source).parent if self.source else None
 
     def with_overrides(self, **overrides: Any) -> Config:
-        settings_keys = {"target", "amp_dtype", "min_torch", "project"}
+        settings_keys = {"target", "amp_dtype", "min_torch", "min_torch_neuronx", "project"}
         s = {k: v for k, v in overrides.items() if k in settings_keys and v is not None}
         c = {k: v for k, v in overrides.items() if k not in settings_keys and v is not None}
         out = replace(self, **c)
@@ -121,6 +123,7 @@ _KEYS = {
     "amp-dtype",
     "target",
     "min-torch",
+    "min-torch-neuronx",
     "per-file-ignores",
     "validate",
 }
@@ -173,6 +176,16 @@ def parse_min_torch(value: str, where: str = "min-torch") -> tuple[int, int]:
     return (major, minor)
 
 
+def parse_min_torch_neuronx(value: str, where: str = "min-torch-neuronx") -> tuple[int, ...]:
+    """``"2.14.3.1"`` -> (2, 14, 3, 1): a torch-neuronx release, quoted (TOML reads 2.14 as a float)."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: expected a torch-neuronx version string like \"2.14.3.1\" (quoted), got {value!r}")
+    parts = value.strip().split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts):
+        raise ConfigError(f"{where}: expected a torch-neuronx version like '2.14.3.1', got {value!r}")
+    return tuple(int(p) for p in parts)
+
+
 def _standalone(source: str) -> bool:
     """A file whose keys are top-level (cuda2neuron.toml, or any --config file not named
     pyproject.toml, as ruff reads ruff.toml)."""
@@ -222,6 +235,9 @@ def config_from_table(table: Mapping[str, Any], source: str) -> Config:
     if "min-torch" in table:
         settings["min_torch"] = parse_min_torch(table["min-torch"], f"{where}.min-torch")
         kw["min_torch_given"] = True
+    if "min-torch-neuronx" in table:
+        settings["min_torch_neuronx"] = parse_min_torch_neuronx(table["min-torch-neuronx"], f"{where}.min-torch-neuronx")
+        kw["min_torch_neuronx_given"] = True
     cfg = replace(cfg, **kw)
     if settings:
         cfg = replace(cfg, settings=replace(cfg.settings, **settings))

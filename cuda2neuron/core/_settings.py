@@ -103,6 +103,10 @@ class Settings:
     amp_dtype: str = "bfloat16"
     # Oldest torch the user's code must run on (accelerator target gates names by it).
     min_torch: tuple[int, int] = (2, 9)
+    # Oldest torch-neuronx the code must run on, e.g. (2, 14, 3, 0); None when unknown. Features
+    # new in a TorchNeuron release (torch.accelerator memory functions: 2.13.3.1 / 2.14.3.1) are
+    # gated by it on the accelerator target, as min_torch gates torch's names.
+    min_torch_neuronx: tuple[int, ...] | None = None
     # What the project-level sweep found (empty for a lone source text).
     project: ProjectFacts = field(default_factory=ProjectFacts)
 

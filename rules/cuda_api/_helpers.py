@@ -25,6 +25,8 @@ __all__ = [
     "accelerator_name_for",
     "aliased_members",
     "load_moves",
+    "neuronx_release",
+    "neuronx_text",
     "parse_moves",
     "parse_version",
 ]
@@ -39,6 +41,7 @@ _ROW_KEYS = {
     "accelerator-keywords",
     "accelerator-positional",
     "accelerator-note",
+    "accelerator-neuronx",
     "accelerator-no-device",
     "neuron-note",
     "neuron-member",
@@ -58,6 +61,9 @@ class ApiMove:
     accelerator_keywords: frozenset[str] = frozenset()
     accelerator_positional: bool = True
     accelerator_note: str = ""
+    # The torch-neuronx releases (one per torch family) from which the accelerator name works on
+    # Trainium; () when any does.
+    accelerator_neuronx: tuple[tuple[int, ...], ...] = ()
     # What the accelerator call stands for where no accelerator exists: "skip" (a call made for
     # its effect) or a Python literal it returns instead; "" when it needs no guard.
     accelerator_no_device: str = ""
@@ -116,6 +122,7 @@ def parse_moves(text: str) -> dict[str, ApiMove]:
             accelerator_keywords=frozenset(row.get("accelerator-keywords", ())),
             accelerator_positional=bool(row.get("accelerator-positional", True)),
             accelerator_note=row.get("accelerator-note", ""),
+            accelerator_neuronx=tuple(sorted(_neuronx_version(name, v) for v in row.get("accelerator-neuronx", ()))),
             accelerator_no_device=_no_device_value(name, row.get("accelerator-no-device", "")),
             neuron_note=row.get("neuron-note", ""),
             neuron_member=row.get("neuron-member", ""),
@@ -125,6 +132,25 @@ def parse_moves(text: str) -> dict[str, ApiMove]:
         for qualified in move.cuda_names:
             rows[qualified] = move
     return rows
+
+
+def _neuronx_version(name: str, text: str) -> tuple[int, ...]:
+    parts = text.split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts):
+        raise MoveTableError(f"{MOVES_FILE}: [api.{name}] bad torch-neuronx version {text!r} (expected e.g. 2.14.3.1)")
+    return tuple(int(p) for p in parts)
+
+
+def neuronx_release(required: tuple[tuple[int, ...], ...], have: tuple[int, ...]) -> bool:
+    """Whether torch-neuronx ``have`` is at least the release its torch family needs.
+
+    One entry per family (2.13.3.1, 2.14.3.1): 2.14.3.0 is older than 2.14.3.1 although newer
+    than 2.13.3.1. A family newer than every entry has the feature; one older than all does not.
+    """
+    for needed in required:
+        if have[:2] == needed[:2]:
+            return have >= needed
+    return bool(required) and have[:2] > required[-1][:2]
 
 
 def _no_device_value(name: str, value: str) -> str:
@@ -137,6 +163,11 @@ def _no_device_value(name: str, value: str) -> str:
             f"{MOVES_FILE}: [api.{name}] accelerator-no-device must be \"skip\" or a Python literal, not {value!r}"
         ) from None
     return value
+
+
+def neuronx_text(required: tuple[tuple[int, ...], ...]) -> str:
+    """``((2, 13, 3, 1), (2, 14, 3, 1))`` -> ``"2.13.3.1 / 2.14.3.1"``."""
+    return " / ".join(".".join(map(str, v)) for v in required)
 
 
 def accelerator_name_for(move: ApiMove, min_torch: tuple[int, int]) -> str | None:

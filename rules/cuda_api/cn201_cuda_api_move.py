@@ -11,7 +11,7 @@ from .._shared.names import import_to_drop
 from .._shared.consumers import library_callee
 from .._shared.selected import opened_code, selected_code
 from .._shared.target import guarded_call
-from ._helpers import ApiMove, MemberReferences, accelerator_name_for, load_moves
+from ._helpers import ApiMove, MemberReferences, accelerator_name_for, load_moves, neuronx_release, neuronx_text
 
 __all__ = ["CudaApiMove"]
 
@@ -79,7 +79,10 @@ class CudaApiMove(MemberReferences, Rule):
     On the ``accelerator`` target the seeding moves (``manual_seed[_all]`` -> ``torch.manual_seed``,
     ``seed[_all]`` -> ``torch.seed``) are unsafe: they also reseed the CPU generator. A call whose
     keywords the accelerator API names differently (``device=`` vs ``device_index=``), or an API
-    the chosen torch version lacks, is reported with what to write instead.
+    the chosen torch version lacks, is reported with what to write instead. The
+    ``torch.accelerator.memory.*`` functions work on Trainium only from torch-neuronx 2.13.3.1 /
+    2.14.3.1 (Neuron 2.34's release notes): with ``--min-torch-neuronx`` older than its torch
+    family's release the use is reported, not rewritten; unset, the finding names that release.
     """
 
     code = "CN201"
@@ -211,6 +214,18 @@ class CudaApiMove(MemberReferences, Rule):
             target="accelerator",
             options=(("min_torch", (2, 8)),),  # type: ignore[arg-type]
         ),
+        # torch-neuronx 2.14.3.0 (Neuron 2.33) has no torch.accelerator memory functions on Trainium.
+        Invalid(
+            "import torch\ntorch.cuda.empty_cache()\n",
+            target="accelerator",
+            options=(("min_torch_neuronx", (2, 14, 3, 0)),),  # type: ignore[arg-type]
+        ),
+        Invalid(
+            "import torch\ntorch.cuda.empty_cache()\n",
+            "import torch\nif torch.accelerator.is_available():\n    torch.accelerator.memory.empty_cache()\n",
+            target="accelerator",
+            options=(("min_torch_neuronx", (2, 14, 3, 1)),),  # type: ignore[arg-type]
+        ),
         Invalid(
             "import torch\ntorch.cuda.manual_seed(0)\n",
             "import torch\ntorch.manual_seed(0)\n",
@@ -274,7 +289,25 @@ class CudaApiMove(MemberReferences, Rule):
             self.report(node, f"{message}; {problem}", guidance=f"Write `{target}(...)` by hand: {problem}.", depends=self._selects(node), needs=opened_code(self.context.ancestors, node))
             return
         safety = Safety.UNSAFE if move.accelerator_unsafe else Safety.SAFE
-        self._move(node, move, target, message, safety, note=move.accelerator_note if move.accelerator_unsafe else "")
+        note = move.accelerator_note if move.accelerator_unsafe else ""
+        if move.accelerator_neuronx:
+            # A TorchNeuron feature, not a torch one: the torch version says nothing about it.
+            have = self.context.settings.min_torch_neuronx
+            needed = neuronx_text(move.accelerator_neuronx)
+            if have is not None and not neuronx_release(move.accelerator_neuronx, have):
+                shown = ".".join(map(str, have))
+                self.report(
+                    node,
+                    f"{message}; `{target}` works on Trainium from torch-neuronx {needed} (Neuron 2.34), "
+                    f"min-torch-neuronx is {shown}",
+                    guidance=f"Raise min-torch-neuronx to {needed} and use `{target}`, or keep a device-specific branch.",
+                    effort=Effort.LOW,
+                    depends=self._selects(node), needs=opened_code(self.context.ancestors, node),
+                )
+                return
+            if have is None:
+                note = "; ".join(filter(None, (note, f"on Trainium it needs torch-neuronx >= {needed} (Neuron 2.34)")))
+        self._move(node, move, target, message, safety, note=note)
 
     def _renamed_target(self, node: cst.Attribute | cst.Name, qualified: str, target: str | None) -> bool:
         """``torch.cuda.memory_cached = f``: an assignment to a deprecated alias. Moved to its

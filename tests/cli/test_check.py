@@ -129,3 +129,33 @@ def test_min_torch_defaults_to_the_projects_requirements(tmp_path):
     # An explicit value wins over the requirements.
     assert apply_overrides(Config(), {"min_torch": "2.8"}, [tmp_path]).settings.min_torch == (2, 8)
     assert apply_overrides(Config(min_torch_given=True), {}, [tmp_path]).settings.min_torch == (2, 9)
+
+
+@pytest.mark.parametrize(
+    ("args", "requirements", "rewritten", "says"),
+    [
+        pytest.param([], None, True, "needs torch-neuronx >= 2.13.3.1 / 2.14.3.1", id="unknown-release-named"),
+        pytest.param(["--min-torch-neuronx", "2.14.3.0"], None, False, "min-torch-neuronx is 2.14.3.0", id="neuron-2.33-reported"),
+        pytest.param(["--min-torch-neuronx", "2.14.3.1"], None, True, None, id="neuron-2.34-rewritten"),
+        pytest.param([], "torch-neuronx>=2.13.3.0\n", False, "min-torch-neuronx is 2.13.3.0", id="from-requirements"),
+    ],
+)
+def test_min_torch_neuronx_gates_accelerator_memory(tmp_path, run, args, requirements, rewritten, says):
+    # torch.accelerator.memory.* works on Trainium from torch-neuronx 2.13.3.1 / 2.14.3.1 only.
+    f = tmp_path / "a.py"
+    f.write_text("import torch\ntorch.cuda.empty_cache()\n")
+    if requirements is not None:
+        (tmp_path / "requirements.txt").write_text(requirements)
+    _, out, _ = run("check", str(f), "--target", "accelerator", "--output-format", "json", *args)
+    data = json.loads(out)
+    (finding,) = data["fixable"] + data["manual_actions"]
+    assert (finding in data["fixable"]) == rewritten
+    text = finding["message"] + " " + finding.get("guidance", "")
+    assert (says in text) if says else ("torch-neuronx" not in text)
+
+
+def test_bad_min_torch_neuronx_is_a_usage_error(tmp_path, run):
+    f = tmp_path / "a.py"
+    f.write_text("x = 1\n")
+    code, _, err = run("check", str(f), "--min-torch-neuronx", "2.14.x")
+    assert code == 2 and "--min-torch-neuronx" in err

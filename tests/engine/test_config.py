@@ -41,6 +41,8 @@ def test_selection(select, ignore, code, expected):
         pytest.param({"amp-dtype": "fp8"}, "amp-dtype", id="bad-dtype"),
         pytest.param({"target": "xla"}, "target", id="bad-target"),
         pytest.param({"min-torch": "two"}, "min-torch", id="bad-version"),
+        pytest.param({"min-torch-neuronx": 2.14}, "quoted", id="float-min-torch-neuronx"),
+        pytest.param({"min-torch-neuronx": "2.14.x"}, "min-torch-neuronx", id="bad-neuronx-version"),
         pytest.param({"unsafe-fixes": "yes"}, "unsafe-fixes", id="bad-bool"),
         pytest.param({"per-file-ignores": ["a"]}, "per-file-ignores", id="bad-per-file"),
     ],
@@ -66,6 +68,13 @@ def test_values_reach_settings(tmp_path):
     f.write_text('[tool.cuda2neuron]\ntarget = "accelerator"\namp-dtype = "float16"\nmin-torch = "2.7"\n')
     cfg = load_config(f)
     assert (cfg.settings.target, cfg.settings.amp_dtype, cfg.settings.min_torch) == ("accelerator", "float16", (2, 7))
+
+
+def test_min_torch_neuronx_reaches_settings(tmp_path):
+    f = tmp_path / "pyproject.toml"
+    f.write_text('[tool.cuda2neuron]\nmin-torch-neuronx = "2.14.3.0"\n')
+    cfg = load_config(f)
+    assert (cfg.settings.min_torch_neuronx, cfg.min_torch_neuronx_given) == ((2, 14, 3, 0), True)
 
 
 # per-file-ignores patterns are relative to the config file's folder (ruff's convention).

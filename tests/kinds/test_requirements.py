@@ -10,7 +10,7 @@ from cuda2neuron.core import Config
 from cuda2neuron.workspace import SourceFailure, lint_source
 from cuda2neuron.kinds import kind_of
 from cuda2neuron.documents.min_torch import min_torch_from_requirements
-from cuda2neuron.documents.min_torch import torch_lower_bound
+from cuda2neuron.documents.min_torch import min_torch_neuronx_from_requirements, neuronx_lower_bound, torch_lower_bound
 from cuda2neuron.documents.requirements import parse_requirements
 
 
@@ -146,6 +146,26 @@ def test_min_torch_takes_the_strictest_declared_bound(tmp_path):
     assert min_torch_from_requirements(tmp_path) == (2, 7)
     (tmp_path / "pyproject.toml").write_text("[project\n", encoding="utf-8")  # broken: ignored here
     assert min_torch_from_requirements(tmp_path) == (2, 6)
+
+
+@pytest.mark.parametrize(
+    ("spec", "bound"),
+    [
+        pytest.param("torch-neuronx>=2.14.3.1", (2, 14, 3, 1), id="ge"),
+        pytest.param("torch-neuronx==2.14.*", (2, 14), id="family-wildcard"),
+        pytest.param("torch_neuronx~=2.13.3.0", (2, 13, 3, 0), id="underscore-compatible"),
+        pytest.param("torch>=2.14", None, id="torch-is-not-neuronx"),
+        pytest.param("torch-neuronx", None, id="unpinned"),
+    ],
+)
+def test_neuronx_lower_bound(spec, bound):
+    assert neuronx_lower_bound(spec) == bound
+
+
+def test_min_torch_neuronx_from_requirements(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch>=2.14\ntorch-neuronx>=2.14.3.1\n", encoding="utf-8")
+    assert min_torch_neuronx_from_requirements(tmp_path) == (2, 14, 3, 1)
+    assert min_torch_from_requirements(tmp_path) == (2, 14)
 
 
 def test_poetry_tables_are_read():
