@@ -7,6 +7,7 @@ stay torch-free). :func:`activate` builds/loads the C++ extension and registers 
 
 from __future__ import annotations
 
+import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 from ._api import NEURON_MODULE_API
@@ -23,18 +24,47 @@ __all__ = [
     "NEURON_MODULE_API",
     "SUPPORTED_TORCH",
     "TESTED_TORCH",
+    "TESTED_TORCHES",
+    "TORCHNEURON_TORCH",
     "BackendUnavailable",
     "activate",
     "build",
     "cpu_alias",
     "is_active",
     "is_available",
+    "torch_support_note",
 ]
 
 #: Inclusive lower, exclusive upper bound of the torch versions the emulator supports (tested: 2.13.0).
 SUPPORTED_TORCH = ((2, 10), (2, 15))
 #: The torch the emulator is built and tested against (README's install lines pin it).
 TESTED_TORCH = "2.13.0"
+#: Every torch the emulator's backend, OpInfo and validate suites have passed on (bench/torch214.sh
+#: runs them on 2.14).
+TESTED_TORCHES = ("2.13.0", "2.14.1")
+#: The torch families a public TorchNeuron ships for, inclusive lower and exclusive upper bound:
+#: Neuron 2.33/2.34 ship torch-neuronx 2.13.3.x for PyTorch 2.13 and 2.14.3.x for PyTorch 2.14
+#: (AWS's TorchNeuron release notes; neuron-target-api-2.34.md section 5). torch 2.10-2.12 had
+#: only private or vLLM-only builds.
+TORCHNEURON_TORCH = ((2, 13), (2, 15))
+
+
+def torch_support_note(version: str | None = None) -> str | None:
+    """What a validation on torch ``version`` (default: the installed one) cannot say about
+    Trainium, or None when a public TorchNeuron exists for it. Reads no torch module."""
+    if version is None:
+        version = importlib.metadata.version("torch")
+    from ._registration import _parse_version
+
+    have = _parse_version(version)
+    lo, hi = TORCHNEURON_TORCH
+    if lo <= have < hi:
+        return None
+    return (
+        f"torch {version} has no public TorchNeuron release (torch-neuronx ships for torch "
+        f"{lo[0]}.{lo[1]} and {hi[0]}.{hi[1] - 1} only): the emulator ran the port, but a PASS here says nothing "
+        f"about the torch a Trainium run uses; validate on torch {lo[0]}.{lo[1]} or {hi[0]}.{hi[1] - 1}"
+    )
 #: What to install for validate / emulate / build-backend, in one line: torch's CPU build first
 #: (on Linux PyPI's default wheel is the multi-GB CUDA build, and validation runs on the CPU),
 #: then the extra's other packages (ninja, numpy).

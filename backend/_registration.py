@@ -50,9 +50,7 @@ def _check_refusals() -> None:
     lo, hi = SUPPORTED_TORCH
     have = _parse_version(torch.__version__)
     if not (lo <= have < hi):
-        raise BackendUnavailable(
-            f"the emulated neuron device supports torch >= {lo[0]}.{lo[1]} and < {hi[0]}.{hi[1]} "
-            f"(tested: 2.13.0); this environment has torch {torch.__version__}")
+        raise BackendUnavailable(unsupported_torch(torch.__version__))
     name = torch._C._get_privateuse1_backend_name()
     if name not in ("privateuseone", "neuron"):
         raise BackendUnavailable(
@@ -62,6 +60,23 @@ def _check_refusals() -> None:
         raise BackendUnavailable(
             "a 'neuron' device module that is not the emulator is already registered (the real "
             "TorchNeuron?); the emulated neuron device refuses to replace it")
+
+
+def unsupported_torch(version: str) -> str:
+    """The refusal for a torch outside SUPPORTED_TORCH: the range, what was tested, and which torch
+    TorchNeuron ships for (a newer torch has none yet: 2.15 came out after Neuron 2.34)."""
+    from . import SUPPORTED_TORCH, TESTED_TORCHES, TORCHNEURON_TORCH
+
+    (lo, hi), (nlo, nhi) = SUPPORTED_TORCH, TORCHNEURON_TORCH
+    newer = _parse_version(version) >= hi
+    return (
+        f"the emulated neuron device supports torch >= {lo[0]}.{lo[1]} and < {hi[0]}.{hi[1]} "
+        f"(tested: {', '.join(TESTED_TORCHES)}); this environment has torch {version}. "
+        + (f"No TorchNeuron release supports torch {'.'.join(map(str, _parse_version(version)))} yet "
+           if newer else "")
+        + f"(torch-neuronx ships for torch {nlo[0]}.{nlo[1]} and {nhi[0]}.{nhi[1] - 1}): install torch "
+        f"{nhi[0]}.{nhi[1] - 1} or {nlo[0]}.{nlo[1]} for validate"
+    )
 
 
 def extension() -> ModuleType:
@@ -212,8 +227,14 @@ def prebuild(*, verbose: bool = False, progress: Callable[[str], None] | None = 
 
     ``progress`` receives the build's progress lines as they come; nothing when it is cached.
     """
+    from . import SUPPORTED_TORCH
     from ._build import BackendBuildError, cached_library
 
+    # Before compiling anything: torch 2.15 would build, then fail to register with a less
+    # helpful error (or a crash) in every run.
+    version = importlib.metadata.version("torch")
+    if not (SUPPORTED_TORCH[0] <= _parse_version(version) < SUPPORTED_TORCH[1]):
+        raise BackendUnavailable(unsupported_torch(version))
     lib = cached_library()
     if lib is not None:
         return lib

@@ -665,6 +665,10 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
     classes: dict[str, dict[str, Any]] = {}
     port_classes: list[tuple[str, int, int, tuple[tuple[int, int], ...]]] = []
     notes: list[str] = []
+    if request.port_device == "neuron" and importlib.util.find_spec("torch_neuronx") is None:
+        from cuda2neuron.backend import torch_support_note
+
+        notes += filter(None, [torch_support_note()])  # torch 2.10-2.12: no public TorchNeuron
     t0 = time.perf_counter()
     timed_out: list[_Run] = []
     skipped: list[tuple[int, float | None]] = []  # (step, loss scale) the original's GradScaler skipped
