@@ -453,9 +453,11 @@ def linear_cross_entropy_options_off_cpu() -> Iterator[None]:
 
     adjust = Options._adjust
 
+    # torch 2.14 added `prob_target=` after `device`: passed on as given (a fixed signature made
+    # every chunked case raise inside the CPU rerun, a mismatch on 2.14).
     def as_off_cpu(self: Any, num_batches: int, in_features: int, num_classes: int, dtype: Any,
-                   device: Any = None) -> Any:
-        return adjust(self, num_batches, in_features, num_classes, dtype, torch.device("neuron"))
+                   device: Any = None, *more: Any, **keywords: Any) -> Any:
+        return adjust(self, num_batches, in_features, num_classes, dtype, torch.device("neuron"), *more, **keywords)
 
     Options._adjust = as_off_cpu
     try:
