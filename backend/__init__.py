@@ -31,7 +31,9 @@ __all__ = [
     "build",
     "cpu_alias",
     "is_active",
+    "install_torch_neuronx",
     "is_available",
+    "real_torch_neuronx",
     "torch_support_note",
 ]
 
@@ -47,6 +49,21 @@ TESTED_TORCHES = ("2.13.0", "2.14.1")
 #: (AWS's TorchNeuron release notes; neuron-target-api-2.34.md section 5). torch 2.10-2.12 had
 #: only private or vLLM-only builds.
 TORCHNEURON_TORCH = ((2, 13), (2, 15))
+
+
+def real_torch_neuronx() -> bool:
+    """Is the real TorchNeuron importable here (not the emulator's ``torch_neuronx`` surface)?"""
+    from ._registration import real_torch_neuronx as real
+
+    return real()
+
+
+def install_torch_neuronx() -> ModuleType:
+    """``import torch_neuronx`` then gives the emulator's op-tracking surface (``get_fallback_ops``,
+    ``clear_op_tracking``); call after ``activate()``. Idempotent."""
+    from ._torch_neuronx import install
+
+    return install()
 
 
 def torch_support_note(version: str | None = None) -> str | None:

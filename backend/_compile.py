@@ -13,7 +13,7 @@ import importlib.util
 import sys
 from typing import Any
 
-__all__ = ["NeuronInductorUnsupported", "register"]
+__all__ = ["NeuronDynamicUnsupported", "NeuronInductorUnsupported", "register"]
 
 _registered = False
 
@@ -26,8 +26,23 @@ MESSAGE = ('torch.compile with the inductor backend cannot generate code for the
            'use torch.compile(model, backend="neuron") (on the emulator it runs the graph eagerly via aot_eager)')
 
 
+DYNAMIC_MESSAGE = ('torch.compile(dynamic=True) is not supported by the neuron backend: TorchNeuron rejects it '
+                   'during compilation (AWS torch.compile reference: "dynamic" Unsupported). Leave dynamic unset or pass '
+                   'dynamic=False; shapes that vary between steps recompile per shape')
+
+
+class NeuronDynamicUnsupported(RuntimeError):
+    """torch.compile(dynamic=True) with the neuron backend."""
+
+
 def _neuron_backend(gm: Any, example_inputs: list[Any], **kwargs: Any) -> Any:
+    import torch._dynamo.config
     from torch._dynamo.backends.debugging import aot_eager
+
+    # torch.compile(dynamic=True) compiles under assume_static_by_default=False (dynamo's
+    # make_set_enable_dynamic); automatic dynamic shapes after a recompile leave it True.
+    if not torch._dynamo.config.assume_static_by_default:
+        raise NeuronDynamicUnsupported(DYNAMIC_MESSAGE)
 
     return aot_eager(gm, example_inputs, **kwargs)
 

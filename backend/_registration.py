@@ -35,10 +35,20 @@ def _parse_version(v: str) -> tuple[int, int]:
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
+def real_torch_neuronx() -> bool:
+    """Is the real TorchNeuron importable here (not the emulator's own ``torch_neuronx`` surface)?"""
+    from ._torch_neuronx import is_emulated
+
+    have = sys.modules.get("torch_neuronx")
+    if have is not None:
+        return not is_emulated(have)
+    return importlib.util.find_spec("torch_neuronx") is not None
+
+
 def _check_refusals() -> None:
     # The real TorchNeuron autoloads on `import torch` and registers PrivateUse1 itself: the
     # emulator must never compete with it (two backends cannot share PrivateUse1).
-    if importlib.util.find_spec("torch_neuronx") is not None:
+    if real_torch_neuronx():
         raise BackendUnavailable(
             "the real TorchNeuron backend (torch_neuronx) is installed in this environment; the emulated "
             "neuron device refuses to load next to it. Run on the real device, or use an environment "
@@ -118,6 +128,9 @@ def activate(*, strict: bool | None = None, poison: bool | None = None) -> Modul
 
             _compile.register()
             _printing.install()
+            from . import op_support
+
+            op_support.install()  # TorchNeuron's N and CPU_FALLBACK ops (op_support.toml)
             # init_process_group("neuron") must work after a plain activate(), not only under
             # `cuda2neuron emulate`.
             _register_process_group()
@@ -191,7 +204,7 @@ def _autograd_threads_started() -> bool:
 
 def is_available() -> bool:
     """Can the device be built or loaded here? No import of torch, no registration."""
-    if importlib.util.find_spec("torch_neuronx") is not None:
+    if real_torch_neuronx():
         return False
     if importlib.util.find_spec("torch") is None:
         return False

@@ -331,6 +331,8 @@ def to_rich(result: ValidationResult) -> list[Any]:
                 t.append(f"  {r}\n")
             for r in a.expected_host_work:
                 t.append(f"  expected host work: {r}\n", style="dim")
+            for op in a.fallback_ops:
+                t.append(f"  would run on the host on Trainium: {op.op} x{op.count} at {format_locations(op.locations)}\n")
             for op in a.cpu_op_details[:10]:
                 t.append(f"  CPU {op.op} x{op.count} ({op.elements} el) at {format_locations(op.locations)}\n", style="dim")
             _hand_edits_rich(t, a.hand_edits, "  ")

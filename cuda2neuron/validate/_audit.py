@@ -6,7 +6,8 @@ that ran on the CPU from inside the source of one of the port's nn.Module classe
 `__init__`) is model compute left on the host -> WARN; when the CPU share of all elements processed exceeds
 `residency_fail_share` -> FAIL. Host-pipeline ops (views, pinning, collation, sampler draws) do
 not count towards that share: they run on the host with every accelerator. CPU work elsewhere is
-listed but not judged. float64/complex ops -> WARN:
+listed but not judged. Ops TorchNeuron runs on the host (CPU_FALLBACK rows of the emulator's
+op-support table) are listed as "would run on the host on Trainium", not judged. float64/complex ops -> WARN:
 Trainium computes float64 in float32 and has no complex dtypes.
 
 API-mandated host work: on the lines where the port calls the packed-sequence API (collected at
@@ -124,8 +125,12 @@ def audit_from_report(report: dict[str, Any] | None, tree: str, class_ranges: li
     if report["complex_ops"]:
         verdict = max(verdict, Verdict.WARN, key=lambda v: v.rank)
         reasons.append(f"{report['complex_ops']} complex op(s): complex dtypes are unsupported on Trainium")
+    # CPU_FALLBACK ops (backend/op_support.toml): computed on the emulated device, on the host on
+    # Trainium (TorchNeuron copies their inputs over and the result back). Slower, not wrong: listed.
+    fallbacks = tuple(CpuOpFinding(d["op"], int(d["count"]), 0, tuple(d["locations"]))
+                      for d in report.get("fallback_ops", ()))
     return ResidencyAudit(
         True, note, report["device_ops"], report["cpu_ops"], report["device_elements"], report["cpu_elements"],
         report["float64_ops"], report["complex_ops"], details, verdict, tuple(reasons), tuple(expected_work),
-        optimizer_host_ops=int(report.get("optimizer_host_ops", 0)),
+        optimizer_host_ops=int(report.get("optimizer_host_ops", 0)), fallback_ops=fallbacks,
     )

@@ -200,6 +200,9 @@ class ResidencyAudit:
     # One-element CPU ops inside optimizer.step(): the step counters torch.optim keeps on the host
     # for parameters on every device. Part of cpu_ops, left out of the op share.
     optimizer_host_ops: int = 0
+    # Ops TorchNeuron runs on the host (CPU_FALLBACK in the emulator's op-support table): they ran
+    # on the emulated device, and would run on the host on Trainium. Listed, not judged.
+    fallback_ops: tuple[CpuOpFinding, ...] = ()
 
     @property
     def op_share_on_device(self) -> float:

@@ -105,8 +105,11 @@ def residency_line(a: Any) -> str:
     """The audit's shares; the optimizer's host step counters are counted apart."""
     apart = (f" ({a.optimizer_host_ops} one-element optimizer step-counter ops on the host, as on every device, "
              "counted apart)" if a.optimizer_host_ops else "")
+    host = getattr(a, "fallback_ops", ())
+    fallback = (f"; {sum(op.count for op in host)} op(s) would run on the host on Trainium "
+                f"({', '.join(op.op for op in host)}: CPU_FALLBACK)" if host else "")
     return (f"{a.op_share_on_device:.1%} of ops{apart}, {a.element_share_on_device:.1%} of elements on device; "
-            f"float64 ops {a.float64_ops}, complex ops {a.complex_ops}")
+            f"float64 ops {a.float64_ops}, complex ops {a.complex_ops}{fallback}")
 
 
 def to_markdown(result: ValidationResult) -> str:
@@ -165,6 +168,9 @@ def to_markdown(result: ValidationResult) -> str:
                 out.append(f"- finding: {r}")
             for r in a.expected_host_work:
                 out.append(f"- expected host work: {r}")
+            for op in a.fallback_ops:
+                out.append(f"- would run on the host on Trainium (CPU_FALLBACK): `{op.op}` x{op.count} at "
+                           f"{format_locations(op.locations)}")
             out += _hand_edits_md(a.hand_edits)
             if a.cpu_op_details:
                 out += ["", "| CPU op | count | elements | where |", "|---|---|---|---|"]

@@ -604,7 +604,9 @@ def _launch_hint(failure: RunFailure, run: _Run) -> RunFailure:
 def _prepare_emulator(request: ValidateRequest, progress: Callable[[str], None]) -> RunFailure | None:
     """Build the emulated device before the clock starts: a cold build (tens of seconds, under a
     file lock shared with other processes) must not eat the runs' timeout."""
-    if request.port_device != "neuron" or importlib.util.find_spec("torch_neuronx") is not None:
+    from cuda2neuron.backend import real_torch_neuronx
+
+    if request.port_device != "neuron" or real_torch_neuronx():
         return None
     progress("preparing the emulated neuron device ...")
     try:
@@ -665,7 +667,9 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
     classes: dict[str, dict[str, Any]] = {}
     port_classes: list[tuple[str, int, int, tuple[tuple[int, int], ...]]] = []
     notes: list[str] = []
-    if request.port_device == "neuron" and importlib.util.find_spec("torch_neuronx") is None:
+    from cuda2neuron.backend import real_torch_neuronx
+
+    if request.port_device == "neuron" and not real_torch_neuronx():
         from cuda2neuron.backend import torch_support_note
 
         notes += filter(None, [torch_support_note()])  # torch 2.10-2.12: no public TorchNeuron
@@ -1006,6 +1010,11 @@ def _shared_devices(ranks: list[_Run]) -> tuple[TensorComparison, ...]:
     return tuple(found)
 
 
+# The device's refusal of an op TorchNeuron does not support (backend/op_support.py, an N row): an
+# ERROR naming the op and the line, as an emulator gap is, not a FAIL of an otherwise right port.
+UNSUPPORTED_OP = "is not supported on Trainium (N in the op-support table"
+
+
 def _port_defects(failures: list[RunFailure], ref_ok: bool, prefix: str = "",
                   ) -> tuple[list[RunFailure], tuple[TensorComparison, ...]]:
     """A port run that raised in its own code while the original ran to its end is a defect of the
@@ -1020,7 +1029,7 @@ def _port_defects(failures: list[RunFailure], ref_ok: bool, prefix: str = "",
     for f in failures:
         role, _, rank = f.role.partition(" rank ")
         if (role in ("port", "logic-port") and f.kind == "crash" and f.location
-                and "Could not run 'aten::" not in f.message):
+                and "Could not run 'aten::" not in f.message and UNSUPPORTED_OP not in f.message):
             f = dataclasses.replace(f, kind="defect")
             message = f.message.rsplit(" at /", 1)[0]
             found.append(TensorComparison(
@@ -1056,6 +1065,13 @@ def _merged_audit(reports: list[dict[str, Any] | None]) -> dict[str, Any] | None
             have["locations"] = [*have["locations"], *(loc for loc in d["locations"] if loc not in have["locations"])]
     merged["cpu_op_details"] = list(details.values())
     merged["api_host_sites"] = sorted({s for r in present for s in r["api_host_sites"]})
+    fallbacks: dict[str, dict[str, Any]] = {}
+    for r in present:
+        for d in r.get("fallback_ops", ()):
+            have = fallbacks.setdefault(d["op"], {"op": d["op"], "count": 0, "locations": []})
+            have["count"] += d["count"]
+            have["locations"] = [*have["locations"], *(loc for loc in d["locations"] if loc not in have["locations"])]
+    merged["fallback_ops"] = list(fallbacks.values())
     return merged
 
 

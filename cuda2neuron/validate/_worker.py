@@ -83,11 +83,11 @@ def _device(role: str, port_device: str) -> tuple[str, bool]:
         torch.utils.rename_privateuse1_backend("neuron")  # so that "neuron" strings parse
         _cuda_shim.install(source="neuron")
         return "cpu (neuron redirected, test mode)", False
-    import importlib.util
-
     from cuda2neuron.validate._rng import CpuRandomMode
 
-    if importlib.util.find_spec("torch_neuronx") is not None:
+    from cuda2neuron.backend import real_torch_neuronx
+
+    if real_torch_neuronx():  # not the emulator's own torch_neuronx surface (a zygote's)
         import torch_neuronx  # noqa: F401  (real TorchNeuron: the emulator stands down)
 
         label, accounting = "neuron (torch_neuronx)", False
@@ -100,6 +100,7 @@ def _device(role: str, port_device: str) -> tuple[str, bool]:
         except Exception as exc:  # noqa: BLE001 - BackendUnavailable, no compiler, torch out of range
             raise _EntryError("setup", f"the emulated neuron device cannot start: {exc}") from exc
         use_cpu_alias(backend.cpu_alias)
+        backend.install_torch_neuronx()  # the port's torch_neuronx.get_fallback_ops() & co. run here
         label, accounting = "neuron (cuda2neuron emulator)", True
     CpuRandomMode().__enter__()
     _distributed_rng()
@@ -390,8 +391,13 @@ def main(argv: list[str] | None = None) -> int:
             if sites is not None:
                 sites.uninstall()
         if report is not None:
+            from cuda2neuron.backend import op_support
+
+            fallbacks = [{"op": op, "count": count, "locations": list(locs)}
+                         for op, (count, locs) in op_support.fallback_ops(since_clear=False).items()]
             emit({"type": "audit", "report": {**_report_dict(report, sites.sites if sites is not None else ()),
-                                              "optimizer_host_ops": _accounting.optimizer_host_ops()}})
+                                              "optimizer_host_ops": _accounting.optimizer_host_ops(),
+                                              "fallback_ops": fallbacks}})
         if role == "reference" and config.autocast:
             emit({"type": "unexercised", "modules": recorder.unexercised()})
         emit({"type": "done", "seconds": time.perf_counter() - t0, "records": recorder.records})
