@@ -20,6 +20,10 @@ _GUIDANCE = (
     "takes (batch, seq, heads, head_dim): transpose(1, 2) in and out. Pass enable_gqa=True when "
     "k/v have fewer heads than q."
 )
+# Varlen/packed calls are not pointed at torch.nn.attention.varlen.varlen_attn, although Neuron
+# 2.34's release notes say it works there (torch-neuronx 2.13.3.1 / 2.14.3.1): torch 2.13 and 2.14
+# have the name, but on the CPU it needs aten::_flash_attention_forward, which has no CPU kernel,
+# so a port using it could not run under validate's emulator (checked on 2.13.0 and 2.14.1).
 _FUNC = frozenset({"flash_attn.flash_attn_func", "flash_attn.flash_attn_interface.flash_attn_func"})
 # flash_attn_func(q, k, v, dropout_p, softmax_scale, causal, ...) -> SDPA keyword.
 _MAPPED = (("dropout_p", 3, "dropout_p"), ("softmax_scale", 4, "scale"), ("causal", 5, "is_causal"))
