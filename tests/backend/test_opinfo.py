@@ -45,6 +45,8 @@ EVER_DIFFERED = {
     "followup-by-design": ["nn.functional.mish", "nn.functional.silu", "renorm", "_refs.linspace.tensor_overload",
                            "nn.functional.linear_cross_entropy.chunked",
                            "nn.functional.linear_cross_entropy.chunked_none", "linalg.lstsq"],
+    # identical on torch 2.13.0; 5 backward float32 cases each differ on torch 2.14.1 (open)
+    "torch214-open": ["quantile", "nanquantile"],
 }
 
 GROUPS = {**COMMON, **EVER_DIFFERED}
