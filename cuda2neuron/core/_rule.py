@@ -11,7 +11,7 @@ import re
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._model import Effort, Safety
 from ._triggers import admit
@@ -19,8 +19,6 @@ from ._triggers import admit
 if TYPE_CHECKING:
     # Annotations only: defining rules must not cost the parser's import (the rules import it).
     import libcst as cst
-
-    from cuda2neuron.python import RuleContext
 
     from ._settings import Settings
 
@@ -186,7 +184,9 @@ class Rule:
         """
         return True
 
-    def __init__(self, context: RuleContext) -> None:
+    # ``context`` is the python layer's ``cuda2neuron.python.RuleContext`` (the walk builds it);
+    # core sits below that layer and names no type of it, not even for an annotation.
+    def __init__(self, context: Any) -> None:
         self.context = context
         self.reports: list[Report] = []
 

@@ -24,10 +24,10 @@ import signal
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from cuda2neuron.core import Config, ConfigError, FileError, FileResult, FileStatus, RunOptions
+from cuda2neuron.core import ConfigError, FileError, FileResult, FileStatus
 
 __all__ = ["Budget", "FilePool"]
 
@@ -99,11 +99,9 @@ def _watch_parent(parent: int) -> None:
     threading.Thread(target=watch, name="cuda2neuron-parent-watch", daemon=True).start()
 
 
-def _worker_main(conn, parent: int, files, config: Config, options: RunOptions, cache, budget: Budget) -> None:  # noqa: ANN001
+def _worker_main(conn, parent: int, work: Callable[..., FileResult], files, args: tuple) -> None:  # noqa: ANN001
     _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends us
-    from ._runner import process_file
-
     while True:
         try:
             batch = conn.recv()
@@ -112,7 +110,7 @@ def _worker_main(conn, parent: int, files, config: Config, options: RunOptions, 
         if batch is None:
             return
         for i in batch:
-            result = process_file(files[i], config, options, cache, budget)
+            result = work(files[i], *args)
             try:
                 conn.send((i, result))
             except (OSError, ValueError):
@@ -140,12 +138,18 @@ _POLL = 0.2
 
 
 class FilePool:
-    def __init__(self, size: int, files: Sequence, config: Config, options: RunOptions, cache, budget: Budget) -> None:  # noqa: ANN001
+    """``size`` workers, each answering ``work(files[i], *args)`` for the indices it is sent.
+
+    ``work`` is the caller's (the runner's ``process_file``): the pool knows nothing of what a
+    file's processing is, so it imports nothing above it (the runner imports the pool).
+    """
+
+    def __init__(self, size: int, work: Callable[..., FileResult], files: Sequence, args: tuple, budget: Budget) -> None:
         import multiprocessing
 
         self._ctx = multiprocessing.get_context()
         self._size = size
-        self._args = (files, config, options, cache, budget)
+        self._args = (work, files, args)
         self._budget = budget
         self._workers: list[_Worker] = []
         self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

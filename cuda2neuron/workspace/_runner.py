@@ -138,5 +138,6 @@ def _process(files, todo, config, options, jobs, cache, budget) -> Iterator[tupl
 
         catalog()
 
-    pool = FilePool(min(jobs, len(todo)), files, config, options, cache, budget)
+    # process_file looked up now, not bound at import: a test's stand-in reaches forked workers.
+    pool = FilePool(min(jobs, len(todo)), process_file, files, (config, options, cache, budget), budget)
     yield from pool.run(todo, lambda i: str(files[i].path))

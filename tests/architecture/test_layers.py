@@ -3,8 +3,12 @@
     cli -> validate -> report | backend -> workspace -> kinds -> rules -> python | documents -> core
 
 A module may import its own package and any package of a lower layer; packages that share a
-layer are independent of each other. Imports under ``if TYPE_CHECKING:`` are annotations, not
-dependencies, and are not counted. docs/architecture.md explains what lives where.
+layer are independent of each other. Imports under ``if TYPE_CHECKING:`` count too: an annotation
+naming a type of a higher layer is the same knot (a type checker, a reader, a refactoring must load
+the upper layer to understand the lower one). Inside a package the modules form no cycle either
+(imports inside functions count: a deferred import hides a cycle, it does not remove it); the
+package's ``__init__`` is its facade, above its own modules, and is left out of that check.
+docs/architecture.md explains what lives where.
 """
 
 from __future__ import annotations
@@ -90,18 +94,22 @@ def _sources():
 def _imports(module: str, path: Path, tree: ast.AST) -> list[Import]:
     is_package = path.name == "__init__.py"
     found = []
-    for node in _runtime_nodes(tree):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [Import(module, alias.name, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             target = _resolve(module, is_package, node.level, node.module) if node.level else node.module or ""
             found.append(Import(module, target, node.lineno))
-            # `from cuda2neuron import rules` names a package too.
-            found += [Import(module, f"{target}.{a.name}", node.lineno) for a in node.names if target == "cuda2neuron"]
+            # `from cuda2neuron import rules` names a package too; `from . import _x` a module.
+            found += [Import(module, f"{target}.{a.name}", node.lineno) for a in node.names
+                      if target == "cuda2neuron" or f"{target}.{a.name}" in _MODULES]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "import_module":
             if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
                 found.append(Import(module, node.args[0].value, node.lineno))
     return found
+
+
+_MODULES = frozenset(module for _, _, module in _sources())
 
 
 def _package_of(name: str) -> str | None:
@@ -164,12 +172,44 @@ def package_cycles(imports: list[Import]) -> list[list[str]]:
     return cycles
 
 
+def module_cycles(imports: list[Import]) -> list[list[str]]:
+    """Cycles between the modules of one package (its ``__init__`` left out: the facade)."""
+    edges: dict[str, set[str]] = {}
+    for imp in imports:
+        target = imp.target
+        while target and target not in _MODULES and "." in target:
+            target = target.rpartition(".")[0]
+        own = _package_of(imp.module)
+        if own is None or own != _package_of(target) or own in (imp.module, target) or target == imp.module:
+            continue
+        edges.setdefault(imp.module, set()).add(target)
+    cycles, state = [], {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == "open":
+                cycles.append([*path[path.index(nxt):], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = "done"
+
+    for start in sorted(edges):
+        if start not in state:
+            visit(start, [start])
+    return cycles
+
+
 def test_no_upward_import():
     assert upward_imports(_all_imports()) == []
 
 
 def test_no_import_cycle_between_packages():
     assert package_cycles(_all_imports()) == []
+
+
+def test_no_import_cycle_between_the_modules_of_a_package():
+    assert module_cycles(_all_imports()) == []
 
 
 @pytest.mark.parametrize(
@@ -190,6 +230,29 @@ def test_the_checker_tells_up_from_down(module, target, bad):
 def test_the_cycle_finder_finds_a_cycle():
     imports = [Import("cuda2neuron.core._a", "cuda2neuron.kinds", 1), Import("cuda2neuron.kinds._b", "cuda2neuron.core", 1)]
     assert package_cycles(imports)
+
+
+# Real module names: the finder tells a module from a name in it by the tree on disk.
+@pytest.mark.parametrize(
+    ("imports", "cycle"),
+    [
+        pytest.param([("workspace._pool", "workspace._runner"), ("workspace._runner", "workspace._pool")], True,
+                     id="two-modules"),
+        pytest.param([("workspace._pool", "workspace._runner.process_file"), ("workspace._runner", "workspace._cache"),
+                      ("workspace._cache", "workspace._pool")], True, id="three-modules-via-a-name"),
+        pytest.param([("backend._build", "backend"), ("backend", "backend._build")], False, id="facade-init"),
+        pytest.param([("workspace._runner", "workspace._pool")], False, id="one-way"),
+    ],
+)
+def test_the_module_cycle_finder(imports, cycle):
+    given = [Import(f"cuda2neuron.{a}", f"cuda2neuron.{b}", 1) for a, b in imports]
+    assert bool(module_cycles(given)) is cycle
+
+
+def test_type_checking_imports_count():
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cuda2neuron.python import RuleContext\n")
+    found = _imports("cuda2neuron.core._rule", ROOT / "cuda2neuron/core/_rule.py", tree)
+    assert upward_imports(found) == ["cuda2neuron.core._rule:3 imports cuda2neuron.python (layer 1 from layer 0)"]
 
 
 # -- only the CLI prints ----------------------------------------------------------------------------
