@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
@@ -24,6 +26,14 @@ _MAX_MEMORY_GUIDANCE = (
     'NeuronCore with device_map="neuron" (or {"": "neuron:<local rank>"} per process) and shard '
     "a model too large for one core with FSDP or tensor parallelism instead"
 )
+
+
+# What the rule can report on, in the code text (comments and docstrings blanked): a device map
+# given an integer or a dict (``device_map = (0)``, ``device_map={...}``), a dict keyed by the
+# empty string (``{"": rank}``, ``{'' : 0}``, ``{r"": i}``, the key parenthesized), TRL's helper,
+# and every ``max_memory``. Most files that say ``device_map`` pass a string or a variable
+# (``device_map="auto"``, ``device_map=device_map``): they are not parsed (diffusers: 35 files).
+_WAKE = re.compile(rb"""device_map[\s\\]*=[\s\\(]*[\d{]|(?:""|'')[\s\\)]*:|get_kbit_device_map|max_memory""")
 
 
 def _int_keys(node: cst.BaseExpression) -> bool:
@@ -127,6 +137,10 @@ class DeviceMapGpuOrdinal(Rule):
             target="accelerator",
         ),
     )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        return _WAKE.search(code) is not None
 
     def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
         super().__init__(context)
