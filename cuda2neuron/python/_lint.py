@@ -23,6 +23,7 @@ from ._groups import link_groups
 from ._lineage import Lineage
 from ._positions import spans_and_code, spans_of
 from ._rebuild import direct_children, rebuild
+from ._splice import Splicer
 from ._walk import walk_rules
 
 __all__ = ["NET_UNITS", "FixOutcome", "fix_module", "lint_module", "net_unit"]
@@ -260,9 +261,12 @@ def fix_module(
     applied: list[_Applied] = []
     original = source
     code: str | None = None  # the module's code, once generated for woken_by
+    # A rewritten module's code: the parsed text of the statements no fix touched, the others
+    # generated (python/_splice.py); without the parsed text, a whole code generation.
+    splicer = Splicer(first, source) if source is not None else None
     for n in range(1, MAX_ITERATIONS + 1):
         if applied and woken_by is not None:
-            _, code = spans_and_code(module, ())
+            code = _code(module, splicer)
             rule_types = tuple(woken_by(code))
         # The rules that search the whole text (RuleContext.source) get it without a second
         # code generation.
@@ -276,7 +280,7 @@ def fix_module(
         link_groups(reports)
         chosen = _choose(reports, unsafe)
         if not chosen:
-            return _outcome(first, module, reports, applied, path, lineage, unchanged, code)
+            return _outcome(first, module, reports, applied, path, lineage, unchanged, code, splicer)
         for r in chosen:
             if isinstance(r.replacement, cst.CSTNode):
                 lineage.replaced(r.node, r.replacement)
@@ -284,7 +288,7 @@ def fix_module(
         new_module = _fix_imports(new_module, chosen, lineage)
         if new_module.deep_equals(module):
             # A fix that changes nothing would loop forever; treat it as not applicable.
-            return _outcome(first, module, reports, applied, path, lineage, None, code)
+            return _outcome(first, module, reports, applied, path, lineage, None, code, splicer)
         applied.extend(_Applied(r, module, n) for r in chosen)
         code = None
         # A fix may write a suppression comment (to protect code from other rules): honour it
@@ -310,13 +314,14 @@ def _outcome(
     lineage: Lineage,
     source: str | None = None,
     code: str | None = None,
+    splicer: Splicer | None = None,
 ) -> FixOutcome:
     """``first``: the module as parsed; ``source``: its text, when no fix changed it; ``code``:
     ``module``'s code, when already generated."""
     if not remaining and not applied:
         return FixOutcome(module, [], [], code)
     if applied and code is None:
-        _, code = spans_and_code(module, ())
+        code = _code(module, splicer)
     reports = [a.report for a in applied] + remaining
     spans = _original_spans(first, lineage, reports)
 
@@ -334,6 +339,12 @@ def _outcome(
     left = [(_finding(r, spans[id(r.node)], path, module, line_of=line_of), (module, r.node)) for r in remaining]
     left.sort(key=lambda pair: (pair[0].span, pair[0].code))
     return FixOutcome(module, [f for f, _ in done], [f for f, _ in left], code, [e for _, e in done], [e for _, e in left])
+
+
+def _code(module: cst.Module, splicer: Splicer | None) -> str:
+    if splicer is not None:
+        return splicer.code(module)
+    return spans_and_code(module, ())[1]
 
 
 _START = Span(1, 0, 1, 0)

@@ -1,0 +1,76 @@
+"""A rewritten module's code spliced from the file as read equals libcst's whole code generation,
+and the statements no fix touched are not generated again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from cuda2neuron.core import Config
+from cuda2neuron.kinds import rules_for
+from cuda2neuron.python import fix_module, parse_bytes
+from cuda2neuron.python._splice import Splicer
+
+PAIRS = Path(__file__).resolve().parents[1] / "fixtures" / "pairs"
+
+
+def _fixed(source: str) -> tuple[cst.Module, cst.Module]:
+    module = parse_bytes(source.encode())
+    rules = tuple(r for r in rules_for(Config(), "x.py") if "python" in r.file_kinds)
+    outcome = fix_module(module, rules, "x.py", Config().settings, unsafe=True, source=source)
+    return module, outcome.module
+
+
+CASES = [
+    pytest.param("import torch\nx = x.cuda()\n", True, id="one-line"),
+    pytest.param("# header\n\nimport torch\n\n\n# about f\n@dec\n@dec2(\n    1)\ndef f(x):\n    return x.cuda()\n\n\ny = 1\n", True, id="header-decorators-leading-comments"),
+    pytest.param("import torch; x = x.cuda(); y = 2\nz = torch.device('cuda')\n", True, id="semicolons"),
+    pytest.param("import torch\nclass A:\n    def f(self, x):\n        return x.cuda()\n        # block footer\n\n# module footer\n", True, id="block-and-module-footer"),
+    pytest.param("import torch\nif x:\n    y = x.cuda()\nelse:\n    y = x\nz = '''\nx.cuda()\n'''\n", True, id="multi-line-string"),
+    pytest.param("x = x.cuda()\ntorch.cuda.synchronize()\n", True, id="import-added"),
+    pytest.param("import torch\nx = x.cuda()", False, id="no-trailing-newline"),
+    pytest.param("import torch\r\nx = x.cuda()\r\n", False, id="crlf"),
+    pytest.param("import torch\nx = \\\n    x.cuda()\n", True, id="continuation"),
+    pytest.param("# only a comment\n", True, id="no-statement"),
+    pytest.param("", False, id="empty"),
+]
+
+
+# (source, spliced): False where the module is generated whole (lone CRs and CRLF, a last line
+# without newline, nothing to cut).
+@pytest.mark.parametrize(("source", "spliced"), CASES)
+def test_spliced_code_is_the_generated_code(source, spliced):
+    first, final = _fixed(source)
+    splicer = Splicer(first, source)
+    assert splicer.code(final) == final.code
+    assert (splicer._statement_texts() is not None) is spliced
+
+
+def _pair_inputs():
+    for path in sorted(PAIRS.rglob("*.in.py")):
+        yield pytest.param(path, id=path.relative_to(PAIRS).as_posix())
+
+
+@pytest.mark.parametrize("path", list(_pair_inputs()))
+def test_spliced_code_of_every_fixture_pair(path):
+    source = path.read_bytes().decode()
+    first, final = _fixed(source)
+    assert Splicer(first, source).code(final) == final.code
+
+
+def test_untouched_statements_are_not_generated(monkeypatch):
+    source = "import torch\n" + "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(20)) + "y = y.cuda()\n"
+    first, final = _fixed(source)
+    generated: list[str] = []
+    real = cst.FunctionDef._codegen_impl
+
+    def counted(self, state, *args, **kwargs):
+        generated.append(self.name.value)
+        return real(self, state, *args, **kwargs)
+
+    monkeypatch.setattr(cst.FunctionDef, "_codegen_impl", counted)
+    code = Splicer(first, source).code(final)
+    assert code.endswith('y = y.to("neuron")\n')
+    assert generated == []
