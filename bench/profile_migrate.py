@@ -1,33 +1,51 @@
-"""Where `migrate --diff` spends its time on a real tree: per phase and per rule, in one process.
+"""Where `migrate --diff --no-cache` spends its CPU on a real tree: the whole command, phase by phase.
 
-    python bench/profile_migrate.py --tree PATH [--per-rule] [--cprofile 25]
+    python bench/profile_migrate.py --tree PATH [--per-rule] [--jobs2] [--cprofile 25] [--wakes]
 
-Runs exactly what `migrate --diff` runs for each .py file (the kind's processing with fixes on,
-then the unified diff of a changed file), with timers around each phase:
-  * prefilter: coarse words, the catalog's trigger words, the code text (comments and docstrings
-    blanked) and each rule's own wake test — everything before the parse;
-  * parse: libcst's parse of the files that get past the prefilter;
-  * walk: the rules' visitors (one walk per fix round, rules instantiated in it);
-  * rebuild + imports: applying fixes;
-  * codegen: code generation (spans of findings, the rewritten file);
-  * check: the compile check of rewritten output;
-  * diff: the unified diff of each changed file.
-CPU seconds (process time) beside wall. --per-rule also times each rule's visitor methods (this
-adds overhead of its own; the shares are what count). --cprofile N prints the N functions with
-the largest own time over the whole run. --wakes counts the files each rule wakes on.
+Runs the real command in this process (``cuda2neuron.cli.main``, ``--jobs 1``: every phase is in
+one process and can be timed) with timers around the engine's functions where they are looked up:
+  * discovery: walking the tree (``discover``);       * sweep: the project sweep (CPython ``ast``);
+  * prefilter: the Python kind's own work before and around the parse (coarse words, trigger
+    words, the code text, each rule's wake test) — what is left of it after the phases below;
+  * guard: the nesting check and the thread with a deep stack that the parse runs on;
+  * parse: libcst's parse;                            * metadata: libcst's import helpers
+    (``MetadataWrapper``: scopes and qualified names, only where an import changes);
+  * rules: the rule walk (visitor calls, rules instantiated); ``--per-rule`` splits it by family
+    (the rule's folder under rules/) — instrumented, so the shares are what count;
+  * fix rounds: rebuilding the paths to replaced nodes;
+  * codegen: code generation (finding spans, the rewritten module, spliced where it can be);
+  * compile check: the rewritten output through ``compile()``;
+  * residual: the residual pass (CN902) over each kind's output;
+  * text kinds: every non-Python kind (shell, requirements, notebooks, configs ...);
+  * cache: result cache look-ups and writes (0 with --no-cache, as here);
+  * report: the report model, the text report and the unified diffs printed (to /dev/null);
+  * other: start-up of the command and what no timer covers.
+``--jobs2`` also runs ``migrate --diff --no-cache --jobs 2`` in a fresh process: its CPU beyond this
+process's total is the pool (workers' start-up and catalog import, IPC of the results). The floor
+is libcst's parse of the tree's files that mention CUDA, in this process. CPU seconds beside
+wall; ``cat /proc/loadavg`` is printed, as other work on the machine moves wall time, not CPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
+import io
+import os
 import pstats
+import resource
+import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from cuda2neuron.core import Config, FileStatus, RunOptions
+from cuda2neuron.core import Config
+
+PHASES = ("discovery", "sweep", "prefilter", "guard", "parse", "metadata", "rules", "fix rounds", "codegen",
+          "compile check", "residual", "text kinds", "cache", "report")
+
 
 class Timers:
     def __init__(self) -> None:
@@ -57,100 +75,149 @@ class Timers:
         return timed
 
 
-def install(timers: Timers, per_rule: dict[str, float] | None):
+def install(timers: Timers, per_family: dict[str, float] | None) -> None:
     """Wrap the engine's phase functions where they are looked up."""
+    import cuda2neuron.cli._migrate as mig
+    import cuda2neuron.kinds as kinds
+    import cuda2neuron.kinds._nesting as nesting
     import cuda2neuron.kinds._python as kpy
+    import cuda2neuron.kinds._residual as residual
     import cuda2neuron.python as cpy
     import cuda2neuron.python._lint as lint
+    import cuda2neuron.python._splice as splice
     import cuda2neuron.python._walk as walk
+    import cuda2neuron.workspace._runner as runner
+    from cuda2neuron.workspace import ResultCache
 
+    mig.discover = timers.wrap("discovery", mig.discover)
+    mig.with_project_facts = timers.wrap("sweep", mig.with_project_facts)
+    mig.build_report = timers.wrap("report", mig.build_report)
+    mig.print_summary = timers.wrap("report", mig.print_summary)
+    mig.print_diff = timers.wrap("report", mig.print_diff)
+    for name in ("key", "get", "put"):
+        setattr(ResultCache, name, timers.wrap("cache", getattr(ResultCache, name)))
+
+    # Per file: a Python file's time is "prefilter" unless a nested phase claims it; any other
+    # kind's is "text kinds".
+    real_process_kind = runner.process_kind
+    python_file = timers.wrap("prefilter", real_process_kind)
+    text_file = timers.wrap("text kinds", real_process_kind)
+    runner.process_kind = lambda kind, *a: (python_file if kind == "python" else text_file)(kind, *a)
+    residual.residual_findings = timers.wrap("residual", residual.residual_findings)
+    kinds.check_suppressions = timers.wrap("residual", kinds.check_suppressions)
+    kpy.nesting_error = timers.wrap("guard", kpy.nesting_error)
+    real_deep = nesting.deep_stack
+
+    def deep_stack(fn, *args):  # the thread's start and join are the guard's; fn's time is its own
+        return timers.wrap("guard", real_deep)(timers.wrap("prefilter", fn), *args)
+
+    kpy.deep_stack = deep_stack
     cpy.parse_bytes  # noqa: B018 - loads the submodule so the attribute can be replaced
     cpy.parse_bytes = timers.wrap("parse", cpy.parse_bytes)  # type: ignore[attr-defined]
-    lint.walk_rules = timers.wrap("walk", lint.walk_rules)
-    lint._collect = timers.wrap("walk", lint._collect)  # rule instantiation counts as walk
-    lint.rebuild = timers.wrap("rebuild + imports", lint.rebuild)
-    lint._fix_imports = timers.wrap("rebuild + imports", lint._fix_imports)
+    lint.walk_rules = timers.wrap("rules", lint.walk_rules)
+    lint._collect = timers.wrap("rules", lint._collect)  # rule instantiation counts as the walk
+    lint.rebuild = timers.wrap("fix rounds", lint.rebuild)
+    lint._fix_imports = timers.wrap("fix rounds", lint._fix_imports)
+    lint._transform = timers.wrap("metadata", lint._transform)
     lint.spans_and_code = timers.wrap("codegen", lint.spans_and_code)
-
-    kpy._compile_check = timers.wrap("check", kpy._compile_check)
-    if per_rule is not None:
+    lint.spans_of = timers.wrap("codegen", lint.spans_of)
+    splice.Splicer.code = timers.wrap("codegen", splice.Splicer.code)
+    kpy._compile_check = timers.wrap("compile check", kpy._compile_check)
+    if per_family is not None:
         original_init = walk._Walker.__init__
 
         def init(self, rules, context):
             original_init(self, rules, context)
             for table in (self.visit, self.leave):
                 for key, methods in table.items():
-                    table[key] = [_rule_timed(m, per_rule) for m in methods]
+                    table[key] = [_rule_timed(m, per_family) for m in methods]
 
         walk._Walker.__init__ = init
-    # The prefilter is everything in the kind's processing that is not a timed phase.
-    return timers.wrap("prefilter", kpy.process_python_findings)
 
 
-def _rule_timed(method, per_rule: dict[str, float]):
-    code = method.__self__.code
+def _rule_timed(method, per_family: dict[str, float]):
+    rule = type(method.__self__)
+    family = f"{rule.__module__.split('.')[-2]} ({rule.code[:3]}x)"
 
     def timed(node):
-        c0 = time.perf_counter()
+        c0 = time.process_time()
         try:
             return method(node)
         finally:
-            per_rule[code] += time.perf_counter() - c0
+            per_family[family] += time.process_time() - c0
 
     return timed
+
+
+def _floor(tree: Path) -> tuple[int, float]:
+    import libcst as cst
+
+    files = [p for p in sorted(tree.rglob("*.py")) if ".git" not in p.parts and b"cuda" in p.read_bytes().lower()]
+    c0 = time.process_time()
+    for p in files:
+        cst.parse_module(p.read_bytes())
+    return len(files), time.process_time() - c0
+
+
+def _jobs2(tree: Path) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-m", "cuda2neuron", "migrate", "--diff", "--no-cache", "--jobs", "2", "-q", str(tree)],
+                   capture_output=True, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tree", type=Path, required=True)
-    ap.add_argument("--per-rule", action="store_true")
+    ap.add_argument("--per-rule", action="store_true", help="split the rule walk by rule family (instrumented)")
+    ap.add_argument("--jobs2", action="store_true", help="also time --jobs 2 in a fresh process (the pool's cost)")
+    ap.add_argument("--no-floor", action="store_true", help="skip the libcst parse floor")
     ap.add_argument("--cprofile", type=int, default=0, metavar="N")
     ap.add_argument("--wakes", action="store_true", help="also count the files each rule wakes on")
     args = ap.parse_args()
 
-    from cuda2neuron.cli._render import diff_text
-    from cuda2neuron.kinds import catalog
-    from cuda2neuron.kinds._guard import guarded
+    from cuda2neuron.cli import main as cli_main
 
-    files = sorted(p for p in args.tree.rglob("*.py") if ".git" not in p.parts)
-    catalog()  # import cost is not a per-file phase
+    print(f"load {Path('/proc/loadavg').read_text().split()[:3] if Path('/proc/loadavg').exists() else '?'}")
     timers = Timers()
-    per_rule: dict[str, float] | None = defaultdict(float) if args.per_rule else None
-    body = install(timers, per_rule)
-    diff = timers.wrap("diff", diff_text)
-    read = timers.wrap("read", Path.read_bytes)
-    config = Config()
-    options = RunOptions(fix=True)
-    changed = findings = 0
-    by_rule: Counter[str] = Counter()
+    per_family: dict[str, float] | None = defaultdict(float) if args.per_rule else None
+    install(timers, per_family)
     profiler = cProfile.Profile() if args.cprofile else None
     c0, w0 = time.process_time(), time.perf_counter()
     if profiler:
         profiler.enable()
-    for path in files:
-        result = guarded(str(path), read(path), config, options, body)
-        findings += len(result.findings)
-        by_rule.update(f.code for f in result.findings)
-        if result.status is FileStatus.CHANGED:
-            changed += 1
-            diff(result)
+    sink = io.StringIO()
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull), contextlib.redirect_stderr(sink):
+        code = cli_main(["migrate", "--diff", "--no-cache", "--jobs", "1", str(args.tree)])
     if profiler:
         profiler.disable()
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
-    print(f"{args.tree}: {len(files)} .py files, {timers.calls['parse']} parsed, {changed} changed, {findings} findings")
-    print(f"{'phase':<20}{'CPU s':>9}{'wall s':>9}{'share':>8}")
-    for phase in ("read", "prefilter", "parse", "walk", "rebuild + imports", "codegen", "check", "diff"):
-        print(f"{phase:<20}{timers.cpu[phase]:>9.2f}{timers.wall[phase]:>9.2f}{timers.cpu[phase] / cpu:>8.1%}")
-    print(f"{'total':<20}{cpu:>9.2f}{wall:>9.2f}")
-    if per_rule:
-        total = sum(per_rule.values())
-        print("visitor time per rule (instrumented; share of all visitor time):")
-        for code, t in sorted(per_rule.items(), key=lambda kv: -kv[1])[:15]:
-            print(f"  {code} {t:7.2f} s {t / total:6.1%}  findings {by_rule[code]}")
+    summary = next((line for line in sink.getvalue().splitlines() if "files scanned" in line), "")
+    print(f"{args.tree}: migrate --diff exit {code}; {summary}")
+    print(f"{timers.calls['parse']} files parsed by libcst")
+    print(f"{'phase':<16}{'CPU s':>9}{'wall s':>9}{'share':>8}")
+    covered = 0.0
+    for phase in PHASES:
+        covered += timers.cpu[phase]
+        print(f"{phase:<16}{timers.cpu[phase]:>9.2f}{timers.wall[phase]:>9.2f}{timers.cpu[phase] / cpu:>8.1%}")
+    print(f"{'other':<16}{cpu - covered:>9.2f}{'':>9}{(cpu - covered) / cpu:>8.1%}")
+    print(f"{'total':<16}{cpu:>9.2f}{wall:>9.2f}")
+    if per_family:
+        total = sum(per_family.values())
+        print("rule visitors by family (instrumented; share of all visitor time):")
+        for family, t in sorted(per_family.items(), key=lambda kv: -kv[1]):
+            print(f"  {family:<22}{t:7.2f} s {t / total:6.1%}")
+    if args.jobs2:
+        two = _jobs2(args.tree)
+        print(f"--jobs 2 (fresh process and its workers): {two:.2f} s CPU; pool/IPC beyond one process: {two - cpu:+.2f} s")
+    if not args.no_floor:
+        n, floor = _floor(args.tree)
+        print(f"floor: libcst parse of the {n} files that mention CUDA: {floor:.2f} s CPU; this run {cpu / floor:.2f}x")
     if profiler:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(args.cprofile)
     if args.wakes:
-        print_wakes(files, config)
+        print_wakes(sorted(p for p in args.tree.rglob("*.py") if ".git" not in p.parts), Config())
     return 0
 
 
