@@ -21,7 +21,7 @@ from cuda2neuron.core import MAX_ITERATIONS, ConvergenceError, Finding, Fix, Rep
 from ._context import RuleContext
 from ._groups import link_groups
 from ._lineage import Lineage
-from ._positions import spans_and_code, spans_of
+from ._positions import spans_and_code, spans_in_statements, spans_of
 from ._rebuild import direct_children, rebuild
 from ._splice import Splicer
 from ._walk import walk_rules
@@ -135,13 +135,28 @@ def _held_note(report: Report, line_of) -> str:
     )
 
 
-def _unsuppressed(module: cst.Module, reports: list[Report], source: str | None = None) -> list[Report]:
+def _located(module: cst.Module, nodes: list[tuple[cst.CSTNode, Sequence[cst.CSTNode]]], splicer: Splicer | None) -> dict[int, Span]:
+    """Spans of ``nodes`` (each with its ancestors, root first) in ``module``, freshly parsed:
+    each located within its own top-level statement where the splicer could cut the text."""
+    lines = splicer.statement_lines() if splicer is not None else None
+    if lines is None:
+        return spans_of(module, [node for node, _ in nodes])
+    return spans_in_statements(
+        module,
+        [(node, above[1] if len(above) > 1 and above[0] is module else None) for node, above in nodes],
+        lines,
+    )
+
+
+def _unsuppressed(
+    module: cst.Module, reports: list[Report], source: str | None = None, splicer: Splicer | None = None
+) -> list[Report]:
     """``reports`` without the ones a suppression comment hides (``source``: the text ``module``
     was parsed from, unchanged; then only the spans are made)."""
     if not reports:
         return reports
     if source is not None:
-        spans, code = spans_of(module, [r.node for r in reports]), source
+        spans, code = _located(module, [(r.node, r.ancestors) for r in reports], splicer), source
     else:
         spans, code = spans_and_code(module, [r.node for r in reports])
     suppressions = Suppressions.from_text(code)
@@ -158,7 +173,7 @@ def lint_module(
         return []
     link_groups(reports)
     if source is not None:
-        spans, code = spans_of(module, [r.node for r in reports]), source
+        spans, code = _located(module, [(r.node, r.ancestors) for r in reports], Splicer(module, source)), source
     else:
         spans, code = spans_and_code(module, [r.node for r in reports])
     suppressions = Suppressions.from_text(code)
@@ -276,7 +291,7 @@ def fix_module(
         unchanged = original if source is not None else None
         source = None  # later rounds walk a rewritten module
         if may_suppress and reports:
-            reports = _unsuppressed(module, reports, unchanged)
+            reports = _unsuppressed(module, reports, unchanged, splicer)
         link_groups(reports)
         chosen = _choose(reports, unsafe)
         if not chosen:
@@ -323,12 +338,12 @@ def _outcome(
     if applied and code is None:
         code = _code(module, splicer)
     reports = [a.report for a in applied] + remaining
-    spans = _original_spans(first, lineage, reports)
+    spans = _original_spans(first, lineage, reports, splicer)
 
     def line_of(r: Report) -> int:
         span = spans.get(id(r.node))
         if span is None:  # a report of an earlier round that held this one
-            span = _original_spans(first, lineage, [r])[id(r.node)]
+            span = _original_spans(first, lineage, [r], splicer)[id(r.node)]
         return span.start_line
 
     done = [
@@ -350,7 +365,7 @@ def _code(module: cst.Module, splicer: Splicer | None) -> str:
 _START = Span(1, 0, 1, 0)
 
 
-def _original_spans(first: cst.Module, lineage: Lineage, reports: list[Report]) -> dict[int, Span]:
+def _original_spans(first: cst.Module, lineage: Lineage, reports: list[Report], splicer: Splicer | None = None) -> dict[int, Span]:
     """Each report's span in ``first`` (the module as parsed), keyed by ``id(report.node)``.
 
     A node the lineage traces back to the parsed module is located there; one that stands for
@@ -361,8 +376,19 @@ def _original_spans(first: cst.Module, lineage: Lineage, reports: list[Report]) 
     # A finding about the whole module is about the whole file; a node built into the module
     # itself (an added import line) stands for no text of it.
     added = {id(r.node) for r in reports if isinstance(origin[id(r.node)], cst.Module) and not isinstance(r.node, cst.Module)}
-    wanted = [o for k, o in origin.items() if k not in added]
-    found = spans_of(first, wanted) if wanted else {}
+    # Each origin with the statement of ``first`` its report's statement stands for: located
+    # within that statement alone where the splicer could cut the text (else as before).
+    lines = splicer.statement_lines() if splicer is not None else None
+    if lines is None:
+        wanted = [o for k, o in origin.items() if k not in added]
+        found = spans_of(first, wanted) if wanted else {}
+    else:
+        located = [
+            (origin[id(r.node)], lineage.origin(r.ancestors[1]) if len(r.ancestors) > 1 and isinstance(r.ancestors[0], cst.Module) else None)
+            for r in reports
+            if id(r.node) not in added
+        ]
+        found = spans_in_statements(first, located, lines) if located else {}
     spans: dict[int, Span] = {}
     lost: list[Report] = []
     for r in reports:

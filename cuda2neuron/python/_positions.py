@@ -7,14 +7,14 @@ starts or ends, costs about one plain ``module.code``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from cuda2neuron.core import Span
 
-__all__ = ["spans_and_code", "spans_of"]
+__all__ = ["spans_and_code", "spans_in_statements", "spans_of"]
 
 
 class _AllFound(Exception):
@@ -151,3 +151,37 @@ def spans_of(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Span
     except _AllFound:
         pass
     return state.spans
+
+
+def spans_in_statements(
+    module: cst.Module, located: Iterable[tuple[cst.CSTNode, cst.CSTNode | None]], lines: Mapping[int, int]
+) -> dict[int, Span]:
+    """Spans of nodes, each given with the top-level statement of ``module`` that holds it (or
+    None), ``lines`` the line each top-level statement starts on (python/_splice.py).
+
+    Each such statement is generated alone, its line count starting where it starts in the file
+    (a top-level statement starts a line, at column 0): a finding at the end of a long file no
+    longer costs the code generation of everything above it. A node not found where it was said
+    to be, or given without a statement, is located the old way (``spans_of``). Only for freshly
+    parsed modules, like ``spans_of``.
+    """
+    by_statement: dict[int, tuple[cst.CSTNode, dict[int, cst.CSTNode]]] = {}
+    rest: list[cst.CSTNode] = []
+    for node, statement in located:
+        if statement is None or id(statement) not in lines:
+            rest.append(node)
+        else:
+            by_statement.setdefault(id(statement), (statement, {}))[1][id(node)] = node
+    spans: dict[int, Span] = {}
+    for key, (statement, wanted) in by_statement.items():
+        state = _SpanState(module, set(wanted), stop_early=True)
+        state._line = lines[key]
+        try:
+            statement._codegen(state)
+        except _AllFound:
+            pass
+        spans.update(state.spans)
+        rest += [node for k, node in wanted.items() if k not in state.spans]
+    if rest:
+        spans.update(spans_of(module, rest))
+    return spans

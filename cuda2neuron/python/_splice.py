@@ -37,6 +37,7 @@ class Splicer:
         self._first = first
         self._source = source
         self._pieces: dict[int, str] | None = None  # id(original top-level statement) -> its text
+        self._lines: dict[int, int] = {}  # id(original top-level statement) -> the line its text starts on
         self._ready = False
         self._header = ""
         self._footer = ""
@@ -72,6 +73,12 @@ class Splicer:
         if not code:
             return module.default_newline  # as Module._codegen_impl: an empty file keeps its newline
         return code
+
+    def statement_lines(self) -> dict[int, int] | None:
+        """The line (from 1) on which each top-level statement of the parsed module starts, its
+        leading blank and comment lines included, keyed by ``id(statement)``; None where the
+        text cannot be cut (see the module's docstring)."""
+        return None if self._statement_texts() is None else self._lines
 
     def _statement_texts(self) -> dict[int, str] | None:
         if self._ready:
@@ -119,4 +126,5 @@ class Splicer:
         pieces: dict[int, str] = {}
         for i, stmt in enumerate(body):
             pieces[id(stmt)] = "".join(lines[bounds[i] - 1 : edges[i + 2] - 1])
+            self._lines[id(stmt)] = bounds[i]
         return pieces

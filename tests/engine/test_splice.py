@@ -74,3 +74,44 @@ def test_untouched_statements_are_not_generated(monkeypatch):
     code = Splicer(first, source).code(final)
     assert code.endswith('y = y.to("neuron")\n')
     assert generated == []
+
+
+@pytest.mark.parametrize(("source", "spliced"), [c for c in CASES if c.values[1]])
+def test_spans_within_statements_are_the_spans_in_the_file(source, spliced):
+    from cuda2neuron.python import lint_module
+    from cuda2neuron.python._positions import spans_in_statements, spans_of
+
+    module = parse_bytes(source.encode())
+    lines = Splicer(module, source).statement_lines()
+    assert lines is not None
+    # Every node of every statement, located both ways.
+    located = []
+    for statement in module.body:
+        stack = [statement]
+        while stack:
+            node = stack.pop()
+            located.append((node, statement))
+            stack.extend(node.children)
+    assert spans_in_statements(module, located, lines) == spans_of(module, [n for n, _ in located])
+    rules = tuple(r for r in rules_for(Config(), "x.py") if "python" in r.file_kinds)
+    assert lint_module(parse_bytes(source.encode()), rules, "x.py", Config().settings, source) == lint_module(
+        parse_bytes(source.encode()), rules, "x.py", Config().settings)
+
+
+def test_a_finding_is_located_without_generating_the_statements_above_it(monkeypatch):
+    from cuda2neuron.python import lint_module
+
+    source = "import torch\n" + "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(20)) + "y = y.cuda()\n"
+    rules = tuple(r for r in rules_for(Config(), "x.py") if "python" in r.file_kinds)
+    module = parse_bytes(source.encode())
+    generated: list[str] = []
+    real = cst.FunctionDef._codegen_impl
+
+    def counted(self, state, *args, **kwargs):
+        generated.append(self.name.value)
+        return real(self, state, *args, **kwargs)
+
+    monkeypatch.setattr(cst.FunctionDef, "_codegen_impl", counted)
+    [finding] = [f for f in lint_module(module, rules, "x.py", Config().settings, source) if f.code == "CN101"]
+    assert (finding.span.start_line, finding.span.start_col) == (62, 4)
+    assert generated == []
