@@ -84,7 +84,6 @@ def install(timers: Timers, per_family: dict[str, float] | None) -> None:
     import cuda2neuron.kinds._residual as residual
     import cuda2neuron.python as cpy
     import cuda2neuron.python._lint as lint
-    import cuda2neuron.python._splice as splice
     import cuda2neuron.python._walk as walk
     import cuda2neuron.workspace._runner as runner
     from cuda2neuron.workspace import ResultCache
@@ -121,7 +120,14 @@ def install(timers: Timers, per_family: dict[str, float] | None) -> None:
     lint._transform = timers.wrap("metadata", lint._transform)
     lint.spans_and_code = timers.wrap("codegen", lint.spans_and_code)
     lint.spans_of = timers.wrap("codegen", lint.spans_of)
-    splice.Splicer.code = timers.wrap("codegen", splice.Splicer.code)
+    try:  # absent from the code before the splice (0.3.0): the script profiles both
+        import cuda2neuron.python._splice as splice
+
+        splice.Splicer.code = timers.wrap("codegen", splice.Splicer.code)
+        splice.Splicer.statement_lines = timers.wrap("codegen", splice.Splicer.statement_lines)
+        lint.spans_in_statements = timers.wrap("codegen", lint.spans_in_statements)
+    except (ImportError, AttributeError):
+        pass
     kpy._compile_check = timers.wrap("compile check", kpy._compile_check)
     if per_family is not None:
         original_init = walk._Walker.__init__
