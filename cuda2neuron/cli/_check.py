@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from cuda2neuron.core import FileStatus, RunOptions
+from cuda2neuron.core import FileStatus, RunOptions, printable
 from cuda2neuron.kinds import catalog, kind_of, process_kind
 from cuda2neuron.workspace import (
     Baseline,
@@ -122,7 +122,7 @@ def check_command(
     if errors:
         raise UsageError("; ".join(f"{s.path}: {s.reason}" for s in errors))
     if show_files:
-        out_console.file.write("".join(f"{f.path}\n" for f in sorted(found.files, key=lambda f: str(f.path))))
+        out_console.file.write("".join(f"{printable(str(f.path))}\n" for f in sorted(found.files, key=lambda f: str(f.path))))
         return EXIT_CLEAN
     config = with_project_facts(config, found.files)
     options = RunOptions.from_config(config, fix=fix or show_diff)
@@ -252,6 +252,8 @@ def _emit(
     else:
         rules = catalog() if output_format == "sarif" else None
         text = render(report, output_format, unsafe_fixes=unsafe, sources=sources, rules=rules, show_fixes=show_fixes)
+        if output_format in _PEOPLE:
+            text = printable(text)  # a file name or a source line may hold ESC: never sent raw
         if output_format in _PEOPLE and text and colour_allowed(out):
             out.rich.print(coloured_findings(text), end="", soft_wrap=True)
         else:

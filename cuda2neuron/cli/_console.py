@@ -12,6 +12,8 @@ import os
 import sys
 from typing import IO, Any
 
+from cuda2neuron.core import printable
+
 __all__ = ["Console", "Part"]
 
 # A piece of a line: plain text, or (text, rich style) such as ("error", "red").
@@ -74,7 +76,9 @@ class Console:
         return bool(isatty and isatty())
 
     def say(self, *parts: Part, soft_wrap: bool | None = None) -> None:
-        """Write one line; styles apply on a terminal only. Text is never read as markup."""
+        """Write one line; styles apply on a terminal only. Text is never read as markup, and
+        control characters (a file name may hold ESC) are shown escaped, never sent raw."""
+        parts = tuple(printable(p) if isinstance(p, str) else (printable(p[0]), p[1]) for p in parts)
         if not self.styled:
             self.file.write("".join(p if isinstance(p, str) else p[0] for p in parts) + "\n")
             return
@@ -83,5 +87,6 @@ class Console:
         self.rich.print(Text.assemble(*parts), soft_wrap=soft_wrap)
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
-        """rich's print: markup, tables, Markdown."""
-        self.rich.print(*objects, **kwargs)
+        """rich's print: markup, tables, Markdown (plain strings shown with their control
+        characters escaped, as ``say`` does; tables escape their cells where they are built)."""
+        self.rich.print(*(printable(o) if isinstance(o, str) else o for o in objects), **kwargs)

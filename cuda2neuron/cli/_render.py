@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING
 
-from cuda2neuron.core import Config, FileResult, Finding, Safety
+from cuda2neuron.core import Config, FileResult, Finding, Safety, printable
 
 from ._console import Console
 
@@ -221,7 +221,7 @@ def print_summary(
             what = f.message + (f". {f.guidance}" if f.guidance else "")
             if f.fix is not None and f.fix.safety is Safety.DISPLAY_ONLY:
                 what += f" (no automatic fix; suggested: {_one_line(f.fix.replacement) or '(remove it)'})"
-            table.add_row(f"{f.path}:{f.span.start_line}", f.code, f.effort.value, escape(what))
+            table.add_row(escape(printable(f"{f.path}:{f.span.start_line}")), f.code, f.effort.value, escape(printable(what)))
         console.print(table)
         if len(rows) > SUMMARY_ROWS:
             console.say(f"  ... and {len(rows) - SUMMARY_ROWS} more: {_FULL_LIST}", soft_wrap=True)

@@ -21,6 +21,7 @@ from ._config import (
 )
 from ._convergence import MAX_ITERATIONS, ConvergenceError
 from ._errors import SourceError
+from ._printable import printable
 from ._model import Effort, FileError, FileResult, FileStatus, Finding, Fix, Safety, Span
 from ._rule import Invalid, Report, Rule, RuleDefinitionError, Valid, example_fix_safeties, registered_rules
 from ._settings import AMP_DTYPES, TARGETS, ProjectFacts, RunOptions, Settings
@@ -40,6 +41,7 @@ from ._triggers import admit, admitted, admitted_version, has_trigger, trigger_w
 from ._write import StaleBackupError, atomic_write, remove_stale_temps
 
 __all__ = [
+    "printable",
     "AMP_DTYPES",
     "MAX_ITERATIONS",
     "TARGETS",

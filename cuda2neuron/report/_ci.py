@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from cuda2neuron.core import Effort, Finding
+from cuda2neuron.core import Effort, Finding, printable
 
 from ._model import RunReport, finding_status
 
@@ -123,30 +123,31 @@ def to_junit(report: RunReport) -> str:
     for r in report.results:
         if r.status.value == "skipped":
             continue
-        suite = ET.SubElement(root, "testsuite", name=r.path)
+        path = printable(r.path)
+        suite = ET.SubElement(root, "testsuite", name=path)
         counts = Counter[str]()
         left = [f for f in r.findings if not f.applied]
         if r.error is not None:
-            case = ET.SubElement(suite, "testcase", name="cuda2neuron", classname=r.path)
-            error = ET.SubElement(case, "error", message=f"{r.error.kind}: {r.error.message}", type=r.error.kind)
-            error.text = r.error.traceback or r.error.message
+            case = ET.SubElement(suite, "testcase", name="cuda2neuron", classname=path)
+            error = ET.SubElement(case, "error", message=printable(f"{r.error.kind}: {r.error.message}"), type=r.error.kind)
+            error.text = printable(r.error.traceback or r.error.message)
             counts["tests"] += 1
             counts["errors"] += 1
         by_rule: dict[str, list[Finding]] = {}
         for f in left:
             by_rule.setdefault(f.code, []).append(f)
         for code, found in sorted(by_rule.items()):
-            case = ET.SubElement(suite, "testcase", name=f"{code} {found[0].name}", classname=r.path)
+            case = ET.SubElement(suite, "testcase", name=f"{code} {found[0].name}", classname=path)
             failure = ET.SubElement(
-                case, "failure", message=f"{len(found)} finding(s): {found[0].message}", type=code
+                case, "failure", message=printable(f"{len(found)} finding(s): {found[0].message}"), type=code
             )
-            failure.text = "\n".join(
+            failure.text = printable("\n".join(
                 f"{f.path}:{f.span.start_line}:{f.span.start_col + 1}: {f.code} {f.message}" for f in found
-            )
+            ))
             counts["tests"] += 1
             counts["failures"] += 1
         if r.error is None and not by_rule:
-            ET.SubElement(suite, "testcase", name="cuda2neuron", classname=r.path)
+            ET.SubElement(suite, "testcase", name="cuda2neuron", classname=path)
             counts["tests"] += 1
         for key in ("tests", "failures", "errors"):
             suite.set(key, str(counts[key]))
