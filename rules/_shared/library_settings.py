@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from cuda2neuron.core import Effort, Safety, TextReport
+
 from .kernels import trainer_optimizers
 from .tables import read_table
 
@@ -65,6 +67,19 @@ class Match:
     port: str
     what: str
     same_update: bool = True  # False: the port changes the numerics (an unsafe fix)
+
+    def port_report(self, start: int, end: int, message: str, replacement: str, description: str) -> TextReport:
+        """The report that writes the port over ``[start, end)``: safe where the update is the
+        same, unsafe where the port's optimizer keeps full-precision state (config keys, flags)."""
+        return TextReport(
+            start, end, message, replacement=replacement,
+            safety=Safety.SAFE if self.same_update else Safety.UNSAFE,
+            guidance="" if self.same_update else (
+                f"`{self.port}` keeps full-precision optimizer state (about four times the memory)"
+            ),
+            effort=Effort.NONE if self.same_update else Effort.LOW,
+            description=description,
+        )
 
 
 @dataclass(frozen=True)

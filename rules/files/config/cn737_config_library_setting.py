@@ -118,15 +118,7 @@ class LibrarySettingInConfig(TextRule):
                 deepspeed_documents.add(s.document)
             replacement = splice(s, found.port) if found.port else None
             if replacement is not None and settings.target == "neuron":
-                out.append(TextReport(
-                    s.start, s.end, message, replacement=replacement,
-                    safety=Safety.SAFE if found.same_update else Safety.UNSAFE,
-                    guidance="" if found.same_update else (
-                        f"`{found.port}` keeps full-precision optimizer state (about four times the memory)"
-                    ),
-                    effort=Effort.NONE if found.same_update else Effort.LOW,
-                    description=f"write `{found.port}`",
-                ))
+                out.append(found.port_report(s.start, s.end, message, replacement, f"write `{found.port}`"))
                 continue
             guidance = found.setting.guidance or (f"on Trainium write `{found.port}`" if found.port else "")
             out.append(TextReport(

@@ -172,15 +172,7 @@ class LibrarySettingFlag(TextRule):
                 continue
             message = f"`--{flag}{'' if bare else ' ' + value}` {found.what}"
             if found.port and not bare and settings.target == "neuron":
-                out.append(TextReport(
-                    vs, vs + len(value), message, replacement=_ported(value, found.port),
-                    safety=Safety.SAFE if found.same_update else Safety.UNSAFE,
-                    guidance="" if found.same_update else (
-                        f"`{found.port}` keeps full-precision optimizer state (about four times the memory)"
-                    ),
-                    effort=Effort.NONE if found.same_update else Effort.LOW,
-                    description=f"pass `{found.port}`",
-                ))
+                out.append(found.port_report(vs, vs + len(value), message, _ported(value, found.port), f"pass `{found.port}`"))
                 continue
             guidance = found.setting.guidance or (f"on Trainium pass `--{flag} {found.port}`" if found.port else "")
             end = vs if bare else vs + len(value)
