@@ -126,7 +126,7 @@ def _process(files, todo, config, options, jobs, cache, budget) -> Iterator[tupl
             if i not in big:
                 yield i, process_file(files[i], config, options, cache, budget)
         if big:
-            yield from FilePool(1, files, config, options, cache, budget).run(sorted(big), lambda i: str(files[i].path))
+            yield from FilePool(1, process_file, files, (config, options, cache, budget), budget).run(sorted(big), lambda i: str(files[i].path))
         return
     # Imported here: a one-file run (pre-commit, editors) never starts a pool.
     import multiprocessing

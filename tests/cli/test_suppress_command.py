@@ -52,7 +52,7 @@ CASES = [
     pytest.param(
         "run.sh",
         "torchrun train.py \\\n  --backend nccl \\\n  --epochs 3\necho done\n",
-        "torchrun train.py \\\n  --backend nccl \\\n  --epochs 3  # cuda2neuron: ignore[CN902]\necho done\n",
+        "torchrun train.py \\\n  --backend nccl \\\n  --epochs 3  # cuda2neuron: ignore[CN709]\necho done\n",
         id="shell-continuation",
     ),
     pytest.param(
