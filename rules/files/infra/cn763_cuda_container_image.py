@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 from cuda2neuron.core import Effort, Invalid, TextReport, Valid
 
 from .._helpers import NEURON_IMAGE_GUIDANCE, TextRule, cuda_image
 from ._helpers import INFRA_KINDS
 
 __all__ = ["CudaContainerImage"]
+
+# Build arguments written as `NAME=value` lines: docker/build-push-action's `build-args: |` block and a
+# compose `build: args:` list. The value is no image reference as a whole, so each line is read; a
+# value counts when it has a repository path or a tag (nvidia/cuda, pytorch/pytorch:2.3.0-cuda12.1):
+# `IMAGE_TAG=trainer-without-cuda-extras` spells like an image but names none.
+_BUILD_ARG_KEYS = frozenset({"build-args", "build_args", "buildargs"})
+_BUILD_ARG_RE = re.compile(r"^[ \t]*-?[ \t]*[A-Za-z_]\w*=[\"']?([^\s\"']+)", re.MULTILINE)
 
 
 class CudaContainerImage(TextRule):
@@ -18,7 +27,8 @@ class CudaContainerImage(TextRule):
     a GitLab CI ``image:`` (``name:``), build arguments such as ``BASE_IMAGE:`` — any value under
     a key that names an image and that is a CUDA image (``nvidia/cuda``, NGC's
     ``nvcr.io/nvidia/...``, tags naming a CUDA or cuDNN build:
-    ``pytorch/pytorch:2.8.0-cuda12.8-cudnn9-devel``).
+    ``pytorch/pytorch:2.8.0-cuda12.8-cudnn9-devel``), and the ``NAME=<image>`` lines of
+    docker/build-push-action's ``build-args: |`` and of a compose ``build: args:`` list.
 
     ## Why is this bad?
     The image carries the CUDA toolkit and a CUDA build of PyTorch: the ported code cannot reach
@@ -45,18 +55,33 @@ class CudaContainerImage(TextRule):
         Valid("services:\n  t:\n    image: python:3.11-slim\n", path="docker-compose.yml"),
         Valid("description: runs on the cuda image\n", path="config/train.yaml"),
         Valid("# image: nvidia/cuda:12.1.0-base\n", path="docker-compose.yml"),
+        Valid(
+            "jobs:\n  b:\n    steps:\n      - uses: docker/build-push-action@v5\n        with:\n          build-args: |\n"
+            "            BASE_IMAGE=python:3.11-slim\n            IMAGE_TAG=built-without-cuda\n",
+            path=".github/workflows/docker.yml",
+        ),
+        Valid("services:\n  t:\n    build:\n      args:\n        - USE_CUDA=0\n", path="docker-compose.yml"),
     )
     INVALID = (
         Invalid("jobs:\n  t:\n    container:\n      image: pytorch/pytorch:2.8.0-cuda12.8-cudnn9-devel\n", path=".github/workflows/gpu.yml"),
         Invalid("jobs:\n  t:\n    container: nvcr.io/nvidia/pytorch:24.05-py3\n", path=".github/workflows/gpu.yml"),
         Invalid("image: nvidia/cuda:12.1.0-devel-ubuntu22.04\ntest:\n  script: [pytest]\n", path=".gitlab-ci.yml"),
         Invalid("services:\n  t:\n    build:\n      args:\n        BASE_IMAGE: nvcr.io/nvidia/pytorch:24.02-py3\n", path="docker-compose.yml"),
+        Invalid(
+            "jobs:\n  b:\n    steps:\n      - uses: docker/build-push-action@v5\n        with:\n          build-args: |\n"
+            "            PYTHON=3.11\n            BASE_IMAGE=nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04\n",
+            path=".github/workflows/docker.yml",
+        ),
+        Invalid("services:\n  t:\n    build:\n      args:\n        - BASE_IMAGE=nvidia/cuda:12.1.0-devel-ubuntu22.04\n", path="compose.yaml"),
     )
 
     @classmethod
     def check_text(cls, doc, settings) -> list[TextReport]:
         out = []
         for s in doc.scalars:
+            if _build_args(s):
+                out.extend(_build_arg_images(doc, s))
+                continue
             if not any(isinstance(p, str) and ("image" in p.lower() or p == "container") for p in s.path):
                 continue
             if not cuda_image(s.value):
@@ -66,3 +91,25 @@ class CudaContainerImage(TextRule):
                 guidance=NEURON_IMAGE_GUIDANCE, effort=Effort.MEDIUM,
             ))
         return out
+
+
+def _build_args(s) -> bool:  # noqa: ANN001 - a documents.structured.Scalar
+    """A value of docker/build-push-action's ``build-args`` or an item of a compose ``build: args:`` list."""
+    owner = s.owner
+    return owner in _BUILD_ARG_KEYS or (owner == "args" and "build" in s.path and isinstance(s.path[-1], int))
+
+
+def _build_arg_images(doc, s) -> list[TextReport]:  # noqa: ANN001
+    """Each ``NAME=<CUDA image>`` line of the value, reported at the image."""
+    out = []
+    # The value as written: a block scalar's lines keep their place in the file (its value does not).
+    text = doc.raw[s.start:s.end]
+    for m in _BUILD_ARG_RE.finditer(text):
+        image = m.group(1)
+        if ("/" in image or ":" in image) and cuda_image(image):
+            start = s.start + m.start(1)
+            out.append(TextReport(
+                start, start + len(image), f"`{image}` is a CUDA container image (a build argument)",
+                guidance=NEURON_IMAGE_GUIDANCE, effort=Effort.MEDIUM,
+            ))
+    return out
