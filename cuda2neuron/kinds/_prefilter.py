@@ -92,6 +92,8 @@ _CONFIG = (
     # library settings (CN737, rules/_shared/library_settings.toml); "flash" and "xformers" come above
     "tf32", "load_in_", "quantization_bit", "optim", "deepspeed", "dynamo_backend", "compile_backend",
     "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown",
+    # accelerate's device maps and memory plans keyed by GPU index (CN738)
+    "max_memory", "device_map",
 )  # fmt: skip
 # A notebook runs the Python rules on its code cells and the shell rules on `!` lines, so its
 # words include theirs; "cuda" is what its own rules (CN721, CN722) look for.

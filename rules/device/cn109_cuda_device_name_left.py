@@ -63,7 +63,8 @@ class CudaDeviceNameLeft(Rule):
     Display only: whether the value is a device is what the tool could not tell. Each finding
     says which kind of use it is (a test, a table key, a value) and what to do with each answer.
     Not reported: a device table that already has a ``"neuron"`` entry, the keys of a
-    ``map_location`` table (where a checkpoint was saved), printed or logged values, docstrings,
+    ``map_location`` table (where a checkpoint was saved), the keys of a ``max_memory`` table
+    (CN111 reports it), printed or logged values, docstrings,
     and a ``"cuda"`` among words to look for in text (``["out of memory", "cuda", ...]``: a
     sibling is prose).
     """
@@ -82,6 +83,8 @@ class CudaDeviceNameLeft(Rule):
         'print(f"cuda:{rank}")\n',
         'logger.info("running on %s", "cuda")\n',
         'state = torch.load(path, map_location={"cuda:0": "cpu"})\n',
+        # CN111 reports accelerate's per-GPU memory plan once, with what to do on Trainium.
+        'm = AutoModel.from_pretrained("x", max_memory={"cuda:0": "20GiB"})\n',
         # words to find in an error message, not devices
         'OOM_MARKERS = ["out of memory", "cuda", "cublas_status_alloc_failed"]\n',
         'retry = any(k in str(err) for k in ("CUDA error", "cuda", "NCCL"))\n',
@@ -172,10 +175,22 @@ def _use_of(ancestors, found, node: cst.CSTNode) -> tuple[str | None, cst.CSTNod
         holder = ancestors[i - 2] if i >= 2 else None
         if isinstance(holder, cst.Arg) and holder.keyword is not None and holder.keyword.value == "map_location":
             return None, node  # where a checkpoint was saved: right to keep (CN102 ports the values)
+        if _max_memory(holder):
+            return None, node  # accelerate's per-GPU memory plan: CN111 says what to do instead
         return "key", node
     if isinstance(anc, (cst.Index, cst.SubscriptElement)):
         return "key", node
     return "value", node
+
+
+def _max_memory(holder: cst.CSTNode | None) -> bool:
+    """``max_memory={"cuda:0": ...}`` or ``max_memory = {"cuda:0": ...}``: a table CN111 reports, where a
+    "neuron" entry (this rule's advice) would not help: accelerate plans memory for CUDA devices only."""
+    if isinstance(holder, cst.Arg):
+        return holder.keyword is not None and holder.keyword.value == "max_memory"
+    if isinstance(holder, cst.Assign):
+        return any(isinstance(t.target, cst.Name) and t.target.value.endswith("max_memory") for t in holder.targets)
+    return False
 
 
 def _names_neuron(key: cst.BaseExpression) -> bool:

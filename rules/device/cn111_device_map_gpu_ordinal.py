@@ -8,6 +8,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
+from .._shared.device_maps import GPU_KEY_RE, MAX_MEMORY_GUIDANCE
 from .._shared.names import call_qualname
 from .._shared.strings import string_value
 from .._shared.target import device_expr
@@ -20,12 +21,6 @@ _INDEX_ATTRS = frozenset({"process_index", "local_process_index"})
 # TRL's helper: {"": PartialState().local_process_index} where CUDA or XPU is found, else None
 # (the model then loads on the CPU).
 _KBIT_DEVICE_MAP = frozenset({"trl.get_kbit_device_map", "trl.trainer.get_kbit_device_map", "trl.trainer.utils.get_kbit_device_map"})
-_MAX_MEMORY_GUIDANCE = (
-    "accelerate reads integer keys of max_memory as CUDA/XPU/NPU device indices and drops those "
-    "it cannot find, so on Trainium the model is placed on the CPU (and disk): load it on one "
-    'NeuronCore with device_map="neuron" (or {"": "neuron:<local rank>"} per process) and shard '
-    "a model too large for one core with FSDP or tensor parallelism instead"
-)
 
 
 # What the rule can report on, in the code text (comments and docstrings blanked): a device map
@@ -36,10 +31,18 @@ _MAX_MEMORY_GUIDANCE = (
 _WAKE = re.compile(rb"""device_map[\s\\]*=[\s\\(]*[\d{]|(?:""|'')[\s\\)]*:|get_kbit_device_map|max_memory""")
 
 
+def _gpu_key(key: cst.BaseExpression | None) -> bool:
+    if isinstance(key, cst.Integer):
+        return True
+    value = string_value(key) if key is not None else None
+    return value is not None and GPU_KEY_RE.fullmatch(value) is not None
+
+
 def _int_keys(node: cst.BaseExpression) -> bool:
-    """A dict whose keys are integer literals, or a comprehension keyed by ``range(...)`` values."""
+    """A dict keyed by GPU indices (integer literals, ``"cuda:0"``, ``"0"``), or a comprehension keyed
+    by ``range(...)`` values."""
     if isinstance(node, cst.Dict):
-        return any(isinstance(e, cst.DictElement) and isinstance(e.key, cst.Integer) for e in node.elements)
+        return any(isinstance(e, cst.DictElement) and _gpu_key(e.key) for e in node.elements)
     if isinstance(node, cst.DictComp):
         key, comp = node.key, node.for_in
         return (
@@ -66,7 +69,7 @@ class DeviceMapGpuOrdinal(Rule):
     one-model-per-process idiom of QLoRA/DDP scripts) become ``{"": f"neuron:{...}"}``. A
     ``{"": <ordinal>}`` dict is recognised wherever it is written (qlora assigns it to a
     variable first). Reports ``max_memory`` dicts keyed by GPU index (``{0: "20GiB"}``,
-    ``{i: m for i in range(n_gpus)}``) and TRL's ``get_kbit_device_map()``.
+    ``{"cuda:0": "20GiB"}``, ``{i: m for i in range(n_gpus)}``) and TRL's ``get_kbit_device_map()``.
 
     ## Why is this bad?
     accelerate reads an integer in a device map as a CUDA (or XPU/NPU) device index; it knows
@@ -129,6 +132,8 @@ class DeviceMapGpuOrdinal(Rule):
         ),
         Invalid('m = AutoModel.from_pretrained("x", device_map="auto", max_memory={0: "20GiB", "cpu": "30GiB"})\n'),
         Invalid("max_memory = {i: '40000MB' for i in range(n_gpus)}\n"),
+        Invalid('m = AutoModel.from_pretrained("x", device_map="auto", max_memory={"cuda:0": "20GiB", "cuda:1": "20GiB"})\n'),
+        Invalid("max_memory = {'0': '20GiB', 'cpu': '60GiB'}\n"),
         Invalid("max_memory = dict()\nmax_memory.update({i: f'{m}GIB' for i in range(n)})\nmax_memory[1] = '8GiB'\n"),
         Invalid("from trl import get_kbit_device_map\nkw = dict(device_map=get_kbit_device_map())\n"),
         Invalid(
@@ -252,7 +257,7 @@ class DeviceMapGpuOrdinal(Rule):
         self.report(
             node,
             "`max_memory` keyed by GPU index: accelerate plans memory for CUDA devices only",
-            guidance=_MAX_MEMORY_GUIDANCE,
+            guidance=MAX_MEMORY_GUIDANCE,
             effort=Effort.MEDIUM,
             ancestors=above,
         )

@@ -43,6 +43,12 @@ ROWS = [
     # CN109: "cuda" among words looked for in an error message.
     ("error-keywords", "s.py", 'OOM = ["out of memory", "cuda", "cublas_status_alloc_failed"]\n', "CN109", 0),
     ("device-list", "s.py", 'devices = st.sampled_from(["cpu", "cuda"])\n', "CN109", 1),
+    # accelerate's max_memory keyed by "cuda:0": CN111 says what to do; CN109's "add a neuron entry" would
+    # not help (accelerate plans memory for CUDA devices only). One finding, not two.
+    ("max-memory-cuda-keys-cn109", "s.py", 'm = AutoModel.from_pretrained("x", max_memory={"cuda:0": "20GiB", "cpu": "60GiB"})\n', "CN109", 0),
+    ("max-memory-cuda-keys-cn111", "s.py", 'm = AutoModel.from_pretrained("x", max_memory={"cuda:0": "20GiB", "cpu": "60GiB"})\n', "CN111", 1),
+    # CN738: one finding per max_memory mapping, however many GPUs it lists.
+    ("config-max-memory-once", "config/model.yaml", "max_memory:\n  0: 20GiB\n  1: 20GiB\n  2: 20GiB\n", "CN738", 1),
     # CN713: `--no-binary flash-attn flash-attn==2.5.6` installs flash-attn once.
     ("no-binary-once", "setup.sh", "pip install --no-binary flash-attn flash-attn==2.5.6\n", "CN713", 1),
 ]
