@@ -1,10 +1,11 @@
 """Op accounting on the emulated neuron device.
 
 Counts the aten ops a program runs on the device and those it leaves on the CPU, with the user's
-source locations of the CPU ones — the validation command uses it to flag ports that forgot to
-move work to the device. Off by default; when on, counting happens in C++ (a global
-RecordFunction callback) and Python frames are captured only for the first few occurrences of
-each CPU op. Only outermost ops are counted (ops a kernel calls internally are not).
+source locations of the CPU ones and of the device ops on float64 / complex data — the
+validation command uses it to flag ports that forgot to move work to the device. Off by
+default; when on, counting happens in C++ (a global RecordFunction callback) and Python frames
+are captured only for the first few occurrences of each CPU (or float64 / complex) op. Only outermost ops are counted (ops a kernel calls
+internally are not).
 
     from cuda2neuron.backend.accounting import OpAccounting
     with OpAccounting() as acc:
@@ -47,6 +48,10 @@ class AccountingReport:
     float64_ops: int
     complex_ops: int
     cpu_op_details: tuple[CpuOp, ...]
+    # The device ops that ran on float64 / complex data, per op with their first source lines
+    # (elements: the largest input's): where a port keeps float64 arrays on the device.
+    float64_op_details: tuple[CpuOp, ...] = ()
+    complex_op_details: tuple[CpuOp, ...] = ()
 
 
 def _skip_prefixes() -> list[str]:
@@ -54,6 +59,13 @@ def _skip_prefixes() -> list[str]:
 
     here = os.path.dirname(os.path.abspath(__file__))
     return [os.path.dirname(os.path.abspath(torch.__file__)) + os.sep, here + os.sep]
+
+
+def _ops(rows: Iterable[tuple[str, int, int, list[str]]]) -> tuple[CpuOp, ...]:
+    """The extension's (name, count, elements, locations) rows, most frequent first."""
+    ops = (CpuOp(op=name, count=int(count), elements=int(elements), locations=tuple(locs))
+           for name, count, elements, locs in rows)
+    return tuple(sorted(ops, key=lambda o: (-o.count, o.op)))
 
 
 class OpAccounting:
@@ -92,12 +104,11 @@ class OpAccounting:
     def _snapshot(self) -> AccountingReport:
         from ._registration import extension
 
-        dev_ops, dev_el, cpu_ops, cpu_el, f64, cplx, details = extension().accounting_snapshot()
-        ops = tuple(sorted((CpuOp(op=name, count=int(count), elements=int(elements), locations=tuple(locs))
-                            for name, count, elements, locs in details), key=lambda o: (-o.count, o.op)))
+        dev_ops, dev_el, cpu_ops, cpu_el, f64, cplx, cpu, f64_detail, cplx_detail = extension().accounting_snapshot()
         return AccountingReport(device_ops=int(dev_ops), device_elements=int(dev_el), cpu_ops=int(cpu_ops),
                                 cpu_elements=int(cpu_el), float64_ops=int(f64), complex_ops=int(cplx),
-                                cpu_op_details=ops)
+                                cpu_op_details=_ops(cpu), float64_op_details=_ops(f64_detail),
+                                complex_op_details=_ops(cplx_detail))
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:

@@ -98,10 +98,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("accounting_reset", &accounting_reset);
   m.def("accounting_snapshot", [] {
     auto s = accounting_snapshot();
-    pybind11::list ops;
-    for (const auto& [name, e] : s.cpu_ops_detail)
-      ops.append(pybind11::make_tuple(name, e.count, e.elements, e.locations));
+    auto rows = [](const std::vector<std::pair<std::string, CpuOpEntry>>& detail) {
+      pybind11::list ops;
+      for (const auto& [name, e] : detail) ops.append(pybind11::make_tuple(name, e.count, e.elements, e.locations));
+      return ops;
+    };
     return pybind11::make_tuple(s.device_ops, s.device_elements, s.cpu_ops, s.cpu_elements, s.float64_ops,
-                                s.complex_ops, ops);
+                                s.complex_ops, rows(s.cpu_ops_detail), rows(s.float64_ops_detail),
+                                rows(s.complex_ops_detail));
   });
 }

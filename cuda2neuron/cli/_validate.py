@@ -333,6 +333,10 @@ def to_rich(result: ValidationResult) -> list[Any]:
                 t.append(f"  expected host work: {r}\n", style="dim")
             for op in a.fallback_ops:
                 t.append(f"  would run on the host on Trainium: {op.op} x{op.count} at {format_locations(op.locations)}\n")
+            for label, ops in (("float64", a.float64_op_details), ("complex", a.complex_op_details)):
+                for op in ops[:10]:
+                    t.append(f"  {label} on the device: {op.op} x{op.count} at {format_locations(op.locations)}\n",
+                             style="dim")
             for op in a.cpu_op_details[:10]:
                 t.append(f"  CPU {op.op} x{op.count} ({op.elements} el) at {format_locations(op.locations)}\n", style="dim")
             _hand_edits_rich(t, a.hand_edits, "  ")

@@ -8,7 +8,8 @@ that ran on the CPU from inside the source of one of the port's nn.Module classe
 not count towards that share: they run on the host with every accelerator. CPU work elsewhere is
 listed but not judged. Ops TorchNeuron runs on the host (CPU_FALLBACK rows of the emulator's
 op-support table) are listed as "would run on the host on Trainium", not judged. float64/complex ops -> WARN:
-Trainium computes float64 in float32 and has no complex dtypes.
+Trainium computes float64 in float32 and has no complex dtypes; the finding names the user lines
+that ran them (a count alone left a float64 schedule array to be searched for by hand).
 
 API-mandated host work: on the lines where the port calls the packed-sequence API (collected at
 run time, `_host_api.py`), the host bookkeeping ops in `API_HOST_OPS` (sorting lengths, reading
@@ -76,14 +77,31 @@ def _in_model_code(loc: str, tree: str, class_ranges: list[ClassRange]) -> bool:
     return False
 
 
+def _findings(rows: Any) -> tuple[CpuOpFinding, ...]:
+    return tuple(CpuOpFinding(d["op"], int(d["count"]), int(d["elements"]), tuple(d["locations"])) for d in rows)
+
+
+def _lines(details: tuple[CpuOpFinding, ...], limit: int = 5) -> str:
+    """Where a dtype finding's ops ran: the user lines with their ops ("model.py:12: index, to"),
+    or that no user line ran them (torch's or a library's own code)."""
+    ops_at: dict[str, set[str]] = {}
+    for d in details:
+        for loc in d.locations:
+            ops_at.setdefault(loc, set()).add(d.op.removeprefix("aten::"))
+    if not ops_at:
+        return "no line of your code: inside torch or a library"
+    shown = [f"{loc}: {', '.join(sorted(ops))}" for loc, ops in sorted(ops_at.items())[:limit]]
+    more = f"; {len(ops_at) - limit} more line(s) in the report" if len(ops_at) > limit else ""
+    return "; ".join(shown) + more
+
+
 def audit_from_report(report: dict[str, Any] | None, tree: str, class_ranges: list[ClassRange],
                       tol: Tolerances, note: str = "") -> ResidencyAudit:
     if report is None:
         return ResidencyAudit(False, note or "op accounting unavailable (no emulated device in this run)")
-    details = tuple(
-        CpuOpFinding(d["op"], int(d["count"]), int(d["elements"]), tuple(d["locations"]))
-        for d in report.get("cpu_op_details", ())
-    )
+    details = _findings(report.get("cpu_op_details", ()))
+    f64_details = _findings(report.get("float64_op_details", ()))
+    complex_details = _findings(report.get("complex_op_details", ()))
     api_sites = {os.path.realpath(_split(s)[0]) + f":{_split(s)[1]}" for s in report.get("api_host_sites", ())}
 
     def api_mandated(op: str, loc: str) -> bool:
@@ -121,10 +139,12 @@ def audit_from_report(report: dict[str, Any] | None, tree: str, class_ranges: li
         reasons.append(f"{share:.1%} of all elements were processed on the CPU (limit {tol.residency_fail_share:.0%})")
     if report["float64_ops"]:
         verdict = max(verdict, Verdict.WARN, key=lambda v: v.rank)
-        reasons.append(f"{report['float64_ops']} float64 op(s): Trainium computes float64 in float32")
+        reasons.append(f"{report['float64_ops']} float64 op(s): Trainium computes float64 in float32 "
+                       f"(at {_lines(f64_details)})")
     if report["complex_ops"]:
         verdict = max(verdict, Verdict.WARN, key=lambda v: v.rank)
-        reasons.append(f"{report['complex_ops']} complex op(s): complex dtypes are unsupported on Trainium")
+        reasons.append(f"{report['complex_ops']} complex op(s): complex dtypes are unsupported on Trainium "
+                       f"(at {_lines(complex_details)})")
     # CPU_FALLBACK ops (backend/op_support.toml): computed on the emulated device, on the host on
     # Trainium (TorchNeuron copies their inputs over and the result back). Slower, not wrong: listed.
     fallbacks = tuple(CpuOpFinding(d["op"], int(d["count"]), 0, tuple(d["locations"]))
@@ -133,4 +153,5 @@ def audit_from_report(report: dict[str, Any] | None, tree: str, class_ranges: li
         True, note, report["device_ops"], report["cpu_ops"], report["device_elements"], report["cpu_elements"],
         report["float64_ops"], report["complex_ops"], details, verdict, tuple(reasons), tuple(expected_work),
         optimizer_host_ops=int(report.get("optimizer_host_ops", 0)), fallback_ops=fallbacks,
+        float64_op_details=f64_details, complex_op_details=complex_details,
     )

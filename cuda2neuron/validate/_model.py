@@ -203,6 +203,10 @@ class ResidencyAudit:
     # Ops TorchNeuron runs on the host (CPU_FALLBACK in the emulator's op-support table): they ran
     # on the emulated device, and would run on the host on Trainium. Listed, not judged.
     fallback_ops: tuple[CpuOpFinding, ...] = ()
+    # The device ops on float64 / complex data, per op with the user lines that ran them: the
+    # count alone named no line to fix (issue 40: "52 float64 ops" on a schedule array).
+    float64_op_details: tuple[CpuOpFinding, ...] = ()
+    complex_op_details: tuple[CpuOpFinding, ...] = ()
 
     @property
     def op_share_on_device(self) -> float:

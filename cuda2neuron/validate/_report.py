@@ -172,6 +172,9 @@ def to_markdown(result: ValidationResult) -> str:
                 out.append(f"- would run on the host on Trainium (CPU_FALLBACK): `{op.op}` x{op.count} at "
                            f"{format_locations(op.locations)}")
             out += _hand_edits_md(a.hand_edits)
+            for label, ops in (("float64", a.float64_op_details), ("complex", a.complex_op_details)):
+                for op in ops[:_MAX_ROWS]:
+                    out.append(f"- {label} on the device: `{op.op}` x{op.count} at {format_locations(op.locations)}")
             if a.cpu_op_details:
                 out += ["", "| CPU op | count | elements | where |", "|---|---|---|---|"]
                 for op in a.cpu_op_details[:_MAX_ROWS]:

@@ -1056,14 +1056,15 @@ def _merged_audit(reports: list[dict[str, Any] | None]) -> dict[str, Any] | None
     merged: dict[str, Any] = {k: sum(r.get(k, 0) for r in present) for k in
                               ("device_ops", "device_elements", "cpu_ops", "cpu_elements", "float64_ops", "complex_ops",
                                "optimizer_host_ops")}
-    details: dict[str, dict[str, Any]] = {}
-    for r in present:
-        for d in r["cpu_op_details"]:
-            have = details.setdefault(d["op"], {"op": d["op"], "count": 0, "elements": 0, "locations": []})
-            have["count"] += d["count"]
-            have["elements"] += d["elements"]
-            have["locations"] = [*have["locations"], *(loc for loc in d["locations"] if loc not in have["locations"])]
-    merged["cpu_op_details"] = list(details.values())
+    for key in ("cpu_op_details", "float64_op_details", "complex_op_details"):
+        details: dict[str, dict[str, Any]] = {}
+        for r in present:
+            for d in r.get(key, ()):
+                have = details.setdefault(d["op"], {"op": d["op"], "count": 0, "elements": 0, "locations": []})
+                have["count"] += d["count"]
+                have["elements"] += d["elements"]
+                have["locations"] = [*have["locations"], *(loc for loc in d["locations"] if loc not in have["locations"])]
+        merged[key] = list(details.values())
     merged["api_host_sites"] = sorted({s for r in present for s in r["api_host_sites"]})
     fallbacks: dict[str, dict[str, Any]] = {}
     for r in present:

@@ -499,9 +499,10 @@ def _classes_used(frame: Any, filename: str, lineno: int, root: str) -> list[tup
 
 
 def _report_dict(report: Any, api_sites: Any = ()) -> dict[str, Any]:
-    details = []
-    for op in getattr(report, "cpu_op_details", ()):
-        details.append({"op": op.op, "count": op.count, "elements": op.elements, "locations": tuple(op.locations)})
+    def rows(ops: Any) -> list[dict[str, Any]]:
+        return [{"op": op.op, "count": op.count, "elements": op.elements, "locations": tuple(op.locations)}
+                for op in ops]
+
     return {
         "device_ops": report.device_ops,
         "device_elements": report.device_elements,
@@ -509,7 +510,9 @@ def _report_dict(report: Any, api_sites: Any = ()) -> dict[str, Any]:
         "cpu_elements": report.cpu_elements,
         "float64_ops": report.float64_ops,
         "complex_ops": report.complex_ops,
-        "cpu_op_details": details,
+        "cpu_op_details": rows(getattr(report, "cpu_op_details", ())),
+        "float64_op_details": rows(getattr(report, "float64_op_details", ())),
+        "complex_op_details": rows(getattr(report, "complex_op_details", ())),
         "api_host_sites": sorted(api_sites),
     }
 

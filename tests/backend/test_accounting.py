@@ -64,6 +64,22 @@ def test_float64_and_complex_ops_are_counted():
     assert rep.float64_ops >= 1 and rep.complex_ops >= 1
 
 
+def test_float64_and_complex_ops_name_their_lines():
+    """Issue 40: a float64 count alone named no line to fix."""
+    schedule = torch.linspace(1e-4, 0.02, 10, dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with OpAccounting() as acc:
+            schedule.to("neuron")
+            torch.ones(2, dtype=torch.complex64, device="neuron")
+    rep = acc.report()
+    here = f"{__file__}:"
+    assert [op.op for op in rep.float64_op_details] == ["aten::to"], rep
+    assert rep.float64_op_details[0].locations[0].startswith(here), rep
+    assert rep.complex_op_details and rep.complex_op_details[0].locations[0].startswith(here), rep
+    assert sum(op.count for op in rep.float64_op_details) == rep.float64_ops
+
+
 def test_backward_ops_are_device_ops():
     w = torch.randn(4, 4, device="neuron", requires_grad=True)
     with OpAccounting() as acc:

@@ -44,6 +44,29 @@ def test_policy(rep, expected, fragment):
     assert len(audit.cpu_op_details) == len(rep["cpu_op_details"])
 
 
+DTYPE_LINES = [
+    ("float64-names-its-lines", "float64_op_details", "f64", "model.py:21: index, to"),
+    ("complex-names-its-lines", "complex_op_details", "cplx", "model.py:21: index, to"),
+]
+
+
+@pytest.mark.parametrize(("key", "count", "fragment"), [c[1:] for c in DTYPE_LINES], ids=[c[0] for c in DTYPE_LINES])
+def test_dtype_findings_name_the_user_lines(key, count, fragment):
+    """Issue 40: "52 float64 op(s)" named no line; the finding now says where they ran."""
+    rep = report(**{count: 3})
+    rep[key] = [{"op": "aten::to", "count": 2, "elements": 20, "locations": ["model.py:21"]},
+                {"op": "aten::index", "count": 1, "elements": 4, "locations": ["model.py:21"]}]
+    audit = audit_from_report(rep, TREE, CLASSES, Tolerances())
+    assert audit.verdict is Verdict.WARN and fragment in " ".join(audit.reasons), audit.reasons
+
+
+def test_dtype_findings_without_a_user_line_say_so():
+    rep = report(f64=1)
+    rep["float64_op_details"] = [{"op": "aten::to", "count": 1, "elements": 1, "locations": []}]
+    audit = audit_from_report(rep, TREE, CLASSES, Tolerances())
+    assert "no line of your code" in " ".join(audit.reasons), audit.reasons
+
+
 def test_shares():
     audit = audit_from_report(report([("aten::add", 1, 250, ["/proj/train.py:1"])], device_el=750, cpu_el=250),
                               TREE, CLASSES, Tolerances().with_overrides(residency_fail_share=0.5))

@@ -11,6 +11,7 @@
 
 #include <ATen/record_function.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -30,6 +31,11 @@ struct Totals {
 Totals g_totals;
 std::mutex g_mu;
 std::map<std::string, CpuOpEntry> g_cpu_ops;
+// Device ops on float64 / complex data, per op with their first source lines: a count alone
+// ("52 float64 ops") left the user to search the whole port for a schedule array indexed on
+// the device (issue 40).
+std::map<std::string, CpuOpEntry> g_f64_ops;
+std::map<std::string, CpuOpEntry> g_complex_ops;
 std::optional<at::CallbackHandle> g_handle;
 LocateFn g_locate = nullptr;
 
@@ -78,36 +84,44 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   return nullptr;
 }
 
+// Counts one occurrence of op `name` in `ops` (elements: this thread's current op) and takes
+// the Python frame for the first few only: a frame walk on every op would slow the run down.
+void tally(std::map<std::string, CpuOpEntry>& ops, const std::string& name) {
+  bool want_location = false;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    auto& e = ops[name];
+    e.count++;
+    e.elements += t_elements;
+    want_location = g_locate && e.count <= kLocatedOccurrences && e.locations.size() < kMaxLocations;
+  }
+  if (!want_location) return;
+  std::string loc = g_locate();
+  if (loc.empty()) return;
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto& e = ops[name];
+  if (e.locations.size() < kMaxLocations && std::find(e.locations.begin(), e.locations.end(), loc) == e.locations.end())
+    e.locations.push_back(loc);
+}
+
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (is_engine_label(fn)) return;
   if (--t_depth > 0) return;
   if (t_kind == Kind::Device) {
     g_totals.device_ops++;
     g_totals.device_elements += t_elements;
-    if (t_f64) g_totals.f64++;
-    if (t_complex) g_totals.complex++;
+    if (t_f64) {
+      g_totals.f64++;
+      tally(g_f64_ops, fn.name());
+    }
+    if (t_complex) {
+      g_totals.complex++;
+      tally(g_complex_ops, fn.name());
+    }
   } else if (t_kind == Kind::Cpu) {
     g_totals.cpu_ops++;
     g_totals.cpu_elements += t_elements;
-    std::string name = fn.name();
-    bool want_location = false;
-    {
-      std::lock_guard<std::mutex> lk(g_mu);
-      auto& e = g_cpu_ops[name];
-      e.count++;
-      e.elements += t_elements;
-      want_location = g_locate && e.count <= kLocatedOccurrences && e.locations.size() < kMaxLocations;
-    }
-    if (want_location) {
-      std::string loc = g_locate();
-      if (!loc.empty()) {
-        std::lock_guard<std::mutex> lk(g_mu);
-        auto& e = g_cpu_ops[name];
-        if (e.locations.size() < kMaxLocations &&
-            std::find(e.locations.begin(), e.locations.end(), loc) == e.locations.end())
-          e.locations.push_back(loc);
-      }
-    }
+    tally(g_cpu_ops, fn.name());
   }
   t_kind = Kind::None;
 }
@@ -146,6 +160,8 @@ void accounting_reset() {
   g_totals.f64 = 0;
   g_totals.complex = 0;
   g_cpu_ops.clear();
+  g_f64_ops.clear();
+  g_complex_ops.clear();
 }
 
 AccountingSnapshot accounting_snapshot() {
@@ -158,6 +174,8 @@ AccountingSnapshot accounting_snapshot() {
   s.complex_ops = g_totals.complex;
   std::lock_guard<std::mutex> lk(g_mu);
   for (const auto& [k, v] : g_cpu_ops) s.cpu_ops_detail.emplace_back(k, v);
+  for (const auto& [k, v] : g_f64_ops) s.float64_ops_detail.emplace_back(k, v);
+  for (const auto& [k, v] : g_complex_ops) s.complex_ops_detail.emplace_back(k, v);
   return s;
 }
 

@@ -19,6 +19,8 @@ struct CpuOpEntry {
 struct AccountingSnapshot {
   int64_t device_ops = 0, device_elements = 0, cpu_ops = 0, cpu_elements = 0, float64_ops = 0, complex_ops = 0;
   std::vector<std::pair<std::string, CpuOpEntry>> cpu_ops_detail;
+  // Device ops on float64 / complex data (elements: the largest input's, summed), with their lines.
+  std::vector<std::pair<std::string, CpuOpEntry>> float64_ops_detail, complex_ops_detail;
 };
 
 using LocateFn = std::string (*)();
