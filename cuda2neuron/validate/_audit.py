@@ -112,7 +112,8 @@ def audit_from_report(report: dict[str, Any] | None, tree: str, class_ranges: li
     expected = [d for d in details if d.locations and all(api_mandated(d.op, loc) for loc in d.locations)]
     reasons: list[str] = []
     verdict = Verdict.PASS
-    counted = sum(d.elements for d in details if d.op not in _HOST_PIPELINE_OPS and d not in expected)
+    counted_ops = tuple(d for d in details if d.op not in _HOST_PIPELINE_OPS and d not in expected)
+    counted = sum(d.elements for d in counted_ops)
     total_el = report["device_elements"] + counted
     share = counted / total_el if total_el else 0.0
     # Views, tensors made from host data and the copies to the device are how a module brings
@@ -136,7 +137,10 @@ def audit_from_report(report: dict[str, Any] | None, tree: str, class_ranges: li
             f"{', '.join(api_used[:5])} — PyTorch requires it on the host on every device")
     if share > tol.residency_fail_share:
         verdict = Verdict.FAIL
-        reasons.append(f"{share:.1%} of all elements were processed on the CPU (limit {tol.residency_fail_share:.0%})")
+        # The share alone named no line: the three ops that processed the most elements say where.
+        largest = tuple(sorted(counted_ops, key=lambda d: -d.elements)[:3])
+        reasons.append(f"{share:.1%} of all elements were processed on the CPU (limit {tol.residency_fail_share:.0%}; "
+                       f"most at {_lines(largest)})")
     if report["float64_ops"]:
         verdict = max(verdict, Verdict.WARN, key=lambda v: v.rank)
         reasons.append(f"{report['float64_ops']} float64 op(s): Trainium computes float64 in float32 "

@@ -31,6 +31,9 @@ CASES = [
      Verdict.PASS, ""),
     ("large-cpu-share-fails", report([("aten::mm", 5, 900, ["/proj/train.py:40"])], cpu_el=900), Verdict.FAIL,
      "processed on the CPU"),
+    ("large-cpu-share-names-its-lines", report([("aten::mm", 5, 900, ["/proj/train.py:40"]),
+                                                ("aten::view", 9, 5000, ["/proj/train.py:7"])], cpu_el=900),
+     Verdict.FAIL, "most at /proj/train.py:40: mm)"),
     ("float64-warns", report(f64=4), Verdict.WARN, "float64"),
     ("complex-warns", report(cplx=1), Verdict.WARN, "complex"),
 ]
