@@ -4,6 +4,9 @@ the device."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from cuda2neuron.validate import ValidateRequest, Verdict, run_validation
@@ -11,6 +14,8 @@ from cuda2neuron.validate._report import to_markdown
 
 from validate_helpers import PORT_DEVICE, PROJECTS, copy_with_patches
 
+# The port is the one migrate wrote before CN805 (float64-indexed-on-device): the device strings
+# only, the schedule line as in the original.
 PAIR = PROJECTS / "float64_schedule"
 # model.py's `torch.from_numpy(arr).to(device=t.device)[t].float()`: the float64 array reaches the device here.
 SCHEDULE_LINE = next(i for i, text in enumerate((PAIR / "port" / "model.py").read_text().splitlines(), 1)
@@ -51,4 +56,18 @@ def test_casting_on_the_host_first_clears_the_finding(tmp_path):
     r = run_validation(ValidateRequest(original=PAIR / "original", port=port, mode="entry", entry="entry:build",
                                        port_device=PORT_DEVICE))
     assert r.audit is not None and r.audit.float64_ops == 0 and not r.audit.float64_op_details, r.audit
+    assert r.verdict is Verdict.PASS, (r.verdict, r.audit.reasons)
+
+
+def test_migrate_casts_on_the_host_and_the_port_passes(tmp_path):
+    """CN805's safe fix is what `migrate` writes now: its port has no float64 op left."""
+    if PORT_DEVICE != "neuron":
+        pytest.skip("needs the emulated neuron device (op accounting)")
+    port = tmp_path / "port"
+    subprocess.run([sys.executable, "-m", "cuda2neuron", "migrate", str(PAIR / "original"), "--out", str(port)],
+                   check=True, capture_output=True)
+    assert "torch.from_numpy(arr).float().to(device=t.device)[t]" in (port / "model.py").read_text()
+    r = run_validation(ValidateRequest(original=PAIR / "original", port=port, mode="entry", entry="entry:build",
+                                       port_device=PORT_DEVICE))
+    assert r.audit is not None and r.audit.float64_ops == 0, r.audit
     assert r.verdict is Verdict.PASS, (r.verdict, r.audit.reasons)
