@@ -71,6 +71,12 @@ def _write_digest(key: str, value: str) -> None:
 def test_outputs_match_the_golden(run, tree, extra, tmp_path, monkeypatch, capfd, request):
     monkeypatch.chdir(FIXTURES)
     monkeypatch.setenv("COLUMNS", "100")  # the text report's tables wrap at the terminal's width
+    # rich reads COLUMNS when its console is made, once per process: a console an earlier test
+    # of this worker made keeps that test's width (80 in CI), so this run gets fresh ones.
+    from cuda2neuron.cli._common import err_console, out_console
+
+    for console in (err_console, out_console):
+        monkeypatch.setattr(console, "_rich", None)
     report_path = tmp_path / "report.json"
     capfd.readouterr()
     code = main(["migrate", tree, "--diff", "--no-cache", "--report", str(report_path), *extra])

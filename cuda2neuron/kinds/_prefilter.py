@@ -44,6 +44,8 @@ _PYTHON = (
     "get_kernel", "get_local_kernel", "load_kernel", "kernelize", "use_kernel_forward_from_hub",
     "_scaled_", "float8", "int4pack",
     "float64", "double", "complex", "sparse", "polar", "cfloat", "chalf", "view_as_real", "fft",
+    # CN805: a NumPy array (float64 by default) moved to the device, then indexed and cast
+    "from_numpy",
     "multiprocessing", "ProcessPoolExecutor", "fork",
     "rng_state_all",
     # CN210: CUDA out-of-memory handlers (torch.cuda.OutOfMemoryError is covered by "cuda")
