@@ -23,9 +23,9 @@ MULTI_PROCESS_LAUNCHER_RE = re.compile(
 # job, every rank may try to reserve cores 0-1 where CUDA gave rank r GPU r of the list. Not
 # verified on a Trn2 (neuron-target-api-2.34.md, section 7); no per-rank form is documented.
 LAUNCHER_GUIDANCE = (
-    "for a multi-process launcher, drop the variable and let `init_process_group(\"neuron\")` give each rank "
+    "For a multi-process launcher, drop the variable and let `init_process_group(\"neuron\")` give each rank "
     "its own core (TorchNeuron sets NEURON_RT_VISIBLE_CORES=LOCAL_RANK only when it is unset), or ask for a "
-    "number of cores with NEURON_RT_NUM_CORES; each process reserves every core it sees"
+    "number of cores with NEURON_RT_NUM_CORES; each process reserves every core it sees."
 )
 
 

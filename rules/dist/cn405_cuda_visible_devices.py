@@ -239,7 +239,7 @@ class CudaVisibleDevices(Rule):
                     assert self._launcher is not None
                     site["message"] += launcher_caveat(self._launcher)
                     site["safety"] = Safety.UNSAFE
-                    site["guidance"] = f"{site['guidance']} {LAUNCHER_GUIDANCE}".strip()
+                    site["guidance"] = f"{site['guidance'].rstrip('.')}. {LAUNCHER_GUIDANCE}" if site["guidance"] else LAUNCHER_GUIDANCE
                 others = tuple(o["node"] for o in sites if o is not site)
                 self.report(depends=others, **site)
 

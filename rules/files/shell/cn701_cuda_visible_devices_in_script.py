@@ -229,7 +229,7 @@ class CudaVisibleDevicesInScript(TextRule):
                 fix_span, replacement = (ns, ve), f"{_NRVC}={quote}{cores}{quote}"
             if launcher is not None:
                 message += launcher_caveat(launcher)
-                guidance = f"{guidance}; {LAUNCHER_GUIDANCE}" if guidance else LAUNCHER_GUIDANCE
+                guidance = f"{guidance.rstrip('.')}. {LAUNCHER_GUIDANCE}" if guidance else LAUNCHER_GUIDANCE
             if level is None:
                 out.append(TextReport(
                     ns, ve, message + f" (not rewritten: {blocked} in this script has no range form)",
