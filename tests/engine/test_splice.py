@@ -60,17 +60,24 @@ def test_spliced_code_of_every_fixture_pair(path):
     assert Splicer(first, source).code(final) == final.code
 
 
-def test_untouched_statements_are_not_generated(monkeypatch):
-    source = "import torch\n" + "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(20)) + "y = y.cuda()\n"
-    first, final = _fixed(source)
-    generated: list[str] = []
+@pytest.fixture
+def generated(monkeypatch) -> list[str]:
+    """The names of the functions libcst generates code for while the test runs."""
+    names: list[str] = []
     real = cst.FunctionDef._codegen_impl
 
     def counted(self, state, *args, **kwargs):
-        generated.append(self.name.value)
+        names.append(self.name.value)
         return real(self, state, *args, **kwargs)
 
     monkeypatch.setattr(cst.FunctionDef, "_codegen_impl", counted)
+    return names
+
+
+def test_untouched_statements_are_not_generated(generated):
+    source = "import torch\n" + "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(20)) + "y = y.cuda()\n"
+    first, final = _fixed(source)
+    generated.clear()  # the fix rounds generate code of their own: only the splice is counted
     code = Splicer(first, source).code(final)
     assert code.endswith('y = y.to("neuron")\n')
     assert generated == []
@@ -98,20 +105,12 @@ def test_spans_within_statements_are_the_spans_in_the_file(source, spliced):
         parse_bytes(source.encode()), rules, "x.py", Config().settings)
 
 
-def test_a_finding_is_located_without_generating_the_statements_above_it(monkeypatch):
+def test_a_finding_is_located_without_generating_the_statements_above_it(generated):
     from cuda2neuron.python import lint_module
 
     source = "import torch\n" + "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(20)) + "y = y.cuda()\n"
     rules = tuple(r for r in rules_for(Config(), "x.py") if "python" in r.file_kinds)
     module = parse_bytes(source.encode())
-    generated: list[str] = []
-    real = cst.FunctionDef._codegen_impl
-
-    def counted(self, state, *args, **kwargs):
-        generated.append(self.name.value)
-        return real(self, state, *args, **kwargs)
-
-    monkeypatch.setattr(cst.FunctionDef, "_codegen_impl", counted)
     [finding] = [f for f in lint_module(module, rules, "x.py", Config().settings, source) if f.code == "CN101"]
     assert (finding.span.start_line, finding.span.start_col) == (62, 4)
     assert generated == []
