@@ -133,9 +133,14 @@ def test_validate_killed_with_a_signal_leaves_no_temp_folder(mlp, tmp_path, sig)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(tmp)}
+    # Trap: a suite started in the background of a non-interactive shell (`nohup ... &`) inherits
+    # SIGINT ignored, and so did validate — it never saw the SIGINT and the test waited 60 s. A
+    # user's validate in such a job ignores Ctrl-C too, as any program there does; here it is a
+    # foreground program.
     proc = subprocess.Popen([sys.executable, "-m", "cuda2neuron", "validate", str(original), str(port),
                              "--entry", "entry:build", "--no-golden", "--port-device", "cpu", "--steps", "1"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while not list(tmp.glob("cuda2neuron-validate-runs-*/*")) and time.monotonic() < deadline:
         time.sleep(0.2)
