@@ -292,6 +292,10 @@ class Reaper:
     def token(self, n: int) -> str:
         return f"{self.prefix}.{n}"
 
+    def pids(self) -> set[int]:
+        """The reaper's own pid, while it runs (a child of validate that carries no run token)."""
+        return {self._proc.pid} if self._proc is not None else set()
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)

@@ -633,7 +633,7 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
     before = children() if adopting else set()
     made: list[Path] = []
     try:
-        return _run_validation(request, on_progress, made)
+        return _run_validation(request, on_progress, made, before if adopting else None)
     finally:
         torch.set_num_threads(threads)
         if adopting:
@@ -644,7 +644,7 @@ def run_validation(request: ValidateRequest, on_progress: Callable[[str], None] 
 
 
 def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None] | None,
-                    made: list[Path]) -> ValidationResult:
+                    made: list[Path], adopted_before: set[int] | None) -> ValidationResult:
     progress = on_progress or (lambda _what: None)
     request = dataclasses.replace(request, original=request.original.resolve(), port=request.port.resolve())
     setup_failure = _prepare_emulator(request, progress)
@@ -689,6 +689,18 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
     not_exercised: list[str] = []  # modules holding weights that no forward of the original ran
     stop_watch = threading.Event()
     reaper = Reaper(new_token())
+
+    def sweep_orphans() -> None:
+        """Kill what a run left behind that left its session and dropped its token: once its
+        worker has exited, the kernel hands it to validate (a subreaper while it runs). Trap:
+        it may hold the run's stdout / stderr, and reading them to the end waited 5 s per
+        stream, twice, for a process that was only killed when validate returned (issue 44's
+        case took 27 s). The Reaper is validate's child without a token: never one of them.
+        Main thread only, never the watcher's: a run this thread starts (Popen) carries
+        validate's environment, no token, between its fork and its exec."""
+        if adopted_before is not None:
+            kill_adopted(adopted_before | reaper.pids())
+
     serial = itertools.count()
     zygote: Zygote | None = None
     shared = False
@@ -770,6 +782,8 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
                     run.failure = run.limit  # validate ended it: over its memory or output cap
                 elif not run.finished and run.failure is None and not run.aborted:
                     run.proc.wait()
+                    kill_tree(run.proc.pid, run.token)  # what holds its stdout / stderr open
+                    sweep_orphans()
                     for th in run.copiers:  # the whole of stderr, for the tail
                         th.join(timeout=5)
                     run.failure = _launch_hint(RunFailure(run.name, "crash",
@@ -848,6 +862,7 @@ def _run_validation(request: ValidateRequest, on_progress: Callable[[str], None]
             for run in role_runs:
                 run.stdin_q.put(None)
                 _kill(run)
+        sweep_orphans()
         for role_runs in runs.values():
             for run in role_runs:
                 for th in run.copiers:

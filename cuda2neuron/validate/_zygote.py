@@ -51,6 +51,13 @@ BOOT = ("import sys; getattr(sys.flags, 'safe_path', False) or sys.path.pop(0); 
 # Room in the zygote's token slot for each run's token ("<prefix>.<n>", written over it).
 _SLOT = 64
 _MAX_MESSAGE = 1 << 22
+# Variables a caller's environment changes from call to call that neither the interpreter nor
+# the zygote's imports read: the shared zygote is kept across a change of them (each run gets
+# the caller's whole environment anyway, _zygote_server._become_run). Trap: pytest sets
+# PYTEST_CURRENT_TEST for every phase of every test, so a test suite that validates in each of
+# its tests started a zygote — torch and torch._dynamo imported, ~2 CPU-s — per test (only
+# torch.testing._internal reads it, never preloaded).
+_PER_CALL_VARS = ("PYTEST_CURRENT_TEST",)
 
 
 # The process-wide zygote (shared_zygote) and the environment it was started with.
@@ -75,7 +82,8 @@ def zygote_token(reaper_token: str) -> str:
 
 def shared_zygote(env: dict[str, str], stderr_path: Path, timeout: float) -> tuple[Zygote | None, str]:
     """The process-wide zygote for runs whose shared environment is ``env``: the one the last
-    call started while it lives and ``env`` is the same, else a new one (the old one ended).
+    call started while it lives and ``env`` is the same (but for `_PER_CALL_VARS`), else a new
+    one (the old one ended).
 
     Reused across validate calls because its start — importing torch, ~1.5 CPU-s and as much
     wall time before the first run can fork — is the same every time: a test suite or a
@@ -87,7 +95,7 @@ def shared_zygote(env: dict[str, str], stderr_path: Path, timeout: float) -> tup
     with _shared_lock:
         if _shared is not None:
             key, zygote = _shared
-            if key == env and zygote.alive():
+            if key == _zygote_key(env) and zygote.alive():
                 return zygote, ""
             _shared = None
             zygote.close()
@@ -96,13 +104,18 @@ def shared_zygote(env: dict[str, str], stderr_path: Path, timeout: float) -> tup
         # cwd "/": the zygote outlives the folder of the call that started it.
         zygote, why = Zygote.start({**env, TOKEN_VAR: zygote_token(new_token())}, Path("/"), stderr_path, timeout)
         if zygote is not None:
-            _shared = (dict(env), zygote)
+            _shared = (_zygote_key(env), zygote)
             if not _exit_hook:
                 import atexit
 
                 atexit.register(close_shared)
                 _exit_hook.append(True)
         return zygote, why
+
+
+def _zygote_key(env: dict[str, str]) -> dict[str, str]:
+    """What of the runs' shared environment decides whether a zygote serves them."""
+    return {k: v for k, v in env.items() if k not in _PER_CALL_VARS}
 
 
 def close_shared() -> None:

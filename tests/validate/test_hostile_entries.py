@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda2neuron.validate import ValidateRequest, Verdict, run_validation
+from cuda2neuron.validate import ValidateRequest, Verdict, _runner, run_validation
 
 from validate_helpers import copy_with_patches
 
@@ -37,7 +37,8 @@ DAEMON = '''def build():
 '''
 # Issue 44: a child that leaves the session *and* drops its token (a new, empty environment),
 # orphaned when its run's worker exits first (here at once, skipping the worker's own cleanup),
-# was found by no route and outlived validate.
+# was found by no route and outlived validate. It holds the run's stdout and stderr (validate
+# then waited 20 s to read them to the end before it killed it).
 TOKENLESS = '''def build():
     import os, subprocess
     marker = os.path.join(os.path.dirname(__file__), "tokenless.pids")
@@ -93,9 +94,24 @@ def test_a_double_forked_daemon_is_killed_and_does_not_hold_the_run(mlp, tmp_pat
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="process tracking reads /proc")
-def test_a_child_that_leaves_the_session_and_drops_its_token_ends_with_validate(mlp, tmp_path):
+def test_a_child_that_leaves_the_session_and_drops_its_token_ends_with_validate(mlp, tmp_path, monkeypatch):
+    # Alive when the runs were over (only the last sweep, as validate returned, killed it): it
+    # held the port's stdout and stderr, and validate waited 5 s per stream, twice, to read them to the end.
+    alive_when_runs_ended: list[int] = []
+    real = _runner._run_validation
+
+    def runs_then_look(*args, **kw):
+        result = real(*args, **kw)
+        alive_when_runs_ended.extend(p for p in map(int, (port / "tokenless.pids").read_text().split()) if _alive(p))
+        return result
+
+    port = tmp_path / "port"
+    monkeypatch.setattr(_runner, "_run_validation", runs_then_look)
     result, _, trees = _run(mlp, tmp_path, TOKENLESS, both=False, timeout=90.0)
-    assert result.verdict is Verdict.ERROR  # the port's run ended with exit status 3
+    failure = next(f for f in result.failures if f.role == "port")
+    assert (result.verdict, failure.kind, failure.message) == (
+        Verdict.ERROR, "crash", "exited with status 3 without a result"), failure
+    assert not alive_when_runs_ended
     pids = [int(p) for p in (trees[1] / "tokenless.pids").read_text().split()]
     assert pids
     deadline = time.monotonic() + 5
@@ -117,9 +133,14 @@ def test_validate_killed_with_a_signal_leaves_no_temp_folder(mlp, tmp_path, sig)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(tmp)}
+    # Trap: a suite started in the background of a non-interactive shell (`nohup ... &`) inherits
+    # SIGINT ignored, and so did validate — it never saw the SIGINT and the test waited 60 s. A
+    # user's validate in such a job ignores Ctrl-C too, as any program there does; here it is a
+    # foreground program.
     proc = subprocess.Popen([sys.executable, "-m", "cuda2neuron", "validate", str(original), str(port),
                              "--entry", "entry:build", "--no-golden", "--port-device", "cpu", "--steps", "1"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while not list(tmp.glob("cuda2neuron-validate-runs-*/*")) and time.monotonic() < deadline:
         time.sleep(0.2)
