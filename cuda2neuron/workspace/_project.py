@@ -12,7 +12,9 @@ pool stay as they are.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from cuda2neuron.core import Config, ProjectFacts
@@ -78,7 +80,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     names = {f"{m}.{n}" for m, tree in trees.items() for n in _reaching_names(m, tree, extensions, kernels, spaces)}
     if kernels:
         _add_reexports(candidates, kernels, names)
-    return ProjectFacts(
+    facts = ProjectFacts(
         extension_modules=frozenset(extensions),
         kernel_modules=frozenset(kernels),
         extension_loaders=frozenset(loaders),
@@ -86,6 +88,165 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         own_packages=frozenset(own),
         backend_params=_unambiguous(backend_params),
     )
+    if not kernels and not extensions:
+        return facts  # most projects: nothing CUDA-only to reach, nothing more to read
+    return replace(facts, sink_names=frozenset(_sink_names(candidates, facts).items()))
+
+
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts) -> dict[str, str]:
+    """The project's top-level names that reach CUDA-only code through other modules, each with
+    the sink and the line where the project's code calls into it.
+
+    ``tests/test_block.py`` imports ``Block`` from ``pkg/model.py``, whose ``forward`` calls
+    ``fused_norm`` from ``pkg/ops/norm.py``, which launches a Triton kernel: the test module's
+    ``@skipif(not torch.cuda.is_available())`` gates that kernel as much as one in front of a
+    launch in its own file. Found to a fixed point over the import graph, each round reading
+    only the files that spell a name (or a module's last name) the previous round added, so a
+    file is parsed once at most, and only in projects with kernels (``project_facts``).
+    """
+    sinks: dict[str, str] = {}
+    trees: dict[Path, ast.Module | None] = {}
+    spelled: dict[Path, frozenset[bytes]] = {}
+    modules = {path: (_module_of(path, root), _shown(path, root)) for path, root in candidates if path.name != "setup.py"}
+
+    def reaches(dotted: str) -> tuple[str, bool] | None:
+        """The sink ``dotted`` reaches, and whether the text names its line already."""
+        if dotted in sinks:
+            return sinks[dotted], True
+        if facts.builds_extension(dotted) or _inside_any(dotted, facts.extension_modules):
+            return f"`{dotted}` (a compiled CUDA extension the project builds)", False
+        if facts.kernel_module(dotted) and facts.reaches_kernel(dotted):
+            return f"`{dotted}` (project code that runs GPU kernels)", False
+        return None
+
+    fresh = {n.rsplit(".", 1)[-1] for n in (*facts.kernel_modules, *facts.kernel_names, *facts.extension_modules)}
+    while fresh:
+        wanted = {w.encode() for w in fresh}
+        fresh = set()
+        for path, (module, shown) in modules.items():
+            if not module:
+                continue
+            if path not in spelled:
+                try:
+                    spelled[path] = frozenset(_IDENTIFIER.findall(path.read_bytes()))
+                except OSError:
+                    spelled[path] = frozenset()  # the per-file run reports it
+            if not spelled[path] & wanted:
+                continue
+            if path not in trees:
+                try:
+                    trees[path] = ast.parse(path.read_bytes(), filename=str(path))
+                except (OSError, SyntaxError, ValueError, MemoryError, RecursionError):
+                    trees[path] = None  # the per-file run reports it
+            tree = trees[path]
+            if tree is None:
+                continue
+            for name, sink in _reaching_sinks(module, tree, reaches, shown, path.name == "__init__.py").items():
+                dotted = f"{module}.{name}"
+                if dotted not in sinks and reaches(dotted) is None:
+                    sinks[dotted] = sink
+                    fresh.update((name, module.rsplit(".", 1)[-1]))
+    return sinks
+
+
+def _spelled(node: ast.AST) -> str | None:
+    """How code names something: ``f`` for a name, ``pkg.ops.norm.f`` for an attribute chain."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _spelled(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) else None
+        return f"{inner}.{node.attr}" if inner else None
+    return None
+
+
+def _top_level(tree: ast.Module) -> Iterable[ast.stmt]:
+    """The module's statements outside functions and classes (inside ``try`` / ``if``)."""
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        if not isinstance(stmt, _SCOPES):
+            for field in ("body", "orelse", "finalbody"):
+                stack.extend(getattr(stmt, field, ()))
+            stack.extend(b for h in getattr(stmt, "handlers", ()) for b in h.body)
+
+
+def _inside_any(dotted: str, modules: frozenset[str]) -> bool:
+    return any(dotted == m or dotted.startswith(m + ".") for m in modules)
+
+
+def _shown(path: Path, root: Path) -> str:
+    """The file as a finding names it: relative to its root, with forward slashes."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _reaching_sinks(module: str, tree: ast.Module, reaches: Callable[[str], tuple[str, bool] | None], shown: str,
+                    package_init: bool) -> dict[str, str]:
+    """The top-level names of ``module`` (a file shown as ``shown``) that reach a sink
+    ``reaches`` knows, each with that sink: a name imported from one, a ``def`` / ``class`` /
+    assignment whose code uses one (to a fixed point). The first time the chain leaves the
+    project's plain code is the line named: ``at pkg/model.py:12``."""
+    imported: dict[str, tuple[str, bool, int]] = {}  # local -> (sink, already located, line)
+    top = {id(n) for n in _top_level(tree)}
+    exported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = _relative_base(module, node, package_init)
+            bound = [(a.asname or a.name, f"{base}.{a.name}".lstrip(".")) for a in node.names if a.name != "*"]
+        elif isinstance(node, ast.Import):
+            # `import pkg.ops.norm` binds `pkg`; the use `pkg.ops.norm.f(x)` is matched by its
+            # dotted module (attribute chains are read whole below).
+            bound = [(a.asname or a.name, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            bound = _bound_by(node)
+        else:
+            continue
+        for local, dotted in bound:
+            found = reaches(dotted)
+            if found is not None and local not in imported:
+                imported[local] = (*found, node.lineno)
+                if id(node) in top:
+                    exported.add(local)
+    if not imported:
+        return {}
+    reaching: dict[str, str] = {}
+    for local, (sink, located, line) in imported.items():
+        if local in exported:
+            reaching[local] = sink if located else f"{sink}, imported at {shown}:{line}"
+    defs: dict[str, list[tuple[str, int]]] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            targets = [stmt.name]
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = [t.id for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) if isinstance(t, ast.Name)]
+        else:
+            continue
+        used = sorted(((d, n.lineno) for n in ast.walk(stmt) if (d := _spelled(n))), key=lambda u: u[1])
+        for t in targets:
+            defs.setdefault(t, []).extend(used)
+    changed = True
+    while changed:
+        changed = False
+        for name, used in defs.items():
+            if name in reaching:
+                continue
+            for spelled, line in used:
+                if spelled in imported and spelled not in defs:
+                    sink, located, _ = imported[spelled]
+                    reaching[name] = sink if located else f"{sink} at {shown}:{line}"
+                elif spelled in reaching and spelled != name:
+                    reaching[name] = reaching[spelled]
+                else:
+                    continue
+                changed = True
+                break
+    return reaching
 
 
 def _unambiguous(found: list[tuple[str, int | None, str]]) -> frozenset[tuple[str, int | None, str]]:
