@@ -181,3 +181,24 @@ def test_the_fixture_project_copy_is_self_contained(tmp_path):
     facts = project_facts(discover([copy]).files)
     assert facts.sink("blocklib.Block") and facts.sink("blocklib.model.Block")
     assert facts.sink("blocklib.model.PlainHead") is None
+
+
+# (file's module, its text, a kernel module, whether the file imports it) — the text filter that
+# decides which files the chain search parses: a module named `utils` must not pull in every
+# file that imports some other `utils`.
+IMPORT_LINES = [
+    pytest.param("pkg.model", "from .ops import norm\n", "pkg.ops.norm", True, id="relative-import-of-the-module"),
+    pytest.param("pkg.sub.m", "from ..ops.fused import (\n    a,\n    b,\n)\n", "pkg.ops.fused", True, id="parenthesized-two-levels-up"),
+    pytest.param("train", "import pkg.ops.norm as n\n", "pkg.ops.norm", True, id="import-as"),
+    pytest.param("train", "from pkg.ops import norm\n", "src.pkg.ops.norm", True, id="src-layout-tail"),
+    pytest.param("pkg.model", "from other.utils import helper\nfrom .layers import utils_like\n", "pkg.utils", False, id="another-module-of-the-same-last-name"),
+    pytest.param("pkg.model", "x = 'from pkg.utils import y'\n", "pkg.utils", False, id="import-words-inside-a-string"),
+]
+
+
+@pytest.mark.parametrize(("module", "text", "kernel", "imports"), IMPORT_LINES)
+def test_which_files_the_chain_search_parses(module, text, kernel, imports):
+    from cuda2neuron.workspace._project import _imported_modules, _spellings
+
+    found = _imported_modules(text.encode(), module, package_init=False)
+    assert (not found.isdisjoint(_spellings({kernel}))) is imports
