@@ -37,6 +37,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Report, Safety
 
 from ._branches import selected_code
+from ._device_truth import asks_cuda
 from ._names import dotted_name
 from ._walk import visit_syntax
 
@@ -46,8 +47,6 @@ __all__ = ["link_program"]
 _MESSAGE_CALLS = frozenset(
     {"print", "warn", "warning", "info", "debug", "error", "exception", "critical", "fatal", "log"}
 )
-# Calls that ask about CUDA (by their last two names: `torch.cuda.is_available`, `th.cuda.device_count`).
-_CUDA_QUERIES = frozenset({"cuda.is_available", "cuda.device_count", "cuda.is_initialized"})
 # Where a name is bound or declared rather than read.
 _BINDINGS = (cst.AssignTarget, cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName)
 # Nodes that end the walk up from a value to the name it is bound to.
@@ -292,7 +291,7 @@ def _reader_code(ancestors: tuple[cst.CSTNode, ...], read: cst.CSTNode, flag: bo
     The other reads (``x.to(device)``, ``os.environ[...] = device``) pass the value on as it is:
     linking every statement that mentions it would hold unrelated fixes."""
     selected = selected_code(ancestors, read)
-    return selected if selected and (flag or _asks_cuda(selected[0])) else ()
+    return selected if selected and (flag or asks_cuda(selected[0])) else ()
 
 
 def _spells_cuda(text: cst.FormattedString) -> bool:
@@ -309,7 +308,7 @@ def _is_flag(report: Report) -> bool:
             value = chain[i + 1]
             if isinstance(value, (cst.Comparison, cst.UnaryOperation, cst.BooleanOperation)):
                 return True
-            return isinstance(value, cst.Call) and _asks_cuda(value.func) or (
+            return isinstance(value, cst.Call) and asks_cuda(value.func) or (
                 isinstance(value, cst.Attribute) and value.attr.value == "is_cuda"
             )
     return False
@@ -360,38 +359,12 @@ def _in_message(chain: tuple[cst.CSTNode, ...]) -> int | None:
     return None
 
 
-class _CudaFact(cst.CSTVisitor):
-    """Does a test ask about CUDA: ``torch.cuda.is_available()``, ``x.is_cuda``, a ``"cuda"`` device?"""
-
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        if node.attr.value == "is_cuda":
-            self.found = True
-        name = dotted_name(node)
-        if name is not None and ".".join(name.split(".")[-2:]) in _CUDA_QUERIES:
-            self.found = True
-        return not self.found
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        value = node.evaluated_value
-        if isinstance(value, str) and (value == "cuda" or value.startswith("cuda:")):
-            self.found = True
-
-
-def _asks_cuda(test: cst.CSTNode) -> bool:
-    finder = _CudaFact()
-    visit_syntax(test, finder)
-    return finder.found
-
-
 def _guard(chain: tuple[cst.CSTNode, ...], below: int) -> cst.BaseExpression | None:
     """The test of the nearest ``if``/``while`` around ``chain[below]`` (in a branch, not in the
     test) that asks about CUDA, within the function."""
     for k in range(below - 1, -1, -1):
         anc = chain[k]
-        if isinstance(anc, (cst.If, cst.While)) and chain[k + 1] is not anc.test and _asks_cuda(anc.test):
+        if isinstance(anc, (cst.If, cst.While)) and chain[k + 1] is not anc.test and asks_cuda(anc.test):
             return anc.test
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             return None
