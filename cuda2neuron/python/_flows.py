@@ -85,7 +85,8 @@ def _binding(report: Report) -> tuple[cst.FunctionDef | cst.ClassDef | cst.Modul
             call, module = chain[i - 1], chain[0]
             dest = _option_dest(call) if isinstance(call, cst.Call) else None
             if dest is not None and isinstance(module, cst.Module):
-                return module, frozenset(f"{ns}.{dest}" for ns in _namespaces(module))
+                options = frozenset(f"{ns}.{dest}" for ns in _namespaces(module))
+                return module, options | _copied_to_self(module, options)
         if isinstance(anc, cst.Param):
             if child is not anc.default or i < 2 or not isinstance(chain[i - 2], cst.FunctionDef):
                 return None
@@ -136,6 +137,24 @@ def _namespaces(module: cst.Module) -> frozenset[str]:
     finder = _ParseResults()
     visit_syntax(module, finder)
     return _NAMESPACES | finder.names
+
+
+def _copied_to_self(module: cst.Module, names: frozenset[str]) -> frozenset[str]:
+    """``self.device`` for each ``self.device = args.device`` in the module: a trainer keeps the
+    option on itself and its methods test it (``if self.device == "cuda":``)."""
+    finder = _SelfCopies(names)
+    visit_syntax(module, finder)
+    return frozenset(finder.found)
+
+
+class _SelfCopies(cst.CSTVisitor):
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+        self.found: set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if _read_name(node.value) in self.names:
+            self.found.update(f"self.{t.target.attr.value}" for t in node.targets if _on_self(t.target))
 
 
 class _ParseResults(cst.CSTVisitor):

@@ -167,7 +167,26 @@ def run(cli):
     return x.to(cli.dev)
 '''
 
+OPTION_KEPT_ON_SELF = '''import argparse
+import torch
+
+class Trainer:
+    def __init__(self, args):
+        self.device = args.device
+
+    def step(self, x):
+        if self.device == "cuda":
+            torch.cuda.set_sync_debug_mode(1)
+        return x.to(self.device)
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cuda")
+    Trainer(parser.parse_args()).step(torch.zeros(1))
+'''
+
 KEPT = [
+    pytest.param(OPTION_KEPT_ON_SELF, 'default="cuda"', id="option-default-copied-to-self-with-held-test"),
     pytest.param(OPTION_AND_ITS_TEST, 'default="cuda"', id="option-default-with-held-test-in-another-function"),
     pytest.param(DEFAULT_AND_ITS_TEST, 'device="cuda"', id="default-with-held-test"),
     pytest.param(FLAG_AND_ITS_BRANCH, 'flag = self.device == "cuda"', id="flag-with-held-branch"),
