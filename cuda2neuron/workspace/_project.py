@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,6 +41,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     loaders: set[str] = set()
     backend_params: list[tuple[str, int | None, str]] = []
     trees: dict[str, ast.Module] = {}  # kernel module -> its tree, for the names that reach a kernel
+    jit: dict[str, dict[str, str]] = {}  # module -> its handles of extensions built at run time from CUDA
     seen: set[Path] = set()
     files = tuple(files)
     candidates = [(f.path, f.root) for f in files if f.kind == "python"]
@@ -70,6 +71,9 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
             continue
         extensions.update(_extension_names(tree))
         module = _module_of(path, root)
+        handles = _jit_handles(tree, _shown(path, root))
+        if module and handles:
+            jit[module] = handles
         if module and _imports_kernel_language(tree):
             trees[module] = tree
         if module:
@@ -90,7 +94,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     )
     if not kernels and not extensions:
         return facts  # most projects: nothing CUDA-only to reach, nothing more to read
-    return replace(facts, sink_names=frozenset(_sink_names(candidates, facts).items()))
+    return replace(facts, sink_names=frozenset(_sink_names(candidates, facts, jit).items()))
 
 
 # An import statement as text (a parenthesized name list may span lines): which modules a file
@@ -134,7 +138,22 @@ def _spellings(modules: Iterable[str]) -> set[str]:
     return out
 
 
-def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts) -> dict[str, str]:
+def _jit_handles(tree: ast.Module, shown: str) -> dict[str, str]:
+    """``_ext = load_inline(name=..., cuda_sources=...)`` (or ``load`` with ``.cu`` sources): the
+    names bound to an extension built at run time from CUDA code, each described as a sink."""
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            called = _call_name(node.value.func)
+            if called in ("load", "load_inline") and _builds_cuda(node.value):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        found.setdefault(target.id, f"the CUDA extension `{target.id}` (built at run time by {called}) at {shown}:{node.lineno}")
+    return found
+
+
+def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts,
+                jit: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
     """The project's top-level names that reach CUDA-only code through other modules, each with
     the sink and the line where the project's code calls into it.
 
@@ -148,6 +167,7 @@ def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts) -> dic
     in projects with kernels (``project_facts``). Kernel modules named ``utils`` or ``ops``
     would make a last-name filter parse most of a large project.
     """
+    jit = jit or {}
     sinks: dict[str, str] = {}
     uses: dict[Path, _Uses | None] = {}
     imported: dict[Path, frozenset[str]] = {}
@@ -167,7 +187,7 @@ def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts) -> dic
                 known[dotted] = None
         return known[dotted]
 
-    fresh = {*facts.kernel_modules, *facts.extension_modules}
+    fresh = {*facts.kernel_modules, *facts.extension_modules, *jit}
     while fresh:
         wanted = _spellings(fresh)
         fresh = set()
@@ -181,14 +201,14 @@ def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts) -> dic
                 except OSError:
                     data = b""  # the per-file run reports it
                 imported[path] = _imported_modules(data, module, path.name == "__init__.py")
-            if imported[path].isdisjoint(wanted):
+            if imported[path].isdisjoint(wanted) and module not in wanted:
                 continue
             if path not in uses:
                 uses[path] = _Uses.read(module, shown, path, data if data is not None else path.read_bytes())
             found = uses[path]
             if found is None:
                 continue
-            for name, sink in found.reaching(reaches).items():
+            for name, sink in found.reaching(reaches, jit.get(module, {})).items():
                 dotted = f"{module}.{name}"
                 if dotted not in sinks and reaches(dotted) is None:
                     sinks[dotted] = sink
@@ -250,12 +270,13 @@ class _Uses:
                 defs[t].extend(used)
         return cls(shown, bindings, defs)
 
-    def reaching(self, reaches: Callable[[str], tuple[str, bool] | None]) -> dict[str, str]:
+    def reaching(self, reaches: Callable[[str], tuple[str, bool] | None], own: Mapping[str, str]) -> dict[str, str]:
         """The top-level names that reach a sink ``reaches`` knows, each with that sink: a name
         imported from one (re-exported), a ``def`` / ``class`` / assignment whose code uses one
         (to a fixed point). Where the chain first leaves the project's plain code is the line
-        named: ``at pkg/model.py:12``."""
-        imported: dict[str, tuple[str, bool]] = {}
+        named: ``at pkg/model.py:12``. ``own``: the module's handles of extensions it builds at
+        run time from CUDA, with their sinks (``_ext = load_inline(...)``)."""
+        imported: dict[str, tuple[str, bool]] = {name: (sink, True) for name, sink in own.items()}
         reaching: dict[str, str] = {}
         for local, dotted, line, top in self.bindings:
             found = reaches(dotted)
@@ -267,6 +288,7 @@ class _Uses:
                 reaching[local] = sink if located else f"{sink}, imported at {self.shown}:{line}"
         if not imported:
             return {}
+        reaching.update(own)
         changed = True
         while changed:
             changed = False
@@ -274,7 +296,7 @@ class _Uses:
                 if name in reaching:
                     continue
                 for spelled, line in used:
-                    if spelled in imported and spelled not in self.defs:
+                    if spelled in imported and (spelled not in self.defs or spelled in own):
                         sink, located = imported[spelled]
                         reaching[name] = sink if located else f"{sink} at {self.shown}:{line}"
                     elif spelled in reaching and spelled != name:

@@ -82,6 +82,14 @@ SWEEPS = [
         {}, ("pkg.model.Head",), id="a-plain-class-beside-reaches-nothing",
     ),
     pytest.param(
+        {
+            "pkg/ext.py": 'from torch.utils.cpp_extension import load_inline\n\n_ext = load_inline(name="fused_ext", cpp_sources="", cuda_sources="__global__ void k() {}")\n\ndef fused(x):\n    return _ext.fused(x)\n',
+            "pkg/layer.py": "from .ext import fused\n\nclass Layer:\n    def forward(self, x):\n        return fused(x)\n",
+        },
+        {"pkg.layer.Layer": "the CUDA extension `_ext` (built at run time by load_inline) at pkg/ext.py:3", "pkg.ext.fused": "pkg/ext.py:3"},
+        (), id="an-extension-built-at-run-time-from-cuda",
+    ),
+    pytest.param(
         {"pkg/ops.py": PLAIN, "pkg/model.py": "from .ops import fused\n\nclass Block:\n    def forward(self, x):\n        return fused(x)\n"},
         {}, ("pkg.model.Block",), id="no-kernel-in-the-project",
     ),
