@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 __all__ = ["AMP_DTYPES", "ProjectFacts", "RunOptions", "Settings", "TARGETS"]
 
@@ -41,6 +42,13 @@ class ProjectFacts:
     # The position leaves out a method's ``self`` and is None for a keyword-only parameter; a
     # name the project defines more than once with such a parameter is left out (ambiguous).
     backend_params: frozenset[tuple[str, int | None, str]] = frozenset()
+    # The project's other top-level names that reach CUDA-only code through its modules, as
+    # (dotted name, the sink it reaches and where): ``("pkg.model.Block", "`pkg.ops.fused_norm`
+    # (a project module that runs GPU kernels), called at pkg/model.py:12")``. A class of one
+    # module whose method calls another module's Triton kernel: a device test in a third module
+    # in front of it is a kernel gate (``sink``). Kept apart from ``kernel_names``: importing
+    # such a name is no kernel import of its own (CN617 stays with the kernel modules).
+    sink_names: frozenset[tuple[str, str]] = frozenset()
 
     def backend_param(self, function: str) -> tuple[int | None, str] | None:
         """(position, parameter name) of the backend parameter of the project's one function
@@ -71,6 +79,14 @@ class ProjectFacts:
             return not recorded or name in self.kernel_names or name in self.kernel_modules
         return False
 
+    def sink(self, dotted: str) -> str | None:
+        """The CUDA-only sink ``dotted`` (an imported name, ``pkg.model.Block``) reaches through
+        the project's modules, and where; None for a name that reaches none. A suffix matches
+        too (a src layout: the sweep's ``src.pkg.model.Block`` for ``pkg.model.Block``)."""
+        if not self.sink_names:
+            return None
+        return _sink_table(self.sink_names).get(dotted)
+
     def extension_loader(self, function: str) -> bool:
         """Whether ``function`` (dotted, ``pkg.jit.load_ext``) is one of the project's loaders."""
         return any(function == f or ("." in function and f.endswith("." + function)) for f in self.extension_loaders)
@@ -84,6 +100,18 @@ class ProjectFacts:
         import spells too. They join the trigger words of the rules that use the facts."""
         names = {n.rsplit(".", 1)[-1] for n in (*self.extension_modules, *self.kernel_modules, *self.extension_loaders)}
         return tuple(sorted(n.encode() for n in names if n))
+
+
+@lru_cache(maxsize=4)
+def _sink_table(sinks: frozenset[tuple[str, str]]) -> dict[str, str]:
+    """``sinks`` keyed by every dotted suffix of at least two parts, built once per run (the
+    frozenset keeps its hash): a lookup per import, not a scan of the project's names."""
+    table: dict[str, str] = {}
+    for dotted, sink in sorted(sinks):
+        parts = dotted.split(".")
+        for i in range(len(parts) - 1):
+            table.setdefault(".".join(parts[i:]), sink)
+    return table
 
 
 def _matches(module: str, names: frozenset[str]) -> bool:

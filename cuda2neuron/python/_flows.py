@@ -37,6 +37,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Report, Safety
 
 from ._branches import selected_code
+from ._device_truth import asks_cuda
 from ._names import dotted_name
 from ._walk import visit_syntax
 
@@ -46,8 +47,6 @@ __all__ = ["link_program"]
 _MESSAGE_CALLS = frozenset(
     {"print", "warn", "warning", "info", "debug", "error", "exception", "critical", "fatal", "log"}
 )
-# Calls that ask about CUDA (by their last two names: `torch.cuda.is_available`, `th.cuda.device_count`).
-_CUDA_QUERIES = frozenset({"cuda.is_available", "cuda.device_count", "cuda.is_initialized"})
 # Where a name is bound or declared rather than read.
 _BINDINGS = (cst.AssignTarget, cst.Param, cst.FunctionDef, cst.ClassDef, cst.ImportAlias, cst.AsName)
 # Nodes that end the walk up from a value to the name it is bound to.
@@ -70,14 +69,24 @@ def link_program(reports: Sequence[Report]) -> None:
 # -- A value and its readers ---------------------------------------------------------------------
 
 
-def _binding(report: Report) -> tuple[cst.FunctionDef | cst.ClassDef, frozenset[str]] | None:
+def _binding(report: Report) -> tuple[cst.FunctionDef | cst.ClassDef | cst.Module, frozenset[str]] | None:
     """Where the report's value is read and the names it is bound to: a parameter's default or
     an assignment to plain names inside a function (the function), an assignment to
-    ``self.device`` in a method (the class). None elsewhere (module and class level, where
+    ``self.device`` in a method (the class), a command-line option's default (the module, read
+    as ``args.device`` by any of its functions). None elsewhere (module and class level, where
     readers are other modules' business, and inside a lambda)."""
     chain = (*report.ancestors, report.node)
     for i in range(len(chain) - 2, -1, -1):
         anc, child = chain[i], chain[i + 1]
+        if isinstance(anc, cst.Arg) and _keyword(anc) == "default" and child is anc.value and i >= 1:
+            # `parser.add_argument("--device", default="cuda")`: every function of the module
+            # reads it as `args.device` (`if args.device == "cuda":` in `setup(args)`). Any other
+            # argument is a value on its way to the statement that binds it: walk on.
+            call, module = chain[i - 1], chain[0]
+            dest = _option_dest(call) if isinstance(call, cst.Call) else None
+            if dest is not None and isinstance(module, cst.Module):
+                options = frozenset(f"{ns}.{dest}" for ns in _namespaces(module))
+                return module, options | _copied_to_self(module, options)
         if isinstance(anc, cst.Param):
             if child is not anc.default or i < 2 or not isinstance(chain[i - 2], cst.FunctionDef):
                 return None
@@ -97,6 +106,71 @@ def _binding(report: Report) -> tuple[cst.FunctionDef | cst.ClassDef, frozenset[
         if isinstance(anc, _STATEMENTS):
             return None
     return None
+
+
+def _keyword(arg: cst.Arg) -> str | None:
+    return arg.keyword.value if arg.keyword is not None else None
+
+
+def _option_dest(call: cst.Call) -> str | None:
+    """The attribute an ``add_argument("--device", ...)`` call stores its value in (``dest=``,
+    else its first long option with dashes as underscores); None for any other call."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
+        return None
+    dest = next((a.value for a in call.args if _keyword(a) == "dest"), None)
+    if isinstance(dest, cst.SimpleString):
+        value = dest.evaluated_value
+        return value if isinstance(value, str) and value.isidentifier() else None
+    options = [a.value.evaluated_value for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+    long = next((o for o in options if isinstance(o, str) and o.startswith("--")), None)
+    name = long[2:].replace("-", "_") if long else None
+    return name if name and name.isidentifier() else None
+
+
+# What a parsed namespace is called when it is handed around (`def setup(args)`, `opt = parse()`).
+_NAMESPACES = frozenset({"args", "opt", "opts", "options", "cfg", "hparams", "flags", "FLAGS"})
+
+
+def _namespaces(module: cst.Module) -> frozenset[str]:
+    """The names a module's parsed arguments go by: the usual ones, and every name a
+    ``parse_args()`` / ``parse_known_args()`` result is assigned to (``cli = p.parse_args()``)."""
+    finder = _ParseResults()
+    visit_syntax(module, finder)
+    return _NAMESPACES | finder.names
+
+
+def _copied_to_self(module: cst.Module, names: frozenset[str]) -> frozenset[str]:
+    """``self.device`` for each ``self.device = args.device`` in the module: a trainer keeps the
+    option on itself and its methods test it (``if self.device == "cuda":``)."""
+    finder = _SelfCopies(names)
+    visit_syntax(module, finder)
+    return frozenset(finder.found)
+
+
+class _SelfCopies(cst.CSTVisitor):
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+        self.found: set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if _read_name(node.value) in self.names:
+            self.found.update(f"self.{t.target.attr.value}" for t in node.targets if _on_self(t.target))
+
+
+class _ParseResults(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in (
+            "parse_args", "parse_known_args",
+        ):
+            for target in node.targets:
+                names = [target.target] if isinstance(target.target, cst.Name) else [
+                    e.value for e in getattr(target.target, "elements", ())[:1]
+                ]
+                self.names.update(n.value for n in names if isinstance(n, cst.Name))
 
 
 def _on_self(target: cst.BaseExpression) -> bool:
@@ -204,11 +278,11 @@ class _Names(cst.CSTVisitor):
 
 
 def _read_name(node: cst.CSTNode) -> str | None:
-    """How a read is named among the bound names: ``device``, or ``self.device``."""
+    """How a read is named among the bound names: ``device``, ``self.device``, ``args.device``."""
     if isinstance(node, cst.Name):
         return node.value
-    if _on_self(node):  # type: ignore[arg-type]
-        return f"self.{node.attr.value}"  # type: ignore[attr-defined]
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+        return f"{node.value.value}.{node.attr.value}"
     return None
 
 
@@ -236,7 +310,7 @@ def _reader_code(ancestors: tuple[cst.CSTNode, ...], read: cst.CSTNode, flag: bo
     The other reads (``x.to(device)``, ``os.environ[...] = device``) pass the value on as it is:
     linking every statement that mentions it would hold unrelated fixes."""
     selected = selected_code(ancestors, read)
-    return selected if selected and (flag or _asks_cuda(selected[0])) else ()
+    return selected if selected and (flag or asks_cuda(selected[0])) else ()
 
 
 def _spells_cuda(text: cst.FormattedString) -> bool:
@@ -253,14 +327,14 @@ def _is_flag(report: Report) -> bool:
             value = chain[i + 1]
             if isinstance(value, (cst.Comparison, cst.UnaryOperation, cst.BooleanOperation)):
                 return True
-            return isinstance(value, cst.Call) and _asks_cuda(value.func) or (
+            return isinstance(value, cst.Call) and asks_cuda(value.func) or (
                 isinstance(value, cst.Attribute) and value.attr.value == "is_cuda"
             )
     return False
 
 
 def _link_readers(reports: Sequence[Report]) -> None:
-    bound: dict[int, tuple[cst.FunctionDef | cst.ClassDef, set[str], list[tuple[Report, frozenset[str]]]]] = {}
+    bound: dict[int, tuple[cst.FunctionDef | cst.ClassDef | cst.Module, set[str], list[tuple[Report, frozenset[str]]]]] = {}
     for r in reports:
         if r.rule.advisory or r.rule.net:
             continue
@@ -273,7 +347,7 @@ def _link_readers(reports: Sequence[Report]) -> None:
         entry[2].append((r, names))
     for scope, names, members in bound.values():
         visitor = _Reads(frozenset(names))
-        visit_syntax(scope.body, visitor)
+        visit_syntax(scope if isinstance(scope, cst.Module) else scope.body, visitor)
         for r, own in members:
             flag = _is_flag(r)
             reads = [(ancestors, read) for name in own for ancestors, read in visitor.found.get(name, ())]
@@ -304,38 +378,12 @@ def _in_message(chain: tuple[cst.CSTNode, ...]) -> int | None:
     return None
 
 
-class _CudaFact(cst.CSTVisitor):
-    """Does a test ask about CUDA: ``torch.cuda.is_available()``, ``x.is_cuda``, a ``"cuda"`` device?"""
-
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        if node.attr.value == "is_cuda":
-            self.found = True
-        name = dotted_name(node)
-        if name is not None and ".".join(name.split(".")[-2:]) in _CUDA_QUERIES:
-            self.found = True
-        return not self.found
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        value = node.evaluated_value
-        if isinstance(value, str) and (value == "cuda" or value.startswith("cuda:")):
-            self.found = True
-
-
-def _asks_cuda(test: cst.CSTNode) -> bool:
-    finder = _CudaFact()
-    visit_syntax(test, finder)
-    return finder.found
-
-
 def _guard(chain: tuple[cst.CSTNode, ...], below: int) -> cst.BaseExpression | None:
     """The test of the nearest ``if``/``while`` around ``chain[below]`` (in a branch, not in the
     test) that asks about CUDA, within the function."""
     for k in range(below - 1, -1, -1):
         anc = chain[k]
-        if isinstance(anc, (cst.If, cst.While)) and chain[k + 1] is not anc.test and _asks_cuda(anc.test):
+        if isinstance(anc, (cst.If, cst.While)) and chain[k + 1] is not anc.test and asks_cuda(anc.test):
             return anc.test
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             return None

@@ -12,7 +12,9 @@ pool stay as they are.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from cuda2neuron.core import Config, ProjectFacts
@@ -39,6 +41,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     loaders: set[str] = set()
     backend_params: list[tuple[str, int | None, str]] = []
     trees: dict[str, ast.Module] = {}  # kernel module -> its tree, for the names that reach a kernel
+    jit: dict[str, dict[str, str]] = {}  # module -> its handles of extensions built at run time from CUDA
     seen: set[Path] = set()
     files = tuple(files)
     candidates = [(f.path, f.root) for f in files if f.kind == "python"]
@@ -68,6 +71,9 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
             continue
         extensions.update(_extension_names(tree))
         module = _module_of(path, root)
+        handles = _jit_handles(tree, _shown(path, root))
+        if module and handles:
+            jit[module] = handles
         if module and _imports_kernel_language(tree):
             trees[module] = tree
         if module:
@@ -78,7 +84,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     names = {f"{m}.{n}" for m, tree in trees.items() for n in _reaching_names(m, tree, extensions, kernels, spaces)}
     if kernels:
         _add_reexports(candidates, kernels, names)
-    return ProjectFacts(
+    facts = ProjectFacts(
         extension_modules=frozenset(extensions),
         kernel_modules=frozenset(kernels),
         extension_loaders=frozenset(loaders),
@@ -86,6 +92,254 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         own_packages=frozenset(own),
         backend_params=_unambiguous(backend_params),
     )
+    if not kernels and not extensions:
+        return facts  # most projects: nothing CUDA-only to reach, nothing more to read
+    return replace(facts, sink_names=frozenset(_sink_names(candidates, facts, jit).items()))
+
+
+# An import statement as text (a parenthesized name list may span lines): which modules a file
+# imports, told without parsing it.
+_IMPORT = re.compile(
+    rb"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)|import[ \t]+([^\n]*))", re.MULTILINE
+)
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _imported_modules(data: bytes, module: str, package_init: bool) -> frozenset[str]:
+    """Every dotted name the import statements of a file may reach, and each of its prefixes
+    (relative ones resolved against ``module``): ``from .ops import norm`` in ``pkg/model.py``
+    gives ``pkg``, ``pkg.ops``, ``pkg.ops.norm``."""
+    package = module.split(".") if package_init else module.split(".")[:-1]
+    found: set[str] = set()
+    for source, names, plain in _IMPORT.findall(data):
+        if plain:
+            dotted = [item.split()[0].decode("ascii", "replace") for item in plain.split(b",") if item.split()]
+        else:
+            spec = source.decode("ascii", "replace")
+            level = len(spec) - len(spec.lstrip("."))
+            if level:
+                base = package[: len(package) - (level - 1)] if level - 1 <= len(package) else []
+                spec = ".".join([*base, *([spec.lstrip(".")] if spec.lstrip(".") else [])])
+            dotted = [spec, *(f"{spec}.{w.decode()}" for w in _IDENTIFIER.findall(names))]
+        for name in dotted:
+            parts = name.strip(".").split(".")
+            found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return frozenset(found)
+
+
+def _spellings(modules: Iterable[str]) -> set[str]:
+    """The dotted names an import may use for ``modules``: each whole, and each tail of two or
+    more parts (a src layout: the sweep's ``src.pkg.ops`` is imported as ``pkg.ops``)."""
+    out: set[str] = set()
+    for module in modules:
+        parts = module.split(".")
+        out.add(module)
+        out.update(".".join(parts[i:]) for i in range(1, len(parts) - 1))
+    return out
+
+
+def _jit_handles(tree: ast.Module, shown: str) -> dict[str, str]:
+    """``_ext = load_inline(name=..., cuda_sources=...)`` (or ``load`` with ``.cu`` sources): the
+    names bound to an extension built at run time from CUDA code, each described as a sink."""
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            called = _call_name(node.value.func)
+            if called in ("load", "load_inline") and _builds_cuda(node.value):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        found.setdefault(target.id, f"the CUDA extension `{target.id}` (built at run time by {called}) at {shown}:{node.lineno}")
+    return found
+
+
+def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts,
+                jit: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
+    """The project's top-level names that reach CUDA-only code through other modules, each with
+    the sink and the line where the project's code calls into it.
+
+    ``tests/test_block.py`` imports ``Block`` from ``pkg/model.py``, whose ``forward`` calls
+    ``fused_norm`` from ``pkg/ops/norm.py``, which launches a Triton kernel: the test module's
+    ``@skipif(not torch.cuda.is_available())`` gates that kernel as much as one in front of a
+    launch in its own file. Found to a fixed point over the import graph: each round looks again
+    only at the files whose import statements name a module the previous round added names to
+    (read from the text, relative imports resolved; a package that re-exports such a name is
+    such a module then), so a file is parsed only when it imports one, once at most, and only
+    in projects with kernels (``project_facts``). Kernel modules named ``utils`` or ``ops``
+    would make a last-name filter parse most of a large project.
+    """
+    jit = jit or {}
+    sinks: dict[str, str] = {}
+    uses: dict[Path, _Uses | None] = {}
+    imported: dict[Path, frozenset[str]] = {}
+    modules = {path: (_module_of(path, root), _shown(path, root)) for path, root in candidates if path.name != "setup.py"}
+    known: dict[str, tuple[str, bool] | None] = {}
+
+    def reaches(dotted: str) -> tuple[str, bool] | None:
+        """The sink ``dotted`` reaches, and whether the text names its line already."""
+        if dotted in sinks:
+            return sinks[dotted], True
+        if dotted not in known:  # the facts' answers never change: asked once per name
+            if facts.builds_extension(dotted) or _inside_any(dotted, facts.extension_modules):
+                known[dotted] = f"`{dotted}` (a compiled CUDA extension the project builds)", False
+            elif facts.kernel_module(dotted) and facts.reaches_kernel(dotted):
+                known[dotted] = f"`{dotted}` (project code that runs GPU kernels)", False
+            else:
+                known[dotted] = None
+        return known[dotted]
+
+    fresh = {*facts.kernel_modules, *facts.extension_modules, *jit}
+    while fresh:
+        wanted = _spellings(fresh)
+        fresh = set()
+        for path, (module, shown) in modules.items():
+            if not module:
+                continue
+            data = None
+            if path not in imported:
+                try:
+                    data = path.read_bytes()
+                except OSError:
+                    data = b""  # the per-file run reports it
+                imported[path] = _imported_modules(data, module, path.name == "__init__.py")
+            if imported[path].isdisjoint(wanted) and module not in wanted:
+                continue
+            if path not in uses:
+                uses[path] = _Uses.read(module, shown, path, data if data is not None else path.read_bytes())
+            found = uses[path]
+            if found is None:
+                continue
+            for name, sink in found.reaching(reaches, jit.get(module, {})).items():
+                dotted = f"{module}.{name}"
+                if dotted not in sinks and reaches(dotted) is None:
+                    sinks[dotted] = sink
+                    fresh.add(module)
+    return sinks
+
+
+class _Uses:
+    """What one module imports and what each of its top-level definitions uses, read once."""
+
+    def __init__(self, shown: str, bindings: list[tuple[str, str, int, bool]], defs: dict[str, list[tuple[str, int]]]) -> None:
+        self.shown = shown
+        self.bindings = bindings  # (local name, dotted name, line, at the module's top level)
+        self.defs = defs  # top-level name -> (name or dotted chain it uses, line), by line
+
+    @classmethod
+    def read(cls, module: str, shown: str, path: Path, data: bytes) -> _Uses | None:
+        try:
+            tree = ast.parse(data, filename=str(path))
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None  # the per-file run reports it
+        package_init = path.name == "__init__.py"
+        top = {id(n) for n in _top_level(tree)}
+        bindings: list[tuple[str, str, int, bool]] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = _relative_base(module, node, package_init)
+                bound = [(a.asname or a.name, f"{base}.{a.name}".lstrip(".")) for a in node.names if a.name != "*"]
+            elif isinstance(node, ast.Import):
+                # `import pkg.ops.norm` binds `pkg`; the use `pkg.ops.norm.f(x)` is matched by
+                # its dotted module (attribute chains are read whole).
+                bound = [(a.asname or a.name, a.name) for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                bound = _bound_by(node)
+            else:
+                continue
+            bindings += [(local, dotted, node.lineno, id(node) in top) for local, dotted in bound]
+        defs: dict[str, list[tuple[str, int]]] = {}
+        bodies: list[tuple[list[str], ast.stmt]] = []
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                targets = [stmt.name]
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                targets = [t.id for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) if isinstance(t, ast.Name)]
+            else:
+                continue
+            for t in targets:
+                defs.setdefault(t, [])
+            bodies.append((targets, stmt))
+        # Only what can lead somewhere is kept: an imported name or another top-level name.
+        heads = {local.split(".")[0] for local, _, _, _ in bindings} | set(defs)
+        for targets, stmt in bodies:
+            used = sorted(
+                ((d, n.lineno) for n in ast.walk(stmt)
+                 if isinstance(n, (ast.Name, ast.Attribute)) and (d := _spelled(n)) and d.split(".")[0] in heads),
+                key=lambda u: u[1],
+            )
+            for t in targets:
+                defs[t].extend(used)
+        return cls(shown, bindings, defs)
+
+    def reaching(self, reaches: Callable[[str], tuple[str, bool] | None], own: Mapping[str, str]) -> dict[str, str]:
+        """The top-level names that reach a sink ``reaches`` knows, each with that sink: a name
+        imported from one (re-exported), a ``def`` / ``class`` / assignment whose code uses one
+        (to a fixed point). Where the chain first leaves the project's plain code is the line
+        named: ``at pkg/model.py:12``. ``own``: the module's handles of extensions it builds at
+        run time from CUDA, with their sinks (``_ext = load_inline(...)``)."""
+        imported: dict[str, tuple[str, bool]] = {name: (sink, True) for name, sink in own.items()}
+        reaching: dict[str, str] = {}
+        for local, dotted, line, top in self.bindings:
+            found = reaches(dotted)
+            if found is None or local in imported:
+                continue
+            imported[local] = found
+            if top:
+                sink, located = found
+                reaching[local] = sink if located else f"{sink}, imported at {self.shown}:{line}"
+        if not imported:
+            return {}
+        reaching.update(own)
+        changed = True
+        while changed:
+            changed = False
+            for name, used in self.defs.items():
+                if name in reaching:
+                    continue
+                for spelled, line in used:
+                    if spelled in imported and (spelled not in self.defs or spelled in own):
+                        sink, located = imported[spelled]
+                        reaching[name] = sink if located else f"{sink} at {self.shown}:{line}"
+                    elif spelled in reaching and spelled != name:
+                        reaching[name] = reaching[spelled]
+                    else:
+                        continue
+                    changed = True
+                    break
+        return reaching
+
+
+def _spelled(node: ast.AST) -> str | None:
+    """How code names something: ``f`` for a name, ``pkg.ops.norm.f`` for an attribute chain."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _spelled(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) else None
+        return f"{inner}.{node.attr}" if inner else None
+    return None
+
+
+def _top_level(tree: ast.Module) -> Iterable[ast.stmt]:
+    """The module's statements outside functions and classes (inside ``try`` / ``if``)."""
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        if not isinstance(stmt, _SCOPES):
+            for field in ("body", "orelse", "finalbody"):
+                stack.extend(getattr(stmt, field, ()))
+            stack.extend(b for h in getattr(stmt, "handlers", ()) for b in h.body)
+
+
+def _inside_any(dotted: str, modules: frozenset[str]) -> bool:
+    return any(dotted == m or dotted.startswith(m + ".") for m in modules)
+
+
+def _shown(path: Path, root: Path) -> str:
+    """The file as a finding names it: relative to its root, with forward slashes."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.name
 
 
 def _unambiguous(found: list[tuple[str, int | None, str]]) -> frozenset[tuple[str, int | None, str]]:

@@ -432,6 +432,11 @@ class _Collector(cst.CSTVisitor):
             else:
                 found = project_module(self.facts, candidates)
                 what = describe_module(found, self.facts) if found else None
+            if what is None:
+                # `from pkg.model import Block` where Block's forward calls another module's
+                # kernel (the sweep's chains across modules): named with the line it enters it.
+                found = next(((c, s) for c in candidates if (s := self.facts.sink(c)) is not None), None)
+                what = f"`{found[0]}`, which reaches {found[1]}" if found is not None else None
             if what is None and candidates[0] in CUDA_IPC_CALLS:
                 what = f"`{candidates[0]}` (CUDA IPC: hands a device tensor's memory to another process)"
             if what is not None:

@@ -134,7 +134,60 @@ def main(x):
     launch(x, device)
 '''
 
+# A command-line default read in other functions of the file (`args.device`): the default path
+# on Trainium would reach `raise ValueError` if the option moved while its held test stayed.
+OPTION_AND_ITS_TEST = '''import argparse
+import torch
+
+def parse():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cuda")
+    return parser.parse_args()
+
+def setup(args):
+    if args.device == "cuda":
+        torch.cuda.set_sync_debug_mode(1)
+    elif args.device != "cpu":
+        raise ValueError(f"Invalid device {args.device}")
+    return torch.device(args.device)
+'''
+OPTION_AND_ITS_MOVABLE_TEST = '''import argparse
+import torch
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", dest="dev", default="cuda")
+    cli = parser.parse_args()
+    run(cli)
+
+def run(cli):
+    x = torch.zeros(1)
+    if cli.dev == "cuda":
+        x = x.pin_memory()
+    return x.to(cli.dev)
+'''
+
+OPTION_KEPT_ON_SELF = '''import argparse
+import torch
+
+class Trainer:
+    def __init__(self, args):
+        self.device = args.device
+
+    def step(self, x):
+        if self.device == "cuda":
+            torch.cuda.set_sync_debug_mode(1)
+        return x.to(self.device)
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cuda")
+    Trainer(parser.parse_args()).step(torch.zeros(1))
+'''
+
 KEPT = [
+    pytest.param(OPTION_KEPT_ON_SELF, 'default="cuda"', id="option-default-copied-to-self-with-held-test"),
+    pytest.param(OPTION_AND_ITS_TEST, 'default="cuda"', id="option-default-with-held-test-in-another-function"),
     pytest.param(DEFAULT_AND_ITS_TEST, 'device="cuda"', id="default-with-held-test"),
     pytest.param(FLAG_AND_ITS_BRANCH, 'flag = self.device == "cuda"', id="flag-with-held-branch"),
     pytest.param(ATTRIBUTE_AND_ITS_TEST, 'self.device = "cuda"', id="attribute-with-held-test-in-another-method"),
@@ -153,6 +206,7 @@ def test_the_wrong_half_is_not_applied(source, kept, unsafe):
 
 
 MOVED = [
+    pytest.param(OPTION_AND_ITS_MOVABLE_TEST, ['default="neuron"', 'cli.dev == "neuron"'], id="option-default-with-movable-test"),
     pytest.param(DEFAULT_AND_ITS_MOVABLE_TEST, ['device="neuron"', 'device == "neuron"'], id="default-with-movable-test"),
     pytest.param(MESSAGE_OF_A_MOVED_GUARD, ["if not torch.neuron.is_available()", "{torch.neuron.is_available()}"], id="message-of-moved-guard"),
     pytest.param(PLAIN_READ, ['replace("neuron:", "")', "assert torch.neuron.is_available()"], id="plain-read-links-nothing"),
@@ -188,6 +242,7 @@ def test_a_message_keeps_cuda_with_a_guard_kept_on_purpose():
     ("source", "line", "holder"),
     [
         pytest.param(DEFAULT_AND_ITS_TEST, 3, "CN211 at line 8", id="default-names-the-cuda-call"),
+        pytest.param(OPTION_AND_ITS_TEST, 6, "CN211 at line 11", id="option-default-names-the-cuda-call"),
         pytest.param(FLAG_AND_ITS_BRANCH, 5, "CN211 at line 7", id="flag-names-the-cuda-call"),
         pytest.param(MESSAGE_OF_A_KEPT_GUARD, 10, "CN201 at line 9", id="message-names-its-guard"),
     ],
