@@ -627,7 +627,64 @@ def _extension_names(tree: ast.AST) -> set[str]:
         if called != "CUDAExtension" and not _builds_cuda(node, assigned):
             continue
         names.add(name.value)
+    names.update(_helper_built_names(tree, cuda_builders))
     return names
+
+
+def _helper_built_names(tree: ast.AST, cuda_builders: set[str]) -> set[str]:
+    """The names a build helper gives its extensions. BasicSR and the mm* projects build each
+    one through ``def make_cuda_ext(name, module, sources, ...): ... return
+    extension(name=f"{module}.{name}", ...)`` with ``extension = CUDAExtension`` where CUDA is
+    there; the builder's own ``name=`` is no constant, so only the helper's calls
+    (``make_cuda_ext(name="deform_conv_ext", module="basicsr.ops.dcn", ...)``) name them."""
+    helpers: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.expr]] = {}
+    body = tree.body if isinstance(tree, ast.Module) else []
+    for func in body:
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(func):
+            if isinstance(node, ast.Call) and (_call_name(node.func) in cuda_builders or _call_name(node.func) == "CUDAExtension"):
+                name = _keyword(node, "name") or (node.args[0] if node.args else None)
+                if name is not None and not isinstance(name, ast.Constant):
+                    helpers[func.name] = (func, name)
+                    break
+    found: set[str] = set()
+    if not helpers:
+        return found
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers:
+            func, name = helpers[node.func.id]
+            value = _spelled(name, _bound_strings(func, node))
+            if value:
+                found.add(value)
+    return found
+
+
+def _bound_strings(func: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> dict[str, str]:
+    """The helper's parameters that ``call`` binds to a string constant."""
+    params = [a.arg for a in (*func.args.posonlyargs, *func.args.args)]
+    bound = {params[i]: a.value for i, a in enumerate(call.args[: len(params)])
+             if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+    bound.update({k.arg: k.value.value for k in call.keywords
+                  if k.arg and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)})
+    return bound
+
+
+def _spelled(node: ast.expr, bound: dict[str, str]) -> str | None:
+    """The string ``node`` (a constant, a parameter, an f-string or a sum of them) spells."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return bound.get(node.id)
+    if isinstance(node, ast.FormattedValue) and node.conversion == -1 and node.format_spec is None:
+        return _spelled(node.value, bound)
+    if isinstance(node, ast.JoinedStr):
+        parts = [_spelled(v, bound) for v in node.values]
+        return None if None in parts else "".join(parts)  # type: ignore[arg-type]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _spelled(node.left, bound), _spelled(node.right, bound)
+        return None if left is None or right is None else left + right
+    return None
 
 
 def _loader_functions(tree: ast.Module) -> set[str]:

@@ -559,11 +559,23 @@ def _true(node: cst.BaseExpression) -> bool:
 
 
 def _strings(node: cst.BaseExpression) -> list[str]:
+    """The file names a ``sources=`` argument spells. A source is seldom a bare literal: it is
+    joined to the module's folder (``os.path.join(here, "src", "k.cu")``, ``here / "k.cu"``,
+    ``here + "/k.cu"``, ``f"{here}/k.cu"``), so each path expression counts by its last literal
+    part; missing those left BasicSR's ``if not x.is_cuda: raise`` in front of its deformable
+    convolution's CUDA extension open to Trainium."""
     if isinstance(node, cst.SimpleString):
         text = string_value(node)
         return [text] if text is not None else []
     if isinstance(node, (cst.List, cst.Tuple)):
         return [t for e in node.elements for t in _strings(e.value)]
+    if isinstance(node, cst.Call) and node.args:
+        # os.path.join(...), Path(...), str(...): the file is named by the last argument.
+        return _strings(node.args[-1].value)
+    if isinstance(node, cst.BinaryOperation):
+        return _strings(node.right)
+    if isinstance(node, cst.FormattedString) and node.parts and isinstance(node.parts[-1], cst.FormattedStringText):
+        return [node.parts[-1].value]
     return []
 
 

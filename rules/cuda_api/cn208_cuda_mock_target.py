@@ -23,6 +23,20 @@ def _is_cuda_path(value: str | None) -> bool:
     return value is not None and _CUDA_PATH.fullmatch(value) is not None
 
 
+# Callables that replace an attribute given the object and the attribute's name.
+_OBJECT_PATCHERS = frozenset({"unittest.mock.patch.object", "mock.patch.object"})
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    """``app.torch.cuda`` as a dotted name; None for anything but names and attributes."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        inner = _dotted(node.value)
+        return None if inner is None else f"{inner}.{node.attr.value}"
+    return None
+
+
 class CudaMockTarget(Rule):
     """
     ## What it does
@@ -45,15 +59,22 @@ class CudaMockTarget(Rule):
     is reported: patch the name the ported code calls (``"torch.neuron.is_available"`` for the
     neuron target), or patch the project's own device helper.
 
+    ``mock.patch.object(torch.cuda, "device_count")`` and ``monkeypatch.setattr(app.torch.cuda,
+    "is_available", ...)`` (the module object and the attribute's name) are reported the same way.
+
     ## Fix safety
     Report only: which name the ported code under test calls depends on the rules applied to
     that code (a move, a rewrite into ``torch.accelerator``, or none), which this file does not
-    show; retargeting the string blindly could patch a name that does not exist.
+    show; retargeting the string blindly could patch a name that does not exist. The test that
+    patches (the function the patch is in, or decorates) fakes a CUDA machine, and its device
+    values and expectations describe that machine: they stay with the patch, so no safe fix
+    moves them alone (InvokeAI's tests kept ``monkeypatch.setattr(torch.cuda, "is_available",
+    lambda: True)`` while the expected ``"cuda:0"`` became ``"neuron:0"``).
     """
 
     code = "CN208"
     name = "cuda-mock-target"
-    triggers = ("torch.cuda.", "torch.backends.cudnn.", "torch.backends.cuda.")
+    triggers = ("torch.cuda", "torch.backends.cudnn.", "torch.backends.cuda.")
     VALID = (
         'from unittest import mock\nmock.patch("torch.neuron.is_available", return_value=False)\n',
         'from unittest import mock\nmock.patch("os.getcwd")\n',
@@ -73,6 +94,15 @@ class CudaMockTarget(Rule):
         Invalid('from unittest import mock\nmock.patch("torch.cuda.is_available")\n', target="accelerator"),
         # The same function reached through the module under test (litgpt's tests).
         Invalid('from unittest import mock\nmock.patch("litgpt.utils.torch.cuda.device_count", return_value=0)\n'),
+        # The module object and the attribute's name; the test's device values stay with the patch.
+        Invalid(
+            "import torch\n\ndef test_devices(monkeypatch):\n    monkeypatch.setattr(app.torch.cuda, 'device_count', lambda: 2)\n"
+            "    assert app.devices() == [torch.device('cuda:0'), torch.device('cuda:1')]\n"
+        ),
+        Invalid(
+            "import torch\nfrom unittest import mock\n\n@mock.patch.object(torch.cuda, 'is_available', return_value=True)\n"
+            "def test_pick(_):\n    assert pick() == 'cuda'\n"
+        ),
     )
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
@@ -86,16 +116,46 @@ class CudaMockTarget(Rule):
             return
         if not self._is_patcher(call.func):
             return
+        self._report_patch(node, str(string_value(node)), call)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # `mock.patch.object(torch.cuda, "is_available")`, `monkeypatch.setattr(app.torch.cuda,
+        # "device_count", f)`: the module object, then the attribute's name.
+        if len(node.args) < 2 or node.args[0].keyword is not None or node.args[1].keyword is not None:
+            return
+        target, attribute = node.args[0].value, string_value(node.args[1].value)
+        dotted = _dotted(target)
+        if attribute is None or dotted is None or not _is_cuda_path(f"{dotted}.{attribute}"):
+            return
+        if self.qualname(node.func) in _OBJECT_PATCHERS or self._is_patcher(node.func):
+            self._report_patch(node.args[0].value, f"{dotted}.{attribute}", node)
+
+    def _report_patch(self, node: cst.CSTNode, target: str, call: cst.Call) -> None:
         self.report(
             node,
-            f"patches `{string_value(node)}`, which the ported code no longer calls",
+            f"patches `{target}`, which the ported code no longer calls",
             guidance=(
                 "Patch the name the ported code calls instead (`torch.neuron.*` for the neuron "
                 "target, `torch.accelerator.*` where the port uses it), or the project's own "
                 "device helper; otherwise the test exercises the real device path."
             ),
             effort=Effort.LOW,
+            depends=self._faked_test(call),
         )
+
+    def _faked_test(self, call: cst.Call) -> tuple[cst.CSTNode, ...]:
+        """The test a patch fakes a CUDA machine for: the function it decorates
+        (``@mock.patch(...)``), else the function it runs in. () at module level."""
+        anc = self.context.ancestors
+        k = next((i for i in range(len(anc) - 1, -1, -1) if anc[i] is call), len(anc))
+        for i in range(k - 1, -1, -1):
+            if isinstance(anc[i], cst.Decorator) and i >= 1 and isinstance(anc[i - 1], cst.FunctionDef):
+                return (anc[i - 1].body,)
+            if isinstance(anc[i], cst.FunctionDef):
+                return (anc[i].body,)
+            if isinstance(anc[i], (cst.ClassDef, cst.Lambda)):
+                return ()
+        return ()
 
     def _is_patcher(self, func: cst.BaseExpression) -> bool:
         if self.qualname(func) in _PATCHERS:

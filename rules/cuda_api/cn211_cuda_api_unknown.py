@@ -181,6 +181,8 @@ class CudaApiUnknown(Rule):
     name = "cuda-api-unknown"
     triggers = ("cuda",)
     VALID = (
+        # A patch of torch.cuda by the module object: CN208 reports it (and holds the test with it).
+        "import torch\ndef test(monkeypatch):\n    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)\n",
         "import torch\ntorch.cuda.synchronize()\n",  # CN201 moves it
         "import torch\nif torch.cuda.get_device_capability()[0] >= 8:\n    pass\n",  # CN202's
         "import torch\nwith torch.cuda.device(1):\n    pass\n",  # CN105's
@@ -207,7 +209,6 @@ class CudaApiUnknown(Rule):
         Invalid("import torch\nmod = getattr(torch, device_type, torch.cuda)\nmod.empty_cache()\n"),
         Invalid("import torch\nif hasattr(torch.cuda, 'memory_summary'):\n    pass\n"),
         Invalid("import torch\nacc = torch.accelerator if hasattr(torch, 'accelerator') else torch.cuda\n"),
-        Invalid("import torch\ndef test(monkeypatch):\n    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)\n"),
     )
 
     # Local names bound to torch.cuda or a name in it: `import torch.cuda as tc`,
@@ -278,6 +279,16 @@ class CudaApiUnknown(Rule):
         a module kept in a variable. Its attributes are read later, out of this rule's sight."""
         parent = self.context.parent
         call = self.context.ancestors[-2] if len(self.context.ancestors) >= 2 else None
+        if (
+            isinstance(parent, cst.Arg)
+            and isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in ("setattr", "object")
+            and len(call.args) >= 2
+            and call.args[0] is parent
+            and string_value(call.args[1].value) is not None
+        ):
+            return  # `monkeypatch.setattr(torch.cuda, "is_available", f)`: a patch of it, CN208's
         if isinstance(parent, cst.Arg) and isinstance(call, cst.Call) and isinstance(call.func, cst.Name):
             args = [a for a in call.args if a.keyword is None]
             if call.func.value == "getattr" and len(args) == 3 and args[2] is parent:

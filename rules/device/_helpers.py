@@ -23,7 +23,7 @@ from cuda2neuron.core import Rule, Safety
 from cuda2neuron.python import visit_syntax
 
 from .._shared.args import arg_by_name, positional_args
-from .._shared.names import is_device_word
+from .._shared.names import is_device_word, terminal_name
 from .._shared.strings import fstring_text, string_value
 from .._shared.target import NEURON, Imports, compared_type_expr, device_type_expr
 from .._shared.values import value_user
@@ -367,7 +367,17 @@ def _arg_use(rule: Rule, call: cst.Call, arg: cst.Arg, above: tuple[cst.CSTNode,
         return None
     if qualified is not None and qualified in _DEVICE_PARAMS and _DEVICE_PARAMS[qualified][0] == index:
         return Use(UseKind.PLACEMENT, call, above, what=_DEVICE_PARAMS[qualified][1])
+    # TorchDevice.set_session_device("cuda:0"): what a setter named for a device sets is one. Left
+    # alone, InvokeAI's tests pinned the session to "cuda:0" and then expected the
+    # `torch.device("neuron:0")` the port wrote beside it. torch's own setters are the torch.cuda
+    # rules' business (their arguments move with the call).
+    if index == 0 and not (qualified or "").startswith("torch.") and _DEVICE_SETTER.fullmatch(terminal_name(func) or "") is not None:
+        return Use(UseKind.PLACEMENT, call, above)
     return None
+
+
+# set_device, set_session_device, set_default_device: a setter named for a device.
+_DEVICE_SETTER = re.compile(r"set_(?:\w+_)?device")
 
 
 # Lookups with a fallback, and the positions of their key and of the value used when the key is

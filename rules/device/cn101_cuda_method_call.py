@@ -8,6 +8,7 @@ from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
 
 from .._shared.args import arg_by_name, keyword_arg, positional_args
 from .._shared.consumers import kernel_test, pointer_buffer
+from .._shared.kernel_gates import handed_to_kernel
 from .._shared.names import is_device_word
 from .._shared.target import NEURON, device_expr
 from ._index_kinds import IndexKind, index_kind
@@ -184,7 +185,9 @@ class CudaMethodCall(Rule):
                 effort=Effort.LOW,
             )
             return
-        kernel = kernel_test(self)
+        # `B = w.half().cuda(device)` then `bnb.functional.int8_vectorwise_quant(B)` (InvokeAI's
+        # int8 weights): the tensor is a CUDA kernel's input, as a device handed there is (CN102).
+        kernel = kernel_test(self) or handed_to_kernel(self, node)
         if kernel is None and pointer_buffer(self, node):
             kernel = "its raw pointer (`data_ptr()`) is handed to CUDA code (a TensorRT binding, an extension)"
         if kernel is not None:

@@ -375,7 +375,20 @@ class CudaDeviceString(Rule):
         # Only a whole argument or dict value: `"cuda:%d" % rank` keeps its template shape.
         if built is not None and use.what == "map_location" and not _bare_device(node) and isinstance(self.context.parent, (cst.Arg, cst.DictElement)):
             built = checkpoint_device(self, built)
-        self._emit(node, built)
+        self._emit(node, built, depends=self._torch_cuda_call())
+
+    def _torch_cuda_call(self) -> tuple[cst.CSTNode, ...]:
+        """The ``torch.cuda.*`` call the visited string is an argument of: the string is that
+        call's device, and moves only when the call does. InvokeAI's ``torch.cuda.is_available()
+        and torch.cuda.get_device_properties("cuda").major <= 7`` keeps its calls on CUDA (they
+        pick a path that calls ``torch.cuda.mem_get_info``); the string alone had become
+        ``get_device_properties("neuron")``, a CUDA call asked about a Neuron device."""
+        ancestors = self.context.ancestors
+        if len(ancestors) < 2 or not isinstance(ancestors[-1], cst.Arg) or not isinstance(ancestors[-2], cst.Call):
+            return ()
+        call = ancestors[-2]
+        qualified = self.qualname(call.func)
+        return (call,) if qualified is not None and qualified.startswith("torch.cuda.") else ()
 
     def _twin_key(self, node: cst.BaseExpression, built: tuple[cst.BaseExpression, tuple], use) -> None:
         """``map_location={"cuda:0": dst}`` gains ``"neuron:0": dst`` next to the CUDA key.
@@ -422,6 +435,7 @@ class CudaDeviceString(Rule):
         node: cst.BaseExpression,
         built: tuple[cst.BaseExpression, tuple] | None,
         ancestors: tuple[cst.CSTNode, ...] | None = None,
+        depends: tuple[cst.CSTNode, ...] = (),
     ) -> None:
         if built is None:
             self.report(
@@ -442,4 +456,5 @@ class CudaDeviceString(Rule):
             guidance=_GUIDANCE,
             description="name the target device",
             ancestors=ancestors,
+            depends=depends,
         )

@@ -244,8 +244,9 @@ class IntegerDeviceOrdinal(Rule):
     ## Fix safety
     ``.to(x)`` is overloaded: ``x`` may be a device, a dtype or another tensor, so an unknown
     ``x`` is never touched. Proven indices are fixed safely in ``.to`` and in ``device=`` of torch
-    calls; in ``device=`` of a project's own function the fix is unsafe (the function may expect
-    the int). Names that merely *look* like an index (``rank``, ``gpu``, ``args.gpu_id``) are
+    calls and of libraries that hand the device on to torch (``pipeline(device=local_rank)``);
+    in ``device=`` of a project's own function the fix is unsafe (the function may expect the
+    int). Names that merely *look* like an index (``rank``, ``gpu``, ``args.gpu_id``) are
     reported with an unsafe fix: ``gpu`` is sometimes already a ``torch.device``. Calls whose
     ``device=`` is an index on the target too (``torch.cuda.*`` moved to ``torch.neuron.*``) and
     DDP's ``device_ids``/``output_device`` (which TorchNeuron accepts) are left alone.
@@ -307,6 +308,13 @@ class IntegerDeviceOrdinal(Rule):
         Invalid("def run(rank):\n    x = x.to(rank)\n", 'def run(rank):\n    x = x.to(f"neuron:{rank}")\n', unsafe=True),
         Invalid("x = torch.ones(2, device=args.gpu)\n", 'x = torch.ones(2, device=f"neuron:{args.gpu}")\n', unsafe=True),
         Invalid("rank = int(r)\nbuild(device=rank)\n", 'rank = int(r)\nbuild(device=f"neuron:{rank}")\n', unsafe=True),
+        # A proven index handed to a library that passes it on to torch moves with the model.
+        Invalid(
+            "import os\nfrom transformers import pipeline\nlocal_rank = int(os.environ['LOCAL_RANK'])\n"
+            "model.to(local_rank)\npipe = pipeline('sentiment-analysis', model=model, device=local_rank)\n",
+            "import os\nfrom transformers import pipeline\nlocal_rank = int(os.environ['LOCAL_RANK'])\n"
+            'model.to(f"neuron:{local_rank}")\npipe = pipeline(\'sentiment-analysis\', model=model, device=f"neuron:{local_rank}")\n',
+        ),
         Invalid(
             "import torch\nx = x.to(0)\n",
             'import torch\nx = x.to(torch.device((torch.accelerator.current_accelerator() or torch.get_default_device()).type, 0))\n',
@@ -421,7 +429,12 @@ class IntegerDeviceOrdinal(Rule):
                 qualified = self.qualname(func)
                 if qualified is not None and qualified.startswith(_INDEX_APIS):
                     return
-                self._check(node, arg, trusted=qualified is not None and qualified.startswith("torch."))
+                # A library that hands the device on to torch (transformers' `pipeline`) reads a
+                # proven index as torch does. Left unsafe there while `.to(local_rank)` beside it
+                # moved safely, the port put the model on Neuron and the pipeline's inputs on the
+                # CPU (transformers maps an index to "cuda:N" only where CUDA exists).
+                trusted = qualified is not None and (qualified.startswith("torch.") or takes_torch_device(qualified))
+                self._check(node, arg, trusted=trusted)
                 return
 
     def _kept_as_is(self, value: cst.BaseExpression, above: tuple[cst.CSTNode, ...]) -> str | None:

@@ -73,7 +73,8 @@ class NcclBackend(Rule):
     (positional or keyword), a variable, attribute, parameter or dict entry named like a backend
     (``backend = "nccl"``, ``args.dist_backend = "nccl"``, ``self.backend = ...``), a plain
     variable later passed as the backend, argparse options named like a backend
-    (``add_argument("--dist-backend", default="nccl")``), conditional forms
+    (``add_argument("--dist-backend", default="nccl")``) and their ``choices``, the members of a
+    backend field's ``Literal[...]`` type (the values it accepts), conditional forms
     (``"nccl" if ... else "gloo"``, ``"gloo" if os.name == "nt" else "nccl"``), comparisons with a
     backend (``backend == "nccl"``, ``dist.get_backend() == "nccl"``), composite backends
     (``"cpu:gloo,cuda:nccl"``) and ``dist.Backend.NCCL``. In a project, also the argument of a
@@ -157,6 +158,12 @@ class NcclBackend(Rule):
         Invalid(
             'from dataclasses import field\n\nclass Cfg:\n    distributed_backend: str = field(default="nccl", metadata={})\n',
             'from dataclasses import field\n\nclass Cfg:\n    distributed_backend: str = field(default="neuron", metadata={})\n',
+        ),
+        # The field's type lists the values it accepts (Megatron turns it into argparse choices):
+        # it moves with the default.
+        Invalid(
+            'from typing import Literal\n\nclass Cfg:\n    distributed_backend: Literal["nccl", "gloo"] = "nccl"\n',
+            'from typing import Literal\n\nclass Cfg:\n    distributed_backend: Literal["neuron", "gloo"] = "neuron"\n',
         ),
         Invalid(
             'import torch.distributed as dist\ndist.init_process_group("nccl")\n',
@@ -313,6 +320,8 @@ class NcclBackend(Rule):
         """True if the literal provably names a backend; a variable name if that depends on the
         name being passed as a backend later; False otherwise."""
         anc = self.context.ancestors
+        if self._in_backend_choices(literal):
+            return True
         # Through the shapes that carry a value unchanged: conditionals, ``or`` defaults, and the
         # elements of a choices list or membership tuple (the device rules walk the same way).
         found = value_user(anc, literal)
@@ -357,6 +366,29 @@ class NcclBackend(Rule):
             for outer in reversed(anc[:i]):
                 if isinstance(outer, (cst.FunctionDef, cst.Lambda)):
                     return isinstance(outer, cst.FunctionDef) and "backend" in outer.name.value.lower()
+        return False
+
+    def _in_backend_choices(self, literal: cst.SimpleString) -> bool:
+        """Is the literal a member of the ``Literal[...]`` type of a backend field or parameter
+        (``distributed_backend: Literal["nccl", "gloo"] = "nccl"``)? The type is the set of
+        values the field accepts: Megatron builds its command line from such fields (the
+        ``Literal`` becomes argparse's ``choices``), so a default moved to "neuron" while the
+        type still lists "nccl" leaves ``--distributed-backend neuron`` rejected, as a
+        ``choices=`` list left behind its ``default=`` would."""
+        anc = self.context.ancestors
+        k = len(anc) - 1
+        # literal <- Index <- SubscriptElement <- Subscript (Literal[...]) <- Annotation <- field
+        while k >= 0 and isinstance(anc[k], (cst.Index, cst.SubscriptElement)):
+            k -= 1
+        if k < 2 or not isinstance(anc[k], cst.Subscript) or not isinstance(anc[k - 1], cst.Annotation):
+            return False
+        if self.qualname(anc[k].value) not in ("typing.Literal", "typing_extensions.Literal"):
+            return False
+        owner = anc[k - 2]
+        if isinstance(owner, cst.AnnAssign) and owner.annotation is anc[k - 1]:
+            return is_backend_named(owner.target)
+        if isinstance(owner, cst.Param) and owner.annotation is anc[k - 1]:
+            return "backend" in owner.name.value.lower()
         return False
 
     def _arg_is_backend(self, call: cst.Call, arg: cst.Arg) -> bool:

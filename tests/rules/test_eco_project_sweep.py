@@ -168,3 +168,55 @@ def test_a_kernel_reexported_by_a_package_keeps_its_tests_gate(tmp_path, line, k
     cn201 = {(kind_, f["line"]) for kind_ in ("manual_actions", "fixable") for f in data[kind_]
              if f["code"] == "CN201" and f["path"].endswith("test_layers.py")}
     assert (kind, line) in cn201, cn201
+
+
+# BasicSR and the mm* projects name each extension through a build helper (`def make_ext(name,
+# module, ...): ... return builder(name=f"{module}.{name}", ...)`, with `builder = CUDAExtension`
+# where CUDA is there): only the helper's calls name them, and the module that imports one behind
+# `try:` keeps its input check on CUDA (opened, it handed neuron tensors to the kernel).
+HELPER_PROJECT = {
+    "setup.py": (
+        "import os\n\nimport torch\nfrom setuptools import setup\n"
+        "from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension\n\n\n"
+        "def make_ext(name, module, sources, sources_cuda=()):\n"
+        "    if torch.cuda.is_available() or os.getenv('FORCE_CUDA') == '1':\n"
+        "        builder = CUDAExtension\n        sources = [*sources, *sources_cuda]\n"
+        "    else:\n        builder = CppExtension\n"
+        "    return builder(name=f'{module}.{name}', sources=[os.path.join(*module.split('.'), s) for s in sources])\n\n\n"
+        "setup(name='warp', ext_modules=[\n"
+        "    make_ext(name='shift_ext', module='warp.ops', sources=['src/shift.cpp'], sources_cuda=['src/shift_kernel.cu']),\n"
+        "    make_ext('blur_ext', 'warp.ops', ['src/blur.cpp'], ['src/blur_kernel.cu']),\n"
+        "], cmdclass={'build_ext': BuildExtension})\n"
+    ),
+    "warp/__init__.py": "",
+    "warp/ops/__init__.py": "",
+    "warp/ops/shift.py": (
+        "import torch\nfrom torch.autograd import Function\n\ntry:\n    from . import shift_ext\nexcept ImportError:\n"
+        "    shift_ext = None\n\n\nclass ShiftFunction(Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+        "        if not x.is_cuda:\n            raise NotImplementedError\n        out = x.new_empty(x.shape)\n"
+        "        shift_ext.forward(x, out)\n        return out\n"
+    ),
+    "warp/ops/blur.py": "from warp.ops import blur_ext\n\n\ndef blur(x):\n    assert x.is_cuda\n    return blur_ext.forward(x)\n",
+    "warp/ops/plain.py": "def double(x):\n    assert x.is_cuda\n    return x * 2\n",
+}
+
+
+@pytest.mark.parametrize(("file", "line", "kind"), [("shift.py", 13, "manual_actions"), ("blur.py", 5, "manual_actions"),
+                                                     ("plain.py", 2, "fixable")],
+                         ids=["keyword-call-of-the-helper", "positional-call-of-the-helper", "plain-code-is-ported"])
+def test_extensions_named_by_a_build_helper_keep_their_guards(helper_findings, file, line, kind):
+    assert (kind, file, line) in helper_findings, helper_findings
+
+
+@pytest.fixture(scope="module")
+def helper_findings(tmp_path_factory) -> set[tuple[str, str, int]]:
+    root = tmp_path_factory.mktemp("helper")
+    for name, text in HELPER_PROJECT.items():
+        path = root / "proj" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    out = root / "report.json"
+    main(["check", str(root / "proj"), "--no-cache", "--output-format", "json", "--output-file", str(out), "-q"])
+    data = json.loads(out.read_text())
+    return {(kind, Path(f["path"]).name, f["line"]) for kind in ("manual_actions", "fixable") for f in data[kind]
+            if f["code"] == "CN104"}
