@@ -654,7 +654,7 @@ def _helper_built_names(tree: ast.AST, cuda_builders: set[str]) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers:
             func, name = helpers[node.func.id]
-            value = _spelled(name, _bound_strings(func, node))
+            value = _string_spelled(name, _bound_strings(func, node))
             if value:
                 found.add(value)
     return found
@@ -670,19 +670,19 @@ def _bound_strings(func: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call)
     return bound
 
 
-def _spelled(node: ast.expr, bound: dict[str, str]) -> str | None:
+def _string_spelled(node: ast.expr, bound: dict[str, str]) -> str | None:
     """The string ``node`` (a constant, a parameter, an f-string or a sum of them) spells."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.Name):
         return bound.get(node.id)
     if isinstance(node, ast.FormattedValue) and node.conversion == -1 and node.format_spec is None:
-        return _spelled(node.value, bound)
+        return _string_spelled(node.value, bound)
     if isinstance(node, ast.JoinedStr):
-        parts = [_spelled(v, bound) for v in node.values]
+        parts = [_string_spelled(v, bound) for v in node.values]
         return None if None in parts else "".join(parts)  # type: ignore[arg-type]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _spelled(node.left, bound), _spelled(node.right, bound)
+        left, right = _string_spelled(node.left, bound), _string_spelled(node.right, bound)
         return None if left is None or right is None else left + right
     return None
 
