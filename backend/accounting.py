@@ -100,6 +100,8 @@ class OpAccounting:
 
         ext = extension()
         ext.accounting_stop()
+        if self._pause_depth:  # ending inside paused(): its end will not restore the tracking
+            ext.op_tracking_set(self._tracking_was)
         self._pause_depth = 0
         self._report = self._snapshot()
         OpAccounting._active = None

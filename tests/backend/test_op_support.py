@@ -113,6 +113,13 @@ def test_op_tracking_and_the_accounting_count_apart(neuronx):
             x.cpu()  # the caller's own copy: in neither
     assert neuronx.get_executed_ops() == ["aten::add"]
     assert [(o.op, o.count, o.elements) for o in acc.report().device_op_details] == [("aten::add", 2, 8)]  # elements summed
+    # an accounting that ends inside paused() hands the tracking back on
+    acc = OpAccounting()
+    acc.__enter__()
+    with acc.paused():
+        acc.__exit__(None, None, None)
+    x.exp()
+    assert "aten::exp" in neuronx.get_executed_ops()
 
 
 def test_compile_dynamic_true_is_rejected_as_trainium_rejects_it():
