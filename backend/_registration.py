@@ -35,10 +35,13 @@ def _parse_version(v: str) -> tuple[int, int]:
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
+def is_emulated(module: object) -> bool:
+    """Is ``module`` the emulator's own ``torch_neuronx`` surface (``_torch_neuronx.install()``)?"""
+    return bool(getattr(module, "__cuda2neuron_emulated__", False))
+
+
 def real_torch_neuronx() -> bool:
     """Is the real TorchNeuron importable here (not the emulator's own ``torch_neuronx`` surface)?"""
-    from ._torch_neuronx import is_emulated
-
     have = sys.modules.get("torch_neuronx")
     if have is not None:
         return not is_emulated(have)

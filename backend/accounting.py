@@ -52,6 +52,8 @@ class AccountingReport:
     # (elements: the largest input's): where a port keeps float64 arrays on the device.
     float64_op_details: tuple[CpuOp, ...] = ()
     complex_op_details: tuple[CpuOp, ...] = ()
+    # Every device op by name (no lines: taking them per device op would slow the run down).
+    device_op_details: tuple[CpuOp, ...] = ()
 
 
 def _skip_prefixes() -> list[str]:
@@ -79,6 +81,7 @@ class OpAccounting:
         self._report: AccountingReport | None = None
         self._skip_paths = tuple(os.path.abspath(p) + (os.sep if os.path.isdir(p) else "") for p in skip_paths)
         self._pause_depth = 0
+        self._tracking_was = False
 
     def __enter__(self) -> OpAccounting:
         from ._registration import extension
@@ -97,6 +100,8 @@ class OpAccounting:
 
         ext = extension()
         ext.accounting_stop()
+        if self._pause_depth:  # ending inside paused(): its end will not restore the tracking
+            ext.op_tracking_set(self._tracking_was)
         self._pause_depth = 0
         self._report = self._snapshot()
         OpAccounting._active = None
@@ -104,11 +109,12 @@ class OpAccounting:
     def _snapshot(self) -> AccountingReport:
         from ._registration import extension
 
-        dev_ops, dev_el, cpu_ops, cpu_el, f64, cplx, cpu, f64_detail, cplx_detail = extension().accounting_snapshot()
+        (dev_ops, dev_el, cpu_ops, cpu_el, f64, cplx, cpu, f64_detail, cplx_detail,
+         dev_detail) = extension().accounting_snapshot()
         return AccountingReport(device_ops=int(dev_ops), device_elements=int(dev_el), cpu_ops=int(cpu_ops),
                                 cpu_elements=int(cpu_el), float64_ops=int(f64), complex_ops=int(cplx),
                                 cpu_op_details=_ops(cpu), float64_op_details=_ops(f64_detail),
-                                complex_op_details=_ops(cplx_detail))
+                                complex_op_details=_ops(cplx_detail), device_op_details=_ops(dev_detail))
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -121,13 +127,17 @@ class OpAccounting:
             return
         if self._pause_depth == 0:
             extension().accounting_stop()
+            # torch_neuronx's op tracking too: the caller's own copies are not the program's ops.
+            self._tracking_was = extension().op_tracking_set(False)
         self._pause_depth += 1
         try:
             yield
         finally:
             self._pause_depth -= 1
-            if self._pause_depth == 0 and OpAccounting._active is self:
-                extension().accounting_start([*_skip_prefixes(), *self._skip_paths])
+            if self._pause_depth == 0:
+                extension().op_tracking_set(self._tracking_was)
+                if OpAccounting._active is self:
+                    extension().accounting_start([*_skip_prefixes(), *self._skip_paths])
 
     def report(self) -> AccountingReport:
         """The counts so far (while active) or of the finished block."""

@@ -30,7 +30,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["OpSupport", "OpSupportError", "TABLE_ENV", "clear", "fallback_ops", "install", "load_table"]
+__all__ = ["OpSupport", "OpSupportError", "TABLE_ENV", "clear", "fallback_ops", "install", "load_table", "table_ops"]
 
 TABLE_ENV = "CUDA2NEURON_OP_SUPPORT"
 STATUSES = ("N", "CPU_FALLBACK")
@@ -79,6 +79,7 @@ _fallbacks: dict[str, list[Any]] = {}  # op -> [count, [locations]], since the l
 # with torch_neuronx.clear_op_tracking().
 _all_fallbacks: dict[str, list[Any]] = {}
 _libraries: list[Any] = []  # kept alive: a torch.library.Library unregisters when collected
+_table_ops: frozenset[str] = frozenset()  # the ops install() gave a kernel of the table's
 
 
 def fallback_ops(*, since_clear: bool = True) -> dict[str, tuple[int, tuple[str, ...]]]:
@@ -87,6 +88,12 @@ def fallback_ops(*, since_clear: bool = True) -> dict[str, tuple[int, tuple[str,
     with _lock:
         table = _fallbacks if since_clear else _all_fallbacks
         return {op: (int(c), tuple(locs)) for op, (c, locs) in sorted(table.items())}
+
+
+def table_ops() -> frozenset[str]:
+    """The ops (``aten::name``) the installed table marks N or CPU_FALLBACK: they do not execute on
+    the device (``torch_neuronx.get_executed_ops()`` leaves them out)."""
+    return _table_ops
 
 
 def clear() -> None:
@@ -183,7 +190,9 @@ def install() -> None:
     rows = load_table()
     if not rows:
         return
+    global _table_ops
     lib = torch.library.Library("aten", "IMPL")
+    _table_ops = frozenset(row.op for row in rows)
     for row in rows:
         name = row.op.removeprefix("aten::")
         packet = getattr(torch.ops.aten, name, None)

@@ -1,18 +1,21 @@
 """Benchmark of the emulated neuron device against plain CPU, same thread count, side by side.
 
-    python bench/bench_backend.py [--threads N] [--repeat R] [--per-op [--calls N]]
+    python bench/bench_backend.py [--threads N] [--repeat R] [--per-op [--calls N] [--accounting]]
 
 Measures (emulator time / CPU time): a small-GPT training step (goal <= 1.2x), a loop of 10,000
 tiny adds (goal <= 2.5x), a 256x256 matmul loop (~1.0x), peak memory of a training step
 (goal <= 1.1x, zero copy), plus the cold build time (fresh cache, in a subprocess) and the
 import / activate time. Peak memory is measured in fresh subprocesses (VmHWM after a reset).
 ``--per-op`` instead prints the per-call time of 20 common ops on small tensors, neuron beside
-CPU, wall and CPU (process) seconds, with OMP_NUM_THREADS=1 and torch.set_num_threads(1) on both.
+CPU, wall and CPU (process) seconds, with OMP_NUM_THREADS=1 and torch.set_num_threads(1) on both;
+``--accounting`` times them inside an ``OpAccounting`` block with ``torch_neuronx``'s op tracking on
+(validate's port run): the accounting's per-op cost, CPU ops included (its callback sees every op).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -210,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold-build", action="store_true", help="also time a cold build (about a minute+)")
     parser.add_argument("--per-op", action="store_true", help="per-call overhead of 20 common ops instead")
     parser.add_argument("--calls", type=int, default=200, help="calls per timing with --per-op")
+    parser.add_argument("--accounting", action="store_true",
+                        help="with --per-op: inside an OpAccounting block, torch_neuronx op tracking on")
     args = parser.parse_args(argv)
     if args.per_op:
         os.environ["OMP_NUM_THREADS"] = "1"  # before torch is imported: its thread pool reads it
@@ -221,8 +226,15 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     backend.activate()
     if args.per_op:
-        rows = per_op(args.calls, args.repeat)
-        print(f"threads={args.threads} torch={torch.__version__}; microseconds per call, best of {args.repeat}")
+        with contextlib.ExitStack() as stack:
+            if args.accounting:
+                from cuda2neuron.backend.accounting import OpAccounting
+
+                backend.install_torch_neuronx()
+                stack.enter_context(OpAccounting())
+            rows = per_op(args.calls, args.repeat)
+        on = ", accounting and op tracking on" if args.accounting else ""
+        print(f"threads={args.threads} torch={torch.__version__}{on}; microseconds per call, best of {args.repeat}")
         print("| op | CPU wall | neuron wall | ratio | CPU cpu-time | neuron cpu-time | ratio |")
         print("|---|---|---|---|---|---|---|")
         for name, cw, dw, cc, dc in rows:

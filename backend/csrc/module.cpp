@@ -109,6 +109,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     };
     return pybind11::make_tuple(s.device_ops, s.device_elements, s.cpu_ops, s.cpu_elements, s.float64_ops,
                                 s.complex_ops, rows(s.cpu_ops_detail), rows(s.float64_ops_detail),
-                                rows(s.complex_ops_detail));
+                                rows(s.complex_ops_detail), rows(s.device_ops_detail));
   });
+  m.def("op_tracking_set", &op_tracking_set, "Turn torch_neuronx's op tracking on or off; returns the old state");
+  m.def("op_tracking_clear", &op_tracking_clear);
+  m.def("op_tracking_executed", &op_tracking_executed, "(name, count) of the device ops since the last clear");
 }

@@ -23,6 +23,8 @@ subprocess, before any user code is imported. It maps:
   makes a pinned copy, as on a GPU (host and "device" share memory here: without the copy an
   in-place change of the device batch rewrote a host batch the loop reuses);
 * `torch.Generator(device="cuda")` -> a CPU generator;
+* on a CUDA build of torch without a GPU: `torch.cuda.is_current_stream_capturing()` -> False
+  (torch.compile asks it) and inductor's Triton device detection off (`_hide_triton_devices`);
 * `torch.accelerator.*` answers as on a one-GPU CUDA machine: is_available() -> True,
   current_accelerator() -> device("cuda") (mapped to cpu like any other), device_count() and
   current_device_index() / set_device_index() as torch.cuda's, synchronize a no-op, memory figures 0
@@ -46,6 +48,7 @@ import contextlib
 import functools
 import importlib
 import os
+import sys
 import time
 import types
 from typing import Any
@@ -321,6 +324,11 @@ def _patch_device_module(golden: bool, source: str) -> None:
         "stream": lambda s=None: contextlib.nullcontext(),
         "set_stream": noop,
         "device": lambda device=None: contextlib.nullcontext(),
+        # torch.compile asks this before tracing whenever torch.cuda.is_available() (True here). A
+        # CPU build answers from a stand-in; a CUDA build -- PyPI's default Linux wheel, what most
+        # users have -- asks the CUDA runtime, which fails without a GPU ("CUDA driver version is
+        # insufficient"): every compiled original crashed in the reference run.
+        "is_current_stream_capturing": lambda: False,
     }
     # Legacy typed-tensor classes (torch.cuda.FloatTensor & co.) -> their CPU twins, so that
     # constructors, `x.type(torch.cuda.FloatTensor)` and isinstance checks work.
@@ -680,6 +688,18 @@ def _patch_sync_batch_norm() -> None:
     DistributedDataParallel._passing_sync_batchnorm_handle = lambda self, module: None  # type: ignore[method-assign]
 
 
+def _hide_triton_devices() -> None:
+    """Inductor on the CPU, as on a CPU build: a CUDA build of torch comes with triton, and with
+    the shim's torch.cuda.is_available() inductor's has_triton() says yes; every `x.is_cuda` being
+    True then sent a compiled original's matmuls to Triton's GPU benchmarking ("Found no NVIDIA
+    driver", pad_mm). Inductor's own switch turns the device detection off; the generated code is
+    the CPU's C++ either way (the tensors are on the CPU)."""
+    os.environ.setdefault("TORCHINDUCTOR_TRITON_DISABLE_DEVICE_DETECTION", "1")
+    config = sys.modules.get("torch._inductor.config")
+    if config is not None:  # imported before the shim: the variable was read already
+        config.triton_disable_device_detection = True
+
+
 def install(golden: bool = False, source: str = "cuda") -> DeviceRedirectMode:
     """Install the shim in this process (idempotent) and return the active device mode.
 
@@ -709,6 +729,7 @@ def install(golden: bool = False, source: str = "cuda") -> DeviceRedirectMode:
         _patch_distributed()
         _patch_accelerator()
         _patch_sync_batch_norm()
+        _hide_triton_devices()
     _patch_data_parallel()
     mode = DeviceRedirectMode(source)
     _patch_module_to(mode)

@@ -538,8 +538,8 @@ _F64_INSIDE = ByDesign("the op computes in float64 (the sample's dtype=torch.flo
                        "reference's float64 steps), which the device computes as float32",
                        values=_float32_rounding_of)
 _F64_EACH_OP = ByDesign("the op computes through float64 (renorm's backward accumulates in double, a "
-                        "reference's float64 steps cut to an integer dtype); the device rounds each float64 "
-                        "result to float32", cpu_as_device=Float64ResultsAsFloat32)
+                        "reference's float64 steps cut to an integer dtype, torch 2.14's quantile ranks); the "
+                        "device rounds each float64 result to float32", cpu_as_device=Float64ResultsAsFloat32)
 _LCE_OPTIONS = ByDesign("LinearCrossEntropyOptions resolve acc_dtype='auto' to float32 only on CPU and CUDA "
                         "(torch's own device rule): elsewhere the chunked loss accumulates in bfloat16",
                         cpu_as_device=linear_cross_entropy_options_off_cpu)
@@ -564,6 +564,10 @@ BY_DESIGN: dict[str, ByDesign] = {
                                       "_foreach_norm", "_refs.arange")},
     "_refs.linspace.tensor_overload": _F64_EACH_OP,
     "renorm": _F64_EACH_OP,
+    # torch >= 2.14: ranks q.double() * (n - 1) and weights rank - floor(rank) in float64 (2.13: in
+    # the input's dtype, which gave the device's bits on CPU too)
+    "quantile": _F64_EACH_OP,
+    "nanquantile": _F64_EACH_OP,
     "nn.functional.linear_cross_entropy.chunked": _LCE_OPTIONS,
     "nn.functional.linear_cross_entropy.chunked_none": _LCE_OPTIONS,
     "_refs.logspace.tensor_overload": _LOGSPACE,

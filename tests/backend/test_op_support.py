@@ -9,7 +9,8 @@ import sys
 import pytest
 import torch
 
-from cuda2neuron.backend import install_torch_neuronx, op_support, real_torch_neuronx
+from cuda2neuron.backend import _torch_neuronx, install_torch_neuronx, op_support, real_torch_neuronx
+from cuda2neuron.backend.accounting import OpAccounting
 from cuda2neuron.backend._compile import NeuronDynamicUnsupported
 
 
@@ -60,9 +61,18 @@ def test_a_cpu_fallback_op_runs_on_the_host_and_is_tracked():
     assert count == 2 and all("test_op_support.py:" in w for w in where)
 
 
-def test_torch_neuronx_surface_reports_fallbacks_and_is_not_the_real_one(monkeypatch):
+@pytest.fixture
+def neuronx(monkeypatch):
+    """The emulated torch_neuronx, its op tracking turned off afterwards (it costs every later test
+    the accounting's callback otherwise)."""
     monkeypatch.delitem(sys.modules, "torch_neuronx", raising=False)  # put back as it was afterwards
     module = install_torch_neuronx()
+    yield module
+    _torch_neuronx.uninstall()
+
+
+def test_torch_neuronx_surface_reports_fallbacks_and_is_not_the_real_one(neuronx):
+    module = neuronx
     assert importlib.import_module("torch_neuronx") is module and not real_torch_neuronx()
     module.clear_op_tracking()
     op_support._record("aten::_scaled_mm")
@@ -70,6 +80,46 @@ def test_torch_neuronx_surface_reports_fallbacks_and_is_not_the_real_one(monkeyp
     module.clear_op_tracking()
     assert module.get_fallback_ops() == []
     assert "aten::_scaled_mm" in op_support.fallback_ops(since_clear=False)  # validate's audit keeps it
+
+
+def test_get_executed_ops_names_the_device_ops_since_the_last_clear(neuronx):
+    # torch-neuronx's shape: a list of distinct op names. CPU ops are not listed, nor an op of the
+    # op-support table (an N op fails on Trainium; a CPU_FALLBACK one runs on the host).
+    x = torch.randn(4, device="neuron")
+    neuronx.clear_op_tracking()
+    assert neuronx.get_executed_ops() == []
+    y = x * 2
+    y = y * 3
+    torch.ones(3).add(1)
+    with pytest.raises(NotImplementedError):
+        torch.quantize_per_tensor(x, 0.1, 0, torch.qint8)
+    assert neuronx.get_executed_ops() == ["aten::mul"]
+    assert _torch_neuronx.executed_op_counts() == {"aten::mul": 2}
+    neuronx.clear_op_tracking()
+    assert neuronx.get_executed_ops() == []
+
+
+def test_op_tracking_and_the_accounting_count_apart(neuronx):
+    # validate's accounting starts (and resets) at the port's first step and pauses around its own
+    # host copies; the port clears its tracking whenever it likes: neither resets the other.
+    x = torch.randn(4, device="neuron")
+    neuronx.clear_op_tracking()
+    x.exp()
+    with OpAccounting() as acc:
+        x.add(1)
+        neuronx.clear_op_tracking()
+        x.add(2)
+        with acc.paused():
+            x.cpu()  # the caller's own copy: in neither
+    assert neuronx.get_executed_ops() == ["aten::add"]
+    assert [(o.op, o.count, o.elements) for o in acc.report().device_op_details] == [("aten::add", 2, 8)]  # elements summed
+    # an accounting that ends inside paused() hands the tracking back on
+    acc = OpAccounting()
+    acc.__enter__()
+    with acc.paused():
+        acc.__exit__(None, None, None)
+    x.exp()
+    assert "aten::exp" in neuronx.get_executed_ops()
 
 
 def test_compile_dynamic_true_is_rejected_as_trainium_rejects_it():

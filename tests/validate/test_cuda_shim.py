@@ -25,9 +25,16 @@ SNIPPETS = {
     "module-to-index-and-dtype": ("str(next(torch.nn.Linear(2, 2).to(1, torch.float64).parameters()).dtype)", "torch.float64"),
     "module-to-device": ("next(torch.nn.Linear(2, 2).to(torch.device('cuda')).parameters()).device.type", "cpu"),
     "pin-memory": ("torch.ones(2).pin_memory().sum().item()", 2.0),
-    # inductor's cache key reads the device's properties (gcnArchName where torch has no CUDA)
+    # inductor's cache key reads the device's properties: the name on a CUDA build, gcnArchName
+    # where torch has no CUDA (the CPU build)
     "device-properties-for-inductor": (
-        "__import__('torch._inductor.codecache', fromlist=['x']).CacheBase.get_system()['device']['name']", ""),
+        "__import__('torch._inductor.codecache', fromlist=['x']).CacheBase.get_system()['device']['name'] == "
+        "getattr(torch.cuda.get_device_properties(0), 'name' if torch.version.cuda else 'gcnArchName')", True),
+    # What a CUDA build of torch (PyPI's default Linux wheel) does otherwise than the CPU build,
+    # faked on either: torch.compile asks whether a CUDA graph is being captured (the CUDA runtime
+    # raises without a GPU), and inductor takes triton (shipped with the CUDA build) for a GPU backend.
+    "stream-capture-query-on-a-cuda-build": ("_on_a_cuda_build(torch.cuda.is_current_stream_capturing)", False),
+    "inductor-triton-device-on-a-cuda-build": ("_triton_device_on_a_cuda_build()", False),
     "device-properties-name": ("torch.cuda.get_device_properties(0).name", "cuda2neuron CUDA-on-CPU shim"),
     # the emulated neuron device's 16 GiB (batch sizes derived from memory agree), never 0
     "device-memory-as-the-emulator": ("torch.cuda.get_device_properties(0).total_memory", 16 << 30),
@@ -154,6 +161,33 @@ HELPERS = textwrap.dedent(
         m(torch.ones(1, 2, device="cuda")).sum().backward()
         opt.step()  # the optimizer built before the move still holds the module's parameters
         return bool((m.weight.detach() != before).all())
+    def _on_a_cuda_build(query):
+        # A CUDA build's torch._C._cuda_isCurrentStreamCapturing is real (a CPU build's a stand-in
+        # type) and asks the CUDA runtime, which raises on a machine without a GPU.
+        import torch.cuda.graphs as graphs
+        def no_driver():
+            raise RuntimeError("CUDA error: CUDA driver version is insufficient for CUDA runtime version")
+        saved = torch._C.__dict__["_cuda_isCurrentStreamCapturing"], graphs._cuda_isCurrentStreamCapturing
+        torch._C._cuda_isCurrentStreamCapturing = graphs._cuda_isCurrentStreamCapturing = no_driver
+        try:
+            return query()
+        finally:
+            torch._C._cuda_isCurrentStreamCapturing, graphs._cuda_isCurrentStreamCapturing = saved
+    def _triton_device_on_a_cuda_build():
+        # The CUDA build ships triton; inductor then asks each device interface for a Triton backend.
+        from torch.utils import _triton
+        from torch._dynamo.device_interface import CudaInterface
+        saved = _triton.has_triton_package, CudaInterface.__dict__["raise_if_triton_unavailable"]
+        _triton.has_triton_package = lambda: True
+        CudaInterface.raise_if_triton_unavailable = staticmethod(lambda device=None: None)
+        clear = getattr(_triton.has_triton, "cache_clear", lambda: None)
+        clear()
+        try:
+            return _triton.has_triton()
+        finally:
+            _triton.has_triton_package = saved[0]
+            CudaInterface.raise_if_triton_unavailable = saved[1]
+            clear()
     def _adam():
         # torch's optimizers ask torch.accelerator.current_stream().is_capturing() each step.
         p = torch.nn.Parameter(torch.ones(2, device="cuda"))

@@ -117,5 +117,7 @@ def test_a_port_that_dropped_data_parallel_passes_module_by_module(data_parallel
 def test_a_port_that_kept_data_parallel_crashes_with_cn411_named(data_parallel):
     r = _validate(data_parallel / "orig", data_parallel / "port")
     assert r.verdict is Verdict.FAIL and r.exit_code == 1, r.counts()
-    assert any(f.kind == "defect" and "_scatter" in f.message for f in r.failures), r.failures
+    # At DataParallel's scatter kernel. The message is the build's: a CPU build has no
+    # torch._C._scatter (AttributeError), a CUDA build's refuses the device's stream (RuntimeError).
+    assert any(f.kind == "defect" and "torch._C._scatter(" in f.traceback for f in r.failures), r.failures
     assert r.divergence is not None and "CN411" in {f.code for f in r.divergence.findings}, r.divergence

@@ -34,12 +34,23 @@ def test_an_n_op_is_an_error_naming_the_op_and_the_line(mlp, tmp_path):
     assert failure.location == f"model.py:{line}", failure
 
 
+# The port asks torch_neuronx what fell back and what executed, as ported code does on Trainium.
+CHECKS_ITS_OPS = """\
+        out = x + self.drop(F.gelu(self.norm(self.fc(x)))) * scale
+        import torch_neuronx
+        assert torch_neuronx.get_fallback_ops() == ["aten::gelu"], torch_neuronx.get_fallback_ops()
+        executed = torch_neuronx.get_executed_ops()
+        assert "aten::linear" in executed and "aten::gelu" not in executed, executed
+        return out"""
+
+
 def test_a_cpu_fallback_op_passes_and_is_listed_as_host_work(mlp, tmp_path, monkeypatch):
     # A table of the real format with one CPU_FALLBACK row: loading another table is a data change.
     table = tmp_path / "op_support.toml"
     table.write_text('[op."aten::gelu"]\nstatus = "CPU_FALLBACK"\nsource = "test table"\n')
     monkeypatch.setenv("CUDA2NEURON_OP_SUPPORT", str(table))
-    r = _validate(mlp / "original", mlp / "port")
+    port = copy_with_patches(mlp / "port", tmp_path / "port", (("model.py", FORWARD, CHECKS_ITS_OPS),))
+    r = _validate(mlp / "original", port)
     assert r.verdict is Verdict.PASS, (r.verdict, r.failures)
     assert r.audit is not None and r.audit.available
     [gelu] = r.audit.fallback_ops

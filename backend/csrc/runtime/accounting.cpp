@@ -1,6 +1,9 @@
 // Op accounting: counts the outermost aten ops per thread, classified as device ops (a neuron
 // tensor or device among the inputs) or CPU ops (only CPU tensors). Counting happens in a global
-// RecordFunction callback that exists only while accounting is on, so it costs nothing when off.
+// RecordFunction callback that exists only while accounting or op tracking is on, so it costs
+// nothing when both are off. Op tracking (torch_neuronx.get_executed_ops) counts the device ops by
+// name since its last clear, apart from the accounting: validate's accounting starts at the first
+// recorded step and resets then, while a port clears its tracking whenever it likes.
 // Ops that kernels call internally (depth > 0) are not counted: the user-level op is the unit.
 // The autograd engine wraps every backward node in a FUNCTION-scope record that is a label, not
 // an op ("autograd::engine::evaluate_function: MulBackward0", no inputs): it is transparent, so
@@ -15,6 +18,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string_view>
 
 namespace neuron {
 
@@ -36,6 +40,14 @@ std::map<std::string, CpuOpEntry> g_cpu_ops;
 // the device (issue 40).
 std::map<std::string, CpuOpEntry> g_f64_ops;
 std::map<std::string, CpuOpEntry> g_complex_ops;
+// Device ops by name: `count` / `elements` for the accounting (reset with it), `since_clear` for
+// the op tracking. One entry serves both, so a device op costs one lookup. std::less<> finds a
+// name by string_view: no std::string is built per op (the dominant cost of a lookup).
+struct DeviceOpCount {
+  int64_t count = 0, elements = 0, since_clear = 0;
+};
+std::map<std::string, DeviceOpCount, std::less<>> g_device_ops;
+std::atomic<bool> g_tracking{false};
 std::optional<at::CallbackHandle> g_handle;
 LocateFn g_locate = nullptr;
 
@@ -104,9 +116,30 @@ void tally(std::map<std::string, CpuOpEntry>& ops, const std::string& name) {
     e.locations.push_back(loc);
 }
 
+void count_device_op(const char* name, bool counting, bool tracking) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto it = g_device_ops.find(std::string_view(name));
+  if (it == g_device_ops.end()) it = g_device_ops.emplace(name, DeviceOpCount{}).first;
+  if (counting) {
+    it->second.count++;
+    it->second.elements += t_elements;
+  }
+  if (tracking) it->second.since_clear++;
+}
+
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (is_engine_label(fn)) return;
   if (--t_depth > 0) return;
+  // The callback runs while either user is on: each part counts only for its own.
+  const bool counting = g_accounting.load(std::memory_order_relaxed);
+  const bool tracking = g_tracking.load(std::memory_order_relaxed);
+  if (t_kind == Kind::Device) {
+    count_device_op(fn.name(), counting, tracking);
+  }
+  if (!counting) {
+    t_kind = Kind::None;
+    return;
+  }
   if (t_kind == Kind::Device) {
     g_totals.device_ops++;
     g_totals.device_elements += t_elements;
@@ -135,20 +168,52 @@ void note_unsupported_dtype(c10::ScalarType st) {
 
 void accounting_set_locator(LocateFn fn) { g_locate = fn; }
 
+namespace {
+
+// The callback exists while the accounting or the op tracking is on (caller holds g_mu).
+void update_callback() {
+  const bool want = g_accounting || g_tracking;
+  if (want && !g_handle) {
+    g_handle = at::addGlobalCallback(
+        at::RecordFunctionCallback(&on_start, &on_end).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+  } else if (!want && g_handle) {
+    at::removeCallback(*g_handle);
+    g_handle.reset();
+  }
+}
+
+}  // namespace
+
 void accounting_start() {
   std::lock_guard<std::mutex> lk(g_mu);
-  if (g_handle) return;
-  g_handle = at::addGlobalCallback(
-      at::RecordFunctionCallback(&on_start, &on_end).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
   g_accounting = true;
+  update_callback();
 }
 
 void accounting_stop() {
   std::lock_guard<std::mutex> lk(g_mu);
-  if (!g_handle) return;
-  at::removeCallback(*g_handle);
-  g_handle.reset();
   g_accounting = false;
+  update_callback();
+}
+
+bool op_tracking_set(bool on) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  const bool was = g_tracking.exchange(on);
+  update_callback();
+  return was;
+}
+
+void op_tracking_clear() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  for (auto& entry : g_device_ops) entry.second.since_clear = 0;
+}
+
+std::vector<std::pair<std::string, int64_t>> op_tracking_executed() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  std::vector<std::pair<std::string, int64_t>> ops;
+  for (const auto& [name, c] : g_device_ops)
+    if (c.since_clear > 0) ops.emplace_back(name, c.since_clear);
+  return ops;
 }
 
 void accounting_reset() {
@@ -162,6 +227,7 @@ void accounting_reset() {
   g_cpu_ops.clear();
   g_f64_ops.clear();
   g_complex_ops.clear();
+  for (auto& entry : g_device_ops) entry.second.count = entry.second.elements = 0;  // the tracking keeps its own
 }
 
 AccountingSnapshot accounting_snapshot() {
@@ -176,6 +242,13 @@ AccountingSnapshot accounting_snapshot() {
   for (const auto& [k, v] : g_cpu_ops) s.cpu_ops_detail.emplace_back(k, v);
   for (const auto& [k, v] : g_f64_ops) s.float64_ops_detail.emplace_back(k, v);
   for (const auto& [k, v] : g_complex_ops) s.complex_ops_detail.emplace_back(k, v);
+  for (const auto& [k, v] : g_device_ops) {
+    if (v.count == 0) continue;
+    CpuOpEntry e;
+    e.count = v.count;
+    e.elements = v.elements;
+    s.device_ops_detail.emplace_back(k, std::move(e));
+  }
   return s;
 }
 

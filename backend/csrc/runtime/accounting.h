@@ -21,6 +21,8 @@ struct AccountingSnapshot {
   std::vector<std::pair<std::string, CpuOpEntry>> cpu_ops_detail;
   // Device ops on float64 / complex data (elements: the largest input's, summed), with their lines.
   std::vector<std::pair<std::string, CpuOpEntry>> float64_ops_detail, complex_ops_detail;
+  // Device ops by name (count; elements: the largest input's, summed; no lines).
+  std::vector<std::pair<std::string, CpuOpEntry>> device_ops_detail;
 };
 
 using LocateFn = std::string (*)();
@@ -31,5 +33,11 @@ void accounting_start();
 void accounting_stop();
 void accounting_reset();
 AccountingSnapshot accounting_snapshot();
+
+// torch_neuronx's op tracking (get_executed_ops / clear_op_tracking): device ops by name since the
+// last clear, counted while tracking is on, whether or not the accounting is. Returns the old state.
+bool op_tracking_set(bool on);
+void op_tracking_clear();
+std::vector<std::pair<std::string, int64_t>> op_tracking_executed();
 
 }  // namespace neuron
