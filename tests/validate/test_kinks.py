@@ -77,7 +77,8 @@ def test_a_kink_the_port_takes_the_other_way_leaves_its_warn_gradients_unjudged(
 
 
 def test_a_flip_larger_than_the_ports_band_is_not_rounding():
-    rec = {k: tensor_record(v) for k, v in (("g", ACT.double()), ("r", ACT), ("p", ACT + torch.tensor([0.3, 0, 0, 0, 0, 0])))}
+    far = ACT + torch.tensor([0.3, 0, 0, 0, 0, 0])
+    rec = {k: tensor_record(v) for k, v in (("g", ACT.double()), ("r", ACT), ("p", far))}
     assert flipped_kinks(rec["r"], rec["p"], rec["g"], allowed=4e-3) == 0
     assert flipped_kinks(rec["r"], rec["p"], rec["g"], allowed=0.5) == 1
 

@@ -104,7 +104,8 @@ _TWO = (
     ('dist.init_process_group("nccl", init_method="file://" + os.path.join(tempfile.gettempdir(), "pg"),',
      'dist.init_process_group("nccl", init_method="tcp://127.0.0.1:23456",'),
     ("model = nn.SyncBatchNorm.convert_sync_batchnorm(model).cuda(gpu)", "model = model.cuda(gpu)"),
-    ("x = torch.randn(16, 4).cuda(gpu)", "x = torch.randn(16, 4, generator=torch.Generator().manual_seed(gpu)).cuda(gpu)"),
+    ("x = torch.randn(16, 4).cuda(gpu)",
+     "x = torch.randn(16, 4, generator=torch.Generator().manual_seed(gpu)).cuda(gpu)"),
 )
 TRAIN_TWO = TRAIN
 for _old, _new in _TWO:
@@ -153,6 +154,7 @@ def pair_two(tmp_path_factory):
 def test_two_spawned_ddp_workers_under_nproc_2_are_compared_rank_by_rank(pair_two):
     r = run_validation(ValidateRequest(original=pair_two / "orig", port=pair_two / "port", port_device=PORT_DEVICE,
                                        mode="script", script="train.py", nproc=2))
-    assert r.verdict is Verdict.PASS, (r.failures, [(c.key, c.reason) for c in r.comparisons if c.verdict is not Verdict.PASS][:3])
+    problems = [(c.key, c.reason) for c in r.comparisons if c.verdict is not Verdict.PASS][:3]
+    assert r.verdict is Verdict.PASS, (r.failures, problems)
     grads = {(c.key.split("/")[0], c.step) for c in r.comparisons if c.kind == "grad"}
     assert grads == {(f"rank{r}", s) for r in (0, 1) for s in (0, 1, 2)}, sorted(grads)
