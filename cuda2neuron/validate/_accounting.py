@@ -6,11 +6,19 @@ the CPU (`_rng.py`) are validate's work, not the port's: accounting is paused ar
 the counts accumulate across the gaps. validate's own frames are skipped like torch's: a CPU op
 reached through one of validate's wrappers (`_host_api.py`) belongs to the user line that called
 the wrapper, not to validate.
+
+Initialising parameters is building the model, wherever it happens: a module created lazily in
+its owner's forward (BYOL's projector, made at the first forward from the hidden size it sees,
+then moved with `.to(hidden)`) filled its new host weights inside model code, and the audit
+read those one-time fills as model compute left on the CPU (a WARN on a correct port). The
+`torch.nn.init` functions and BatchNorm's running-statistics reset are left out of the counts
+like validate's own work.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -29,7 +37,37 @@ def start() -> bool:
     acc = OpAccounting(skip_paths=[os.path.dirname(os.path.abspath(__file__))])
     acc.__enter__()
     _STATE["acc"] = acc
+    _pause_parameter_init()
     return True
+
+
+def _paused_call(fn: Any) -> Any:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with paused():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _pause_parameter_init() -> None:
+    """Parameter and buffer initialisation (see the module's docstring) is not counted. The
+    functions are replaced in `torch.nn.init` itself: torch's modules call them through it
+    (`init.kaiming_uniform_`) at call time."""
+    import torch.nn.init as init
+    from torch.nn.modules.batchnorm import _NormBase
+
+    for name in ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
+                 "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "sparse_"):
+        fn = getattr(init, name, None)
+        if fn is not None and not getattr(fn, "_cuda2neuron_paused", False):
+            wrapped = _paused_call(fn)
+            wrapped._cuda2neuron_paused = True  # type: ignore[attr-defined]
+            setattr(init, name, wrapped)
+    if not getattr(_NormBase.reset_running_stats, "_cuda2neuron_paused", False):
+        wrapped = _paused_call(_NormBase.reset_running_stats)
+        wrapped._cuda2neuron_paused = True  # type: ignore[attr-defined]
+        _NormBase.reset_running_stats = wrapped  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager

@@ -21,7 +21,8 @@ subprocess, before any user code is imported. It maps:
 * a host -> "cuda" transfer (`.cuda()`, `.to(device, non_blocking=...)`, `as_tensor(..., device=)`,
   `Module.to/.cuda`) copies unless the tensor already is a "device" tensor, and `pin_memory()`
   makes a pinned copy, as on a GPU (host and "device" share memory here: without the copy an
-  in-place change of the device batch rewrote a host batch the loop reuses);
+  in-place change of the device batch rewrote a host batch the loop reuses), in the DataLoader's
+  pin-memory thread too;
 * `torch.Generator(device="cuda")` -> a CPU generator;
 * on a CUDA build of torch without a GPU: `torch.cuda.is_current_stream_capturing()` -> False
   (torch.compile asks it) and inductor's Triton device detection off (`_hide_triton_devices`);
@@ -700,6 +701,24 @@ def _hide_triton_devices() -> None:
         config.triton_disable_device_detection = True
 
 
+def _patch_pin_memory_thread(mode: DeviceRedirectMode) -> None:
+    """A DataLoader with workers and `pin_memory=True` pins each batch in a thread of its own.
+    Trap: a torch function mode is thread-local, so that thread ran the real `pin_memory()`
+    ("Cannot access accelerator device when none is available") and the reference crashed on
+    the most common loader setting of CUDA trainers. The thread's loop runs inside the shim's
+    mode (a mode holds no per-thread state: entering it on a second thread's stack is safe)."""
+    from torch.utils.data._utils import pin_memory as pin_module
+
+    loop = pin_module._pin_memory_loop
+
+    @functools.wraps(loop)
+    def _pin_memory_loop(*args: Any, **kwargs: Any) -> None:
+        with mode:
+            loop(*args, **kwargs)
+
+    pin_module._pin_memory_loop = _pin_memory_loop
+
+
 def install(golden: bool = False, source: str = "cuda") -> DeviceRedirectMode:
     """Install the shim in this process (idempotent) and return the active device mode.
 
@@ -733,6 +752,7 @@ def install(golden: bool = False, source: str = "cuda") -> DeviceRedirectMode:
     _patch_data_parallel()
     mode = DeviceRedirectMode(source)
     _patch_module_to(mode)
+    _patch_pin_memory_thread(mode)
     mode.__enter__()
     _INSTALLED.append(mode)
     return mode

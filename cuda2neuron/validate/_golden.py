@@ -6,6 +6,12 @@ the reference's own error. Mechanism: default dtype float64, explicit low-precis
 arrive in low precision (numpy data, loaded checkpoints) upcast on the way into each op.
 Trap: the *target* of an in-place op (`x.add_`, `x[i] = v`, `out=`) is never upcast — that
 would write into a temporary copy and silently drop the update.
+Trap: a tensor rebuilt over an existing storage keeps the storage's dtype. torch builds it as an
+empty tensor `of the storage's dtype` and then `set_`s the storage in; with that dtype mapped to
+float64 the float32 bytes were read as float64 (8 bytes an element: twice the storage), so every
+float32 batch a DataLoader worker collated in shared memory (a numpy dataset, a spawn context) and
+every float32 checkpoint `torch.load` read made the golden raise "Trying to resize storage that is
+not resizable". The rebuilt tensor stays float32 and is upcast on its way into each op.
 """
 
 from __future__ import annotations
@@ -82,7 +88,20 @@ _LIKE = {torch.ops.aten.rand_like, torch.ops.aten.randn_like}
 _FACTORIES = {torch.ops.aten.rand, torch.ops.aten.randn}
 
 
+def _rebuild_keeping_dtype(rebuild: Any) -> Any:
+    """torch._utils._rebuild_tensor with the dtype mapping off: the storage's bytes are of its dtype."""
+
+    def _rebuild_tensor(storage, storage_offset, size, stride):
+        with torch._C.DisableTorchFunction():
+            return rebuild(storage, storage_offset, size, stride)
+
+    return _rebuild_tensor
+
+
 def install() -> Float64Mode:
+    # Both the unpickling of tensors sent between processes (torch.multiprocessing.reductions) and
+    # torch.load reach it as torch._utils._rebuild_tensor, looked up at call time.
+    torch._utils._rebuild_tensor = _rebuild_keeping_dtype(torch._utils._rebuild_tensor)
     torch.set_default_dtype(torch.float64)
     Float32DrawsMode().__enter__()
     mode = Float64Mode()

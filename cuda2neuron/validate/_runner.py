@@ -37,8 +37,9 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from cuda2neuron.validate._audit import audit_from_report
-from cuda2neuron.validate._compare import below_port_error, compare_records, noise_elements
+from cuda2neuron.validate._compare import below_port_error, compare_records, noise_elements, to_tensor
 from cuda2neuron.validate._hand_edits import hand_edits
+from cuda2neuron.validate._kinks import KINKED, flipped_kinks
 from cuda2neuron.validate._localize import localise
 from cuda2neuron.validate._model import (
     RunFailure,
@@ -405,6 +406,10 @@ class _Comparator:
         # each parameter's initial value, to find the one it was copied from (`follows`).
         self.initial: dict[str, tuple[Any, ...]] = {}
         self.graded: set[str] = set()
+        # (check, rank) -> (step, module path, count) of the first kink the port took the other way
+        # than the golden within its rounding (`_kinks.py`): that step's and later gradients' WARNs
+        # are not judged.
+        self.kinked: dict[tuple[str, int | None], tuple[int, str, int]] = {}
 
     def same_kernels(self, check: str = "precision") -> bool:
         """The port on the emulator, the reference on the CPU shim: both run the CPU kernels."""
@@ -514,6 +519,7 @@ class _Comparator:
         result = compare_records(out_key, ref, port, golden, self.request.tolerances, self.ref_on_cuda[0],
                                  ignore=ignore, same_kernels=self.same_kernels(check), ref_tf32=self.ref_tf32,
                                  check=check)
+        result = self._kinks(check, ref, port, golden, result)
         self.results[out_key] = result
         if ref["kind"] == "grad" and ref.get("module_path"):
             noisy = noise_elements(ref, golden if golden is not None else port)
@@ -526,6 +532,27 @@ class _Comparator:
             if noisy is not None:
                 noisy_masks[name] = noisy if name not in noisy_masks else noisy_masks[name] | noisy
         return True
+
+    def _kinks(self, check: str, ref: dict[str, Any], port: dict[str, Any] | None, golden: dict[str, Any] | None,
+               result: TensorComparison) -> TensorComparison:
+        """Note a kink activation the port took the other way within its rounding; a gradient of
+        that step or a later one in the WARN band is then not judged (`_kinks.py` says why)."""
+        at = (check, ref.get("rank"))
+        if (ref["kind"] == "forward" and ref.get("module_class") in KINKED and golden is not None
+                and port is not None and result.verdict is Verdict.PASS and result.allowed is not None
+                and at not in self.kinked):
+            scale = float(to_tensor(golden).abs().max()) if golden["shape"] else 0.0
+            flips = flipped_kinks(ref, port, golden, result.allowed * scale)
+            if flips:
+                self.kinked[at] = (ref["step"], ref.get("module_path") or "?", flips)
+        kink = self.kinked.get(at)
+        if ref["kind"] == "grad" and kink is not None and kink[0] <= ref["step"] and result.verdict is Verdict.WARN:
+            step, where, flips = kink
+            return dataclasses.replace(result, verdict=Verdict.PASS, judged=False, reason=(
+                f"not judged: the port took {flips} input(s) of the {self.module_classes.get(where, 'activation')} at "
+                f"{where} the other way than the golden at step {step}, within its rounding (a kink: the gradient "
+                f"moves by a sample's share, not by rounding); {result.reason}"))
+        return result
 
     def drop_role(self, role: str) -> None:
         """A run ended: compare what no longer waits for it.

@@ -107,14 +107,56 @@ def _device(role: str, port_device: str) -> tuple[str, bool]:
     return label, accounting
 
 
+def _launched_rank() -> tuple[int, int] | None:
+    """(local rank, local world size) when validate started this run as one rank of a single-node
+    launch (`--nproc N`, `_launch_env`), else None."""
+    try:
+        local_rank, local_world = int(os.environ["LOCAL_RANK"]), int(os.environ["LOCAL_WORLD_SIZE"])
+    except (KeyError, ValueError):
+        return None
+    if os.environ.get("TORCHELASTIC_RUN_ID") != "cuda2neuron-validate" or os.environ.get("GROUP_WORLD_SIZE") != "1":
+        return None
+    return local_rank, local_world
+
+
+def _own_rendezvous() -> None:
+    """``init_process_group(init_method="tcp://127.0.0.1:23456" | "file:///tmp/pg")`` in a spawned
+    worker meets its peers at the address the user gave: the reference, golden and port groups
+    all run at once on this machine, so they would meet each other there (or fail with
+    EADDRINUSE). Each run's ranks have a rendezvous of their own (MASTER_ADDR / MASTER_PORT,
+    `_launch_env`): the address is replaced by it; rank and world size stay as given."""
+    import torch.distributed as dist
+
+    if not dist.is_available():  # pragma: no cover - torch built without distributed
+        return
+    original = dist.init_process_group
+
+    def init_process_group(backend: Any = None, init_method: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(init_method, str) and init_method.startswith(("tcp://", "file://")):
+            init_method = "env://"
+        return original(backend, init_method, *args, **kwargs)
+
+    dist.init_process_group = init_process_group
+
+
 def _inline_spawn() -> None:
-    """``torch.multiprocessing.spawn(fn, nprocs=1)`` (and ``start_processes``) call ``fn(0, *args)``
+    """``torch.multiprocessing.spawn(fn, nprocs=N)`` (and ``start_processes``) call ``fn(i, *args)``
     in this process. A spawned child is a fresh interpreter: it had neither the CUDA shim
     (``init_process_group("nccl")`` failed in it) nor the recorder, so nothing it computed was
     compared. ``nprocs`` is ``torch.cuda.device_count()`` in the usual launcher
     (``main_worker(gpu, ...)``), which is 1 in every run unless ``--nproc`` or
-    ``CUDA2NEURON_DEVICE_COUNT`` says otherwise; more processes are refused with the way out."""
+    ``CUDA2NEURON_DEVICE_COUNT`` says otherwise: one process calls ``fn(0, *args)``. Under
+    ``--nproc N`` validate starts each run as N rank processes (as torchrun does), and
+    ``device_count()`` is N there: the script's own ``spawn(fn, nprocs=N)`` in rank r calls
+    ``fn(r, *args)``, so each spawned child is one of validate's ranks — started with the shim,
+    recorded and compared rank by rank as a torchrun-launched script is — and the address its
+    ``init_process_group`` names is replaced by the run's own rendezvous (`_own_rendezvous`).
+    Any other count is refused with the way out."""
     import torch.multiprocessing as tmp
+
+    launched = _launched_rank()
+    if launched is not None and launched[1] > 1:
+        _own_rendezvous()
 
     class _Done:
         processes: list[Any] = []
@@ -124,11 +166,15 @@ def _inline_spawn() -> None:
 
     def start_processes(fn: Any, args: tuple[Any, ...] = (), nprocs: int = 1, join: bool = True,
                         daemon: bool = False, start_method: str = "spawn") -> Any:
-        if nprocs != 1:
+        if launched is not None and nprocs == launched[1] > 1:
+            fn(launched[0], *args)
+        elif nprocs != 1:
             raise RuntimeError(f"validate: torch.multiprocessing.spawn(nprocs={nprocs}) starts processes validate "
-                               "cannot record; launch the ranks with torchrun instead "
-                               f"(cuda2neuron validate --nproc {nprocs} ...), or spawn one")
-        fn(0, *args)
+                               "cannot record; let validate launch them as ranks: rerun with "
+                               f"cuda2neuron validate --nproc {nprocs} ... (each rank runs one spawned process), "
+                               "or spawn one")
+        else:
+            fn(0, *args)
         return None if join else _Done()
 
     def spawn(fn: Any, args: tuple[Any, ...] = (), nprocs: int = 1, join: bool = True, daemon: bool = False,
@@ -306,6 +352,11 @@ def _run_script(config: WorkerConfig, recorder: Any) -> None:
         else:
             _overlay.run_script(script, text)
     except StopRun:
+        # The parameters after the last step, as entry mode sends them: the run stops at the first
+        # backward after it, and a loop with two optimizers (a GAN: D's step, then G's) runs that
+        # backward (D's, on real data) before G's forward, so G's last update was never judged —
+        # pytorch/examples' DCGAN with G's Adam beta1 0.5 -> 0.9 PASSed at --steps 4.
+        recorder.send_params()
         return
     except SystemExit as exc:
         if exc.code not in (None, 0):
@@ -316,6 +367,7 @@ def _run_script(config: WorkerConfig, recorder: Any) -> None:
         raise _EntryError("no-training-loop", f"{config.script} finished without a training step: script mode needs a "
                           "loop that calls backward() and optimizer.step() or updates the parameters by hand "
                           "(use --entry for inference-only code)")
+    recorder.send_params()
 
 
 def _emit_record(pipe: BinaryIO, record: dict[str, Any]) -> None:

@@ -155,3 +155,29 @@ def test_skip_paths_report_the_callers_line(tmp_path):
         module.double(torch.randn(3))  # the CPU op is reported here
     (op,) = acc.report().cpu_op_details
     assert op.locations[0].endswith(f"test_accounting.py:{_line_of('the CPU op is reported here')}")
+
+
+@pytest.mark.parametrize("build", [
+    lambda: torch.nn.Linear(8, 16),
+    lambda: torch.nn.Conv2d(3, 4, 3),
+    lambda: torch.nn.BatchNorm1d(16),
+    lambda: torch.nn.Embedding(10, 4),
+    lambda: torch.nn.init.trunc_normal_(torch.nn.Parameter(torch.empty(4, 4)), std=0.02),
+], ids=["linear", "conv", "batchnorm-running-stats", "embedding", "user-init-function"])
+def test_validates_accounting_leaves_parameter_initialisation_out(build):
+    """A module made lazily in a forward (BYOL's projector) is built, not computed: its host
+    weight fills were a residency WARN on a correct port. Compute on the host still counts."""
+    from cuda2neuron.validate import _accounting
+    from cuda2neuron.validate._audit import _HOST_PIPELINE_OPS, _TRANSFER_OPS
+
+    c = torch.ones(10, 10)
+    assert _accounting.start()
+    try:
+        build()
+        c * 2  # left on the CPU
+    finally:
+        rep = _accounting.finish()
+    # Making a Parameter detaches its tensor, a buffer from a Python number is a transfer: ops the
+    # audit's model-code rule never counts.
+    counted = [o.op for o in rep.cpu_op_details if o.op not in _HOST_PIPELINE_OPS | _TRANSFER_OPS]
+    assert counted == ["aten::mul"], rep.cpu_op_details

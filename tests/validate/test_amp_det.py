@@ -45,7 +45,10 @@ def test_correct_bf16_port_passes_logic_and_precision():
     assert {c.kind for c in precision if c.step == 2} > {"forward"} and max(c.step for c in logic if c.kind != "param") == 2
     assert {c.key for c in logic if c.kind == "param"} == {"logic/" + c.key for c in precision if c.kind == "param"}
     assert {c.dtype_ref for c in logic} <= {"float32", "int64", "bool"}, {c.dtype_ref for c in logic}
-    assert max(c.allowed for c in logic if c.allowed is not None) < 1e-2 < max(
+    # The steps' tensors: the final parameters (compared in script mode too) carry AdamW's updates of
+    # BatchNorm biases whose gradients are rounding noise, as far from the golden in the float32
+    # original (up to 33%, not judged) as in the port.
+    assert max(c.allowed for c in logic if c.allowed is not None and c.kind != "param") < 1e-2 < max(
         c.allowed for c in precision if c.allowed is not None)
     assert any("logic check compared" in n and "the first 2 steps taken of 3" in n for n in r.notes), r.notes
 

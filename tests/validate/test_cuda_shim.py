@@ -25,6 +25,8 @@ SNIPPETS = {
     "module-to-index-and-dtype": ("str(next(torch.nn.Linear(2, 2).to(1, torch.float64).parameters()).dtype)", "torch.float64"),
     "module-to-device": ("next(torch.nn.Linear(2, 2).to(torch.device('cuda')).parameters()).device.type", "cpu"),
     "pin-memory": ("torch.ones(2).pin_memory().sum().item()", 2.0),
+    # a DataLoader with workers and pin_memory=True pins in a thread of its own (a mode is thread-local)
+    "pin-memory-thread": ("_pinned_in_loader_thread()", 2.0),
     # inductor's cache key reads the device's properties: the name on a CUDA build, gcnArchName
     # where torch has no CUDA (the CPU build)
     "device-properties-for-inductor": (
@@ -188,6 +190,17 @@ HELPERS = textwrap.dedent(
             _triton.has_triton_package = saved[0]
             CudaInterface.raise_if_triton_unavailable = saved[1]
             clear()
+    def _pinned_in_loader_thread():
+        import queue, threading
+        from torch.utils.data._utils import pin_memory as pm
+        inq, outq, done = queue.Queue(), queue.Queue(), threading.Event()
+        inq.put((0, torch.ones(2)))
+        t = threading.Thread(target=pm._pin_memory_loop, args=(inq, outq, 0, done, "cuda"), daemon=True)
+        t.start()
+        _, data = outq.get(timeout=60)
+        done.set()
+        t.join()
+        return data.sum().item() if isinstance(data, torch.Tensor) else data.exc_msg.strip().splitlines()[-1]
     def _adam():
         # torch's optimizers ask torch.accelerator.current_stream().is_capturing() each step.
         p = torch.nn.Parameter(torch.ones(2, device="cuda"))

@@ -47,6 +47,10 @@ def test_correct_port_passes_in_script_mode_with_amp(script_pass):
     steps = {c.step for c in r.comparisons if c.kind == "grad"}
     assert steps == {0, 1, 2}  # stopped after --steps (default 3) although the script wanted 5
     assert any(c.kind == "loss" for c in r.comparisons)
+    # The parameters after the last step, as in entry mode: the forward before the stop does not
+    # show every optimizer's last update (a GAN's G steps after D's backward).
+    finals = {c.key for c in r.comparisons if c.kind == "param" and c.key.startswith("final/param/0:")}
+    assert len(finals) == 12, sorted(finals)
 
 
 # Correct ports written differently from the mechanical rewrite must pass too.
