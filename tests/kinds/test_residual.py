@@ -48,6 +48,12 @@ _ROWS = {
     "python-camel-case-crossing": ("m.py", "from openai import AsyncClient\nclient = AsyncClient()\n", []),
     "python-lowercase-word-kept": ("m.py", "from vllm.distributed import pynccl\nc = pynccl.PyNcclCommunicator(g)\n", [1, 2]),
     "yaml-web-address": ("config/train.yaml", "docs: https://docs.nvidia.com/cuda/\n", []),
+    # a tag or name that says *without* CUDA (axolotl's CI matrix), beside one that names a CUDA build
+    "yaml-negated-tag": (
+        "ci.yml", "matrix:\n  include:\n    - IMAGE_TAG: trainer-without-cuda-extras\n    - variant: build-cuda-off\n"
+        "    - variant: build-cuda\n", [5],
+    ),
+    "shell-negated-flag": ("run.sh", "python train.py --no-cuda\npython train.py --cuda\n", [2]),
     # shell
     "shell-nvcc": ("build.sh", "nvcc -O3 -o k k.cu\n", [1]),
     "shell-comment-message-heredoc": (
@@ -299,3 +305,16 @@ def test_the_residual_pass_is_linear_in_one_long_line(path, line):
         sys.setprofile(None)
     assert result.findings
     assert calls < 40 * n, calls
+
+
+def test_a_notebook_hub_repository_is_a_label():
+    # trl's sft_nemotron_3 notebook: a Hub repository of NVIDIA's organisation, quoted in a cell.
+    nb = {
+        "cells": [{"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
+                   "source": ['model_id = "nvidia/Nemotron-Mini-4B"\n', "load(model_id, tool='nvcc')\n"]}],
+        "metadata": {"language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    findings = [f for f in lint_source(json.dumps(nb, indent=1) + "\n", "nb.ipynb", Config()) if f.code == CN902]
+    assert [f.message.split(": CUDA")[0] for f in findings] == ["cell 1, line 2"]
