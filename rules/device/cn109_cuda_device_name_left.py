@@ -6,6 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
+from .._shared.names import terminal_name
 from .._shared.nets import is_text
 from .._shared.strings import string_value
 from .._shared.values import value_user
@@ -77,6 +78,8 @@ class CudaDeviceNameLeft(Rule):
         'def f():\n    """Moves x to "cuda"."""\n',
         'print("cuda kernels are fast")\n',
         'name = "cudagraphs"\n',
+        # a type listing the accepted values (litgpt's LLM.distribute)
+        'from typing import Literal\n\ndef distribute(accelerator: Literal["cpu", "cuda", "auto"] = "auto"):\n    pass\n',
         # The table the port extended (CN402 adds the "neuron" row): the "cuda" row is for GPUs.
         'BACKENDS = {"cuda": "nccl", "neuron": "neuron", "cpu": "gloo"}\n',
         'x = "neuron:0"\n',
@@ -179,6 +182,11 @@ def _use_of(ancestors, found, node: cst.CSTNode) -> tuple[str | None, cst.CSTNod
             return None, node  # accelerate's per-GPU memory plan: CN111 says what to do instead
         return "key", node
     if isinstance(anc, (cst.Index, cst.SubscriptElement)):
+        subscript = next((a for a in reversed(ancestors[max(0, i - 2):i]) if isinstance(a, cst.Subscript)), None)
+        if subscript is not None and terminal_name(subscript.value) == "Literal":
+            # `accelerator: Literal["cpu", "cuda", "auto"]` (litgpt's LLM.distribute): a type that
+            # lists accepted values selects none; the value passed is what CN102 & co. read.
+            return None, node
         return "key", node
     return "value", node
 
