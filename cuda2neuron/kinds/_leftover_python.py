@@ -112,6 +112,13 @@ class Names(ast.NodeVisitor):
         # (line, col) of labels: a test id (`pytest.param(..., id="cuda-bf16")`, `ids=[...]`) and
         # the name of a command-line option (`add_argument("--use_triton")`, `addoption("--cuda_ver")`)
         self.labels: set[tuple[int, int]] = set()
+        # (line, col) of the strings a `Literal[...]` type lists (`accelerator: Literal["cpu", "cuda"]`):
+        # accepted values, not chosen ones; the value passed is judged where it is written.
+        self.type_values: set[tuple[int, int]] = set()
+        # (line, col) of a vendor's name held by a field that names an organisation or a hosted
+        # service (`hf_config=dict(org="nvidia", ...)`, `api["api_type"] == "nvidia"`): NVIDIA the
+        # company (a Hub namespace, an inference API), not its GPUs.
+        self.vendor_names: set[tuple[int, int]] = set()
         # The project's own bare-word names (`def f(cuda=True)`, `self.cuda = ...`): where they are
         # written, by (line, byte col). Resolved against the whole project in `classify`.
         self.params: dict[str, set[str]] = {}  # function or class -> its parameter names
@@ -317,7 +324,27 @@ class Names(ast.NodeVisitor):
                     self.exported.append((e.lineno, e.col_offset, e.value))
         self.generic_visit(node)
 
+    def _vendor(self, field: str | None, value: ast.expr) -> None:
+        if field is not None and field.lower() in _VENDOR_FIELDS and isinstance(value, ast.Constant):
+            if isinstance(value.value, str) and value.value.lower() == "nvidia":
+                self.vendor_names.add((value.lineno, value.col_offset))
+
+    def visit_keyword(self, node: ast.keyword) -> None:
+        self._vendor(node.arg, node.value)
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        sides = [node.left, *node.comparators]
+        fields = [_field_name(side) for side in sides]
+        for side in sides:
+            for field in fields:
+                self._vendor(field, side)
+        self.generic_visit(node)
+
     def visit_Dict(self, node: ast.Dict) -> None:
+        for k, v in zip(node.keys, node.values):
+            if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                self._vendor(k.value, v)
         self.keys.update((k.lineno, k.col_offset) for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
         # `{"cuda": "nccl", "neuron": "neuron", ...}` (timm's backend table after CN402): the
         # CUDA row stays for CUDA runs; the port's device has its own row.
@@ -336,6 +363,10 @@ class Names(ast.NodeVisitor):
         environ = isinstance(node.value, ast.Attribute) and node.value.attr == "environ"
         if not environ and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
             self.keys.add((node.slice.lineno, node.slice.col_offset))
+        head = node.value
+        if (head.id if isinstance(head, ast.Name) else head.attr if isinstance(head, ast.Attribute) else None) == "Literal":
+            values = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            self.type_values.update((v.lineno, v.col_offset) for v in values if isinstance(v, ast.Constant))
         self.generic_visit(node)
 
 
@@ -501,6 +532,24 @@ def _own_import(statement: str, own_tops: frozenset[str]) -> bool:
     return m is not None and (bool(m.group(1)) or m.group(2).split(".")[0] in own_tops)
 
 
+# Fields whose value names an organisation or a hosted service, never a device.
+_VENDOR_FIELDS = frozenset({
+    "org", "organization", "organisation", "owner", "author", "publisher", "provider", "api_type", "api_provider",
+    "model_provider", "llm_provider",
+})
+
+
+def _field_name(node: ast.expr) -> str | None:
+    """The field an expression reads: ``x["api_type"]`` -> api_type, ``cfg.provider`` -> provider."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.slice.value
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
 def parse_names(source: bytes | str, project_modules: frozenset[str] = frozenset()) -> Names | None:
     """What a module defines and imports, or None when it does not parse."""
     try:
@@ -601,6 +650,10 @@ def excuse(tok: Word, ctx: FileExcuses) -> str:
         return f"{word}: the CUDA row of a device table that has the port's row"
     if tok.type == STRING and tok.start in names.skips:
         return f"{word}: a test skipped where the package is absent"
+    if tok.type == STRING and tok.start in names.vendor_names:
+        return f"{word}: NVIDIA as an organisation or a hosted service (a Hub namespace, an API provider), not its GPUs"
+    if tok.type == STRING and tok.start in names.type_values:
+        return f"{word}: a value a Literal[...] type accepts (the value passed is judged where it is written)"
     if tok.type == STRING and tok.start in names.labels:
         return f"{word}: a label (a test id or a command-line option's name)"
     if tok.type == STRING and tok.start in names.path_parts:

@@ -41,6 +41,11 @@ _ROWS = {
     "python-path-part": ("m.py", "import os, tempfile\nd = os.path.join(tempfile.gettempdir(), 'cnn_cuda_example')\n", []),
     "python-path-into-cuda": ("m.py", "import os\ncuda_home = find_toolkit()\nnvcc = os.path.join(cuda_home, 'bin', 'nvcc_wrapper')\n", [3]),
     "python-str-join-is-no-path": ("m.py", "x = ', '.join(['use_cuda_x'])\n", [1]),
+    "python-literal-type": ("m.py", 'from typing import Literal\n\ndef f(accelerator: Literal["cpu", "cuda"] = "cpu"):\n    pass\n', []),
+    # NVIDIA the company: a Hub namespace (litgpt's model table), a hosted API (FastChat's providers)
+    "python-vendor-org": ("m.py", 'cfg = dict(name="Llama-Nemotron", hf_config=dict(org="nvidia", name="Llama-Nemotron"))\n', []),
+    "python-vendor-api": ("m.py", 'def run(api):\n    if api["api_type"] == "nvidia":\n        return post(api)\n', []),
+    "python-vendor-gpu-name": ("m.py", 'import torch\nif "nvidia" in gpu_name:\n    check_links()\n', [2]),
     "python-own-enum-member": ("pkg/m.py", "from .helper import DeviceType\nif t == DeviceType.CUDA:\n    pass\n", []),
     # a page's address, a web service's credential, letters of a word across two words of a name
     "python-web-address": ("m.py", 'DOCS = "https://docs.nvidia.com/deploy/nccl-tuning"\n', []),
