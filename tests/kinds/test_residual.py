@@ -46,6 +46,9 @@ _ROWS = {
     "python-vendor-org": ("m.py", 'cfg = dict(name="Llama-Nemotron", hf_config=dict(org="nvidia", name="Llama-Nemotron"))\n', []),
     "python-vendor-api": ("m.py", 'def run(api):\n    if api["api_type"] == "nvidia":\n        return post(api)\n', []),
     "python-vendor-gpu-name": ("m.py", 'import torch\nif "nvidia" in gpu_name:\n    check_links()\n', [2]),
+    # trl: a list of variables a child drops is names, not settings
+    "python-env-name-list": ("m.py", '_STRIP = ("RANK", "WORLD_SIZE", "NCCL_DEBUG_FILE")\n', []),
+    "python-upper-device-words": ("m.py", 'KINDS = ["CPU", "CUDA"]\n', [1]),
     "python-own-enum-member": ("pkg/m.py", "from .helper import DeviceType\nif t == DeviceType.CUDA:\n    pass\n", []),
     # a page's address, a web service's credential, letters of a word across two words of a name
     "python-web-address": ("m.py", 'DOCS = "https://docs.nvidia.com/deploy/nccl-tuning"\n', []),

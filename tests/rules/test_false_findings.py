@@ -51,6 +51,12 @@ ROWS = [
     # CN109: "cuda" among words looked for in an error message.
     ("error-keywords", "s.py", 'OOM = ["out of memory", "cuda", "cublas_status_alloc_failed"]\n', "CN109", 0),
     ("device-list", "s.py", 'devices = st.sampled_from(["cpu", "cuda"])\n', "CN109", 1),
+    # words searched in a device's name are device words; in a caught exception's text, message words
+    ("device-word-search", "s.py", 'ok = any(k in str(device) for k in ["cuda", "mps"])\n', "CN109", 1),
+    ("error-word-search-cn109", "s.py",
+     'try:\n    run()\nexcept Exception as e:\n    if any(k in str(e).lower() for k in ["oom", "cuda"]):\n        skip()\n', "CN109", 0),
+    ("error-word-search-residual", "s.py",
+     'try:\n    run()\nexcept Exception as e:\n    if any(k in str(e).lower() for k in ["out of memory", "cuda"]):\n        skip()\n', "CN902", 0),
     # accelerate's max_memory keyed by "cuda:0": CN111 says what to do; CN109's "add a neuron entry" would
     # not help (accelerate plans memory for CUDA devices only). One finding, not two.
     ("max-memory-cuda-keys-cn109", "s.py", 'm = AutoModel.from_pretrained("x", max_memory={"cuda:0": "20GiB", "cpu": "60GiB"})\n', "CN109", 0),
