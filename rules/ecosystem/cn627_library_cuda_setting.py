@@ -113,7 +113,7 @@ class LibraryCudaSetting(Rule):
     fixes = frozenset({Safety.SAFE})
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "deepspeed", "dynamo_backend", "compile_backend",
-        "liger", "gpus", "GPUS", "gpu=", "use_gpu", '"GPU"', "'GPU'", "collective_group",
+        "liger", "gpus", "GPUS", "gpu=", "use_gpu", '"GPU"', "'GPU'", "collective_group", "bnb.",
     )
     VALID = (
         "from transformers import AutoModel\nm = AutoModel.from_pretrained('x', attn_implementation='sdpa')\n",
