@@ -67,8 +67,8 @@ _PYTHON = (
     # flash-attention values, TrainingArguments(tf32=), accelerate's dynamo backend, Ray's
     # "GPU" resource and use_gpu, ray.util.collective groups, serverless gpu="A100"
     "flash_attention", "tf32", "dynamo_backend", '"gpu"', "'gpu'", "use_gpu", "gpu=", "collective_group",
-    # litgpt's quantize="bnb.nf4"
-    "bnb.",
+    # litgpt's quantize="bnb.nf4"; a Lightning Trainer / Fabric left to choose its accelerator (CN108)
+    "bnb.", "lightning",
 )  # fmt: skip
 _SHELL = (
     "cuda", "cudnn", "cublas", "nvidia", "nccl", "nvcc", "nproc", "num_gpus", "num-gpus", "device", "install",
