@@ -78,6 +78,8 @@ _SHELL = (
     # library settings passed as flags (CN709; CN737 in configs): rules/_shared/library_settings.toml
     "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim", "deepspeed",
     "dynamo_backend", "compile_backend", "liger", "bnb.",
+    # Slurm node features naming a GPU (CN706: --constraint=volta32gb)
+    "constraint",
 )  # fmt: skip
 _REQUIREMENTS = (
     "cu", "apex", "flash", "xformers", "bitsandbytes", "triton", "nvidia", "nvml", "gpustat",

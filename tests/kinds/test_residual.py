@@ -68,7 +68,7 @@ _ROWS = {
         "run.sh", "# nvcc first\necho \"install nvcc first\"\ncat <<EOF\nnvcc\nEOF\n", [],
     ),
     "shell-quoted-value": ("run.sh", "python train.py --collective 'nccl'\n", [1]),
-    "shell-directive": ("job.slurm", "#SBATCH --constraint=nvidia_a100\n", [1]),
+    "shell-directive": ("job.slurm", "#SBATCH --licenses=nvidia_sdk\n", [1]),
     "shell-covered": ("run.sh", "export NCCL_DEBUG=INFO\n", []),
     # configs
     "yaml-value": ("config/build.yaml", "build:\n  compiler: nvcc\n", [2]),
