@@ -21,6 +21,7 @@ from ._config import (
 )
 from ._convergence import MAX_ITERATIONS, ConvergenceError
 from ._errors import SourceError
+from ._negation import negated_cuda_word
 from ._printable import printable
 from ._model import Effort, FileError, FileResult, FileStatus, Finding, Fix, Safety, Span
 from ._rule import Invalid, Report, Rule, RuleDefinitionError, Valid, example_fix_safeties, registered_rules
@@ -42,6 +43,7 @@ from ._write import StaleBackupError, atomic_write, remove_stale_temps
 
 __all__ = [
     "printable",
+    "negated_cuda_word",
     "AMP_DTYPES",
     "MAX_ITERATIONS",
     "TARGETS",

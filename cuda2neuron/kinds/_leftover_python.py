@@ -112,6 +112,20 @@ class Names(ast.NodeVisitor):
         # (line, col) of labels: a test id (`pytest.param(..., id="cuda-bf16")`, `ids=[...]`) and
         # the name of a command-line option (`add_argument("--use_triton")`, `addoption("--cuda_ver")`)
         self.labels: set[tuple[int, int]] = set()
+        # (line, col) of the strings a `Literal[...]` type lists (`accelerator: Literal["cpu", "cuda"]`):
+        # accepted values, not chosen ones; the value passed is judged where it is written.
+        self.type_values: set[tuple[int, int]] = set()
+        # (line, col) of a vendor's name held by a field that names an organisation or a hosted
+        # service (`hf_config=dict(org="nvidia", ...)`, `api["api_type"] == "nvidia"`): NVIDIA the
+        # company (a Hub namespace, an inference API), not its GPUs.
+        self.vendor_names: set[tuple[int, int]] = set()
+        # (line, col) of environment variables' names listed among other names (trl's
+        # `_CHILD_ENV_TO_STRIP = ("RANK", ..., "NCCL_DEBUG_FILE")`): a list of names sets no value.
+        self.env_name_lists: set[tuple[int, int]] = set()
+        # (line, col) of words looked for in an exception's text (`any(k in str(e).lower() for k in
+        # ["outofmemoryerror", "cuda", "memory"])` under `except ... as e`): a message's word.
+        self.error_words: set[tuple[int, int]] = set()
+        self._handler_names: set[str] = set()
         # The project's own bare-word names (`def f(cuda=True)`, `self.cuda = ...`): where they are
         # written, by (line, byte col). Resolved against the whole project in `classify`.
         self.params: dict[str, set[str]] = {}  # function or class -> its parameter names
@@ -317,7 +331,75 @@ class Names(ast.NodeVisitor):
                     self.exported.append((e.lineno, e.col_offset, e.value))
         self.generic_visit(node)
 
+    def _vendor(self, field: str | None, value: ast.expr) -> None:
+        if field is not None and field.lower() in _VENDOR_FIELDS and isinstance(value, ast.Constant):
+            if isinstance(value.value, str) and value.value.lower() == "nvidia":
+                self.vendor_names.add((value.lineno, value.col_offset))
+
+    def _names_list(self, node: ast.List | ast.Tuple | ast.Set) -> None:
+        values = [e for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        if len(values) < 2 or len(values) != len(node.elts) or not all(_ENV_VAR_NAME.fullmatch(v.value) for v in values):
+            return
+        cuda = [v for v in values if RESIDUAL_WORDS.search(v.value.encode())]
+        if len(cuda) == len(values) or any("_" not in v.value for v in cuda):
+            return  # only CUDA's variables, or a bare word (`["CPU", "CUDA"]`): settings or devices, not names
+        self.env_name_lists.update((v.lineno, v.col_offset) for v in values)
+
+    def visit_List(self, node: ast.List) -> None:
+        self._names_list(node)
+        self.generic_visit(node)
+
+    def visit_Tuple(self, node: ast.Tuple) -> None:
+        self._names_list(node)
+        self.generic_visit(node)
+
+    def visit_Set(self, node: ast.Set) -> None:
+        self._names_list(node)
+        self.generic_visit(node)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.name:
+            self._handler_names.add(node.name)
+        self.generic_visit(node)
+
+    def _searched_words(self, node: ast.GeneratorExp | ast.ListComp | ast.SetComp) -> None:
+        # `k in <text of a caught exception>` for k over a literal list: the list holds words of messages.
+        elt = node.elt
+        if not (isinstance(elt, ast.Compare) and len(elt.ops) == 1 and isinstance(elt.ops[0], ast.In)):
+            return
+        for gen in node.generators:
+            if not (isinstance(gen.target, ast.Name) and isinstance(elt.left, ast.Name) and elt.left.id == gen.target.id):
+                continue
+            haystack = {n.id for n in ast.walk(elt.comparators[0]) if isinstance(n, ast.Name)}
+            if haystack & self._handler_names and isinstance(gen.iter, (ast.List, ast.Tuple, ast.Set)):
+                self.error_words.update(
+                    (e.lineno, e.col_offset) for e in gen.iter.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                )
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> None:
+        self._searched_words(node)
+        self.generic_visit(node)
+
+    def visit_ListComp(self, node: ast.ListComp) -> None:
+        self._searched_words(node)
+        self.generic_visit(node)
+
+    def visit_keyword(self, node: ast.keyword) -> None:
+        self._vendor(node.arg, node.value)
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        sides = [node.left, *node.comparators]
+        fields = [_field_name(side) for side in sides]
+        for side in sides:
+            for field in fields:
+                self._vendor(field, side)
+        self.generic_visit(node)
+
     def visit_Dict(self, node: ast.Dict) -> None:
+        for k, v in zip(node.keys, node.values):
+            if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                self._vendor(k.value, v)
         self.keys.update((k.lineno, k.col_offset) for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
         # `{"cuda": "nccl", "neuron": "neuron", ...}` (timm's backend table after CN402): the
         # CUDA row stays for CUDA runs; the port's device has its own row.
@@ -336,6 +418,10 @@ class Names(ast.NodeVisitor):
         environ = isinstance(node.value, ast.Attribute) and node.value.attr == "environ"
         if not environ and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
             self.keys.add((node.slice.lineno, node.slice.col_offset))
+        head = node.value
+        if (head.id if isinstance(head, ast.Name) else head.attr if isinstance(head, ast.Attribute) else None) == "Literal":
+            values = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            self.type_values.update((v.lineno, v.col_offset) for v in values if isinstance(v, ast.Constant))
         self.generic_visit(node)
 
 
@@ -501,6 +587,26 @@ def _own_import(statement: str, own_tops: frozenset[str]) -> bool:
     return m is not None and (bool(m.group(1)) or m.group(2).split(".")[0] in own_tops)
 
 
+_ENV_VAR_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
+
+# Fields whose value names an organisation or a hosted service, never a device.
+_VENDOR_FIELDS = frozenset({
+    "org", "organization", "organisation", "owner", "author", "publisher", "provider", "api_type", "api_provider",
+    "model_provider", "llm_provider",
+})
+
+
+def _field_name(node: ast.expr) -> str | None:
+    """The field an expression reads: ``x["api_type"]`` -> api_type, ``cfg.provider`` -> provider."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.slice.value
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
 def parse_names(source: bytes | str, project_modules: frozenset[str] = frozenset()) -> Names | None:
     """What a module defines and imports, or None when it does not parse."""
     try:
@@ -601,6 +707,14 @@ def excuse(tok: Word, ctx: FileExcuses) -> str:
         return f"{word}: the CUDA row of a device table that has the port's row"
     if tok.type == STRING and tok.start in names.skips:
         return f"{word}: a test skipped where the package is absent"
+    if tok.type == STRING and tok.start in names.env_name_lists:
+        return f"{word}: an environment variable's name listed among others (a list of names sets no value)"
+    if tok.type == STRING and tok.start in names.error_words:
+        return f"{word}: a word looked for in a caught exception's message"
+    if tok.type == STRING and tok.start in names.vendor_names:
+        return f"{word}: NVIDIA as an organisation or a hosted service (a Hub namespace, an API provider), not its GPUs"
+    if tok.type == STRING and tok.start in names.type_values:
+        return f"{word}: a value a Literal[...] type accepts (the value passed is judged where it is written)"
     if tok.type == STRING and tok.start in names.labels:
         return f"{word}: a label (a test id or a command-line option's name)"
     if tok.type == STRING and tok.start in names.path_parts:

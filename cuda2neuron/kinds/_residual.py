@@ -31,7 +31,9 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 
-from cuda2neuron.core import Config, Effort, Finding, RunOptions, Span, Suppressions, suppressions_disabled
+from cuda2neuron.core import (
+    Config, Effort, Finding, RunOptions, Span, Suppressions, negated_cuda_word, suppressions_disabled,
+)
 
 from ._guard import Body
 
@@ -364,8 +366,12 @@ class _Hits(dict):
 def _add(hits: _Hits, hit: Hit) -> None:
     from ._leftover_python import is_file_name, is_hub_id, is_web_address
 
-    if is_file_name(hit.token) or is_hub_id(hit.token) or is_web_address(hit.token):
+    token = hit.token.lstrip("rbuRBUfF").strip("'\"")  # a notebook's Python token keeps its quotes
+    if is_file_name(token) or is_hub_id(token) or is_web_address(token):
         return  # a file's or a Hub repository's name (`nvidia/GR1-100`), a page's address: a label
+    words = list(_WORDS.finditer(token))
+    if words and all(negated_cuda_word(token, m.start(), m.end()) for m in words):
+        return  # `trainer-without-cuda-extras`, `cuda-off`: names the variant without CUDA
     if (hit.line, hit.col) not in hits.seen:
         hits.seen.add((hit.line, hit.col))
         hits.setdefault(hit.line, []).append(hit)

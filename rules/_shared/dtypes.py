@@ -226,8 +226,69 @@ def dtype_test_of(rule: Rule, node: cst.BaseExpression) -> cst.BaseExpression | 
         if side is child or side is node:
             continue
         if isinstance(side, cst.Attribute) and side.attr.value == "dtype" and not on_host(rule, side.value):
+            if isinstance(side.value, cst.Name) and _bound_on_host(rule, side.value.value):
+                continue
             return side.value
     return None
+
+
+def _bound_on_host(rule: Rule, name: str) -> bool:
+    """Whether ``name``'s nearest earlier assignment in the blocks around the current node (up to
+    its function) puts a host tensor there: trl's ``tensor = tensor.cpu()`` a line above
+    ``if tensor.dtype in [torch.bfloat16, torch.float8_e4m3fn]:`` tests a host tensor. A
+    compound statement that binds the name in between (an ``if`` / ``for``) leaves it unknown."""
+    chain = list(rule.context.ancestors)
+    for i in range(len(chain) - 2, -1, -1):
+        block, statement = chain[i], chain[i + 1]
+        if isinstance(block, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        body = getattr(block, "body", None)
+        if not isinstance(body, (list, tuple)) or statement not in body:
+            continue
+        for earlier in reversed(body[: body.index(statement)]):
+            if isinstance(earlier, cst.SimpleStatementLine):
+                for small in reversed(earlier.body):
+                    targets = _assigned_names(small)
+                    if name in targets:
+                        value = small.value if isinstance(small, cst.Assign) and len(small.targets) == 1 else None
+                        return value is not None and on_host(rule, value)
+            elif name in _bound_within(earlier):
+                return False
+    return False
+
+
+def _assigned_names(node: cst.CSTNode) -> set[str]:
+    if isinstance(node, cst.Assign):
+        return {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
+    if isinstance(node, (cst.AnnAssign, cst.AugAssign)) and isinstance(node.target, cst.Name):
+        return {node.target.value}
+    return set()
+
+
+def _bound_within(node: cst.CSTNode) -> set[str]:
+    """Names a compound statement binds anywhere inside (assignments, loop and with targets)."""
+    found: set[str] = set()
+
+    class _Binds(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            found.update(_assigned_names(n))
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            found.update(_assigned_names(n))
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            found.update(_assigned_names(n))
+
+        def visit_For(self, n: cst.For) -> None:
+            if isinstance(n.target, cst.Name):
+                found.add(n.target.value)
+
+        def visit_AsName(self, n: cst.AsName) -> None:
+            if isinstance(n.name, cst.Name):
+                found.add(n.name.value)
+
+    node.visit(_Binds())
+    return found
 
 
 class DtypeBindings:

@@ -11,7 +11,9 @@ import libcst as cst
 from cuda2neuron.core import Effort, Rule
 from cuda2neuron.python import dotted_name
 
-__all__ = ["PackageRule", "imports_any", "in_package"]
+from .names import call_qualname
+
+__all__ = ["PackageRule", "imports_any", "in_package", "probed_package"]
 
 
 def in_package(qualified: str | None, packages: tuple[str, ...]) -> bool:
@@ -22,6 +24,27 @@ def in_package(qualified: str | None, packages: tuple[str, ...]) -> bool:
         if qualified.startswith(p) and (len(qualified) == len(p) or qualified[len(p)] == "."):
             return True
     return False
+
+
+# Calls that ask whether a package is installed (or load it by name): their first argument names a
+# package, it selects no implementation (litgpt's `_TRITON_AVAILABLE = RequirementCache("triton")`).
+_PACKAGE_PROBES = frozenset({
+    "importlib.util.find_spec", "importlib.import_module", "importlib.metadata.version",
+    "importlib.metadata.distribution", "pkg_resources.get_distribution", "pkg_resources.require",
+    "lightning_utilities.core.imports.RequirementCache", "lightning_utilities.core.imports.package_available",
+    "lightning_utilities.core.imports.module_available", "lightning_utilities.RequirementCache",
+    "transformers.utils.import_utils._is_package_available",
+})
+
+
+def probed_package(rule: Rule, ancestors, node: cst.CSTNode) -> bool:  # noqa: ANN001 - the chain above node
+    """Whether ``node`` is the first argument of a call that asks for a package by name."""
+    if len(ancestors) < 2 or not isinstance(ancestors[-1], cst.Arg) or not isinstance(ancestors[-2], cst.Call):
+        return False
+    arg, call = ancestors[-1], ancestors[-2]
+    if not call.args or call.args[0] is not arg or arg.keyword is not None:
+        return False
+    return call_qualname(rule, call) in _PACKAGE_PROBES
 
 
 @lru_cache(maxsize=64)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["LAUNCHER_GUIDANCE", "MULTI_PROCESS_LAUNCHER_RE", "launcher_caveat", "visible_cores"]
+__all__ = [
+    "LAUNCHER_GUIDANCE", "MULTI_PROCESS_LAUNCHER_RE", "command_program", "launcher_caveat", "other_program_guidance",
+    "runs_python", "visible_cores",
+]
 
 # Commands that start one process per device from one environment: torchrun and the module it
 # runs (`python -m torch.distributed.run`, the older `.launch`), `accelerate launch`, deepspeed's
@@ -54,3 +57,41 @@ def visible_cores(value: str) -> str | None:
     if len(numbers) == 1:
         return str(numbers[0])
     return f"{numbers[0]}-{numbers[-1]}"
+
+
+# The words in front of a command's program that are not it: more assignments, `env`, and the
+# wrappers that run the next word (`nohup python ...`, `exec torchrun ...`).
+_ASSIGNMENT_WORD = re.compile(r"[A-Za-z_]\w*=\S*")
+_WRAPPERS = frozenset({"env", "nohup", "exec", "time", "nice", "stdbuf", "setsid"})
+# A Python program: an interpreter (`python3`, `python3.11`, a venv's `.venv/bin/python`), a
+# script run directly (`./train.py`), or a Python launcher of PyTorch jobs.
+_PYTHON_PROGRAM = re.compile(r"(?:.*/)?(?:python(?:\d+(?:\.\d+)?)?|torchrun|accelerate|deepspeed|[\w./-]+\.py)")
+
+
+def command_program(command: str) -> str | None:
+    """The program a shell command runs after its assignments and wrappers (``CUDA_VISIBLE_DEVICES=0
+    nohup python3 -m srv`` -> ``python3``), up to the first ``;`` / ``&`` / ``|``; None when the
+    command is empty or the program is computed (``$CMD``)."""
+    head = re.split(r"[;&|\n]", command, maxsplit=1)[0]
+    for word in head.split():
+        word = word.strip("'\"")
+        if _ASSIGNMENT_WORD.fullmatch(word) or word in _WRAPPERS or word.startswith("-"):
+            continue
+        return None if word.startswith(("$", "{", "`")) else word
+    return None
+
+
+def runs_python(program: str | None) -> bool:
+    """Whether ``program`` is a Python interpreter, script or PyTorch launcher; an unknown
+    (computed) program counts as one, as the CUDA variable was written for a GPU program."""
+    return program is None or _PYTHON_PROGRAM.fullmatch(program) is not None
+
+
+def other_program_guidance(program: str) -> str:
+    """What to say where the variable reaches a program that is not Python (``./llama-server``,
+    ``java``): whether it runs PyTorch on the device cannot be known from the command."""
+    return (
+        f"`{program}` is not a Python program, and whether it runs PyTorch on the device cannot be known from "
+        "the command: if it does, select its NeuronCores with NEURON_RT_VISIBLE_CORES (one index or an "
+        "inclusive range such as 0-3); if it does not (a server or a tool that uses no NeuronCore), drop the variable"
+    )

@@ -64,6 +64,11 @@ _GUIDANCE = (
 )
 
 
+def _takes_kwargs(call: cst.Call) -> bool:
+    """``Trainer(**cfg)``: the accelerator may be in the mapping."""
+    return any(a.star == "**" for a in call.args)
+
+
 class LightningCudaAccelerator(Rule):
     """
     ## What it does
@@ -96,21 +101,30 @@ class LightningCudaAccelerator(Rule):
     is reported: the loop runs on ``torch.device("neuron")`` in plain PyTorch, or Lightning gets
     an ``Accelerator`` written for that device.
 
+    A ``Trainer`` or ``Fabric`` that leaves the choice to Lightning (no ``accelerator=``, or
+    ``"auto"``, as litgpt's finetune and generate scripts do) is reported too: "auto" picks CUDA
+    where it finds it and the CPU otherwise, so on Trainium the whole run silently stays on the
+    host. A module written for another accelerator (it imports ``torch_xla`` or Lightning's XLA
+    accelerator and strategies) is left alone.
+
     ## Fix safety
     Report only: no accelerator name in Lightning means the neuron device, and the target API has
-    none to write. ``"auto"``, ``"cpu"`` and a project's own ``Trainer`` are left alone.
+    none to write. ``"cpu"``, a computed value and a project's own ``Trainer`` are left alone.
     """
 
     code = "CN108"
     name = "lightning-cuda-accelerator"
-    triggers = ("accelerator", "Accelerator", "cuda_devices", "is_cuda_available", "gpus", "distributed_backend")
+    # "lightning": a Trainer or Fabric that names no accelerator (Lightning chooses) says no other word.
+    triggers = ("accelerator", "Accelerator", "cuda_devices", "is_cuda_available", "gpus", "distributed_backend", "lightning")
     VALID = (
         'import lightning as L\ntrainer = L.Trainer(accelerator="cpu")\n',
-        'import lightning as L\nfabric = L.Fabric(accelerator="auto", devices=1)\n',
+        # an accelerator chosen by the caller, and XLA code (another accelerator)
+        'import lightning as L\n\ndef make(acc):\n    return L.Fabric(accelerator=acc, devices=1)\n',
+        "import torch_xla.core.xla_model as xm\nimport lightning as L\nfabric = L.Fabric(devices=8, strategy=strategy)\n",
         # A project's own Trainer with an accelerator option is not Lightning's.
         'from mylib import Trainer\nt = Trainer(accelerator="cuda")\n',
         # The word in a string that is not the accelerator argument.
-        'import lightning as L\nL.Trainer(logger="cuda")\n',
+        'import lightning as L\nL.Trainer(accelerator="cpu", logger="cuda")\n',
         # No GPU asked for, and a CPU mode.
         "import pytorch_lightning as pl\ntrainer = pl.Trainer(gpus=0)\n",
         "import pytorch_lightning as pl\ntrainer = pl.Trainer(gpus=None, accelerator='ddp_cpu')\n",
@@ -121,6 +135,9 @@ class LightningCudaAccelerator(Rule):
     )
     INVALID = (
         Invalid('import lightning as L\ntrainer = L.Trainer(accelerator="cuda", devices=4)\n'),
+        # litgpt's finetune scripts: Lightning chooses, and finds no CUDA on Trainium: the CPU.
+        Invalid("import lightning as L\nfabric = L.Fabric(devices=devices, strategy=strategy, precision=precision)\n"),
+        Invalid('import lightning as L\nfabric = L.Fabric(accelerator="auto", devices=1)\n'),
         Invalid('from pytorch_lightning import Trainer\ntrainer = Trainer(accelerator="gpu")\n'),
         Invalid('from lightning.fabric import Fabric\nf = Fabric(accelerator="cuda" if gpu else "cpu")\n'),
         Invalid('import lightning_fabric\nf = lightning_fabric.Fabric(accelerator="gpu", strategy="ddp")\n'),
@@ -173,11 +190,35 @@ class LightningCudaAccelerator(Rule):
             effort=Effort.LOW,
         )
 
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            if self.context.code(alias.name).split(".")[0] == "torch_xla":
+                self._other_accelerator = True
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        module = self.context.code(node.module) if node.module is not None else ""
+        names = () if isinstance(node.names, cst.ImportStar) else tuple(a.evaluated_name for a in node.names)
+        if module.split(".")[0] == "torch_xla" or any(n.startswith("XLA") for n in names):
+            self._other_accelerator = True
+
     def visit_Call(self, node: cst.Call) -> None:
         if self.qualname(node.func) not in _ENTRY_POINTS:
             return
         self._check_gpu_settings(node)
         arg = arg_by_name(node, "accelerator")
+        chosen = arg is None or (string_value(arg.value) or "").lower() == "auto"
+        # Lightning 1.x chose nothing: without gpus= (read above) it ran on the CPU by default.
+        chosen = chosen and arg_by_name(node, "gpus") is None and not self.qualname(node.func).startswith("pytorch_lightning")
+        if chosen and not getattr(self, "_other_accelerator", False) and not _takes_kwargs(node):
+            callee = self.context.code(node.func)
+            self.report(
+                node,
+                f"`{callee}(...)` lets Lightning choose the accelerator (\"auto\"): it has none for the neuron "
+                "device, so on Trainium the run stays on the CPU",
+                guidance=_GUIDANCE,
+                effort=Effort.MEDIUM,
+            )
+            return
         if arg is None:
             return
         for literal in _literals(arg.value):

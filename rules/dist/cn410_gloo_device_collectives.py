@@ -37,9 +37,13 @@ class GlooDeviceCollectives(Rule):
     ## What it does
     Reports ``init_process_group`` / ``new_group`` with the gloo backend (the literal, or a
     backend setting whose default is ``"gloo"``: ``backend: str = "gloo"``,
-    ``add_argument("--backend", default="gloo")``) in a module that runs collectives
-    (``dist.all_reduce``, ``all_gather``, ``broadcast``, ...) and puts its data on the
-    accelerator.
+    ``add_argument("--backend", default="gloo")``) where the code that runs with the group
+    runs collectives (``dist.all_reduce``, ``all_gather``, ``broadcast``, ...) and puts its data
+    on the accelerator. That code is the group's *unit*: the module's top-level code, a function,
+    or a class, joined with every unit that calls or names it (a callback handed to a launcher
+    counts). A test class's ``test_*`` methods are units of their own (pytest runs each alone,
+    with the class's setup methods): torchtune's worker that creates a gloo group only to check
+    its backend is not the test beside it that reduces CUDA tensors under another group.
 
     ## Why is this bad?
     gloo runs collectives on CPU tensors, and on CUDA tensors too: a GPU program can reduce its
@@ -73,6 +77,12 @@ class GlooDeviceCollectives(Rule):
         # A backend setting whose default is another backend.
         "import torch\nimport torch.distributed as dist\nBACKEND = 'nccl'\ndist.init_process_group(BACKEND)\n"
         "dist.all_reduce(torch.ones(2, device='cuda'))\n",
+        # torchtune's test_distributed.py: the gloo worker runs alone; the device test beside it
+        # reduces under the harness's own group.
+        "import torch\nimport torch.distributed as dist\n\nclass TestDistributed:\n"
+        "    @staticmethod\n    def _worker():\n        dist.init_process_group(backend='gloo')\n"
+        "        assert dist.get_backend() == 'gloo'\n\n    def test_launch(self, launch):\n        launch(self._worker)\n\n"
+        "    def test_reduce(self):\n        t = torch.ones(2, device='cuda')\n        dist.all_reduce(t)\n",
     )
     INVALID = (
         # cleanrl's ppo_atari_multigpu.py: the default of the backend field is gloo.
@@ -91,6 +101,12 @@ class GlooDeviceCollectives(Rule):
             "dist.init_process_group(args.dist_backend)\ndist.broadcast(torch.ones(1).to('neuron'), 0)\n",
             target="accelerator",
         ),
+        # The group is made in one function and used in another that the same caller runs.
+        Invalid(
+            "import torch\nimport torch.distributed as dist\n\ndef setup():\n    dist.init_process_group('gloo')\n\n"
+            "def train(model):\n    model.cuda()\n    dist.all_reduce(model.weight.grad)\n\n"
+            "def main():\n    setup()\n    train(build())\n"
+        ),
     )
 
     @classmethod
@@ -101,19 +117,57 @@ class GlooDeviceCollectives(Rule):
     def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
         super().__init__(context)
         # Decided when the module is left: the three facts may come in any order.
-        self._inits: list[tuple[cst.Call, tuple[cst.CSTNode, ...], str]] = []
+        self._inits: list[tuple[cst.Call, tuple[cst.CSTNode, ...], str, str]] = []
         self._gloo_settings: set[str] = set()  # backend settings whose default is "gloo"
-        self._collective = False
-        self._device = False
+        # What each unit does (its collectives, its device use) and which units it names.
+        self._collective: set[str] = set()
+        self._device: set[str] = set()
+        self._names: dict[str, set[str]] = {}
+        self._units: dict[str, set[str]] = {}  # a def's or class's name -> the units it is part of
+        self._setup_units: dict[str, set[str]] = {}  # a test class -> its setup methods' units
+        self._tests: dict[str, set[str]] = {}  # a test class -> its test methods' units
+
+    def _unit(self) -> str:
+        """The unit the visited node belongs to: ``<module>``, a top-level function, a class, or
+        a test class's method (``Class.method``)."""
+        defs = [a for a in self.context.ancestors if isinstance(a, (cst.FunctionDef, cst.ClassDef))]
+        if not defs:
+            return "<module>"
+        top = defs[0]
+        if isinstance(top, cst.ClassDef) and _is_test_class(top) and len(defs) > 1:
+            return f"{top.name.value}.{defs[1].name.value}"
+        return top.name.value
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._define(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._define(node)
+
+    def _define(self, node: cst.FunctionDef | cst.ClassDef) -> None:
+        defs = [a for a in self.context.ancestors if isinstance(a, (cst.FunctionDef, cst.ClassDef))]
+        if defs and isinstance(defs[0], cst.ClassDef) and _is_test_class(defs[0]) and len(defs) == 1:
+            cls, unit = defs[0].name.value, f"{defs[0].name.value}.{node.name.value}"
+            if node.name.value in _SETUP_METHODS:
+                self._setup_units.setdefault(cls, set()).add(unit)
+            elif node.name.value.startswith("test"):
+                self._tests.setdefault(cls, set()).add(unit)
+        else:
+            unit = defs[0].name.value if defs else node.name.value
+        self._units.setdefault(node.name.value, set()).add(unit)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._names.setdefault(self._unit(), set()).add(node.value)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         value = string_value(node)
         if value is not None and (value in _DEVICE_WORDS or value.split(":")[0] in _DEVICE_WORDS):
-            self._device = True
+            self._device.add(self._unit())
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._names.setdefault(self._unit(), set()).add(node.attr.value)
         if node.attr.value in _DEVICE_WORDS:  # torch.cuda, x.cuda()
-            self._device = True
+            self._device.add(self._unit())
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         # `backend: str = "gloo"` (a dataclass / tyro field)
@@ -138,7 +192,7 @@ class GlooDeviceCollectives(Rule):
             return
         qualified = call_qualname(self, node)
         if qualified in _COLLECTIVES:
-            self._collective = True
+            self._collective.add(self._unit())
         elif qualified in _INIT:
             backend = arg_by_name(node, "backend", 0 if qualified.endswith("init_process_group") else 2)
             if backend is None:
@@ -149,12 +203,16 @@ class GlooDeviceCollectives(Rule):
             else:
                 key = terminal_name(backend.value) or ""  # `args.backend`: decided by its default
             if key:
-                self._inits.append((node, tuple(self.context.ancestors), key))
+                self._inits.append((node, tuple(self.context.ancestors), key, self._unit()))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         if not (self._collective and self._device):
             return
-        for call, ancestors, key in self._inits:
+        together = self._joined_units()
+        for call, ancestors, key, unit in self._inits:
+            group = together(unit)
+            if not (group & self._collective and group & self._device):
+                continue
             if key == "gloo" or key in self._gloo_settings:
                 self.report(
                     call,
@@ -163,3 +221,43 @@ class GlooDeviceCollectives(Rule):
                     effort=Effort.LOW,
                     ancestors=ancestors,
                 )
+
+    def _joined_units(self):  # noqa: ANN202 - unit -> the units that run with it
+        """Units are joined when one names the other (a call, a callback, a method through
+        ``self.``), and a test class's setup methods join each of its tests."""
+        parent: dict[str, str] = {}
+
+        def find(u: str) -> str:
+            while parent.setdefault(u, u) != u:
+                parent[u] = parent[parent[u]]
+                u = parent[u]
+            return u
+
+        def join(a: str, b: str) -> None:
+            parent[find(a)] = find(b)
+
+        for unit, names in self._names.items():
+            for name in names:
+                for other in self._units.get(name, ()):
+                    join(unit, other)
+        for cls, setups in self._setup_units.items():
+            for setup in setups:
+                for test in self._tests.get(cls, ()):
+                    join(setup, test)
+        units = set(parent) | self._collective | self._device
+
+        def together(unit: str) -> set[str]:
+            root = find(unit)
+            return {u for u in units if find(u) == root}
+
+        return together
+
+
+_SETUP_METHODS = frozenset({"setUp", "setUpClass", "setup_method", "setup_class", "setup"})
+
+
+def _is_test_class(node: cst.ClassDef) -> bool:
+    """A class pytest or unittest collects: its test methods run one by one."""
+    return node.name.value.startswith("Test") or any(
+        (terminal_name(b.value) or "").endswith("TestCase") for b in node.bases
+    )

@@ -9,7 +9,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.strings import string_value
-from .._shared.visible_devices import visible_cores
+from .._shared.visible_devices import command_program, other_program_guidance, runs_python, visible_cores
 
 __all__ = ["CudaVisibleDevicesInCommand"]
 
@@ -26,7 +26,7 @@ _LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "
 _GUIDANCE = (
     "for a PyTorch program on Trainium set NEURON_RT_VISIBLE_CORES (one index or an inclusive range such as "
     "0-3, not a comma list); under a multi-process launcher drop it and let init_process_group(\"neuron\") give "
-    "each rank its core; a command that runs no PyTorch code on the device needs neither"
+    "each rank its core"
 )
 
 
@@ -57,6 +57,9 @@ class CudaVisibleDevicesInCommand(Rule):
     launcher (the Neuron runtime reads one index or a range). Computed values (f-string
     placeholders), gaps, and launcher commands are reported: there each rank should get its
     core from ``init_process_group("neuron")``. With ``--target accelerator`` it is reported.
+    A command whose program is not Python (``./llama-server``, ``java``; read past ``env``,
+    ``nohup`` and other assignments) is reported and never rewritten: whether it runs PyTorch on
+    the device cannot be known from the command, and the finding says so.
     """
 
     code = "CN412"
@@ -79,6 +82,10 @@ class CudaVisibleDevicesInCommand(Rule):
         Invalid("import os\nos.system('cd out && CUDA_VISIBLE_DEVICES=3 python eval.py')\n", "import os\nos.system('cd out && NEURON_RT_VISIBLE_CORES=3 python eval.py')\n"),
         Invalid("cmd = \"screen -dmS job bash -c 'CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node 2 train.py'\"\n"),
         Invalid('import os\nos.system("CUDA_VISIBLE_DEVICES=2 python eval.py")\n', target="accelerator"),
+        # Not a Python program: whether it uses a NeuronCore cannot be known, so nothing is rewritten.
+        Invalid('import subprocess\nsubprocess.Popen("CUDA_VISIBLE_DEVICES=1 ./llama-server -m m.gguf", shell=True)\n'),
+        Invalid("import os\nos.system('cd out && CUDA_VISIBLE_DEVICES=0 nohup python3 -m srv.worker &')\n",
+                "import os\nos.system('cd out && NEURON_RT_VISIBLE_CORES=0 nohup python3 -m srv.worker &')\n"),
     )
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
@@ -89,6 +96,14 @@ class CudaVisibleDevicesInCommand(Rule):
             return
         matches = list(_ASSIGN_RE.finditer(text))
         if not matches:
+            return
+        others = [p for m in matches if not runs_python(p := command_program(text[m.end():]))]
+        if others:
+            # The child is no Python program: a rewrite would guess what it runs.
+            self.report(
+                node, f"`{_VARIABLE}=` in a command string selects CUDA GPUs for `{others[0]}`; nothing reads it on Trainium",
+                guidance=other_program_guidance(others[0]), effort=Effort.LOW,
+            )
             return
         cores = [visible_cores(m.group(2)) for m in matches]
         launcher = any(word in text for word in _LAUNCHERS)

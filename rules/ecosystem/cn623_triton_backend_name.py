@@ -7,6 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule
 
 from .._shared.nets import is_text
+from .._shared.packages import probed_package
 from .._shared.strings import string_value
 
 __all__ = ["TritonBackendName"]
@@ -56,6 +57,9 @@ class TritonBackendName(Rule):
         'def f():\n    "triton"\n',
         'name = "tritonv2"\n',  # another word
         'log.info("using %s", "triton")\n',
+        # a package probe: the string names the package (litgpt's constants.py)
+        'from lightning_utilities.core.imports import RequirementCache\n_TRITON_AVAILABLE = RequirementCache("triton")\n',
+        'import importlib.util\nhas_triton = importlib.util.find_spec("triton") is not None\n',
     )
     INVALID = (
         Invalid('import pytest\n\n@pytest.mark.parametrize("backend", ["triton"])\ndef test(backend):\n    pass\n'),
@@ -68,7 +72,7 @@ class TritonBackendName(Rule):
             return
         if string_value(node) not in _NAMES:
             return
-        if is_text(self.context.ancestors, node):
+        if is_text(self.context.ancestors, node) or probed_package(self, self.context.ancestors, node):
             return
         self.report(node, '`"triton"` selects a Triton implementation', guidance=_GUIDANCE, effort=Effort.LOW)
 

@@ -58,6 +58,10 @@ def _positive_number(node: cst.BaseExpression) -> bool:
     return True  # computed: the count is not known to be zero
 
 
+# unittest's assertions that expect an exception from the block they open.
+_RAISES_ASSERTIONS = frozenset({"assertRaises", "assertRaisesRegex"})
+
+
 class LibraryCudaSetting(Rule):
     """
     ## What it does
@@ -109,10 +113,13 @@ class LibraryCudaSetting(Rule):
     fixes = frozenset({Safety.SAFE})
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "deepspeed", "dynamo_backend", "compile_backend",
-        "liger", "gpus", "GPUS", "gpu=", "use_gpu", '"GPU"', "'GPU'", "collective_group",
+        "liger", "gpus", "GPUS", "gpu=", "use_gpu", '"GPU"', "'GPU'", "collective_group", "bnb.",
     )
     VALID = (
         "from transformers import AutoModel\nm = AutoModel.from_pretrained('x', attn_implementation='sdpa')\n",
+        # a test that expects the setting to be refused (trl's test_config_rejects_liger)
+        "import pytest\n\ndef test_rejects(tmp_path):\n    with pytest.raises(ValueError, match='liger'):\n"
+        "        DistillConfig(output_dir=tmp_path, use_liger_kernel=True)\n",
         "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', tf32=False)\n",
         "import ray\n\n@ray.remote(num_cpus=2)\ndef f():\n    pass\n",
         "import ray\n\n@ray.remote(num_gpus=0)\ndef f():\n    pass\n",
@@ -229,7 +236,7 @@ class LibraryCudaSetting(Rule):
     def _setting(self, key: str, value: cst.BaseExpression, holder: cst.CSTNode) -> None:
         """Report ``value``, the literal ``holder`` (the node being visited) gives the setting ``key``."""
         written = _literal(value)
-        if written is None:
+        if written is None or self._expected_to_raise():
             return
         found = match_setting(key, written, "python")
         if found is None:
@@ -244,6 +251,20 @@ class LibraryCudaSetting(Rule):
             return
         guidance = found.setting.guidance or (f"on Trainium write {found.port!r}" if found.port else "")
         self.report(value, message, guidance=guidance, effort=Effort.LOW, ancestors=(*self.context.ancestors, holder))
+
+    def _expected_to_raise(self) -> bool:
+        """Inside ``with pytest.raises(...)`` / ``self.assertRaises(...)``: the test expects the
+        library to refuse the setting (trl's ``test_config_rejects_liger``), so it never runs."""
+        for anc in self.context.ancestors:
+            if not isinstance(anc, cst.With):
+                continue
+            for item in anc.items:
+                call = item.item
+                if isinstance(call, cst.Call) and (
+                    call_qualname(self, call) == "pytest.raises" or terminal_name(call.func) in _RAISES_ASSERTIONS
+                ):
+                    return True
+        return False
 
     @staticmethod
     def _port(value: cst.BaseExpression, found: Match) -> cst.BaseExpression | None:

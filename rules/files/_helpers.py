@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from cuda2neuron.core import Rule
+from cuda2neuron.core import Rule, negated_cuda_word
 
 from .._shared.env import CUDA_ENV_RE
 
@@ -21,6 +21,7 @@ __all__ = [
     "TextRule",
     "cuda_env_guidance",
     "cuda_image",
+    "names_cuda",
 ]
 
 
@@ -47,11 +48,18 @@ CUDA_IMAGE_RE = re.compile(
 _IMAGE_REF_RE = re.compile(r"[\w.-]+(?::\d+)?(?:/[\w.-]+)*(?::[\w.-]+)?(?:@sha256:[0-9a-f]+)?")
 
 
+def names_cuda(value: str) -> bool:
+    """Whether ``value`` (an image reference, a tag) selects a CUDA build: a CUDA word of
+    ``CUDA_IMAGE_RE`` that no neighbouring word negates (``without-cuda``, ``cuda-disabled``)."""
+    return any(not negated_cuda_word(value, m.start(), m.end()) for m in CUDA_IMAGE_RE.finditer(value))
+
+
 def cuda_image(value: str) -> bool:
     """Whether ``value`` is an image reference (``name[:tag]``, a registry path) naming a CUDA
-    or NGC image; a sentence that mentions CUDA is not one."""
+    or NGC image; a sentence that mentions CUDA is not one, nor a tag that names the variant
+    without CUDA."""
     value = value.strip()
-    return bool(value) and _IMAGE_REF_RE.fullmatch(value) is not None and CUDA_IMAGE_RE.search(value) is not None
+    return bool(value) and _IMAGE_REF_RE.fullmatch(value) is not None and names_cuda(value)
 
 
 NEURON_IMAGE_GUIDANCE = (

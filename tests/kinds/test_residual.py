@@ -41,6 +41,14 @@ _ROWS = {
     "python-path-part": ("m.py", "import os, tempfile\nd = os.path.join(tempfile.gettempdir(), 'cnn_cuda_example')\n", []),
     "python-path-into-cuda": ("m.py", "import os\ncuda_home = find_toolkit()\nnvcc = os.path.join(cuda_home, 'bin', 'nvcc_wrapper')\n", [3]),
     "python-str-join-is-no-path": ("m.py", "x = ', '.join(['use_cuda_x'])\n", [1]),
+    "python-literal-type": ("m.py", 'from typing import Literal\n\ndef f(accelerator: Literal["cpu", "cuda"] = "cpu"):\n    pass\n', []),
+    # NVIDIA the company: a Hub namespace (litgpt's model table), a hosted API (FastChat's providers)
+    "python-vendor-org": ("m.py", 'cfg = dict(name="Llama-Nemotron", hf_config=dict(org="nvidia", name="Llama-Nemotron"))\n', []),
+    "python-vendor-api": ("m.py", 'def run(api):\n    if api["api_type"] == "nvidia":\n        return post(api)\n', []),
+    "python-vendor-gpu-name": ("m.py", 'import torch\nif "nvidia" in gpu_name:\n    check_links()\n', [2]),
+    # trl: a list of variables a child drops is names, not settings
+    "python-env-name-list": ("m.py", '_STRIP = ("RANK", "WORLD_SIZE", "NCCL_DEBUG_FILE")\n', []),
+    "python-upper-device-words": ("m.py", 'KINDS = ["CPU", "CUDA"]\n', [1]),
     "python-own-enum-member": ("pkg/m.py", "from .helper import DeviceType\nif t == DeviceType.CUDA:\n    pass\n", []),
     # a page's address, a web service's credential, letters of a word across two words of a name
     "python-web-address": ("m.py", 'DOCS = "https://docs.nvidia.com/deploy/nccl-tuning"\n', []),
@@ -48,13 +56,19 @@ _ROWS = {
     "python-camel-case-crossing": ("m.py", "from openai import AsyncClient\nclient = AsyncClient()\n", []),
     "python-lowercase-word-kept": ("m.py", "from vllm.distributed import pynccl\nc = pynccl.PyNcclCommunicator(g)\n", [1, 2]),
     "yaml-web-address": ("config/train.yaml", "docs: https://docs.nvidia.com/cuda/\n", []),
+    # a tag or name that says *without* CUDA (axolotl's CI matrix), beside one that names a CUDA build
+    "yaml-negated-tag": (
+        "ci.yml", "matrix:\n  include:\n    - IMAGE_TAG: trainer-without-cuda-extras\n    - variant: build-cuda-off\n"
+        "    - variant: build-cuda\n", [5],
+    ),
+    "shell-negated-flag": ("run.sh", "python train.py --no-cuda\npython train.py --cuda\n", [2]),
     # shell
     "shell-nvcc": ("build.sh", "nvcc -O3 -o k k.cu\n", [1]),
     "shell-comment-message-heredoc": (
         "run.sh", "# nvcc first\necho \"install nvcc first\"\ncat <<EOF\nnvcc\nEOF\n", [],
     ),
     "shell-quoted-value": ("run.sh", "python train.py --collective 'nccl'\n", [1]),
-    "shell-directive": ("job.slurm", "#SBATCH --constraint=nvidia_a100\n", [1]),
+    "shell-directive": ("job.slurm", "#SBATCH --licenses=nvidia_sdk\n", [1]),
     "shell-covered": ("run.sh", "export NCCL_DEBUG=INFO\n", []),
     # configs
     "yaml-value": ("config/build.yaml", "build:\n  compiler: nvcc\n", [2]),
@@ -299,3 +313,16 @@ def test_the_residual_pass_is_linear_in_one_long_line(path, line):
         sys.setprofile(None)
     assert result.findings
     assert calls < 40 * n, calls
+
+
+def test_a_notebook_hub_repository_is_a_label():
+    # trl's sft_nemotron_3 notebook: a Hub repository of NVIDIA's organisation, quoted in a cell.
+    nb = {
+        "cells": [{"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
+                   "source": ['model_id = "nvidia/Nemotron-Mini-4B"\n', "load(model_id, tool='nvcc')\n"]}],
+        "metadata": {"language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    findings = [f for f in lint_source(json.dumps(nb, indent=1) + "\n", "nb.ipynb", Config()) if f.code == CN902]
+    assert [f.message.split(": CUDA")[0] for f in findings] == ["cell 1, line 2"]

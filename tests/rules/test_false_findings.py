@@ -40,9 +40,23 @@ ROWS = [
     ("fp8-table", "s.py", 'import torch\nFP8 = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}\n', "CN619", 0),
     ("fp8-cpu-dtype-test", "s.py", "import torch\nok = w.cpu().dtype == torch.float8_e4m3fn\n", "CN619", 0),
     ("fp8-device-cast", "s.py", "import torch\nw8 = w.to(torch.float8_e4m3fn)\n", "CN619", 1),
+    # trl's hash_module: the name was rebound to a host copy a line above the test
+    ("fp8-test-of-a-name-bound-to-a-host-copy", "s.py",
+     "import torch\n\ndef digest(sd):\n    for t in sd.values():\n        t = t.detach().cpu()\n"
+     "        if t.dtype in [torch.bfloat16, torch.float8_e4m3fn]:\n            t = t.float()\n", "CN619", 0),
+    ("fp8-test-of-a-name-rebound-by-an-if", "s.py",
+     "import torch\n\ndef f(t, dev):\n    t = t.cpu()\n    if dev:\n        t = t.to(dev)\n"
+     "    return t.dtype == torch.float8_e4m3fn\n", "CN619", 1),
+    ("fp8-test-of-a-parameter", "s.py", "import torch\n\ndef f(t):\n    return t.dtype == torch.float8_e4m3fn\n", "CN619", 1),
     # CN109: "cuda" among words looked for in an error message.
     ("error-keywords", "s.py", 'OOM = ["out of memory", "cuda", "cublas_status_alloc_failed"]\n', "CN109", 0),
     ("device-list", "s.py", 'devices = st.sampled_from(["cpu", "cuda"])\n', "CN109", 1),
+    # words searched in a device's name are device words; in a caught exception's text, message words
+    ("device-word-search", "s.py", 'ok = any(k in str(device) for k in ["cuda", "mps"])\n', "CN109", 1),
+    ("error-word-search-cn109", "s.py",
+     'try:\n    run()\nexcept Exception as e:\n    if any(k in str(e).lower() for k in ["oom", "cuda"]):\n        skip()\n', "CN109", 0),
+    ("error-word-search-residual", "s.py",
+     'try:\n    run()\nexcept Exception as e:\n    if any(k in str(e).lower() for k in ["out of memory", "cuda"]):\n        skip()\n', "CN902", 0),
     # accelerate's max_memory keyed by "cuda:0": CN111 says what to do; CN109's "add a neuron entry" would
     # not help (accelerate plans memory for CUDA devices only). One finding, not two.
     ("max-memory-cuda-keys-cn109", "s.py", 'm = AutoModel.from_pretrained("x", max_memory={"cuda:0": "20GiB", "cpu": "60GiB"})\n', "CN109", 0),

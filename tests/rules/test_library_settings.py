@@ -42,6 +42,20 @@ def test_every_call_row_names_its_source(call):
         ("strategy", "ddp", "config", None),
         ("strategy", "cuda fp16 *10 -> cpu fp32", "config", ""),
         ("strategy", "cuda fp16", "python", None),  # configs and flags only
+        # the rwkv package's strategies: any group of layers on cuda / cuda:N (its PyPI description)
+        ("strategy", "cpu fp32 *6 -> cuda fp16", "config", ""),
+        ("strategy", "cuda:0 fp16 *10 -> cuda:1 fp16 *8 -> cpu fp32", "config", ""),
+        ("strategy", "cpu fp32", "config", None),
+        # litgpt's quantize: bitsandbytes' formats (config_hub YAMLs, --quantize, LLM.distribute)
+        ("quantize", "bnb.nf4", "config", ""),
+        ("--quantize", '"bnb.nf4-dq"', "cli", ""),
+        ("quantize", '"bnb.int8"', "python", ""),
+        ("quantize", "int8wo", "config", None),
+        # Modal's GPU types (its GPU acceleration guide), and a count
+        ("gpu", "RTX-PRO-6000", "python", ""),
+        ("gpu", "B200+", "python", ""),
+        ("gpu", "H100!:8", "python", ""),
+        ("gpu", "cpu", "python", None),
     ],
     ids=lambda v: str(v),
 )

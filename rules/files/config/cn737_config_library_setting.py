@@ -71,7 +71,7 @@ class LibrarySettingInConfig(TextRule):
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
         "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger",
-        "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown",
+        "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown", "bnb.",
     )
     VALID = (
         Valid("attn_implementation: sdpa\n", path=CONFIG_EXAMPLE),

@@ -7,7 +7,7 @@ import re
 from cuda2neuron.core import Effort, Invalid, Valid
 from cuda2neuron.core import TextReport
 
-from .._helpers import CUDA_IMAGE_RE, NEURON_IMAGE_GUIDANCE, TextRule, cuda_image
+from .._helpers import NEURON_IMAGE_GUIDANCE, TextRule, cuda_image, names_cuda
 
 __all__ = ["CudaBaseImage"]
 
@@ -57,6 +57,8 @@ class CudaBaseImage(TextRule):
         Valid('FROM ubuntu:22.04\nLABEL description="built without cuda"\n', path=_DOCKERFILE),
         # variables named after CUDA, holding a version: their names are not images
         Valid('ARG CUDNN_VERSION=""\nARG CUDA_VERSION_TAG\nFROM ubuntu:22.04\nLABEL note=cuda-free\n', path=_DOCKERFILE),
+        # a tag naming the variant without CUDA
+        Valid("FROM ghcr.io/org/trainer:py3.11-no-cuda\n", path=_DOCKERFILE),
     )
     INVALID = (
         Invalid("FROM nvidia/cuda:12.1.0-cudnn8-runtime-ubuntu22.04\n", path=_DOCKERFILE),
@@ -73,7 +75,7 @@ class CudaBaseImage(TextRule):
         reports = []
         for start, end in doc.instructions("FROM"):
             m = _IMAGE_RE.match(doc.raw, start, end)
-            if m is None or not CUDA_IMAGE_RE.search(m.group(1)):
+            if m is None or not names_cuda(m.group(1)):
                 continue
             reports.append(TextReport(
                 m.start(1), m.end(1),

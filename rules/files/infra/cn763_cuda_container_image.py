@@ -61,6 +61,12 @@ class CudaContainerImage(TextRule):
             path=".github/workflows/docker.yml",
         ),
         Valid("services:\n  t:\n    build:\n      args:\n        - USE_CUDA=0\n", path="docker-compose.yml"),
+        # axolotl's CI matrix: a tag that names the variant *without* CUDA selects no CUDA image.
+        Valid(
+            "jobs:\n  b:\n    strategy:\n      matrix:\n        include:\n          - IMAGE_TAG: trainer-without-cuda-extras\n"
+            "          - base_image: ghcr.io/org/trainer:cuda-disabled\n",
+            path=".github/workflows/docker.yml",
+        ),
     )
     INVALID = (
         Invalid("jobs:\n  t:\n    container:\n      image: pytorch/pytorch:2.8.0-cuda12.8-cudnn9-devel\n", path=".github/workflows/gpu.yml"),

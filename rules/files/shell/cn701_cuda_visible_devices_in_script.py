@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from cuda2neuron.core import Effort, Invalid, Safety, TextReport, Valid
-from cuda2neuron.documents.shell import CODE, DQUOTE, ShellScript, command_end, unquote
+from cuda2neuron.documents.shell import CODE, DQUOTE, SQUOTE, ShellScript, command_end, unquote
 
-from ..._shared.visible_devices import LAUNCHER_GUIDANCE, MULTI_PROCESS_LAUNCHER_RE, launcher_caveat
+from ..._shared.visible_devices import (
+    LAUNCHER_GUIDANCE, MULTI_PROCESS_LAUNCHER_RE, command_program, launcher_caveat, other_program_guidance, runs_python,
+)
 from ..._shared.visible_devices import visible_cores as dist_visible_cores
 from .._helpers import TextRule
 
@@ -19,6 +22,9 @@ _NRVC = "NEURON_RT_VISIBLE_CORES"
 _CVD_RE = re.compile(_CVD)
 # `$CUDA_VISIBLE_DEVICES`, `${CUDA_VISIBLE_DEVICES:-0}`, or the bare name after export/unset.
 _CVD_USE_RE = re.compile(r"(?:\$\{?)?(?<![\w])CUDA_VISIBLE_DEVICES(?![\w=])")
+# An assignment inside a quoted command another program runs (`screen -X stuff "CUDA_VISIBLE_DEVICES=0
+# python3 -m worker"`, `bash -c '...'`, `ssh host "..."`): its value up to a space or a quote.
+_QUOTED_CVD_RE = re.compile(r"(?<![\w$])CUDA_VISIBLE_DEVICES=([^\s;&|'\"\\]*)")
 
 
 def visible_cores(value: str) -> tuple[str | None, str]:
@@ -62,6 +68,10 @@ class CudaVisibleDevicesInScript(TextRule):
     ranges, and later reads of ``$CUDA_VISIBLE_DEVICES`` are renamed with the assignment. Lists
     that are not consecutive, empty values and GPU UUIDs are reported.
 
+    A command string the script hands to another program (``screen -X stuff "CUDA_VISIBLE_DEVICES=0
+    python3 -m worker"``, ``tmux send-keys``, ``bash -c '...'``) is read the same way: the assignment
+    at the start of the quoted command, or after its ``;`` / ``&&`` / ``|``.
+
     ## Why is this bad?
     The Neuron runtime ignores ``CUDA_VISIBLE_DEVICES``; it selects NeuronCores with
     ``NEURON_RT_VISIBLE_CORES``, which takes one index or an inclusive range (``0-3``), never a
@@ -90,7 +100,9 @@ class CudaVisibleDevicesInScript(TextRule):
     run time would be rejected. Reads of the variable are renamed with the same safety as the
     assignments in the script, and only reported when an assignment could not be rewritten; a
     read inside ``$(...)`` (the value is computed with, e.g. counted) is an unsafe rename,
-    because ``0-3`` does not split on commas as ``0,1,2,3`` did.
+    because ``0-3`` does not split on commas as ``0,1,2,3`` did. In a quoted command, a literal
+    list in front of one Python process is a safe rewrite; in front of a program that is not
+    Python nothing is rewritten (whether it uses a NeuronCore cannot be known from the script).
     """
 
     code = "CN701"
@@ -105,6 +117,7 @@ class CudaVisibleDevicesInScript(TextRule):
         Valid('echo "usage: CUDA_VISIBLE_DEVICES=0,1 ./run.sh"\n', path="launch.sh"),
         Valid("cat <<EOF\nCUDA_VISIBLE_DEVICES=0,1\nEOF\n", path="launch.sh"),
         Valid("MY_CUDA_VISIBLE_DEVICES=0,1 python a.py\n", path="launch.sh"),
+        Valid('tmux send-keys -t w "echo set CUDA_VISIBLE_DEVICES=0 first" Enter\n', path="launch.sh"),
         Valid(
             "CUDA_VISIBLE_DEVICES=0,1 NEURON_RT_VISIBLE_CORES=0-1 torchrun train.py\n",
             target="accelerator",
@@ -112,6 +125,15 @@ class CudaVisibleDevicesInScript(TextRule):
         ),
     )
     INVALID = (
+        # FastChat's build-api.sh: the worker's command is typed into a screen session.
+        Invalid(
+            'screen -DRRS w0 -X stuff "CUDA_VISIBLE_DEVICES=0 python3 -m fastchat.serve.model_worker \\r"\n',
+            'screen -DRRS w0 -X stuff "NEURON_RT_VISIBLE_CORES=0 python3 -m fastchat.serve.model_worker \\r"\n',
+            path="build-api.sh",
+        ),
+        Invalid("tmux send-keys -t srv 'cd app && CUDA_VISIBLE_DEVICES=1 ./llama-server -m m.gguf' Enter\n", path="serve.sh"),
+        Invalid("bash -c 'CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node 2 train.py'\n", path="launch.sh"),
+        Invalid('screen -S w -X stuff "CUDA_VISIBLE_DEVICES=0 python3 w.py\\r"\n', path="build-api.sh", target="accelerator"),
         Invalid(
             "CUDA_VISIBLE_DEVICES=0,1 python train.py\n",
             "NEURON_RT_VISIBLE_CORES=0-1 python train.py\n",
@@ -181,7 +203,10 @@ class CudaVisibleDevicesInScript(TextRule):
         assignments = list(doc.assignments(_CVD_RE))
         reads = [m for m in _CVD_USE_RE.finditer(text) if _is_read(doc, m, {a[0] for a in assignments})]
         if settings.target == "accelerator":
-            return _add_neuron_variable(doc, assignments)
+            # A quoted command is reported only: the GPU run keeps its variable as written.
+            quoted = [replace(r, replacement=None, guidance=r.guidance or f"add `{_NRVC}=<one index or a range a-b>` next to it")
+                      for r in _quoted_commands(doc)]
+            return _add_neuron_variable(doc, assignments) + quoted
         # One script, one spelling: renaming some assignments but not others (or not a read)
         # would leave a read of an unset variable. So the weakest case decides for all:
         # any list without a range form -> nothing is rewritten; any run-time value or any
@@ -241,6 +266,7 @@ class CudaVisibleDevicesInScript(TextRule):
                 *fix_span, message, replacement=replacement, safety=level, guidance=guidance,
                 description=f"use {_NRVC}",
             ))
+        out.extend(_quoted_commands(doc))
         for m in reads:
             name_start = m.end() - len(_CVD)
             message = f"reads `{_CVD}`; the Neuron runtime uses `{_NRVC}`"
@@ -259,6 +285,53 @@ class CudaVisibleDevicesInScript(TextRule):
                 description=f"rename to {_NRVC} with its assignment",
             ))
         return out
+
+
+def _quoted_commands(doc: ShellScript) -> list[TextReport]:
+    """``CUDA_VISIBLE_DEVICES=`` at the start of a quoted command (or after its ``;`` / ``&&`` /
+    ``|``): a command another program runs. A sentence that mentions it has words before it."""
+    text, states = doc.text, doc.states
+    out: list[TextReport] = []
+    for m in _QUOTED_CVD_RE.finditer(text):
+        state = states[m.start()]
+        if state not in (DQUOTE, SQUOTE):
+            continue
+        quote = "'" if state == SQUOTE else '"'
+        a = m.start()
+        while a > 0 and states[a - 1] == state and text[a - 1] != quote:
+            a -= 1
+        before = text[a:m.start()].rstrip()
+        if before and not before.endswith((";", "&&", "|", "(")):
+            continue
+        b = m.end()
+        while b < len(text) and states[b] == state and text[b] != quote:
+            b += 1
+        rest, value = text[m.end():b], m.group(1)
+        program = command_program(rest)
+        assignment = m.group(0)
+        if not runs_python(program):
+            out.append(TextReport(
+                m.start(), m.end(), f"`{assignment}` in a quoted command selects CUDA GPUs for `{program}`; Trainium reads {_NRVC}",
+                guidance=other_program_guidance(program or ""), effort=Effort.LOW,
+            ))
+            continue
+        cores = visible_cores(value)[0] if "$" not in value else None
+        launcher = MULTI_PROCESS_LAUNCHER_RE.search(rest)
+        if cores is None or launcher is not None:
+            message = f"`{assignment}` in a quoted command selects GPUs; Trainium reads {_NRVC}"
+            if launcher is not None:
+                message += launcher_caveat(" ".join(launcher.group(0).split()))
+            out.append(TextReport(
+                m.start(), m.end(), message, effort=Effort.LOW,
+                guidance=LAUNCHER_GUIDANCE if launcher is not None else
+                f"{_NRVC} takes one index or an inclusive range `a-b` of NeuronCores, not a comma list",
+            ))
+            continue
+        out.append(TextReport(
+            m.start(), m.end(), f"`{assignment}` in a quoted command selects GPUs; NeuronCores are selected with `{_NRVC}={cores}`",
+            replacement=f"{_NRVC}={cores}", safety=Safety.SAFE, description=f"use {_NRVC}",
+        ))
+    return out
 
 
 def _is_read(doc: ShellScript, m: re.Match[str], assignment_starts: set[int]) -> bool:

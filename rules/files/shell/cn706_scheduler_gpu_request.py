@@ -23,6 +23,13 @@ _SLURM_RE = re.compile(
     r"(?<![\w-])(--gpus(?:-per-(?:node|task|socket))?|--gpu-bind|--gpu-freq|--mem-per-gpu|--cpus-per-gpu"
     r"|--ntasks-per-gpu|--gres|-G)(?:[ \t]*=[ \t]*|[ \t]+)(\S+)"
 )
+# Slurm node features (`--constraint=volta32gb`, `-C "a100&ib"`): a feature naming an NVIDIA GPU
+# model or architecture selects GPU nodes, which a Trainium cluster does not define.
+_CONSTRAINT_RE = re.compile(r"(?<![\w-])(--constraint|-C)(?:[ \t]*=[ \t]*|[ \t]+)(\S+)")
+_GPU_FEATURE_RE = re.compile(
+    r"(?:volta|ampere|hopper|blackwell|turing|pascal|tesla|[vp]100|a100|a10g?|a30|a40|a6000|h100|h200|h800|gh200|b200"
+    r"|l40s?|l4|t4|k80|rtx|gpu|nvidia)", re.IGNORECASE,
+)
 # PBS resource lists (`-l select=1:ngpus=4`, `-l nodes=1:ppn=8:gpus=4`) and LSF's `-gpu` /
 # `rusage[ngpus_physical=4]`.
 _RESOURCE_RE = re.compile(r"(?<![\w-])(n?gpus(?:_\w+)?=\d+|-gpu(?:[ \t]+\S+)?)")
@@ -37,7 +44,8 @@ class SchedulerGpuRequest(TextRule):
     options (``--gpus``, ``--gpus-per-node``, ``--gpus-per-task``, ``-G``, ``--gres=gpu:N``,
     ``--gpu-bind``, ``--mem-per-gpu``, ...), PBS resource lists (``#PBS -l select=1:ngpus=4``,
     ``gpus=N``), LSF's ``#BSUB -gpu`` and ``ngpus`` usage, and submitit / Hydra launcher
-    overrides (``hydra.launcher.gpus_per_node=8``). Job scripts are read under every name a
+    overrides (``hydra.launcher.gpus_per_node=8``), and Slurm node features that name an NVIDIA
+    GPU model or architecture (``--constraint=volta32gb``, ``-C a100``). Job scripts are read under every name a
     scheduler uses: ``*.slurm``, ``*.sbatch``, ``*.pbs``, ``*.lsf``, ``*.qsub`` and ``*.sh``.
 
     ## Why is this bad?
@@ -60,17 +68,21 @@ class SchedulerGpuRequest(TextRule):
     code = "CN706"
     name = "scheduler-gpu-request"
     file_kinds = frozenset({"shell"})
-    triggers = ("gpu", "gres")
+    triggers = ("gpu", "gres", "constraint")
     VALID = (
         Valid("#SBATCH --nodes=2\n#SBATCH --exclusive\nsrun python train.py\n", path="job.slurm"),
         Valid("# request --gpus-per-node=8 on GPU clusters\n", path="job.slurm"),
         Valid("#SBATCH --gres=nvme:1\n", path="job.slurm"),
         Valid("python train.py --gpus 8\n", path="run.sh"),
         Valid('echo "srun --gpus=8 would not work here"\n', path="run.sh"),
+        Valid("#SBATCH --constraint=ib&skylake\n", path="job.slurm"),
     )
     INVALID = (
         Invalid("#!/bin/bash\n#SBATCH --gpus-per-node=8\nsrun python train.py\n", path="job.slurm"),
         Invalid("#SBATCH --gres=gpu:a100:4\n", path="job.sbatch"),
+        # torchtune's GRPO jobs
+        Invalid("#SBATCH --nodes=2\n#SBATCH --constraint=volta32gb\n", path="multinode.sbatch"),
+        Invalid('srun --constraint "a100_80gb&ib" python train.py\n', path="run.sh"),
         Invalid("srun --nodes=1 --gpus-per-task=1 python train.py\n", path="run.sh"),
         Invalid("#PBS -l select=2:ncpus=32:ngpus=4\n", path="job.pbs"),
         Invalid('#BSUB -gpu "num=4:mode=exclusive_process"\n', path="job.lsf"),
@@ -80,7 +92,7 @@ class SchedulerGpuRequest(TextRule):
     @classmethod
     def check_text(cls, doc: ShellScript, settings) -> list[TextReport]:
         text = doc.text
-        if "gpu" not in text and "gres" not in text:
+        if "gpu" not in text and "gres" not in text and "constraint" not in text:
             return []
         out: list[TextReport] = []
         for m in _DIRECTIVE_RE.finditer(text):
@@ -102,6 +114,17 @@ def _requests(text: str, start: int, end: int, scheduler: str) -> list[TextRepor
         if option == "-G" and not value.strip("'\"").isdigit():
             continue
         out.append(_report(m.start(), m.end(), m.group(0), scheduler))
+    if scheduler == "Slurm":
+        for m in _CONSTRAINT_RE.finditer(text, start, end):
+            features = re.split(r"[&|,\[\]*()'\"]+", m.group(2))
+            if any(f and _GPU_FEATURE_RE.match(f) for f in features):
+                out.append(TextReport(
+                    m.start(), m.end(),
+                    f"`{m.group(0)}` asks Slurm for nodes with an NVIDIA GPU feature, which Trainium nodes do not have",
+                    guidance="constrain the job to the Trainium nodes instead (the feature or partition your cluster "
+                    f"gives them); {GPU_COUNT_GUIDANCE}",
+                    effort=Effort.LOW,
+                ))
     for m in _RESOURCE_RE.finditer(text, start, end):
         if any(r.start <= m.start() < r.end for r in out):
             continue

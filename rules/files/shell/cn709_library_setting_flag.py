@@ -103,6 +103,7 @@ class LibrarySettingFlag(TextRule):
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
         "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger", "GPUS", "gpus", "nccl",
+        "bnb.",
     )
     VALID = (
         Valid("python train.py --attn_implementation sdpa --tf32 False\n", path="launch.sh"),
