@@ -28,6 +28,7 @@ __all__ = [
     "library_calls",
     "library_settings",
     "match_setting",
+    "may_set_in_python",
     "normalize_key",
     "normalize_value",
     "ray_resources",
@@ -240,3 +241,58 @@ def _table_lines(where: str) -> list[str]:
         ray = ray_resources()
         lines += ["", f"    Ray's resource for AWS Neuron cores: ``{ray.neuron}`` (source: {ray.source})."]
     return lines
+
+
+_RUN = re.compile(rb"[a-z0-9_]+")
+# Adjacent string literals (``"flash_" "attn"``, across a backslash-continued line too) are one
+# value: joined, their pieces form the runs a key can be spelled in.
+_STRING_JOIN = re.compile(rb"[\"']+\s*(?:\\\r?\n\s*)*[rRuU]?[\"']+")
+# An escape can spell any letter of a key ("\x66lash_attn"): such a file is never ruled out.
+_LETTER_ESCAPE = re.compile(rb"\\(?:[xuUN0-7])")
+
+
+@lru_cache(maxsize=1)
+def _python_words() -> tuple[frozenset[bytes], tuple[tuple[frozenset[bytes], frozenset[bytes] | None], ...]]:
+    """(words that always wake: the roots of the library calls, Ray, the GPU constants;
+    per python setting, its keys and the words one of its values needs, None for any value)."""
+    always = {"ray", *(name.split(".")[0] for name in library_calls()), *(n.lower() for n in gpu_constants()[0])}
+    settings = []
+    for s in library_settings():
+        if "python" not in s.where:
+            continue
+        values: frozenset[bytes] | None = None
+        if s.values and not (s.any or s.pattern is not None or s.values_from):
+            words = set()
+            for v in s.values:
+                words.update(_TRUE if v == "true" else (v,))
+            values = frozenset(w.encode() for w in words)
+        settings.append((frozenset(k.encode() for k in s.keys), values))
+    return frozenset(w.encode() for w in always), tuple(settings)
+
+
+def may_set_in_python(code: bytes) -> bool:
+    """False only where CN627 cannot report on Python ``code`` (comments and docstrings blanked).
+
+    What it reports always spells, in the code, a setting key (a keyword, a dict key, an
+    assigned name or an ``add_argument`` flag, compared by ``normalize_key``) beside a value of
+    that setting written as a literal, a GPU constant's name, or an import of Ray or of a
+    library call's package: this looks for those words among the runs of letters, digits and
+    ``_`` of the lower-cased code (a key runs whole: ``--Flash-Attn`` is the run
+    ``__flash_attn``, its leading ``_`` dropped as ``normalize_key`` drops ``-``).
+    """
+    if _LETTER_ESCAPE.search(code):
+        return True
+    lower = code.lower()
+    texts = (lower, _STRING_JOIN.sub(b"", lower))
+    runs = {r for text in texts for r in _RUN.findall(text.replace(b"-", b"_"))}
+    runs.update([r.lstrip(b"_") for r in runs])
+    always, settings = _python_words()
+    if not always.isdisjoint(runs):
+        return True
+    for keys, values in settings:
+        if keys.isdisjoint(runs):
+            continue
+        # A value is compared whole, case ignored: a literal holding it holds it as written.
+        if values is None or any(v in text for v in values for text in texts):
+            return True
+    return False

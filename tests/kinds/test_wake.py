@@ -158,6 +158,23 @@ OTHER_WAKES = [
                  id="cn111-kbit-helper"),
     pytest.param("import os, \\\n    selective_scan_cuda\nselective_scan_cuda.fwd(u)\n", "CN616", True, id="cn616-continued-import"),
     pytest.param("def f(x):\n    from causal_conv1d import causal_conv1d_fn as c\n    return c(x)\n", "CN616", True, id="cn616-local-import"),
+    pytest.param("import torch\nimage = torch.from_numpy(a).to(device)\n", "CN805", False, id="cn805-moved-not-indexed"),
+    pytest.param("import torch\nm = torch.from_numpy(m)[None].float()\n", "CN805", False, id="cn805-indexed-on-host"),
+    pytest.param("import torch\nb = (torch.from_numpy(b)\n     .to(d)[t]  # step t\n).float()\n", "CN805", True,
+                 id="cn805-chain-over-lines"),
+    pytest.param("import torch as th\nb = th.from_numpy(b).to(\n    'cuda')[t] . float()\n", "CN805", True, id="cn805-alias"),
+    pytest.param("from x import _is_flash_attention_backend as fa\nif fa(p):\n    pass\n", "CN627", False,
+                 id="cn627-word-inside-a-name"),
+    pytest.param("use_torch_2_0_or_xformers = isinstance(p, A)\n", "CN627", False, id="cn627-xformers-in-a-name"),
+    pytest.param("with_liger_path = 1\nf(attention_backend=backend)\n", "CN627", False, id="cn627-key-without-its-value"),
+    pytest.param("import argparse\np = argparse.ArgumentParser()\np.add_argument('--use-flash_attn', default=True)\n",
+                 "CN627", True, id="cn627-flag-default"),
+    pytest.param("from transformers import AutoModel as M\nm = M.from_pretrained(r, attn_implementation='flash_'\n    'attention_2')\n",
+                 "CN627", True, id="cn627-concatenated-value"),
+    pytest.param("use_xformers = 1\ncfg = {'\\x66lash_attn': True}\n", "CN627", True, id="cn627-escaped-key"),
+    pytest.param("cfg = dict(Use_flash_attention=1)\n", "CN627", True, id="cn627-key-case"),
+    pytest.param("GPUS_PER_NODE = 8\n", "CN627", True, id="cn627-gpu-constant"),
+    pytest.param("import ray\n\n@ray.remote(num_gpus=1)\ndef f():\n    pass\n", "CN627", True, id="cn627-ray"),
 ]
 
 
