@@ -243,31 +243,43 @@ def _table_lines(where: str) -> list[str]:
     return lines
 
 
-_RUN = re.compile(rb"[a-z0-9_]+")
+# Letters (lower-cased), digits and ``_`` kept, ``-`` read as ``_`` (``normalize_key``), every
+# other byte a space: the words of the code are then what ``split()`` returns.
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_")
+_TO_WORDS = bytes(
+    (b if b in _WORD_BYTES else 0x5F if b == 0x2D else 0x20) for b in bytes(range(256)).lower()
+)
 # Adjacent string literals (``"flash_" "attn"``, across a backslash-continued line too) are one
-# value: joined, their pieces form the runs a key can be spelled in.
+# value: joined, their pieces form the words a key can be spelled in.
 _STRING_JOIN = re.compile(rb"[\"']+\s*(?:\\\r?\n\s*)*[rRuU]?[\"']+")
 # An escape can spell any letter of a key ("\x66lash_attn"): such a file is never ruled out.
 _LETTER_ESCAPE = re.compile(rb"\\(?:[xuUN0-7])")
 
 
 @lru_cache(maxsize=1)
-def _python_words() -> tuple[frozenset[bytes], tuple[tuple[frozenset[bytes], frozenset[bytes] | None], ...]]:
-    """(words that always wake: the roots of the library calls, Ray, the GPU constants;
-    per python setting, its keys and the words one of its values needs, None for any value)."""
-    always = {"ray", *(name.split(".")[0] for name in library_calls()), *(n.lower() for n in gpu_constants()[0])}
+def _python_words() -> tuple[re.Pattern[bytes], tuple[tuple[re.Pattern[bytes], frozenset[bytes] | None], ...]]:
+    """(the words that always wake: the roots of the library calls, Ray, the GPU constants;
+    per python setting, its keys and the texts one of its values needs, None for any value).
+    Each set of words is one pattern over the file's distinct words, one per line, leading
+    ``_`` allowed (``--flash-attn`` is the word ``__flash_attn``)."""
+
+    def whole(words) -> re.Pattern[bytes]:
+        alternatives = b"|".join(re.escape(w.lower().encode()) for w in sorted(words))
+        return re.compile(rb"^_*(?:" + alternatives + rb")$", re.MULTILINE)
+
+    always = whole({"ray", *(name.split(".")[0] for name in library_calls()), *gpu_constants()[0]})
     settings = []
     for s in library_settings():
         if "python" not in s.where:
             continue
         values: frozenset[bytes] | None = None
         if s.values and not (s.any or s.pattern is not None or s.values_from):
-            words = set()
+            texts = set()
             for v in s.values:
-                words.update(_TRUE if v == "true" else (v,))
-            values = frozenset(w.encode() for w in words)
-        settings.append((frozenset(k.encode() for k in s.keys), values))
-    return frozenset(w.encode() for w in always), tuple(settings)
+                texts.update(_TRUE if v == "true" else (v,))
+            values = frozenset(t.encode() for t in texts)
+        settings.append((whole(s.keys), values))
+    return always, tuple(settings)
 
 
 def may_set_in_python(code: bytes) -> bool:
@@ -276,21 +288,19 @@ def may_set_in_python(code: bytes) -> bool:
     What it reports always spells, in the code, a setting key (a keyword, a dict key, an
     assigned name or an ``add_argument`` flag, compared by ``normalize_key``) beside a value of
     that setting written as a literal, a GPU constant's name, or an import of Ray or of a
-    library call's package: this looks for those words among the runs of letters, digits and
-    ``_`` of the lower-cased code (a key runs whole: ``--Flash-Attn`` is the run
-    ``__flash_attn``, its leading ``_`` dropped as ``normalize_key`` drops ``-``).
+    library call's package: this looks for those words among the file's words (runs of
+    letters, digits, ``_`` and ``-``, case ignored), and for a value's text in the code.
     """
     if _LETTER_ESCAPE.search(code):
         return True
     lower = code.lower()
     texts = (lower, _STRING_JOIN.sub(b"", lower))
-    runs = {r for text in texts for r in _RUN.findall(text.replace(b"-", b"_"))}
-    runs.update([r.lstrip(b"_") for r in runs])
+    words = b"\n".join({w for text in texts for w in text.translate(_TO_WORDS).split()})
     always, settings = _python_words()
-    if not always.isdisjoint(runs):
+    if always.search(words):
         return True
     for keys, values in settings:
-        if keys.isdisjoint(runs):
+        if not keys.search(words):
             continue
         # A value is compared whole, case ignored: a literal holding it holds it as written.
         if values is None or any(v in text for v in values for text in texts):
