@@ -257,9 +257,9 @@ _LETTER_ESCAPE = re.compile(rb"\\(?:[xuUN0-7])")
 
 
 @lru_cache(maxsize=1)
-def _python_words() -> tuple[re.Pattern[bytes], tuple[tuple[re.Pattern[bytes], frozenset[bytes] | None], ...]]:
+def _python_words() -> tuple[re.Pattern[bytes], tuple[tuple[re.Pattern[bytes], re.Pattern[bytes] | None], ...]]:
     """(the words that always wake: the roots of the library calls, Ray, the GPU constants;
-    per python setting, its keys and the texts one of its values needs, None for any value).
+    per python setting, its keys and its values, None where any value can match).
     Each set of words is one pattern over the file's distinct words, one per line, leading
     ``_`` allowed (``--flash-attn`` is the word ``__flash_attn``)."""
 
@@ -272,12 +272,14 @@ def _python_words() -> tuple[re.Pattern[bytes], tuple[tuple[re.Pattern[bytes], f
     for s in library_settings():
         if "python" not in s.where:
             continue
-        values: frozenset[bytes] | None = None
+        values: re.Pattern[bytes] | None = None
         if s.values and not (s.any or s.pattern is not None or s.values_from):
             texts = set()
             for v in s.values:
                 texts.update(_TRUE if v == "true" else (v,))
-            values = frozenset(t.encode() for t in texts)
+            # Whole, as a literal writes it: `"xformers"`, `True`, `1`; not `use_xformers`.
+            alternatives = b"|".join(re.escape(t.encode()) for t in sorted(texts))
+            values = re.compile(rb"(?<![a-z0-9_])(?:" + alternatives + rb")(?![a-z0-9_])")
         settings.append((whole(s.keys), values))
     return always, tuple(settings)
 
@@ -303,6 +305,6 @@ def may_set_in_python(code: bytes) -> bool:
         if not keys.search(words):
             continue
         # A value is compared whole, case ignored: a literal holding it holds it as written.
-        if values is None or any(v in text for v in values for text in texts):
+        if values is None or any(values.search(text) for text in texts):
             return True
     return False
