@@ -14,7 +14,7 @@ import pytest
 from cuda2neuron.core import Config, RunOptions
 from cuda2neuron.kinds import catalog, rules_for
 from cuda2neuron.kinds._code_text import code_text
-from cuda2neuron.kinds._python import process_python_findings
+from cuda2neuron.kinds._python import _awake, process_python_findings
 from cuda2neuron.python import fix_module, lint_module, parse_bytes
 
 CN107 = catalog()["CN107"]
@@ -234,3 +234,40 @@ def _python_invalid_examples():
 @pytest.mark.parametrize(("rule", "source"), list(_python_invalid_examples()))
 def test_every_rule_wakes_on_its_invalid_examples(rule, source):
     assert rule.wakes(code_text(source.encode()))
+
+
+# ``Rule.reports_names``: a rule that reports only references to its qualified names wakes where
+# one of their last parts is a whole word of the code, and finds the same as with no prefilter.
+NAMED = [
+    pytest.param("import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(m)\n", "CN411", False,
+                 id="cn411-distributed-data-parallel"),
+    pytest.param("import torch\nfrom apex.parallel import DataParallelWrapper as W\nm = W(m).cuda()\n", "CN411", False,
+                 id="cn411-longer-name"),
+    pytest.param("import torch.nn as tnn\nm = tnn.DataParallel(\n    m)\n", "CN411", True, id="cn411-alias"),
+    pytest.param("from torch.nn.parallel import data_parallel as dp\nout = dp(m, x)\n", "CN411", True,
+                 id="cn411-aliased-import"),
+    pytest.param("import torch.nn.parallel.data_parallel\nout = torch.nn.parallel.data_parallel.data_parallel(m, x)\n",
+                 "CN411", True, id="cn411-module-path"),
+]
+
+
+@pytest.mark.parametrize(("source", "code", "awake"), NAMED)
+def test_reports_names_gate(source, code, awake):
+    rule = catalog()[code]
+    assert (rule in _awake((rule,), code_text(source.encode()), ())) == awake
+    config = Config()
+    for fix in (False, True):
+        _, filtered = process_python_findings("snippet.py", source.encode(), config, RunOptions(fix=fix))
+        assert _key(filtered) == _key(_unfiltered("snippet.py", source.encode(), config, fix))
+
+
+def _named_invalid_examples():
+    for param in _python_invalid_examples():
+        rule, source = param.values
+        if rule.reports_names:
+            yield param
+
+
+@pytest.mark.parametrize(("rule", "source"), list(_named_invalid_examples()))
+def test_reports_names_gate_wakes_on_the_invalid_examples(rule, source):
+    assert rule in _awake((rule,), code_text(source.encode()), ())
