@@ -129,13 +129,13 @@ class Rule:
     # extension, kernel module and extension loader) count as this rule's trigger words too: a
     # file whose only CUDA-only code is ``from .ops import layer_norm`` holds no word of its own.
     project_triggers: ClassVar[bool] = False
-    # The qualified names the rule reports through, and only through: everything it reports is
-    # a reference that resolves to one of them (``RuleContext.qualname``, through the file's
-    # imports). Such a reference spells the name's last part as a whole word in the code, at
-    # the use (``nn.DataParallel``) or in the import (``from torch.nn import DataParallel as
-    # DP``), so the Python kind wakes the rule only where one of those words is: a trigger
-    # word inside a longer name (``DistributedDataParallel``) no longer costs the file a parse.
-    # Empty: the rule makes no such promise and is woken by its trigger words as before.
+    # Qualified names the rule needs: it reports only in a file that holds a reference resolving
+    # to one of them (``RuleContext.qualname``, through the file's imports; CN411 reports such
+    # calls, CN404 needs a set_device call). Such a reference spells the name's last part as a
+    # whole word in the code, at the use (``nn.DataParallel``) or in the import (``from
+    # torch.nn import DataParallel as DP``), so the Python kind wakes the rule only where one of
+    # those words is: a trigger word inside a longer name (``DistributedDataParallel``) no
+    # longer costs the file a parse. Empty: no such promise; its trigger words wake it as before.
     reports_names: ClassVar[tuple[str, ...]] = ()
     # A safety net (CN109, CN409, CN623): the engine keeps its first report of each unit (a
     # statement, one item of a `with`, a decorator: python/_lint.py's net_unit) and only where no

@@ -248,6 +248,10 @@ NAMED = [
                  id="cn411-aliased-import"),
     pytest.param("import torch.nn.parallel.data_parallel\nout = torch.nn.parallel.data_parallel.data_parallel(m, x)\n",
                  "CN411", True, id="cn411-module-path"),
+    pytest.param("import torch.distributed as dist\ndef setup():\n    dist.init_process_group('nccl')\n", "CN404", False,
+                 id="cn404-init-without-set-device"),
+    pytest.param("import torch\nfrom torch.cuda import set_device as pin\nimport torch.distributed as dist\n"
+                 "def setup(r):\n    pin(r)\n    dist.init_process_group('nccl')\n", "CN404", True, id="cn404-aliased-set-device"),
 ]
 
 
