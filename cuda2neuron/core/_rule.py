@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["Invalid", "Report", "Rule", "RuleDefinitionError", "Valid", "example_fix_safeties", "registered_rules"]
 
 _CODE_RE = re.compile(r"^CN\d{3}$")
+_DOTTED_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 REQUIRED_SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Fix safety")
 
@@ -128,6 +129,14 @@ class Rule:
     # extension, kernel module and extension loader) count as this rule's trigger words too: a
     # file whose only CUDA-only code is ``from .ops import layer_norm`` holds no word of its own.
     project_triggers: ClassVar[bool] = False
+    # Qualified names the rule needs: it reports only in a file that holds a reference resolving
+    # to one of them (``RuleContext.qualname``, through the file's imports; CN411 reports such
+    # calls, CN404 needs a set_device call). Such a reference spells the name's last part as a
+    # whole word in the code, at the use (``nn.DataParallel``) or in the import (``from
+    # torch.nn import DataParallel as DP``), so the Python kind wakes the rule only where one of
+    # those words is: a trigger word inside a longer name (``DistributedDataParallel``) no
+    # longer costs the file a parse. Empty: no such promise; its trigger words wake it as before.
+    reports_names: ClassVar[tuple[str, ...]] = ()
     # A safety net (CN109, CN409, CN623): the engine keeps its first report of each unit (a
     # statement, one item of a `with`, a decorator: python/_lint.py's net_unit) and only where no
     # other rule's report is on the same node, one of its ancestors, or elsewhere in that unit, so
@@ -277,6 +286,9 @@ def _validate(cls: type[Rule]) -> None:
     triggers = cls.__dict__.get("triggers")
     if not triggers or not all(isinstance(t, str) and t for t in triggers):
         raise RuleDefinitionError(f"{where}: triggers must be a non-empty tuple of words")
+    names = cls.__dict__.get("reports_names", ())
+    if not isinstance(names, tuple) or not all(isinstance(n, str) and _DOTTED_RE.match(n) for n in names):
+        raise RuleDefinitionError(f"{where}: reports_names must be a tuple of dotted names, got {names!r}")
     if not cls.__dict__.get("INVALID"):
         raise RuleDefinitionError(f"{where}: needs at least one INVALID example")
     if not cls.__dict__.get("VALID"):

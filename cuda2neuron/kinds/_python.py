@@ -48,8 +48,9 @@ def _awake(rule_types: tuple[type[Rule], ...], code: bytes, project: tuple[bytes
     woken: dict[object, bool] = {}
     in_project = None
     runs: bytes | None = None
+    whole: dict[bytes, bool] = {}
     awake = []
-    for rule, words, test in _plan(rule_types):
+    for rule, words, test, last_parts in _plan(rule_types):
         fires = False
         for word, is_word in words:
             hit = found.get(word)
@@ -73,6 +74,21 @@ def _awake(rule_types: tuple[type[Rule], ...], code: bytes, project: tuple[bytes
             fires = in_project
         if not fires:
             continue
+        if last_parts:
+            # A rule that reports only references to its qualified names: one of their last
+            # parts must be a whole word of the code (``Rule.reports_names`` says why).
+            if runs is None:
+                runs = word_runs(code)
+            spelled = False
+            for part in last_parts:
+                hit = whole.get(part)
+                if hit is None:
+                    hit = whole[part] = _is_run(part, runs)
+                if hit:
+                    spelled = True
+                    break
+            if not spelled:
+                continue
         wakes = woken.get(test)
         if wakes is None:
             wakes = woken[test] = rule.wakes(code)
@@ -82,12 +98,32 @@ def _awake(rule_types: tuple[type[Rule], ...], code: bytes, project: tuple[bytes
 
 
 @lru_cache(maxsize=64)
-def _plan(rule_types: tuple[type[Rule], ...]) -> tuple[tuple[type[Rule], tuple[tuple[bytes, bool], ...], object], ...]:
-    """Per rule of a run: its trigger words (each with whether it is a word of \\w bytes) and the
-    key of its wake test, worked out once per catalog instead of once per rule and file."""
+def _plan(
+    rule_types: tuple[type[Rule], ...],
+) -> tuple[tuple[type[Rule], tuple[tuple[bytes, bool], ...], object, tuple[bytes, ...]], ...]:
+    """Per rule of a run: its trigger words (each with whether it is a word of \\w bytes), the
+    key of its wake test and the last parts of the names it reports through, worked out once
+    per catalog instead of once per rule and file."""
     return tuple(
-        (rule, tuple((w, _is_word(w)) for w in python_triggers((rule,))), _wake_key(rule)) for rule in rule_types
+        (
+            rule,
+            tuple((w, _is_word(w)) for w in python_triggers((rule,))),
+            _wake_key(rule),
+            tuple(sorted({n.rpartition(".")[2].encode() for n in rule.reports_names})),
+        )
+        for rule in rule_types
     )
+
+
+def _is_run(word: bytes, runs: bytes) -> bool:
+    """Is ``word`` one of ``runs`` (``word_runs``: distinct runs, one per line) whole?"""
+    at = runs.find(word)
+    while at != -1:
+        end = at + len(word)
+        if (at == 0 or runs[at - 1] == 0x0A) and (end == len(runs) or runs[end] == 0x0A):
+            return True
+        at = runs.find(word, at + 1)
+    return False
 
 
 _WORD_RUN = re.compile(rb"\w+")

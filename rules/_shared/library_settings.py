@@ -28,6 +28,7 @@ __all__ = [
     "library_calls",
     "library_settings",
     "match_setting",
+    "may_set_in_python",
     "normalize_key",
     "normalize_value",
     "ray_resources",
@@ -240,3 +241,70 @@ def _table_lines(where: str) -> list[str]:
         ray = ray_resources()
         lines += ["", f"    Ray's resource for AWS Neuron cores: ``{ray.neuron}`` (source: {ray.source})."]
     return lines
+
+
+# Letters (lower-cased), digits and ``_`` kept, ``-`` read as ``_`` (``normalize_key``), every
+# other byte a space: the words of the code are then what ``split()`` returns.
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_")
+_TO_WORDS = bytes(
+    (b if b in _WORD_BYTES else 0x5F if b == 0x2D else 0x20) for b in bytes(range(256)).lower()
+)
+# Adjacent string literals (``"flash_" "attn"``, across a backslash-continued line too) are one
+# value: joined, their pieces form the words a key can be spelled in.
+_STRING_JOIN = re.compile(rb"[\"']+\s*(?:\\\r?\n\s*)*[rRuU]?[\"']+")
+# An escape can spell any letter of a key ("\x66lash_attn"): such a file is never ruled out.
+_LETTER_ESCAPE = re.compile(rb"\\(?:[xuUN0-7])")
+
+
+@lru_cache(maxsize=1)
+def _python_words() -> tuple[re.Pattern[bytes], tuple[tuple[re.Pattern[bytes], re.Pattern[bytes] | None], ...]]:
+    """(the words that always wake: the roots of the library calls, Ray, the GPU constants;
+    per python setting, its keys and its values, None where any value can match).
+    Each set of words is one pattern over the file's distinct words, one per line, leading
+    ``_`` allowed (``--flash-attn`` is the word ``__flash_attn``)."""
+
+    def whole(words) -> re.Pattern[bytes]:
+        alternatives = b"|".join(re.escape(w.lower().encode()) for w in sorted(words))
+        return re.compile(rb"^_*(?:" + alternatives + rb")$", re.MULTILINE)
+
+    always = whole({"ray", *(name.split(".")[0] for name in library_calls()), *gpu_constants()[0]})
+    settings = []
+    for s in library_settings():
+        if "python" not in s.where:
+            continue
+        values: re.Pattern[bytes] | None = None
+        if s.values and not (s.any or s.pattern is not None or s.values_from):
+            texts = set()
+            for v in s.values:
+                texts.update(_TRUE if v == "true" else (v,))
+            # Whole, as a literal writes it: `"xformers"`, `True`, `1`; not `use_xformers`.
+            alternatives = b"|".join(re.escape(t.encode()) for t in sorted(texts))
+            values = re.compile(rb"(?<![a-z0-9_])(?:" + alternatives + rb")(?![a-z0-9_])")
+        settings.append((whole(s.keys), values))
+    return always, tuple(settings)
+
+
+def may_set_in_python(code: bytes) -> bool:
+    """False only where CN627 cannot report on Python ``code`` (comments and docstrings blanked).
+
+    What it reports always spells, in the code, a setting key (a keyword, a dict key, an
+    assigned name or an ``add_argument`` flag, compared by ``normalize_key``) beside a value of
+    that setting written as a literal, a GPU constant's name, or an import of Ray or of a
+    library call's package: this looks for those words among the file's words (runs of
+    letters, digits, ``_`` and ``-``, case ignored), and for a value's text in the code.
+    """
+    if _LETTER_ESCAPE.search(code):
+        return True
+    lower = code.lower()
+    texts = (lower, _STRING_JOIN.sub(b"", lower))
+    words = b"\n".join({w for text in texts for w in text.translate(_TO_WORDS).split()})
+    always, settings = _python_words()
+    if always.search(words):
+        return True
+    for keys, values in settings:
+        if not keys.search(words):
+            continue
+        # A value is compared whole, case ignored: a literal holding it holds it as written.
+        if values is None or any(values.search(text) for text in texts):
+            return True
+    return False

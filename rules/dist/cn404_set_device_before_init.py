@@ -89,6 +89,7 @@ class SetDeviceBeforeInit(Rule):
     name = "set-device-before-init"
     fixes = frozenset({Safety.SAFE})
     triggers = ("init_process_group",)
+    reports_names = tuple(sorted(_SET_DEVICE))
     VALID = (
         # the order TorchNeuron needs
         "import torch\nimport torch.distributed as dist\n"

@@ -59,6 +59,7 @@ class DataParallel(Rule):
     code = "CN411"
     name = "data-parallel"
     triggers = ("DataParallel", "data_parallel")
+    reports_names = tuple(sorted(_WRAPPERS))
     VALID = (
         "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(torch.nn.Linear(2, 2))\n",
         # a check of what the checkpoint was saved from runs anywhere

@@ -11,6 +11,7 @@ from .._shared.library_settings import (
     gpu_constants,
     library_calls,
     match_setting,
+    may_set_in_python,
     normalize_key,
     ray_resources,
     setting_keys,
@@ -168,6 +169,13 @@ class LibraryCudaSetting(Rule):
             target="accelerator",
         ),
     )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # Its words sit in many names it never reads (diffusers' `_is_flash_attention_backend`,
+        # `use_torch_2_0_or_xformers`: 108 files parsed for this rule alone, none reported):
+        # a report needs a setting's key and value, a GPU constant, or Ray / DeepSpeed.
+        return may_set_in_python(code)
 
     def __init__(self, context) -> None:  # noqa: ANN001 - the engine's RuleContext
         super().__init__(context)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
@@ -9,6 +11,11 @@ from cuda2neuron.core import Effort, Invalid, Rule, Safety
 from .._shared.names import call_qualname
 
 __all__ = ["Float64IndexedOnDevice"]
+
+# What every report spells: a ``.to(`` call, and ``.float()`` right after a subscript's ``]``
+# (closing parentheses, blanks, a blanked comment or a backslash line end between them).
+_MOVE = re.compile(rb"\.[\s\\]*to[\s\\]*\(")
+_CAST_AFTER_INDEX = re.compile(rb"\][\s)\\]*\.[\s\\]*float[\s\\]*\(")
 
 _GUIDANCE = (
     "NumPy arrays are float64 by default: `torch.from_numpy(a).to(device)[t].float()` moves the whole "
@@ -81,6 +88,12 @@ class Float64IndexedOnDevice(Rule):
             'import torch as th\nout = th.from_numpy(self.betas).float().to("cuda")[idx]\n',
         ),
     )
+
+    @classmethod
+    def wakes(cls, code: bytes) -> bool:
+        # torch.from_numpy is common in image pipelines (127 of diffusers' files), this chain
+        # is not: a file without its two pieces was parsed for nothing.
+        return _CAST_AFTER_INDEX.search(code) is not None and _MOVE.search(code) is not None
 
     def visit_Call(self, node: cst.Call) -> None:
         cast = node.func

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda2neuron.core import Config, ProjectFacts, Rule, RunOptions, has_trigger
+from cuda2neuron.core import Config, ProjectFacts, Rule, RuleDefinitionError, RunOptions, has_trigger
 from cuda2neuron.kinds import _python
 from cuda2neuron.kinds._catalog import rules_for
 from cuda2neuron.kinds._code_text import code_text
@@ -71,11 +71,25 @@ class _Default(Rule):
     code, name, triggers = "CN985", "default", ("gamma",)
 
 
-RULES = (_SharedA, _SharedB, _ClassA, _ClassB, _Default)
+class _Named(Rule):
+    """Test rule: reports only references to pkg.sub.Widget (``Rule.reports_names``)."""
+
+    abstract = True
+    code, name, triggers = "CN988", "named", ("Widget",)
+    reports_names = ("pkg.sub.Widget",)
+
+
+RULES = (_SharedA, _SharedB, _ClassA, _ClassB, _Default, _Named)
+
+
+def _spelled(rule: type[Rule], code: bytes) -> bool:
+    """The gate of ``Rule.reports_names`` spelled plainly: a last part as a whole word."""
+    parts = {n.rpartition(".")[2] for n in rule.reports_names}
+    return not parts or any(re.search(rb"(?<![A-Za-z0-9_])" + p.encode() + rb"(?![A-Za-z0-9_])", code) for p in parts)
 
 
 def _one_by_one(code: bytes) -> tuple[type[Rule], ...]:
-    return tuple(r for r in RULES if has_trigger(code, python_triggers((r,))) and r.wakes(code))
+    return tuple(r for r in RULES if has_trigger(code, python_triggers((r,))) and _spelled(r, code) and r.wakes(code))
 
 
 @pytest.mark.parametrize(
@@ -86,6 +100,10 @@ def _one_by_one(code: bytes) -> tuple[type[Rule], ...]:
         pytest.param(b"beta yes", ("CN982",), ["shared"], id="second-word-of-a-rule"),
         pytest.param(b"alpha no", (), ["shared", "CN983", "CN984"], id="shared-test-says-no-for-both"),
         pytest.param(b"alpha CN984 gamma", ("CN984", "CN985"), ["shared", "CN983", "CN984"], id="cls-reading-test-runs-per-rule"),
+        pytest.param(b"w = BigWidget()", (), [], id="reported-name-inside-a-longer-name"),
+        pytest.param(b"w = pkg.sub.Widget()", ("CN988",), [], id="reported-name-at-its-use"),
+        pytest.param(b"from pkg.sub import Widget as W\nw = W()", ("CN988",), [], id="reported-name-in-its-import"),
+        pytest.param(b"Widgets = 1\nw = Widget_()", (), [], id="reported-name-with-more-letters"),
     ],
 )
 def test_awake_matches_asking_each_rule(code: bytes, awake: tuple[str, ...], calls: list[str]) -> None:
@@ -116,7 +134,9 @@ SOURCES = sorted(p for p in FIXTURES.rglob("*.py"))
 
 def _plain(rule_types, code: bytes):
     return tuple(
-        r for r in rule_types if any(w in code for w in _python.python_triggers((r,))) and r.wakes(code)
+        r
+        for r in rule_types
+        if any(w in code for w in _python.python_triggers((r,))) and _spelled(r, code) and r.wakes(code)
     )
 
 
@@ -132,6 +152,8 @@ def test_fixtures_are_there():
         pytest.param(b"m.to(device)\n", id="word-with-punctuation"),
         pytest.param(b"x = 'cu' + 'da'\n", id="word-split-by-punctuation"),
         pytest.param("name = 'δcudaδ'\n".encode(), id="word-between-non-ascii-bytes"),
+        pytest.param(b"from torch.nn.parallel import DistributedDataParallel as DDP\n", id="reported-name-inside-a-name"),
+        pytest.param(b"import torch.nn as nn\nm = nn.DataParallel(m)\n", id="reported-name-whole"),
     ],
 )
 def test_small_cases_match_a_plain_search(code):
@@ -208,3 +230,26 @@ def test_word_runs_on_every_fixture():
     for path in SOURCES:
         code = code_text(path.read_bytes())
         assert set(_python.word_runs(code).split(b"\n")) - {b""} == set(re.findall(rb"\w+", code)), path
+
+
+def test_reports_names_must_be_dotted_names():
+    with pytest.raises(RuleDefinitionError, match="reports_names"):
+
+        class _Bad(Rule):  # noqa: F841 - defining it is the test
+            """Test rule: a name that is not a dotted name.
+
+            ## What it does
+            Nothing.
+
+            ## Why is this bad?
+            It is not.
+
+            ## Example
+            None.
+
+            ## Fix safety
+            No fix.
+            """
+
+            code, name, triggers = "CN989", "bad-names", ("x",)
+            reports_names = ("torch.nn.DataParallel(",)

@@ -14,7 +14,7 @@ import pytest
 from cuda2neuron.core import Config, RunOptions
 from cuda2neuron.kinds import catalog, rules_for
 from cuda2neuron.kinds._code_text import code_text
-from cuda2neuron.kinds._python import process_python_findings
+from cuda2neuron.kinds._python import _awake, process_python_findings
 from cuda2neuron.python import fix_module, lint_module, parse_bytes
 
 CN107 = catalog()["CN107"]
@@ -158,6 +158,26 @@ OTHER_WAKES = [
                  id="cn111-kbit-helper"),
     pytest.param("import os, \\\n    selective_scan_cuda\nselective_scan_cuda.fwd(u)\n", "CN616", True, id="cn616-continued-import"),
     pytest.param("def f(x):\n    from causal_conv1d import causal_conv1d_fn as c\n    return c(x)\n", "CN616", True, id="cn616-local-import"),
+    pytest.param("import torch\nimage = torch.from_numpy(a).to(device)\n", "CN805", False, id="cn805-moved-not-indexed"),
+    pytest.param("import torch\nm = torch.from_numpy(m)[None].float()\n", "CN805", False, id="cn805-indexed-on-host"),
+    pytest.param("import torch\nb = (torch.from_numpy(b)\n     .to(d)[t]  # step t\n).float()\n", "CN805", True,
+                 id="cn805-chain-over-lines"),
+    pytest.param("import torch as th\nb = th.from_numpy(b).to(\n    'cuda')[t] . float()\n", "CN805", True, id="cn805-alias"),
+    pytest.param("from x import _is_flash_attention_backend as fa\nif fa(p):\n    pass\n", "CN627", False,
+                 id="cn627-word-inside-a-name"),
+    pytest.param("use_torch_2_0_or_xformers = isinstance(p, A)\n", "CN627", False, id="cn627-xformers-in-a-name"),
+    pytest.param("with_liger_path = 1\nf(attention_backend=backend)\n", "CN627", False, id="cn627-key-without-its-value"),
+    pytest.param("class Attention:\n    use_xformers = False\n", "CN627", False, id="cn627-value-inside-a-name"),
+    pytest.param("import torch\nuse_xformers = 0\nattention = {'type': ' XFormers '}\nf(attention_type = ' XFormers ')\n", "CN627", True,
+                 id="cn627-value-with-blanks"),
+    pytest.param("import argparse\np = argparse.ArgumentParser()\np.add_argument('--use-flash_attn', default=True)\n",
+                 "CN627", True, id="cn627-flag-default"),
+    pytest.param("from transformers import AutoModel as M\nm = M.from_pretrained(r, attn_implementation='flash_'\n    'attention_2')\n",
+                 "CN627", True, id="cn627-concatenated-value"),
+    pytest.param("use_xformers = 1\ncfg = {'\\x66lash_attn': True}\n", "CN627", True, id="cn627-escaped-key"),
+    pytest.param("cfg = dict(Use_flash_attention=1)\n", "CN627", True, id="cn627-key-case"),
+    pytest.param("GPUS_PER_NODE = 8\n", "CN627", True, id="cn627-gpu-constant"),
+    pytest.param("import ray\n\n@ray.remote(num_gpus=1)\ndef f():\n    pass\n", "CN627", True, id="cn627-ray"),
 ]
 
 
@@ -214,3 +234,44 @@ def _python_invalid_examples():
 @pytest.mark.parametrize(("rule", "source"), list(_python_invalid_examples()))
 def test_every_rule_wakes_on_its_invalid_examples(rule, source):
     assert rule.wakes(code_text(source.encode()))
+
+
+# ``Rule.reports_names``: a rule that reports only references to its qualified names wakes where
+# one of their last parts is a whole word of the code, and finds the same as with no prefilter.
+NAMED = [
+    pytest.param("import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(m)\n", "CN411", False,
+                 id="cn411-distributed-data-parallel"),
+    pytest.param("import torch\nfrom apex.parallel import DataParallelWrapper as W\nm = W(m).cuda()\n", "CN411", False,
+                 id="cn411-longer-name"),
+    pytest.param("import torch.nn as tnn\nm = tnn.DataParallel(\n    m)\n", "CN411", True, id="cn411-alias"),
+    pytest.param("from torch.nn.parallel import data_parallel as dp\nout = dp(m, x)\n", "CN411", True,
+                 id="cn411-aliased-import"),
+    pytest.param("import torch.nn.parallel.data_parallel\nout = torch.nn.parallel.data_parallel.data_parallel(m, x)\n",
+                 "CN411", True, id="cn411-module-path"),
+    pytest.param("import torch.distributed as dist\ndef setup():\n    dist.init_process_group('nccl')\n", "CN404", False,
+                 id="cn404-init-without-set-device"),
+    pytest.param("import torch\nfrom torch.cuda import set_device as pin\nimport torch.distributed as dist\n"
+                 "def setup(r):\n    pin(r)\n    dist.init_process_group('nccl')\n", "CN404", True, id="cn404-aliased-set-device"),
+]
+
+
+@pytest.mark.parametrize(("source", "code", "awake"), NAMED)
+def test_reports_names_gate(source, code, awake):
+    rule = catalog()[code]
+    assert (rule in _awake((rule,), code_text(source.encode()), ())) == awake
+    config = Config()
+    for fix in (False, True):
+        _, filtered = process_python_findings("snippet.py", source.encode(), config, RunOptions(fix=fix))
+        assert _key(filtered) == _key(_unfiltered("snippet.py", source.encode(), config, fix))
+
+
+def _named_invalid_examples():
+    for param in _python_invalid_examples():
+        rule, source = param.values
+        if rule.reports_names:
+            yield param
+
+
+@pytest.mark.parametrize(("rule", "source"), list(_named_invalid_examples()))
+def test_reports_names_gate_wakes_on_the_invalid_examples(rule, source):
+    assert rule in _awake((rule,), code_text(source.encode()), ())
