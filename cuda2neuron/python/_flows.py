@@ -16,6 +16,9 @@ held finding, the lines that held it:
   together with what reads the name in that function as a device: a test that asks about CUDA
   with it and the branch the test selects on CUDA (``selected_code``), or an f-string that spells
   a CUDA device with it (``f"cuda:{gpu}"``, while ``gpu = ... if dev.type == "cuda" else 0`` stays).
+  A flag's reader may be an ``and``/``or`` outside any test (``fast = (not on_cuda) or
+  torch.cuda...``: the right side runs by the flag), and a flag may be a function's return value
+  bound at module level (``ON_GPU = _on_gpu()`` read by ``NEW_ARCH = ON_GPU and torch.cuda...``).
 * **A message and its guard.** ``if not torch.cuda.is_available(): raise RuntimeError(f"...:
   {torch.cuda.is_available()}")``: the message reports the fact its test asks about. A report in a
   message (an f-string, a ``raise``, a print, warning or log call) under a test of a CUDA fact
@@ -73,8 +76,9 @@ def _binding(report: Report) -> tuple[cst.FunctionDef | cst.ClassDef | cst.Modul
     """Where the report's value is read and the names it is bound to: a parameter's default or
     an assignment to plain names inside a function (the function), an assignment to
     ``self.device`` in a method (the class), a command-line option's default (the module, read
-    as ``args.device`` by any of its functions). None elsewhere (module and class level, where
-    readers are other modules' business, and inside a lambda)."""
+    as ``args.device`` by any of its functions), a module-level function's return value (the
+    module, read by the names it binds a call of the function to). None elsewhere (module and
+    class level, where readers are other modules' business, and inside a lambda)."""
     chain = (*report.ancestors, report.node)
     for i in range(len(chain) - 2, -1, -1):
         anc, child = chain[i], chain[i + 1]
@@ -91,6 +95,16 @@ def _binding(report: Report) -> tuple[cst.FunctionDef | cst.ClassDef | cst.Modul
             if child is not anc.default or i < 2 or not isinstance(chain[i - 2], cst.FunctionDef):
                 return None
             return chain[i - 2], frozenset({anc.name.value})
+        if isinstance(anc, cst.Return):
+            # `def _on_gpu(): return torch.cuda.is_available() and ...` read as `ON_GPU = _on_gpu()`
+            # at module level: the module's reads of `ON_GPU` read this value.
+            owner = _function(chain, i)
+            module = chain[0]
+            at_top = isinstance(module, cst.Module) and any(owner is s for s in module.body)
+            if child is not anc.value or owner is None or not at_top:
+                return None
+            results = _results_of(module, owner.name.value)
+            return (module, results) if results else None
         if isinstance(anc, (cst.Assign, cst.AnnAssign)):
             if child is not anc.value:
                 return None
@@ -106,6 +120,20 @@ def _binding(report: Report) -> tuple[cst.FunctionDef | cst.ClassDef | cst.Modul
         if isinstance(anc, _STATEMENTS):
             return None
     return None
+
+
+def _results_of(module: cst.Module, function: str) -> frozenset[str]:
+    """The names the module binds a call of its own ``function`` to (``ON_GPU = _on_gpu()``)."""
+    names: set[str] = set()
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and (
+                isinstance(small.value.func, cst.Name) and small.value.func.value == function
+            ):
+                names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+    return frozenset(names)
 
 
 def _keyword(arg: cst.Arg) -> str | None:
@@ -201,14 +229,17 @@ def _function(chain: tuple[cst.CSTNode, ...], below: int) -> cst.FunctionDef | N
 class _Reads(cst.CSTVisitor):
     """The reads of ``names`` in a function that may decide something about the device: in the
     test of an ``if``/``while``/conditional expression (each with its ancestors, root first, for
-    ``selected_code``), or in an f-string. One fast walk; only the tests that mention a name are
-    walked again, with their ancestors."""
+    ``selected_code``), on the left of an ``and``/``or`` in an assignment or a return, or in an
+    f-string. One fast walk; only the tests and values that mention a name are walked again."""
 
     def __init__(self, names: frozenset[str]) -> None:
         self.names = names
         self.blocks: list[cst.CSTNode] = []  # the enclosing blocks: `selected_code` reads the one around an `if`
         self.found: dict[str, list[tuple[tuple[cst.CSTNode, ...], cst.CSTNode]]] = {}
         self.texts: dict[str, list[cst.FormattedString]] = {}
+        # `safe = (not on_cuda) or torch.cuda.current_stream().query()`: the operands a name's
+        # value decides whether to run, in an assignment or a return (not a test: see `_test`).
+        self.operands: dict[str, list[cst.BaseExpression]] = {}
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self.blocks.append(node)
@@ -234,11 +265,39 @@ class _Reads(cst.CSTVisitor):
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._test(node)
 
+    def _value(self, value: cst.BaseExpression | None) -> None:
+        if value is not None and _mentions(value, self.names):
+            walk = _Operands(self.names)
+            visit_syntax(value, walk)  # small: one value that mentions a name
+            for name, rest in walk.found:
+                self.operands.setdefault(name, []).append(rest)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._value(node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._value(node.value)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self._value(node.value)
+
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         for part in node.parts:
             if isinstance(part, cst.FormattedStringExpression):
                 for name in _mentioned(part.expression, self.names):
                     self.texts.setdefault(name, []).append(node)
+
+
+class _Operands(cst.CSTVisitor):
+    """For each ``and``/``or`` whose left side reads one of ``names``, that name and the right
+    side: Python runs the right side or not by the name's value (``ON_GPU and torch.cuda...``)."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+        self.found: list[tuple[str, cst.BaseExpression]] = []
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        self.found.extend((name, node.right) for name in _mentioned(node.left, self.names))
 
 
 class _Chain(cst.CSTVisitor):
@@ -323,7 +382,7 @@ def _is_flag(report: Report) -> bool:
     chain = (*report.ancestors, report.node)
     for i in range(len(chain) - 2, -1, -1):
         anc = chain[i]
-        if isinstance(anc, (cst.Assign, cst.AnnAssign, cst.Param)):
+        if isinstance(anc, (cst.Assign, cst.AnnAssign, cst.Param, cst.Return)):
             value = chain[i + 1]
             if isinstance(value, (cst.Comparison, cst.UnaryOperation, cst.BooleanOperation)):
                 return True
@@ -354,6 +413,8 @@ def _link_readers(reports: Sequence[Report]) -> None:
             extra = [n for ancestors, read in reads for n in _reader_code(ancestors, read, flag)]
             # `f"cuda:{gpu}"` spells a CUDA device with the value.
             extra += [t for name in own for t in visitor.texts.get(name, ()) if _spells_cuda(t)]
+            if flag:
+                extra += [rest for name in own for rest in visitor.operands.get(name, ())]
             if extra:
                 r.depends = (*r.depends, *extra)
 

@@ -185,7 +185,34 @@ def main():
     Trainer(parser.parse_args()).step(torch.zeros(1))
 '''
 
+# A flag a function returns, read at module level: `_on_gpu()` retargeted alone makes `ON_GPU`
+# true on Trainium, and the import then calls `torch.cuda.get_device_capability` (kept manual).
+RETURNED_FLAG_AND_ITS_READER = '''import torch
+
+def _on_gpu():
+    return torch.cuda.is_available() and torch.version.hip is None
+
+ON_GPU = _on_gpu()
+NEW_ARCH = ON_GPU and torch.cuda.get_device_capability()[0] >= 9
+'''
+# A flag read by `or` in an assignment, not a test: the right side runs where the flag is true.
+FLAG_IN_A_BOOLEAN_VALUE = '''import torch
+
+def fast_path(x):
+    on_cuda = x.is_cuda
+    fast = (not on_cuda) or torch.cuda.get_device_capability(x.device)[0] >= 8
+    return fast
+'''
+FLAG_IN_A_MOVABLE_BOOLEAN_VALUE = '''import torch
+
+def idle(x):
+    on_cuda = x.is_cuda
+    return (not on_cuda) or torch.cuda.current_stream().query()
+'''
+
 KEPT = [
+    pytest.param(RETURNED_FLAG_AND_ITS_READER, "return torch.cuda.is_available()", id="returned-flag-with-held-module-reader"),
+    pytest.param(FLAG_IN_A_BOOLEAN_VALUE, "on_cuda = x.is_cuda", id="flag-with-held-operand-in-assignment"),
     pytest.param(OPTION_KEPT_ON_SELF, 'default="cuda"', id="option-default-copied-to-self-with-held-test"),
     pytest.param(OPTION_AND_ITS_TEST, 'default="cuda"', id="option-default-with-held-test-in-another-function"),
     pytest.param(DEFAULT_AND_ITS_TEST, 'device="cuda"', id="default-with-held-test"),
@@ -211,6 +238,7 @@ MOVED = [
     pytest.param(MESSAGE_OF_A_MOVED_GUARD, ["if not torch.neuron.is_available()", "{torch.neuron.is_available()}"], id="message-of-moved-guard"),
     pytest.param(PLAIN_READ, ['replace("neuron:", "")', "assert torch.neuron.is_available()"], id="plain-read-links-nothing"),
     pytest.param(HELPER_WITH_AN_OPTIONAL_KERNEL, ['device = torch.device("neuron")'], id="device-beside-an-optional-kernel"),
+    pytest.param(FLAG_IN_A_MOVABLE_BOOLEAN_VALUE, ["on_cuda = x.is_neuron", "torch.neuron.current_stream()"], id="flag-with-movable-operand-in-return"),
 ]
 
 
@@ -245,6 +273,8 @@ def test_a_message_keeps_cuda_with_a_guard_kept_on_purpose():
         pytest.param(OPTION_AND_ITS_TEST, 6, "CN211 at line 11", id="option-default-names-the-cuda-call"),
         pytest.param(FLAG_AND_ITS_BRANCH, 5, "CN211 at line 7", id="flag-names-the-cuda-call"),
         pytest.param(MESSAGE_OF_A_KEPT_GUARD, 10, "CN201 at line 9", id="message-names-its-guard"),
+        pytest.param(RETURNED_FLAG_AND_ITS_READER, 4, "CN202 at line 7", id="returned-flag-names-the-cuda-call"),
+        pytest.param(FLAG_IN_A_BOOLEAN_VALUE, 4, "CN202 at line 5", id="boolean-value-names-the-cuda-call"),
     ],
 )
 def test_a_held_site_names_what_holds_it(source, line, holder):
