@@ -249,11 +249,8 @@ class _Uses:
         defs: dict[str, list[tuple[str, int]]] = {}
         bodies: list[tuple[list[str], ast.stmt]] = []
         for stmt in tree.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                targets = [stmt.name]
-            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
-                targets = [t.id for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) if isinstance(t, ast.Name)]
-            else:
+            targets = _defined_names(stmt)
+            if targets is None:
                 continue
             for t in targets:
                 defs.setdefault(t, [])
@@ -307,6 +304,16 @@ class _Uses:
                     break
         return reaching
 
+
+
+def _defined_names(stmt: ast.stmt) -> list[str] | None:
+    """The names a module-level statement defines (a ``def``, a ``class``, an assignment of a
+    value to plain names), or None for a statement that defines none."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [stmt.name]
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+        return [t.id for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) if isinstance(t, ast.Name)]
+    return None
 
 def _spelled(node: ast.AST) -> str | None:
     """How code names something: ``f`` for a name, ``pkg.ops.norm.f`` for an attribute chain."""
@@ -442,11 +449,8 @@ def _reaching_names(module: str, tree: ast.Module, extensions: set[str], kernels
             seeds.update(local for local, dotted in _bound_by(node) if kernel_import(dotted))
     defs: dict[str, set[str]] = {}
     for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            targets = [stmt.name]
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
-            targets = [t.id for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) if isinstance(t, ast.Name)]
-        else:
+        targets = _defined_names(stmt)
+        if targets is None:
             continue
         used = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
         if spaces and any(_calls_op_namespace(n, spaces) for n in ast.walk(stmt)):

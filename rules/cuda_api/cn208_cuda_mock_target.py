@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.python import dotted_name
 
 from .._shared.strings import string_value
 
@@ -25,16 +26,6 @@ def _is_cuda_path(value: str | None) -> bool:
 
 # Callables that replace an attribute given the object and the attribute's name.
 _OBJECT_PATCHERS = frozenset({"unittest.mock.patch.object", "mock.patch.object"})
-
-
-def _dotted(node: cst.BaseExpression) -> str | None:
-    """``app.torch.cuda`` as a dotted name; None for anything but names and attributes."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        inner = _dotted(node.value)
-        return None if inner is None else f"{inner}.{node.attr.value}"
-    return None
 
 
 class CudaMockTarget(Rule):
@@ -124,7 +115,7 @@ class CudaMockTarget(Rule):
         if len(node.args) < 2 or node.args[0].keyword is not None or node.args[1].keyword is not None:
             return
         target, attribute = node.args[0].value, string_value(node.args[1].value)
-        dotted = _dotted(target)
+        dotted = dotted_name(target)
         if attribute is None or dotted is None or not _is_cuda_path(f"{dotted}.{attribute}"):
             return
         if self.qualname(node.func) in _OBJECT_PATCHERS or self._is_patcher(node.func):
