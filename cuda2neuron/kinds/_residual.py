@@ -72,6 +72,9 @@ class Hit:
     end_col: int
     token: str
     where: str = ""
+    # `${base_dir}/ds_config_nccl.json`: the token (`/ds_config_nccl.json`) starts right after a
+    # `${name}` the shell expands to a folder, so it is a path relative to that folder.
+    under_variable: bool = False
 
 
 def with_residual(kind: str, body: Body) -> Body:
@@ -331,7 +334,10 @@ class _Lines:
         a, b = _token_at(self.text, i, j)
         line = bisect.bisect_right(self.starts, a) - 1
         start = self.starts[line]
-        return Hit(line + 1, a - start, b - start, self.text[a:b])
+        # `}` is not a token character, so `${base_dir}/x.json` gives the token `/x.json`: not an
+        # absolute path (which is_file_name refuses: `/usr/local/cuda/...`), a file under the folder.
+        under_variable = a > 0 and self.text[a - 1] == "}" and self.text.startswith("/", a)
+        return Hit(line + 1, a - start, b - start, self.text[a:b], under_variable=under_variable)
 
     def line_text(self, i: int) -> tuple[int, str]:
         start = self.text.rfind("\n", 0, i) + 1
@@ -367,7 +373,10 @@ def _add(hits: _Hits, hit: Hit) -> None:
     from ._leftover_python import is_file_name, is_hub_id, is_web_address
 
     token = hit.token.lstrip("rbuRBUfF").strip("'\"")  # a notebook's Python token keeps its quotes
-    if is_file_name(token) or is_hub_id(token) or is_web_address(token):
+    if (
+        is_file_name(token) or is_hub_id(token) or is_web_address(token)
+        or (hit.under_variable and is_file_name(token[1:]))
+    ):
         return  # a file's or a Hub repository's name (`nvidia/GR1-100`), a page's address: a label
     words = list(_WORDS.finditer(token))
     if words and all(negated_cuda_word(token, m.start(), m.end()) for m in words):

@@ -52,7 +52,9 @@ class Scope:
         scope: Scope | None = self
         first = True
         while scope is not None:
-            if name in scope.globals_:
+            # `global x` at module level is a no-op: the module scope is already where x lives,
+            # and jumping "to the module" from there would never end.
+            if scope.parent is not None and name in scope.globals_:
                 scope = _module_of(scope)
                 first = True
                 continue

@@ -28,15 +28,30 @@ _FUNC = frozenset({"flash_attn.flash_attn_func", "flash_attn.flash_attn_interfac
 # flash_attn_func(q, k, v, dropout_p, softmax_scale, causal, ...) -> SDPA keyword.
 _MAPPED = (("dropout_p", 3, "dropout_p"), ("softmax_scale", 4, "scale"), ("causal", 5, "is_causal"))
 _KNOWN = frozenset({"q", "k", "v", "dropout_p", "softmax_scale", "causal"})
-# flash_attn's padding helpers (pad_input, unpad_input, index_first_axis, ...) are plain PyTorch
-# (gather/scatter autograd Functions); only importing them pulls in the CUDA package. The import
-# is the one thing to change, so their calls are not reported one by one.
-_PURE_TORCH = "flash_attn.bert_padding"
-_PURE_TORCH_GUIDANCE = (
-    "flash_attn.bert_padding's helpers are plain PyTorch, but importing them imports the flash_attn "
-    "package (its CUDA build): keep a copy of the helpers the project uses in its own code (they are "
-    "torch gather/scatter functions) and import that instead"
-)
+# Modules of flash_attn that are plain PyTorch: the padding helpers (pad_input, unpad_input,
+# index_first_axis, ...: gather/scatter autograd Functions, flash_attn/bert_padding.py) and the
+# collective wrappers (all_gather, reduce_scatter, all_reduce: torch.distributed calls,
+# flash_attn/utils/distributed.py). Only importing them pulls in the CUDA package. The import is
+# the one thing to change, so their calls are not reported one by one: "a flash-attn CUDA
+# kernel" with SDPA as the fix would be wrong for each of them.
+_PURE_TORCH = {
+    "flash_attn.bert_padding": (
+        "flash_attn's padding helpers",
+        "they are torch gather/scatter functions",
+    ),
+    "flash_attn.utils.distributed": (
+        "flash_attn's collective wrappers",
+        "they wrap torch.distributed's all_gather_into_tensor / reduce_scatter_tensor / all_reduce",
+    ),
+}
+
+
+def _pure_torch_guidance(module: str, what: str) -> str:
+    return (
+        f"{module}'s helpers are plain PyTorch, but importing them imports the flash_attn "
+        f"package (its CUDA build): keep a copy of the helpers the project uses in its own code ({what}) "
+        "and import that instead"
+    )
 
 
 class FlashAttention(PackageRule):
@@ -83,7 +98,7 @@ class FlashAttention(PackageRule):
         'backend = "flash_attn"\n',  # a selector string
         "def flash_attn_func(q, k, v):\n    return q\ny = flash_attn_func(q, k, v)\n",  # own helper
     )
-    # (the padding helpers' import is INVALID below; their calls alone are plain PyTorch)
+    # (the plain-PyTorch helpers' imports are INVALID below; their calls alone are plain PyTorch)
     INVALID = (
         Invalid("from flash_attn import flash_attn_func\n"),
         Invalid(
@@ -109,20 +124,23 @@ class FlashAttention(PackageRule):
             "from flash_attn import flash_attn_varlen_func\ny = flash_attn_varlen_func(q, k, v, cu, cu, m, m)\n"
         ),
         Invalid("from flash_attn.bert_padding import pad_input, unpad_input\nh, idx, cu, m, _ = unpad_input(x, mask)\n"),
+        Invalid("from flash_attn.utils.distributed import all_gather\ny = all_gather(x, group)\n"),
     )
 
     def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
-        if isinstance(node, cst.ImportFrom) and node.module is not None and dotted_name(node.module) == _PURE_TORCH:
+        module = dotted_name(node.module) if isinstance(node, cst.ImportFrom) and node.module is not None else None
+        if module in _PURE_TORCH:
+            helpers, what = _PURE_TORCH[module]
             self.report(
-                node, "importing flash_attn's padding helpers imports the CUDA-only flash_attn package",
-                guidance=_PURE_TORCH_GUIDANCE, effort=Effort.LOW,
+                node, f"importing {helpers} imports the CUDA-only flash_attn package",
+                guidance=_pure_torch_guidance(module, what), effort=Effort.LOW,
             )
             return
         super().report_import(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)
-        if not in_package(qualified, self.packages) or in_package(qualified, (_PURE_TORCH,)):
+        if not in_package(qualified, self.packages) or in_package(qualified, tuple(_PURE_TORCH)):
             return
         assert qualified is not None
         message = f"`{qualified.rsplit('.', 1)[-1]}` is a flash-attn CUDA kernel"

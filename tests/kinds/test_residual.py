@@ -270,6 +270,13 @@ def test_notebook_cells_are_read_at_their_file_lines():
         pytest.param("ci.yml", "steps:\n  - run: python -m pytest --make-reports=reports/tests_cuda_stats.txt\n", [], id="report-file"),
         pytest.param("m.py", "open('nvidia_presentation.pdf')\nload('/usr/local/cuda/lib64')\n", [2], id="file-name-not-system-path"),
         pytest.param("Makefile", "check-cuda-install:\n\tpython -c 'import torch'\nall: check-cuda-install\n", [], id="make-target"),
+        # DeepSpeedExamples' launchers: a config file under the script's folder variable names its
+        # variant; the CUDA toolkit under a variable is still CUDA.
+        pytest.param(
+            "run.sh", "python train.py --ds_config ${base_dir}/ds_config_seq128_nccl.json\n"
+            "CONF=${base_dir}/bert_lamb_nvidia_data.json\n${CUDA_HOME}/bin/nvcc -V\n",
+            [3], id="file-under-a-variable",
+        ),
     ],
 )
 def test_labels_of_files_and_targets_are_not_residual(path, source, lines):

@@ -32,6 +32,10 @@ ROWS = [
     ("flash-attn-padding-helpers", "m.py",
      "from flash_attn.bert_padding import pad_input, unpad_input\n\ndef f(x, m):\n"
      "    h, idx, cu, mx, _ = unpad_input(x, m)\n    return pad_input(h, idx, 2, 8)\n", "CN604", 1),
+    # OpenRLHF's ring attention: flash_attn.utils.distributed wraps torch.distributed collectives
+    ("flash-attn-distributed-helpers", "m.py",
+     "from flash_attn.utils.distributed import all_gather\n\ndef f(x, group):\n"
+     "    return all_gather(x, group)\n", "CN604", 1),
     # CN737: accelerate's DeepSpeed config says DeepSpeed once, not at each of its keys
     ("accelerate-deepspeed-once", "accelerate.yaml",
      "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n", "CN737", 1),
