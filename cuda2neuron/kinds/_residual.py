@@ -123,7 +123,7 @@ def residual_findings(
         if not left:
             break
     if left and words is not None:
-        left = _python_left(path, final, left, covered, words, findings, config)
+        left = _python_left(path, data, final, left, covered, words, findings, config)
     if not left:
         return []
     suppressions = Suppressions.from_text(text)
@@ -222,14 +222,21 @@ def _python_hits(final: bytes, covered: set[int]):
     return hits, words
 
 
-def _python_left(path: str, final: bytes, left: set[int], covered: set[int], words, findings, config: Config) -> set[int]:
+def _python_left(
+    path: str, data: bytes, final: bytes, left: set[int], covered: set[int], words, findings, config: Config
+) -> set[int]:
     """The lines of ``left`` still left once coverage is widened to whole statements and each
-    word's excuse is heard (the audit's judgement: ``_leftover_python``)."""
+    word's excuse is heard (the audit's judgement: ``_leftover_python``). The project's own
+    modules are its top-level packages, the file's first folder, and what its imports find
+    beside it (``from nvidia.modeling import ...`` with a folder ``nvidia/`` of the project's:
+    ``_local_imports``, read from the file as read, as its cache key is)."""
     from ._leftover_python import FileExcuses, ProjectNames, excuse, parse_names, plainly_own, widen
+    from ._local_imports import local_modules
 
     own = set(config.settings.project.own_packages)
     parts = PurePath(path).with_suffix("").parts
     own.update(p for p in parts[:1] if p.isidentifier())
+    own.update(local_modules(path, data))
     source = final.decode("utf-8", "replace")
     if all(plainly_own(tok, source, frozenset(own)) for line in left for tok in words[line]):
         return set()  # every leftover word is a name the module defines: no parse needed

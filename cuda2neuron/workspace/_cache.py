@@ -305,9 +305,15 @@ class ResultCache:
         self._last = (config, options, key)
         return key
 
-    def key(self, shown: str, kind: str | None, data: bytes, config: Config, options: RunOptions) -> str:
+    def key(
+        self, shown: str, kind: str | None, data: bytes, config: Config, options: RunOptions, context: bytes = b""
+    ) -> str:
+        """``context``: what processing the file reads besides its bytes (``kinds.file_context``:
+        the project's modules its imports find beside it), so a changed folder is a miss."""
         h = hashlib.sha256(self._run_key(config, options))
         h.update(b"\0" + str(kind).encode() + b"\0" + _path_bytes(shown) + b"\0")
+        if context:
+            h.update(b"\0context\0" + hashlib.sha256(context).digest())
         h.update(data)
         return h.hexdigest()
 

@@ -333,3 +333,46 @@ def test_a_notebook_hub_repository_is_a_label():
     }
     findings = [f for f in lint_source(json.dumps(nb, indent=1) + "\n", "nb.ipynb", Config()) if f.code == CN902]
     assert [f.message.split(": CUDA")[0] for f in findings] == ["cell 1, line 2"]
+
+
+def _project(tmp_path, files: dict[str, str]):
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+
+
+# DeepSpeedExamples' BERT scripts: `nvidia/` and `turing/` are folders of the project beside the
+# script (Python finds them first), not NVIDIA's packages; a module one folder down imports them as
+# the script does; a compiled extension beside the script is CUDA's.
+_SCRIPT = "from nvidia.modeling import BertConfig\nfrom turing.nvidia_modeling import Bert\nimport fused_cuda\n"
+_LOCAL_IMPORT_ROWS = {
+    "beside-the-script": ({"bert/nvidia/modeling.py": "", "bert/turing/nvidia_modeling.py": ""}, "bert/run.py", [3]),
+    "one-folder-up": ({"bert/nvidia/modeling.py": "", "bert/turing/nvidia_modeling.py": ""}, "bert/sub/models.py", [3]),
+    "not-found-is-foreign": ({"bert/nvidia/README.md": ""}, "bert/run.py", [1, 2, 3]),
+    "compiled-extension-is-cuda": ({"bert/fused_cuda.cpython-311-x86_64-linux-gnu.so": ""}, "bert/run.py", [1, 2, 3]),
+    # above the project's root (a folder with a pyproject.toml) nothing is the project's
+    "not-above-the-root": ({"nvidia/modeling.py": "", "proj/pyproject.toml": ""}, "proj/run.py", [1, 2, 3]),
+}
+
+
+@pytest.mark.parametrize(("files", "script", "lines"), _LOCAL_IMPORT_ROWS.values(), ids=_LOCAL_IMPORT_ROWS.keys())
+def test_imports_of_the_projects_own_folders_are_not_residual(tmp_path, files, script, lines):
+    _project(tmp_path, {**files, script: _SCRIPT})
+    assert _residual_lines(_SCRIPT, str(tmp_path / script)) == lines
+
+
+def test_the_cache_key_holds_the_folders_an_import_was_found_in(tmp_path):
+    # A warm run must see the folder change: the result read the file system beside the file.
+    _project(tmp_path, {"bert/nvidia/modeling.py": "", "bert/run.py": "from nvidia.modeling import BertConfig\n"})
+    src = SourceFile.at(tmp_path / "bert" / "run.py", tmp_path)
+    cache = ResultCache(tmp_path / "cache")
+
+    def residual() -> list[int]:
+        (result,) = process_files([src], Config(), RunOptions(), jobs=1, cache=cache)
+        return [f.span.start_line for f in result.findings if f.code == CN902]
+
+    assert residual() == []
+    (tmp_path / "bert" / "nvidia" / "modeling.py").unlink()
+    assert residual() == [1]
+    (tmp_path / "bert" / "nvidia" / "modeling.py").write_text("")
+    assert residual() == []

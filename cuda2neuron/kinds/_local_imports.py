@@ -1,0 +1,112 @@
+"""Which of a Python file's imports Python finds beside it: the project's own modules, not packages.
+
+DeepSpeedExamples' BERT scripts run ``python run_glue_classifier_bert_base.py`` from their own
+folder and import ``from nvidia.modeling import BertConfig``: ``nvidia/`` is a folder of theirs
+beside the script (Python puts a script's folder first on ``sys.path``), not NVIDIA's package.
+The project's top-level packages (``ProjectFacts.own_packages``) do not name it, since it sits
+deep in the tree; only the file system around the file does. A module of that folder imports it
+too (``turing/models.py`` is imported by the script one folder up), so the folders above count as
+long as the file could be a module of a package run from there.
+
+What is read beyond the file's bytes must be part of its cache key, or a warm run answers for a
+folder that has changed: ``local_modules`` is what both the residual pass and the key read
+(``file_context``). Only imports whose statement names a CUDA word are resolved (the residual
+pass judges nothing else), so a file without one reads no folder and its key is as before. Nothing
+is memoised across calls: a long-lived process (an editor's, the tests') must see a folder change.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+__all__ = ["file_context", "local_modules"]
+
+# An import statement (a parenthesised one over several lines included), as bytes.
+_IMPORT = re.compile(
+    rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+([^\n#;]*))", re.MULTILINE
+)
+_WORDS = re.compile(rb"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc", re.IGNORECASE)
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+# A folder that holds one of these is the project's root: no folder above it is searched.
+_ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+# How many folders above the file's own are searched at most. The trap: a checkout without a
+# root marker (no .git, no pyproject.toml) must not reach the user's home folder, where an
+# unrelated `cuda/` folder would excuse `import cuda` everywhere.
+_MAX_UP = 3
+
+
+def local_modules(path: str, data: bytes) -> frozenset[str]:
+    """The top-level names of ``data``'s absolute imports that name a CUDA word and that Python
+    finds as a module or package in the file's folder or a folder above it (see the module's
+    docstring); empty for a file with no such import or no folder on disk (stdin)."""
+    tops = _worded_import_tops(data)
+    if not tops:
+        return frozenset()
+    return frozenset(top for top in tops if any(_holds_module(folder, top) for folder in _import_folders(path)))
+
+
+def file_context(kind: str | None, path: str, data: bytes) -> bytes:
+    """What processing ``data`` of ``kind`` reads besides its bytes, path and configuration, as
+    bytes for the results cache's key (empty when nothing is read)."""
+    if kind != "python":
+        return b""
+    found = local_modules(path, data)
+    return b"local-modules:" + ",".join(sorted(found)).encode() if found else b""
+
+
+def _worded_import_tops(data: bytes) -> set[str]:
+    if _WORDS.search(data) is None:
+        return set()
+    tops: set[str] = set()
+    for m in _IMPORT.finditer(data):
+        if _WORDS.search(m.group(0)) is None:
+            continue
+        if m.group(3) is not None:  # import a.b, c as d
+            for item in m.group(3).split(b","):
+                name = item.strip().split(b" ")[0].decode("ascii", "replace")
+                top = name.split(".")[0]
+                if _IDENTIFIER.fullmatch(top):
+                    tops.add(top)
+        elif not m.group(1) and m.group(2):  # from a.b import c (a relative import is the project's anyway)
+            top = m.group(2).decode("ascii", "replace").split(".")[0]
+            if _IDENTIFIER.fullmatch(top):
+                tops.add(top)
+    return tops
+
+
+def _import_folders(path: str) -> tuple[str, ...]:
+    return _folders_from(os.path.dirname(os.path.abspath(path)))
+
+
+def _folders_from(folder: str) -> tuple[str, ...]:
+    """``folder`` (a script's own: ``sys.path[0]``), then each folder above it from which the
+    file is importable as a module of a (namespace) package, up to the project's root."""
+    out = [folder]
+    for _ in range(_MAX_UP):
+        if _is_root(folder):
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder or not _IDENTIFIER.fullmatch(os.path.basename(folder)):
+            break  # `DeepSpeed-Chat/`: no package is named so, the script must be run below it
+        folder = parent
+        out.append(folder)
+    return tuple(out)
+
+
+def _is_root(folder: str) -> bool:
+    return any(os.path.exists(os.path.join(folder, marker)) for marker in _ROOT_MARKERS)
+
+
+def _holds_module(folder: str, name: str) -> bool:
+    """Whether ``import name`` finds a Python module or package of source in ``folder`` (a
+    compiled extension, ``name.cpython-310-x86_64-linux-gnu.so``, is no module of the project's
+    own source: a CUDA extension built beside the script is what the pass must report)."""
+    if os.path.isfile(os.path.join(folder, name + ".py")):
+        return True
+    package = os.path.join(folder, name)
+    try:
+        with os.scandir(package) as entries:
+            return any(e.name.endswith(".py") and e.is_file() for e in entries)
+    except OSError:
+        return False
