@@ -329,6 +329,10 @@ class Names(ast.NodeVisitor):
             for e in node.value.elts:
                 if isinstance(e, ast.Constant) and isinstance(e.value, str):
                     self.exported.append((e.lineno, e.col_offset, e.value))
+        # `__contact_names__ = "NVIDIA"` (Megatron's package_info.py): who to write to, not a GPU.
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                self._vendor(target.id.strip("_"), node.value)
         self.generic_visit(node)
 
     def _vendor(self, field: str | None, value: ast.expr) -> None:
@@ -593,6 +597,8 @@ _ENV_VAR_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
 _VENDOR_FIELDS = frozenset({
     "org", "organization", "organisation", "owner", "author", "publisher", "provider", "api_type", "api_provider",
     "model_provider", "llm_provider",
+    # a package's metadata (`__author__`, `__maintainer__`, Megatron's `__contact_names__`)
+    "authors", "maintainer", "maintainers", "contact", "contact_name", "contact_names",
 })
 
 
@@ -724,7 +730,7 @@ def excuse(tok: Word, ctx: FileExcuses) -> str:
     if tok.type == STRING and _HUB_ID.fullmatch(word.strip("rbuRBU").strip("'\"")):
         return f"{word}: a model repository on the Hugging Face Hub (NVIDIA's organisation), not a CUDA API"
     if tok.type == STRING and is_web_address(word.strip("rbuRBUfF").strip("'\"")):
-        return f"{word}: a web address"
+        return f"{word}: a web or mail address"
     if _CREDENTIAL_NAME.fullmatch(word.strip("rbuRBUfF").strip("'\"")):
         return f"{word}: the name of a credential or endpoint setting (a web service's, not CUDA's)"
     if tok.type == NAME and not _whole_word_in(word):
@@ -766,11 +772,14 @@ _HUB_ID = re.compile(r"nvidia/(?!cuda)[A-Za-z0-9][\w.-]*", re.IGNORECASE)
 # `"https://docs.nvidia.com/cuda/"`, `"git+https://github.com/NVIDIA/apex"` is a pip requirement
 # (CN711's), not a web page: only a page's address, never a package source.
 _WEB_ADDRESS = re.compile(r"https?://[^\s'\"]+", re.IGNORECASE)
+# `"nemo-toolkit@nvidia.com"` (Megatron's `__contact_emails__`): a mailbox at NVIDIA's domain.
+_MAIL_ADDRESS = re.compile(r"(?:mailto:)?[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}", re.IGNORECASE)
 
 
 def is_web_address(token: str) -> bool:
-    """Whether ``token`` is the address of a web page (documentation, an API endpoint)."""
-    return _WEB_ADDRESS.fullmatch(token) is not None
+    """Whether ``token`` is the address of a web page (documentation, an API endpoint) or a mail
+    address."""
+    return _WEB_ADDRESS.fullmatch(token) is not None or _MAIL_ADDRESS.fullmatch(token) is not None
 
 
 # `os.environ["NVIDIA_API_KEY"]`, `NVIDIA_BASE_URL`: a hosted model service's credentials and

@@ -416,13 +416,21 @@ def _shell_hits(view: str, raw: str, lines: _Lines, hits: _Hits, all_chars: bool
     from cuda2neuron.documents.shell import CODE, COMMENT, DQUOTE, SQUOTE, scan
 
     states = scan(view)
+    names: list[tuple[int, int]] | None = None
     for m in _WORDS.finditer(view):
         i = m.start()
         if not all_chars and view[i] != raw[i]:
             continue
         state = states[i]
         if state == CODE:
-            _add(hits, lines.hit(i, m.end()))
+            if names is None:
+                names = _path_values(view, states)
+            if _word_of_a_name(view, i, m.end()) and any(a <= i < b for a, b in names):
+                continue  # `JOB_NAME=bsz4k_seq128_nccl` read as `${JOB_NAME}.log`: a name
+            hit = lines.hit(i, m.end())
+            if hit.under_variable and _JOINED_BEFORE.search(view, max(0, i - 64), i):
+                continue  # `${base_dir}/saved_models/bsz4k_seq128_nccl/`: a folder under the script's
+            _add(hits, hit)
         elif state == COMMENT:
             _, line = lines.line_text(i)
             if _DIRECTIVE.match(line):
@@ -438,6 +446,50 @@ def _shell_hits(view: str, raw: str, lines: _Lines, hits: _Hits, all_chars: bool
                 b += 1
             if not any(c.isspace() for c in view[a:b]):
                 _add(hits, lines.hit(i, m.end()))
+
+
+# A read of a shell variable, `$NAME` or `${NAME}`.
+_VAR_READ = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
+_VAR_ASSIGN = re.compile(r"(?<![\w$])([A-Za-z_]\w*)=")
+# What follows a read that builds a folder's or a file's name from it: `${OUT}/ckpt`, `${JOB}.log`.
+_PATH_AFTER = re.compile(r"[/.][\w-]")
+_MKDIR_BEFORE = re.compile(r"\bmkdir(?:[ \t]+-\w+)*[ \t]+[\"']?$")
+
+
+def _path_values(text: str, states: str) -> list[tuple[int, int]]:
+    """Where the values assigned to the script's path variables are written: a variable it reads
+    as a folder or a file name (`${OUTPUT_DIR}/saved_models`, `${JOB_NAME}.log`, `mkdir -p
+    $OUTPUT_DIR`) holds a name, whatever its words; one whose own name holds a CUDA word
+    (`CUDA_HOME`) names CUDA's folder and never counts."""
+    from cuda2neuron.documents.shell import CODE, COMMENT, HEREDOC, word_end
+
+    paths: set[str] = set()
+    for m in _VAR_READ.finditer(text):
+        if states[m.start()] in (COMMENT, HEREDOC):
+            continue
+        name = m.group(1) or m.group(2)
+        if _WORDS.search(name):
+            continue
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if _PATH_AFTER.match(text, m.end()) or _MKDIR_BEFORE.search(text, line_start, m.start()):
+            paths.add(name)
+    if not paths:
+        return []
+    out = []
+    for m in _VAR_ASSIGN.finditer(text):
+        if m.group(1) in paths and states[m.start()] == CODE and (m.start() == 0 or text[m.start() - 1] in " \t\n;&|("):
+            out.append((m.end(), word_end(text, m.end())))
+    return out
+
+
+# A CUDA word joined by `_` to a word of letters (`seq128_nccl`, `lamb_nvidia_data`): one word of a
+# longer name. Not a version (`nccl_2.18`, an install folder) nor the word alone (`/usr/local/cuda`).
+_JOINED_BEFORE = re.compile(r"[A-Za-z][A-Za-z0-9]*_$")
+_JOINED_AFTER = re.compile(r"_[A-Za-z]")
+
+
+def _word_of_a_name(text: str, start: int, end: int) -> bool:
+    return _JOINED_BEFORE.search(text, max(0, start - 64), start) is not None or _JOINED_AFTER.match(text, end) is not None
 
 
 def _dockerfile_hits(path: str, text: str, lines: _Lines, hits: _Hits) -> None:

@@ -47,6 +47,11 @@ _ROWS = {
     "python-vendor-api": ("m.py", 'def run(api):\n    if api["api_type"] == "nvidia":\n        return post(api)\n', []),
     "python-vendor-gpu-name": ("m.py", 'import torch\nif "nvidia" in gpu_name:\n    check_links()\n', [2]),
     # trl: a list of variables a child drops is names, not settings
+    # Megatron's package_info.py (inside DeepSpeedExamples): whom to write to; a GPU vendor's setting stays
+    "python-package-contact": (
+        "pkg/package_info.py", "__contact_names__ = 'NVIDIA'\n__contact_emails__ = 'nemo-toolkit@nvidia.com'\n"
+        "gpu_vendor = 'nvidia'\n", [3],
+    ),
     "python-env-name-list": ("m.py", '_STRIP = ("RANK", "WORLD_SIZE", "NCCL_DEBUG_FILE")\n', []),
     "python-upper-device-words": ("m.py", 'KINDS = ["CPU", "CUDA"]\n', [1]),
     "python-own-enum-member": ("pkg/m.py", "from .helper import DeviceType\nif t == DeviceType.CUDA:\n    pass\n", []),
@@ -276,6 +281,16 @@ def test_notebook_cells_are_read_at_their_file_lines():
             "run.sh", "python train.py --ds_config ${base_dir}/ds_config_seq128_nccl.json\n"
             "CONF=${base_dir}/bert_lamb_nvidia_data.json\n${CUDA_HOME}/bin/nvcc -V\n",
             [3], id="file-under-a-variable",
+        ),
+        # DeepSpeedExamples' BERT launchers: a variable the script reads as a folder or a file name
+        # holds a name (a job's, an output folder's); one read as a setting, the word alone, a
+        # version, a variable named after CUDA are still CUDA.
+        pytest.param(
+            "run.sh", "JOB_NAME=bsz4k_seq128_nccl\nOUT=${base_dir}/bert_nvidia_data_outputs\nTOOLKIT=/usr/local/cuda\n"
+            "NCCL_LIB=${base_dir}/nccl_2.18\nDIST=ddp_nccl\nmkdir -p $OUT\n"
+            "python train.py --job_name $JOB_NAME --backend $DIST --ckpt ${base_dir}/saved/lamb_seq128_nccl/ &> ${JOB_NAME}.log\n"
+            "${TOOLKIT}/bin/nvcc -V\n${NCCL_LIB}/lib\n",
+            [3, 5, 8, 9], id="names-of-jobs-and-folders",
         ),
     ],
 )
