@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+from pathlib import PurePath
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Invalid, Rule, Valid
 
+from .._shared.args import arg_by_name, positional_args
 from .._shared.dtypes import DtypeBindings, Use, dtype_test_of, dtype_use
 from .._shared.names import call_qualname
+from .._shared.strings import string_value
 
 __all__ = ["CudaFp8Ops"]
 
@@ -37,6 +40,20 @@ _DTYPE_GUIDANCE = (
 )
 
 
+# The accelerator a test puts its tensors on, before or after the port.
+_DEVICE_WORDS = frozenset({"cuda", "neuron"})
+
+
+def _is_test_module(path: str) -> bool:
+    parts = PurePath(path).parts
+    name = parts[-1] if parts else ""
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" or "tests" in parts[:-1]
+
+
+def _names_device(value: str | None) -> bool:
+    return value is not None and value.split(":")[0] in _DEVICE_WORDS
+
+
 class CudaFp8Ops(Rule):
     """
     ## What it does
@@ -47,7 +64,13 @@ class CudaFp8Ops(Rule):
     in the same scope (rules/_shared/dtypes.py). So does a test of a tensor's dtype against it
     (``w.dtype == torch.float8_e4m3fn``): the code expects float8 tensors there. A dtype used as
     a value — a table of dtypes, a host tensor's test (``x.cpu().dtype == torch.float8_e4m3fn``)
-    — is not reported.
+    — is not reported. Nor is a dtype in a test that never touches a device: in a test module,
+    the code that runs with it (its top-level function or class, joined with every one that
+    names it or that it names, as CN410 judges a gloo group) has no ``.cuda()``, no
+    ``torch.cuda``, no ``"cuda"`` device, no ``device=`` other than the CPU and no ``.to(...)``
+    other than a dtype's, and the module's own top-level code has none either (a
+    ``pytestmark`` skip without CUDA, ``DEV = "cuda"``): axolotl's LoRA-merge tests quantize
+    CPU tensors to float8 and check the checkpoint they write.
 
     ## Why is this bad?
     ``_scaled_mm`` is a private operator written for CUDA's FP8 GEMMs (cuBLASLt on Ada/Hopper
@@ -77,12 +100,31 @@ class CudaFp8Ops(Rule):
         "import torch\nhost = w.cpu().to(torch.float8_e5m2)\n",
         "import torch\nx = torch.zeros(3, dtype=torch.bfloat16)\n",
         "def _scaled_mm(a, b):\n    return a @ b\ny = _scaled_mm(a, b)\n",  # the user's own helper
+        # axolotl's tests/utils/lora/test_merge_lora.py: CPU tensors quantized to check a merge; the
+        # device test beside them is another unit
+        Valid(
+            "import torch\n\ndef _make_fp8(w):\n    return w.to(torch.float8_e4m3fn)\n\n"
+            "def test_merge():\n    out = merge(_make_fp8(torch.randn(4, 4)), device='cpu')\n"
+            "    assert out.dtype == torch.float8_e4m3fn\n\n"
+            "def test_on_gpu():\n    assert torch.ones(2).cuda().sum() == 2\n",
+            path="tests/utils/test_merge.py",
+        ),
     )
     INVALID = (
         Invalid("import torch\nout = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)\n"),
         Invalid("import torch\nw8 = w.to(torch.float8_e4m3fn)\n"),
         Invalid("import torch\n\ndef q(w):\n    fp8 = torch.float8_e5m2\n    return w.to(fp8)\n"),
         Invalid("import torch\nassert layer.weight.dtype == torch.float8_e4m3fn\n"),
+        # In a test that puts its tensors on the device (a fixture's device, a module's DEV)
+        Invalid(
+            "import torch\n\ndef _quant(w):\n    return w.to(torch.float8_e4m3fn)\n\n"
+            "def test_quant(device):\n    assert _quant(torch.ones(2, device=device)).dtype == torch.float8_e4m3fn\n",
+            path="tests/test_quant.py",
+        ),
+        Invalid(
+            "import torch\nDEV = 'cuda'\n\ndef test_quant(w):\n    assert w.to(torch.float8_e5m2).dtype\n",
+            path="tests/test_quant.py",
+        ),
     )
 
     @classmethod
@@ -95,16 +137,71 @@ class CudaFp8Ops(Rule):
         super().__init__(context)
         self._bindings = DtypeBindings()
         self._qualified: dict[int, str] = {}  # bound literals' qualified names
+        # In a test module the dtypes wait for the module's end: whether their unit touches a
+        # device is known only then (a helper is defined before the test that moves its output).
+        self._test_module = _is_test_module(context.path)
+        self._dtypes: list[tuple[cst.Attribute, tuple[cst.CSTNode, ...], str]] = []
+        self._device: set[str] = set()  # units that touch a device
+        self._names: dict[str, set[str]] = {}  # unit -> the names it reads
+        self._defined: set[str] = set()  # top-level defs and classes (the units)
+
+    def _unit(self, ancestors=None) -> str:
+        """``<module>`` or the top-level function or class the node sits in."""
+        chain = self.context.ancestors if ancestors is None else ancestors
+        top = next((a for a in chain if isinstance(a, (cst.FunctionDef, cst.ClassDef))), None)
+        return "<module>" if top is None else top.name.value
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._test_module and self._unit() == "<module>":
+            self._defined.add(node.name.value)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if self._test_module and self._unit() == "<module>":
+            self._defined.add(node.name.value)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if self._test_module and _names_device(string_value(node)):
+            self._device.add(self._unit())
 
     def visit_Name(self, node: cst.Name) -> None:
         self._bindings.use(self, node)
+        if self._test_module:
+            self._names.setdefault(self._unit(), set()).add(node.value)
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for node, ancestors in self._bindings.reached():
             self._dtype(node, ancestors)  # type: ignore[arg-type]
+        if not self._dtypes:
+            return
+        touched = self._device_units()
+        for node, ancestors, qualified in self._dtypes:
+            if "<module>" in self._device or self._unit(ancestors) in touched:
+                self._report_dtype(node, ancestors, qualified)
+
+    def _device_units(self) -> set[str]:
+        """The units joined (one names the other) with a unit that touches a device."""
+        links: dict[str, set[str]] = {}
+        for unit, names in self._names.items():
+            for name in names & self._defined:
+                links.setdefault(unit, set()).add(name)
+                links.setdefault(name, set()).add(unit)
+        seen, todo = set(self._device), list(self._device)
+        while todo:
+            for other in links.get(todo.pop(), ()):
+                if other not in seen:
+                    seen.add(other)
+                    todo.append(other)
+        return seen
 
     def _dtype(self, node: cst.Attribute, ancestors=None) -> None:
         qualified = self.qualname(node) if ancestors is None else self._qualified[id(node)]
+        if self._test_module:
+            chain = tuple(self.context.ancestors) if ancestors is None else tuple(ancestors)
+            self._dtypes.append((node, chain, qualified or ""))
+            return
+        self._report_dtype(node, ancestors, qualified)
+
+    def _report_dtype(self, node: cst.Attribute, ancestors, qualified: str | None) -> None:
         self.report(
             node,
             f"`{qualified}`: float8 on the neuron device needs torch-neuronx >= 2.13.3.1 / 2.14.3.1 and a chip with the format",
@@ -113,14 +210,34 @@ class CudaFp8Ops(Rule):
             ancestors=ancestors,
         )
 
+    def _device_use(self, node: cst.Call) -> bool:
+        """Device use by a call: ``device=`` other than the CPU, ``.to(x)`` other than to a
+        dtype (``torch.float8_e4m3fn``) or the CPU."""
+        device = arg_by_name(node, "device")
+        if device is not None and not _on_cpu(device.value):
+            return True
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "to":
+            first = positional_args(node)[:1]
+            if first and not _on_cpu(first[0].value) and not (self.qualname(first[0].value) or "").startswith("torch."):
+                return True
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self._test_module and node.attr.value in _DEVICE_WORDS:  # torch.cuda, x.cuda()
+            self._device.add(self._unit())
+        self._float8(node)
+
     def visit_Call(self, node: cst.Call) -> None:
+        if self._test_module and self._device_use(node):
+            self._device.add(self._unit())
         qualified = call_qualname(self, node)
         if qualified in _OPS:
             self.report(
                 node, f"`{qualified}` is an FP8 matrix product: on Neuron only from torch-neuronx 2.13.3.1 / 2.14.3.1", guidance=_OP_GUIDANCE, effort=Effort.MEDIUM
             )
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
+    def _float8(self, node: cst.Attribute) -> None:
         if not node.attr.value.startswith("float8"):
             return
         if self.qualname(node) not in _DTYPES:
@@ -137,3 +254,10 @@ class CudaFp8Ops(Rule):
             self._qualified[id(node)] = self.qualname(node) or ""
         else:
             self._dtype(node)
+
+
+def _on_cpu(value: cst.BaseExpression) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``."""
+    if string_value(value) == "cpu":
+        return True
+    return isinstance(value, cst.Call) and bool(value.args) and string_value(value.args[0].value) == "cpu"
