@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from cuda2neuron.core import Effort, Invalid, Safety, TextReport, Valid
 
 from ..._shared.library_settings import match_setting, normalize_key, setting_keys, table_markdown, with_table
@@ -13,6 +15,10 @@ __all__ = ["LibrarySettingInConfig"]
 # A DeepSpeed config file: a top-level key only DeepSpeed's config schema has (train_batch_size,
 # fp16, optimizer are every trainer's words). The first one found carries the finding.
 _DEEPSPEED_CONFIG_KEYS = ("zero_optimization", "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown")
+# A config that does not parse as JSON is read for them as text: DeepSpeedExamples' sweep scripts
+# fill `ds_config_TEMPLATE.json` (`"train_micro_batch_size_per_gpu": BATCH_SIZE_PER_GPU`) with sed;
+# what they write is a DeepSpeed config all the same.
+_TEMPLATE_KEY = re.compile(r'"(' + "|".join(_DEEPSPEED_CONFIG_KEYS) + r')"[ \t]*:')
 _DEEPSPEED_GUIDANCE = (
     "DeepSpeed has no Neuron accelerator: shard with FSDP2 (torch.distributed.fsdp.fully_shard) on the "
     "\"neuron\" process-group backend, or use NxD Training"
@@ -37,7 +43,8 @@ class LibrarySettingInConfig(TextRule):
     ``load_in_4bit: true``, ``optim: paged_adamw_8bit``, ``deepspeed: ds_z3.json``,
     ``dynamo_backend: INDUCTOR``, ``xformers_attention: true``, ... (the rows whose ``where``
     holds ``config``), and DeepSpeed config files themselves (a top-level key only DeepSpeed's schema has:
-    ``zero_optimization``, ``train_micro_batch_size_per_gpu``, ``steps_per_print``, ``wall_clock_breakdown``). Where
+    ``zero_optimization``, ``train_micro_batch_size_per_gpu``, ``steps_per_print``, ``wall_clock_breakdown``; in a
+    JSON template that a script fills in, such as ``"fp16": {"enabled": FP16}``, the key as written). Where
     the row has a port it is written on the neuron target (``sdpa``, ``false``, the Trainer's
     torch optimizer); the other rows are reported with what to do.
 
@@ -95,6 +102,7 @@ class LibrarySettingInConfig(TextRule):
         Invalid("compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n", path="accelerate.yaml"),
         Invalid('{\n  "zero_optimization": {"stage": 3},\n  "bf16": {"enabled": "auto"}\n}\n', path="ds_config.json"),
         Invalid('{\n  "train_batch_size": 64,\n  "steps_per_print": 100,\n  "fp16": {"enabled": true}\n}\n', path="ds_config.json"),
+        Invalid('{\n  "train_micro_batch_size_per_gpu": BATCH_SIZE,\n  "fp16": {"enabled": FP16}\n}\n', path="ds_config_TEMPLATE.json"),
         Invalid("dynamo_config:\n  dynamo_backend: INDUCTOR\n", path="accelerate.yaml"),
         Invalid("flash_attention: true\nxformers_attention: false\n", path=CONFIG_EXAMPLE),
         Invalid("[model]\nattention = 'xformers'\n", path="config/model.toml"),
@@ -132,6 +140,13 @@ class LibrarySettingInConfig(TextRule):
                 start, end, f"`{key}` configures DeepSpeed, which has no Neuron accelerator",
                 guidance=_DEEPSPEED_GUIDANCE, effort=Effort.MEDIUM,
             ))
+        if not doc.parsed and doc.format == "json":
+            m = _TEMPLATE_KEY.search(doc.raw)
+            if m is not None:
+                out.append(TextReport(
+                    m.start(), m.end(1) + 1, f"a DeepSpeed config template (`{m.group(1)}`): DeepSpeed has no Neuron accelerator",
+                    guidance=_DEEPSPEED_GUIDANCE, effort=Effort.MEDIUM,
+                ))
         for document in range(doc.documents):
             for key in _DEEPSPEED_CONFIG_KEYS:
                 span = doc.keys.get((document, (key,)))
