@@ -78,7 +78,7 @@ class LibrarySettingInConfig(TextRule):
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
         "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger",
-        "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown", "bnb.",
+        "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown", "bnb.", "gpu",
     )
     VALID = (
         Valid("attn_implementation: sdpa\n", path=CONFIG_EXAMPLE),
@@ -108,6 +108,8 @@ class LibrarySettingInConfig(TextRule):
         Invalid("[model]\nattention = 'xformers'\n", path="config/model.toml"),
         Invalid("model:\n  strategy: cuda fp16 *20 -> cpu fp32\n", path=CONFIG_EXAMPLE),
         Invalid("tf32: true\n", path=CONFIG_EXAMPLE, target="accelerator"),
+        # a cloud launcher's config (axolotl's examples/cloud/modal.yaml)
+        Invalid("gpu: h100\ngpu_count: 1\nmemory: 128\n", path="examples/cloud/modal.yaml"),
     )
 
     @classmethod
