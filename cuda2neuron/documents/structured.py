@@ -183,6 +183,15 @@ def _under_shell_key(path: tuple[Key, ...]) -> bool:
     return owner in SHELL_KEYS
 
 
+def _javascript_input(s: Scalar, uses: dict) -> bool:
+    """``with: script:`` of a step that ``uses: actions/github-script``: JavaScript, not shell.
+    Read as shell, an apostrophe in its comments (``// don't``) opened a quote that ran on into
+    every later step of the workflow (axolotl's docker-e2e.yml: its `run:` steps went unread)."""
+    if len(s.path) < 2 or s.path[-2:] != ("with", "script"):
+        return False
+    return uses.get((s.document, (*s.path[:-2], "uses")), "").startswith("actions/github-script")
+
+
 def _env_list_item(s: Scalar) -> bool:
     """``environment: ["CUDA_VISIBLE_DEVICES=0,1"]`` (compose): a list item that is an assignment."""
     return (
@@ -195,8 +204,11 @@ def _shell_spans(raw: str, scalars: tuple[Scalar, ...]) -> list[tuple[int, int]]
     """Where the shell commands of a YAML file are written: the characters of each command value
     (inside its quotes; a block scalar's lines after its header)."""
     spans = []
+    uses = {(s.document, s.path): s.value for s in scalars if s.key == "uses"}
     for s in scalars:
         if not (_under_shell_key(s.path) or _env_list_item(s)):
+            continue
+        if _javascript_input(s, uses):
             continue
         if s.quote in ("|", ">"):
             if s.quote == ">":

@@ -444,10 +444,13 @@ def _shell_hits(view: str, raw: str, lines: _Lines, hits: _Hits, all_chars: bool
                 a -= 1
             while b < len(view) and states[b] == state and view[b] != quote:
                 b += 1
-            if not any(c.isspace() for c in view[a:b]):
+            # A CI expression's spaces (`"CUDA=${{ matrix.cuda }}" >> $GITHUB_ENV`) make no message.
+            if not any(c.isspace() for c in _CI_EXPRESSION.sub("", view[a:b])):
                 _add(hits, lines.hit(i, m.end()))
 
 
+# A GitHub Actions expression inside a `run:` script, replaced before the step runs.
+_CI_EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
 # A read of a shell variable, `$NAME` or `${NAME}`.
 _VAR_READ = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
 _VAR_ASSIGN = re.compile(r"(?<![\w$])([A-Za-z_]\w*)=")

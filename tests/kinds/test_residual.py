@@ -60,6 +60,17 @@ _ROWS = {
     "python-credential-name": ("m.py", 'import os\nkey = os.environ["NVIDIA_API_KEY"]\n', []),
     "python-camel-case-crossing": ("m.py", "from openai import AsyncClient\nclient = AsyncClient()\n", []),
     "python-lowercase-word-kept": ("m.py", "from vllm.distributed import pynccl\nc = pynccl.PyNcclCommunicator(g)\n", [1, 2]),
+    # a CI expression's spaces make no message (`echo "CUDA=${{ matrix.cuda }}" >> $GITHUB_ENV`);
+    # actions/github-script's `script:` is JavaScript: its `// don't` opens no shell quote that would
+    # hide the later steps (axolotl's docker-e2e.yml)
+    "yaml-ci-expression-after-javascript": (
+        ".github/workflows/e2e.yml",
+        "jobs:\n  e2e:\n    steps:\n      - uses: actions/github-script@v7\n        with:\n          script: |\n"
+        "            // don't scan the body\n            core.setOutput('skip', 'no')\n"
+        "      - run: |\n          echo \"CUDA=${{ matrix.cuda }}\" >> $GITHUB_ENV\n"
+        "          echo \"tests for ${{ matrix.cuda }} builds\"\n",
+        [10],
+    ),
     "yaml-web-address": ("config/train.yaml", "docs: https://docs.nvidia.com/cuda/\n", []),
     # a tag or name that says *without* CUDA (axolotl's CI matrix), beside one that names a CUDA build
     "yaml-negated-tag": (
