@@ -7,15 +7,18 @@ them behind fallbacks: ``try: import bitsandbytes as bnb / except ImportError: b
 ``if bnb is not None: ...``; ``if is_flash_attn_available(): ...``; ``if x.is_cuda: ...``. On
 Trainium the package is missing and the test says no, so the fallback runs and the function is
 plain code. A top-level ``def`` / ``class`` / assignment is a start only where it uses such code
-*unconditionally*: in its decorators, bases and default values, or in a statement of its body
-(methods and nested functions included) that no ``if``, ``try``, conditional expression or
-short-circuit operand stands in front of. ``if not torch.cuda.is_available(): raise`` followed by
-the call is no fallback: nothing portable runs, so the function is CUDA-only.
+on a path Trainium takes: in its decorators, bases and default values, or in a statement of its
+body (methods and nested functions included) that no fallback stands in front of. Each branch
+on the way is asked of the device model (``python.truth``); a test of the package's binding, an
+availability probe, a ``try`` body and the later operands of ``and`` / ``or`` are the fallback's
+other side; a data test (``isinstance(child, nn.Linear)``) runs both sides.
+``if not torch.cuda.is_available(): raise`` followed by the call is no fallback: nothing
+portable runs, so the function is CUDA-only.
 
 Each start is a name with its sink and the line that uses it (``invokeai.app.util.
 torch_cuda_allocator.configure_torch_cuda_allocator`` -> ``torch.cuda.get_allocator_backend`` at
-``invokeai/app/util/torch_cuda_allocator.py:43``); the sweep (``_project._sink_names``) then
-follows the import graph from these modules as from the project's kernel modules.
+``invokeai/app/util/torch_cuda_allocator.py:43``); ``_project._library_chains`` then follows
+the import graph from these modules through uses outside any branch.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ def library_pattern(own: Iterable[str]) -> tuple[re.Pattern[bytes], ...]:
     (``torch.cuda.get_allocator_backend``, ``from torch.cuda import mem_get_info``). Several
     patterns, each starting with a literal: one alternation of them all scans 45 MB of diffusers
     in 1.1 s, these in 0.07 s."""
-    from cuda2neuron.rules._shared.kernels import library_sink, library_sink_words
+    from cuda2neuron.rules._shared.kernels import library_sink_words
 
     packages, calls = library_sink_words()
     own = set(own)
@@ -73,7 +76,7 @@ def library_starts(data: bytes, shown: str, facts: ProjectFacts) -> dict[str, st
     starts: dict[str, str] = {}
     parsed: set[int] = set()
     libraries = _libraries(bound, facts)
-    lines = [0, *itertools.accumulate(len(line) for line in data.splitlines(keepends=True))]
+    lines = [0, *itertools.accumulate(len(line) + 1 for line in data.split(b"\n"))]  # where each line starts
     every = words
     while words is not None:
         added: list[str] = []
@@ -111,10 +114,10 @@ _TRIES = 8  # top-level lines a statement may span before the file is parsed who
 
 def _chunks(data: bytes, words: re.Pattern[bytes], parsed: set[int]) -> list[tuple[ast.stmt, int]]:
     """The top-level statements of the module whose text matches ``words``, parsed alone, each
-    with the number of lines before it in the file. A chunk runs from one column-0 line to the next; one that does
-    not parse (a decorator before its ``def``, a string with lines at column 0) grows by the
-    next chunk, and past ``_TRIES`` the module is parsed whole. ``parsed``: the chunks parsed
-    by an earlier call, by where they start (each is returned once)."""
+    with the number of lines before it in the file. A chunk runs from one column-0 line to the
+    next; one that does not parse (a decorator before its ``def``, a string with lines at column
+    0) grows by the next chunk, and past ``_TRIES`` the module is parsed whole. ``parsed``: the
+    chunks parsed by an earlier call, by where they start (each is returned once)."""
     starts = [m.start() for m in _TOP_LINE.finditer(data)] + [len(data)]
     found: list[tuple[ast.stmt, int]] = []
     i = 0
@@ -150,7 +153,9 @@ def _whole(data: bytes, words: re.Pattern[bytes]) -> list[tuple[ast.stmt, int]]:
 
 # An import statement as text (a parenthesized name list may span lines): `from M import a as b,
 # c` or `import a.b as c, d`.
-_IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]*))", re.MULTILINE)
+_IMPORT = re.compile(
+    rb"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]*))", re.MULTILINE
+)
 _ALIAS = re.compile(rb"([\w.]+)(?:[ \t]+as[ \t]+(\w+))?")
 
 
@@ -178,7 +183,7 @@ def _words(bound: dict[str, str], facts: ProjectFacts) -> re.Pattern[bytes] | No
     from cuda2neuron.rules._shared.kernels import library_sink, library_sink_words
 
     _, calls = library_sink_words()
-    local = [name for name, dotted in bound.items() if library_sink(dotted, facts) is not None or _package_prefix(dotted, facts)]
+    local = [n for n, dotted in bound.items() if library_sink(dotted, facts) is not None or _package_prefix(dotted, facts)]
     if any(dotted.split(".")[0] == "torch" for dotted in bound.values()):
         local += [c for c in calls if c not in _COMMON_WORDS]
     if not local:
@@ -202,12 +207,15 @@ def _defined(stmt: ast.stmt) -> list[str]:
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return [stmt.name]
     if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
-        return [t.id for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) if isinstance(t, ast.Name)]
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return [t.id for t in targets if isinstance(t, ast.Name)]
     return []
 
 
-def _first_use(stmt: ast.stmt, bound: dict[str, str], libraries: frozenset[str], facts: ProjectFacts, own: dict[str, str],
-               offset: int, holds: Callable[[ast.stmt], bool] | None = None) -> str | None:
+def _first_use(
+    stmt: ast.stmt, bound: dict[str, str], libraries: frozenset[str], facts: ProjectFacts, own: dict[str, str],
+    offset: int, holds: Callable[[ast.stmt], bool] | None = None,
+) -> str | None:
     """The first CUDA-only library code ``stmt`` runs on Trainium whatever its tests say, with
     ``at \\0:line`` (the file's name comes later), or the sink of one of the module's ``own``
     names it runs."""
@@ -235,7 +243,9 @@ def _libraries(bound: dict[str, str], facts: ProjectFacts) -> frozenset[str]:
     """The local names bound to CUDA-only packages (not torch: its calls are the sinks)."""
     from cuda2neuron.rules._shared.kernels import library_sink, library_sink_words
 
-    return frozenset(n for n, d in bound.items() if not d.startswith("torch") and (library_sink(d, facts) or _package_prefix(d, facts)))
+    return frozenset(
+        n for n, d in bound.items() if not d.startswith("torch") and (library_sink(d, facts) or _package_prefix(d, facts))
+    )
 
 
 def unconditional_uses(stmt: ast.stmt) -> Iterable[ast.expr]:
@@ -313,7 +323,9 @@ _PROBE = re.compile(r"(^|\.|_)is_\w*available$|^is_available$")
 # What a test must spell for the device model to answer it or to see a CUDA fact in it (its
 # atoms: `cuda`/`neuron` queries and strings, `.is_cuda`, `.device.type`, package flags): the
 # rest are data tests, told without parsing them for the model.
-_DEVICE_ATOMS = re.compile(r"cuda|neuron|device|(?i:has|have|is|use|with)_?(?:triton|apex|flash|xformers|bitsandbytes|bnb|cupy|deep)", re.IGNORECASE)
+_DEVICE_ATOMS = re.compile(
+    r"cuda|neuron|device|(?:has|have|is|use|with)_?(?:triton|apex|flash|xformers|bitsandbytes|bnb|cupy|deep)", re.IGNORECASE
+)
 
 
 def _branch_runs(test: ast.expr, libraries: frozenset[str]) -> tuple[bool, bool]:
@@ -353,7 +365,8 @@ def _fallback_sides(test: ast.expr, libraries: frozenset[str]) -> tuple[bool, bo
     on Trainium); ``if bnb is None:`` its body only there."""
     negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
     inner = test.operand if negated else test
-    if isinstance(inner, ast.Compare) and len(inner.ops) == 1 and isinstance(inner.comparators[0], ast.Constant) and inner.comparators[0].value is None:
+    against_none = isinstance(inner, ast.Compare) and len(inner.ops) == 1 and isinstance(inner.comparators[0], ast.Constant)
+    if against_none and inner.comparators[0].value is None:
         missing = isinstance(inner.ops[0], (ast.Is, ast.Eq))
         present = not missing
     elif isinstance(inner, ast.Name):

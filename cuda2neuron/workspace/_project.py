@@ -284,11 +284,13 @@ def _library_chains(candidates: list[tuple[Path, Path]], starts: dict[str, dict[
         wanted = _spellings(named)
         # A file that imports a name spells its module's last name (`from .attention_processor
         # import ...`): searched once per module in the whole text, then the import lines decide.
-        spelling = {i for last in {n.split(".")[-2].encode() for n in named if "." in n} for i in _files_holding(joined, ends, last)}
+        modules = {n.split(".")[-2].encode() for n in named if "." in n}
+        spelling = {i for last in modules for i in _files_holding(joined, ends, last)}
         lasts = sorted(re.escape(n.rsplit(".", 1)[-1].encode()) for n in named)
         # Called or subclassed, as the uses followed are: most importers of diffusers' xformers
         # processors only test `isinstance(p, XFormersAttnProcessor)`.
-        run = re.compile(rb"\b(?:" + b"|".join(lasts) + rb")[ \t]*\(|^[ \t]*class[ \t][^\n]*\b(?:" + b"|".join(lasts) + rb")\b", re.MULTILINE)
+        alternatives = b"|".join(lasts)
+        run = re.compile(rb"\b(?:" + alternatives + rb")[ \t]*\(|^[ \t]*class[ \t][^\n]*\b(?:" + alternatives + rb")\b", re.MULTILINE)
         named, spelling, first = set(), spelling | first, set()
         for i in sorted(spelling):
             path, root = files[i]
