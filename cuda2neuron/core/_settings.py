@@ -56,7 +56,20 @@ class ProjectFacts:
         return next(((pos, param) for name, pos, param in self.backend_params if name == function), None)
 
     def builds_extension(self, module: str) -> bool:
-        return module in self.extension_modules or module.rsplit(".", 1)[-1] in self.extension_modules
+        """Whether ``module`` is a compiled extension the project builds: by its dotted name, or
+        by its last name (``import fused_adam_cuda`` found under another root), unless a project
+        module of its own stands in it. BasicSR's ``basicsr/ops/upfirdn2d/upfirdn2d.py`` imports
+        the extension it JIT-builds as ``load("upfirdn2d", ...)``; CN617 named the Python module
+        the extension (4 findings of stylegan2_arch.py, and the package's re-export, resolved
+        against the file's path as ``work.repos.BasicSR.basicsr.ops.upfirdn2d.upfirdn2d.upfirdn2d``)."""
+        if module in self.extension_modules:
+            return True
+        parent, _, last = module.rpartition(".")
+        if last not in self.extension_modules:
+            return False
+        # A name inside a kernel module (`pkg.ops.upfirdn2d.upfirdn2d`, or a tail or a path-long
+        # spelling of it), not the extension named like it.
+        return not any(_aligned(m, k) for m in (module, parent) if m for k in self.kernel_modules)
 
     def kernel_module(self, module: str) -> bool:
         """Whether ``module`` (dotted) is one of the project's kernel modules or inside one."""
@@ -100,6 +113,11 @@ class ProjectFacts:
         import spells too. They join the trigger words of the rules that use the facts."""
         names = {n.rsplit(".", 1)[-1] for n in (*self.extension_modules, *self.kernel_modules, *self.extension_loaders)}
         return tuple(sorted(n.encode() for n in names if n))
+
+
+def _aligned(module: str, kernel: str) -> bool:
+    """``module`` names ``kernel``: the same, a tail of it, or it with a longer root before."""
+    return module == kernel or kernel.endswith("." + module) or module.endswith("." + kernel)
 
 
 @lru_cache(maxsize=4)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._branches import opened_code, selected_code
     from ._context import RuleContext
+    from ._device_truth import Truth, asks_cuda, truth
     from ._lint import NET_UNITS, FixOutcome, fix_module, lint_module, net_unit
     from ._names import LOCAL, Scope, bind_import, bind_target, dotted_name
     from ._positions import spans_and_code
@@ -26,6 +27,8 @@ __all__ = [
     "FixOutcome",
     "RuleContext",
     "Scope",
+    "Truth",
+    "asks_cuda",
     "bind_import",
     "bind_target",
     "dotted_name",
@@ -37,12 +40,16 @@ __all__ = [
     "rebuild",
     "selected_code",
     "spans_and_code",
+    "truth",
     "visit_syntax",
     "walk_rules",
 ]
 
 _HOME = {
     "RuleContext": "_context",
+    "Truth": "_device_truth",
+    "asks_cuda": "_device_truth",
+    "truth": "_device_truth",
     "opened_code": "_branches",
     "selected_code": "_branches",
     "FixOutcome": "_lint",

@@ -12,14 +12,18 @@ pool stay as they are.
 from __future__ import annotations
 
 import ast
+import bisect
+import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from cuda2neuron.core import Config, ProjectFacts
+from cuda2neuron.kinds import may_trigger
 
 from ._discover import SourceFile
+from ._library_sinks import library_pattern, library_starts, unconditional_uses
 
 __all__ = ["project_facts", "with_project_facts"]
 
@@ -48,6 +52,11 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     # Top-level names of the project's own modules, from paths alone (nothing is read).
     own = {m.split(".")[0] for m in (_module_of(p, r) for p, r in candidates) if m}
     candidates += [(root / "setup.py", root) for root in extra_roots]
+    # The patterns come from the rules' tables: built at the first file some rule may fire on,
+    # so that a run over files no rule wakes imports neither the catalog nor libcst.
+    libraries: tuple[re.Pattern[bytes], ...] | None = None
+    unread: list[tuple[Path, Path, bytes]] = []  # files seen before the patterns were built
+    library_files: list[tuple[Path, Path, bytes]] = []  # files that may use CUDA-only library code
     for path, root in candidates:
         resolved = path.resolve()
         if resolved in seen:
@@ -57,6 +66,13 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
             data = path.read_bytes()
         except OSError:
             continue  # the per-file run reports unreadable files
+        if libraries is None and may_trigger(data, "python"):
+            libraries = library_pattern(own)
+            library_files += [f for f in unread if any(p.search(f[2]) for p in libraries)]
+        if libraries is None:
+            unread.append((path, root, data))
+        elif any(p.search(data) for p in libraries):
+            library_files.append((path, root, data))
         builds = any(w in data for w in _WORDS)
         backends = any(w in data for w in _BACKEND_WORDS)
         if not builds and not backends:
@@ -92,9 +108,31 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         own_packages=frozenset(own),
         backend_params=_unambiguous(backend_params),
     )
-    if not kernels and not extensions:
+    starts = _library_starts(library_files, facts)
+    if not kernels and not extensions and not starts:
         return facts  # most projects: nothing CUDA-only to reach, nothing more to read
-    return replace(facts, sink_names=frozenset(_sink_names(candidates, facts, jit).items()))
+    sinks = _sink_names(candidates, facts, jit) if kernels or extensions or jit else {}
+    if starts:
+        # Chains from third-party packages: followed only through unconditional uses, as they
+        # started (a model class that picks the xformers processor behind its own flag is not
+        # CUDA-only); the project's own kernels name a name first.
+        library = _library_chains(candidates, starts)
+        sinks = {**library, **sinks}
+    return replace(facts, sink_names=frozenset(sinks.items()))
+
+
+def _library_starts(files: list[tuple[Path, Path, bytes]], facts: ProjectFacts) -> dict[str, dict[str, str]]:
+    """Module -> its top-level names that use third-party CUDA-only packages or torch's CUDA-only
+    calls unconditionally (``_library_sinks``), each with that code and the line."""
+    starts: dict[str, dict[str, str]] = {}
+    for path, root, data in files:
+        module = _module_of(path, root)
+        if not module or path.name == "setup.py":
+            continue
+        names = library_starts(data, _shown(path, root), facts)
+        if names:
+            starts[module] = names
+    return starts
 
 
 # An import statement as text (a parenthesized name list may span lines): which modules a file
@@ -216,6 +254,79 @@ def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts,
     return sinks
 
 
+def _library_chains(candidates: list[tuple[Path, Path]], starts: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The chains from third-party CUDA-only code (``starts``: module -> its names that use it
+    unconditionally, with the sink and line), to a fixed point as ``_sink_names`` follows the
+    project's kernels, but through uses that run whatever the code's tests say only, and only
+    into files that name one of the names found so far (diffusers' attention_processor is
+    imported everywhere for its plain names: following its modules parsed 281 files)."""
+    sinks = {f"{m}.{n}": sink for m, names in starts.items() for n, sink in names.items()}
+    files = [(path, root) for path, root in candidates if path.name != "setup.py"]
+    texts = []
+    for path, _ in files:
+        try:
+            texts.append(path.read_bytes())
+        except OSError:
+            texts.append(b"")  # the per-file run reports it
+    # One text of the whole project, searched once per name found: the files that spell a name
+    # are found without testing every file for every name.
+    joined = b"\0".join(texts)
+    ends = list(itertools.accumulate(len(t) + 1 for t in texts))
+    uses: dict[int, _Uses | None] = {}
+    imported: dict[int, frozenset[str]] = {}
+    named = set(sinks)
+    first = {i for i, (path, root) in enumerate(files) if _module_of(path, root) in starts} if starts else set()
+
+    def reaches(dotted: str) -> tuple[str, bool] | None:
+        return (sinks[dotted], True) if dotted in sinks else None
+
+    while named:
+        wanted = _spellings(named)
+        # A file that imports a name spells its module's last name (`from .attention_processor
+        # import ...`): searched once per module in the whole text, then the import lines decide.
+        modules = {n.split(".")[-2].encode() for n in named if "." in n}
+        spelling = {i for last in modules for i in _files_holding(joined, ends, last)}
+        lasts = sorted(re.escape(n.rsplit(".", 1)[-1].encode()) for n in named)
+        # Called or subclassed, as the uses followed are: most importers of diffusers' xformers
+        # processors only test `isinstance(p, XFormersAttnProcessor)`.
+        alternatives = b"|".join(lasts)
+        run = re.compile(rb"\b(?:" + alternatives + rb")[ \t]*\(|^[ \t]*class[ \t][^\n]*\b(?:" + alternatives + rb")\b", re.MULTILINE)
+        named, spelling, first = set(), spelling | first, set()
+        for i in sorted(spelling):
+            path, root = files[i]
+            module = _module_of(path, root)
+            if not module:
+                continue
+            if i not in imported:
+                imported[i] = _imported_modules(texts[i], module, path.name == "__init__.py")
+            # A start module is read too: its other names that use a start (`quantize_model(m)`
+            # calling the module's `_convert_to_int8(m)`) reach the same code.
+            if (imported[i].isdisjoint(wanted) and module not in starts) or not run.search(texts[i]):
+                continue
+            if i not in uses:
+                uses[i] = _Uses.read(module, _shown(path, root), path, texts[i], unconditional=True)
+            found = uses[i]
+            if found is None:
+                continue
+            for name, sink in found.reaching(reaches, starts.get(module, {})).items():
+                dotted = f"{module}.{name}"
+                if dotted not in sinks:
+                    sinks[dotted] = sink
+                    named.add(dotted)
+    return sinks
+
+
+def _files_holding(joined: bytes, ends: list[int], word: bytes) -> set[int]:
+    """The indices of the files (``ends``: where each ends in ``joined``) that hold ``word``."""
+    found: set[int] = set()
+    at = joined.find(word)
+    while at >= 0:
+        i = bisect.bisect_right(ends, at)
+        found.add(i)
+        at = joined.find(word, ends[i]) if i < len(ends) else -1
+    return found
+
+
 class _Uses:
     """What one module imports and what each of its top-level definitions uses, read once."""
 
@@ -225,7 +336,9 @@ class _Uses:
         self.defs = defs  # top-level name -> (name or dotted chain it uses, line), by line
 
     @classmethod
-    def read(cls, module: str, shown: str, path: Path, data: bytes) -> _Uses | None:
+    def read(cls, module: str, shown: str, path: Path, data: bytes, unconditional: bool = False) -> _Uses | None:
+        """``unconditional``: only the uses that run whatever the code's tests say (the calls,
+        bases and decorators ``_library_sinks.unconditional_uses`` yields)."""
         try:
             tree = ast.parse(data, filename=str(path))
         except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -258,9 +371,10 @@ class _Uses:
         # Only what can lead somewhere is kept: an imported name or another top-level name.
         heads = {local.split(".")[0] for local, _, _, _ in bindings} | set(defs)
         for targets, stmt in bodies:
+            nodes = unconditional_uses(stmt) if unconditional else (
+                n for n in ast.walk(stmt) if isinstance(n, (ast.Name, ast.Attribute)))
             used = sorted(
-                ((d, n.lineno) for n in ast.walk(stmt)
-                 if isinstance(n, (ast.Name, ast.Attribute)) and (d := _spelled(n)) and d.split(".")[0] in heads),
+                ((d, n.lineno) for n in nodes if (d := _spelled(n)) and d.split(".")[0] in heads),
                 key=lambda u: u[1],
             )
             for t in targets:

@@ -41,12 +41,15 @@ __all__ = [
     "TrainerOptimizer",
     "CUDA_IPC_CALLS",
     "CUDA_PROVIDERS",
+    "TORCH_CUDA_ALLOCATOR_CALLS",
     "TORCH_CUDA_ONLY_CALLS",
     "cuda_operator",
     "TORCH_INT4_OPS",
     "dynamic_import",
     "kernel_index",
     "kernel_packages",
+    "library_sink",
+    "library_sink_words",
     "package_of",
     "quantization_configs",
     "trainer_optimizers",
@@ -75,12 +78,24 @@ _AUTOGRAD_FUNCTION = "torch.autograd.Function"
 TORCH_INT4_OPS = frozenset(
     f"{prefix}.{op}" for prefix in ("torch", "torch.ops.aten") for op in ("_convert_weight_to_int4pack", "_weight_int4pack_mm")
 )
+# CUDA's caching-allocator controls (CN211 reports them, display only): each raises without CUDA
+# ("Torch not compiled with CUDA enabled", no `torch._C._cuda_getAllocatorBackend`), so a test
+# of the allocator (InvokeAI's `test_torch_cuda_allocator.py`) is a test of CUDA-only code and
+# its `skipif(not torch.cuda.is_available())` must keep skipping on Trainium.
+TORCH_CUDA_ALLOCATOR_CALLS = frozenset(
+    f"torch.cuda.{m}{name}" for m in ("", "memory.") for name in (
+        "get_allocator_backend", "set_per_process_memory_fraction", "get_per_process_memory_fraction",
+        "memory_snapshot", "caching_allocator_alloc", "caching_allocator_delete", "change_current_allocator",
+        "MemPool", "use_mem_pool",
+    )
+)  # fmt: skip
 TORCH_CUDA_ONLY_CALLS = frozenset(
     {
         "torch.cuda.get_device_capability",
         "torch.cuda.mem_get_info",
         "torch.cuda.ipc_collect",
         *TORCH_INT4_OPS,
+        *TORCH_CUDA_ALLOCATOR_CALLS,
         *(f"torch.cuda.{m}{name}" for m in ("", "graphs.") for name in (
             "CUDAGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing",
         )),
@@ -239,6 +254,38 @@ def describe_module(qualified: str, facts: ProjectFacts) -> str | None:
     if in_package(qualified, OWN_RULE_PACKAGES):
         return f"`{qualified}` (a CUDA-only package)"
     return None
+
+
+def library_sink(qualified: str, facts: ProjectFacts) -> str | None:
+    """How a finding names ``qualified`` when it is CUDA-only code outside the project: torch's
+    CUDA-only calls, a third-party CUDA-only package (bitsandbytes, flash_attn, xformers, apex,
+    deep_gemm, Transformer Engine: ``cuda_kernels.toml`` and ``OWN_RULE_PACKAGES``) or CUDA IPC;
+    None for the project's own modules (the sweep follows those itself) and for the kernel
+    languages, whose importers are the project's kernel modules already. The project sweep
+    starts its chains across modules here (``workspace/_project.py``)."""
+    if qualified in TORCH_CUDA_ONLY_CALLS:
+        return _describe_torch_call(qualified)
+    if qualified in CUDA_IPC_CALLS:
+        return f"`{qualified}` (CUDA IPC: hands a device tensor's memory to another process)"
+    if facts.own_module(qualified) or in_package(qualified, KERNEL_LANGUAGES) or in_package(qualified, ("triton",)):
+        return None
+    row = package_of(qualified, facts)
+    if row is not None:
+        return f"`{qualified}` ({row.what})" if row.kind == "kernels" else None
+    if in_package(qualified, OWN_RULE_PACKAGES) and not in_package(qualified, ("torch",)):
+        return f"`{qualified}` (a CUDA-only package)"
+    return None
+
+
+@lru_cache(maxsize=1)
+def library_sink_words() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(top-level packages, call names) that ``library_sink`` answers for: a file must import
+    one of the packages or spell one of the calls to hold such a sink (the sweep's cheap test
+    before parsing a file)."""
+    packages = {m.split(".")[0] for m, row in kernel_packages().items() if row.kind == "kernels"}
+    packages |= {p.split(".")[0] for p in OWN_RULE_PACKAGES if not p.startswith(("torch", "triton"))}
+    calls = {q.rpartition(".")[2] for q in (*TORCH_CUDA_ONLY_CALLS, *CUDA_IPC_CALLS)}
+    return tuple(sorted(packages)), tuple(sorted(calls))
 
 
 DYNAMIC_IMPORTS = frozenset({"importlib.import_module", "builtins.__import__"})

@@ -11,6 +11,7 @@ from .._shared.kernel_gates import handed_to_kernel
 from .._shared.strings import string_value
 from .._shared.target import checkpoint_device, needs_newer_torch
 from ._helpers import UseKind, find_use, is_bare_prefix, is_cuda_device_string, looks_like_cuda_fstring, retarget_fstring, retarget_string
+from ._records import recorded_only
 
 __all__ = ["CudaDeviceString"]
 
@@ -84,7 +85,9 @@ class CudaDeviceString(Rule):
     its device, by hand. So is a device handed to a library outside torch that is not known to
     pass it on to torch (``safetensors.torch.load_file(p, device="cuda")``: the library parses it
     itself); transformers, diffusers, accelerate, timm and the other libraries in
-    ``rules/_shared/consumers.py`` get "neuron".
+    ``rules/_shared/consumers.py`` get "neuron". A device string stored in a field of the file's
+    own record class that the file only writes out (``meta.rand_device = "cuda"``, read only in
+    an f-string or a dict) records which device made something: it is left as it is.
     On the accelerator target a ``map_location`` device with an index maps to ``"cpu"`` where no
     accelerator exists (torch.load refuses "cpu:0").
     """
@@ -121,6 +124,9 @@ class CudaDeviceString(Rule):
         'import torch\nwith torch.autocast("cuda"):\n    pass\n',
         "if device == 'cuda':\n    pass\n",  # a comparison: CN103
         'def get_kernel():\n    return "cuda"\n',  # a helper not named for a device
+        # A record's field, only written out: which device made an image, not where to put it.
+        'class Meta:\n    rand_device = None\n\n    def line(self):\n        return f"{self.rand_device}"\n\n\n'
+        'def parse(node):\n    meta = Meta()\n    meta.rand_device = "cuda"\n    return meta\n',
         # parametrized arguments whose name does not say device
         'import pytest\n\n@pytest.mark.parametrize("impl", ["ref", "cuda"])\ndef test(impl):\n    pass\n',
         'import pytest\n\n@pytest.mark.parametrize("impl,device", [("cuda", "cpu")])\ndef test(impl, device):\n    pass\n',
@@ -179,6 +185,13 @@ class CudaDeviceString(Rule):
         Invalid('x.to("cuda:{}".format(i))\n', 'x.to("neuron:{}".format(i))\n'),
         Invalid('import torch\nd = torch.device("cuda:" + str(rank))\n', 'import torch\nd = torch.device("neuron:" + str(rank))\n'),
         Invalid('def f(x, device="cuda"):\n    pass\n', 'def f(x, device="neuron"):\n    pass\n'),
+        # The record's field is read as a device too: it places noise.
+        Invalid(
+            'import torch\nclass Meta:\n    rand_device = None\n\n    def noise(self):\n        return torch.randn(2, device=self.rand_device)\n\n\n'
+            'def parse(node):\n    meta = Meta()\n    meta.rand_device = "cuda"\n    return meta\n',
+            'import torch\nclass Meta:\n    rand_device = None\n\n    def noise(self):\n        return torch.randn(2, device=self.rand_device)\n\n\n'
+            'def parse(node):\n    meta = Meta()\n    meta.rand_device = "neuron"\n    return meta\n',
+        ),
         Invalid('device = "cuda"\n', 'device = "neuron"\n'),
         Invalid('self.device = "cuda:0"\n', 'self.device = "neuron:0"\n'),
         Invalid('args.device = f"cuda:{args.local_rank}"\n', 'args.device = f"neuron:{args.local_rank}"\n'),
@@ -339,6 +352,8 @@ class CudaDeviceString(Rule):
             return
         if use is None or use.kind is not UseKind.PLACEMENT:
             return
+        if isinstance(use.user, cst.Assign) and recorded_only(self, use.user):
+            return  # `props.rand_device = "cuda"` in a record: which device made it, not where to go
         kernel = handed_to_kernel(self, node) or kernel_test(self)
         if kernel is None and pointer_buffer(self, node):
             kernel = "its tensor's raw pointer (`data_ptr()`) is handed to CUDA code (a TensorRT binding, an extension)"

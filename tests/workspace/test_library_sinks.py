@@ -1,0 +1,171 @@
+"""Chains across modules that start at third-party CUDA-only packages and torch's CUDA-only calls
+(issue 38), read with their fallbacks: ``workspace/_library_sinks.py`` and the sweep's
+``_library_chains``.
+
+A project function that uses bitsandbytes (flash_attn, xformers, ``torch.cuda.get_allocator_backend``)
+on every path is CUDA-only, and a skip marker in another module in front of it must keep asking
+about CUDA; one that uses it only where the fallback does not run on Trainium (``if bnb is not
+None:``, ``if is_flash_attn_available():``, ``if x.is_cuda:``, a ``try`` body) is plain code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cuda2neuron.core import Config, ProjectFacts, RunOptions
+from cuda2neuron.workspace import discover, process_files, project_facts, with_project_facts
+
+BNB_TOP = "import bitsandbytes as bnb\n\n"
+BNB_GUARDED = "try:\n    import bitsandbytes as bnb\nexcept ImportError:\n    bnb = None\n\n"
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+# (files, {dotted name: text its sink must hold}, names that must reach nothing)
+SWEEPS = [
+    pytest.param(
+        {"pkg/quant.py": BNB_TOP + "def quantize(w):\n    return bnb.functional.quantize_4bit(w)\n"},
+        {"pkg.quant.quantize": "`bitsandbytes.functional.quantize_4bit` (a CUDA-only package) at pkg/quant.py:4"},
+        (), id="unconditional-use-of-a-package",
+    ),
+    pytest.param(
+        {"pkg/quant.py": BNB_GUARDED + "def quantize(w):\n    if bnb is not None:\n        return bnb.functional.quantize_4bit(w)\n    return w\n"},
+        {}, ("pkg.quant.quantize",), id="use-behind-a-none-check-fallback",
+    ),
+    pytest.param(
+        {"pkg/quant.py": BNB_GUARDED + "def quantize(w):\n    if bnb is None:\n        return w\n    else:\n        return bnb.functional.quantize_4bit(w)\n"},
+        {}, ("pkg.quant.quantize",), id="use-in-the-else-of-a-none-check",
+    ),
+    pytest.param(
+        {"pkg/attn.py": "from pkg.utils import is_flash_attn_available\nif is_flash_attn_available():\n    from flash_attn import flash_attn_func\n\n"
+         "def attend(q, k, v):\n    if is_flash_attn_available():\n        return flash_attn_func(q, k, v)\n    return q\n"},
+        {}, ("pkg.attn.attend",), id="use-behind-an-availability-probe",
+    ),
+    pytest.param(
+        {"pkg/attn.py": "import torch\nfrom flash_attn import flash_attn_func\n\ndef attend(q, k, v):\n    if q.is_cuda:\n        return flash_attn_func(q, k, v)\n    return q\n"},
+        {}, ("pkg.attn.attend",), id="use-behind-a-device-test",
+    ),
+    pytest.param(
+        {"pkg/attn.py": "try:\n    import xformers.ops as xops\nexcept ImportError:\n    xops = None\n\n"
+         "def attend(q, k, v):\n    try:\n        return xops.memory_efficient_attention(q, k, v)\n    except Exception:\n        return q\n"},
+        {}, ("pkg.attn.attend",), id="use-in-a-try-body",
+    ),
+    pytest.param(
+        {"pkg/quant.py": BNB_TOP + "import torch\n\ndef convert(model):\n    for name, child in model.named_children():\n"
+         "        if isinstance(child, torch.nn.Linear):\n            setattr(model, name, bnb.nn.Linear8bitLt(1, 1))\n    return model\n"},
+        {"pkg.quant.convert": "`bitsandbytes.nn.Linear8bitLt`"}, (), id="a-data-test-is-no-fallback",
+    ),
+    pytest.param(
+        {"pkg/quant.py": BNB_TOP + "class QLinear(bnb.nn.Linear8bitLt):\n    pass\n\ndef quantize(m):\n    return QLinear(1, 1)\n",
+         "pkg/model.py": "from pkg.quant import quantize\n\ndef build(m):\n    return quantize(m)\n"},
+        {"pkg.quant.QLinear": "pkg/quant.py:3", "pkg.quant.quantize": "pkg/quant.py:3", "pkg.model.build": "pkg/quant.py:3"},
+        (), id="a-base-class-then-the-same-module-then-another",
+    ),
+    pytest.param(
+        {"pkg/quant.py": BNB_TOP + "def quantize(w):\n    return bnb.functional.quantize_4bit(w)\n",
+         "pkg/model.py": "from pkg.quant import quantize\n\ndef build(w, fast):\n    if fast:\n        return quantize(w)\n    return w\n"},
+        {}, ("pkg.model.build",), id="another-module-follows-unconditional-uses-only",
+    ),
+    pytest.param(
+        {"pkg/alloc.py": "import os\n\ndef configure(conf):\n    os.environ['PYTORCH_CUDA_ALLOC_CONF'] = conf\n    import torch\n"
+         "    if not torch.cuda.is_available():\n        raise RuntimeError('no CUDA')\n    return torch.cuda.get_allocator_backend()\n"},
+        {"pkg.alloc.configure": "`torch.cuda.get_allocator_backend`, which has no Neuron counterpart and raises without a CUDA device at pkg/alloc.py:8"},
+        (), id="a-torch-cuda-only-call-after-an-early-raise",
+    ),
+    pytest.param(
+        {"pkg/alloc.py": "import torch\n\ndef backend():\n    if torch.cuda.is_available():\n        return torch.cuda.get_allocator_backend()\n    return 'none'\n"},
+        {}, ("pkg.alloc.backend",), id="a-torch-cuda-only-call-behind-its-test",
+    ),
+    pytest.param(
+        {"mamba_ssm/ops.py": "def scan(x):\n    return x\n", "mamba_ssm/model.py": "import mamba_ssm.ops\n\ndef run(x):\n    return mamba_ssm.ops.scan(x)\n"},
+        {}, ("mamba_ssm.model.run",), id="the-project-is-the-package",
+    ),
+]
+
+
+@pytest.mark.parametrize(("files", "sinks", "plain"), SWEEPS)
+def test_chains_start_at_third_party_cuda_only_code(tmp_path, files, sinks, plain):
+    facts = project_facts(discover([_tree(tmp_path / "proj", files)]).files)
+    for name, text in sinks.items():
+        found = facts.sink(name)
+        assert found is not None and text in found, (name, found)
+    for name in plain:
+        assert facts.sink(name) is None, (name, facts.sink(name))
+
+
+ALLOCATOR_PROJECT = {
+    "app/alloc.py": (
+        "import os\n\n\ndef configure(conf):\n    os.environ['PYTORCH_CUDA_ALLOC_CONF'] = conf\n    import torch\n\n"
+        "    if not torch.cuda.is_available():\n        raise RuntimeError('no CUDA')\n"
+        "    return torch.cuda.get_allocator_backend()\n"
+    ),
+    "tests/test_alloc.py": (
+        "import pytest\nimport torch\n\n\n"
+        "@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')\n"
+        "def test_backend_is_reported():\n    assert torch.cuda.get_allocator_backend() in ('native', 'cudaMallocAsync')\n\n\n"
+        "@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')\n"
+        "def test_configure():\n    from app.alloc import configure\n\n    assert configure('backend:native')\n\n\n"
+        "@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')\n"
+        "def test_plain():\n    assert torch.ones(2).sum() == 2\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def allocator_port(tmp_path_factory) -> tuple[str, list]:
+    root = _tree(tmp_path_factory.mktemp("alloc") / "proj", ALLOCATOR_PROJECT)
+    found = discover([root])
+    config = with_project_facts(Config(), found.files)
+    results = process_files(found.files, config, RunOptions(fix=True), jobs=1)
+    [result] = [r for r in results if r.path.endswith("test_alloc.py")]
+    return (result.new_bytes or Path(result.path).read_bytes()).decode(), list(result.findings)
+
+
+# (test function, whether its skip marker must keep asking about CUDA)
+MARKERS = [
+    pytest.param("test_backend_is_reported", True, id="a-test-calling-the-cuda-allocator"),
+    pytest.param("test_configure", True, id="a-test-of-a-project-function-that-calls-it"),
+    pytest.param("test_plain", False, id="a-plain-test-is-ported"),
+]
+
+
+@pytest.mark.parametrize(("test", "kept"), MARKERS)
+def test_skip_markers_of_cuda_allocator_tests_keep_skipping(allocator_port, test, kept):
+    text, findings = allocator_port
+    marker = text[: text.index(f"def {test}")].rstrip().splitlines()[-1]
+    assert ("torch.cuda.is_available()" in marker) is kept, marker
+    if kept:
+        line = text[: text.index(f"def {test}")].count("\n")
+        [held] = [f for f in findings if f.code == "CN201" and f.span.start_line == line]
+        assert "get_allocator_backend" in held.message and not held.applied
+
+
+def test_the_sweep_reads_no_rule_table_for_files_no_rule_wakes(tmp_path):
+    # A project of plain files: no pattern is built, nothing is parsed, nothing is recorded.
+    root = _tree(tmp_path / "proj", {f"pkg/m{i}.py": "import os\nx = os.sep\n" for i in range(3)})
+    assert project_facts(discover([root]).files).sink_names == frozenset()
+
+
+# (dotted name, extension modules, kernel modules, whether it is the extension)
+EXTENSIONS = [
+    pytest.param("upfirdn2d", {"upfirdn2d"}, {"pkg.ops.upfirdn2d.upfirdn2d"}, True, id="the-extension-itself"),
+    pytest.param("pkg.ops.upfirdn2d.upfirdn2d", {"upfirdn2d"}, {"pkg.ops.upfirdn2d.upfirdn2d"}, False, id="the-python-module-of-that-name"),
+    pytest.param("pkg.ops.upfirdn2d.upfirdn2d.upfirdn2d", {"upfirdn2d"}, {"pkg.ops.upfirdn2d.upfirdn2d"}, False, id="a-function-of-that-module"),
+    pytest.param("ops.upfirdn2d.upfirdn2d.upfirdn2d", {"upfirdn2d"}, {"pkg.ops.upfirdn2d.upfirdn2d"}, False, id="a-relative-tail"),
+    pytest.param("work.repos.pkg.ops.upfirdn2d.upfirdn2d.upfirdn2d", {"upfirdn2d"}, {"pkg.ops.upfirdn2d.upfirdn2d"}, False, id="a-path-long-spelling"),
+    pytest.param("other.fused_adam_cuda", {"fused_adam_cuda"}, set(), True, id="found-under-another-root"),
+]
+
+
+@pytest.mark.parametrize(("dotted", "extensions", "kernels", "expected"), EXTENSIONS)
+def test_a_python_module_named_like_an_extension_is_not_it(dotted, extensions, kernels, expected):
+    facts = ProjectFacts(extension_modules=frozenset(extensions), kernel_modules=frozenset(kernels))
+    assert facts.builds_extension(dotted) is expected
