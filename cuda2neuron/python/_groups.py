@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import libcst as cst
+
 from cuda2neuron.core import Effort, Report, Safety
 
 from ._flows import link_program
@@ -53,6 +55,12 @@ def _own(report: Report) -> Safety:
 def _passive(report: Report) -> bool:
     """A member that follows its group but never holds it back."""
     return report.rule.advisory or report.rule.net
+
+
+def _names_cuda(node: cst.CSTNode) -> bool:
+    """Is ``node`` a string literal that is a CUDA device's name (``"cuda"``, ``"cuda:0"``)?"""
+    value = node.evaluated_value if isinstance(node, cst.SimpleString) else None
+    return isinstance(value, str) and (value == "cuda" or value.startswith("cuda:"))
 
 
 def link_groups(reports: Sequence[Report]) -> None:
@@ -114,6 +122,27 @@ def link_groups(reports: Sequence[Report]) -> None:
         floor = weakest([_own(reports[k]) for k in ids])
         floors[root] = floor
         blockers[root] = [k for k in ids if _own(reports[k]) is floor]
+
+    # A device test that selects a bare "cuda" no fix moves (`mem_type = "cuda" if t.is_cuda
+    # else "cpu"`, handed to a transfer library): asked about Neuron, the port would name CUDA
+    # memory for neuron tensors. The name stays and so does the test; a safety net's finding on
+    # the name (which never holds a group otherwise) is the member named as holding it.
+    for i, r in enumerate(reports):
+        for n in r.depends:
+            if not _names_cuda(n):
+                continue
+            on = under.get(id(n), ())
+            if any(not _passive(reports[j]) for j in on):
+                continue  # a rule moves the name with the test
+            root = find(i)
+            floors[root] = Safety.DISPLAY_ONLY
+            blockers[root] = [j for j in on if j != i] or blockers[root]
+            if r.replacement is not None and not on:
+                r.guidance = (
+                    f"{r.guidance} Not applied: the value it selects is the literal {n.value}, which stays "
+                    "(no rule can tell it is a torch device): asked about Neuron, the port would pick a "
+                    "CUDA name for neuron tensors. Port the test and the name together by hand."
+                ).strip()
 
     def allows(j: int) -> Safety:
         return floors[find(j)] if j in linked else _own(reports[j])
