@@ -100,6 +100,15 @@ class ProjectFacts:
             return None
         return _sink_table(self.sink_names).get(dotted)
 
+    def sinks_in(self, module: str) -> tuple[tuple[str, str], ...]:
+        """The top-level names of ``module`` (dotted, or a suffix of one) that reach CUDA-only
+        code through the project's modules, as (name, the sink it reaches and where): a file
+        that imports the module itself (``from pkg.ops import indexer``) calls them as
+        ``indexer.fwd(...)``, which no imported name spells."""
+        if not self.sink_names:
+            return ()
+        return _module_sink_table(self.sink_names).get(module, ())
+
     def extension_loader(self, function: str) -> bool:
         """Whether ``function`` (dotted, ``pkg.jit.load_ext``) is one of the project's loaders."""
         return any(function == f or ("." in function and f.endswith("." + function)) for f in self.extension_loaders)
@@ -130,6 +139,19 @@ def _sink_table(sinks: frozenset[tuple[str, str]]) -> dict[str, str]:
         for i in range(len(parts) - 1):
             table.setdefault(".".join(parts[i:]), sink)
     return table
+
+
+@lru_cache(maxsize=4)
+def _module_sink_table(sinks: frozenset[tuple[str, str]]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """``sinks`` grouped by their module, keyed by every dotted suffix of it (as ``_sink_table``
+    keys the names): built once per run, a lookup per module import."""
+    grouped: dict[str, list[tuple[str, str]]] = {}
+    for dotted, sink in sorted(sinks):
+        module, _, name = dotted.rpartition(".")
+        parts = module.split(".") if module else []
+        for i in range(len(parts)):
+            grouped.setdefault(".".join(parts[i:]), []).append((name, sink))
+    return {module: tuple(names) for module, names in grouped.items()}
 
 
 def _matches(module: str, names: frozenset[str]) -> bool:

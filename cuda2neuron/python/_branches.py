@@ -59,7 +59,7 @@ def selected_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: 
     and only the test is returned."""
     found = _deciding(ancestors, node)
     if found is None:
-        return ()
+        return _short_circuited(ancestors, node)
     i, negated, through_or = found
     anc = ancestors[i]
     if through_or:
@@ -71,6 +71,34 @@ def selected_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: 
         # `if not torch.cuda.is_available(): return` — what follows runs on CUDA only.
         return (anc.test, *_after(ancestors[i - 1], anc))
     return (anc.test, orelse) if orelse is not None else (anc.test,)
+
+
+def _short_circuited(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    """The operands a device test lets run when it says CUDA, outside any branch's test:
+    ``return device.type == "cuda" and torch.cuda.get_device_properties(device).major >= 9``
+    evaluates the right side on a GPU only; asked about Neuron, the test would run it on the
+    target, where ``.major`` does not exist (Megatron-LM's NVLS check). ``not cuda or x``
+    likewise. () where the test is not the left operand of such an ``and`` / ``or``."""
+    child: cst.CSTNode = node
+    negated = False
+    rest: list[cst.CSTNode] = []
+    for i in range(len(ancestors) - 1, -1, -1):
+        anc = ancestors[i]
+        if isinstance(anc, cst.Comparison) and not rest:
+            if any(isinstance(c.operator, _NEGATING) for c in anc.comparisons):
+                negated = not negated
+        elif isinstance(anc, cst.UnaryOperation) and isinstance(anc.operator, cst.Not) and not rest:
+            negated = not negated
+        elif isinstance(anc, cst.BooleanOperation) and child is anc.left and isinstance(anc.operator, cst.Or) == negated:
+            rest.append(anc.right)  # `(cuda and a) and b`: both run only on CUDA
+        elif isinstance(anc, cst.ComparisonTarget) and not rest:
+            pass  # `device.type == "cuda"` reported at its string
+        elif isinstance(anc, cst.Call) and child is anc.func and not rest:
+            pass  # `torch.cuda.is_available()` reported at the function it calls
+        else:
+            break
+        child = anc
+    return tuple(rest)
 
 
 def _leaves(block: cst.BaseSuite) -> bool:

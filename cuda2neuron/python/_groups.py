@@ -31,9 +31,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import libcst as cst
+
 from cuda2neuron.core import Effort, Report, Safety
 
 from ._flows import link_program
+from ._walk import visit_syntax
 
 __all__ = ["SAFETY_ORDER", "weakest", "link_groups"]
 
@@ -53,6 +56,37 @@ def _own(report: Report) -> Safety:
 def _passive(report: Report) -> bool:
     """A member that follows its group but never holds it back."""
     return report.rule.advisory or report.rule.net
+
+
+def _names_cuda(node: cst.CSTNode) -> bool:
+    """Is ``node`` a string literal that is a CUDA device's name (``"cuda"``, ``"cuda:0"``)?"""
+    value = node.evaluated_value if isinstance(node, cst.SimpleString) else None
+    return isinstance(value, str) and (value == "cuda" or value.startswith("cuda:"))
+
+
+class _CudaNames(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[cst.SimpleString] = []
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if _names_cuda(node):
+            self.found.append(node)
+
+
+def _cuda_names(node: cst.CSTNode) -> list[cst.SimpleString]:
+    finder = _CudaNames()
+    visit_syntax(node, finder)
+    return finder.found
+
+
+def _stranded_names(node: cst.CSTNode, movers: list[Report]) -> list[cst.SimpleString]:
+    """The ``"cuda"`` literals in ``node`` that none of ``movers`` (the active reports on or
+    under it) sits on or around: nothing will move them with the test that selects them."""
+    names = _cuda_names(node)
+    if not names:
+        return []
+    moved = {id(m) for r in movers for m in _cuda_names(r.node)}
+    return [n for n in names if id(n) not in moved]
 
 
 def link_groups(reports: Sequence[Report]) -> None:
@@ -114,6 +148,33 @@ def link_groups(reports: Sequence[Report]) -> None:
         floor = weakest([_own(reports[k]) for k in ids])
         floors[root] = floor
         blockers[root] = [k for k in ids if _own(reports[k]) is floor]
+
+    # A device test whose selected code keeps a bare "cuda" no rule moves (`mem_type = "cuda" if
+    # t.is_cuda else "cpu"` handed to a transfer library; `if not buf.is_cuda: return` before a
+    # check of UCX's "cuda" transports): asked about Neuron, the port would run that CUDA code,
+    # or name CUDA memory, for neuron tensors. The name stays and so does the test; a safety
+    # net's finding on the name (which never holds a group otherwise) is the member named.
+    stranded: dict[int, list[cst.SimpleString]] = {}
+    on_node: dict[int, list[int]] = {}
+    for j, q in enumerate(reports):
+        on_node.setdefault(id(q.node), []).append(j)
+    for i, r in enumerate(reports):
+        for n in r.depends:
+            if id(n) not in stranded:
+                stranded[id(n)] = _stranded_names(n, [reports[j] for j in under.get(id(n), ()) if not _passive(reports[j])])
+            names = stranded[id(n)]
+            if not names:
+                continue
+            root = find(i)
+            floors[root] = Safety.DISPLAY_ONLY
+            on = [j for name in names for j in on_node.get(id(name), ()) if j != i]
+            blockers[root] = on or blockers[root]
+            if r.replacement is not None and not on:
+                r.guidance = (
+                    f"{r.guidance} Not applied: the code it selects keeps the literal {names[0].value}, which "
+                    "no rule can tell is a torch device: asked about Neuron, the port would run that CUDA "
+                    "code (or name CUDA) for neuron tensors. Port them together by hand."
+                ).strip()
 
     def allows(j: int) -> Safety:
         return floors[find(j)] if j in linked else _own(reports[j])

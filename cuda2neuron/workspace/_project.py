@@ -372,7 +372,7 @@ class _Uses:
         heads = {local.split(".")[0] for local, _, _, _ in bindings} | set(defs)
         for targets, stmt in bodies:
             nodes = unconditional_uses(stmt) if unconditional else (
-                n for n in ast.walk(stmt) if isinstance(n, (ast.Name, ast.Attribute)))
+                n for n in _reachable_on_trainium(stmt) if isinstance(n, (ast.Name, ast.Attribute)))
             used = sorted(
                 ((d, n.lineno) for n in nodes if (d := _spelled(n)) and d.split(".")[0] in heads),
                 key=lambda u: u[1],
@@ -418,6 +418,41 @@ class _Uses:
                     break
         return reaching
 
+
+
+def _reachable_on_trainium(stmt: ast.stmt) -> Iterable[ast.AST]:
+    """The nodes of ``stmt`` (as ``ast.walk`` gives them) but for the branches that run only on
+    a CUDA device: ``if x.is_cuda: return dtw_cuda(x)`` in whisper's ``timing.dtw`` stays a CUDA
+    test in the port (the gate rules keep a test in front of a kernel), so on Trainium ``dtw``
+    takes its CPU path and does not reach the kernel; a caller in another module may hand it
+    neuron tensors. ``if HAVE_TRITON:`` is no device test: its branch is followed."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.If, ast.IfExp)) and _needs_cuda(node.test):
+            stack.append(node.test)
+            stack.extend(node.orelse if isinstance(node.orelse, list) else [node.orelse])
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _needs_cuda(test: ast.expr) -> bool:
+    """Is ``test`` false wherever CUDA is missing: ``x.is_cuda``, ``x.device.type == "cuda"``,
+    ``torch.cuda.is_available()``, or an ``and`` with one of them?"""
+    if isinstance(test, ast.BoolOp):
+        return isinstance(test.op, ast.And) and any(_needs_cuda(v) for v in test.values)
+    if isinstance(test, ast.Attribute):
+        return test.attr == "is_cuda"
+    if isinstance(test, ast.Call):
+        spelled = _spelled(test.func) or ""
+        return spelled.endswith("cuda.is_available")
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+        sides = (test.left, test.comparators[0])
+        named = any(isinstance(n, ast.Constant) and n.value == "cuda" for n in sides)
+        typed = any(isinstance(n, ast.Attribute) and n.attr == "type" for n in sides)
+        return named and typed
+    return False
 
 
 def _defined_names(stmt: ast.stmt) -> list[str] | None:

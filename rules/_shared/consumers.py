@@ -26,6 +26,7 @@ import libcst as cst
 from cuda2neuron.core import Rule
 from cuda2neuron.python import visit_syntax
 
+from .kernel_gates import SETUP_METHODS, fixture_users, is_fixture
 from .kernels import kernel_index
 from .names import call_qualname
 from .values import value_user
@@ -90,11 +91,27 @@ def device_test_form(rule: Rule) -> str | None:
 def kernel_test(rule: Rule) -> str | None:
     """What CUDA-only code the test function the visited node sits in runs (``def test_x():
     y = ext.add_one(torch.randn(4, device="cuda"))``): its tensors are the kernel's inputs."""
-    func = next((a for a in reversed(rule.context.ancestors) if isinstance(a, cst.FunctionDef)), None)
-    if func is None or not func.name.value.startswith("test"):
+    ancestors = rule.context.ancestors
+    at = next((i for i in range(len(ancestors) - 1, -1, -1) if isinstance(ancestors[i], cst.FunctionDef)), None)
+    if at is None:
+        return None
+    func = ancestors[at]
+    scope: cst.CSTNode = func.body
+    if func.name.value in SETUP_METHODS:
+        # `def setUp(self): self.device = torch.device("cuda")`: the tensors the class's tests
+        # make on `self.device` are the kernel's inputs.
+        owner = ancestors[at - 2] if at >= 2 and isinstance(ancestors[at - 1], cst.IndentedBlock) else None
+        if not isinstance(owner, cst.ClassDef):
+            return None
+        scope = owner.body
+    elif is_fixture(rule, func):
+        # `@pytest.fixture def device(): return torch.device("cuda")`: the tests that take it.
+        index = kernel_index(rule)
+        return index.first_call([t.body for t in fixture_users(rule.context.module, func)]) if index else None
+    elif not func.name.value.startswith("test"):
         return None
     index = kernel_index(rule)
-    return index.first_call([func.body]) if index else None
+    return index.first_call([scope]) if index else None
 
 
 class _PointerUse(cst.CSTVisitor):

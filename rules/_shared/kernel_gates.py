@@ -24,7 +24,7 @@ from .names import terminal_name
 from .selected import opened_code, selected_code
 from .values import value_user
 
-__all__ = ["DEVICE_TEST_GUIDANCE", "guarded_kernel", "handed_to_kernel", "report_kernel_gate"]
+__all__ = ["DEVICE_TEST_GUIDANCE", "SETUP_METHODS", "fixture_users", "guarded_kernel", "is_fixture", "handed_to_kernel", "report_kernel_gate"]
 
 DEVICE_TEST_GUIDANCE = (
     "left as is: on Neuron the test is False, so the check fails (or the code takes its other "
@@ -106,13 +106,49 @@ def _after(block: cst.CSTNode | None, statement: cst.CSTNode) -> list[cst.CSTNod
     return list(body[body.index(statement) + 1 :]) if statement in body else []
 
 
+# A test class's per-test setup: what it guards (a skip in it) is every test of the class.
+SETUP_METHODS = frozenset({"setUp", "setUpClass", "setup_method", "setup_class", "setup"})
+
+
+_FIXTURES = frozenset({"pytest.fixture"})
+
+
+def is_fixture(rule: Rule, func: cst.FunctionDef) -> bool:
+    """Is ``func`` a pytest fixture (``@pytest.fixture``, ``@pytest.fixture(scope=...)``)?"""
+    for d in func.decorators:
+        target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+        if rule.qualname(target) in _FIXTURES:
+            return True
+    return False
+
+
+class _ParameterUsers(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.users: list[cst.FunctionDef] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        params = (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
+        if any(p.name.value == self.name for p in params):
+            self.users.append(node)
+
+
+def fixture_users(module: cst.Module, fixture: cst.FunctionDef) -> list[cst.FunctionDef]:
+    """The functions of ``module`` that take ``fixture`` by its name (pytest's injection)."""
+    users = _ParameterUsers(fixture.name.value)
+    visit_syntax(module, users)
+    return [u for u in users.users if u is not fixture]
+
+
 class _CallersOf(cst.CSTVisitor):
-    """The functions of a module that call one of ``names`` (``_require_cuda()`` in a test)."""
+    """The functions of a module that call one of ``names`` (``_require_cuda()`` in a test), and
+    the classes whose setup method calls one (``def setup_method(self): _require_cuda()``: the
+    helper skips every test of the class)."""
 
     def __init__(self, names: set[str]) -> None:
         self.names = names
-        self.stack: list[cst.FunctionDef] = []
-        self.callers: list[cst.FunctionDef] = []
+        self.stack: list[cst.FunctionDef | cst.ClassDef] = []
+        self.callers: list[cst.FunctionDef | cst.ClassDef] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.stack.append(node)
@@ -120,9 +156,20 @@ class _CallersOf(cst.CSTVisitor):
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.stack.pop()
 
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.stack.append(node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.stack.pop()
+
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value in self.names and self.stack and self.stack[-1] not in self.callers:
-            self.callers.append(self.stack[-1])
+        if not (isinstance(node.func, cst.Name) and node.func.value in self.names and self.stack):
+            return
+        caller = self.stack[-1]
+        if isinstance(caller, cst.FunctionDef) and caller.name.value in SETUP_METHODS and len(self.stack) > 1 and isinstance(self.stack[-2], cst.ClassDef):
+            caller = self.stack[-2]
+        if isinstance(caller, cst.FunctionDef | cst.ClassDef) and caller not in self.callers:
+            self.callers.append(caller)
 
 
 def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
@@ -193,6 +240,10 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
                 callers = _CallersOf({func.name.value})
                 visit_syntax(rule.context.module, callers)
                 found = index.first_call([c.body for c in callers.callers if c is not func])
+            if found is None and func is not None and is_fixture(rule, func):
+                # `@pytest.fixture def device(): if not cuda: pytest.skip(...)`: the tests that
+                # ask for the fixture by name are what its skip guards.
+                found = index.first_call([t.body for t in fixture_users(rule.context.module, func)])
         if found is None and isinstance(anc, cst.If) and (_leaves(anc.body) or _only_raises(rule, anc.body)):
             # A kernel backend's input check (`if not q.is_cuda: return False, "CUDA-only"` in
             # a verifier method): the other methods of its class launch the kernel.

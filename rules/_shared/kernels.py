@@ -484,6 +484,12 @@ class _Collector(cst.CSTVisitor):
                 # kernel (the sweep's chains across modules): named with the line it enters it.
                 found = next(((c, s) for c in candidates if (s := self.facts.sink(c)) is not None), None)
                 what = f"`{found[0]}`, which reaches {found[1]}" if found is not None else None
+            if what is None:
+                # `from pkg.ops import indexer`, then `indexer.fwd(q)`: the module is bound, and
+                # its names that reach a kernel through other modules are called through it.
+                inside = next((c for c in candidates if self.facts.sinks_in(c)), None)
+                for name, sink in self.facts.sinks_in(inside) if inside else ():
+                    self.names.setdefault(f"{local}.{name}", f"`{inside}.{name}`, which reaches {sink}")
             if what is None and candidates[0] in CUDA_IPC_CALLS:
                 what = f"`{candidates[0]}` (CUDA IPC: hands a device tensor's memory to another process)"
             if what is not None:

@@ -128,10 +128,9 @@ class CudaDeviceComparison(Rule):
             "batch = [t.to(rank) if t.device.type != 'cuda' else t for t in batch]\n",
             "batch = [t.to(rank) if t.device.type != 'neuron' else t for t in batch]\n",
         ),
-        Invalid(
-            'device_type = "cuda" if "cuda" in device else "cpu"\n',
-            'device_type = "cuda" if "neuron" in device else "cpu"\n',
-        ),
+        # Alone, the test would pick the name "cuda" for a neuron device: it waits for CN102,
+        # which moves the name with it (the engine holds a test whose selected literal stays).
+        Invalid('device_type = "cuda" if "cuda" in device else "cpu"\n', None),
         Invalid("x = dict(pin_memory=device_type == 'cuda')\n", "x = dict(pin_memory=device_type == 'neuron')\n"),
         # A guard around torch-only code: usually right to retarget, but it changes control flow.
         Invalid(

@@ -113,7 +113,9 @@ class NcclBackend(Rule):
     script passing ``--dist-backend nccl``) are outside the source and must be changed there.
     A comparison that selects CUDA-only code (``use_ipc = backend == "nccl" and colocated``,
     then a CUDA-IPC weight sync) is reported without a fix: it keeps asking for NCCL, so that
-    Trainium takes the other path, as it would have before the port.
+    Trainium takes the other path, as it would have before the port. A comparison of a
+    parameter typed by a module-level ``Literal[...]`` alias (``def get_service(backend:
+    ServiceName)``) stays too: the alias lists what callers pass, and nothing moves it.
     """
 
     code = "CN401"
@@ -122,6 +124,8 @@ class NcclBackend(Rule):
     triggers = ("nccl", "NCCL")
     emits = ACCELERATOR_BACKEND_EMITS
     VALID = (
+        # A backend typed by a Literal alias nothing moves: its comparison stays with the alias.
+        'from typing import Literal\n\nName = Literal["nccl", "gloo"]\n\ndef pick(backend: Name):\n    return backend == "nccl"\n',
         # A field whose name says nothing about a backend keeps its default.
         'from dataclasses import field\n\nclass Cfg:\n    kernel: str = field(default="nccl")\n',
         'dist.init_process_group(backend="neuron")\n',
@@ -356,7 +360,10 @@ class NcclBackend(Rule):
             comparison = node if isinstance(node, cst.Comparison) else anc[i - 1]
             assert isinstance(comparison, cst.Comparison)
             operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
-            return any(op is not child and is_backend_named(op) for op in operands)
+            others = [op for op in operands if op is not child]
+            if any(self._typed_by_literal_alias(op, anc[:i]) for op in others):
+                return False
+            return any(is_backend_named(op) for op in others)
         if isinstance(node, cst.Param) and node.default is child:
             return "backend" in node.name.value.lower()
         if isinstance(node, cst.DictElement) and node.value is child:
@@ -366,6 +373,32 @@ class NcclBackend(Rule):
             for outer in reversed(anc[:i]):
                 if isinstance(outer, (cst.FunctionDef, cst.Lambda)):
                     return isinstance(outer, cst.FunctionDef) and "backend" in outer.name.value.lower()
+        return False
+
+    def _typed_by_literal_alias(self, operand: cst.BaseExpression, ancestors: list[cst.CSTNode]) -> bool:
+        """Is ``operand`` a parameter whose type is a module-level ``Literal[...]`` alias
+        (``RefitBackendName = Literal["nccl", "gloo"]``, ``def get_service(backend:
+        RefitBackendName)``)? The alias lists the values callers pass (Megatron-LM's
+        ``--refit-method`` choices say "nccl" too): a comparison moved to "neuron" while the
+        alias keeps "nccl" sends ``backend="nccl"`` to the "unknown backend" error. The alias is no
+        backend field, so nothing moves it: the comparison stays with it."""
+        if not isinstance(operand, cst.Name):
+            return False
+        func = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+        if func is None:
+            return False
+        params = (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)
+        param = next((p for p in params if p.name.value == operand.value), None)
+        alias = param.annotation.annotation if param is not None and param.annotation is not None else None
+        if not isinstance(alias, cst.Name):
+            return False
+        for stmt in self.context.module.body:
+            small = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()
+            for assign in small:
+                if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Subscript):
+                    continue
+                if any(isinstance(t.target, cst.Name) and t.target.value == alias.value for t in assign.targets):
+                    return self.qualname(assign.value.value) in ("typing.Literal", "typing_extensions.Literal")
         return False
 
     def _in_backend_choices(self, literal: cst.SimpleString) -> bool:

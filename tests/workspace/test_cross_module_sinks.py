@@ -70,6 +70,20 @@ SWEEPS = [
         (), id="a-package-re-export",
     ),
     pytest.param(
+        {
+            "pkg/ops.py": KERNEL,
+            "pkg/timing.py": (
+                "from .ops import fused\n\nHAVE_TRITON = True\n\n"
+                "def dtw(x):\n    if x.is_cuda:\n        return fused(x)\n    return x\n\n"
+                "def pick(x):\n    return fused(x) if x.device.type == 'cuda' and x.numel() else x\n\n"
+                "def gated(x):\n    if HAVE_TRITON:\n        return fused(x)\n    return x\n\n"
+                "def either(x):\n    if x.is_cuda or x.is_neuron:\n        return fused(x)\n    return x\n"
+            ),
+        },
+        {"pkg.timing.gated": "at pkg/timing.py:15", "pkg.timing.either": "at pkg/timing.py:20"},
+        ("pkg.timing.dtw", "pkg.timing.pick"), id="a-kernel-behind-a-cuda-test-is-not-reached-on-trainium",
+    ),
+    pytest.param(
         {"pkg/ops.py": KERNEL, "pkg/model.py": "import pkg.ops\n\ndef norm(x):\n    return pkg.ops.fused(x)\n"},
         {"pkg.model.norm": "at pkg/model.py:4"},
         (), id="a-dotted-module-import",
@@ -130,6 +144,13 @@ KEPT = [
     pytest.param("checks/block_checks.py", 'block = Block(8).to("cuda")', "CN102", id="device-handed-to-the-kernel-class"),
     pytest.param("checks/block_checks.py", "Block(8).cuda()(x.cuda())", "CN101", id="cuda-call-in-a-kernel-test"),
     pytest.param("train.py", "    if torch.cuda.is_available():\n        mixer = Block(width)", "CN201", id="guard-choosing-the-kernel-class"),
+    # `from blocklib import model`, then `model.Block(8)`: the class is called through its module.
+    pytest.param("checks/module_checks.py", '    if not torch.cuda.is_available():\n        pytest.skip("needs a GPU")\n    x = torch.randn(2, 8, device="cuda")\n    assert model.Block', "CN201", id="skip-in-front-of-the-kernel-class-called-through-its-module"),
+    pytest.param("checks/module_checks.py", 'x = torch.randn(2, 8, device="cuda")\n    assert model.Block', "CN102", id="device-of-a-test-calling-the-kernel-class-through-its-module"),
+    pytest.param("checks/module_checks.py", "def _require_gpu():\n    if not torch.cuda.is_available()", "CN201", id="skip-helper-called-by-a-setup-method"),
+    pytest.param("checks/module_checks.py", 'self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")', "CN102", id="setup-device-read-by-the-kernel-tests"),
+    pytest.param("checks/module_checks.py", "def block_device():\n    if not torch.cuda.is_available()", "CN201", id="skip-in-a-fixture-a-kernel-test-takes"),
+    pytest.param("checks/module_checks.py", 'return torch.device("cuda")', "CN102", id="device-of-a-fixture-a-kernel-test-takes"),
 ]
 
 
@@ -150,6 +171,8 @@ def test_the_portable_class_beside_it_is_still_ported(block_ports):
         text, _ = block_ports[unsafe]["checks/block_checks.py"]
         assert '@pytest.mark.skipif(not torch.neuron.is_available(), reason="needs a GPU")\ndef test_head_forward' in text
         assert 'head = PlainHead(8).to("neuron")' in text
+        text, _ = block_ports[unsafe]["checks/module_checks.py"]
+        assert '    if not torch.neuron.is_available():\n        pytest.skip("needs a GPU")\n    x = torch.randn(2, 8, device="neuron")\n    assert model.PlainHead' in text
 
 
 def test_a_warm_cache_follows_the_module_the_verdict_depends_on(tmp_path):
