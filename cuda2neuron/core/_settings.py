@@ -49,6 +49,16 @@ class ProjectFacts:
     # in front of it is a kernel gate (``sink``). Kept apart from ``kernel_names``: importing
     # such a name is no kernel import of its own (CN617 stays with the kernel modules).
     sink_names: frozenset[tuple[str, str]] = frozenset()
+    # Backend words the project registers as names of its own components, with where:
+    # ``@CheckpointEngineRegistry.register("nccl")`` at verl/checkpoint_engine/nccl_engine.py:96
+    # gives ``("nccl", "`CheckpointEngineRegistry.register(\"nccl\")` at ...:96")``. There
+    # ``backend="nccl"`` handed to the project's code names that component, not a process group.
+    registered_names: frozenset[tuple[str, str]] = frozenset()
+
+    def registered(self, name: str) -> str | None:
+        """Where the project registers ``name`` (lower case) as one of its components; None if
+        it does not."""
+        return next((where for found, where in sorted(self.registered_names) if found == name), None)
 
     def backend_param(self, function: str) -> tuple[int | None, str] | None:
         """(position, parameter name) of the backend parameter of the project's one function

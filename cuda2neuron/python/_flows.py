@@ -122,6 +122,25 @@ def _binding(report: Report) -> tuple[cst.FunctionDef | cst.ClassDef | cst.Modul
     return None
 
 
+def _kept_on_self(
+    report: Report, scope: cst.FunctionDef | cst.ClassDef | cst.Module, names: frozenset[str]
+) -> tuple[cst.ClassDef, frozenset[str]] | None:
+    """``def __init__(self, device="cuda"): self.device = device``: the class's methods read the
+    parameter's default as ``self.device``. verl's NIXL checkpoint engine tests ``if self.device
+    == "cuda":`` in another method (a CuPy buffer, kept CUDA on purpose): the default moved alone
+    sent the default path down the other branch. None where the value is not a method's
+    parameter, or the method keeps none of ``names`` on ``self``."""
+    if not isinstance(scope, cst.FunctionDef):
+        return None
+    chain = report.ancestors
+    k = next((k for k in range(len(chain) - 1, 1, -1) if chain[k] is scope), None)
+    if k is None or not isinstance(chain[k - 1], cst.IndentedBlock) or not isinstance(chain[k - 2], cst.ClassDef):
+        return None
+    copies = _SelfCopies(names)
+    visit_syntax(scope.body, copies)
+    return (chain[k - 2], frozenset(copies.found)) if copies.found else None
+
+
 def _results_of(module: cst.Module, function: str) -> frozenset[str]:
     """The names the module binds a call of its own ``function`` to (``ON_GPU = _on_gpu()``)."""
     names: set[str] = set()
@@ -400,10 +419,10 @@ def _link_readers(reports: Sequence[Report]) -> None:
         found = _binding(r)
         if found is None:
             continue
-        scope, names = found
-        entry = bound.setdefault(id(scope), (scope, set(), []))
-        entry[1].update(names)
-        entry[2].append((r, names))
+        for scope, names in filter(None, (found, _kept_on_self(r, *found))):
+            entry = bound.setdefault(id(scope), (scope, set(), []))
+            entry[1].update(names)
+            entry[2].append((r, names))
     for scope, names, members in bound.values():
         visitor = _Reads(frozenset(names))
         visit_syntax(scope if isinstance(scope, cst.Module) else scope.body, visitor)

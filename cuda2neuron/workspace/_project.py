@@ -44,6 +44,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     kernels: set[str] = set()
     loaders: set[str] = set()
     backend_params: list[tuple[str, int | None, str]] = []
+    registered: set[tuple[str, str]] = set()
     trees: dict[str, ast.Module] = {}  # kernel module -> its tree, for the names that reach a kernel
     jit: dict[str, dict[str, str]] = {}  # module -> its handles of extensions built at run time from CUDA
     seen: set[Path] = set()
@@ -83,6 +84,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
             continue  # the per-file run reports the syntax error
         if backends:
             backend_params += _backend_parameters(tree)
+            registered.update(_registered_names(tree, _shown(path, root)))
         if not builds:
             continue
         extensions.update(_extension_names(tree))
@@ -107,6 +109,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         kernel_names=frozenset(names),
         own_packages=frozenset(own),
         backend_params=_unambiguous(backend_params),
+        registered_names=frozenset(registered),
     )
     starts = _library_starts(library_files, facts)
     if not kernels and not extensions and not starts:
@@ -533,6 +536,24 @@ def _backend_parameters(tree: ast.Module) -> list[tuple[str, int | None, str]]:
         passed = next((n for n in map(_passed_backend, own) if n in params and n not in rebound), None)
         if passed is not None:
             found.append((func.name, params[passed], passed))
+    return found
+
+
+def _registered_names(tree: ast.Module, shown: str) -> list[tuple[str, str]]:
+    """``@Registry.register("nccl")`` on a class or function: the project names one of its own
+    components after the backend (verl's NCCL checkpoint engine, looked up by that name), each
+    with the decorator and its line. Only the backend words CN401 rewrites are kept."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for deco in node.decorator_list:
+            if not isinstance(deco, ast.Call) or not _call_name(deco.func).startswith("register"):
+                continue
+            for arg in deco.args[:1]:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.lower() == "nccl":
+                    spelled = ast.unparse(deco)
+                    found.append((arg.value.lower(), f"`{spelled}` at {shown}:{deco.lineno}"))
     return found
 
 

@@ -31,7 +31,10 @@ from .kernels import kernel_index
 from .names import call_qualname
 from .values import value_user
 
-__all__ = ["PASS_THROUGH", "device_test_form", "kernel_test", "library_callee", "pointer_buffer", "takes_torch_device"]
+__all__ = [
+    "PASS_THROUGH", "device_test_form", "kernel_test", "library_callee", "library_callee_by_name", "pointer_buffer",
+    "takes_torch_device",
+]  # fmt: skip
 
 # Libraries that hand a device argument to torch unchanged (``torch.device(device)``,
 # ``.to(device)``): a ``"neuron"`` device works through them.
@@ -64,6 +67,13 @@ def library_callee(rule: Rule, node: cst.CSTNode, ancestors=None) -> str | None:
     arg, call = chain[i], chain[i - 1] if i >= 1 else None
     if not (isinstance(arg, cst.Arg) and isinstance(call, cst.Call)):
         return None
+    return _foreign(rule, call)
+
+
+def _foreign(rule: Rule, call: cst.Call) -> str | None:
+    """The qualified name of ``call``'s callee when it is imported from a package that is
+    neither torch, nor the project's own, nor the standard library, nor one that hands values
+    back to the project."""
     qualified = call_qualname(rule, call)
     if qualified is None:
         return None
@@ -71,6 +81,67 @@ def library_callee(rule: Rule, node: cst.CSTNode, ancestors=None) -> str | None:
     if top == "torch" or top in _STDLIB or top in _HAND_BACK or top in rule.context.settings.project.own_packages:
         return None
     return qualified
+
+
+def library_callee_by_name(rule: Rule, node: cst.CSTNode) -> str | None:
+    """The library (not known to hand devices to torch) that a function's local name is handed
+    to, where ``node`` is (inside) the value bound to that name: ``device = "cuda" if
+    torch.cuda.is_available() else "cpu"``, then ``WhisperModel("small", device=device)``.
+    faster-whisper parses the device itself and rejects ``"neuron"``, where the original took
+    the CPU path on a machine without CUDA (coqui-ai/TTS's dataset formatter); the name's
+    readers decide what its value may become, as ``library_callee`` does for a value handed
+    straight on. One walk per function, kept for the pass."""
+    chain = rule.context.ancestors
+    found = value_user(chain, node)
+    if found is None:
+        return None
+    i, child = found
+    assign = chain[i]
+    if not isinstance(assign, cst.Assign) or assign.value is not child:
+        return None
+    names = sorted(t.target.value for t in assign.targets if isinstance(t.target, cst.Name))
+    func = next((a for a in reversed(chain[:i]) if isinstance(a, cst.FunctionDef)), None)
+    if not names or func is None:
+        return None
+    memo: dict[tuple[int, int], dict[str, str]] = rule.context.__dict__.setdefault("_library_names", {})
+    key = (id(rule.context.module), id(func))
+    if key not in memo:
+        readers = _LibraryArguments(rule)
+        visit_syntax(func.body, readers)
+        memo[key] = readers.handed
+    handed = memo[key]
+    return next((handed[n] for n in names if n in handed), None)
+
+
+class _LibraryArguments(cst.CSTVisitor):
+    """The plain names a function hands, as arguments (through ``a if c else b``, ``a or b`` and
+    collections), to a library that reads devices itself, each with that library's callee."""
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+        self.handed: dict[str, str] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        names = [n for arg in node.args for n in _names_in(arg.value)]
+        if not names:
+            return  # most calls hand on no plain name: nothing to resolve
+        callee = _foreign(self.rule, node)
+        if callee is None or takes_torch_device(callee):
+            return
+        for name in names:
+            self.handed.setdefault(name, callee)
+
+
+def _names_in(node: cst.BaseExpression) -> list[str]:
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, cst.IfExp):
+        return _names_in(node.body) + _names_in(node.orelse)
+    if isinstance(node, cst.BooleanOperation):
+        return _names_in(node.left) + _names_in(node.right)
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        return [n for e in node.elements for n in _names_in(e.value)]
+    return []
 
 
 def takes_torch_device(qualified: str) -> bool:

@@ -226,7 +226,14 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
         return index.first_call([func.body]) if isinstance(func, (cst.FunctionDef, cst.ClassDef)) else None
     if isinstance(anc, cst.Assert):
         func = _enclosing_function(ancestors, i)
-        return index.first_call([func.body]) if func is not None else None
+        found = index.first_call([func.body]) if func is not None else None
+        if found is None and func is not None and func.name.value == "__init__":
+            # A constructor's precondition (`assert torch.cuda.is_available(), "TRTLLM server
+            # should run on GPU node"` in verl's TensorRT-LLM server): the class's other methods
+            # run the CUDA-only code it admits.
+            owner = _enclosing_class(ancestors, i)
+            found = index.first_call([owner.body]) if owner is not None else None
+        return found
     if isinstance(anc, (cst.If, cst.While)):
         found = index.first_call([anc.body, *([anc.orelse] if anc.orelse is not None else [])])
         if found is None and isinstance(anc, cst.If) and _leaves(anc.body) and i > 0:

@@ -17,6 +17,7 @@ resolved here against the file's path and matched with the sweep's dotted module
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePath
@@ -26,6 +27,7 @@ import libcst as cst
 from cuda2neuron.core import ProjectFacts, Rule
 from cuda2neuron.python import dotted_name, visit_syntax
 
+from ..files.deps._helpers import cuda_only_package
 from .packages import in_package
 from .strings import string_value
 from .tables import read_table
@@ -118,6 +120,41 @@ def _provider(node: cst.SimpleString) -> str | None:
         return None
     value = string_value(node)
     return value if value in CUDA_PROVIDERS else None
+
+
+# A requirement as a string: a distribution name (extras allowed) and an optional version.
+_REQUIREMENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*((?:[<>=!~]=?|===)\s*[\w.*+!-]+\s*,?\s*)*")
+
+
+def _cuda_requirement(node: cst.SimpleString) -> str | None:
+    """What a literal that spells a requirement of a CUDA-only distribution installs (CN711's
+    table): ``check_requirements("onnxruntime-gpu" if cuda else "onnxruntime")`` installs the
+    CUDA build where the original, on a machine without CUDA, installed the portable one
+    (ultralytics/yolov5's ONNX export). Only a spelling no identifier has — a hyphenated name
+    or a version (``"onnxruntime-gpu"``, ``"bitsandbytes>=0.41"``) — counts: a bare
+    ``"triton"`` or ``"kernels"`` is as often a backend's or a key's name."""
+    text = node.value
+    if "-" not in text and not any(c in text for c in "<>=~"):
+        return None  # the cheap test: most literals of a module are neither
+    value = string_value(node)
+    if not isinstance(value, str) or _REQUIREMENT.fullmatch(value.strip()) is None:
+        return None
+    name = value.strip()
+    bare = re.split(r"[\[<>=!~\s]", name, maxsplit=1)[0]
+    if bare == name and "-" not in name:
+        return None
+    normalized = re.sub(r"[-_.]+", "-", bare).lower()
+    found = cuda_only_package(normalized)
+    return f"`{value}`: {found[0]}, which runs only on NVIDIA GPUs" if found is not None else None
+
+
+def _cuda_only_string(node: cst.SimpleString) -> str | None:
+    """The CUDA-only code a literal selects (an ONNX Runtime CUDA provider, a CUDA-only
+    requirement), described for a finding; None for any other literal."""
+    value = _provider(node)
+    if value is not None:
+        return f"ONNX Runtime's {value}, which runs only on NVIDIA GPUs"
+    return _cuda_requirement(node)
 # `kernels.get_kernel("org/name")` downloads a compiled CUDA kernel from the Hugging Face hub.
 HUB_LOADERS = ("kernels.get_kernel", "kernels.get_local_kernel", "kernels.load_kernel")
 
@@ -322,7 +359,8 @@ class KernelIndex:
         self.own = own or {}
         # The names among them that hold a kernel downloaded by kernels.get_kernel.
         self.hubs = hubs
-        # The module names ONNX Runtime's CUDA execution provider: a branch choosing it is CUDA-only.
+        # A literal of the module names CUDA-only code (ONNX Runtime's CUDA execution provider, a
+        # CUDA-only requirement): a branch choosing it is CUDA-only.
         self.providers = providers
 
     def __bool__(self) -> bool:
@@ -389,9 +427,7 @@ class _FirstCall(cst.CSTVisitor):
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if self.found is None and self.index.providers:
-            value = _provider(node)
-            if value is not None:
-                self.found = f"ONNX Runtime's {value}, which runs only on NVIDIA GPUs"
+            self.found = _cuda_only_string(node)
 
     # `if p.is_cuda: from ext_cuda import train as op` / `else: from ext_cpu import ...`, then
     # `op(p)` after the branch: importing a CUDA-only module is what the branch does.
@@ -459,11 +495,11 @@ class _Collector(cst.CSTVisitor):
         self.methods: set[int] = set()  # id() of the functions defined directly in a class body
         # `class _Fn(torch.autograd.Function)`: `_Fn.apply(x)` runs its forward.
         self.functions_classes: list[cst.ClassDef] = []
-        self.providers = False  # the module names an ONNX Runtime CUDA execution provider
+        self.providers = False  # a literal names CUDA-only code (a CUDA provider or requirement)
         self.torch_spellings: set[str] = set()  # `x.cuda.get_device_capability`-like chains
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        self.providers = self.providers or _provider(node) is not None
+        self.providers = self.providers or _cuda_only_string(node) is not None
 
     def _bind_imports(self, node: cst.Import | cst.ImportFrom) -> None:
         for local, candidates in _imported(node, self.path):

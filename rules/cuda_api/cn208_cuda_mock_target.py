@@ -26,6 +26,8 @@ def _is_cuda_path(value: str | None) -> bool:
 
 # Callables that replace an attribute given the object and the attribute's name.
 _OBJECT_PATCHERS = frozenset({"unittest.mock.patch.object", "mock.patch.object"})
+# A CUDA device as a patch's replacement value: `monkeypatch.setattr("pkg.utils.device_type", "cuda")`.
+_CUDA_DEVICE = re.compile(r"cuda(?::\d+)?")
 
 
 class CudaMockTarget(Rule):
@@ -52,6 +54,8 @@ class CudaMockTarget(Rule):
 
     ``mock.patch.object(torch.cuda, "device_count")`` and ``monkeypatch.setattr(app.torch.cuda,
     "is_available", ...)`` (the module object and the attribute's name) are reported the same way.
+    So is a patch whose replacement is a CUDA device (``monkeypatch.setattr("pkg.utils.device_type",
+    "cuda")``): the test fakes a CUDA machine through the project's own device setting.
 
     ## Fix safety
     Report only: which name the ported code under test calls depends on the rules applied to
@@ -65,7 +69,8 @@ class CudaMockTarget(Rule):
 
     code = "CN208"
     name = "cuda-mock-target"
-    triggers = ("torch.cuda", "torch.backends.cudnn.", "torch.backends.cuda.")
+    # The last four: a CUDA device as a literal (a patch's replacement value, see _cuda_replacement).
+    triggers = ("torch.cuda", "torch.backends.cudnn.", "torch.backends.cuda.", '"cuda"', "'cuda'", '"cuda:', "'cuda:")
     VALID = (
         'from unittest import mock\nmock.patch("torch.neuron.is_available", return_value=False)\n',
         'from unittest import mock\nmock.patch("os.getcwd")\n',
@@ -94,6 +99,12 @@ class CudaMockTarget(Rule):
             "import torch\nfrom unittest import mock\n\n@mock.patch.object(torch.cuda, 'is_available', return_value=True)\n"
             "def test_pick(_):\n    assert pick() == 'cuda'\n"
         ),
+        # A CUDA device as the replacement: the test's expectations describe that machine.
+        Invalid(
+            "import torch\n\ndef test_rank(monkeypatch):\n    monkeypatch.setattr('app.utils.device_type', 'cuda')\n"
+            "    assert app.utils.local_device() == torch.device('cuda:0')\n"
+        ),
+        Invalid("from unittest import mock\nwith mock.patch.object(settings, 'DEVICE', 'cuda:1'):\n    pass\n"),
     )
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
@@ -114,12 +125,50 @@ class CudaMockTarget(Rule):
         # "device_count", f)`: the module object, then the attribute's name.
         if len(node.args) < 2 or node.args[0].keyword is not None or node.args[1].keyword is not None:
             return
+        self._cuda_replacement(node)
         target, attribute = node.args[0].value, string_value(node.args[1].value)
         dotted = dotted_name(target)
         if attribute is None or dotted is None or not _is_cuda_path(f"{dotted}.{attribute}"):
             return
         if self.qualname(node.func) in _OBJECT_PATCHERS or self._is_patcher(node.func):
             self._report_patch(node.args[0].value, f"{dotted}.{attribute}", node)
+
+    def _cuda_replacement(self, call: cst.Call) -> None:
+        """``monkeypatch.setattr("pkg.utils.device_type", "cuda")``, ``mock.patch("pkg.DEVICE",
+        "cuda:0")``, ``mock.patch.object(utils, "device_type", "cuda")``: the patch makes the code
+        under test see a CUDA device, and the test's expected devices describe it (torchtitan's
+        ``get_local_device`` test expects ``torch.device("cuda:3")``). Reported with the test, so
+        that no expectation moves to Neuron while the patch keeps CUDA."""
+        # The cheap test first (every call with two arguments comes here): a "cuda" literal
+        # second or third, or as `new=`; only then is the callee resolved.
+        literals = [a for a in call.args[1:3] if isinstance(a.value, cst.SimpleString) and "cuda" in a.value.value]
+        if not literals:
+            return
+        by_object = self.qualname(call.func) in _OBJECT_PATCHERS
+        position = 2 if by_object else 1
+        if not (by_object or self._is_patcher(call.func)):
+            return
+        new = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "new"), None)
+        if new is None and len(call.args) > position and call.args[position].keyword is None:
+            new = call.args[position].value
+        device = string_value(new) if isinstance(new, cst.SimpleString) else None
+        if device is None or _CUDA_DEVICE.fullmatch(device) is None:
+            return
+        if by_object:
+            target = f"{dotted_name(call.args[0].value) or '?'}.{string_value(call.args[1].value) or '?'}"
+        else:
+            target = string_value(call.args[0].value) or self.context.code(call.args[0].value)
+        self.report(
+            new,
+            f'patches `{target}` with "{device}": the test fakes a CUDA device',
+            guidance=(
+                "Left as is, with the test's own device values: they describe the machine the patch "
+                "fakes. To test the port, patch it with the target device and move the expectations "
+                "with it."
+            ),
+            effort=Effort.LOW,
+            depends=self._faked_test(call),
+        )
 
     def _report_patch(self, node: cst.CSTNode, target: str, call: cst.Call) -> None:
         self.report(

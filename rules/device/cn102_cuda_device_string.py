@@ -6,7 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
-from .._shared.consumers import kernel_test, library_callee, pointer_buffer, takes_torch_device
+from .._shared.consumers import kernel_test, library_callee, library_callee_by_name, pointer_buffer, takes_torch_device
 from .._shared.kernel_gates import handed_to_kernel
 from .._shared.strings import string_value
 from .._shared.target import checkpoint_device, needs_newer_torch
@@ -369,6 +369,8 @@ class CudaDeviceString(Rule):
             )
             return
         callee = library_callee(self, node)
+        if callee is None or takes_torch_device(callee):
+            callee = library_callee_by_name(self, node)
         if callee is not None and not takes_torch_device(callee):
             self.report(
                 node,

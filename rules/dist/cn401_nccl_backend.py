@@ -36,6 +36,7 @@ _ARGPARSE_VALUES = frozenset({"default", "choices", "const"})
 
 # The project's one ``wrap_model`` hands its third argument (or ``pg=``) to init_process_group.
 _WRAPPER = (("project", ProjectFacts(backend_params=frozenset({("wrap_model", 2, "pg")}))),)
+_REGISTRY = (("project", ProjectFacts(registered_names=frozenset({("nccl", '`Engines.register("nccl")` at engines.py:9')}))),)
 
 # A literal's replacement and the imports it needs, or None where the target cannot express it.
 _Plan = tuple[cst.BaseExpression, tuple[tuple[str, str | None], ...]] | None
@@ -115,7 +116,10 @@ class NcclBackend(Rule):
     then a CUDA-IPC weight sync) is reported without a fix: it keeps asking for NCCL, so that
     Trainium takes the other path, as it would have before the port. A comparison of a
     parameter typed by a module-level ``Literal[...]`` alias (``def get_service(backend:
-    ServiceName)``) stays too: the alias lists what callers pass, and nothing moves it.
+    ServiceName)``) stays too: the alias lists what callers pass, and nothing moves it. So is a
+    ``"nccl"`` handed to the project's own code in a project that registers a component of its
+    own under that name (``@EngineRegistry.register("nccl")``, found in any file): there it is a
+    registry key the project looks up, and ``"neuron"`` would name nothing.
     """
 
     code = "CN401"
@@ -152,6 +156,14 @@ class NcclBackend(Rule):
         ),
     )
     INVALID = (
+        # The project names a component of its own "nccl" (a registry key, not a process group):
+        # reported, not rewritten; torch's own backend argument still moves.
+        Invalid('manager = EngineManager(backend="nccl", trainer=trainer)\n', options=_REGISTRY),
+        Invalid(
+            'import torch.distributed as dist\ndist.init_process_group(backend="nccl")\n',
+            'import torch.distributed as dist\ndist.init_process_group(backend="neuron")\n',
+            options=_REGISTRY,
+        ),
         # A backend test in front of CUDA IPC keeps NCCL's name (report only).
         Invalid(
             "from torch.multiprocessing.reductions import reduce_tensor\n\n"
@@ -286,10 +298,50 @@ class NcclBackend(Rule):
             # `use_cuda_ipc = backend == "nccl" and colocated`: the test picks a CUDA-IPC weight
             # sync; asked about "neuron" it would run that path on Trainium. It keeps NCCL's name.
             return
+        if verdict is True and composite is None:
+            component = self._own_component(node)
+            if component is not None:
+                # verl's `CheckpointEngineManager(backend="nccl")` picks the engine registered
+                # as "nccl"; "neuron" is no key of that registry, and the engine is CUDA's.
+                self.report(
+                    node,
+                    f'"nccl" names the project\'s own component registered by {component}, not a process group',
+                    guidance='Left as is: the project looks the component up by this name, and "neuron" names none. '
+                    "If that component runs NCCL (or CUDA) code, give Trainium one of its own and select it here.",
+                )
+                return
         if verdict is True:
             self._report_literal(node, self._plan(node, composite), tuple(self.context.ancestors))
         elif isinstance(verdict, str):
             self._pending.append((verdict, node, self._plan(node, composite), tuple(self.context.ancestors)))
+
+    def _own_component(self, node: cst.SimpleString) -> str | None:
+        """Where the project registers "nccl" as the name of one of its own components, when
+        the literal is an argument of the project's own code (not torch's backend argument, nor
+        a parameter the sweep saw handed to ``init_process_group``); None otherwise. A value
+        the project keeps elsewhere (``return "nccl"`` in ``get_backend``) may be either, and
+        still moves."""
+        project = self.context.settings.project
+        where = project.registered("nccl")
+        if where is None:
+            return None
+        anc = self.context.ancestors
+        found = value_user(anc, node)
+        if found is None:
+            return None
+        i, _ = found
+        arg, call = anc[i], anc[i - 1] if i >= 1 else None
+        if not (isinstance(arg, cst.Arg) and isinstance(call, cst.Call)):
+            return None
+        position = self._backend_position(call)
+        if position is not None and arg_by_name(call, "backend", position) is arg:
+            return None
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if name is not None and self._reaches_own_backend_param(call, arg, name):
+            return None
+        qualified = call_qualname(self, call)
+        return where if qualified is None or project.own_module(qualified) else None
 
     def _plan(self, node: cst.SimpleString, composite: str | None) -> _Plan:
         """The literal's replacement and the imports it needs; None if the target can't say it."""

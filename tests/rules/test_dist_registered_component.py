@@ -1,0 +1,80 @@
+"""A ``"nccl"`` that names one of the project's own components (verl registers its NCCL checkpoint
+engine with ``@CheckpointEngineRegistry.register("nccl")`` and looks it up by that name): CN401
+reports it where it is an argument of the project's own code and leaves it, since "neuron" is no
+key of that registry (issue 38, class 2: the value moved while the registry that reads it kept
+"nccl"). torch's own backend arguments, and backend words the project keeps elsewhere, still move."""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda2neuron.cli import main
+
+REGISTRY = """\
+class EngineRegistry:
+    _engines = {}
+
+    @classmethod
+    def register(cls, name):
+        def wrap(engine):
+            cls._engines[name] = engine
+            return engine
+
+        return wrap
+
+    @classmethod
+    def get(cls, name):
+        return cls._engines[name]
+
+
+@EngineRegistry.register("nccl")
+class NcclEngine:
+    def send(self, weights):
+        return weights
+"""
+
+USER = """\
+import torch.distributed as dist
+
+from pkg.engines import EngineRegistry
+
+
+class EngineManager:
+    def __init__(self, backend, trainer):
+        self.engine = EngineRegistry.get(backend)()
+        self.trainer = trainer
+
+
+manager = EngineManager(backend="nccl", trainer=None)
+config_backend = "nccl"
+dist.init_process_group(backend="nccl")
+"""
+
+
+def _port(tmp_path) -> list[str]:
+    src = tmp_path / "proj"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "__init__.py").write_text("")
+    (src / "pkg" / "engines.py").write_text(REGISTRY)
+    (src / "use.py").write_text(USER)
+    out = tmp_path / "port"
+    main(["migrate", str(src), "--out", str(out), "--no-cache", "-q"])
+    return (out / "use.py").read_text().splitlines()
+
+
+@pytest.fixture(scope="module")
+def ported(tmp_path_factory):
+    # One port for every row (without the decorator, CN401's own examples show each line moving).
+    return {"registered": _port(tmp_path_factory.mktemp("registered"))}
+
+
+@pytest.mark.parametrize(
+    ("project", "line", "expected"),
+    [
+        pytest.param("registered", 12, 'manager = EngineManager(backend="nccl", trainer=None)', id="component-argument-kept"),
+        pytest.param("registered", 13, 'config_backend = "neuron"', id="other-backend-words-move"),
+        pytest.param("registered", 14, 'dist.init_process_group(backend="neuron")', id="torch-backend-moves"),
+    ],
+)
+def test_a_backend_word_the_project_registers(ported, project, line, expected):
+    assert ported[project][line - 1] == expected
