@@ -38,7 +38,7 @@ from ._text import (
     run_text_rules,
     to_finding,
 )
-from ._triggers import admit, admitted, admitted_version, has_trigger, trigger_words
+from ._triggers import admit, admitted, admitted_version, has_trigger, key_folded, key_folded_text, trigger_words
 from ._write import StaleBackupError, atomic_write, remove_stale_temps
 
 __all__ = [
@@ -89,6 +89,8 @@ __all__ = [
     "find_config",
     "find_pyproject",
     "has_trigger",
+    "key_folded",
+    "key_folded_text",
     "load_config",
     "load_validate_table",
     "parse_min_torch",

@@ -137,6 +137,12 @@ class Rule:
     # those words is: a trigger word inside a longer name (``DistributedDataParallel``) no
     # longer costs the file a parse. Empty: no such promise; its trigger words wake it as before.
     reports_names: ClassVar[tuple[str, ...]] = ()
+    # The rule reads its words as setting keys, compared as ``normalize_key`` compares them (case
+    # ignored, ``-`` read as ``_``: the flag ``--Use-Flash-Attn`` is the key ``use_flash_attn``),
+    # so its trigger words are matched the same way (``core.key_folded``) in the prefilter and the
+    # wake. Matched as written, ``flash_attn`` let the file whose only setting is spelled
+    # ``--Use-Flash-Attn`` go unparsed: the rule reported it only with the prefilter off.
+    triggers_as_keys: ClassVar[bool] = False
     # A safety net (CN109, CN409, CN623): the engine keeps its first report of each unit (a
     # statement, one item of a `with`, a decorator: python/_lint.py's net_unit) and only where no
     # other rule's report is on the same node, one of its ancestors, or elsewhere in that unit, so

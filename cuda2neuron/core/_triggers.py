@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["admit", "admitted", "admitted_version", "has_trigger", "trigger_words"]
+__all__ = ["admit", "admitted", "admitted_version", "has_trigger", "key_folded", "key_folded_text", "trigger_words"]
 
 _admitted: dict[str, set[str]] = {}
 _version = 0
@@ -47,3 +47,20 @@ def has_trigger(data: bytes, words: tuple[bytes, ...]) -> bool:
     # One substring search per word: a regex alternation of the same words is about ten times
     # slower when the only match sits at the end of a large file.
     return any(w in data for w in words)
+
+
+# ASCII upper case to lower, ``-`` to ``_``; every other byte kept (offsets too).
+_KEY_FOLD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ-", b"abcdefghijklmnopqrstuvwxyz_")
+_KEY_FOLD_STR = {c: _KEY_FOLD[c] for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ-"}
+
+
+def key_folded(data: bytes) -> bytes:
+    """``data`` as setting keys are compared (``Rule.triggers_as_keys``): ``--Use-Flash-Attn``
+    reads ``__use_flash_attn``. A word folded so is in the folded text wherever it is in the text
+    as written, so matching folded loses nothing an exact match finds."""
+    return data.translate(_KEY_FOLD)
+
+
+def key_folded_text(text: str) -> str:
+    """``key_folded`` of a decoded text (the text kinds); only ASCII letters change case."""
+    return text.translate(_KEY_FOLD_STR)

@@ -50,14 +50,13 @@ from cuda2neuron.core import (
     Span,
     TextItem,
     TextReport,
-    has_trigger,
     to_finding,
 )
 from cuda2neuron.documents.nbjson import CellLoc, NotebookShapeError, locate_cells, render_source
 
 from ._catalog import rules_for
 from ._prefilter import may_trigger
-from ._python import process_python_findings, python_triggers
+from ._python import process_python_findings, triggered
 from ._text_files import shell_items
 
 __all__ = ["process_notebook_findings"]
@@ -492,7 +491,7 @@ def process_notebook_findings(
 def _run_python(path: str, module: str, config: Config, options: RunOptions, check_syntax: bool):
     data = module.encode("utf-8")
     rules = tuple(r for r in rules_for(config, path) if "python" in r.file_kinds)
-    if check_syntax and "cuda" in module.lower() and not (rules and has_trigger(data, python_triggers(rules))):
+    if check_syntax and "cuda" in module.lower() and not (rules and triggered(rules, data)):
         # The engine will not parse this text (no rule can fire), but a notebook rule promises
         # to say which cells hide CUDA code from us: parse once here so a broken cell is reported.
         from ._nesting import parse_guarded

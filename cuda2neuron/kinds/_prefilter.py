@@ -6,18 +6,20 @@ keeps a few words of its own (``COARSE_WORDS``): a file that contains none of th
 with the catalog unloaded.
 
 The contract, enforced by tests/kinds/test_coarse_triggers.py: every trigger of every catalog
-rule contains one of the coarse words of each file kind the rule reads (case-insensitively, so
+rule contains one of the coarse words of each file kind the rule reads (as keys compare, so
 "cuda" covers "is_cuda", "CUDA_VISIBLE_DEVICES" and "torch.cuda import"). A rule defined outside
 the catalog is admitted by ``cuda2neuron.core`` when its class is created; those of its words
-that no coarse word covers join the prefilter here. Matching ignores case: the few extra files
-this lets through only cost the exact per-rule check.
+that no coarse word covers join the prefilter here. Matching ignores case and reads ``-`` as
+``_`` (``core.key_folded``), as the rules that compare setting keys do (``Rule.triggers_as_keys``:
+``--Use-Flash-Attn`` is CN627's ``flash_attn``): the few extra files this lets through only cost
+the exact per-rule check.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from cuda2neuron.core import admitted, admitted_version
+from cuda2neuron.core import admitted, admitted_version, key_folded, key_folded_text
 
 __all__ = ["COARSE_WORDS", "covers", "may_trigger", "words_for"]
 
@@ -127,31 +129,31 @@ _ALSO_RUN: dict[str, tuple[str, ...]] = {
 
 
 def covers(word: str, trigger: str) -> bool:
-    return word.lower() in trigger.lower()
+    return key_folded_text(word) in key_folded_text(trigger)
 
 
 def words_for(kind: str) -> tuple[str, ...]:
     own = COARSE_WORDS.get(kind, ())
-    lowered = [w.lower() for w in own]
     extra = set()
     for k in (kind, *_ALSO_RUN.get(kind, ())):
-        extra.update(t for t in admitted(k) if not any(w in t.lower() for w in lowered))
+        extra.update(t for t in admitted(k) if not any(covers(w, t) for w in own))
     return own + tuple(sorted(extra))
 
 
 @lru_cache(maxsize=32)
-def _lowered(kind: str, text_type: type, version: int) -> tuple:  # noqa: ARG001 - cache key
-    words = {w.lower() for w in words_for(kind)}
+def _folded(kind: str, text_type: type, version: int) -> tuple:  # noqa: ARG001 - cache key
+    words = {key_folded_text(w) for w in words_for(kind)}
     return tuple(sorted(words) if text_type is str else sorted(w.encode("ascii") for w in words))
 
 
 def may_trigger(data: bytes | str, kind: str) -> bool:
     """False only when no rule reading ``kind`` files can fire on ``data``.
 
-    One lowercase copy and a substring search per word: a case-insensitive regex alternation
-    of the same words is about fifteen times slower on a large file that holds none of them.
-    Bytes are searched raw: every word is ASCII, and ASCII bytes mean the same in every
-    encoding a source may declare (UTF-16 sources are not valid Python files).
+    One folded copy (lower case, ``-`` read as ``_``) and a substring search per word: a
+    case-insensitive regex alternation of the same words is about fifteen times slower on a
+    large file that holds none of them. Bytes are searched raw: every word is ASCII, and ASCII
+    bytes mean the same in every encoding a source may declare (UTF-16 sources are not valid
+    Python files).
     """
-    lowered = data.lower()
-    return any(w in lowered for w in _lowered(kind, type(data), admitted_version()))  # type: ignore[operator]
+    folded = key_folded(data) if isinstance(data, bytes) else key_folded_text(data)
+    return any(w in folded for w in _folded(kind, type(data), admitted_version()))  # type: ignore[operator]

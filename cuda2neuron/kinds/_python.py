@@ -18,6 +18,8 @@ from cuda2neuron.core import (
     Settings,
     SourceError,
     has_trigger,
+    key_folded,
+    key_folded_text,
     trigger_words,
 )
 
@@ -26,7 +28,9 @@ from ._code_text import code_text
 from ._nesting import deep_stack, nesting_error
 from ._prefilter import may_trigger
 
-__all__ = ["is_python_source", "process_python_findings", "python_triggers", "rewrite_compiles"]
+__all__ = [
+    "is_python_source", "process_python_findings", "python_key_triggers", "python_triggers", "rewrite_compiles", "triggered",
+]
 
 
 def is_python_source(path: Path) -> bool:
@@ -35,7 +39,28 @@ def is_python_source(path: Path) -> bool:
 
 @lru_cache(maxsize=64)
 def python_triggers(rule_types: tuple[type[Rule], ...]) -> tuple[bytes, ...]:
-    return trigger_words({t for r in rule_types if "python" in r.file_kinds for t in r.triggers})
+    """The trigger words of ``rule_types`` that are matched as written."""
+    return trigger_words({t for r in _python_only(rule_types) if not r.triggers_as_keys for t in r.triggers})
+
+
+@lru_cache(maxsize=64)
+def python_key_triggers(rule_types: tuple[type[Rule], ...]) -> tuple[bytes, ...]:
+    """The trigger words of the rules among ``rule_types`` that compare setting keys
+    (``Rule.triggers_as_keys``), folded: they are matched in ``key_folded`` text."""
+    return trigger_words({key_folded_text(t) for r in _python_only(rule_types) if r.triggers_as_keys for t in r.triggers})
+
+
+def _python_only(rule_types: tuple[type[Rule], ...]) -> tuple[type[Rule], ...]:
+    return tuple(r for r in rule_types if "python" in r.file_kinds)
+
+
+def triggered(rule_types: tuple[type[Rule], ...], data: bytes) -> bool:
+    """Does ``data`` hold a trigger word of one of ``rule_types``, each matched as its rule
+    compares (as written, or as keys compare)?"""
+    if has_trigger(data, python_triggers(rule_types)):
+        return True
+    keys = python_key_triggers(rule_types)
+    return bool(keys) and has_trigger(key_folded(data), keys)
 
 
 def _awake(rule_types: tuple[type[Rule], ...], code: bytes, project: tuple[bytes, ...]) -> tuple[type[Rule], ...]:
@@ -44,27 +69,32 @@ def _awake(rule_types: tuple[type[Rule], ...], code: bytes, project: tuple[bytes
     Many rules share words ("cuda") and a wake test (the compile family's), so each word is
     searched once per file and each test run once per file, not once per rule.
     """
-    found: dict[bytes, bool] = {}
+    found: dict[tuple[bytes, int], bool] = {}
     woken: dict[object, bool] = {}
     in_project = None
     runs: bytes | None = None
+    folded: bytes | None = None
     whole: dict[bytes, bool] = {}
     awake = []
     for rule, words, test, last_parts in _plan(rule_types):
         fires = False
-        for word, is_word in words:
-            hit = found.get(word)
+        for word, how in words:
+            hit = found.get((word, how))
             if hit is None:
-                if is_word:
+                if how == _IN_RUNS:
                     # A word of letters, digits and _ lies inside one run of them: search the
                     # file's distinct runs (about an eighth of its bytes on a real tree) instead
                     # of the whole file, once per word of the catalog (diffusers: 4.1 -> 2.8 s).
                     if runs is None:
                         runs = word_runs(code)
                     hit = word in runs
+                elif how == _AS_KEY:
+                    if folded is None:
+                        folded = key_folded(code)
+                    hit = word in folded
                 else:
                     hit = word in code
-                found[word] = hit
+                found[word, how] = hit
             if hit:
                 fires = True
                 break
@@ -97,17 +127,23 @@ def _awake(rule_types: tuple[type[Rule], ...], code: bytes, project: tuple[bytes
     return tuple(awake)
 
 
+# How ``_awake`` looks for a trigger word: in the code as written, among its runs of word bytes
+# (a word of \\w bytes), or in the code folded as setting keys compare (``Rule.triggers_as_keys``).
+_IN_CODE, _IN_RUNS, _AS_KEY = 0, 1, 2
+
+
 @lru_cache(maxsize=64)
 def _plan(
     rule_types: tuple[type[Rule], ...],
-) -> tuple[tuple[type[Rule], tuple[tuple[bytes, bool], ...], object, tuple[bytes, ...]], ...]:
-    """Per rule of a run: its trigger words (each with whether it is a word of \\w bytes), the
-    key of its wake test and the last parts of the names it reports through, worked out once
-    per catalog instead of once per rule and file."""
+) -> tuple[tuple[type[Rule], tuple[tuple[bytes, int], ...], object, tuple[bytes, ...]], ...]:
+    """Per rule of a run: its trigger words (each with how it is looked for), the key of its
+    wake test and the last parts of the names it reports through, worked out once per catalog
+    instead of once per rule and file."""
     return tuple(
         (
             rule,
-            tuple((w, _is_word(w)) for w in python_triggers((rule,))),
+            tuple((w, _IN_RUNS if _is_word(w) else _IN_CODE) for w in python_triggers((rule,)))
+            + tuple((w, _AS_KEY) for w in python_key_triggers((rule,))),
             _wake_key(rule),
             tuple(sorted({n.rpartition(".")[2].encode() for n in rule.reports_names})),
         )
@@ -191,7 +227,7 @@ def process_python_findings(
 
     rule_types = _python_rules(rules_for(config, path), config.settings)
     if not rule_types or not (
-        has_trigger(data, python_triggers(rule_types))
+        triggered(rule_types, data)
         or (project and any(r.project_triggers for r in rule_types) and has_trigger(data, project))
     ):
         return None, []

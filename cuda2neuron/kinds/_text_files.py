@@ -11,7 +11,17 @@ import re
 from functools import partial
 from pathlib import Path
 
-from cuda2neuron.core import Config, Finding, Rule, RunOptions, SourceError, TextItem, run_text_rules, to_finding
+from cuda2neuron.core import (
+    Config,
+    Finding,
+    Rule,
+    RunOptions,
+    SourceError,
+    TextItem,
+    key_folded_text,
+    run_text_rules,
+    to_finding,
+)
 from cuda2neuron.documents.plaintext import PlainText
 from cuda2neuron.documents.requirements import parse_pyproject, parse_requirements
 from cuda2neuron.documents.shell import ShellScript
@@ -88,6 +98,24 @@ def is_shell_script(path: Path) -> bool:
     return _SHEBANG_RE.match(first.rstrip(b"\n")) is not None
 
 
+def _triggered_rules(rules: tuple[type[Rule], ...], text: str) -> tuple[type[Rule], ...]:
+    """The rules one of whose trigger words ``text`` holds, as written or, for a rule that
+    compares setting keys (``Rule.triggers_as_keys``: ``--Use-Flash-Attn`` is ``flash_attn``),
+    as keys compare."""
+    folded: str | None = None
+    kept = []
+    for rule in rules:
+        if rule.triggers_as_keys:
+            if folded is None:
+                folded = key_folded_text(text)
+            hit = any(key_folded_text(t) in folded for t in rule.triggers)
+        else:
+            hit = any(t in text for t in rule.triggers)
+        if hit:
+            kept.append(rule)
+    return tuple(kept)
+
+
 def shell_rules(config: Config, path: str) -> tuple[type[Rule], ...]:
     return tuple(r for r in rules_for(config, path) if "shell" in r.file_kinds)
 
@@ -99,7 +127,7 @@ def shell_items(
         return None, []  # no shell rule can fire: the catalog stays unloaded
     rules = shell_rules(config, path)
     # The cheap pre-check Python files get from triggers: most scripts mention none of them.
-    rules = tuple(r for r in rules if any(t in text for t in r.triggers))
+    rules = _triggered_rules(rules, text)
     if not rules:
         return None, []
     return run_text_rules(text, rules, ShellScript, config.settings, fix=options.fix, unsafe=options.unsafe)
@@ -208,8 +236,7 @@ def process_text_file(
     text = data.decode("utf-8", "surrogateescape")
     if not may_trigger(text, kind):
         return None, []  # no rule of this kind can fire: the catalog stays unloaded
-    rules = tuple(r for r in rules_for(config, path) if r.file_kinds & kinds)
-    rules = tuple(r for r in rules if any(t in text for t in r.triggers))
+    rules = _triggered_rules(tuple(r for r in rules_for(config, path) if r.file_kinds & kinds), text)
     if not rules:
         return None, []
     new, items = run_text_rules(text, rules, parse, config.settings, fix=options.fix, unsafe=options.unsafe)

@@ -116,6 +116,8 @@ class LibraryCudaSetting(Rule):
         "flash_attn", "flash_attention", "xformers", "tf32", "deepspeed", "dynamo_backend", "compile_backend",
         "liger", "gpus", "GPUS", "gpu=", "use_gpu", '"GPU"', "'GPU'", "collective_group", "bnb.",
     )
+    # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
+    triggers_as_keys = True
     VALID = (
         "from transformers import AutoModel\nm = AutoModel.from_pretrained('x', attn_implementation='sdpa')\n",
         # a test that expects the setting to be refused (trl's test_config_rejects_liger)

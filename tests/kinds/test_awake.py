@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda2neuron.core import Config, ProjectFacts, Rule, RuleDefinitionError, RunOptions, has_trigger
+from cuda2neuron.core import Config, ProjectFacts, Rule, RuleDefinitionError, RunOptions, has_trigger, key_folded
 from cuda2neuron.kinds import _python
 from cuda2neuron.kinds._catalog import rules_for
 from cuda2neuron.kinds._code_text import code_text
@@ -132,12 +132,16 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SOURCES = sorted(p for p in FIXTURES.rglob("*.py"))
 
 
+def _has_word(rule: type[Rule], code: bytes) -> bool:
+    """A trigger word of ``rule`` in ``code``, spelled plainly: as written, or both folded as
+    setting keys compare for a rule that compares them (``Rule.triggers_as_keys``)."""
+    if rule.triggers_as_keys:
+        return any(key_folded(t.encode()) in key_folded(code) for t in rule.triggers)
+    return any(t.encode() in code for t in rule.triggers)
+
+
 def _plain(rule_types, code: bytes):
-    return tuple(
-        r
-        for r in rule_types
-        if any(w in code for w in _python.python_triggers((r,))) and _spelled(r, code) and r.wakes(code)
-    )
+    return tuple(r for r in rule_types if _has_word(r, code) and _spelled(r, code) and r.wakes(code))
 
 
 def test_fixtures_are_there():
@@ -154,6 +158,7 @@ def test_fixtures_are_there():
         pytest.param("name = 'δcudaδ'\n".encode(), id="word-between-non-ascii-bytes"),
         pytest.param(b"from torch.nn.parallel import DistributedDataParallel as DDP\n", id="reported-name-inside-a-name"),
         pytest.param(b"import torch.nn as nn\nm = nn.DataParallel(m)\n", id="reported-name-whole"),
+        pytest.param(b"p.add_argument('--Use-Flash-Attn', default=True)\n", id="setting-key-in-another-spelling"),
     ],
 )
 def test_small_cases_match_a_plain_search(code):

@@ -80,6 +80,8 @@ class LibrarySettingInConfig(TextRule):
         "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger",
         "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown", "bnb.", "gpu",
     )
+    # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
+    triggers_as_keys = True
     VALID = (
         Valid("attn_implementation: sdpa\n", path=CONFIG_EXAMPLE),
         Valid('{"train_batch_size": 32, "fp16": {"enabled": true}}\n', path="configs/train.json"),

@@ -105,6 +105,8 @@ class LibrarySettingFlag(TextRule):
         "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger", "GPUS", "gpus", "nccl",
         "bnb.",
     )
+    # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
+    triggers_as_keys = True
     VALID = (
         Valid("python train.py --attn_implementation sdpa --tf32 False\n", path="launch.sh"),
         Valid("GPUS_PER_NODE=0\n", path="launch.sh"),
