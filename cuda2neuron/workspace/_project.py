@@ -111,7 +111,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         backend_params=_unambiguous(backend_params),
         registered_names=frozenset(registered),
     )
-    starts = _library_starts(library_files, facts)
+    starts, start_paths = _library_starts(library_files, facts)
     if not kernels and not extensions and not starts:
         return facts  # most projects: nothing CUDA-only to reach, nothing more to read
     sinks = _sink_names(candidates, facts, jit) if kernels or extensions or jit else {}
@@ -119,15 +119,19 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         # Chains from third-party packages: followed only through unconditional uses, as they
         # started (a model class that picks the xformers processor behind its own flag is not
         # CUDA-only); the project's own kernels name a name first.
-        library = _library_chains(candidates, starts)
+        library = _library_chains(candidates, starts, start_paths)
         sinks = {**library, **sinks}
     return replace(facts, sink_names=frozenset(sinks.items()))
 
 
-def _library_starts(files: list[tuple[Path, Path, bytes]], facts: ProjectFacts) -> dict[str, dict[str, str]]:
+def _library_starts(
+    files: list[tuple[Path, Path, bytes]], facts: ProjectFacts
+) -> tuple[dict[str, dict[str, str]], set[Path]]:
     """Module -> its top-level names that use third-party CUDA-only packages or torch's CUDA-only
-    calls unconditionally (``_library_sinks``), each with that code and the line."""
+    calls on a path Trainium takes (``_library_sinks``), each with that code and the line; and
+    the files of those modules."""
     starts: dict[str, dict[str, str]] = {}
+    paths: set[Path] = set()
     for path, root, data in files:
         module = _module_of(path, root)
         if not module or path.name == "setup.py":
@@ -135,7 +139,8 @@ def _library_starts(files: list[tuple[Path, Path, bytes]], facts: ProjectFacts) 
         names = library_starts(data, _shown(path, root), facts)
         if names:
             starts[module] = names
-    return starts
+            paths.add(path)
+    return starts, paths
 
 
 # An import statement as text (a parenthesized name list may span lines): which modules a file
@@ -257,7 +262,9 @@ def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts,
     return sinks
 
 
-def _library_chains(candidates: list[tuple[Path, Path]], starts: dict[str, dict[str, str]]) -> dict[str, str]:
+def _library_chains(
+    candidates: list[tuple[Path, Path]], starts: dict[str, dict[str, str]], start_paths: set[Path]
+) -> dict[str, str]:
     """The chains from third-party CUDA-only code (``starts``: module -> its names that use it
     unconditionally, with the sink and line), to a fixed point as ``_sink_names`` follows the
     project's kernels, but through uses that run whatever the code's tests say only, and only
@@ -278,7 +285,7 @@ def _library_chains(candidates: list[tuple[Path, Path]], starts: dict[str, dict[
     uses: dict[int, _Uses | None] = {}
     imported: dict[int, frozenset[str]] = {}
     named = set(sinks)
-    first = {i for i, (path, root) in enumerate(files) if _module_of(path, root) in starts} if starts else set()
+    first = {i for i, (path, _) in enumerate(files) if path in start_paths}
 
     def reaches(dotted: str) -> tuple[str, bool] | None:
         return (sinks[dotted], True) if dotted in sinks else None
