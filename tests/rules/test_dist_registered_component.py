@@ -58,7 +58,7 @@ def _port(tmp_path) -> list[str]:
     (src / "pkg" / "engines.py").write_text(REGISTRY)
     (src / "use.py").write_text(USER)
     out = tmp_path / "port"
-    main(["migrate", str(src), "--out", str(out), "--no-cache", "-q"])
+    main(["migrate", str(src), "--out", str(out), "--no-cache", "-q", "-j1"])
     return (out / "use.py").read_text().splitlines()
 
 
