@@ -9,10 +9,12 @@ too (``turing/models.py`` is imported by the script one folder up), so the folde
 long as the file could be a module of a package run from there.
 
 What is read beyond the file's bytes must be part of its cache key, or a warm run answers for a
-folder that has changed: ``local_modules`` is what both the residual pass and the key read
-(``file_context``). Only imports whose statement names a CUDA word are resolved (the residual
-pass judges nothing else), so a file without one reads no folder and its key is as before. Nothing
-is memoised across calls: a long-lived process (an editor's, the tests') must see a folder change.
+folder that has changed. Only imports whose statement names a CUDA word are resolved (the residual
+pass judges nothing else): ``worded_imports`` names them, ``found_modules`` resolves them, and the
+results cache keeps, for a file that has some, its entry under what they resolved to (a small
+entry under the file's own key names them: ``workspace._cache``). A warm run of a file without
+one reads no folder and scans nothing more. Nothing is memoised across calls: a long-lived
+process (an editor's, the tests') must see a folder change.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["file_context", "local_modules"]
+__all__ = ["found_modules", "local_modules", "worded_imports"]
 
 # An import statement (a parenthesised one over several lines included), as bytes.
 _IMPORT = re.compile(
@@ -44,19 +46,24 @@ def local_modules(path: str, data: bytes) -> frozenset[str]:
     """The top-level names of ``data``'s absolute imports that name a CUDA word and that Python
     finds as a module or package in the file's folder or a folder above it (see the module's
     docstring); empty for a file with no such import or no folder on disk (stdin)."""
-    tops = _worded_import_tops(data)
+    return found_modules(path, _worded_import_tops(data))
+
+
+def worded_imports(kind: str | None, data: bytes) -> tuple[str, ...]:
+    """The names whose whereabouts processing ``data`` of ``kind`` reads from the file system
+    (the tops of its imports that name a CUDA word), sorted; empty for most files. The results
+    cache keys an entry by what ``found_modules`` says of them."""
+    if kind != "python":
+        return ()
+    return tuple(sorted(_worded_import_tops(data)))
+
+
+def found_modules(path: str, tops) -> frozenset[str]:  # noqa: ANN001 - an iterable of names
+    """Which of ``tops`` Python finds beside ``path`` (in its folder or one above it)."""
     if not tops:
         return frozenset()
-    return frozenset(top for top in tops if any(_holds_module(folder, top) for folder in _import_folders(path)))
-
-
-def file_context(kind: str | None, path: str, data: bytes) -> bytes:
-    """What processing ``data`` of ``kind`` reads besides its bytes, path and configuration, as
-    bytes for the results cache's key (empty when nothing is read)."""
-    if kind != "python":
-        return b""
-    found = local_modules(path, data)
-    return b"local-modules:" + ",".join(sorted(found)).encode() if found else b""
+    folders = _import_folders(path)
+    return frozenset(top for top in tops if any(_holds_module(folder, top) for folder in folders))
 
 
 def _worded_import_tops(data: bytes) -> set[str]:
