@@ -24,7 +24,7 @@ from cuda2neuron.core import Config, FileResult, FileStatus, RunOptions
 
 from ._catalog import catalog, known_codes, rules_for, unknown_selectors
 from ._guard import Body, guarded
-from ._local_imports import file_context
+from ._local_imports import found_modules, worded_imports
 from ._suppressions import CHECKED_KINDS, check_suppressions, directives
 from ._prefilter import COARSE_WORDS, covers, may_trigger, words_for
 from ._residual import RESIDUAL, RESIDUAL_KINDS, with_residual
@@ -50,7 +50,7 @@ __all__ = [
     "catalog",
     "covers",
     "directives",
-    "file_context",
+    "found_modules",
     "guarded",
     "hook_files",
     "kind_named",
@@ -60,6 +60,7 @@ __all__ = [
     "process_bytes",
     "process_kind",
     "verify_rewrite",
+    "worded_imports",
     "rules_for",
     "unknown_selectors",
     "words_for",

@@ -9,10 +9,12 @@ too (``turing/models.py`` is imported by the script one folder up), so the folde
 long as the file could be a module of a package run from there.
 
 What is read beyond the file's bytes must be part of its cache key, or a warm run answers for a
-folder that has changed: ``local_modules`` is what both the residual pass and the key read
-(``file_context``). Only imports whose statement names a CUDA word are resolved (the residual
-pass judges nothing else), so a file without one reads no folder and its key is as before. Nothing
-is memoised across calls: a long-lived process (an editor's, the tests') must see a folder change.
+folder that has changed. Only imports whose statement names a CUDA word are resolved (the residual
+pass judges nothing else): ``worded_imports`` names them, ``found_modules`` resolves them, and the
+results cache keeps, for a file that has some, its entry under what they resolved to (a small
+entry under the file's own key names them: ``workspace._cache``). A warm run of a file without
+one reads no folder and scans nothing more. Nothing is memoised across calls: a long-lived
+process (an editor's, the tests') must see a folder change.
 """
 
 from __future__ import annotations
@@ -20,13 +22,17 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["file_context", "local_modules"]
+__all__ = ["found_modules", "local_modules", "worded_imports"]
 
 # An import statement (a parenthesised one over several lines included), as bytes.
 _IMPORT = re.compile(
     rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+([^\n#;]*))", re.MULTILINE
 )
 _WORDS = re.compile(rb"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc", re.IGNORECASE)
+# The same words for `bytes.find` in a lowered copy (a statement whose only word is
+# `cuda2neuron` is dropped by `_WORDS` when its text is read).
+_WORD_LIST = (b"cuda", b"nccl", b"cudnn", b"nvidia", b"nvcc")
+_INDENT = re.compile(rb"[ \t]*")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 # A folder that holds one of these is the project's root: no folder above it is searched.
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -40,27 +46,49 @@ def local_modules(path: str, data: bytes) -> frozenset[str]:
     """The top-level names of ``data``'s absolute imports that name a CUDA word and that Python
     finds as a module or package in the file's folder or a folder above it (see the module's
     docstring); empty for a file with no such import or no folder on disk (stdin)."""
-    tops = _worded_import_tops(data)
+    return found_modules(path, _worded_import_tops(data))
+
+
+def worded_imports(kind: str | None, data: bytes) -> tuple[str, ...]:
+    """The names whose whereabouts processing ``data`` of ``kind`` reads from the file system
+    (the tops of its imports that name a CUDA word), sorted; empty for most files. The results
+    cache keys an entry by what ``found_modules`` says of them."""
+    if kind != "python":
+        return ()
+    return tuple(sorted(_worded_import_tops(data)))
+
+
+def found_modules(path: str, tops) -> frozenset[str]:  # noqa: ANN001 - an iterable of names
+    """Which of ``tops`` Python finds beside ``path`` (in its folder or one above it)."""
     if not tops:
         return frozenset()
-    return frozenset(top for top in tops if any(_holds_module(folder, top) for folder in _import_folders(path)))
-
-
-def file_context(kind: str | None, path: str, data: bytes) -> bytes:
-    """What processing ``data`` of ``kind`` reads besides its bytes, path and configuration, as
-    bytes for the results cache's key (empty when nothing is read)."""
-    if kind != "python":
-        return b""
-    found = local_modules(path, data)
-    return b"local-modules:" + ",".join(sorted(found)).encode() if found else b""
+    folders = _import_folders(path)
+    return frozenset(top for top in tops if any(_holds_module(folder, top) for folder in folders))
 
 
 def _worded_import_tops(data: bytes) -> set[str]:
-    if _WORDS.search(data) is None:
-        return set()
+    """The top-level names of the import statements that hold a CUDA word. It runs for every
+    Python file of a warm run (the cache key), so it reads no more than it must: each word's
+    places in a lowered copy (``bytes.find``; a regex alternation is several times slower), one
+    look per line, then only the statements those places sit in (an import's line, or an
+    import's parenthesised name list)."""
+    lowered = data.lower()
+    lists = _name_lists(lowered)
+    starts: set[int] = set()
+    for word in _WORD_LIST:
+        at = lowered.find(word)
+        while at != -1:
+            line = lowered.rfind(b"\n", 0, at) + 1
+            end = lowered.find(b"\n", at)
+            if lowered.startswith((b"from", b"import"), _INDENT.match(lowered, line).end()):
+                starts.add(line)
+            else:
+                starts.update(start for start, close in lists if start < at < close)
+            at = -1 if end == -1 else lowered.find(word, end)
     tops: set[str] = set()
-    for m in _IMPORT.finditer(data):
-        if _WORDS.search(m.group(0)) is None:
+    for start in sorted(starts):
+        m = _IMPORT.match(data, start)
+        if m is None or _WORDS.search(m.group(0)) is None:
             continue
         if m.group(3) is not None:  # import a.b, c as d
             for item in m.group(3).split(b","):
@@ -73,6 +101,17 @@ def _worded_import_tops(data: bytes) -> set[str]:
             if _IDENTIFIER.fullmatch(top):
                 tops.add(top)
     return tops
+
+
+def _name_lists(lowered: bytes) -> list[tuple[int, int]]:
+    """(statement start, closing parenthesis) of each ``from pkg import (`` name list."""
+    out = []
+    at = lowered.find(b"import (")
+    while at != -1:
+        close = lowered.find(b")", at)
+        out.append((lowered.rfind(b"\n", 0, at) + 1, len(lowered) if close == -1 else close))
+        at = lowered.find(b"import (", at + 8)
+    return out
 
 
 def _import_folders(path: str) -> tuple[str, ...]:

@@ -32,6 +32,13 @@ checksum is an HMAC under a per-user secret: ``$CUDA2NEURON_CACHE_KEY``, else th
 (0600) the first run writes in the folder, so an entry forged by someone who cannot read the key
 is a miss — for every kind, including the text kinds whose rewrites nothing else re-checks.
 
+A few results read more than the file: the residual pass looks for the modules a file's imports
+find beside it (``kinds/_local_imports.py``: ``from nvidia.modeling import ...`` with a folder
+``nvidia/`` of the project's). Such a file's key holds only the names looked for (``{"r": [...]}``,
+checksummed like any entry), and its result sits under a second key made of the first and what
+those names resolve to now, so a folder added or removed is a miss; every other file costs a
+warm run nothing more.
+
 Entries are written to a fresh temporary file (``O_CREAT|O_EXCL|O_NOFOLLOW``, a random name in
 the entry's own folder) and renamed into place, so concurrent runs (pre-commit in two
 terminals, parallel CI jobs sharing a cache) never read a torn entry. Failed files are not
@@ -56,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda2neuron.core import Config, Effort, FileResult, FileStatus, Finding, Fix, RunOptions, Safety, Span
+from cuda2neuron.kinds import found_modules, worded_imports
 
 __all__ = ["CacheRefused", "ResultCache", "default_cache_root"]
 
@@ -305,17 +313,16 @@ class ResultCache:
         self._last = (config, options, key)
         return key
 
-    def key(
-        self, shown: str, kind: str | None, data: bytes, config: Config, options: RunOptions, context: bytes = b""
-    ) -> str:
-        """``context``: what processing the file reads besides its bytes (``kinds.file_context``:
-        the project's modules its imports find beside it), so a changed folder is a miss."""
+    def key(self, shown: str, kind: str | None, data: bytes, config: Config, options: RunOptions) -> str:
         h = hashlib.sha256(self._run_key(config, options))
         h.update(b"\0" + str(kind).encode() + b"\0" + _path_bytes(shown) + b"\0")
-        if context:
-            h.update(b"\0context\0" + hashlib.sha256(context).digest())
         h.update(data)
         return h.hexdigest()
+
+    @staticmethod
+    def _beside(key: str, found: frozenset[str]) -> str:
+        """The key of a file's entry once its worded imports resolved to ``found``."""
+        return hashlib.sha256(f"{key}\0local-modules\0{','.join(sorted(found))}".encode()).hexdigest()
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key[2:]}.json"
@@ -338,7 +345,18 @@ class ResultCache:
         if raw is None:
             return None
         try:
-            return _decode(self._verified(key, raw), shown, data)
+            payload = self._verified(key, raw)
+            if payload.startswith(_BESIDE):
+                # The result read the folders around the file (kinds/_local_imports.py): it is kept
+                # under what the file's worded imports resolve to now, so a changed folder is a miss.
+                if shown is None:
+                    return None
+                sub = self._beside(key, found_modules(shown, _decode_names(payload)))
+                raw = self._read(sub)
+                if raw is None:
+                    return None
+                payload = self._verified(sub, raw)
+            return _decode(payload, shown, data)
         except (_Invalid, ValueError, TypeError, KeyError, IndexError, AttributeError, UnicodeError,
                 binascii.Error, RecursionError, MemoryError, OverflowError):
             return None
@@ -373,13 +391,25 @@ class ResultCache:
             raise _Invalid
         return payload
 
-    def put(self, key: str, result: FileResult) -> None:
+    def put(self, key: str, result: FileResult, kind: str | None = None, data: bytes | None = None) -> None:
+        """Store ``result`` under ``key``; a file whose imports were looked for beside it (``kind``
+        and ``data`` say: ``kinds.worded_imports``) is stored under what they resolve to, and
+        ``key`` holds their names."""
         if result.status is FileStatus.FAILED:
             return
+        if self.folder() is None:
+            return
+        payload = json.dumps(_encode(result), separators=(",", ":")).encode("utf-8", "surrogatepass")
+        names = worded_imports(kind, data) if data is not None else ()
+        if names:
+            self._write(key, _BESIDE + json.dumps(list(names), separators=(",", ":")).encode() + b"}")
+            key = self._beside(key, found_modules(result.path, names))
+        self._write(key, payload)
+
+    def _write(self, key: str, payload: bytes) -> None:
         folder = self.folder()
         if folder is None:
             return
-        payload = json.dumps(_encode(result), separators=(",", ":")).encode("utf-8", "surrogatepass")
         name = f"{key[2:]}.json"
         tmp = None
         sub = None
@@ -446,6 +476,20 @@ def _bool(value: object) -> bool:
     if type(value) is not bool:
         raise _Invalid
     return value
+
+
+# An entry that names a file's worded imports: {"r":["nvidia","turing"]}.
+_BESIDE = b'{"r":'
+
+
+def _decode_names(payload: bytes) -> tuple[str, ...]:
+    obj = json.loads(payload)
+    if type(obj) is not dict or set(obj) != {"r"} or type(obj["r"]) is not list or len(obj["r"]) > 1024:
+        raise _Invalid
+    names = tuple(_str(n) for n in obj["r"])
+    if not all(n.isidentifier() for n in names):
+        raise _Invalid
+    return names
 
 
 def _decode(payload: bytes, shown: str | None, data: bytes | None) -> FileResult:

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 
 from cuda2neuron.core import Config, FileError, FileResult, FileStatus, RunOptions
-from cuda2neuron.kinds import file_context, may_trigger, process_kind, verify_rewrite
+from cuda2neuron.kinds import may_trigger, process_kind, verify_rewrite
 
 from ._cache import ResultCache
 from ._discover import SourceFile
@@ -42,11 +42,11 @@ def process_file(
         return FileResult(shown, FileStatus.FAILED, error=too_large)
     if cache is None:
         return process_kind(source.kind, shown, data, config, options)
-    key = cache.key(shown, source.kind, data, config, options, file_context(source.kind, shown, data))
+    key = cache.key(shown, source.kind, data, config, options)
     result = _cached(cache, key, source.kind, shown, data)
     if result is None:
         result = process_kind(source.kind, shown, data, config, options)
-        cache.put(key, result)
+        cache.put(key, result, source.kind, data)
     return result
 
 
@@ -112,8 +112,7 @@ def _lookup(source: SourceFile, config: Config, options: RunOptions, cache: Resu
     except OSError:
         return None  # processing reports it
     shown = str(source.path)
-    key = cache.key(shown, source.kind, data, config, options, file_context(source.kind, shown, data))
-    return _cached(cache, key, source.kind, shown, data)
+    return _cached(cache, cache.key(shown, source.kind, data, config, options), source.kind, shown, data)
 
 
 def _process(files, todo, config, options, jobs, cache, budget) -> Iterator[tuple[int, FileResult]]:
