@@ -58,10 +58,18 @@ def _passive(report: Report) -> bool:
     return report.rule.advisory or report.rule.net
 
 
+# What a cluster scheduler calls a GPU: Ray's resource name and its actor option (verl's
+# placement groups turn `device_name == "cuda"` into a `"GPU"` bundle; Ray knows Trainium's cores
+# as "neuron_cores"). No rule can rename the resource together with the test that selects it.
+_GPU_RESOURCE_NAMES = frozenset({"GPU", "num_gpus"})
+
+
 def _names_cuda(node: cst.CSTNode) -> bool:
-    """Is ``node`` a string literal that is a CUDA device's name (``"cuda"``, ``"cuda:0"``)?"""
+    """Is ``node`` a string literal that names CUDA hardware: a CUDA device (``"cuda"``,
+    ``"cuda:0"``) or a scheduler's GPU resource (``"GPU"``, ``"num_gpus"``)?"""
     value = node.evaluated_value if isinstance(node, cst.SimpleString) else None
-    return isinstance(value, str) and (value == "cuda" or value.startswith("cuda:"))
+    return isinstance(value, str) and (
+        value == "cuda" or value.startswith("cuda:") or value in _GPU_RESOURCE_NAMES)
 
 
 class _CudaNames(cst.CSTVisitor):
@@ -172,8 +180,9 @@ def link_groups(reports: Sequence[Report]) -> None:
             if r.replacement is not None and not on:
                 r.guidance = (
                     f"{r.guidance} Not applied: the code it selects keeps the literal {names[0].value}, which "
-                    "no rule can tell is a torch device: asked about Neuron, the port would run that CUDA "
-                    "code (or name CUDA) for neuron tensors. Port them together by hand."
+                    "names CUDA hardware (a device or a scheduler's GPU resource) and no rule moves: asked "
+                    "about Neuron, the port would run that CUDA code (or name CUDA) for neuron tensors. Port "
+                    "them together by hand."
                 ).strip()
 
     def allows(j: int) -> Safety:
