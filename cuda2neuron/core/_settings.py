@@ -54,6 +54,17 @@ class ProjectFacts:
     # gives ``("nccl", "`CheckpointEngineRegistry.register(\"nccl\")` at ...:96")``. There
     # ``backend="nccl"`` handed to the project's code names that component, not a process group.
     registered_names: frozenset[tuple[str, str]] = frozenset()
+    # Fields whose value the project hands to a CUDA-only library as a backend, with where:
+    # ``initialize_ub(bootstrap_backend=args.tp_comm_bootstrap_backend)`` (Transformer Engine)
+    # gives ``("tp_comm_bootstrap_backend", "`transformer_engine...initialize_ub` at
+    # megatron/training/initialize.py:245")``. The field's "nccl" default is that library's
+    # setting, not a torch process group: "neuron" would name nothing there.
+    library_backends: frozenset[tuple[str, str]] = frozenset()
+
+    def library_backend(self, field: str) -> str | None:
+        """Where the project hands ``field`` to a CUDA-only library as a backend; None if it
+        does not."""
+        return next((where for found, where in sorted(self.library_backends) if found == field), None)
 
     def registered(self, name: str) -> str | None:
         """Where the project registers ``name`` (lower case) as one of its components; None if

@@ -45,6 +45,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     loaders: set[str] = set()
     backend_params: list[tuple[str, int | None, str]] = []
     registered: set[tuple[str, str]] = set()
+    handed: list[tuple[str, str, str]] = []  # (field, callee, where) for `f(x_backend=cfg.field)`
     trees: dict[str, ast.Module] = {}  # kernel module -> its tree, for the names that reach a kernel
     jit: dict[str, dict[str, str]] = {}  # module -> its handles of extensions built at run time from CUDA
     seen: set[Path] = set()
@@ -85,6 +86,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         if backends:
             backend_params += _backend_parameters(tree)
             registered.update(_registered_names(tree, _shown(path, root)))
+            handed += _backend_fields_handed(tree, _shown(path, root))
         if not builds:
             continue
         extensions.update(_extension_names(tree))
@@ -111,6 +113,8 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         backend_params=_unambiguous(backend_params),
         registered_names=frozenset(registered),
     )
+    if handed:
+        facts = replace(facts, library_backends=_library_backends(handed, facts))
     starts, start_paths = _library_starts(library_files, facts)
     if not kernels and not extensions and not starts:
         return facts  # most projects: nothing CUDA-only to reach, nothing more to read
@@ -562,6 +566,40 @@ def _registered_names(tree: ast.Module, shown: str) -> list[tuple[str, str]]:
                     spelled = ast.unparse(deco)
                     found.append((arg.value.lower(), f"`{spelled}` at {shown}:{deco.lineno}"))
     return found
+
+
+def _backend_fields_handed(tree: ast.Module, shown: str) -> list[tuple[str, str, str]]:
+    """(field, callee, where) for each call that hands a field to a backend keyword
+    (``te.initialize_ub(bootstrap_backend=args.tp_comm_bootstrap_backend)``), the callee as the
+    file's imports (at any depth: Megatron imports Transformer Engine inside the function) spell
+    it; ``_library_backends`` keeps those that are CUDA-only libraries."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update(_bound_by(node))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        spelled = _spelled(node.func)
+        head, _, rest = (spelled or "").partition(".")
+        if head not in bound:
+            continue
+        callee = f"{bound[head]}.{rest}" if rest else bound[head]
+        for kw in node.keywords:
+            if kw.arg and "backend" in kw.arg.lower() and isinstance(kw.value, ast.Attribute):
+                found.append((kw.value.attr, callee, f"{shown}:{node.lineno}"))
+    return found
+
+
+def _library_backends(handed: list[tuple[str, str, str]], facts: ProjectFacts) -> frozenset[tuple[str, str]]:
+    # The rules' table of CUDA-only packages: loaded only for a project that hands a field to an
+    # imported function's backend keyword.
+    from cuda2neuron.rules._shared.kernels import library_sink
+
+    return frozenset(
+        (field, f"`{callee}` at {where}") for field, callee, where in handed if library_sink(callee, facts)
+    )
 
 
 def _passed_backend(node: ast.AST) -> str | None:

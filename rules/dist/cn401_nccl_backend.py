@@ -120,6 +120,9 @@ class NcclBackend(Rule):
     ``"nccl"`` handed to the project's own code in a project that registers a component of its
     own under that name (``@EngineRegistry.register("nccl")``, found in any file): there it is a
     registry key the project looks up, and ``"neuron"`` would name nothing.
+    A field the project hands to a CUDA-only library as its backend (Megatron's
+    ``tp_comm_bootstrap_backend``, read as ``initialize_ub(bootstrap_backend=...)`` of Transformer
+    Engine in another module) is reported and left the same way: it is that library's setting.
     """
 
     code = "CN401"
@@ -310,6 +313,19 @@ class NcclBackend(Rule):
                     "If that component runs NCCL (or CUDA) code, give Trainium one of its own and select it here.",
                 )
                 return
+            handed = self._handed_to_library(node)
+            if handed is not None:
+                # Megatron's `tp_comm_bootstrap_backend: Literal["nccl", ...] = "nccl"` is read
+                # by Transformer Engine's `initialize_ub(bootstrap_backend=...)` in another module:
+                # a CUDA-only library's own bootstrap, where "neuron" names nothing.
+                field, where = handed
+                self.report(
+                    node,
+                    f'"nccl" is a value of `{field}`, which the project hands to {where} as its backend',
+                    guidance='Left as is: that library is CUDA-only and runs its own NCCL setup with this value; '
+                    '"neuron" is no backend it knows. On Trainium do without the library and its setting.',
+                )
+                return
         if verdict is True:
             self._report_literal(node, self._plan(node, composite), tuple(self.context.ancestors))
         elif isinstance(verdict, str):
@@ -342,6 +358,23 @@ class NcclBackend(Rule):
             return None
         qualified = call_qualname(self, call)
         return where if qualified is None or project.own_module(qualified) else None
+
+    def _handed_to_library(self, node: cst.SimpleString) -> tuple[str, str] | None:
+        """(field, where) when the literal is the default or a ``Literal[...]`` member of a
+        field the project hands to a CUDA-only library as a backend (the sweep's
+        ``ProjectFacts.library_backends``); None otherwise."""
+        project = self.context.settings.project
+        if not project.library_backends:
+            return None
+        for outer in reversed(self.context.ancestors):
+            if isinstance(outer, cst.AnnAssign):
+                target = outer.target
+                field = target.value if isinstance(target, cst.Name) else target.attr.value if isinstance(target, cst.Attribute) else None
+                where = project.library_backend(field) if field else None
+                return (field, where) if field and where else None
+            if isinstance(outer, cst.BaseStatement):
+                return None
+        return None
 
     def _plan(self, node: cst.SimpleString, composite: str | None) -> _Plan:
         """The literal's replacement and the imports it needs; None if the target can't say it."""
