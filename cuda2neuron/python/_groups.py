@@ -163,6 +163,7 @@ def link_groups(reports: Sequence[Report]) -> None:
     # or name CUDA memory, for neuron tensors. The name stays and so does the test; a safety
     # net's finding on the name (which never holds a group otherwise) is the member named.
     stranded: dict[int, list[cst.SimpleString]] = {}
+    unnamed: dict[int, str] = {}  # group -> the literal that holds it, where no finding sits on it
     on_node: dict[int, list[int]] = {}
     for j, q in enumerate(reports):
         on_node.setdefault(id(q.node), []).append(j)
@@ -176,10 +177,19 @@ def link_groups(reports: Sequence[Report]) -> None:
             root = find(i)
             floors[root] = Safety.DISPLAY_ONLY
             on = [j for name in names for j in on_node.get(id(name), ()) if j != i]
-            blockers[root] = on or blockers[root]
-            if r.replacement is not None and not on:
-                r.guidance = (
-                    f"{r.guidance} Not applied: the code it selects keeps the literal {names[0].value}, which "
+            if on:
+                blockers[root] = on
+            else:
+                # No finding sits on the name: the members hold each other by nothing but it, and
+                # naming each other as holders would be a reference cycle between reports (the
+                # parsed tree then outlives the file: tests/engine/test_tree_freed.py).
+                blockers[root] = []
+                unnamed.setdefault(root, names[0].value)
+    for root, name in unnamed.items():
+        for k in members[root]:
+            if reports[k].replacement is not None:
+                reports[k].guidance = (
+                    f"{reports[k].guidance} Not applied: the code it selects keeps the literal {name}, which "
                     "names CUDA hardware (a device or a scheduler's GPU resource) and no rule moves: asked "
                     "about Neuron, the port would run that CUDA code (or name CUDA) for neuron tensors. Port "
                     "them together by hand."
