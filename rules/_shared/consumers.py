@@ -29,7 +29,7 @@ from cuda2neuron.python import visit_syntax
 from .kernel_gates import SETUP_METHODS, fixture_users, is_fixture
 from .kernels import kernel_index
 from .names import call_qualname
-from .values import value_user
+from .values import argument_of, value_user
 
 __all__ = [
     "PASS_THROUGH", "device_test_form", "kernel_test", "library_callee", "library_callee_by_name", "pointer_buffer",
@@ -60,14 +60,8 @@ def library_callee(rule: Rule, node: cst.CSTNode, ancestors=None) -> str | None:
     that is neither torch, nor the project's own, nor the standard library. None otherwise (a
     local or unresolved callee may be the project's, which the port rewrites too)."""
     chain = rule.context.ancestors if ancestors is None else ancestors
-    found = value_user(chain, node)
-    if found is None:
-        return None
-    i, _ = found
-    arg, call = chain[i], chain[i - 1] if i >= 1 else None
-    if not (isinstance(arg, cst.Arg) and isinstance(call, cst.Call)):
-        return None
-    return _foreign(rule, call)
+    found = argument_of(chain, node)
+    return None if found is None else _foreign(rule, found[2])
 
 
 def _foreign(rule: Rule, call: cst.Call) -> str | None:

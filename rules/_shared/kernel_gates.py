@@ -22,7 +22,7 @@ from cuda2neuron.python import visit_syntax
 from .kernels import KernelIndex, kernel_index
 from .names import terminal_name
 from .selected import opened_code, selected_code
-from .values import value_user
+from .values import argument_of
 
 __all__ = ["DEVICE_TEST_GUIDANCE", "SETUP_METHODS", "fixture_users", "guarded_kernel", "is_fixture", "handed_to_kernel", "report_kernel_gate"]
 
@@ -321,13 +321,10 @@ _CONVERSIONS = frozenset({"device", "to"})
 def _handed(
     index: KernelIndex, ancestors: list[cst.CSTNode] | tuple[cst.CSTNode, ...], node: cst.CSTNode, hops: int = 3
 ) -> str | None:
-    found = value_user(ancestors, node)
+    found = argument_of(ancestors, node)
     if found is None:
         return None
-    j, _ = found
-    arg, call = ancestors[j], ancestors[j - 1] if j >= 1 else None
-    if not (isinstance(arg, cst.Arg) and isinstance(call, cst.Call)):
-        return None
+    j, _, call = found
     target = index.call_target(call)
     if target is None and hops and terminal_name(call.func) in _CONVERSIONS:
         return _handed(index, ancestors[: j - 1], call, hops - 1)

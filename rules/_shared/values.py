@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-__all__ = ["is_output_call", "value_user"]
+__all__ = ["argument_of", "is_output_call", "value_user"]
 
 
 def _is_string_template(node: cst.CSTNode) -> bool:
@@ -83,6 +83,22 @@ def value_user(
             continue
         return i, child
     return None
+
+
+def argument_of(
+    ancestors: Sequence[cst.CSTNode], node: cst.CSTNode
+) -> tuple[int, cst.Arg, cst.Call] | None:
+    """``(i, arg, call)`` when ``node``'s value is passed as an argument (``value_user``'s
+    shapes carried): ``ancestors[i]`` is the ``arg`` of ``call``; None when its value goes
+    anywhere else."""
+    found = value_user(ancestors, node)
+    if found is None:
+        return None
+    i, _ = found
+    arg, call = ancestors[i], ancestors[i - 1] if i >= 1 else None
+    if not (isinstance(arg, cst.Arg) and isinstance(call, cst.Call)):
+        return None
+    return i, arg, call
 
 
 # Calls that print or log their arguments (`print(x)`, `logger.info("%s", x)`, `sys.stdout.write`):

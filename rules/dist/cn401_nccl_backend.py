@@ -11,7 +11,7 @@ from .._shared.kernel_gates import report_kernel_gate
 from .._shared.library_settings import library_calls
 from .._shared.names import call_qualname, terminal_name
 from .._shared.strings import string_value
-from .._shared.values import value_user
+from .._shared.values import argument_of, value_user
 from ._helpers import ACCELERATOR_BACKEND_EMITS, backend_expr, is_backend_named
 
 __all__ = ["NcclBackend"]
@@ -341,14 +341,10 @@ class NcclBackend(Rule):
         where = project.registered("nccl")
         if where is None:
             return None
-        anc = self.context.ancestors
-        found = value_user(anc, node)
+        found = argument_of(self.context.ancestors, node)
         if found is None:
             return None
-        i, _ = found
-        arg, call = anc[i], anc[i - 1] if i >= 1 else None
-        if not (isinstance(arg, cst.Arg) and isinstance(call, cst.Call)):
-            return None
+        _, arg, call = found
         position = self._backend_position(call)
         if position is not None and arg_by_name(call, "backend", position) is arg:
             return None
