@@ -50,6 +50,8 @@ class Splicer:
         self._pieces: dict[int, str] | None = None  # id(original top-level statement) -> its text
         # id(original statement inside a block) -> its text and the indents it was parsed under
         self._nested: dict[int, tuple[str, tuple[str, ...]]] = {}
+        # id(original statement inside a block, its last too) -> its start line and indents
+        self._block_starts: dict[int, tuple[int, tuple[str, ...]]] = {}
         self._lines: dict[int, int] = {}  # id(original top-level statement) -> the line its text starts on
         self._ready = False
         self._header = ""
@@ -92,6 +94,18 @@ class Splicer:
         leading blank and comment lines included, keyed by ``id(statement)``; None where the
         text cannot be cut (see the module's docstring)."""
         return None if self._statement_texts() is None else self._lines
+
+    def block_statements(self) -> tuple[dict[int, int], dict[int, tuple[str, ...]]] | None:
+        """``statement_lines`` for the statements inside blocks too, each with the indentation
+        it was parsed under (``()`` at the top level); None where the text cannot be cut."""
+        if self._statement_texts() is None:
+            return None
+        lines = dict(self._lines)
+        indents: dict[int, tuple[str, ...]] = {}
+        for key, (line, inside) in self._block_starts.items():
+            lines[key] = line
+            indents[key] = inside
+        return lines, indents
 
     def _statement_texts(self) -> dict[int, str] | None:
         if self._ready:
@@ -146,7 +160,9 @@ class Splicer:
                 self._cut_inside(stmt, group[0], lines, (), first.default_indent)
         return pieces
 
-    def _cut_inside(self, stmt: cst.CSTNode, node: ast.AST, lines: list[str], indents: tuple[str, ...], default: str) -> None:
+    def _cut_inside(
+        self, stmt: cst.CSTNode, node: ast.AST, lines: list[str], indents: tuple[str, ...], default: str
+    ) -> None:
         """Record the text of each statement in the blocks of ``stmt`` (parsed as ``node``)."""
         for suite, statements in _paired_blocks(stmt, node):
             if isinstance(suite, cst.If):  # an elif: its own blocks, at the same depth
@@ -156,7 +172,12 @@ class Splicer:
                 self._cut_block(suite.body, statements, lines, inner, default)
 
     def _cut_block(
-        self, body: Sequence[cst.BaseStatement], nodes: list[ast.stmt], lines: list[str], indents: tuple[str, ...], default: str
+        self,
+        body: Sequence[cst.BaseStatement],
+        nodes: list[ast.stmt],
+        lines: list[str],
+        indents: tuple[str, ...],
+        default: str,
     ) -> None:
         groups = _grouped(nodes)
         if groups is None or len(groups) != len(body):
@@ -165,6 +186,7 @@ class Splicer:
         if any(a >= b for a, b in zip(bounds, bounds[1:])) or bounds[0] < 1:
             return
         for i, stmt in enumerate(body):
+            self._block_starts[id(stmt)] = (bounds[i], indents)
             # A block's last statement is left out: where its text ends (the block's footer,
             # comments after it) is libcst's to say, not the line numbers'.
             if i + 1 < len(body):
