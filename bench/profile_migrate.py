@@ -142,6 +142,8 @@ def install(timers: Timers, per_family: dict[str, float] | None) -> None:
 
         splice.Splicer.code = timers.wrap("codegen", splice.Splicer.code)
         splice.Splicer.statement_lines = timers.wrap("codegen", splice.Splicer.statement_lines)
+        if hasattr(splice.Splicer, "block_statements"):  # the statements inside blocks (this round)
+            splice.Splicer.block_statements = timers.wrap("codegen", splice.Splicer.block_statements)
         lint.spans_in_statements = timers.wrap("codegen", lint.spans_in_statements)
     except (ImportError, AttributeError):
         pass

@@ -48,8 +48,11 @@ class Splicer:
         self._first = first
         self._source = source
         self._pieces: dict[int, str] | None = None  # id(original top-level statement) -> its text
-        # id(original statement inside a block) -> its text and the indents it was parsed under
-        self._nested: dict[int, tuple[str, tuple[str, ...]]] = {}
+        # id(original statement inside a block) -> the lines its text spans (first, past the
+        # last; cut when it is written: a statement's text is inside each of its ancestors')
+        # and the indents it was parsed under
+        self._nested: dict[int, tuple[int, int, tuple[str, ...]]] = {}
+        self._source_lines: list[str] = []
         # id(original statement inside a block, its last too) -> its start line and indents
         self._block_starts: dict[int, tuple[int, tuple[str, ...]]] = {}
         self._lines: dict[int, int] = {}  # id(original top-level statement) -> the line its text starts on
@@ -154,6 +157,7 @@ class Splicer:
         for i, stmt in enumerate(body):
             pieces[id(stmt)] = "".join(lines[bounds[i] - 1 : edges[i + 2] - 1])
             self._lines[id(stmt)] = bounds[i]
+        self._source_lines = lines
         groups = _grouped(tree.body)
         for stmt, group in zip(body, groups or ()):
             if len(group) == 1:
@@ -190,7 +194,7 @@ class Splicer:
             # A block's last statement is left out: where its text ends (the block's footer,
             # comments after it) is libcst's to say, not the line numbers'.
             if i + 1 < len(body):
-                self._nested[id(stmt)] = ("".join(lines[bounds[i] - 1 : bounds[i + 1] - 1]), indents)
+                self._nested[id(stmt)] = (bounds[i], bounds[i + 1], indents)
             if len(groups[i]) == 1:
                 self._cut_inside(stmt, groups[i][0], lines, indents, default)
 
@@ -198,7 +202,8 @@ class Splicer:
         """``node`` with every statement of its blocks that has a parsed text standing for it."""
         known = self._nested.get(id(node))
         if known is not None:
-            return _Verbatim(node, *known)  # type: ignore[arg-type]
+            first, past, indents = known
+            return _Verbatim(node, "".join(self._source_lines[first - 1 : past - 1]), indents)  # type: ignore[arg-type]
         fields = _SUITE_FIELDS.get(type(node))
         if fields is None:
             return node
