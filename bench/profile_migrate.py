@@ -20,6 +20,8 @@ one process and can be timed) with timers around the engine's functions where th
   * cache: result cache look-ups and writes (0 with --no-cache, as here);
   * report: the report model, the text report and the unified diffs printed (to /dev/null);
   * other: start-up of the command and what no timer covers.
+Python files are also split by outcome (never parsed, parsed with no finding, report-only, edited),
+each with the CPU of every phase spent on them.
 ``--jobs2`` also runs ``migrate --diff --no-cache --jobs 2`` in a fresh process: its CPU beyond this
 process's total is the pool (workers' start-up and catalog import, IPC of the results). The floor
 is libcst's parse of the tree's files that mention CUDA, in this process. CPU seconds beside
@@ -53,6 +55,9 @@ class Timers:
         self.wall: Counter[str] = Counter()
         self.calls: Counter[str] = Counter()
         self._stack: list[str] = []
+        # Python files by outcome (see _outcome): how many, and each phase's CPU spent on them.
+        self.files: Counter[str] = Counter()
+        self.by_outcome: defaultdict[str, Counter[str]] = defaultdict(Counter)
 
     def wrap(self, phase: str, fn):
         """``fn`` timed under ``phase``; time spent in a nested timed phase counts only there."""
@@ -101,14 +106,26 @@ def install(timers: Timers, per_family: dict[str, float] | None) -> None:
     real_process_kind = runner.process_kind
     python_file = timers.wrap("prefilter", real_process_kind)
     text_file = timers.wrap("text kinds", real_process_kind)
-    runner.process_kind = lambda kind, *a: (python_file if kind == "python" else text_file)(kind, *a)
+
+    def process_kind(kind, *args):
+        if kind != "python":
+            return text_file(kind, *args)
+        before, parsed = timers.cpu.copy(), timers.calls["parse"]
+        result = python_file(kind, *args)
+        outcome = _outcome(result, timers.calls["parse"] > parsed)
+        timers.files[outcome] += 1
+        for phase, t in timers.cpu.items():
+            timers.by_outcome[outcome][phase] += t - before[phase]
+        return result
+
+    runner.process_kind = process_kind
     residual.residual_findings = timers.wrap("residual", residual.residual_findings)
     kinds.check_suppressions = timers.wrap("residual", kinds.check_suppressions)
     kpy.nesting_error = timers.wrap("guard", kpy.nesting_error)
     real_deep = nesting.deep_stack
 
     def deep_stack(fn, *args):  # the thread's start and join are the guard's; fn's time is its own
-        return timers.wrap("guard", real_deep)(timers.wrap("prefilter", fn), *args)
+        return timers.wrap("guard", real_deep)(timers.wrap("prefilter", _in_thread_profiler(fn)), *args)
 
     kpy.deep_stack = deep_stack
     cpy.parse_bytes  # noqa: B018 - loads the submodule so the attribute can be replaced
@@ -125,6 +142,8 @@ def install(timers: Timers, per_family: dict[str, float] | None) -> None:
 
         splice.Splicer.code = timers.wrap("codegen", splice.Splicer.code)
         splice.Splicer.statement_lines = timers.wrap("codegen", splice.Splicer.statement_lines)
+        if hasattr(splice.Splicer, "block_statements"):  # the statements inside blocks (this round)
+            splice.Splicer.block_statements = timers.wrap("codegen", splice.Splicer.block_statements)
         lint.spans_in_statements = timers.wrap("codegen", lint.spans_in_statements)
     except (ImportError, AttributeError):
         pass
@@ -139,6 +158,37 @@ def install(timers: Timers, per_family: dict[str, float] | None) -> None:
                     table[key] = [_rule_timed(m, per_family) for m in methods]
 
         walk._Walker.__init__ = init
+
+
+OUTCOMES = ("not parsed", "no finding", "report-only", "edited")
+
+
+def _outcome(result, parsed: bool) -> str:
+    """A Python file's outcome: never parsed by libcst (the prefilter or the wake tests ended it),
+    parsed and ending with no finding, with findings but no edit, or rewritten."""
+    if not parsed:
+        return "not parsed"
+    if result.new_bytes is not None:
+        return "edited"
+    return "report-only" if result.findings else "no finding"
+
+
+# --cprofile: cProfile follows one thread, and a file's parse, rule walk and fixes run on the
+# thread with a deep stack; this second profiler is enabled there, around each file's work.
+THREAD_PROFILER: cProfile.Profile | None = None
+
+
+def _in_thread_profiler(fn):
+    def profiled(*args):
+        if THREAD_PROFILER is None:
+            return fn(*args)
+        THREAD_PROFILER.enable()
+        try:
+            return fn(*args)
+        finally:
+            THREAD_PROFILER.disable()
+
+    return profiled
 
 
 def _rule_timed(method, per_family: dict[str, float]):
@@ -189,7 +239,9 @@ def main() -> int:
     timers = Timers()
     per_family: dict[str, float] | None = defaultdict(float) if args.per_rule else None
     install(timers, per_family)
-    profiler = cProfile.Profile() if args.cprofile else None
+    global THREAD_PROFILER
+    profiler = cProfile.Profile(time.process_time) if args.cprofile else None
+    THREAD_PROFILER = cProfile.Profile(time.process_time) if args.cprofile else None
     c0, w0 = time.process_time(), time.perf_counter()
     if profiler:
         profiler.enable()
@@ -209,6 +261,13 @@ def main() -> int:
         print(f"{phase:<16}{timers.cpu[phase]:>9.2f}{timers.wall[phase]:>9.2f}{timers.cpu[phase] / cpu:>8.1%}")
     print(f"{'other':<16}{cpu - covered:>9.2f}{'':>9}{(cpu - covered) / cpu:>8.1%}")
     print(f"{'total':<16}{cpu:>9.2f}{wall:>9.2f}")
+    print("Python files by outcome (CPU s of each phase spent on them):")
+    shown = [p for p in PHASES if any(timers.by_outcome[o][p] > 0.005 for o in OUTCOMES)]
+    print(f"  {'outcome':<13}{'files':>6}{'total':>8}" + "".join(f"{p[:10]:>11}" for p in shown))
+    for outcome in OUTCOMES:
+        row = timers.by_outcome[outcome]
+        cells = "".join(f"{row[p]:>11.2f}" for p in shown)
+        print(f"  {outcome:<13}{timers.files[outcome]:>6}{sum(row.values()):>8.2f}{cells}")
     if per_family:
         total = sum(per_family.values())
         print("rule visitors by family (instrumented; share of all visitor time):")
@@ -221,7 +280,10 @@ def main() -> int:
         n, floor = _floor(args.tree)
         print(f"floor: libcst parse of the {n} files that mention CUDA: {floor:.2f} s CPU; this run {cpu / floor:.2f}x")
     if profiler:
+        print("cProfile, the main thread:")
         pstats.Stats(profiler).sort_stats("tottime").print_stats(args.cprofile)
+        print("cProfile, the parse thread (each file's parse, rule walk, fixes and code generation):")
+        pstats.Stats(THREAD_PROFILER).sort_stats("tottime").print_stats(args.cprofile)
     if args.wakes:
         print_wakes(sorted(p for p in args.tree.rglob("*.py") if ".git" not in p.parts), Config())
     return 0

@@ -29,7 +29,12 @@ from ._nesting import deep_stack, nesting_error
 from ._prefilter import may_trigger
 
 __all__ = [
-    "is_python_source", "process_python_findings", "python_key_triggers", "python_triggers", "rewrite_compiles", "triggered",
+    "is_python_source",
+    "process_python_findings",
+    "python_key_triggers",
+    "python_triggers",
+    "rewrite_compiles",
+    "triggered",
 ]
 
 
@@ -47,7 +52,8 @@ def python_triggers(rule_types: tuple[type[Rule], ...]) -> tuple[bytes, ...]:
 def python_key_triggers(rule_types: tuple[type[Rule], ...]) -> tuple[bytes, ...]:
     """The trigger words of the rules among ``rule_types`` that compare setting keys
     (``Rule.triggers_as_keys``), folded: they are matched in ``key_folded`` text."""
-    return trigger_words({key_folded_text(t) for r in _python_only(rule_types) if r.triggers_as_keys for t in r.triggers})
+    rules = _python_only(rule_types)
+    return trigger_words({key_folded_text(t) for r in rules if r.triggers_as_keys for t in r.triggers})
 
 
 def _python_only(rule_types: tuple[type[Rule], ...]) -> tuple[type[Rule], ...]:

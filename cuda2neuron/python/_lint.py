@@ -11,7 +11,7 @@ import io
 import re
 import textwrap
 import tokenize
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -138,14 +138,27 @@ def _held_note(report: Report, line_of) -> str:
 def _located(module: cst.Module, nodes: list[tuple[cst.CSTNode, Sequence[cst.CSTNode]]], splicer: Splicer | None) -> dict[int, Span]:
     """Spans of ``nodes`` (each with its ancestors, root first) in ``module``, freshly parsed:
     each located within its own top-level statement where the splicer could cut the text."""
-    lines = splicer.statement_lines() if splicer is not None else None
-    if lines is None:
+    starts = splicer.block_statements() if splicer is not None else None
+    if starts is None:
         return spans_of(module, [node for node, _ in nodes])
+    lines, indents = starts
     return spans_in_statements(
         module,
-        [(node, above[1] if len(above) > 1 and above[0] is module else None) for node, above in nodes],
+        [(node, _innermost(above, lines) if len(above) > 1 and above[0] is module else None) for node, above in nodes],
         lines,
+        indents,
     )
+
+
+def _innermost(ancestors: Sequence[cst.CSTNode], lines: Mapping[int, int], origin=None) -> cst.CSTNode:  # noqa: ANN001
+    """The deepest of ``ancestors`` (root first; ``origin`` maps each to the parsed module's
+    node) that is a statement whose start line is known; the top-level statement else."""
+    for node in reversed(ancestors[1:]):
+        node = node if origin is None else origin(node)
+        if id(node) in lines:
+            return node
+    top = ancestors[1]
+    return top if origin is None else origin(top)
 
 
 def _unsuppressed(
@@ -378,17 +391,23 @@ def _original_spans(first: cst.Module, lineage: Lineage, reports: list[Report], 
     added = {id(r.node) for r in reports if isinstance(origin[id(r.node)], cst.Module) and not isinstance(r.node, cst.Module)}
     # Each origin with the statement of ``first`` its report's statement stands for: located
     # within that statement alone where the splicer could cut the text (else as before).
-    lines = splicer.statement_lines() if splicer is not None else None
-    if lines is None:
+    starts = splicer.block_statements() if splicer is not None else None
+    if starts is None:
         wanted = [o for k, o in origin.items() if k not in added]
         found = spans_of(first, wanted) if wanted else {}
     else:
+        lines, indents = starts
         located = [
-            (origin[id(r.node)], lineage.origin(r.ancestors[1]) if len(r.ancestors) > 1 and isinstance(r.ancestors[0], cst.Module) else None)
+            (
+                origin[id(r.node)],
+                _innermost(r.ancestors, lines, lineage.origin)
+                if len(r.ancestors) > 1 and isinstance(r.ancestors[0], cst.Module)
+                else None,
+            )
             for r in reports
             if id(r.node) not in added
         ]
-        found = spans_in_statements(first, located, lines) if located else {}
+        found = spans_in_statements(first, located, lines, indents) if located else {}
     spans: dict[int, Span] = {}
     lost: list[Report] = []
     for r in reports:

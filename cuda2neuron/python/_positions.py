@@ -154,7 +154,10 @@ def spans_of(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Span
 
 
 def spans_in_statements(
-    module: cst.Module, located: Iterable[tuple[cst.CSTNode, cst.CSTNode | None]], lines: Mapping[int, int]
+    module: cst.Module,
+    located: Iterable[tuple[cst.CSTNode, cst.CSTNode | None]],
+    lines: Mapping[int, int],
+    indents: Mapping[int, tuple[str, ...]] | None = None,
 ) -> dict[int, Span]:
     """Spans of nodes, each given with the top-level statement of ``module`` that holds it (or
     None), ``lines`` the line each top-level statement starts on (python/_splice.py).
@@ -164,6 +167,10 @@ def spans_in_statements(
     longer costs the code generation of everything above it. A node not found where it was said
     to be, or given without a statement, is located the old way (``spans_of``). Only for freshly
     parsed modules, like ``spans_of``.
+
+    ``indents``: a statement inside a block (python/_splice.py's ``block_statements``) is
+    generated under the indentation it was parsed under, so a finding deep in a long function
+    costs the code generation of its own statement, not of the function above it.
     """
     by_statement: dict[int, tuple[cst.CSTNode, dict[int, cst.CSTNode]]] = {}
     rest: list[cst.CSTNode] = []
@@ -176,6 +183,8 @@ def spans_in_statements(
     for key, (statement, wanted) in by_statement.items():
         state = _SpanState(module, set(wanted), stop_early=True)
         state._line = lines[key]
+        if indents is not None and key in indents:
+            state.indent_tokens = list(indents[key])
         try:
             statement._codegen(state)
         except _AllFound:

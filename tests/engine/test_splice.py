@@ -35,6 +35,22 @@ CASES = [
     pytest.param("import torch\nx = \\\n    x.cuda()\n", True, id="continuation"),
     pytest.param("# only a comment\n", True, id="no-statement"),
     pytest.param("", False, id="empty"),
+    # Edits inside blocks: the statements around them are written from their parsed text.
+    pytest.param("import torch\ndef main():\n    a = 1\n\n    # about b\n    b = 2; c = 3\n"
+                 "    x = x.cuda()\n    d = 4\n", True, id="nested-edit-between-statements"),
+    pytest.param("import torch\nclass A:\n    @staticmethod\n    def f(x):\n        if x:\n"
+                 "            y = 1\n            y = x.cuda()\n        elif y:\n            pass\n"
+                 "            # elif footer\n        else:\n            z = 2\n            z = x.cuda()\n"
+                 "        return y\n    g = 1\n", True, id="nested-class-if-elif-else"),
+    pytest.param("import torch\ndef f(x):\n    try:\n        a = 1\n        a = x.cuda()\n    except E:\n"
+                 "        b = 1\n        b = x.cuda()\n    else:\n        c = 1\n    finally:\n        d = 1\n"
+                 "        d = x.cuda()\n    for i in r:\n        e = 1\n        e = x.cuda()\n    else:\n"
+                 "        f = 1\n    while w:\n        g = 1\n        g = x.cuda()\n    with m:\n        h = 1\n"
+                 "        h = x.cuda()\n    return 0\n", True, id="nested-try-for-while-with"),
+    pytest.param("import torch\nasync def f(x):\n\tasync with m:\n\t\tk = 1\n\t\tk = x.cuda()\n"
+                 "\tasync for i in r:\n\t\tj = 1\n\t\tj = x.cuda()\n\treturn 0\n", True, id="nested-async-tabs"),
+    pytest.param("import torch\ndef f(x):\n    if a: b = 1\n    y = x.cuda()\n    if c: d = x.cuda()\n"
+                 "    return y\n", True, id="nested-one-line-suites"),
 ]
 
 
@@ -83,6 +99,19 @@ def test_untouched_statements_are_not_generated(generated):
     assert generated == []
 
 
+def test_untouched_statements_inside_an_edited_statement_are_not_generated(generated):
+    # A training script's loop is one function: an edit in it generated the whole function.
+    body = "".join(f"    def g{i}(x):\n        return x + {i}\n\n" for i in range(20))
+    source = f"import torch\ndef main(x):\n{body}    y = x.cuda()\n    return y\n"
+    first, final = _fixed(source)
+    whole = final.code
+    generated.clear()
+    code = Splicer(first, source).code(final)
+    assert generated == ["main"]
+    assert code == whole
+    assert code.endswith('    y = x.to("neuron")\n    return y\n')
+
+
 @pytest.mark.parametrize(("source", "spliced"), [c for c in CASES if c.values[1]])
 def test_spans_within_statements_are_the_spans_in_the_file(source, spliced):
     from cuda2neuron.python import lint_module
@@ -113,4 +142,16 @@ def test_a_finding_is_located_without_generating_the_statements_above_it(generat
     module = parse_bytes(source.encode())
     [finding] = [f for f in lint_module(module, rules, "x.py", Config().settings, source) if f.code == "CN101"]
     assert (finding.span.start_line, finding.span.start_col) == (62, 4)
+    assert generated == []
+
+
+def test_a_finding_deep_in_a_function_is_located_without_generating_the_function_above_it(generated):
+    from cuda2neuron.python import lint_module
+
+    body = "".join(f"    def g{i}(x):\n        return x + {i}\n\n" for i in range(20))
+    source = f"import torch\ndef main(y):\n{body}    y = y.cuda()\n    return y\n"
+    rules = tuple(r for r in rules_for(Config(), "x.py") if "python" in r.file_kinds)
+    module = parse_bytes(source.encode())
+    [finding] = [f for f in lint_module(module, rules, "x.py", Config().settings, source) if f.code == "CN101"]
+    assert (finding.span.start_line, finding.span.start_col) == (63, 8)
     assert generated == []
