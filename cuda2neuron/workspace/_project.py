@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -954,7 +955,10 @@ def _imports_kernel_language(tree: ast.Module) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=8192)
 def _module_of(path: Path, root: Path) -> str:
+    # Asked of every file when the sweep starts and again of each file a chain searches (diffusers:
+    # ~3,900 times, two path resolutions each, 0.45 s); a file's module does not change in a run.
     try:
         parts = path.resolve().relative_to(root.resolve()).with_suffix("").parts
     except ValueError:
