@@ -33,7 +33,7 @@ from cuda2neuron.core import ProjectFacts
 # The rules' tables and the device model load libcst and the catalog: imported where a file
 # holds something to read, never for a project no rule wakes (tests/engine/test_coarse_triggers.py).
 
-__all__ = ["library_pattern", "library_starts", "unconditional_uses"]
+__all__ = ["library_pattern", "library_starts", "spelled", "unconditional_uses"]
 
 # torch's CUDA-only calls whose names are common words (`graph`): a statement is read for them
 # only through its other words (`torch.cuda.graph(...)` comes with `CUDAGraph` or a capture).
@@ -103,8 +103,8 @@ def _spelled_words(names: list[str], also: re.Pattern[bytes] | None = None) -> r
     """The names as code runs them (called, or a base), with ``also``'s words."""
     if not names:
         return also
-    spelled = rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")[ \t]*[(),]"
-    return re.compile(spelled + (b"|" + also.pattern if also is not None else b""))
+    called = rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")[ \t]*[(),]"
+    return re.compile(called + (b"|" + also.pattern if also is not None else b""))
 
 
 # The start of a line of code at column 0: a top-level statement (or a line of a string).
@@ -190,14 +190,14 @@ def _words(bound: dict[str, str], facts: ProjectFacts) -> re.Pattern[bytes] | No
         return None
     # Spelled as code runs it: called, or named as a base (`bnb.nn.Linear8bitLt)`), not a word of
     # a docstring nor a value stored for later (`optimizer_class = bnb.optim.AdamW8bit`).
-    spelled = b"|".join(re.escape(w.encode()) for w in sorted(set(local)))
-    return re.compile(rb"\b(?:" + spelled + rb")(?:\.\w+)*[ \t]*[(),]")
+    names = b"|".join(re.escape(w.encode()) for w in sorted(set(local)))
+    return re.compile(rb"\b(?:" + names + rb")(?:\.\w+)*[ \t]*[(),]")
 
 
 def _package_prefix(dotted: str, facts: ProjectFacts) -> bool:
     """``import vllm`` / ``import deepspeed``: a package some of whose modules are CUDA-only
     (``vllm._custom_ops``); the use decides."""
-    from cuda2neuron.rules._shared.kernels import library_sink, library_sink_words
+    from cuda2neuron.rules._shared.kernels import library_sink_words
 
     packages, _ = library_sink_words()
     return dotted.split(".")[0] in packages and not facts.own_module(dotted)
@@ -219,17 +219,17 @@ def _first_use(
     """The first CUDA-only library code ``stmt`` runs on Trainium whatever its tests say, with
     ``at \\0:line`` (the file's name comes later), or the sink of one of the module's ``own``
     names it runs."""
-    from cuda2neuron.rules._shared.kernels import library_sink, library_sink_words
+    from cuda2neuron.rules._shared.kernels import library_sink
 
     found: list[tuple[int, str]] = []
     for node in _unconditional(stmt, libraries, holds=holds):
-        spelled = _used(node)
-        if spelled is None:
+        used = _used(node)
+        if used is None:
             continue
-        if spelled in own:
-            found.append((node.lineno, own[spelled]))
+        if used in own:
+            found.append((node.lineno, own[used]))
             continue
-        head, _, rest = spelled.partition(".")
+        head, _, rest = used.partition(".")
         dotted = bound.get(head)
         if dotted is None:
             continue
@@ -241,7 +241,7 @@ def _first_use(
 
 def _libraries(bound: dict[str, str], facts: ProjectFacts) -> frozenset[str]:
     """The local names bound to CUDA-only packages (not torch: its calls are the sinks)."""
-    from cuda2neuron.rules._shared.kernels import library_sink, library_sink_words
+    from cuda2neuron.rules._shared.kernels import library_sink
 
     return frozenset(
         n for n, d in bound.items() if not d.startswith("torch") and (library_sink(d, facts) or _package_prefix(d, facts))
@@ -261,14 +261,16 @@ def unconditional_uses(stmt: ast.stmt) -> Iterable[ast.expr]:
 def _used(node: ast.AST) -> str | None:
     """The dotted name ``node`` runs: a call's callee, a class base, a decorator."""
     target = node.func if isinstance(node, ast.Call) else node
-    return _spelled(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
+    return spelled(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
 
 
-def _spelled(node: ast.expr) -> str | None:
+def spelled(node: ast.AST) -> str | None:
+    """How code names something: ``f`` for a name, ``pkg.ops.norm.f`` for an attribute chain;
+    None through a call or a subscript. The project sweep reads names the same way."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        inner = _spelled(node.value)
+        inner = spelled(node.value)
         return f"{inner}.{node.attr}" if inner else None
     return None
 
@@ -342,7 +344,7 @@ def _branch_runs(test: ast.expr, libraries: frozenset[str]) -> tuple[bool, bool]
     names = [n for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute))]
     if any(isinstance(n, ast.Name) and n.id in libraries for n in names):
         return _fallback_sides(test, libraries)
-    if any(_PROBE.search(_spelled(n.func) or "") for n in ast.walk(test) if isinstance(n, ast.Call)):
+    if any(_PROBE.search(spelled(n.func) or "") for n in ast.walk(test) if isinstance(n, ast.Call)):
         return False, False
     text = ast.unparse(test)
     if not _DEVICE_ATOMS.search(text):

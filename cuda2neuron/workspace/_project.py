@@ -24,7 +24,7 @@ from cuda2neuron.core import Config, ProjectFacts
 from cuda2neuron.kinds import may_trigger
 
 from ._discover import SourceFile
-from ._library_sinks import library_pattern, library_starts, unconditional_uses
+from ._library_sinks import library_pattern, library_starts, spelled, unconditional_uses
 
 __all__ = ["project_facts", "with_project_facts"]
 
@@ -389,7 +389,7 @@ class _Uses:
             nodes = unconditional_uses(stmt) if unconditional else (
                 n for n in _reachable_on_trainium(stmt) if isinstance(n, (ast.Name, ast.Attribute)))
             used = sorted(
-                ((d, n.lineno) for n in nodes if (d := _spelled(n)) and d.split(".")[0] in heads),
+                ((d, n.lineno) for n in nodes if (d := spelled(n)) and d.split(".")[0] in heads),
                 key=lambda u: u[1],
             )
             for t in targets:
@@ -460,8 +460,7 @@ def _needs_cuda(test: ast.expr) -> bool:
     if isinstance(test, ast.Attribute):
         return test.attr == "is_cuda"
     if isinstance(test, ast.Call):
-        spelled = _spelled(test.func) or ""
-        return spelled.endswith("cuda.is_available")
+        return (spelled(test.func) or "").endswith("cuda.is_available")
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
         sides = (test.left, test.comparators[0])
         named = any(isinstance(n, ast.Constant) and n.value == "cuda" for n in sides)
@@ -478,16 +477,6 @@ def _defined_names(stmt: ast.stmt) -> list[str] | None:
     if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
         return [t.id for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]) if isinstance(t, ast.Name)]
     return None
-
-def _spelled(node: ast.AST) -> str | None:
-    """How code names something: ``f`` for a name, ``pkg.ops.norm.f`` for an attribute chain."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _spelled(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) else None
-        return f"{inner}.{node.attr}" if inner else None
-    return None
-
 
 def _top_level(tree: ast.Module) -> Iterable[ast.stmt]:
     """The module's statements outside functions and classes (inside ``try`` / ``if``)."""
@@ -564,8 +553,7 @@ def _registered_names(tree: ast.Module, shown: str) -> list[tuple[str, str]]:
                 continue
             for arg in deco.args[:1]:
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.lower() == "nccl":
-                    spelled = ast.unparse(deco)
-                    found.append((arg.value.lower(), f"`{spelled}` at {shown}:{deco.lineno}"))
+                    found.append((arg.value.lower(), f"`{ast.unparse(deco)}` at {shown}:{deco.lineno}"))
     return found
 
 
@@ -582,8 +570,7 @@ def _backend_fields_handed(tree: ast.Module, shown: str) -> list[tuple[str, str,
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        spelled = _spelled(node.func)
-        head, _, rest = (spelled or "").partition(".")
+        head, _, rest = (spelled(node.func) or "").partition(".")
         if head not in bound:
             continue
         callee = f"{bound[head]}.{rest}" if rest else bound[head]
