@@ -6,12 +6,11 @@ that reports each snippet's value or error as JSON.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
+
+from validate_helpers import eval_in_fresh_interpreter
 
 SNIPPETS = {
     "factory-device-kw": ("torch.zeros(2, device='cuda').device.type", "cpu"),
@@ -214,22 +213,9 @@ HELPERS = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def results() -> dict:
-    program = "\n".join([
-        "import json, torch",
-        "from cuda2neuron.validate import _cuda_shim",
-        "_cuda_shim.install()",
-        HELPERS,
-        "out = {}",
-        f"for name, (expr, _) in {SNIPPETS!r}.items():",
-        "    try:",
-        "        out[name] = {'value': eval(expr)}",
-        "    except Exception as exc:",
-        "        out[name] = {'error': f'{type(exc).__name__}: {exc}'}",
-        "print(json.dumps(out))",
-    ])
-    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return eval_in_fresh_interpreter(
+        ["import json, torch", "from cuda2neuron.validate import _cuda_shim", "_cuda_shim.install()", HELPERS], SNIPPETS
+    )
 
 
 @pytest.mark.parametrize("name", list(SNIPPETS), ids=list(SNIPPETS))

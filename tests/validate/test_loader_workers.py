@@ -5,15 +5,12 @@ tests/fixtures/projects/loader_workers (a numpy dataset, 2 workers, `pin_memory=
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from cuda2neuron.validate import ValidateRequest, Verdict, run_validation
-from validate_helpers import PORT_DEVICE, PROJECTS, assert_correct_port, needs_emulator
+from validate_helpers import PORT_DEVICE, PROJECTS, assert_correct_port, eval_in_fresh_interpreter, needs_emulator
 
 # Each case runs under the golden (the shim in golden mode and the float64 policy), in one subprocess.
 GOLDEN_CASES = {
@@ -39,7 +36,7 @@ HELPERS = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def golden_results() -> dict:
-    program = "\n".join([
+    return eval_in_fresh_interpreter([
         "import io, json, pickle, torch",
         "from multiprocessing.reduction import ForkingPickler",
         "import torch.multiprocessing  # registers the tensor reductions",
@@ -52,17 +49,7 @@ def golden_results() -> dict:
         "_cuda_shim.install(golden=True)",
         "_golden.install()",
         HELPERS,
-        "out = {}",
-        f"for name, (expr, _) in {GOLDEN_CASES!r}.items():",
-        "    try:",
-        "        out[name] = {'value': eval(expr)}",
-        "    except Exception as exc:",
-        "        out[name] = {'error': f'{type(exc).__name__}: {exc}'}",
-        "print(json.dumps(out))",
-    ])
-    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    ], GOLDEN_CASES)
 
 
 @pytest.mark.parametrize("name", list(GOLDEN_CASES), ids=list(GOLDEN_CASES))

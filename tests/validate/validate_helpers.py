@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -87,3 +88,23 @@ def assert_no_emulator_gap(result) -> None:
     gaps += [n[:120] for n in result.notes
              if n.startswith("weights shared in the original are separate parameters in the port")]
     assert not gaps, f"emulator gap: {gaps}"
+
+
+def eval_in_fresh_interpreter(setup: list[str], cases: dict[str, tuple[str, object]]) -> dict[str, dict]:
+    """Run ``setup`` (lines of Python) in a new interpreter, then evaluate each case's expression
+    there: ``{name: {"value": ...}}``, or ``{"error": "Type: message"}`` where it raised. A fresh
+    process because the shims patch torch for good; one process for every case."""
+    program = "\n".join([
+        *setup,
+        "import json as _json",
+        "out = {}",
+        f"for name, (expr, _) in {cases!r}.items():",
+        "    try:",
+        "        out[name] = {'value': eval(expr)}",
+        "    except Exception as exc:",
+        "        out[name] = {'error': f'{type(exc).__name__}: {exc}'}",
+        "print(_json.dumps(out))",
+    ])
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -16,6 +16,7 @@ import pytest
 
 from cuda2neuron.core import Config, RunOptions
 from cuda2neuron.workspace import ResultCache, discover, process_files, project_facts, with_project_facts
+from workspace_helpers import write_tree
 
 PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "block_kernels"
 
@@ -33,14 +34,6 @@ def fused(x):
 """
 
 PLAIN = "import torch\n\ndef fused(x):\n    return x * 1.0\n"
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
 
 
 # (files, {dotted name: the text its sink must hold}, names that must reach nothing)
@@ -112,7 +105,7 @@ SWEEPS = [
 
 @pytest.mark.parametrize(("files", "sinks", "plain"), SWEEPS)
 def test_the_sweep_finds_names_that_reach_a_sink_across_modules(tmp_path, files, sinks, plain):
-    facts = project_facts(discover([_tree(tmp_path / "proj", files)]).files)
+    facts = project_facts(discover([write_tree(tmp_path / "proj", files)]).files)
     for name, text in sinks.items():
         found = facts.sink(name)
         assert found is not None and text in found, (name, found)
@@ -178,7 +171,7 @@ def test_the_portable_class_beside_it_is_still_ported(block_ports):
 def test_a_warm_cache_follows_the_module_the_verdict_depends_on(tmp_path):
     # The check's verdict depends on model.py, not on its own bytes: after model.py starts
     # calling the kernel, a warm run must not hand back the port it cached before.
-    root = _tree(tmp_path / "proj", {
+    root = write_tree(tmp_path / "proj", {
         "pkg/__init__.py": "",
         "pkg/ops.py": KERNEL,
         "pkg/model.py": "class Block:\n    def forward(self, x):\n        return x\n",
@@ -196,7 +189,7 @@ def test_a_warm_cache_follows_the_module_the_verdict_depends_on(tmp_path):
 
 def test_a_project_without_kernels_reads_no_more_files(tmp_path, monkeypatch):
     # Linear and free where nothing is CUDA-only: the chain search starts only from kernels.
-    root = _tree(tmp_path / "proj", {f"pkg/m{i}.py": "import torch\nx = torch.zeros(1)\n" for i in range(5)})
+    root = write_tree(tmp_path / "proj", {f"pkg/m{i}.py": "import torch\nx = torch.zeros(1)\n" for i in range(5)})
     files = discover([root]).files
     read: list[Path] = []
     original = Path.read_bytes

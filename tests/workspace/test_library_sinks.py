@@ -16,17 +16,10 @@ import pytest
 
 from cuda2neuron.core import Config, ProjectFacts, RunOptions
 from cuda2neuron.workspace import discover, process_files, project_facts, with_project_facts
+from workspace_helpers import write_tree
 
 BNB_TOP = "import bitsandbytes as bnb\n\n"
 BNB_GUARDED = "try:\n    import bitsandbytes as bnb\nexcept ImportError:\n    bnb = None\n\n"
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
 
 
 # (files, {dotted name: text its sink must hold}, names that must reach nothing)
@@ -93,7 +86,7 @@ SWEEPS = [
 
 @pytest.mark.parametrize(("files", "sinks", "plain"), SWEEPS)
 def test_chains_start_at_third_party_cuda_only_code(tmp_path, files, sinks, plain):
-    facts = project_facts(discover([_tree(tmp_path / "proj", files)]).files)
+    facts = project_facts(discover([write_tree(tmp_path / "proj", files)]).files)
     for name, text in sinks.items():
         found = facts.sink(name)
         assert found is not None and text in found, (name, found)
@@ -121,7 +114,7 @@ ALLOCATOR_PROJECT = {
 
 @pytest.fixture(scope="module")
 def allocator_port(tmp_path_factory) -> tuple[str, list]:
-    root = _tree(tmp_path_factory.mktemp("alloc") / "proj", ALLOCATOR_PROJECT)
+    root = write_tree(tmp_path_factory.mktemp("alloc") / "proj", ALLOCATOR_PROJECT)
     found = discover([root])
     config = with_project_facts(Config(), found.files)
     results = process_files(found.files, config, RunOptions(fix=True), jobs=1)
@@ -150,7 +143,7 @@ def test_skip_markers_of_cuda_allocator_tests_keep_skipping(allocator_port, test
 
 def test_the_sweep_reads_no_rule_table_for_files_no_rule_wakes(tmp_path):
     # A project of plain files: no pattern is built, nothing is parsed, nothing is recorded.
-    root = _tree(tmp_path / "proj", {f"pkg/m{i}.py": "import os\nx = os.sep\n" for i in range(3)})
+    root = write_tree(tmp_path / "proj", {f"pkg/m{i}.py": "import os\nx = os.sep\n" for i in range(3)})
     assert project_facts(discover([root]).files).sink_names == frozenset()
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from cuda2neuron.core import Config, ProjectFacts
 from cuda2neuron.workspace import discover, project_facts, with_project_facts
+from workspace_helpers import write_tree
 
 SETUP_CUDA = """\
 from setuptools import setup
@@ -36,14 +36,6 @@ if "build_ext" in sys.argv:
         ])
 setup(name="pkg", ext_modules=extensions)
 """
-
-
-def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = tmp_path / "proj" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return tmp_path / "proj"
 
 
 @pytest.mark.parametrize(
@@ -82,7 +74,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
     ],
 )
 def test_sweep(tmp_path, files, extensions, kernels):
-    root = _tree(tmp_path, files)
+    root = write_tree(tmp_path / "proj", files)
     facts = project_facts(discover([root]).files)
     assert (facts.extension_modules, facts.kernel_modules) == (frozenset(extensions), frozenset(kernels))
 
@@ -186,7 +178,7 @@ def not_a_loader(name):
     ],
 )
 def test_sweep_names(tmp_path, files, field, expected):
-    facts = project_facts(discover([_tree(tmp_path, files)]).files)
+    facts = project_facts(discover([write_tree(tmp_path / "proj", files)]).files)
     assert getattr(facts, field) == frozenset(expected)
 
 
@@ -205,7 +197,7 @@ def test_words_wake_the_rules_that_use_the_facts(facts, words):
 
 
 def test_named_file_still_sees_the_project_setup(tmp_path):
-    root = _tree(tmp_path, {"setup.py": SETUP_CUDA, "pyproject.toml": "[tool.cuda2neuron]\n", "pkg/scan.py": "import selective_scan_cuda\n"})
+    root = write_tree(tmp_path / "proj", {"setup.py": SETUP_CUDA, "pyproject.toml": "[tool.cuda2neuron]\n", "pkg/scan.py": "import selective_scan_cuda\n"})
     config = Config(source=str(root / "pyproject.toml"))
     found = discover([root / "pkg" / "scan.py"])
     assert with_project_facts(config, found.files).settings.project.extension_modules == {"selective_scan_cuda"}
