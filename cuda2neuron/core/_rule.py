@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ._model import Effort, Safety
+from ._model import Effort, Finding, Safety
 from ._triggers import admit
 
 if TYPE_CHECKING:
@@ -198,6 +198,28 @@ class Rule:
         instantiated. Like ``wakes``, it must never say no where the rule would report.
         """
         return True
+
+    @classmethod
+    def detect(cls, file: Any, settings: Settings) -> list[Finding] | None:
+        """The rule's findings in ``file`` read from CPython's ``ast``, or None: no detector here,
+        or one that cannot tell (the file is then parsed by libcst and the rule's visitor runs).
+
+        ``file`` is the python layer's ``AstFile`` (``python/_ast_walk.py``; core names no type of
+        that layer). A rule that overrides this promises the findings its libcst visitor makes on
+        the file as read, byte for byte: code, message, span, fix (replacement text, safety,
+        description), guidance, effort; suppression comments are the engine's. The engine uses
+        them instead of a libcst parse where every rule woken in a file has a detector and none
+        of their fixes may be applied in the run (a file no edit can touch): most trigger files
+        end so. Where ``ast`` and libcst could differ (names, parentheses, positions), the
+        detector returns None: it never guesses. tests/rules/test_detectors.py holds each
+        detector to its visitor on the rule's examples and on a table of traps.
+        """
+        return None
+
+    @classmethod
+    def has_detector(cls) -> bool:
+        """Does the rule read files through ``detect`` too (does it override it)?"""
+        return cls.detect.__func__ is not Rule.detect.__func__  # type: ignore[attr-defined]
 
     # ``context`` is the python layer's ``cuda2neuron.python.RuleContext`` (the walk builds it);
     # core sits below that layer and names no type of it, not even for an annotation.

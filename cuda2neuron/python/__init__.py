@@ -11,6 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._ast_walk import ArgNode, AstFile, AstWalk, KeywordName, Unsure, walk_ast, written_bounds
     from ._branches import opened_code, selected_code
     from ._context import RuleContext
     from ._device_truth import Truth, asks_cuda, truth
@@ -22,6 +23,13 @@ if TYPE_CHECKING:
     from ._walk import visit_syntax, walk_rules
 
 __all__ = [
+    "ArgNode",
+    "AstFile",
+    "AstWalk",
+    "KeywordName",
+    "Unsure",
+    "walk_ast",
+    "written_bounds",
     "LOCAL",
     "NET_UNITS",
     "FixOutcome",
@@ -46,6 +54,13 @@ __all__ = [
 ]
 
 _HOME = {
+    "ArgNode": "_ast_walk",
+    "AstFile": "_ast_walk",
+    "AstWalk": "_ast_walk",
+    "KeywordName": "_ast_walk",
+    "Unsure": "_ast_walk",
+    "walk_ast": "_ast_walk",
+    "written_bounds": "_ast_walk",
     "RuleContext": "_context",
     "Truth": "_device_truth",
     "asks_cuda": "_device_truth",

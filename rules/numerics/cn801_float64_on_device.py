@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from functools import lru_cache
 from pathlib import PurePath
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Fix, Invalid, Rule, Safety, Settings
 
+from .._shared import dtypes_ast
 from .._shared.args import positional_args
 from .._shared.dtypes import DtypeBindings, Use, dtype_use, on_host
 
@@ -21,6 +23,9 @@ _GUIDANCE = (
     "downcast, so code that relies on double precision gets float32 results. Use torch.float32 "
     "for device tensors; keep float64 only for host (CPU) tensors, e.g. metric accumulation."
 )
+
+_MESSAGE = "`{}` on the neuron device is silently computed in float32"
+_DOUBLE_MESSAGE = "`.double()` makes a float64 tensor, which the neuron device computes in float32"
 
 # Each pattern starts with a literal word, which the regex engine finds fast; none looks at what
 # comes before it, so ``mytorch.float64`` wakes the rule too (the parse then says no).
@@ -35,7 +40,7 @@ _TORCH_ALIAS = re.compile(rb"torch[ \t\\]+as[ \t\\]+([A-Za-z_\x80-\xff][\w\x80-\
 _DEVICE_WORD = re.compile(r"cuda|device|\.to\(|neuron|accelerator|xla|mps|gpu", re.IGNORECASE)
 
 
-def _host_only_test(context) -> bool:  # noqa: ANN001 - the engine's RuleContext
+def _host_only_test(context) -> bool:  # noqa: ANN001 - the engine's RuleContext, or the ast walk's
     parts = PurePath(context.path).parts
     name = parts[-1] if parts else ""
     is_test = name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" or "tests" in parts[:-1]
@@ -143,6 +148,10 @@ class Float64OnDevice(Rule):
         heads = {b"torch", *(m.group(1) for m in _TORCH_ALIAS.finditer(code))}
         return any(_dtype_attribute(head).search(code) for head in heads)
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        return _Detector(cls, file).findings()
+
     def __init__(self, context) -> None:
         super().__init__(context)
         self._host_only = _host_only_test(context)
@@ -182,7 +191,7 @@ class Float64OnDevice(Rule):
             if qualified in _DTYPES:
                 self._reaches(
                     node,
-                    f"`{qualified}` on the neuron device is silently computed in float32",
+                    _MESSAGE.format(qualified),
                     node.with_changes(attr=cst.Name(_DTYPES[qualified])),
                 )
 
@@ -197,7 +206,7 @@ class Float64OnDevice(Rule):
             return
         qualified = self.qualname(node)
         if qualified in _DTYPES:
-            self._reaches(node, f"`{qualified}` on the neuron device is silently computed in float32", None)
+            self._reaches(node, _MESSAGE.format(qualified), None)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -209,7 +218,7 @@ class Float64OnDevice(Rule):
             return  # `x.cpu().double()`: a host tensor keeps its precision
         self._report(
             node,
-            "`.double()` makes a float64 tensor, which the neuron device computes in float32",
+            _DOUBLE_MESSAGE,
             node.with_changes(func=func.with_changes(attr=cst.Name("float"))),
         )
 
@@ -226,3 +235,96 @@ class Float64OnDevice(Rule):
             description="use float32",
             ancestors=ancestors,
         )
+
+
+class _Detector:
+    """The visits above on CPython's ``ast`` (``python/_ast_walk.py``, ``dtypes_ast``): the same
+    findings for a file the engine does not parse with libcst. Each method is its namesake's
+    above; a report is kept as (node, message, replacement name or None, ancestors) and made a
+    finding once the walk is done."""
+
+    def __init__(self, rule: type[Rule], file) -> None:  # noqa: ANN001 - python.AstFile
+        self.rule = rule
+        self.file = file
+        self._bindings = dtypes_ast.DtypeBindings()
+        self._bound: dict[int, tuple[str, str | None]] = {}
+        self._reports: list[tuple[ast.AST, str, str | None, tuple[object, ...]]] = []
+
+    def findings(self) -> list[Finding] | None:
+        from cuda2neuron.python import AstWalk, Unsure, walk_ast
+
+        if _host_only_test(self.file):
+            return []
+        self.ctx = AstWalk(self.file)
+        try:
+            walk_ast(self.ctx, self)
+            return [self._finding(*report) for report in self._reports]
+        except Unsure:
+            return None
+
+    def _finding(self, node: ast.AST, message: str, name: str | None, ancestors: tuple[object, ...]) -> Finding:
+        from cuda2neuron.python import Unsure, written_bounds
+
+        if any(isinstance(a, ast.JoinedStr) for a in ancestors):
+            raise Unsure("a position inside an f-string (CPython 3.11 may misplace it)")
+        fix = None
+        if name is not None:
+            # The node's text as libcst generates it (its own parentheses too), its last name
+            # replaced: `torch.float64` -> `torch.float32`, `x.double()` -> `x.float()`.
+            start, end = written_bounds(self.file, node, ancestors)
+            renamed = node.func if isinstance(node, ast.Call) else node
+            at = self.file.offset(renamed.end_lineno, renamed.end_col_offset)
+            text = self.file.text
+            fix = Fix(Safety.UNSAFE, text[start : at - len(renamed.attr)] + name + text[at:end], "use float32")
+        return Finding(
+            code=self.rule.code,
+            name=self.rule.name,
+            message=message,
+            path=self.file.path,
+            span=self.file.span(node),
+            fix=fix,
+            guidance=_GUIDANCE,
+            effort=Effort.LOW,
+        )
+
+    def _reaches(self, node: ast.AST, message: str, name: str | None) -> None:
+        found = dtypes_ast.dtype_use(self.ctx, node)
+        if found is None:
+            return
+        use, bound = found
+        if use == Use.BINDING:
+            self._bindings.bind(self.ctx, bound, node)
+            self._bound[id(node)] = (message, name)
+            return
+        self._reports.append((node, message, name, tuple(self.ctx.ancestors)))
+
+    def leave_Module(self, node: ast.Module) -> None:
+        for bound, ancestors in self._bindings.reached():
+            message, name = self._bound[id(bound)]
+            self._reports.append((bound, message, name, ancestors))  # type: ignore[arg-type]
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in ("float64", "double"):
+            qualified = self.ctx.qualname(node)
+            if qualified in _DTYPES:
+                self._reaches(node, _MESSAGE.format(qualified), _DTYPES[qualified])
+
+    def visit_Name(self, node) -> None:  # noqa: ANN001 - ast.Name or the walk's KeywordName
+        self._bindings.use(self.ctx, node)
+        if node.id not in ("float64", "double"):
+            return
+        qualified = self.ctx.qualname(node)
+        if qualified in _DTYPES:
+            self._reaches(node, _MESSAGE.format(qualified), None)
+
+    visit_KeywordName = visit_Name
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "double") or self.ctx.args(node):
+            return
+        if self.ctx.qualname(func) is not None:
+            return
+        if dtypes_ast.on_host(self.ctx, func.value):
+            return
+        self._reports.append((node, _DOUBLE_MESSAGE, "float", tuple(self.ctx.ancestors)))

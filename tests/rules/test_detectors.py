@@ -1,0 +1,126 @@
+"""Each rule's detector on CPython's ``ast`` (``Rule.detect``) says what its libcst visitor says.
+
+The engine skips libcst for a file whose woken rules all have detectors and where no edit can
+land (kinds/_python.py's ``_detected``); its findings then come from the detectors, so a
+detector that drifts from its visitor changes the tool's output. Each detector is run beside
+its visitor on the rule's VALID/INVALID examples and on a table of traps (aliases, shadowing,
+non-ASCII text before a span, multi-line calls, parentheses, decorators, f-strings, binding
+order): the findings must be equal, field for field. A trap the ``ast`` cannot decide exactly
+must make the detector unsure (None), never a guess.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda2neuron.core import Config, Finding, Rule, RunOptions, Settings
+from cuda2neuron.kinds import catalog
+from cuda2neuron.kinds._python import _detected
+from cuda2neuron.python import lint_module, parse_bytes
+
+RULES = catalog()
+DETECTING = sorted(code for code, rule in RULES.items() if rule.has_detector())
+
+
+def _both(rule: type[Rule], source: str, path: str = "example.py") -> tuple[list[Finding] | None, list[Finding]]:
+    data = source.encode("utf-8")
+    # What the engine makes of the detector's findings (suppressions, order), as `check` runs.
+    detected = _detected(path, data, Config(), RunOptions(), (rule,))
+    module = parse_bytes(data)
+    return detected, lint_module(module, [rule], path, Settings(), data.decode("utf-8"))
+
+
+def _examples() -> list:
+    cases = []
+    for code in DETECTING:
+        rule = RULES[code]
+        for i, example in enumerate(rule.VALID):
+            source = example if isinstance(example, str) else example.source
+            cases.append(pytest.param(code, source, id=f"{code}-valid-{i}"))
+        for i, example in enumerate(rule.INVALID):
+            source = example if isinstance(example, str) else example.source
+            cases.append(pytest.param(code, source, id=f"{code}-invalid-{i}"))
+    return cases
+
+
+def test_a_rule_has_a_detector():
+    assert "CN801" in DETECTING
+
+
+@pytest.mark.parametrize(("code", "source"), _examples())
+def test_examples(code, source):
+    detected, linted = _both(RULES[code], source)
+    assert detected is not None, "the rule's own example left its detector unsure"
+    assert detected == linted
+
+
+_T = "import torch\n"
+# (source, path): every one decided by the detector, with the same findings as the visitor.
+DECIDED = [
+    pytest.param(_T + "x = x.to(torch.float64)\n", "m.py", id="method-to"),
+    pytest.param("import torch as t\nx = t.zeros(3, dtype=t.float64, device=d)\n", "m.py", id="alias-import"),
+    pytest.param("from torch import float64 as f64\nx = x.to(f64)\n", "m.py", id="from-import-alias-unreported"),
+    pytest.param("from torch import float64, double\nx = x.to(float64)\ny = y.to(double)\n", "m.py", id="from-import-bare"),
+    pytest.param(_T + "def f(torch):\n    return x.to(torch.float64)\n", "m.py", id="shadowed-by-parameter"),
+    pytest.param(_T + "def f():\n    torch = g()\n    return x.to(torch.float64)\n", "m.py", id="shadowed-by-assignment"),
+    pytest.param(_T + "class A:\n    torch = 1\n    def f(self):\n        return x.to(torch.float64)\n", "m.py", id="class-scope-not-enclosing"),
+    pytest.param("try:\n    import torch\nexcept ImportError:\n    torch = None\nx = x.to(torch.float64)\n", "m.py", id="try-import-fallback"),
+    pytest.param("if c: import torch\nx = x.to(torch.float64)\n", "m.py", id="suite-import-not-prebound"),
+    pytest.param("def f():\n    return x.to(torch.float64)\nimport torch\n", "m.py", id="module-import-below"),
+    pytest.param("if a:\n    pass\nelif b:\n    import torch\nx = x.to(torch.float64)\n", "m.py", id="elif-import-prebound"),
+    pytest.param(_T + 's = "héllo wörld"; x = x.to( (torch.float64) )\n', "m.py", id="non-ascii-before-span"),
+    pytest.param(_T + "y = torch.zeros(3, dtype=(  torch . float64  ), device=d)\n", "m.py", id="spaced-parenthesized"),
+    pytest.param(_T + "y = x.to((torch.float64))\nz = x.to(((torch.double)))\n", "m.py", id="own-and-call-parentheses"),
+    pytest.param(_T + "y = x.to(\n    torch.float64  # why\n)\n", "m.py", id="multi-line-call-comment"),
+    pytest.param(_T + "y = x.to(\n    (torch.float64)  # why\n)\n", "m.py", id="multi-line-own-parentheses"),
+    pytest.param("z = (w\n   .double ( ))\nq = f(a.double())\nr = (b).double()\n", "m.py", id="double-calls"),
+    pytest.param("x = obj.double(2)\ny = torch.double()\nz = x.cpu().double()\n", "m.py", id="double-not-reported"),
+    pytest.param(_T + "dtype = torch.float64\nq = torch.ones(2, dtype=torch.float32, device=dev)\n", "m.py", id="keyword-name-uses-binding"),
+    pytest.param(_T + "dtype = torch.float64 if g(dtype=dtype) else torch.float32\nx.to(dtype)\n", "m.py", id="ifexp-test-walked-first"),
+    pytest.param(_T + "def f(x, double):\n    dtype = torch.float64 if double else torch.float32\n    return x.to(dtype)\n", "m.py", id="binding-in-function"),
+    pytest.param(_T + "dtype: torch.dtype = torch.float64\ndef f():\n    return x.to(dtype)\n", "m.py", id="binding-other-scope"),
+    pytest.param(_T + "dtype = torch.float64 or torch.float32\ny = x.type(dtype)\n", "m.py", id="binding-bool-op"),
+    pytest.param(_T + "@decorate(torch.zeros(1, dtype=torch.float64, device=d))\ndef f():\n    pass\n", "m.py", id="decorator"),
+    pytest.param(_T + 'x = torch.tensor(a, dtype=torch.float64).to(device)\ny = torch.tensor(a, dtype=torch.float64).to("cpu")\n', "m.py", id="moved-at-once"),
+    pytest.param(_T + 'x = torch.zeros(3, dtype=torch.float64, device=torch.device("cpu"))\n', "m.py", id="cpu-device-call"),
+    pytest.param(_T + "x = torch.sum(a.cpu(), dtype=torch.float64)\ny = torch.zeros_like(a, dtype=torch.double)\n", "m.py", id="ops-and-like"),
+    pytest.param(_T + "m = AutoModel.from_pretrained(n, torch_dtype=torch.float64)\nk = adjust(torch.float64, x.device)\n", "m.py", id="outside-torch"),
+    pytest.param(_T + "x = x.to(*args, dtype=torch.float64)\ny = f(*a, freqs_dtype=torch.float64, *b)\n", "m.py", id="starred-arguments"),
+    pytest.param(_T + "x = {torch.float64: 1}\nok = d == torch.double\n", "m.py", id="values-not-reported"),
+    pytest.param(_T + "x = x.to(torch.float64)  # cuda2neuron: ignore[CN801]\n", "m.py", id="suppressed"),
+    pytest.param(_T + "x = x.to(torch.float64)\n", "tests/test_m.py", id="host-only-test-module"),
+    pytest.param(_T + "x = x.to(torch.float64)\nd = 'cuda'\n", "tests/test_m.py", id="test-module-naming-device"),
+    pytest.param(_T + "x = x.to(torch.float64)\r\ny = (w\r\n  .double())\r\n", "m.py", id="crlf"),
+    pytest.param(_T + "x = x.to(torch.float64)\ry = (w\r  .double())\r", "m.py", id="lone-cr"),
+    pytest.param(_T + "def f():\n    global torch\n    torch = 1\n    return x.to(torch.float64)\n", "m.py", id="global"),
+    pytest.param(_T + "g = lambda x, dtype=torch.float64: x.to(torch.double)\n", "m.py", id="lambda"),
+    pytest.param(_T + "with ctx() as torch:\n    y = x.to(torch.float64)\n", "m.py", id="with-target-shadows-inside-module"),
+    pytest.param(_T + "for double in xs:\n    y = x.to(torch.double)\n", "m.py", id="loop-target"),
+    pytest.param(_T + "y = [x.to(torch.float64) for torch in mods]\n", "m.py", id="comprehension-binds-nothing"),
+    pytest.param(_T + "x = x.to(torch.float64); y = 'ünï'; z = z.to(torch.double)\n", "m.py", id="non-ascii-between"),
+    pytest.param(_T + "# coding: utf-8\nx = x.to(torch.float64)\n", "m.py", id="utf8-cookie"),
+]
+
+
+@pytest.mark.parametrize(("source", "path"), DECIDED)
+def test_traps_decided(source, path):
+    detected, linted = _both(RULES["CN801"], source, path)
+    assert detected is not None, "a trap the detector should decide left it unsure"
+    assert detected == linted
+
+
+# The ast cannot say what libcst would: the detector must not guess.
+UNSURE = [
+    pytest.param(_T + 'msg = f"{x.to(torch.float64)}"\n', id="inside-f-string"),
+    pytest.param(_T + "ｄｔｙｐｅ = torch.float64\nx.to(dtype)\n", id="nfkc-folded-name"),
+    pytest.param(_T + "match v:\n    case 1:\n        x = x.to(torch.float64)\n", id="match-statement"),
+    pytest.param("# -*- coding: latin-1 -*-\nimport torch\nx = x.to(torch.float64)\n", id="latin-1-cookie"),
+    pytest.param(_T + "with (x.double()):\n    pass\n", id="with-parentheses"),
+    pytest.param(_T + "y = x.to(  # (\n    (torch.float64))\n", id="comment-above-own-parenthesis"),
+]
+
+
+@pytest.mark.parametrize("source", UNSURE)
+def test_traps_unsure(source):
+    detected, _ = _both(RULES["CN801"], source)
+    assert detected is None
