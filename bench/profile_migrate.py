@@ -8,6 +8,8 @@ one process and can be timed) with timers around the engine's functions where th
   * prefilter: the Python kind's own work before and around the parse (coarse words, trigger
     words, the code text, each rule's wake test) — what is left of it after the phases below;
   * guard: the nesting check and the thread with a deep stack that the parse runs on;
+  * detect: the rules' detectors on CPython's ``ast`` (``Rule.detect``), tried where every
+    woken rule has one; a file they decide is never parsed by libcst (outcome "detected");
   * parse: libcst's parse;                            * metadata: libcst's import helpers
     (``MetadataWrapper``: scopes and qualified names, only where an import changes);
   * rules: the rule walk (visitor calls, rules instantiated); ``--per-rule`` splits it by family
@@ -45,7 +47,7 @@ from pathlib import Path
 
 from cuda2neuron.core import Config
 
-PHASES = ("discovery", "sweep", "prefilter", "guard", "parse", "metadata", "rules", "fix rounds", "codegen",
+PHASES = ("discovery", "sweep", "prefilter", "guard", "detect", "parse", "metadata", "rules", "fix rounds", "codegen",
           "compile check", "residual", "text kinds", "cache", "report")
 
 
@@ -110,9 +112,9 @@ def install(timers: Timers, per_family: dict[str, float] | None) -> None:
     def process_kind(kind, *args):
         if kind != "python":
             return text_file(kind, *args)
-        before, parsed = timers.cpu.copy(), timers.calls["parse"]
+        before, parsed, detected = timers.cpu.copy(), timers.calls["parse"], timers.calls["detected"]
         result = python_file(kind, *args)
-        outcome = _outcome(result, timers.calls["parse"] > parsed)
+        outcome = _outcome(result, timers.calls["parse"] > parsed, timers.calls["detected"] > detected)
         timers.files[outcome] += 1
         for phase, t in timers.cpu.items():
             timers.by_outcome[outcome][phase] += t - before[phase]
@@ -122,6 +124,15 @@ def install(timers: Timers, per_family: dict[str, float] | None) -> None:
     residual.residual_findings = timers.wrap("residual", residual.residual_findings)
     kinds.check_suppressions = timers.wrap("residual", kinds.check_suppressions)
     kpy.nesting_error = timers.wrap("guard", kpy.nesting_error)
+    if hasattr(kpy, "_detected"):  # absent before issue 42's detectors: the script profiles both
+        real_detected = timers.wrap("detect", kpy._detected)
+
+        def detected(*args):
+            found = real_detected(*args)
+            timers.calls["detected"] += found is not None
+            return found
+
+        kpy._detected = detected
     real_deep = nesting.deep_stack
 
     def deep_stack(fn, *args):  # the thread's start and join are the guard's; fn's time is its own
@@ -160,12 +171,15 @@ def install(timers: Timers, per_family: dict[str, float] | None) -> None:
         walk._Walker.__init__ = init
 
 
-OUTCOMES = ("not parsed", "no finding", "report-only", "edited")
+OUTCOMES = ("not parsed", "detected", "no finding", "report-only", "edited")
 
 
-def _outcome(result, parsed: bool) -> str:
+def _outcome(result, parsed: bool, detected: bool = False) -> str:
     """A Python file's outcome: never parsed by libcst (the prefilter or the wake tests ended it),
-    parsed and ending with no finding, with findings but no edit, or rewritten."""
+    decided by the detectors on CPython's ast (never parsed by libcst either), parsed and ending
+    with no finding, with findings but no edit, or rewritten."""
+    if detected:
+        return "detected"
     if not parsed:
         return "not parsed"
     if result.new_bytes is not None:

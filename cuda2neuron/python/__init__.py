@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._ast_walk import ArgNode, AstFile, AstWalk, KeywordName, Unsure, walk_ast, written_bounds
+    from ._ast_walk import ArgNode, AstFile, AstWalk, KeywordName, Unsure, generated_text, walk_ast
     from ._branches import opened_code, selected_code
     from ._context import RuleContext
     from ._device_truth import Truth, asks_cuda, truth
@@ -28,8 +28,8 @@ __all__ = [
     "AstWalk",
     "KeywordName",
     "Unsure",
+    "generated_text",
     "walk_ast",
-    "written_bounds",
     "LOCAL",
     "NET_UNITS",
     "FixOutcome",
@@ -59,8 +59,8 @@ _HOME = {
     "AstWalk": "_ast_walk",
     "KeywordName": "_ast_walk",
     "Unsure": "_ast_walk",
+    "generated_text": "_ast_walk",
     "walk_ast": "_ast_walk",
-    "written_bounds": "_ast_walk",
     "RuleContext": "_context",
     "Truth": "_device_truth",
     "asks_cuda": "_device_truth",

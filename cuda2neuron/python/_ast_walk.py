@@ -40,7 +40,7 @@ from cuda2neuron.core import Span
 
 from ._scopes import LOCAL, Scope
 
-__all__ = ["ArgNode", "AstFile", "AstWalk", "KeywordName", "Unsure", "dotted_name", "walk_ast", "written_bounds"]
+__all__ = ["ArgNode", "AstFile", "AstWalk", "KeywordName", "Unsure", "dotted_name", "generated_text", "walk_ast", "written_bounds"]
 
 
 class Unsure(Exception):
@@ -669,15 +669,50 @@ def _indented(file: AstFile, first: ast.stmt) -> bool:
 # -- the text libcst generates for a node ----------------------------------------------------
 
 
-def written_bounds(file: AstFile, node: ast.AST, ancestors: Sequence[object]) -> tuple[int, int]:
-    """The text offsets of ``node`` with the parentheses libcst attaches to it: what
-    ``module.code_for_node`` generates for a node of a freshly parsed module, e.g. a fix's
-    replacement (``(torch.float64)`` gives ``(torch.float32)``), while its span excludes them.
+def generated_text(file: AstFile, node: ast.AST, ancestors: Sequence[object], at: int, old: int, new: str) -> str:
+    """What libcst's ``module.code_for_node`` generates for ``node`` (of the module as parsed)
+    with the ``old`` characters at text offset ``at`` replaced by ``new``: a fix's replacement
+    text (``(torch.float64)`` gives ``(torch.float32)``). Raises ``Unsure``.
 
-    ``ast`` positions exclude a node's parentheses; the parentheses around it are its own unless
-    its parent writes them: a call's (or class's) only argument sits in the call's. Raises
-    ``Unsure`` where libcst may give them to the statement (``with (x):``) or a comment could hide
-    one on a line above.
+    Two traps: the node's own parentheses are part of it (``written_bounds``), though not of its
+    span; and a line break inside brackets is libcst whitespace that holds the block's
+    indentation apart (``indent=True``) when the next line starts with it, and a node generated
+    alone has no block: its continuation lines lose the indentation of the statement they sit in
+    (a call wrapped inside a function body comes out less indented than written). A string or a
+    backslash continuation across lines keeps its text: such a node is left to libcst.
+    """
+    start, end = written_bounds(file, node, ancestors)
+    text = file.text[start:at] + new + file.text[at + old : end]
+    if "\n" not in text and "\r" not in text:
+        return text
+    if "\\" in text:
+        raise Unsure("a backslash in a node written across lines")
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.Constant, ast.JoinedStr)) and inner.lineno != inner.end_lineno:
+            raise Unsure("a string across lines")
+    statement = next((a for a in reversed(ancestors) if isinstance(a, ast.stmt)), None)
+    if statement is None:
+        raise Unsure("no statement above the node")
+    line_start = file._line_starts()[statement.lineno - 1]
+    line = file.text[line_start : file.offset(statement.lineno, statement.col_offset)]
+    indent = line[: len(line) - len(line.lstrip(" \t\f"))]
+    if not indent:
+        return text
+    lines = _NEWLINE.split(text)
+    breaks = _NEWLINE.findall(text)
+    out = [lines[0]]
+    for brk, rest in zip(breaks, lines[1:]):
+        out.append(brk + (rest[len(indent) :] if rest.startswith(indent) else rest))
+    return "".join(out)
+
+
+def written_bounds(file: AstFile, node: ast.AST, ancestors: Sequence[object]) -> tuple[int, int]:
+    """The text offsets of ``node`` with the parentheses libcst attaches to it (``ast``
+    positions exclude a node's parentheses, as do libcst's spans; its generated code does not).
+
+    The parentheses around a node are its own unless its parent writes them: a call's (or
+    class's) only argument sits in the call's. Raises ``Unsure`` where libcst may give them to
+    the statement (``with (x):``) or a comment could hide one on a line above.
     """
     start, end = file.bounds(node)
     text = file.text

@@ -263,19 +263,18 @@ class _Detector:
             return None
 
     def _finding(self, node: ast.AST, message: str, name: str | None, ancestors: tuple[object, ...]) -> Finding:
-        from cuda2neuron.python import Unsure, written_bounds
+        from cuda2neuron.python import Unsure, generated_text
 
         if any(isinstance(a, ast.JoinedStr) for a in ancestors):
             raise Unsure("a position inside an f-string (CPython 3.11 may misplace it)")
         fix = None
         if name is not None:
-            # The node's text as libcst generates it (its own parentheses too), its last name
-            # replaced: `torch.float64` -> `torch.float32`, `x.double()` -> `x.float()`.
-            start, end = written_bounds(self.file, node, ancestors)
+            # The node's code as libcst generates it, its last name replaced: `torch.float64`
+            # -> `torch.float32`, `x.double()` -> `x.float()`.
             renamed = node.func if isinstance(node, ast.Call) else node
-            at = self.file.offset(renamed.end_lineno, renamed.end_col_offset)
-            text = self.file.text
-            fix = Fix(Safety.UNSAFE, text[start : at - len(renamed.attr)] + name + text[at:end], "use float32")
+            end = self.file.offset(renamed.end_lineno, renamed.end_col_offset)
+            at = end - len(renamed.attr)
+            fix = Fix(Safety.UNSAFE, generated_text(self.file, node, ancestors, at, len(renamed.attr), name), "use float32")
         return Finding(
             code=self.rule.code,
             name=self.rule.name,

@@ -74,6 +74,12 @@ DECIDED = [
     pytest.param(_T + "y = x.to(\n    torch.float64  # why\n)\n", "m.py", id="multi-line-call-comment"),
     pytest.param(_T + "y = x.to(\n    (torch.float64)  # why\n)\n", "m.py", id="multi-line-own-parentheses"),
     pytest.param("z = (w\n   .double ( ))\nq = f(a.double())\nr = (b).double()\n", "m.py", id="double-calls"),
+    pytest.param(
+        _T + "def f():\n    if a:\n        y = torch.tensor(0,\n            # why\n\n                         dtype=g).to(\n  device).double()\n",
+        "m.py",
+        id="fix-text-loses-block-indent",
+    ),
+    pytest.param(_T + "def f():\n    y = x.to((\n        torch.float64\n    ))\n", "m.py", id="fix-text-parentheses-across-lines"),
     pytest.param("x = obj.double(2)\ny = torch.double()\nz = x.cpu().double()\n", "m.py", id="double-not-reported"),
     pytest.param(_T + "dtype = torch.float64\nq = torch.ones(2, dtype=torch.float32, device=dev)\n", "m.py", id="keyword-name-uses-binding"),
     pytest.param(_T + "dtype = torch.float64 if g(dtype=dtype) else torch.float32\nx.to(dtype)\n", "m.py", id="ifexp-test-walked-first"),
@@ -116,6 +122,8 @@ UNSURE = [
     pytest.param(_T + "match v:\n    case 1:\n        x = x.to(torch.float64)\n", id="match-statement"),
     pytest.param("# -*- coding: latin-1 -*-\nimport torch\nx = x.to(torch.float64)\n", id="latin-1-cookie"),
     pytest.param(_T + "with (x.double()):\n    pass\n", id="with-parentheses"),
+    pytest.param(_T + "def f():\n    y = (x  \\\n        .double())\n", id="backslash-across-lines"),
+    pytest.param(_T + 'def f():\n    y = g("""a\n    b""").to(\n        d).double()\n', id="string-across-lines"),
     pytest.param(_T + "y = x.to(  # (\n    (torch.float64))\n", id="comment-above-own-parenthesis"),
 ]
 

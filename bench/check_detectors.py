@@ -1,0 +1,62 @@
+"""Every rule's detector against its libcst visitor on a real tree (issue 42's contract).
+
+    python bench/check_detectors.py --tree /work/repos/diffusers [--tree ...]
+
+For each Python file a detecting rule wakes on (its trigger words and wake test, as the engine
+asks), runs the rule's detector on CPython's ``ast`` and its visitor on libcst, and compares the
+findings field for field; a detector that is unsure is counted, not compared. Exit 1 on any
+difference. tests/rules/test_detectors.py does the same on the examples and a table of traps;
+bench/compare_outputs.py compares the tool's whole output between two versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from cuda2neuron.core import Config, RunOptions, Settings, SourceError
+from cuda2neuron.kinds import catalog
+from cuda2neuron.kinds._code_text import code_text
+from cuda2neuron.kinds._python import _awake, _detected
+from cuda2neuron.python import lint_module, parse_bytes
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tree", type=Path, action="append", required=True)
+    args = ap.parse_args()
+    rules = tuple(r for r in catalog().values() if r.has_detector())
+    differ = 0
+    for tree in args.tree:
+        woken = decided = unsure = findings = 0
+        for path in sorted(tree.rglob("*.py")):
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            for rule in _awake(rules, code_text(data), ()):
+                woken += 1
+                detected = _detected(str(path), data, Config(), RunOptions(), (rule,))
+                if detected is None:
+                    unsure += 1
+                    continue
+                try:
+                    module = parse_bytes(data)
+                except SourceError:
+                    print(f"{path}: {rule.code}: decided, yet libcst cannot parse it")
+                    differ += 1
+                    continue
+                linted = lint_module(module, [rule], str(path), Settings(), data.decode(module.encoding))
+                decided += 1
+                findings += len(linted)
+                if detected != linted:
+                    differ += 1
+                    print(f"{path}: {rule.code} differs:\n  detector {detected}\n  visitor  {linted}")
+        print(f"{tree}: {woken} (file, rule) pairs woken, {decided} decided ({findings} findings), {unsure} unsure")
+    print("identical" if not differ else f"{differ} DIFFER")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
