@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from ._context import RuleContext
     from ._device_truth import Truth, asks_cuda, truth
     from ._lint import NET_UNITS, FixOutcome, fix_module, lint_module, net_unit
-    from ._names import LOCAL, Scope, bind_import, bind_target, dotted_name
+    from ._names import bind_import, bind_target, dotted_name
+    from ._scopes import LOCAL, Scope
     from ._positions import spans_and_code
     from ._rebuild import rebuild
     from ._source import parse_bytes
@@ -72,8 +73,8 @@ _HOME = {
     "fix_module": "_lint",
     "lint_module": "_lint",
     "net_unit": "_lint",
-    "LOCAL": "_names",
-    "Scope": "_names",
+    "LOCAL": "_scopes",
+    "Scope": "_scopes",
     "bind_import": "_names",
     "bind_target": "_names",
     "dotted_name": "_names",

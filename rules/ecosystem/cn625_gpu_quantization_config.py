@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 
 from .._shared.kernels import quantization_configs
 from .._shared.names import call_qualname, terminal_name
@@ -21,6 +23,10 @@ _GUIDANCE = (
     "unquantized in bfloat16 (torch_dtype=torch.bfloat16, moved to the neuron device) and keep the "
     "adapters (peft's LoRA trains on the unquantized model); the weights then take 2 bytes each"
 )
+
+
+_CONFIG_MESSAGE = "`{last}` selects {what}, which needs an NVIDIA GPU (it imports {package})"
+_SHORTCUT_MESSAGE = "`{}=` quantizes the weights with bitsandbytes, whose kernels need an NVIDIA GPU"
 
 
 def _off(value: cst.BaseExpression) -> bool:
@@ -90,7 +96,7 @@ class GpuQuantizationConfig(Rule):
                 row = rows[last]
                 self.report(
                     node,
-                    f"`{last}` selects {row.what}, which needs an NVIDIA GPU (it imports {row.package})",
+                    _CONFIG_MESSAGE.format(last=last, what=row.what, package=row.package),
                     guidance=_GUIDANCE,
                     effort=Effort.MEDIUM,
                     ancestors=(*self.context.ancestors, node),
@@ -100,7 +106,71 @@ class GpuQuantizationConfig(Rule):
             if arg.keyword is not None and arg.keyword.value in _SHORTCUTS and not _off(arg.value):
                 self.report(
                     arg,
-                    f"`{arg.keyword.value}=` quantizes the weights with bitsandbytes, whose kernels need an NVIDIA GPU",
+                    _SHORTCUT_MESSAGE.format(arg.keyword.value),
                     guidance=_GUIDANCE,
                     effort=Effort.MEDIUM,
                 )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        return _Detector(cls, file).findings()
+
+
+class _Detector:
+    """``visit_Call`` above on CPython's ``ast`` (``python/_ast_walk.py``), for files the engine
+    does not parse with libcst: the same calls and ``load_in_*=`` arguments, at the same spans
+    (an ``ast.keyword`` spans ``name=value``, as libcst's ``Arg`` does)."""
+
+    def __init__(self, rule: type[Rule], file) -> None:  # noqa: ANN001 - python.AstFile
+        self.rule = rule
+        self.file = file
+        self._reports: list[tuple[object, str, tuple[object, ...]]] = []
+
+    def findings(self) -> list[Finding] | None:
+        from cuda2neuron.python import AstWalk, Unsure, walk_ast
+
+        self.ctx = AstWalk(self.file)
+        try:
+            walk_ast(self.ctx, self)
+            if any(isinstance(a, ast.JoinedStr) for _, _, above in self._reports for a in above):
+                raise Unsure("a position inside an f-string (CPython 3.11 may misplace it)")
+        except Unsure:
+            return None
+        return [
+            Finding(
+                code=self.rule.code,
+                name=self.rule.name,
+                message=message,
+                path=self.file.path,
+                span=self.file.span(node),
+                guidance=_GUIDANCE,
+                effort=Effort.MEDIUM,
+            )
+            for node, message, _ in self._reports
+        ]
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        rows = quantization_configs()
+        if last in rows:
+            qualified = self.ctx.call_qualname(node)
+            if qualified is not None and qualified.split(".")[0] in _LIBRARIES and qualified.endswith("." + last):
+                row = rows[last]
+                message = _CONFIG_MESSAGE.format(last=last, what=row.what, package=row.package)
+                self._reports.append((node, message, tuple(self.ctx.ancestors)))
+                return
+        for arg in self.ctx.args(node):
+            if arg.keyword is not None and arg.keyword in _SHORTCUTS and not self._off(arg.value):
+                self._reports.append((arg.source, _SHORTCUT_MESSAGE.format(arg.keyword), tuple(self.ctx.ancestors)))
+
+    def _off(self, value: ast.expr) -> bool:
+        """``_off``: ``False`` / ``None`` / an integer written ``0`` (``0x0`` is no libcst ``0``)."""
+        if not isinstance(value, ast.Constant):
+            return False
+        if value.value is False or value.value is None:
+            return True
+        if type(value.value) is int and value.value == 0:
+            start, end = self.file.bounds(value)
+            return self.file.text[start:end] == "0"
+        return False

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 
 from .._shared.packages import in_package
 
@@ -106,12 +107,134 @@ class ComplexOnDevice(Rule):
 
     def _check(self, node: cst.Name | cst.Attribute) -> None:
         qualified = self.qualname(node)
-        if qualified is None:
-            return
-        if qualified in _NAMES or (in_package(qualified, ("torch.fft",)) and qualified != "torch.fft") or qualified == "torch.stft":
-            self.report(
-                node,
-                f"`{qualified}` uses complex numbers, which the neuron device only runs decomposed into real ops: check it",
+        if _reported(qualified):
+            self.report(node, _MESSAGE.format(qualified), guidance=_GUIDANCE, effort=Effort.MEDIUM)
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        return _Detector(cls, file).findings()
+
+
+_MESSAGE = "`{}` uses complex numbers, which the neuron device only runs decomposed into real ops: check it"
+
+
+def _reported(qualified: str | None) -> bool:
+    if qualified is None:
+        return False
+    return qualified in _NAMES or (in_package(qualified, ("torch.fft",)) and qualified != "torch.fft") or qualified == "torch.stft"
+
+
+class _Detector:
+    """The visits above on CPython's ``ast`` (``python/_ast_walk.py``), for files the engine does
+    not parse with libcst. libcst visits every ``Name``, also those ``ast`` keeps as strings
+    without a position (a function's or parameter's name, an import's module or ``as`` name,
+    ``except ... as``, ``global``): where the rule would report one of those, the detector is
+    unsure; a keyword's name is visited with its position (``KeywordName``)."""
+
+    def __init__(self, rule: type[Rule], file) -> None:  # noqa: ANN001 - python.AstFile
+        self.rule = rule
+        self.file = file
+        self._reports: list[tuple[object, str, tuple[object, ...]]] = []
+
+    def findings(self) -> list[Finding] | None:
+        from cuda2neuron.python import AstWalk, Unsure, walk_ast
+
+        self.ctx = AstWalk(self.file)
+        try:
+            walk_ast(self.ctx, self)
+            if any(isinstance(a, ast.JoinedStr) for _, _, above in self._reports for a in above):
+                raise Unsure("a position inside an f-string (CPython 3.11 may misplace it)")
+        except Unsure:
+            return None
+        return [
+            Finding(
+                code=self.rule.code,
+                name=self.rule.name,
+                message=_MESSAGE.format(qualified),
+                path=self.file.path,
+                span=self.file.span(node),
                 guidance=_GUIDANCE,
                 effort=Effort.MEDIUM,
             )
+            for node, qualified, _ in self._reports
+        ]
+
+    def _check(self, node: object) -> None:
+        qualified = self.ctx.qualname(node)
+        if _reported(qualified):
+            self._reports.append((node, qualified, tuple(self.ctx.ancestors)))  # type: ignore[arg-type]
+
+    def visit_Name(self, node) -> None:  # noqa: ANN001 - ast.Name or the walk's KeywordName
+        if node.id in _ATTRS:
+            self._check(node)
+
+    visit_KeywordName = visit_Name
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in _ATTRS:
+            self._check(node)
+
+    # -- names without a position: unsure where the rule would report one ------------------------
+    def _unplaced(self, name: str, resolved: str | None) -> None:
+        from cuda2neuron.python import Unsure
+
+        if name in _ATTRS and _reported(resolved):
+            raise Unsure(f"a report on the name {name!r}, which ast gives no position")
+
+    def _dotted(self, dotted: str, first_visited: bool) -> None:
+        """An import's dotted module name (``torch.fft``): libcst visits its first name (unless
+        an ``ImportAlias`` holds it alone) and each attribute of the chain."""
+        from cuda2neuron.python import Unsure
+
+        parts = dotted.split(".")
+        head = self.ctx.scope.lookup(parts[0])
+        if first_visited:
+            self._unplaced(parts[0], head)
+        for i in range(1, len(parts)):
+            if parts[i] in _ATTRS and head is not None and _reported(".".join([head, *parts[1 : i + 1]])):
+                raise Unsure("a report inside an import's module name")
+
+    def leave_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._dotted(alias.name, "." in alias.name)
+            if alias.asname is not None:
+                self._unplaced(alias.asname, self.ctx.scope.lookup(alias.asname))
+
+    def leave_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.module is not None:
+            self._dotted(node.module, True)
+        for alias in node.names:
+            if alias.asname is not None:
+                self._unplaced(alias.asname, self.ctx.scope.lookup(alias.asname))
+
+    def _defined(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda) -> None:
+        # Visited before the walk binds the name, which libcst looks up after: bound here the
+        # same way (the walk's binding right after changes nothing). No import can sit in a
+        # header, so the parameters' names resolve now as they do when libcst reaches them.
+        from cuda2neuron.python import LOCAL
+
+        scope = self.ctx.scope
+        if not isinstance(node, ast.Lambda):
+            scope.bind(node.name, LOCAL)
+            self._unplaced(node.name, scope.lookup(node.name))
+        if isinstance(node, ast.ClassDef):
+            for keyword in node.keywords:
+                if keyword.arg is not None:
+                    self._unplaced(keyword.arg, scope.lookup(keyword.arg))
+            return
+        args = node.args
+        for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if a is not None and a.arg in _ATTRS:
+                self._unplaced(a.arg, scope.lookup(a.arg))
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = _defined
+
+    def leave_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.name is not None:
+            self._unplaced(node.name, self.ctx.scope.lookup(node.name))
+
+    def leave_Global(self, node: ast.Global) -> None:
+        for name in node.names:
+            self._unplaced(name, self.ctx.scope.lookup(name))
+
+    leave_Nonlocal = leave_Global

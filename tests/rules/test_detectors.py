@@ -108,9 +108,46 @@ DECIDED = [
 ]
 
 
+_F = "from torch.fft import rfft\n"
+DECIDED_CN802 = [
+    pytest.param(_F + "y = rfft(x)\n", "m.py", id="CN802-from-import"),
+    pytest.param(_T + "z = torch.view_as_complex(x)\nd = torch.cfloat\ns = torch.stft(x, 4)\n", "m.py", id="CN802-attributes"),
+    pytest.param("from torch import view_as_complex as vac\ny = vac(x)\n", "m.py", id="CN802-alias"),
+    pytest.param("import torch.fft\ny = torch.fft.rfft(x)\n", "m.py", id="CN802-import-submodule"),
+    pytest.param(_F + "g(rfft=1)\n", "m.py", id="CN802-keyword-name-reported"),
+    pytest.param(_T + "def f(torch):\n    return torch.fft.fft(x)\n", "m.py", id="CN802-shadowed"),
+    pytest.param("import numpy as np\nimport torch\nf = np.fft.rfft(a)\n", "m.py", id="CN802-numpy"),
+]
+
+
+_Q = "from transformers import AutoModelForCausalLM, BitsAndBytesConfig\n"
+DECIDED_CN625 = [
+    pytest.param(_Q + "m = AutoModelForCausalLM.from_pretrained(\n    'x',\n    load_in_8bit = True,  # why\n)\n", "m.py", id="CN625-spaced-keyword"),
+    pytest.param(_Q + "m = load(n, load_in_4bit=(bits == 4), load_in_8bit=0, **kw)\n", "m.py", id="CN625-parenthesized-value"),
+    pytest.param(_Q + "m = load(n, load_in_8bit=0x0, load_in_4bit=None)\nk = load(n, load_in_4bit=False)\n", "m.py", id="CN625-zero-written-otherwise"),
+    pytest.param(_Q + "c = BitsAndBytesConfig(\n    load_in_4bit=True)\n", "m.py", id="CN625-config-holds-its-shortcut"),
+    pytest.param("import transformers as tf\nc = tf.GPTQConfig(bits=4)\nd = my.GPTQConfig()\n", "m.py", id="CN625-alias-and-own-class"),
+    pytest.param("def f():\n    from transformers import BitsAndBytesConfig\n    return BitsAndBytesConfig()\n", "m.py", id="CN625-import-in-function"),
+]
+
+
+@pytest.mark.parametrize(("source", "path"), DECIDED_CN625)
+def test_traps_decided_cn625(source, path):
+    detected, linted = _both(RULES["CN625"], source, path)
+    assert detected is not None, "a trap the detector should decide left it unsure"
+    assert detected == linted
+
+
 @pytest.mark.parametrize(("source", "path"), DECIDED)
 def test_traps_decided(source, path):
     detected, linted = _both(RULES["CN801"], source, path)
+    assert detected is not None, "a trap the detector should decide left it unsure"
+    assert detected == linted
+
+
+@pytest.mark.parametrize(("source", "path"), DECIDED_CN802)
+def test_traps_decided_cn802(source, path):
+    detected, linted = _both(RULES["CN802"], source, path)
     assert detected is not None, "a trap the detector should decide left it unsure"
     assert detected == linted
 
@@ -128,7 +165,25 @@ UNSURE = [
 ]
 
 
+UNSURE_CN802 = [
+    pytest.param("from torch.fft import fft\ndef fft(x):\n    pass\n", id="CN802-def-name"),
+    pytest.param(_F + "def f(rfft=None):\n    pass\n", id="CN802-parameter-name"),
+    pytest.param("from torch.fft import rfft as rfft\n", id="CN802-as-name"),
+    pytest.param(_F + "try:\n    pass\nexcept E as rfft:\n    pass\n", id="CN802-except-name"),
+    pytest.param(_F + "def f():\n    global rfft\n", id="CN802-global-name"),
+    pytest.param(_F + "import rfft.x\n", id="CN802-import-module-name"),
+    pytest.param(_T + 'm = f"{torch.fft.rfft(x)}"\n', id="CN802-inside-f-string"),
+]
+
+
 @pytest.mark.parametrize("source", UNSURE)
 def test_traps_unsure(source):
     detected, _ = _both(RULES["CN801"], source)
     assert detected is None
+
+
+@pytest.mark.parametrize("source", UNSURE_CN802)
+def test_traps_unsure_cn802(source):
+    detected, linted = _both(RULES["CN802"], source)
+    assert detected is None
+    assert linted, "the visitor reports the name the detector cannot place"
