@@ -101,7 +101,17 @@ def _awake(rule_types: tuple[type[Rule], ...], code: bytes, project: tuple[bytes
                         folded = key_folded(code)
                     hit = word in folded
                 else:
-                    hit = word in code
+                    # A word with punctuation (`torch.backends.cudnn`, `"cuda:`) is searched in
+                    # the whole code, eight times the runs' bytes: its longest run of word bytes
+                    # must be in the runs first (shared by many words: "cuda", "torch"), which
+                    # rules most of them out at a fraction of the cost (diffusers: 1.9 -> 1.5 s).
+                    part = _longest_part(word)
+                    hit = found.get((part, _IN_RUNS)) if part else True
+                    if hit is None:
+                        if runs is None:
+                            runs = word_runs(code)
+                        hit = found[part, _IN_RUNS] = part in runs
+                    hit = hit and word in code
                 found[word, how] = hit
             if hit:
                 fires = True
@@ -183,6 +193,13 @@ def word_runs(code: bytes) -> bytes:
     A translation and a split in C: half the cost of ``findall`` (diffusers: 0.5 -> 0.2 s).
     """
     return b"\n".join(set(code.translate(_NON_WORD_TO_SPACE).split()))
+
+
+@lru_cache(maxsize=None)
+def _longest_part(word: bytes) -> bytes:
+    """The longest run of word bytes in ``word`` (b"" if none): wherever ``word`` is in a file,
+    that run lies inside one of the file's runs (``word_runs``)."""
+    return max(_WORD_RUN.findall(word), key=len, default=b"")
 
 
 @lru_cache(maxsize=None)

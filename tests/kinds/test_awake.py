@@ -159,6 +159,12 @@ def test_fixtures_are_there():
         pytest.param(b"from torch.nn.parallel import DistributedDataParallel as DDP\n", id="reported-name-inside-a-name"),
         pytest.param(b"import torch.nn as nn\nm = nn.DataParallel(m)\n", id="reported-name-whole"),
         pytest.param(b"p.add_argument('--Use-Flash-Attn', default=True)\n", id="setting-key-in-another-spelling"),
+        # Words with punctuation are searched in the code only once their longest run of word
+        # bytes is among the file's runs: present, absent, and present only apart.
+        pytest.param(b"import torch.backends.cudnn\n", id="punctuated-word-present"),
+        pytest.param(b"x = torch.backends.mps\n", id="punctuated-word-its-longest-run-absent"),
+        pytest.param(b"s = 'torch' + '.backends' + '.cudnn'\nt = cuda_ok\n", id="punctuated-word-its-runs-apart"),
+        pytest.param(b"d = 'cuda:0'\n", id="punctuated-word-quoted"),
     ],
 )
 def test_small_cases_match_a_plain_search(code):
