@@ -17,7 +17,7 @@ import libcst as cst
 from collections.abc import Callable
 
 from cuda2neuron.core import Effort, Rule
-from cuda2neuron.python import visit_syntax
+from cuda2neuron.python import truth, visit_syntax
 
 from .kernels import KernelIndex, kernel_index
 from .names import terminal_name
@@ -236,7 +236,11 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
         return found
     if isinstance(anc, (cst.If, cst.While)):
         found = index.first_call([anc.body, *([anc.orelse] if anc.orelse is not None else [])])
-        if found is None and isinstance(anc, cst.If) and _leaves(anc.body) and i > 0:
+        if found is not None or not _exits_on_trainium(ancestors, i, node):
+            # `if x.is_cuda: raise NotImplementedError` leaves on the GPU only: what follows it
+            # is the other machines' path, which the test does not keep off Trainium.
+            return found
+        if isinstance(anc, cst.If) and _leaves(anc.body) and i > 0:
             found = index.first_call(_after(ancestors[i - 1], anc))
         if found is None and _only_raises(rule, anc.body):
             func = _enclosing_function(ancestors, i)
@@ -276,6 +280,15 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     # `def use_kernel(x): return x.is_cuda and ...`: the helper's callers are the gates.
     func = _enclosing_function(ancestors, i)
     return _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
+
+
+def _exits_on_trainium(ancestors: list[cst.CSTNode], i: int, node: cst.CSTNode) -> bool:
+    """May the branch of the test at ``ancestors[i]`` run on Trainium, as the device model
+    answers (``truth``)? ``if not x.is_cuda: raise`` / ``if torch.cuda.device_count() == 0:
+    return`` does: its early exit keeps the CUDA-only code after it (in the function, its class,
+    the tests that call a skip helper) off Trainium; ``if x.is_cuda: raise`` /
+    ``if x.is_cuda is False:`` ... does not; unknown counts as may."""
+    return truth(ancestors[i].test, about=(*ancestors[i + 1 :], node)).trainium is not False
 
 
 def _assigned_flag_gates(rule: Rule, index: KernelIndex, ancestors: list[cst.CSTNode], i: int) -> str | None:

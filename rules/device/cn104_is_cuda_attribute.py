@@ -111,6 +111,17 @@ class IsCudaAttribute(Rule):
             path="pkg/model.py",
             options=(("project", ProjectFacts(kernel_modules=frozenset({"pkg.ops.norm"}))),),
         ),
+        # An early exit taken on the GPU only (the device model: `is_cuda` is False on Trainium)
+        # keeps nothing off Trainium: the extension after it is the host tensors' path, and the
+        # port must go on rejecting device tensors as the original did.
+        Invalid(
+            "from .ops import cpu_adam\n\ndef step(p):\n    if p.is_cuda:\n"
+            "        raise NotImplementedError('host tensors only')\n    cpu_adam.step(p)\n",
+            "from .ops import cpu_adam\n\ndef step(p):\n    if p.is_neuron:\n"
+            "        raise NotImplementedError('host tensors only')\n    cpu_adam.step(p)\n",
+            path="pkg/optim.py",
+            options=(("project", ProjectFacts(extension_modules=frozenset({"pkg.ops.cpu_adam"}))),),
+        ),
         Invalid(
             "if a.is_cuda != b.is_cuda:\n    a = a.to(b.device)\n",
             "if a.is_neuron != b.is_neuron:\n    a = a.to(b.device)\n",
