@@ -17,7 +17,7 @@ import libcst as cst
 
 from ._device_truth import truth
 
-__all__ = ["opened_code", "selected_code"]
+__all__ = ["after_exit", "opened_code", "selected_code"]
 
 def _deciding(
     ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cst.CSTNode
@@ -62,7 +62,7 @@ def selected_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: 
     orelse = anc.orelse
     if orelse is None and isinstance(anc, cst.If) and i > 0 and _leaves(anc.body):
         # `if not torch.cuda.is_available(): return` — what follows runs on CUDA only.
-        return (anc.test, *_after(ancestors[i - 1], anc))
+        return (anc.test, *after_exit(ancestors, i))
     return (anc.test, orelse) if orelse is not None else (anc.test,)
 
 
@@ -103,6 +103,24 @@ def _leaves(block: cst.BaseSuite) -> bool:
         last = block.body[-1] if block.body else None
         small = last.body if isinstance(last, cst.SimpleStatementLine) else ()
     return bool(small) and isinstance(small[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
+
+
+def after_exit(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], i: int) -> tuple[cst.CSTNode, ...]:
+    """What runs only once the early exit at ``ancestors[i]`` was not taken: the statements after
+    it in its block and, where that block is the body of a ``try`` or a ``with``, those after that
+    statement in turn (``try: if torch.cuda.device_count() == 0: return`` ... ``except``, then the
+    CUDA code below the ``try``)."""
+    found: list[cst.CSTNode] = []
+    while i >= 2:
+        block, statement = ancestors[i - 1], ancestors[i]
+        found += _after(block, statement)
+        owner = ancestors[i - 2]
+        if not (isinstance(owner, (cst.Try, cst.With)) and owner.body is block):
+            break
+        i -= 2
+    if i == 1:
+        found += _after(ancestors[0], ancestors[1])
+    return tuple(found)
 
 
 def _after(block: cst.CSTNode, statement: cst.CSTNode) -> tuple[cst.CSTNode, ...]:

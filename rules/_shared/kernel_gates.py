@@ -21,7 +21,7 @@ from cuda2neuron.python import truth, visit_syntax
 
 from .kernels import KernelIndex, kernel_index
 from .names import terminal_name
-from .selected import opened_code, selected_code
+from .selected import after_exit, opened_code, selected_code
 from .values import argument_of
 
 __all__ = ["DEVICE_TEST_GUIDANCE", "SETUP_METHODS", "fixture_users", "guarded_kernel", "is_fixture", "handed_to_kernel", "report_kernel_gate"]
@@ -241,7 +241,7 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
             # is the other machines' path, which the test does not keep off Trainium.
             return found
         if isinstance(anc, cst.If) and _leaves(anc.body) and i > 0:
-            found = index.first_call(_after(ancestors[i - 1], anc))
+            found = index.first_call(after_exit(ancestors, i))
         if found is None and _only_raises(rule, anc.body):
             func = _enclosing_function(ancestors, i)
             found = index.first_call([func.body]) if func is not None else None

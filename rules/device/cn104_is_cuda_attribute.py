@@ -97,6 +97,11 @@ class IsCudaAttribute(Rule):
             "import selective_scan_cuda\n\ndef scan(u):\n    if not u.is_cuda:\n        raise ValueError('cuda only')\n"
             "    return selective_scan_cuda.fwd(u)\n"
         ),
+        # an early exit inside a `with` keeps the launch after the block off Trainium too
+        Invalid(
+            "import torch\nimport triton\n\n@triton.jit\ndef _k(x_ptr):\n    pass\n\n"
+            "def run(x):\n    with torch.no_grad():\n        if not x.is_cuda:\n            return x\n    _k[(1,)](x)\n"
+        ),
         Invalid(
             "from causal_conv1d import causal_conv1d_fn\n\ndef f(q, k):\n    use_kernel = q.is_cuda and k.is_cuda\n"
             "    if use_kernel:\n        return causal_conv1d_fn(q, k)\n    return q\n"
