@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 import libcst as cst
@@ -140,6 +140,17 @@ def _literal_kind(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] == "device" and node.args:
         return _device_kind(node.args[0].value)
     return _device_kind(node)
+
+
+def _counts(node: cst.BaseExpression) -> bool:
+    """``torch.cuda.device_count()`` / ``torch.neuron.device_count()``."""
+    return isinstance(node, cst.Call) and _query(node.func) in ("cuda.device_count", "neuron.device_count")
+
+
+def _alike(answers: Iterable[bool]) -> bool | None:
+    """The answer every case gives; None where they differ."""
+    found = set(answers)
+    return found.pop() if len(found) == 1 else None
 
 
 def _unwalrus(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -266,17 +277,17 @@ class _Evaluator:
         answers alike (``> 1`` asks for a multi-GPU host: unknown there)."""
         target = node.comparisons[0]
         left, right, operator = _unwalrus(node.left), _unwalrus(target.comparator), type(target.operator)
-        if isinstance(left, cst.Integer) and isinstance(right, cst.Call):
+        if not _counts(left) and _counts(right):
             left, right, operator = right, left, _FLIPPED.get(operator)
-        if not (isinstance(left, cst.Call) and isinstance(right, cst.Integer) and operator in _ORDER):
+        if not (_counts(left) and operator in _ORDER):
             return None
         query = _query(left.func)
-        if query not in ("cuda.device_count", "neuron.device_count"):
-            return None
-        test, n = _ORDER[operator], int(right.value, 0)
-        none = test(0, n)
-        answers = {test(c, n) for c in range(1, max(n, 1) + 2)}
-        some = answers.pop() if len(answers) == 1 else None
+        test = _ORDER[operator]
+        # A number spelled is itself; any other (`tp * pp > torch.cuda.device_count()`,
+        # `< min_gpus`) is a count of devices a job needs: one or more.
+        needed = [int(right.value, 0)] if isinstance(right, cst.Integer) else [1, 2, 3]
+        none = _alike(test(0, n) for n in needed)
+        some = _alike(test(c, n) for n in needed for c in range(1, max(needed) + 2))
         return Truth(some, none) if query == "cuda.device_count" else Truth(none, some)
 
     def _equal(self, a: cst.BaseExpression, b: cst.BaseExpression, depth: int) -> Truth:

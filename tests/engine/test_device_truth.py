@@ -52,6 +52,10 @@ CASES = [
     ("torch.cuda.device_count() > 1", (None, False)),
     ("torch.neuron.device_count() >= 1", (False, True)),
     ("(n := torch.cuda.device_count()) == 0", (False, True)),
+    # a count compared with a number not spelled: the devices a job needs, one or more
+    ("tp * pp > torch.cuda.device_count()", (None, True)),
+    ("torch.cuda.device_count() < min_gpus", (None, True)),
+    ("torch.cuda.device_count() >= world_size", (None, False)),
     ("(ok := torch.cuda.is_available())", (True, False)),
     # `is True` / `== False`
     ("x.is_cuda is False", (None, True)),
