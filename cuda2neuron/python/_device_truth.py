@@ -20,9 +20,9 @@ walrus (``(n := torch.cuda.device_count()) > 1``) in Kleene's logic. Anything el
 both worlds, unless the caller names the atom it asks about (``about``): a rule that reports a
 CUDA test (``args.device.startswith("gpu")`` it cannot evaluate, ``f(x.is_cuda)``) asks which
 branch that test picks, so the atom holding it reads as a CUDA fact (False on Trainium, negated
-by ``!=`` / ``not in`` / ``is not``). Evaluating the original's test on the CUDA host and the ported test
-on Trainium tells whether a fix keeps the branch; ``asks_cuda`` says whether a condition reads a
-CUDA fact at all (the program pass links the readers of a value through it).
+by ``!=`` / ``not in`` / ``is not``). Evaluating the original's test on the CUDA host and the
+ported test on Trainium tells whether a fix keeps the branch; ``asks_cuda`` says whether a
+condition reads a CUDA fact at all (the program pass links the readers of a value through it).
 """
 
 from __future__ import annotations
@@ -245,21 +245,21 @@ class _Evaluator:
             return UNKNOWN
         target = node.comparisons[0]
         left, right = node.left, target.comparator
-        operator = target.operator
+        op = target.operator
         if _boolean(right) is None and _boolean(left) is not None:
             left, right = right, left
-        if _boolean(right) is not None and isinstance(operator, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
+        if _boolean(right) is not None and isinstance(op, (cst.Equal, cst.NotEqual, cst.Is, cst.IsNot)):
             # `x.is_cuda is True`, `torch.cuda.is_available() == False`
             same = self.truth(left, depth) if _boolean(right) else ~self.truth(left, depth)
-            return ~same if isinstance(operator, (cst.NotEqual, cst.IsNot)) else same
+            return ~same if isinstance(op, (cst.NotEqual, cst.IsNot)) else same
         count = self._count(node)
         if count is not None:
             return count
-        if isinstance(operator, (cst.In, cst.NotIn)) and not isinstance(right, (cst.Tuple, cst.List, cst.Set)):
+        if isinstance(op, (cst.In, cst.NotIn)) and not isinstance(right, (cst.Tuple, cst.List, cst.Set)):
             # `"cuda" in str(x.device)`, `"cuda" not in device`: the device's kind is that string.
             found = self._equal(right, left, depth) if _literal_kind(left) is not None else UNKNOWN
-            return ~found if isinstance(operator, cst.NotIn) else found
-        if isinstance(operator, (cst.In, cst.NotIn)) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
+            return ~found if isinstance(op, cst.NotIn) else found
+        if isinstance(op, (cst.In, cst.NotIn)) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
             found = UNKNOWN
             for i, element in enumerate(right.elements):
                 one = self._equal(left, element.value, depth)
@@ -276,13 +276,13 @@ class _Evaluator:
         Trainium the other way round; a count of "at least one" answers where every such count
         answers alike (``> 1`` asks for a multi-GPU host: unknown there)."""
         target = node.comparisons[0]
-        left, right, operator = _unwalrus(node.left), _unwalrus(target.comparator), type(target.operator)
+        left, right, op = _unwalrus(node.left), _unwalrus(target.comparator), type(target.operator)
         if not _counts(left) and _counts(right):
-            left, right, operator = right, left, _FLIPPED.get(operator)
-        if not (_counts(left) and operator in _ORDER):
+            left, right, op = right, left, _FLIPPED.get(op)
+        if not (_counts(left) and op in _ORDER):
             return None
         query = _query(left.func)
-        test = _ORDER[operator]
+        test = _ORDER[op]
         # A number spelled is itself; any other (`tp * pp > torch.cuda.device_count()`,
         # `< min_gpus`) is a count of devices a job needs: one or more.
         needed = [int(right.value, 0)] if isinstance(right, cst.Integer) else [1, 2, 3]
