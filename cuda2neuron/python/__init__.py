@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._ast_walk import ArgNode, AstFile, AstWalk, KeywordName, Unsure, generated_text, walk_ast
-    from ._branches import opened_code, selected_code
+    from ._branches import after_exit, opened_code, selected_code
     from ._context import RuleContext
     from ._device_truth import Truth, asks_cuda, truth
     from ._lint import NET_UNITS, FixOutcome, fix_module, lint_module, net_unit
@@ -37,6 +37,7 @@ __all__ = [
     "RuleContext",
     "Scope",
     "Truth",
+    "after_exit",
     "asks_cuda",
     "bind_import",
     "bind_target",
@@ -66,6 +67,7 @@ _HOME = {
     "Truth": "_device_truth",
     "asks_cuda": "_device_truth",
     "truth": "_device_truth",
+    "after_exit": "_branches",
     "opened_code": "_branches",
     "selected_code": "_branches",
     "FixOutcome": "_lint",

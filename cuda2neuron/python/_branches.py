@@ -15,36 +15,29 @@ from __future__ import annotations
 
 import libcst as cst
 
-__all__ = ["opened_code", "selected_code"]
+from ._device_truth import truth
 
-# Operators under which a true comparison means the device is *not* CUDA.
-_NEGATING = (cst.NotEqual, cst.NotIn, cst.IsNot)
-
+__all__ = ["after_exit", "opened_code", "selected_code"]
 
 def _deciding(
     ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: cst.CSTNode
 ) -> tuple[int, bool, bool] | None:
-    """The ``if``/``while``/conditional expression whose test ``node`` is part of, walking up
-    through comparisons, ``not`` and boolean operators: (its index in ``ancestors``, whether the
-    test is true when the device is *not* CUDA, whether an ``or`` lets it be true without CUDA —
-    ``cuda or cpu_ok``, ``not cuda and x``); None where a statement ends the walk first, or
-    ``node`` sits in a branch rather than the test."""
+    """The ``if``/``while``/conditional expression whose test ``node`` is part of: (its index in
+    ``ancestors``, whether the test is true on Trainium — its CUDA side is the other branch —,
+    whether the device model cannot say, so that the test may be true without CUDA — ``cuda or
+    cpu_ok``, ``not cuda and x``); None where a statement ends the walk first, or ``node`` sits in
+    a branch rather than the test. The polarity is the device model's (``truth``), asked about
+    ``node``: ``!=``, ``not in``, ``is False``, ``device_count() == 0`` and ``not`` negate, and an
+    ``or`` with a CUDA-only package flag (``HAVE_TRITON or x.is_cuda``) still says CUDA."""
     child: cst.CSTNode = node
-    negated = False
-    through_or = False
     for i in range(len(ancestors) - 1, -1, -1):
         anc = ancestors[i]
         if isinstance(anc, (cst.If, cst.While, cst.IfExp)):
-            return (i, negated, through_or) if child is anc.test else None
-        if isinstance(anc, cst.Comparison):
-            if any(isinstance(c.operator, _NEGATING) for c in anc.comparisons):
-                negated = not negated
-        elif isinstance(anc, cst.UnaryOperation) and isinstance(anc.operator, cst.Not):
-            negated = not negated
-        elif isinstance(anc, cst.BooleanOperation):
-            # `cuda and x` true -> cuda; `notcuda or x` false -> cuda; the other two say nothing.
-            through_or = through_or or (isinstance(anc.operator, cst.Or) != negated)
-        elif isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.Lambda, cst.FunctionDef)):
+            if child is not anc.test:
+                return None
+            on_trainium = truth(anc.test, about=(*ancestors[i + 1 :], node)).trainium
+            return i, on_trainium is True, on_trainium is None
+        if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.Lambda, cst.FunctionDef)):
             return None
         child = anc
     return None
@@ -69,7 +62,7 @@ def selected_code(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], node: 
     orelse = anc.orelse
     if orelse is None and isinstance(anc, cst.If) and i > 0 and _leaves(anc.body):
         # `if not torch.cuda.is_available(): return` — what follows runs on CUDA only.
-        return (anc.test, *_after(ancestors[i - 1], anc))
+        return (anc.test, *after_exit(ancestors, i))
     return (anc.test, orelse) if orelse is not None else (anc.test,)
 
 
@@ -80,18 +73,19 @@ def _short_circuited(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], nod
     target, where ``.major`` does not exist (Megatron-LM's NVLS check). ``not cuda or x``
     likewise. () where the test is not the left operand of such an ``and`` / ``or``."""
     child: cst.CSTNode = node
-    negated = False
     rest: list[cst.CSTNode] = []
     for i in range(len(ancestors) - 1, -1, -1):
         anc = ancestors[i]
-        if isinstance(anc, cst.Comparison) and not rest:
-            if any(isinstance(c.operator, _NEGATING) for c in anc.comparisons):
-                negated = not negated
-        elif isinstance(anc, cst.UnaryOperation) and isinstance(anc.operator, cst.Not) and not rest:
-            negated = not negated
-        elif isinstance(anc, cst.BooleanOperation) and child is anc.left and isinstance(anc.operator, cst.Or) == negated:
+        if isinstance(anc, cst.BooleanOperation) and child is anc.left:
+            # `cuda and b` runs b where the left side is true, `not cuda or b` where it is false:
+            # on the CUDA side only when the device model says the left side is not on Trainium.
+            on_trainium = truth(child, about=(*ancestors[i + 1 :], node)).trainium
+            if on_trainium is not isinstance(anc.operator, cst.Or):
+                break
             rest.append(anc.right)  # `(cuda and a) and b`: both run only on CUDA
-        elif isinstance(anc, cst.ComparisonTarget) and not rest:
+        elif isinstance(anc, cst.UnaryOperation) and isinstance(anc.operator, cst.Not):
+            pass  # `not (cuda and a) or b`: the model reads the negation
+        elif isinstance(anc, (cst.Comparison, cst.ComparisonTarget)) and not rest:
             pass  # `device.type == "cuda"` reported at its string
         elif isinstance(anc, cst.Call) and child is anc.func and not rest:
             pass  # `torch.cuda.is_available()` reported at the function it calls
@@ -109,6 +103,24 @@ def _leaves(block: cst.BaseSuite) -> bool:
         last = block.body[-1] if block.body else None
         small = last.body if isinstance(last, cst.SimpleStatementLine) else ()
     return bool(small) and isinstance(small[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
+
+
+def after_exit(ancestors: tuple[cst.CSTNode, ...] | list[cst.CSTNode], i: int) -> tuple[cst.CSTNode, ...]:
+    """What runs only once the early exit at ``ancestors[i]`` was not taken: the statements after
+    it in its block and, where that block is the body of a ``try`` or a ``with``, those after that
+    statement in turn (``try: if torch.cuda.device_count() == 0: return`` ... ``except``, then the
+    CUDA code below the ``try``)."""
+    found: list[cst.CSTNode] = []
+    while i >= 2:
+        block, statement = ancestors[i - 1], ancestors[i]
+        found += _after(block, statement)
+        owner = ancestors[i - 2]
+        if not (isinstance(owner, (cst.Try, cst.With)) and owner.body is block):
+            break
+        i -= 2
+    if i == 1:
+        found += _after(ancestors[0], ancestors[1])
+    return tuple(found)
 
 
 def _after(block: cst.CSTNode, statement: cst.CSTNode) -> tuple[cst.CSTNode, ...]:

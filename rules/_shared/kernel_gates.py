@@ -17,11 +17,11 @@ import libcst as cst
 from collections.abc import Callable
 
 from cuda2neuron.core import Effort, Rule
-from cuda2neuron.python import visit_syntax
+from cuda2neuron.python import truth, visit_syntax
 
 from .kernels import KernelIndex, kernel_index
 from .names import terminal_name
-from .selected import opened_code, selected_code
+from .selected import after_exit, opened_code, selected_code
 from .values import argument_of
 
 __all__ = ["DEVICE_TEST_GUIDANCE", "SETUP_METHODS", "fixture_users", "guarded_kernel", "is_fixture", "handed_to_kernel", "report_kernel_gate"]
@@ -236,8 +236,12 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
         return found
     if isinstance(anc, (cst.If, cst.While)):
         found = index.first_call([anc.body, *([anc.orelse] if anc.orelse is not None else [])])
-        if found is None and isinstance(anc, cst.If) and _leaves(anc.body) and i > 0:
-            found = index.first_call(_after(ancestors[i - 1], anc))
+        if found is not None or not _exits_on_trainium(ancestors[: i + 1]):
+            # `if x.is_cuda: raise NotImplementedError` leaves on the GPU only: what follows it
+            # is the other machines' path, which the test does not keep off Trainium.
+            return found
+        if isinstance(anc, cst.If) and _leaves(anc.body) and i > 0:
+            found = index.first_call(after_exit(ancestors, i))
         if found is None and _only_raises(rule, anc.body):
             func = _enclosing_function(ancestors, i)
             found = index.first_call([func.body]) if func is not None else None
@@ -276,6 +280,17 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     # `def use_kernel(x): return x.is_cuda and ...`: the helper's callers are the gates.
     func = _enclosing_function(ancestors, i)
     return _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
+
+
+def _exits_on_trainium(ancestors: list[cst.CSTNode]) -> bool:
+    """May the branch of the test at ``ancestors[-1]`` run on Trainium, as the device model
+    answers (``truth``)? ``if not x.is_cuda: raise`` / ``if torch.cuda.device_count() < n:
+    pytest.skip()`` does: its early exit keeps the CUDA-only code after it (in the function, its
+    class, the tests that call a skip helper) off Trainium; ``if x.is_cuda: raise`` does not.
+    Unknown counts as may: the model is asked without pinning the reported atom (``about``),
+    whose reading as a CUDA fact would turn Megatron's ``if tp * pp > torch.cuda.device_count():
+    pytest.skip()`` around before the count was taught."""
+    return truth(ancestors[-1].test).trainium is not False
 
 
 def _assigned_flag_gates(rule: Rule, index: KernelIndex, ancestors: list[cst.CSTNode], i: int) -> str | None:

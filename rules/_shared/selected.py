@@ -1,4 +1,5 @@
-"""The code a device test selects (``selected_code``) or opens (``opened_code``).
+"""The code a device test selects (``selected_code``) or opens (``opened_code``), and what runs
+once an early exit was not taken (``after_exit``).
 
 The engine's program pass asks the same question of a value's readers, so the answer lives in
 ``cuda2neuron/python/_branches.py``; the rules keep asking it here.
@@ -6,6 +7,6 @@ The engine's program pass asks the same question of a value's readers, so the an
 
 from __future__ import annotations
 
-from cuda2neuron.python import opened_code, selected_code
+from cuda2neuron.python import after_exit, opened_code, selected_code
 
-__all__ = ["opened_code", "selected_code"]
+__all__ = ["after_exit", "opened_code", "selected_code"]

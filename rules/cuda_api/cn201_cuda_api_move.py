@@ -248,6 +248,14 @@ class CudaApiMove(MemberReferences, Rule):
             "def test_conv(x):\n    causal_conv1d_fn(x, x)\n",
             None,
         ),
+        # Too few GPUs for the job: the skip is taken on Trainium (no CUDA device counts), so the
+        # kernel after it stays off Trainium (Megatron's unit tests).
+        Invalid(
+            "import pytest\nimport torch\nfrom causal_conv1d import causal_conv1d_fn\n\n"
+            "def test_conv(x, tp, pp):\n    if tp * pp > torch.cuda.device_count():\n"
+            "        pytest.skip('not enough GPUs')\n    causal_conv1d_fn(x, x)\n",
+            None,
+        ),
         Invalid(
             "import torch\nfrom causal_conv1d import causal_conv1d_fn\n\n"
             "use_kernels = torch.cuda.is_available()\n\n"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cuda2neuron.core import Rule, Safety
-from cuda2neuron.python import visit_syntax
+from cuda2neuron.python import Truth, asks_cuda, truth, visit_syntax
 
 from .._shared.args import arg_by_name, positional_args
 from .._shared.names import is_device_word, terminal_name
@@ -583,7 +583,11 @@ def _flag_picks_cuda_named(rule: Rule, assign: cst.CSTNode, above: Sequence[cst.
 
 def _optional_library_check(node: cst.BaseExpression) -> bool:
     """``flash_attn_func is not None``, ``HAS_TRITON``, ``xformers_available``: a test that an
-    optional (CUDA-only) library was importable."""
+    optional (CUDA-only) library was importable. The device model's package flags count too
+    (``HAVE_TRITON``, ``USE_APEX``, ``WITH_CUPY``: true on the CUDA host, false on Trainium, and
+    no CUDA fact of their own), so that the rules and the sweep read one flag alike."""
+    if _package_flag(node):
+        return True
     if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
         target = node.comparisons[0]
         return isinstance(target.operator, cst.IsNot) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None"
@@ -591,6 +595,14 @@ def _optional_library_check(node: cst.BaseExpression) -> bool:
         word = (node.value if isinstance(node, cst.Name) else node.attr.value).lower()
         return word.startswith("has_") or "available" in word
     return False
+
+
+def _package_flag(node: cst.BaseExpression) -> bool:
+    """Does the device model read ``node`` as a CUDA-only package's presence?"""
+    return truth(node) == _PACKAGE_PRESENT and not asks_cuda(node)
+
+
+_PACKAGE_PRESENT = Truth(True, False)
 
 
 class _CallKinds(cst.CSTVisitor):

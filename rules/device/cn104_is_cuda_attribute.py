@@ -97,6 +97,11 @@ class IsCudaAttribute(Rule):
             "import selective_scan_cuda\n\ndef scan(u):\n    if not u.is_cuda:\n        raise ValueError('cuda only')\n"
             "    return selective_scan_cuda.fwd(u)\n"
         ),
+        # an early exit inside a `with` keeps the launch after the block off Trainium too
+        Invalid(
+            "import torch\nimport triton\n\n@triton.jit\ndef _k(x_ptr):\n    pass\n\n"
+            "def run(x):\n    with torch.no_grad():\n        if not x.is_cuda:\n            return x\n    _k[(1,)](x)\n"
+        ),
         Invalid(
             "from causal_conv1d import causal_conv1d_fn\n\ndef f(q, k):\n    use_kernel = q.is_cuda and k.is_cuda\n"
             "    if use_kernel:\n        return causal_conv1d_fn(q, k)\n    return q\n"
@@ -110,6 +115,17 @@ class IsCudaAttribute(Rule):
             "from .ops.norm import rms_norm\n\ndef f(x, w):\n    return rms_norm(x, w) if x.is_cuda else x * w\n",
             path="pkg/model.py",
             options=(("project", ProjectFacts(kernel_modules=frozenset({"pkg.ops.norm"}))),),
+        ),
+        # An early exit taken on the GPU only (the device model: `is_cuda` is False on Trainium)
+        # keeps nothing off Trainium: the extension after it is the host tensors' path, and the
+        # port must go on rejecting device tensors as the original did.
+        Invalid(
+            "from .ops import cpu_adam\n\ndef step(p):\n    if p.is_cuda:\n"
+            "        raise NotImplementedError('host tensors only')\n    cpu_adam.step(p)\n",
+            "from .ops import cpu_adam\n\ndef step(p):\n    if p.is_neuron:\n"
+            "        raise NotImplementedError('host tensors only')\n    cpu_adam.step(p)\n",
+            path="pkg/optim.py",
+            options=(("project", ProjectFacts(extension_modules=frozenset({"pkg.ops.cpu_adam"}))),),
         ),
         Invalid(
             "if a.is_cuda != b.is_cuda:\n    a = a.to(b.device)\n",

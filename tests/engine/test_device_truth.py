@@ -44,6 +44,31 @@ CASES = [
     ('pytest.mark.skipif(not torch.cuda.is_available(), reason="gpu")', (False, True)),
     ("unittest.skipUnless(torch.cuda.is_available())", (False, True)),
     ("some_call()", (None, None)),
+    # a count of devices compared with a number
+    ("torch.cuda.device_count() > 0", (True, False)),
+    ("torch.cuda.device_count() == 0", (False, True)),
+    ("torch.cuda.device_count() < 1", (False, True)),
+    ("0 < torch.cuda.device_count()", (True, False)),
+    ("torch.cuda.device_count() > 1", (None, False)),
+    ("torch.neuron.device_count() >= 1", (False, True)),
+    ("(n := torch.cuda.device_count()) == 0", (False, True)),
+    # a count compared with a number not spelled: the devices a job needs, one or more
+    ("tp * pp > torch.cuda.device_count()", (None, True)),
+    ("torch.cuda.device_count() < min_gpus", (None, True)),
+    ("torch.cuda.device_count() >= world_size", (None, False)),
+    ("(ok := torch.cuda.is_available())", (True, False)),
+    # `is True` / `== False`
+    ("x.is_cuda is False", (None, True)),
+    ("x.is_cuda is not True", (None, True)),
+    ("torch.cuda.is_available() == False", (False, True)),
+    ("True == torch.cuda.is_available()", (True, False)),
+    # containment, prefixes and `torch.device(...)` spelled
+    ('"cuda" in str(x.device.type)', (None, False)),
+    ('"cuda" not in dev', (False, False)),
+    ('dev.startswith("cuda")', (True, True)),
+    ('self.device.startswith("cuda")', (False, False)),
+    ('args.device.startswith("gpu")', (None, None)),
+    ('dev == torch.device("cuda")', (True, True)),
 ]
 
 
@@ -67,3 +92,27 @@ def test_both_worlds(expression, expected):
 )
 def test_asks_cuda(expression, asks):
     assert asks_cuda(cst.parse_expression(expression)) is asks
+
+
+# (expression, the atom a rule reports as a path of attribute names from the expression,
+#  (CUDA host, Trainium)): an atom the model cannot evaluate reads as the reported CUDA fact.
+ABOUT = [
+    ('args.device.startswith("gpu")', (), (None, False)),
+    ('args.device != "gpu"', (), (None, True)),
+    ('not f(x.is_cuda)', ("expression",), (None, True)),
+    ('f(x.is_cuda) or HAVE_TRITON', ("left",), (True, False)),
+    ('f(x.is_cuda) or other', ("left",), (None, None)),
+    ('f(x.is_cuda) or other', ("right",), (None, None)),
+    # a known atom answers for itself
+    ("torch.cuda.device_count() == 0", (), (False, True)),
+]
+
+
+@pytest.mark.parametrize(("expression", "path", "expected"), ABOUT, ids=[f"{c[0]}@{'.'.join(c[1]) or 'all'}" for c in ABOUT])
+def test_reported_atom_is_a_cuda_fact(expression, path, expected):
+    node = cst.parse_expression(expression)
+    chain = [node]
+    for attribute in path:
+        chain.append(getattr(chain[-1], attribute))
+    found = truth(node, about=chain)
+    assert (found.cuda_host, found.trainium) == expected

@@ -138,6 +138,35 @@ def _fix(source: str, unsafe: bool = False) -> str:
             id="nested-test-held-holds-in-turn",
         ),
         pytest.param('assert dev == "u"\ncuda_api()\n', False, 'assert dev == "u"\nneuron_api()\n', id="no-branch-no-hold"),
+        # -- the polarity is the device model's (python/_device_truth.py) ---------------------
+        pytest.param(
+            'if (dev == "u") is False:\n    cuda_api()\nelse:\n    cuda_api()\n', False,
+            'if (dev == "u") is False:\n    neuron_api()\nelse:\n    cuda_api()\n', id="is-false-picks-the-else",
+        ),
+        pytest.param(
+            'if HAVE_TRITON or dev == "u":\n    cuda_api()\n', False, 'if HAVE_TRITON or dev == "u":\n    cuda_api()\n',
+            id="or-with-a-cuda-only-package-flag-still-selects",
+        ),
+        pytest.param(
+            'x = not (dev == "u" and ok) or cuda_api()\n', False, 'x = not (dev == "u" and ok) or cuda_api()\n',
+            id="short-circuit-through-not",
+        ),
+        # An early exit inside a `try` body: what follows the `try` runs on CUDA only as well.
+        pytest.param(
+            'def f():\n    try:\n        if dev != "c":\n            return\n    except E:\n        return\n    cuda_left()\n', False,
+            'def f():\n    try:\n        if dev != "c":\n            return\n    except E:\n        return\n    cuda_left()\n',
+            id="early-exit-in-a-try-holds-what-follows-it",
+        ),
+        pytest.param(
+            'def f():\n    with lock:\n        if dev != "c":\n            return\n    cuda_left()\n', False,
+            'def f():\n    with lock:\n        if dev != "c":\n            return\n    cuda_left()\n',
+            id="early-exit-in-a-with-holds-what-follows-it",
+        ),
+        pytest.param(
+            'def f():\n    if ok:\n        if dev != "c":\n            return\n    cuda_left()\n', False,
+            'def f():\n    if ok:\n        if dev != "n":\n            return\n    cuda_left()\n',
+            id="early-exit-in-a-branch-does-not-reach-past-it",
+        ),
     ],
 )
 def test_a_test_without_its_fix_holds_the_code_it_selects(source, unsafe, expected):
