@@ -305,7 +305,7 @@ def _library_chains(
         # Called or subclassed, as the uses followed are: most importers of diffusers' xformers
         # processors only test `isinstance(p, XFormersAttnProcessor)`.
         alternatives = b"|".join(lasts)
-        run = re.compile(rb"\b(?:" + alternatives + rb")[ \t]*\(|^[ \t]*class[ \t][^\n]*\b(?:" + alternatives + rb")\b", re.MULTILINE)
+        run = re.compile(rb"\b(?:" + alternatives + rb")(?:\.\w+)*[ \t]*\(|^[ \t]*class[ \t][^\n]*\b(?:" + alternatives + rb")\b", re.MULTILINE)
         named, spelling, first = set(), spelling | first, set()
         for i in sorted(spelling):
             path, root = files[i]
