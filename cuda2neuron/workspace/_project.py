@@ -46,6 +46,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     loaders: set[str] = set()
     backend_params: list[tuple[str, int | None, str]] = []
     registered: set[tuple[str, str]] = set()
+    registries: set[str] = set()  # the registries those components are registered with, as spelled
     handed: list[tuple[str, str, str]] = []  # (field, callee, where) for `f(x_backend=cfg.field)`
     trees: dict[str, ast.Module] = {}  # kernel module -> its tree, for the names that reach a kernel
     jit: dict[str, dict[str, str]] = {}  # module -> its handles of extensions built at run time from CUDA
@@ -86,7 +87,9 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
             continue  # the per-file run reports the syntax error
         if backends:
             backend_params += _backend_parameters(tree)
-            registered.update(_registered_names(tree, _shown(path, root)))
+            for name, where, registry in _registered_names(tree, _shown(path, root)):
+                registered.add((name, where))
+                registries.update([registry] if registry else [])
             handed += _backend_fields_handed(tree, _shown(path, root))
         if not builds:
             continue
@@ -116,6 +119,8 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     )
     if handed:
         facts = replace(facts, library_backends=_library_backends(handed, facts))
+    if registries:
+        facts = replace(facts, registry_fields=_registry_fields(candidates, frozenset(registries)))
     starts, start_paths = _library_starts(library_files, facts)
     if not kernels and not extensions and not starts:
         return facts  # most projects: nothing CUDA-only to reach, nothing more to read
@@ -540,10 +545,11 @@ def _backend_parameters(tree: ast.Module) -> list[tuple[str, int | None, str]]:
     return found
 
 
-def _registered_names(tree: ast.Module, shown: str) -> list[tuple[str, str]]:
+def _registered_names(tree: ast.Module, shown: str) -> list[tuple[str, str, str]]:
     """``@Registry.register("nccl")`` on a class or function: the project names one of its own
     components after the backend (verl's NCCL checkpoint engine, looked up by that name), each
-    with the decorator and its line. Only the backend words CN401 rewrites are kept."""
+    with the decorator and its line, and the registry as code spells it (``Registry``; empty
+    for a bare ``@register("nccl")``). Only the backend words CN401 rewrites are kept."""
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -553,8 +559,60 @@ def _registered_names(tree: ast.Module, shown: str) -> list[tuple[str, str]]:
                 continue
             for arg in deco.args[:1]:
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.lower() == "nccl":
-                    found.append((arg.value.lower(), f"`{ast.unparse(deco)}` at {shown}:{deco.lineno}"))
+                    registry = spelled(deco.func.value) if isinstance(deco.func, ast.Attribute) else None
+                    found.append((arg.value.lower(), f"`{ast.unparse(deco)}` at {shown}:{deco.lineno}", registry or ""))
     return found
+
+
+def _registry_fields(candidates: list[tuple[Path, Path]], registries: frozenset[str]) -> frozenset[tuple[str, str]]:
+    """("owner.field", where) for each field whose value a lookup of one of ``registries`` reads
+    as its key (its first argument): ``CheckpointEngineRegistry.new(cfg.checkpoint_engine.backend)``,
+    or a local name assigned from the field in the same function first (``backend =
+    rollout_config.checkpoint_engine.backend``). Only the files that spell a registry are read,
+    and only in projects that register a "nccl" component (verl); the owner keeps a bare
+    ``backend`` of another config from matching."""
+    found: set[tuple[str, str]] = set()
+    words = tuple(r.encode() for r in registries)
+    for path, root in candidates:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if not any(w in data for w in words):
+            continue
+        try:
+            tree = ast.parse(data, filename=str(path))
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue  # the per-file run reports it
+        scopes: list[list[ast.stmt]] = [tree.body]
+        scopes += [n.body for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for body in scopes:
+            nodes = list(_scope_nodes(body))
+            fields = {
+                t.id: n.value for n in nodes if isinstance(n, ast.Assign) and isinstance(n.value, ast.Attribute)
+                for t in n.targets if isinstance(t, ast.Name)
+            }
+            for call in nodes:
+                if not isinstance(call, ast.Call) or not call.args:
+                    continue
+                owner, _, method = (spelled(call.func) or "").rpartition(".")
+                if owner not in registries or method.startswith("register"):
+                    continue
+                key = call.args[0]
+                key = fields.get(key.id, key) if isinstance(key, ast.Name) else key
+                if isinstance(key, ast.Attribute) and isinstance(key.value, (ast.Name, ast.Attribute)):
+                    holder = key.value.id if isinstance(key.value, ast.Name) else key.value.attr
+                    found.add((f"{holder}.{key.attr}", f"`{owner}.{method}(...)` at {_shown(path, root)}:{call.lineno}"))
+    return frozenset(found)
+
+
+def _scope_nodes(body: list[ast.stmt]) -> Iterable[ast.AST]:
+    """The nodes of ``body`` outside nested functions and classes."""
+    stack: list[ast.AST] = [s for s in body if not isinstance(s, _SCOPES)]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
 
 
 def _backend_fields_handed(tree: ast.Module, shown: str) -> list[tuple[str, str, str]]:
