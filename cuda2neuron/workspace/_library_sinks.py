@@ -58,8 +58,9 @@ def library_pattern(own: Iterable[str]) -> tuple[re.Pattern[bytes], ...]:
         re.compile(rb"cuda\.(?:graphs\.|memory\.)?(?:" + called + rb")\b"),
         re.compile(rb"import[ \t][^\n]*\b(?:" + called + rb")\b"),
         re.compile(rb"int4pack"),
-        # `torch.ops.symm_mem.fused_all_gather_matmul(...)`, `import torch.distributed._symmetric_memory`
-        re.compile(rb"\b(?:" + b"|".join(re.escape(m.encode()) for m in modules) + rb")\b"),
+        # `torch.ops.symm_mem.fused_all_gather_matmul(...)`, `import torch.distributed._symmetric_memory`:
+        # a literal each (an alternation without a literal to start from scanned diffusers in 0.47 s).
+        *(re.compile(re.escape(m.encode())) for m in modules),
     )
 
 
@@ -188,7 +189,7 @@ def _words(bound: dict[str, str], facts: ProjectFacts) -> re.Pattern[bytes] | No
     local = [n for n, dotted in bound.items() if library_sink(dotted, facts) is not None or _package_prefix(dotted, facts)]
     if any(dotted.split(".")[0] == "torch" for dotted in bound.values()):
         local += [c for c in calls if c not in _COMMON_WORDS]
-        local += modules  # `torch.ops.symm_mem.fused_all_gather_matmul(` names `symm_mem` as called
+        local += modules  # `torch.ops.symm_mem.fused_all_gather_matmul(` spells `ops.symm_mem` called
     if not local:
         return None
     # Spelled as code runs it: called, or named as a base (`bnb.nn.Linear8bitLt)`), not a word of

@@ -364,13 +364,15 @@ def _describe_torch_module_member(qualified: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def library_sink_words() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """(top-level packages, call names, torch's CUDA-only modules by their last names) that
+    """(top-level packages, call names, torch's CUDA-only modules by their last two names) that
     ``library_sink`` answers for: a file must import one of the packages or spell one of the
-    calls or modules to hold such a sink (the sweep's cheap test before parsing a file)."""
+    calls or modules to hold such a sink (the sweep's cheap test before parsing a file). Two
+    names, as code spells the module (``ops.symm_mem``, ``numa.binding``): ``binding`` alone is
+    a word of many files."""
     packages = {m.split(".")[0] for m, row in kernel_packages().items() if row.kind == "kernels"}
     packages |= {p.split(".")[0] for p in OWN_RULE_PACKAGES if not p.startswith(("torch", "triton"))}
     calls = {q.rpartition(".")[2] for q in (*TORCH_CUDA_ONLY_CALLS, *CUDA_IPC_CALLS)}
-    modules = {m.rpartition(".")[2] for m in TORCH_CUDA_ONLY_MODULES}
+    modules = {".".join(m.split(".")[-2:]) for m in TORCH_CUDA_ONLY_MODULES}
     return tuple(sorted(packages)), tuple(sorted(calls)), tuple(sorted(modules))
 
 
