@@ -60,11 +60,22 @@ class ProjectFacts:
     # megatron/training/initialize.py:245")``. The field's "nccl" default is that library's
     # setting, not a torch process group: "neuron" would name nothing there.
     library_backends: frozenset[tuple[str, str]] = frozenset()
+    # Fields whose value the project's registry of "nccl" components looks up, as ("owner.field",
+    # where): verl's ``backend = rollout_config.checkpoint_engine.backend`` then
+    # ``CheckpointEngineRegistry.new(backend, ...)`` gives ``("checkpoint_engine.backend",
+    # "`CheckpointEngineRegistry.new(...)` at verl/checkpoint_engine/base.py:271")``. A "nccl"
+    # stored there (``cfg.rollout.checkpoint_engine.backend = "nccl"``) is that registry's key.
+    registry_fields: frozenset[tuple[str, str]] = frozenset()
 
     def library_backend(self, field: str) -> str | None:
         """Where the project hands ``field`` to a CUDA-only library as a backend; None if it
         does not."""
         return next((where for found, where in sorted(self.library_backends) if found == field), None)
+
+    def registry_field(self, owner: str, field: str) -> str | None:
+        """Where the project's registry looks up the value of ``owner.field`` (the last two
+        names of an attribute chain); None if it does not."""
+        return next((where for found, where in sorted(self.registry_fields) if found == f"{owner}.{field}"), None)
 
     def registered(self, name: str) -> str | None:
         """Where the project registers ``name`` (lower case) as one of its components; None if

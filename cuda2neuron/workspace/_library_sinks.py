@@ -48,7 +48,7 @@ def library_pattern(own: Iterable[str]) -> tuple[re.Pattern[bytes], ...]:
     in 1.1 s, these in 0.07 s."""
     from cuda2neuron.rules._shared.kernels import library_sink_words
 
-    packages, calls = library_sink_words()
+    packages, calls, modules = library_sink_words()
     own = set(own)
     imported = b"|".join(re.escape(p.encode()) for p in packages if p not in own)
     called = b"|".join(re.escape(c.encode()) for c in calls)
@@ -58,6 +58,9 @@ def library_pattern(own: Iterable[str]) -> tuple[re.Pattern[bytes], ...]:
         re.compile(rb"cuda\.(?:graphs\.|memory\.)?(?:" + called + rb")\b"),
         re.compile(rb"import[ \t][^\n]*\b(?:" + called + rb")\b"),
         re.compile(rb"int4pack"),
+        # `torch.ops.symm_mem.fused_all_gather_matmul(...)`, `import torch.distributed._symmetric_memory`:
+        # a literal each (an alternation without a literal to start from scanned diffusers in 0.47 s).
+        *(re.compile(re.escape(m.encode())) for m in modules),
     )
 
 
@@ -182,10 +185,11 @@ def _words(bound: dict[str, str], facts: ProjectFacts) -> re.Pattern[bytes] | No
     bound: a statement that holds none of them uses none."""
     from cuda2neuron.rules._shared.kernels import library_sink, library_sink_words
 
-    _, calls = library_sink_words()
+    _, calls, modules = library_sink_words()
     local = [n for n, dotted in bound.items() if library_sink(dotted, facts) is not None or _package_prefix(dotted, facts)]
     if any(dotted.split(".")[0] == "torch" for dotted in bound.values()):
         local += [c for c in calls if c not in _COMMON_WORDS]
+        local += modules  # `torch.ops.symm_mem.fused_all_gather_matmul(` spells `ops.symm_mem` called
     if not local:
         return None
     # Spelled as code runs it: called, or named as a base (`bnb.nn.Linear8bitLt)`), not a word of
@@ -196,10 +200,13 @@ def _words(bound: dict[str, str], facts: ProjectFacts) -> re.Pattern[bytes] | No
 
 def _package_prefix(dotted: str, facts: ProjectFacts) -> bool:
     """``import vllm`` / ``import deepspeed``: a package some of whose modules are CUDA-only
-    (``vllm._custom_ops``); the use decides."""
-    from cuda2neuron.rules._shared.kernels import library_sink_words
+    (``vllm._custom_ops``); ``import torch.distributed._symmetric_memory as symm_mem``: a torch
+    module some of whose members are; the use decides."""
+    from cuda2neuron.rules._shared.kernels import library_sink_words, torch_cuda_only_module
 
-    packages, _ = library_sink_words()
+    packages, _, _ = library_sink_words()
+    if torch_cuda_only_module(dotted) is not None:
+        return True
     return dotted.split(".")[0] in packages and not facts.own_module(dotted)
 
 
@@ -255,6 +262,12 @@ def unconditional_uses(stmt: ast.stmt) -> Iterable[ast.expr]:
     for node in _unconditional(stmt, strict=True):
         target = node.func if isinstance(node, ast.Call) else node
         if isinstance(target, (ast.Name, ast.Attribute)):
+            yield target
+        # `AllGatherLinear.apply(x, w)` runs the autograd Function the name holds, as
+        # `AllGatherLinear(...)` would: the chain's head is used too (a module's name is no sink).
+        while isinstance(target, ast.Attribute):
+            target = target.value
+        if isinstance(target, ast.Name) and target is not node:
             yield target
 
 

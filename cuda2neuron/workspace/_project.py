@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import collections
 import functools
 import itertools
 import re
@@ -46,6 +47,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     loaders: set[str] = set()
     backend_params: list[tuple[str, int | None, str]] = []
     registered: set[tuple[str, str]] = set()
+    registries: set[str] = set()  # the registries those components are registered with, as spelled
     handed: list[tuple[str, str, str]] = []  # (field, callee, where) for `f(x_backend=cfg.field)`
     trees: dict[str, ast.Module] = {}  # kernel module -> its tree, for the names that reach a kernel
     jit: dict[str, dict[str, str]] = {}  # module -> its handles of extensions built at run time from CUDA
@@ -61,7 +63,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     unread: list[tuple[Path, Path, bytes]] = []  # files seen before the patterns were built
     library_files: list[tuple[Path, Path, bytes]] = []  # files that may use CUDA-only library code
     for path, root in candidates:
-        resolved = path.resolve()
+        resolved = _resolved(path)
         if resolved in seen:
             continue
         seen.add(resolved)
@@ -86,7 +88,9 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
             continue  # the per-file run reports the syntax error
         if backends:
             backend_params += _backend_parameters(tree)
-            registered.update(_registered_names(tree, _shown(path, root)))
+            for name, where, registry in _registered_names(tree, _shown(path, root)):
+                registered.add((name, where))
+                registries.update([registry] if registry else [])
             handed += _backend_fields_handed(tree, _shown(path, root))
         if not builds:
             continue
@@ -116,6 +120,8 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     )
     if handed:
         facts = replace(facts, library_backends=_library_backends(handed, facts))
+    if registries:
+        facts = replace(facts, registry_fields=_registry_fields(candidates, frozenset(registries)))
     starts, start_paths = _library_starts(library_files, facts)
     if not kernels and not extensions and not starts:
         return facts  # most projects: nothing CUDA-only to reach, nothing more to read
@@ -305,7 +311,7 @@ def _library_chains(
         # Called or subclassed, as the uses followed are: most importers of diffusers' xformers
         # processors only test `isinstance(p, XFormersAttnProcessor)`.
         alternatives = b"|".join(lasts)
-        run = re.compile(rb"\b(?:" + alternatives + rb")[ \t]*\(|^[ \t]*class[ \t][^\n]*\b(?:" + alternatives + rb")\b", re.MULTILINE)
+        run = re.compile(rb"\b(?:" + alternatives + rb")(?:\.\w+)*[ \t]*\(|^[ \t]*class[ \t][^\n]*\b(?:" + alternatives + rb")\b", re.MULTILINE)
         named, spelling, first = set(), spelling | first, set()
         for i in sorted(spelling):
             path, root = files[i]
@@ -361,7 +367,7 @@ class _Uses:
         package_init = path.name == "__init__.py"
         top = {id(n) for n in _top_level(tree)}
         bindings: list[tuple[str, str, int, bool]] = []
-        for node in ast.walk(tree):
+        for node in _statements(tree):
             if isinstance(node, ast.ImportFrom) and node.level:
                 base = _relative_base(module, node, package_init)
                 bound = [(a.asname or a.name, f"{base}.{a.name}".lstrip(".")) for a in node.names if a.name != "*"]
@@ -435,6 +441,25 @@ class _Uses:
 
 
 
+# The fields of a node that hold statements (and except handlers, match cases), in `_fields` order.
+_BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+
+def _statements(tree: ast.Module) -> Iterable[ast.AST]:
+    """The statements of ``tree`` at any depth (with their except handlers and match cases), in
+    ``ast.walk``'s order (breadth first, children in field order). An import is a statement, so
+    its search need not enter expressions: on diffusers' attention modules walking every node
+    was a third of reading them. Every ancestor of a statement is one of these nodes, so the
+    order among them is ``ast.walk``'s (the first binding of a name wins in ``reaching``)."""
+    todo = collections.deque([tree])
+    while todo:
+        node = todo.popleft()
+        yield node
+        for field in node._fields:
+            if field in _BLOCKS:
+                todo.extend(getattr(node, field))
+
+
 def _reachable_on_trainium(stmt: ast.stmt) -> Iterable[ast.AST]:
     """The nodes of ``stmt`` (as ``ast.walk`` gives them) but for the branches that run only on
     a CUDA device: ``if x.is_cuda: return dtw_cuda(x)`` in whisper's ``timing.dtw`` stays a CUDA
@@ -497,7 +522,7 @@ def _inside_any(dotted: str, modules: frozenset[str]) -> bool:
 def _shown(path: Path, root: Path) -> str:
     """The file as a finding names it: relative to its root, with forward slashes."""
     try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
+        return _resolved(path).relative_to(_resolved(root)).as_posix()
     except ValueError:
         return path.name
 
@@ -540,10 +565,11 @@ def _backend_parameters(tree: ast.Module) -> list[tuple[str, int | None, str]]:
     return found
 
 
-def _registered_names(tree: ast.Module, shown: str) -> list[tuple[str, str]]:
+def _registered_names(tree: ast.Module, shown: str) -> list[tuple[str, str, str]]:
     """``@Registry.register("nccl")`` on a class or function: the project names one of its own
     components after the backend (verl's NCCL checkpoint engine, looked up by that name), each
-    with the decorator and its line. Only the backend words CN401 rewrites are kept."""
+    with the decorator and its line, and the registry as code spells it (``Registry``; empty
+    for a bare ``@register("nccl")``). Only the backend words CN401 rewrites are kept."""
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -553,8 +579,60 @@ def _registered_names(tree: ast.Module, shown: str) -> list[tuple[str, str]]:
                 continue
             for arg in deco.args[:1]:
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.lower() == "nccl":
-                    found.append((arg.value.lower(), f"`{ast.unparse(deco)}` at {shown}:{deco.lineno}"))
+                    registry = spelled(deco.func.value) if isinstance(deco.func, ast.Attribute) else None
+                    found.append((arg.value.lower(), f"`{ast.unparse(deco)}` at {shown}:{deco.lineno}", registry or ""))
     return found
+
+
+def _registry_fields(candidates: list[tuple[Path, Path]], registries: frozenset[str]) -> frozenset[tuple[str, str]]:
+    """("owner.field", where) for each field whose value a lookup of one of ``registries`` reads
+    as its key (its first argument): ``CheckpointEngineRegistry.new(cfg.checkpoint_engine.backend)``,
+    or a local name assigned from the field in the same function first (``backend =
+    rollout_config.checkpoint_engine.backend``). Only the files that spell a registry are read,
+    and only in projects that register a "nccl" component (verl); the owner keeps a bare
+    ``backend`` of another config from matching."""
+    found: set[tuple[str, str]] = set()
+    words = tuple(r.encode() for r in registries)
+    for path, root in candidates:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if not any(w in data for w in words):
+            continue
+        try:
+            tree = ast.parse(data, filename=str(path))
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue  # the per-file run reports it
+        scopes: list[list[ast.stmt]] = [tree.body]
+        scopes += [n.body for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for body in scopes:
+            nodes = list(_scope_nodes(body))
+            fields = {
+                t.id: n.value for n in nodes if isinstance(n, ast.Assign) and isinstance(n.value, ast.Attribute)
+                for t in n.targets if isinstance(t, ast.Name)
+            }
+            for call in nodes:
+                if not isinstance(call, ast.Call) or not call.args:
+                    continue
+                owner, _, method = (spelled(call.func) or "").rpartition(".")
+                if owner not in registries or method.startswith("register"):
+                    continue
+                key = call.args[0]
+                key = fields.get(key.id, key) if isinstance(key, ast.Name) else key
+                if isinstance(key, ast.Attribute) and isinstance(key.value, (ast.Name, ast.Attribute)):
+                    holder = key.value.id if isinstance(key.value, ast.Name) else key.value.attr
+                    found.add((f"{holder}.{key.attr}", f"`{owner}.{method}(...)` at {_shown(path, root)}:{call.lineno}"))
+    return frozenset(found)
+
+
+def _scope_nodes(body: list[ast.stmt]) -> Iterable[ast.AST]:
+    """The nodes of ``body`` outside nested functions and classes."""
+    stack: list[ast.AST] = [s for s in body if not isinstance(s, _SCOPES)]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
 
 
 def _backend_fields_handed(tree: ast.Module, shown: str) -> list[tuple[str, str, str]]:
@@ -942,12 +1020,19 @@ def _imports_kernel_language(tree: ast.Module) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=16384)
+def _resolved(path: Path) -> Path:
+    # The sweep resolves each file when it starts (to read it once), again for its module name and
+    # for how findings name it, and the root for every file: diffusers ~6,600 resolutions, ~0.25 s.
+    return path.resolve()
+
+
 @functools.lru_cache(maxsize=8192)
 def _module_of(path: Path, root: Path) -> str:
     # Asked of every file when the sweep starts and again of each file a chain searches (diffusers:
     # ~3,900 times, two path resolutions each, 0.45 s); a file's module does not change in a run.
     try:
-        parts = path.resolve().relative_to(root.resolve()).with_suffix("").parts
+        parts = _resolved(path).relative_to(_resolved(root)).with_suffix("").parts
     except ValueError:
         parts = (path.stem,)
     if parts and parts[-1] == "__init__":

@@ -12,6 +12,8 @@ Runtime's CUDA provider), never from words in comments or messages.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from collections.abc import Callable
@@ -22,6 +24,7 @@ from cuda2neuron.python import truth, visit_syntax
 from .kernels import KernelIndex, kernel_index
 from .names import terminal_name
 from .selected import after_exit, opened_code, selected_code
+from .strings import string_value
 from .values import argument_of
 
 __all__ = ["DEVICE_TEST_GUIDANCE", "SETUP_METHODS", "fixture_users", "guarded_kernel", "is_fixture", "handed_to_kernel", "report_kernel_gate"]
@@ -206,6 +209,12 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
         # A build script's `if torch.cuda.is_available() and CUDA_HOME: extension = CUDAExtension`
         # (detectron2): the branch decides whether CUDA code is compiled, not where tensors go.
         chosen = _cuda_build_chosen(rule, [anc.body, *([anc.orelse] if anc.orelse is not None else [])])
+        if chosen is not None:
+            return chosen
+    if isinstance(anc, cst.IfExp):
+        # yolov5's `check_requirements(f"tensorflow{'' if torch.cuda.is_available() else '-cpu'}")`:
+        # the test picks a package's GPU build over its CPU build.
+        chosen = _gpu_build_chosen(ancestors, i)
         if chosen is not None:
             return chosen
     # Only now the file's kernel index: most device tests sit in plain statements, and the index
@@ -494,6 +503,61 @@ def _cuda_build_chosen(rule: Rule, blocks: list[cst.CSTNode]) -> str | None:
         if rule.qualname(name) in _CUDA_BUILDERS:
             return "the CUDA extension build (`CUDAExtension`)"
     return None
+
+
+# A package's CPU build, by the suffix of its distribution name (`tensorflow-cpu`, `faiss-cpu`).
+_CPU_BUILD_SUFFIXES = ("-cpu",)
+_REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _gpu_build_chosen(ancestors: list[cst.CSTNode], i: int) -> str | None:
+    """What a device test's conditional expression (``ancestors[i]``) installs on the CUDA side,
+    when its other side installs that package's CPU build: ``f"tensorflow{'' if cuda else
+    '-cpu'}<=2.15.1"`` (yolov5's TensorFlow export), ``"faiss" if cuda else "faiss-cpu"``. The
+    original installs the CPU build on any host without CUDA; Trainium has no GPU for that
+    package either, so the port must go on asking about CUDA and install the CPU build there.
+    The branches are string literals, spelled alone or as the one expression of an f-string."""
+    choice = ancestors[i]
+    if not isinstance(choice, cst.IfExp):
+        return None
+    parts: tuple[str, str] = ("", "")
+    holder = ancestors[i - 2] if i >= 2 and isinstance(ancestors[i - 1], cst.FormattedStringExpression) else None
+    if isinstance(holder, cst.FormattedString):
+        texts = [p.value if isinstance(p, cst.FormattedStringText) else None for p in holder.parts]
+        at = holder.parts.index(ancestors[i - 1])
+        if any(t is None for j, t in enumerate(texts) if j != at):
+            return None  # another expression: the requirement is not spelled by the source
+        parts = ("".join(texts[:at]), "".join(texts[at + 1 :]))  # type: ignore[arg-type]
+    sides = [_spelled_requirements(branch, parts) for branch in (choice.body, choice.orelse)]
+    if not all(sides):
+        return None
+    for gpu, cpu in (sides, sides[::-1]):
+        for name, text in gpu.items():
+            if any(f"{name}{suffix}" in cpu for suffix in _CPU_BUILD_SUFFIXES):
+                return f"`{text}`, the GPU build of a package whose CPU build the other branch installs (Trainium has no GPU for it)"
+    return None
+
+
+def _spelled_requirements(branch: cst.BaseExpression, parts: tuple[str, str]) -> dict[str, str]:
+    """Normalized distribution name -> requirement, for each string literal ``branch`` may give
+    (nested conditional expressions included), joined with the f-string's text around it; empty
+    when one of them is no literal."""
+    leaves = [branch]
+    found: dict[str, str] = {}
+    while leaves:
+        leaf = leaves.pop()
+        if isinstance(leaf, cst.IfExp):
+            leaves += [leaf.body, leaf.orelse]
+            continue
+        value = string_value(leaf)
+        if value is None:
+            return {}
+        text = f"{parts[0]}{value}{parts[1]}".strip()
+        name = _REQUIREMENT_NAME.match(text)
+        if name is None:
+            return {}
+        found[re.sub(r"[-_.]+", "-", name.group()).lower()] = text
+    return found
 
 
 def _gate_expression(anc: cst.CSTNode) -> cst.CSTNode | None:

@@ -45,6 +45,8 @@ __all__ = [
     "CUDA_PROVIDERS",
     "TORCH_CUDA_ALLOCATOR_CALLS",
     "TORCH_CUDA_ONLY_CALLS",
+    "TORCH_CUDA_ONLY_MODULES",
+    "TORCH_DEVICE_FREE_MEMBERS",
     "cuda_operator",
     "TORCH_INT4_OPS",
     "dynamic_import",
@@ -52,6 +54,7 @@ __all__ = [
     "kernel_packages",
     "library_sink",
     "library_sink_words",
+    "torch_cuda_only_module",
     "package_of",
     "quantization_configs",
     "trainer_optimizers",
@@ -104,6 +107,29 @@ TORCH_CUDA_ONLY_CALLS = frozenset(
     }
 )  # fmt: skip
 _TORCH_CUDA_ONLY_MEMBERS = frozenset(q.rpartition(".")[2] for q in TORCH_CUDA_ONLY_CALLS)
+# torch's own modules whose code runs only on CUDA (torch 2.13's sources), module -> how a finding
+# names it. Symmetric memory allocates through NVSHMEM, CUDA or NCCL (`set_backend` takes no
+# other), registers each `torch.ops.symm_mem` op for "CUDA" (and Meta) alone and pipelines them on
+# `torch.cuda` streams: a CPU / gloo run dies in the dispatcher. NUMA binding finds the node of a
+# GPU from `torch.cuda.get_device_properties(i).pci_bus_id`; without CUDA it raises, or with
+# `should_fall_back_if_binding_fails` logs the traceback as an error and binds nothing. A test of
+# code that reaches one (torchtitan's fused all-gather linears, two modules from its tests; its
+# `if device_type != "cuda": return` before binding) must keep answering for CUDA on Trainium.
+TORCH_CUDA_ONLY_MODULES = {
+    "torch.distributed._symmetric_memory": "symmetric memory: NVSHMEM, CUDA or NCCL buffers on CUDA streams",
+    "torch.ops.symm_mem": "a symmetric-memory op, registered for CUDA only",
+    "torch.numa.binding": "NUMA binding to a GPU's node, found from its CUDA device properties",
+}
+# The members of those modules that answer without a device (checked in the same sources): a
+# fake-mode switch, availability and group queries, the allocator backend's setting; the
+# binding's option records.
+TORCH_DEVICE_FREE_MEMBERS = {
+    "torch.distributed._symmetric_memory": frozenset({
+        "_test_mode", "is_nvshmem_available", "is_symm_mem_enabled_for_group", "enable_symm_mem_for_group",
+        "set_backend", "get_backend",
+    }),
+    "torch.numa.binding": frozenset({"NumaOptions", "AffinityMode"}),
+}  # fmt: skip
 # Calls that share a device tensor's memory with another process (CUDA IPC): a weight-sync path
 # built on them (RLHF trainers handing weights to a colocated inference engine) is CUDA-only. Not
 # a reported API (the same calls share CPU tensors through shared memory): a device test in front
@@ -279,6 +305,8 @@ def describe_module(qualified: str, facts: ProjectFacts) -> str | None:
     """How a finding names the CUDA-only module ``qualified`` lives in, or None."""
     if qualified in TORCH_CUDA_ONLY_CALLS:
         return _describe_torch_call(qualified)
+    if torch_cuda_only_module(qualified) is not None:
+        return _describe_torch_module_member(qualified)
     if facts.builds_extension(qualified) or _inside(qualified, facts.extension_modules):
         return f"`{qualified}`, from a compiled CUDA extension the project builds"
     if facts.kernel_module(qualified):
@@ -295,8 +323,9 @@ def describe_module(qualified: str, facts: ProjectFacts) -> str | None:
 
 def library_sink(qualified: str, facts: ProjectFacts) -> str | None:
     """How a finding names ``qualified`` when it is CUDA-only code outside the project: torch's
-    CUDA-only calls, a third-party CUDA-only package (bitsandbytes, flash_attn, xformers, apex,
-    deep_gemm, Transformer Engine: ``cuda_kernels.toml`` and ``OWN_RULE_PACKAGES``) or CUDA IPC;
+    CUDA-only calls and modules (symmetric memory), a third-party CUDA-only package (bitsandbytes,
+    flash_attn, xformers, apex, deep_gemm, Transformer Engine: ``cuda_kernels.toml`` and
+    ``OWN_RULE_PACKAGES``) or CUDA IPC;
     None for the project's own modules (the sweep follows those itself) and for the kernel
     languages, whose importers are the project's kernel modules already. The project sweep
     starts its chains across modules here (``workspace/_project.py``)."""
@@ -304,6 +333,8 @@ def library_sink(qualified: str, facts: ProjectFacts) -> str | None:
         return _describe_torch_call(qualified)
     if qualified in CUDA_IPC_CALLS:
         return f"`{qualified}` (CUDA IPC: hands a device tensor's memory to another process)"
+    if torch_cuda_only_module(qualified) is not None:
+        return _describe_torch_module_member(qualified)
     if facts.own_module(qualified) or in_package(qualified, KERNEL_LANGUAGES) or in_package(qualified, ("triton",)):
         return None
     row = package_of(qualified, facts)
@@ -314,15 +345,35 @@ def library_sink(qualified: str, facts: ProjectFacts) -> str | None:
     return None
 
 
+def torch_cuda_only_module(qualified: str) -> str | None:
+    """The module of ``TORCH_CUDA_ONLY_MODULES`` that ``qualified`` is or lies inside, or None."""
+    return next((m for m in TORCH_CUDA_ONLY_MODULES if qualified == m or qualified.startswith(m + ".")), None)
+
+
+def _describe_torch_module_member(qualified: str) -> str | None:
+    """How a finding names a member of one of torch's CUDA-only modules; None for the module
+    itself, for its device-free members and outside them."""
+    module = torch_cuda_only_module(qualified)
+    if module is None:
+        return None
+    member = qualified[len(module) + 1 :].partition(".")[0]
+    if not member or member in TORCH_DEVICE_FREE_MEMBERS.get(module, ()):
+        return None
+    return f"`{qualified}` ({TORCH_CUDA_ONLY_MODULES[module]})"
+
+
 @lru_cache(maxsize=1)
-def library_sink_words() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(top-level packages, call names) that ``library_sink`` answers for: a file must import
-    one of the packages or spell one of the calls to hold such a sink (the sweep's cheap test
-    before parsing a file)."""
+def library_sink_words() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(top-level packages, call names, torch's CUDA-only modules by their last two names) that
+    ``library_sink`` answers for: a file must import one of the packages or spell one of the
+    calls or modules to hold such a sink (the sweep's cheap test before parsing a file). Two
+    names, as code spells the module (``ops.symm_mem``, ``numa.binding``): ``binding`` alone is
+    a word of many files."""
     packages = {m.split(".")[0] for m, row in kernel_packages().items() if row.kind == "kernels"}
     packages |= {p.split(".")[0] for p in OWN_RULE_PACKAGES if not p.startswith(("torch", "triton"))}
     calls = {q.rpartition(".")[2] for q in (*TORCH_CUDA_ONLY_CALLS, *CUDA_IPC_CALLS)}
-    return tuple(sorted(packages)), tuple(sorted(calls))
+    modules = {".".join(m.split(".")[-2:]) for m in TORCH_CUDA_ONLY_MODULES}
+    return tuple(sorted(packages)), tuple(sorted(calls)), tuple(sorted(modules))
 
 
 DYNAMIC_IMPORTS = frozenset({"importlib.import_module", "builtins.__import__"})

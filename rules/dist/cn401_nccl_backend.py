@@ -37,6 +37,13 @@ _ARGPARSE_VALUES = frozenset({"default", "choices", "const"})
 # The project's one ``wrap_model`` hands its third argument (or ``pg=``) to init_process_group.
 _WRAPPER = (("project", ProjectFacts(backend_params=frozenset({("wrap_model", 2, "pg")}))),)
 _REGISTRY = (("project", ProjectFacts(registered_names=frozenset({("nccl", '`Engines.register("nccl")` at engines.py:9')}))),)
+# ... and looks the component up by a config field: `Engines.new(cfg.engine.backend)`.
+_REGISTRY_FIELD = (
+    ("project", ProjectFacts(
+        registered_names=frozenset({("nccl", '`Engines.register("nccl")` at engines.py:9')}),
+        registry_fields=frozenset({("engine.backend", "`Engines.new(...)` at workers.py:30")}),
+    )),
+)  # fmt: skip
 
 # A literal's replacement and the imports it needs, or None where the target cannot express it.
 _Plan = tuple[cst.BaseExpression, tuple[tuple[str, str | None], ...]] | None
@@ -119,7 +126,9 @@ class NcclBackend(Rule):
     ServiceName)``) stays too: the alias lists what callers pass, and nothing moves it. So is a
     ``"nccl"`` handed to the project's own code in a project that registers a component of its
     own under that name (``@EngineRegistry.register("nccl")``, found in any file): there it is a
-    registry key the project looks up, and ``"neuron"`` would name nothing.
+    registry key the project looks up, and ``"neuron"`` would name nothing; so is one stored in
+    a field whose value such a registry looks up (``cfg.checkpoint_engine.backend = "nccl"``
+    with ``EngineRegistry.new(cfg.checkpoint_engine.backend)`` in another file).
     A field the project hands to a CUDA-only library as its backend (Megatron's
     ``tp_comm_bootstrap_backend``, read as ``initialize_ub(bootstrap_backend=...)`` of Transformer
     Engine in another module) is reported and left the same way: it is that library's setting.
@@ -162,6 +171,13 @@ class NcclBackend(Rule):
         # The project names a component of its own "nccl" (a registry key, not a process group):
         # reported, not rewritten; torch's own backend argument still moves.
         Invalid('manager = EngineManager(backend="nccl", trainer=trainer)\n', options=_REGISTRY),
+        # ... and where it is stored in a field the registry looks up; another field still moves.
+        Invalid('cfg.rollout.engine.backend = "nccl" if use_cuda else "gloo"\n', options=_REGISTRY_FIELD),
+        Invalid(
+            'cfg.rollout.engine.backend = "nccl"\ncfg.trainer.dist.backend = "nccl"\n',
+            'cfg.rollout.engine.backend = "nccl"\ncfg.trainer.dist.backend = "neuron"\n',
+            options=_REGISTRY_FIELD,
+        ),
         Invalid(
             'import torch.distributed as dist\ndist.init_process_group(backend="nccl")\n',
             'import torch.distributed as dist\ndist.init_process_group(backend="neuron")\n',
@@ -343,7 +359,7 @@ class NcclBackend(Rule):
             return None
         found = argument_of(self.context.ancestors, node)
         if found is None:
-            return None
+            return self._registry_field(node, where)
         _, arg, call = found
         position = self._backend_position(call)
         if position is not None and arg_by_name(call, "backend", position) is arg:
@@ -354,6 +370,28 @@ class NcclBackend(Rule):
             return None
         qualified = call_qualname(self, call)
         return where if qualified is None or project.own_module(qualified) else None
+
+    def _registry_field(self, node: cst.SimpleString, where: str) -> str | None:
+        """``where``, naming the field, when the literal is stored in an attribute whose value
+        the project's registry looks up (``cfg.rollout.checkpoint_engine.backend = "nccl" if
+        cuda else "hccl"``, read as ``CheckpointEngineRegistry.new(backend)`` in another
+        module: the sweep's ``ProjectFacts.registry_fields``); None otherwise."""
+        found = value_user(self.context.ancestors, node)
+        if found is None:
+            return None
+        i, child = found
+        stored = self.context.ancestors[i]
+        if not isinstance(stored, (cst.Assign, cst.AnnAssign)) or child is not stored.value:
+            return None
+        targets = [t.target for t in stored.targets] if isinstance(stored, cst.Assign) else [stored.target]
+        project = self.context.settings.project
+        for target in targets:
+            if isinstance(target, cst.Attribute) and isinstance(target.value, (cst.Name, cst.Attribute)):
+                holder = target.value.value if isinstance(target.value, cst.Name) else target.value.attr.value
+                lookup = project.registry_field(holder, target.attr.value)
+                if lookup is not None:
+                    return f"{where}, stored in `{holder}.{target.attr.value}`, which {lookup} looks up"
+        return None
 
     def _handed_to_library(self, node: cst.SimpleString) -> tuple[str, str] | None:
         """(field, where) when the literal is the default or a ``Literal[...]`` member of a

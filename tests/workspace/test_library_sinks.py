@@ -19,6 +19,11 @@ from cuda2neuron.workspace import discover, process_files, project_facts, with_p
 from workspace_helpers import write_tree
 
 BNB_TOP = "import bitsandbytes as bnb\n\n"
+# An autograd Function whose forward runs a symmetric-memory op (CUDA-only in torch).
+SYMM_LINEAR = (
+    "import torch\n\n\nclass GatherLinear(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x, w, group):\n"
+    "        _, out = torch.ops.symm_mem.fused_all_gather_matmul(x, [w.T], 0, group)\n        return out[0]\n"
+)
 BNB_GUARDED = "try:\n    import bitsandbytes as bnb\nexcept ImportError:\n    bnb = None\n\n"
 
 
@@ -76,6 +81,27 @@ SWEEPS = [
     pytest.param(
         {"pkg/alloc.py": "import torch\n\ndef backend():\n    if torch.cuda.is_available():\n        return torch.cuda.get_allocator_backend()\n    return 'none'\n"},
         {}, ("pkg.alloc.backend",), id="a-torch-cuda-only-call-behind-its-test",
+    ),
+    pytest.param(
+        {"pkg/linear.py": SYMM_LINEAR,
+         "tests/test_linear.py": "import unittest\nimport torch\nfrom pkg.linear import GatherLinear\n\n"
+         "@unittest.skipUnless(torch.cuda.is_available(), 'needs CUDA')\nclass TestGather(unittest.TestCase):\n"
+         "    def test_forward(self):\n        GatherLinear.apply(torch.ones(2, 2), torch.ones(2, 2), 'tp')\n"},
+        {"pkg.linear.GatherLinear": "`torch.ops.symm_mem.fused_all_gather_matmul` (a symmetric-memory op, registered for CUDA only) at pkg/linear.py:7",
+         "tests.test_linear.TestGather": "pkg/linear.py:7"},
+        (), id="a-symmetric-memory-op-reached-through-apply",
+    ),
+    pytest.param(
+        {"pkg/buffers.py": "import torch\nimport torch.distributed._symmetric_memory as symm_mem\n\n"
+         "def workspace(n, group):\n    buf = symm_mem.empty(n, device='cuda')\n    symm_mem.rendezvous(buf, group)\n    return buf\n\n"
+         "def fake(groups):\n    with symm_mem._test_mode(groups):\n        return symm_mem.is_nvshmem_available()\n"},
+        {"pkg.buffers.workspace": "`torch.distributed._symmetric_memory.empty` (symmetric memory: NVSHMEM, CUDA or NCCL buffers on CUDA streams) at pkg/buffers.py:5"},
+        ("pkg.buffers.fake",), id="symmetric-memory-buffers-but-not-its-device-free-helpers",
+    ),
+    pytest.param(
+        {"pkg/mode.py": "from torch.distributed._symmetric_memory import _test_mode, enable_symm_mem_for_group\n\n"
+         "def fake(groups, name):\n    enable_symm_mem_for_group(name)\n    return _test_mode(groups)\n"},
+        {}, ("pkg.mode.fake",), id="symmetric-memory-test-mode-imported-by-name",
     ),
     pytest.param(
         {"mamba_ssm/ops.py": "def scan(x):\n    return x\n", "mamba_ssm/model.py": "import mamba_ssm.ops\n\ndef run(x):\n    return mamba_ssm.ops.scan(x)\n"},
