@@ -519,6 +519,9 @@ class _Collector(cst.CSTVisitor):
         # the C++ `TORCH_LIBRARY`'s, which Python never spells), and the `torch.ops.<ns>` chains.
         self.op_builders: list[str] = []
         self.op_spellings: set[str] = set()
+        # Plain names bound to an object a kernel name builds, and how often each name is bound.
+        self.built: dict[str, str] = {}
+        self.bound: dict[str, int] = {}
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         self.providers = self.providers or _cuda_only_string(node) is not None
@@ -674,6 +677,28 @@ class _Collector(cst.CSTVisitor):
                 if name is not None:
                     self.names[name] = f"the hub kernel {label} (`{name}`, downloaded by kernels.get_kernel)"
                     self.hubs.add(name)
+            return
+        # `op = ROIAlignRotated(...)`, then `op.forward(x.cuda(), rois.cuda())` under
+        # `if torch.cuda.is_available():` (detectron2's tests): the object an imported kernel
+        # name builds runs the kernel when it is called. Only names the imports bound (read
+        # before the body), and only plain names (`resolve_built`: bound once in the module).
+        if value is node.value and dotted in self.names:
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self.built.setdefault(target.target.value, f"`{target.target.value}`, built by {self.names[dotted]}")
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if isinstance(node.target, cst.Name):
+            self.bound[node.target.value] = self.bound.get(node.target.value, 0) + 1
+
+    def resolve_built(self) -> None:
+        # The index is one per module, not per function: `attention = MHA(...)` in one test
+        # and `attention = nn.MultiheadAttention(...)` in the next would make the second
+        # test's guard hold too. A name bound more than once is left out: which binding a read
+        # sees is a question of flow, and left out, its guards move as they did before.
+        for name, what in self.built.items():
+            if self.bound.get(name) == 1 and name not in self.names:
+                self.names[name] = what
 
 
 # Operators looked up by name whose kernels exist for CUDA only (cuDNN, and aten ops named for CUDA).
@@ -755,6 +780,7 @@ def kernel_index(rule: Rule) -> KernelIndex:
         collector = _Collector(rule)
         visit_syntax(rule.context.module, collector)
         collector.resolve_torch_calls()
+        collector.resolve_built()
         names = collector.names
         # The file's own functions that call a kernel are CUDA-only too (`def rms_norm(x):
         # return _rms_kernel[grid](x)`), to a fixed point; a method by the `self.f()` that calls
