@@ -187,10 +187,16 @@ def _module_sink_table(sinks: frozenset[tuple[str, str]]) -> dict[str, tuple[tup
 
 
 def _matches(module: str, names: frozenset[str]) -> bool:
-    """``module`` is one of ``names``, inside one, or a suffix of one (a src layout, or a module
-    found under a different root): never only the last name."""
+    """``module`` is one of ``names``, inside one, or a suffix of one or inside such a suffix (a
+    src layout, or a module found under a different root): never only the last name. A nested
+    project is the trap: detectron2's ``projects/TensorMask`` builds ``tensormask._C`` with a
+    setup.py of its own, and its tests import ``tensormask.layers.swap_align2nat.SwapAlign2Nat``,
+    which the sweep, run from the repository's root, knows as
+    ``projects.TensorMask.tensormask.layers.swap_align2nat``."""
+    parts = module.split(".")
+    tails = [".".join(parts[:i]) for i in range(2, len(parts) + 1)]
     return any(
-        module == k or module.startswith(k + ".") or ("." in module and k.endswith("." + module))
+        module == k or module.startswith(k + ".") or any(k.endswith("." + tail) for tail in tails)
         for k in names
     )
 

@@ -19,6 +19,9 @@ held finding, the lines that held it:
   A flag's reader may be an ``and``/``or`` outside any test (``fast = (not on_cuda) or
   torch.cuda...``: the right side runs by the flag), and a flag may be a function's return value
   bound at module level (``ON_GPU = _on_gpu()`` read by ``NEW_ARCH = ON_GPU and torch.cuda...``).
+  A module's buffer binds as an attribute does (``self.register_buffer("inv_freq", ...)`` is
+  read as ``self.inv_freq``), and an ``assert`` that asks about CUDA with the value reads it as a
+  test does: it stops the program where it says no.
 * **A message and its guard.** ``if not torch.cuda.is_available(): raise RuntimeError(f"...:
   {torch.cuda.is_available()}")``: the message reports the fact its test asks about. A report in a
   message (an f-string, a ``raise``, a print, warning or log call) under a test of a CUDA fact
@@ -82,6 +85,14 @@ def _binding(report: Report) -> tuple[cst.FunctionDef | cst.ClassDef | cst.Modul
     chain = (*report.ancestors, report.node)
     for i in range(len(chain) - 2, -1, -1):
         anc, child = chain[i], chain[i + 1]
+        if isinstance(anc, cst.Arg) and child is anc.value and i >= 1 and isinstance(chain[i - 1], cst.Call):
+            # `self.register_buffer("inv_freq", torch.arange(..., device="cuda"))` in a method:
+            # the class's methods read it as `self.inv_freq` (nanotron's rotary table asserts
+            # its device in `__init__`).
+            registered = _registered_on_self(chain[i - 1], anc)
+            owner = _class(chain, i) if registered is not None else None
+            if owner is not None:
+                return owner, frozenset({registered})
         if isinstance(anc, cst.Arg) and _keyword(anc) == "default" and child is anc.value and i >= 1:
             # `parser.add_argument("--device", default="cuda")`: every function of the module
             # reads it as `args.device` (`if args.device == "cuda":` in `setup(args)`). Any other
@@ -139,6 +150,25 @@ def _kept_on_self(
     copies = _SelfCopies(names)
     visit_syntax(scope.body, copies)
     return (chain[k - 2], frozenset(copies.found)) if copies.found else None
+
+
+# `nn.Module` methods that bind their second argument to `self.<first argument>`.
+_REGISTRARS = frozenset({"register_buffer", "register_parameter"})
+
+
+def _registered_on_self(call: cst.Call, arg: cst.Arg) -> str | None:
+    """``self.<name>`` where ``arg`` is the value ``self.register_buffer("<name>", value)``
+    binds; None for any other argument or call."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and _on_self(func) and func.attr.value in _REGISTRARS):
+        return None
+    positional = [a for a in call.args if a.keyword is None]
+    name = positional[0].value if positional else None
+    is_value = len(positional) > 1 and arg is positional[1] or _keyword(arg) in ("tensor", "param")
+    if not is_value or not isinstance(name, cst.SimpleString):
+        return None
+    text = name.evaluated_value
+    return f"self.{text}" if isinstance(text, str) and text.isidentifier() else None
 
 
 def _results_of(module: cst.Module, function: str) -> frozenset[str]:
@@ -259,6 +289,9 @@ class _Reads(cst.CSTVisitor):
         # `safe = (not on_cuda) or torch.cuda.current_stream().query()`: the operands a name's
         # value decides whether to run, in an assignment or a return (not a test: see `_test`).
         self.operands: dict[str, list[cst.BaseExpression]] = {}
+        # `assert self.inv_freq.device.type == "cuda"`: an assertion's test stops the program
+        # where it says no, so it reads the value as a device test does.
+        self.asserts: dict[str, list[cst.BaseExpression]] = {}
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self.blocks.append(node)
@@ -283,6 +316,10 @@ class _Reads(cst.CSTVisitor):
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._test(node)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        for name in _mentioned(node.test, self.names):
+            self.asserts.setdefault(name, []).append(node.test)
 
     def _value(self, value: cst.BaseExpression | None) -> None:
         if value is not None and _mentions(value, self.names):
@@ -432,6 +469,7 @@ def _link_readers(reports: Sequence[Report]) -> None:
             extra = [n for ancestors, read in reads for n in _reader_code(ancestors, read, flag)]
             # `f"cuda:{gpu}"` spells a CUDA device with the value.
             extra += [t for name in own for t in visitor.texts.get(name, ()) if _spells_cuda(t)]
+            extra += [t for name in own for t in visitor.asserts.get(name, ()) if asks_cuda(t)]
             if flag:
                 extra += [rest for name in own for rest in visitor.operands.get(name, ())]
             if extra:

@@ -7,8 +7,9 @@ CN618 hub kernels, and CN104 must not retarget a device test that guards such a 
 would send neuron tensors into the kernel). ``kernel_index`` answers it once per file from code:
 names bound by imports to a CUDA-only module, functions decorated as kernels
 (``@triton.jit``, ``@tilelang.jit``, ``@cute.kernel``, ``@helion.kernel``), handles of ``kernels.get_kernel(...)``,
-and the file's own functions that call any of those (to a fixed point), never from words in
-comments, strings or messages.
+the ``torch.ops.<namespace>`` ops of an extension the file builds from CUDA at run time without a
+Python handle (``load(..., is_python_module=False)``), and the file's own functions that call any
+of those (to a fixed point), never from words in comments, strings or messages.
 
 The trap it names: a relative import (``from ..ops.triton.layer_norm import rms_norm``) binds
 nothing the name resolver can follow (it marks the user's own code), so relative modules are
@@ -135,6 +136,15 @@ TORCH_DEVICE_FREE_MEMBERS = {
 # a reported API (the same calls share CPU tensors through shared memory): a device test in front
 # of one only keeps asking about CUDA.
 CUDA_IPC_CALLS = frozenset({"torch.multiprocessing.reductions.reduce_tensor"})
+# Operator namespaces of torch itself and of libraries with CPU kernels: `torch.ops.aten.relu`
+# runs on any device. Any other `torch.ops.<namespace>` in a file that builds a CUDA extension
+# at run time without a Python handle is that extension's (`_Collector.resolve_torch_calls`).
+_PORTABLE_OP_NAMESPACES = frozenset({
+    "aten", "prims", "prim", "quantized", "_quantized", "c10d", "_c10d_functional",
+    "_c10d_functional_autograd", "profiler", "higher_order", "rngprims", "mkldnn", "onednn",
+    "inductor", "_inductor_test", "debugprims", "_dtensor", "streams", "symm_mem",
+    "torchvision", "torchaudio",
+})  # fmt: skip
 # ONNX Runtime's execution providers that run only on NVIDIA GPUs (CN622 reports them): a branch
 # that picks one (`providers = ["CUDAExecutionProvider"] if cuda else [...]`) selects CUDA-only code.
 CUDA_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
@@ -480,6 +490,13 @@ class _FirstCall(cst.CSTVisitor):
         if self.found is None and self.index.providers:
             self.found = _cuda_only_string(node)
 
+    # `if use_kernel: att = self.cuda_att_seq` / `else: att = self.att_seq`, then `att(x)` after
+    # the branch (RWKV's strategy code): binding the kernel is what the branch does, as an
+    # import is below.
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self.found is None and isinstance(node.value, (cst.Name, cst.Attribute)):
+            self.found = self.index.target(node.value)
+
     # `if p.is_cuda: from ext_cuda import train as op` / `else: from ext_cpu import ...`, then
     # `op(p)` after the branch: importing a CUDA-only module is what the branch does.
     def visit_Import(self, node: cst.Import) -> bool:
@@ -548,6 +565,14 @@ class _Collector(cst.CSTVisitor):
         self.functions_classes: list[cst.ClassDef] = []
         self.providers = False  # a literal names CUDA-only code (a CUDA provider or requirement)
         self.torch_spellings: set[str] = set()  # `x.cuda.get_device_capability`-like chains
+        # `load(name=..., sources=[..., "k.cu"], is_python_module=False)`: the builder of an
+        # extension whose ops are reached only as `torch.ops.<namespace>.<op>` (the namespace is
+        # the C++ `TORCH_LIBRARY`'s, which Python never spells), and the `torch.ops.<ns>` chains.
+        self.op_builders: list[str] = []
+        self.op_spellings: set[str] = set()
+        # Plain names bound to an object a kernel name builds, and how often each name is bound.
+        self.built: dict[str, str] = {}
+        self.bound: dict[str, int] = {}
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         self.providers = self.providers or _cuda_only_string(node) is not None
@@ -597,6 +622,29 @@ class _Collector(cst.CSTVisitor):
             spelled = dotted_name(node)
             if spelled is not None:
                 self.torch_spellings.add(spelled)
+        inner = node.value
+        if (isinstance(inner, cst.Attribute) and inner.attr.value == "ops"
+                and node.attr.value not in _PORTABLE_OP_NAMESPACES):
+            spelled = dotted_name(node)
+            if spelled is not None:
+                self.op_spellings.add(spelled)
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        # Only the builds that bind no handle: `_ext = load(...)` is `visit_Assign`'s, and its
+        # functions are called through `_ext`, not through `torch.ops`.
+        if isinstance(node.value, cst.Call):
+            self._op_build(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if _no_python_module(node):
+            self._op_build(node)
+
+    def _op_build(self, node: cst.Call) -> None:
+        dotted = dotted_name(node.func)
+        head, _, rest = (dotted or "").partition(".")
+        qualified = f"{self.imports[head]}.{rest}".rstrip(".") if head in self.imports else ""
+        if _jit_cuda_build(node, qualified):
+            self.op_builders.append(qualified.rpartition(".")[2])
 
     def resolve_torch_calls(self) -> None:
         for spelled in self.torch_spellings:
@@ -605,6 +653,15 @@ class _Collector(cst.CSTVisitor):
             qualified = f"{module}.{rest}" if module and rest else module
             if qualified in TORCH_CUDA_ONLY_CALLS:
                 self.names[spelled] = _describe_torch_call(qualified)
+        # RWKV's `if 'cuda' in str(dev): ATT = self.cuda_att_seq`, whose `cuda_wkv` calls
+        # `torch.ops.rwkv.wkv_forward`: ops registered by the file's run-time CUDA build.
+        for spelled in self.op_spellings if self.op_builders else ():
+            head, _, rest = spelled.partition(".")
+            if self.imports.get(head) == "torch" and rest.startswith("ops."):
+                namespace = rest.removeprefix("ops.")
+                self.names[spelled] = (
+                    f"`torch.ops.{namespace}` (the ops of a CUDA extension built at run time by {self.op_builders[0]})"
+                )
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
@@ -671,6 +728,28 @@ class _Collector(cst.CSTVisitor):
                 if name is not None:
                     self.names[name] = f"the hub kernel {label} (`{name}`, downloaded by kernels.get_kernel)"
                     self.hubs.add(name)
+            return
+        # `op = ROIAlignRotated(...)`, then `op.forward(x.cuda(), rois.cuda())` under
+        # `if torch.cuda.is_available():` (detectron2's tests): the object an imported kernel
+        # name builds runs the kernel when it is called. Only names the imports bound (read
+        # before the body), and only plain names (`resolve_built`: bound once in the module).
+        if value is node.value and dotted in self.names:
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self.built.setdefault(target.target.value, f"`{target.target.value}`, built by {self.names[dotted]}")
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if isinstance(node.target, cst.Name):
+            self.bound[node.target.value] = self.bound.get(node.target.value, 0) + 1
+
+    def resolve_built(self) -> None:
+        # The index is one per module, not per function: `attention = MHA(...)` in one test
+        # and `attention = nn.MultiheadAttention(...)` in the next would make the second
+        # test's guard hold too. A name bound more than once is left out: which binding a read
+        # sees is a question of flow, and left out, its guards move as they did before.
+        for name, what in self.built.items():
+            if self.bound.get(name) == 1 and name not in self.names:
+                self.names[name] = what
 
 
 # Operators looked up by name whose kernels exist for CUDA only (cuDNN, and aten ops named for CUDA).
@@ -692,6 +771,14 @@ def _jit_cuda_build(call: cst.Call, qualified: str) -> bool:
         if keyword in (None, "sources") and any(_cu_file(s) for s in _strings(arg.value)):
             return True
     return False
+
+
+def _no_python_module(call: cst.Call) -> bool:
+    """``is_python_module=False``: the build registers ops and returns no module."""
+    return any(
+        a.keyword is not None and a.keyword.value == "is_python_module" and isinstance(a.value, cst.Name)
+        and a.value.value == "False" for a in call.args
+    )
 
 
 def _true(node: cst.BaseExpression) -> bool:
@@ -744,6 +831,7 @@ def kernel_index(rule: Rule) -> KernelIndex:
         collector = _Collector(rule)
         visit_syntax(rule.context.module, collector)
         collector.resolve_torch_calls()
+        collector.resolve_built()
         names = collector.names
         # The file's own functions that call a kernel are CUDA-only too (`def rms_norm(x):
         # return _rms_kernel[grid](x)`), to a fixed point; a method by the `self.f()` that calls

@@ -17,6 +17,9 @@ __all__ = ["CudaOomHandler"]
 # The CPU allocator says "DefaultCPUAllocator: can't allocate memory": not CUDA's, not here.
 _CUDA_ERROR_TEXT = re.compile(r"out of memory|\bCUDA\b|cuDNN|CUDNN_STATUS|CUBLAS_STATUS", re.IGNORECASE)
 _OOM = "torch.cuda.OutOfMemoryError"
+# A device's name: `'cuda' in str(dev)` tests where a value lives (CN103's), not an error's text,
+# unless what is turned to text is an exception the handler caught.
+_DEVICE_NAME = re.compile(r"\s*cuda(:\d+)?\s*", re.IGNORECASE)
 # torch.OutOfMemoryError is the class torch.cuda.OutOfMemoryError names since torch 2.5.
 _GENERIC_SINCE = (2, 5)
 _GUIDANCE = (
@@ -69,6 +72,8 @@ class CudaOomHandler(Rule):
         "print('CUDA out of memory: lower the batch size')\n",
         "if 'CUDA' in name:\n    pass\n",
         "import torch\ntry:\n    f()\nexcept torch.OutOfMemoryError:\n    pass\n",
+        # A device test (CN103's): the text of a device, not of an error (RWKV's strategy code).
+        "use_kernel = os.environ['USE_CUDA_KERNEL'] == '1' and 'cuda' in str(dev)\n",
     )
     INVALID = (
         Invalid(
@@ -78,6 +83,8 @@ class CudaOomHandler(Rule):
             "def is_oom(exc):\n    return 'CUDA' in exc.args[0] and 'out of memory' in exc.args[0]\n"
         ),
         Invalid("try:\n    f()\nexcept RuntimeError as err:\n    if 'out of memory' not in err:\n        raise\n"),
+        # CUDA's name in a caught error's text: the device's error, as above.
+        Invalid("try:\n    f()\nexcept RuntimeError as e:\n    if 'CUDA' in str(e):\n        raise\n"),
         Invalid(
             "import torch\ntry:\n    f()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n",
             "import torch\ntry:\n    f()\nexcept torch.OutOfMemoryError:\n    pass\n",
@@ -147,7 +154,10 @@ class CudaOomHandler(Rule):
         text = string_value(node.left) if isinstance(node.left, cst.SimpleString) else None
         if text is None or not _CUDA_ERROR_TEXT.search(text):
             return
-        if not self._is_error_text(node.comparisons[0].comparator):
+        comparator = node.comparisons[0].comparator
+        if not self._is_error_text(comparator):
+            return
+        if _DEVICE_NAME.fullmatch(text) and not self._is_caught_text(comparator):
             return
         self.report(
             node,
@@ -161,6 +171,16 @@ class CudaOomHandler(Rule):
         """``str(e)``, ``repr(e)``, ``e.args[0]``, ``e.args``, or a name an ``except`` bound."""
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("str", "repr"):
             return self.context.scope.lookup(expr.func.value) is None
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "args":
+            return True
+        return isinstance(expr, cst.Name) and expr.value in self._caught
+
+    def _is_caught_text(self, expr: cst.BaseExpression) -> bool:
+        """The text of an exception for sure: ``e.args``, or ``str(e)`` of a name an ``except`` bound."""
+        if isinstance(expr, cst.Call) and expr.args:
+            expr = expr.args[0].value
         if isinstance(expr, cst.Subscript):
             expr = expr.value
         if isinstance(expr, cst.Attribute) and expr.attr.value == "args":

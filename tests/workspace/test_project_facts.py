@@ -208,6 +208,8 @@ def test_named_file_still_sees_the_project_setup(tmp_path):
         pytest.param("pkg.ops.norm", True, id="the-module"),
         pytest.param("pkg.ops.norm.rms", True, id="inside-it"),
         pytest.param("ops.norm", True, id="src-layout-suffix"),
+        pytest.param("ops.norm.rms", True, id="inside-a-suffix-nested-project"),
+        pytest.param("norm.rms", False, id="a-last-name-and-a-member-is-not-enough"),
         pytest.param("norm", False, id="bare-last-name-is-not-enough"),
         pytest.param("pkg.ops", False, id="its-package"),
     ],
