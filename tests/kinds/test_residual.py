@@ -71,6 +71,11 @@ _ROWS = {
         "          echo \"tests for ${{ matrix.cuda }} builds\"\n",
         [10],
     ),
+    # a quote left open in one `run:` value stays in it: the later steps' commands are code
+    "yaml-open-quote-stays-in-its-value": (
+        ".github/workflows/ci.yml",
+        "jobs:\n  a:\n    steps:\n      - run: echo Don't panic\n      - run: nvcc -V\n", [5],
+    ),
     "yaml-web-address": ("config/train.yaml", "docs: https://docs.nvidia.com/cuda/\n", []),
     # a tag or name that says *without* CUDA (axolotl's CI matrix), beside one that names a CUDA build
     "yaml-negated-tag": (
