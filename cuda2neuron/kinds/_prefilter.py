@@ -82,6 +82,8 @@ _SHELL = (
     "dynamo_backend", "compile_backend", "liger", "bnb.",
     # Slurm node features naming a GPU (CN706: --constraint=volta32gb)
     "constraint",
+    # CUDA extensions' build switches without a CUDA word (CN705: CAUSAL_CONV1D_FORCE_BUILD=TRUE pip wheel .)
+    "force_build", "force_cxx11_abi",
 )  # fmt: skip
 _REQUIREMENTS = (
     "cu", "apex", "flash", "xformers", "bitsandbytes", "triton", "nvidia", "nvml", "gpustat",
@@ -99,7 +101,7 @@ _CONFIG = (
     "cuda", "cudnn", "cublas", "cupy", "nccl", "nvcc", "gpu", "cu1", "runs-on", "tags", *(w for w in _REQUIREMENTS if w != "cu"),
     # library settings (CN737, rules/_shared/library_settings.toml); "flash" and "xformers" come above
     "tf32", "load_in_", "quantization_bit", "optim", "deepspeed", "dynamo_backend", "compile_backend",
-    "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown", "bnb.",
+    "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown", "bnb.", "accelerators",
     # accelerate's device maps and memory plans keyed by GPU index (CN738)
     "max_memory", "device_map",
 )  # fmt: skip

@@ -79,6 +79,7 @@ class LibrarySettingInConfig(TextRule):
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
         "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger",
         "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown", "bnb.", "gpu",
+        "accelerators",
     )
     # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
     triggers_as_keys = True
@@ -93,6 +94,7 @@ class LibrarySettingInConfig(TextRule):
         Valid('{"config": {"runsOn": "CPU", "cpuFlavor": "cpu3c"}}\n', path=".runpod/hub.json"),
         # a project's own switch: Cog's `gpu:` is read in cog.yaml only
         Valid("gpu: true\n", path=CONFIG_EXAMPLE),
+        Valid("resources:\n  instance_type: trn2.48xlarge\n  accelerators: null\n", path="sky/train.yaml"),
     )
     INVALID = (
         Invalid("model:\n  attn_implementation: flash_attention_2\n", "model:\n  attn_implementation: sdpa\n", path=CONFIG_EXAMPLE),
@@ -119,6 +121,8 @@ class LibrarySettingInConfig(TextRule):
         Invalid('{"config": {"runsOn": "GPU", "gpuCount": 1}}\n', path=".runpod/hub.json"),
         Invalid('{"config": {"gpuTypeId": "NVIDIA GeForce RTX 4090", "gpuCount": 1}}\n', path=".runpod/tests.json"),
         Invalid('build:\n  gpu: true\n  python_version: "3.11"\n', path="cog.yaml"),
+        # a SkyPilot task
+        Invalid("resources:\n  accelerators: A100:8\nrun: python train.py\n", path="sky/train.yaml"),
     )
 
     @classmethod
