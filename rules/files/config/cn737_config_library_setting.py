@@ -79,7 +79,7 @@ class LibrarySettingInConfig(TextRule):
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
         "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger",
         "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown", "bnb.", "gpu",
-        "accelerators",
+        "accelerators", "varlen_attn",
     )
     # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
     triggers_as_keys = True
@@ -121,6 +121,7 @@ class LibrarySettingInConfig(TextRule):
         Invalid('{"config": {"runsOn": "GPU", "gpuCount": 1}}\n', path=".runpod/hub.json"),
         Invalid('{"config": {"gpuTypeId": "NVIDIA GeForce RTX 4090", "gpuCount": 1}}\n', path=".runpod/tests.json"),
         Invalid('build:\n  gpu: true\n  python_version: "3.11"\n', path="cog.yaml"),
+        Invalid('{"id": "me/ci", "kernel_type": "notebook", "enable_gpu": "true"}\n', path="kernel-metadata.json"),
         # a SkyPilot task
         Invalid("resources:\n  accelerators: A100:8\nrun: python train.py\n", path="sky/train.yaml"),
     )
