@@ -16,7 +16,9 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-__all__ = ["CODE", "ShellScript", "command_end", "is_gpu_count", "scan", "scan_full", "unquote", "word_end"]
+__all__ = [
+    "CODE", "ShellScript", "command_end", "is_gpu_count", "scan", "scan_full", "scan_spans", "unquote", "word_end",
+]
 
 # Per-character states.
 CODE, COMMENT, SQUOTE, DQUOTE, HEREDOC = "c", "k", "s", "d", "h"
@@ -112,6 +114,20 @@ def scan_full(text: str) -> tuple[str, list[bool]]:
             heredocs = []
             continue
         i += 1
+    return "".join(out), nested
+
+
+def scan_spans(text: str, spans: tuple[tuple[int, int], ...]) -> tuple[str, list[bool]]:
+    """``scan_full`` of a text made of separate commands (a YAML file's shell view): each span is
+    lexed on its own, the blanks between them are code. The trap: lexed as one text, a quote left
+    open in one value (``args: ["What's this?"]``, an argv item, not shell) ran on through every
+    later value, and their commands read as quoted text."""
+    out = [CODE] * len(text)
+    nested = [False] * len(text)
+    for start, end in spans:
+        states, inside = scan_full(text[start:end])
+        out[start:end] = states
+        nested[start:end] = inside
     return "".join(out), nested
 
 

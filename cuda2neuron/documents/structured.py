@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from json.decoder import scanstring
 
-from .shell import ShellScript
+from .shell import ShellScript, scan_spans
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -116,6 +116,12 @@ class ConfigDocument(ShellScript):
     documents: int = 1
     parsed: bool = True
     error: str = ""
+    # Where each shell value of ``text`` is written: each is lexed on its own (``scan_spans``).
+    shell_spans: tuple[tuple[int, int], ...] = ()
+
+    @cached_property
+    def _scanned(self) -> tuple[str, list[bool]]:
+        return scan_spans(self.text, self.shell_spans)
 
     @cached_property
     def by_path(self) -> dict[tuple[int, tuple[Key, ...]], Scalar]:
@@ -261,9 +267,10 @@ def parse_yaml(text: str, path: str = "") -> ConfigDocument:
             _blank(text, []), raw=text, path=path, format="yaml", scalars=fallback, keys=keys,
             parsed=False, error=_first_line(exc),
         )
+    spans = tuple(sorted(_shell_spans(text, scalars)))
     return ConfigDocument(
-        _blank(text, _shell_spans(text, scalars)), raw=text, path=path, format="yaml",
-        scalars=scalars, keys=keys, documents=documents,
+        _blank(text, list(spans)), raw=text, path=path, format="yaml",
+        scalars=scalars, keys=keys, documents=documents, shell_spans=spans,
     )
 
 

@@ -67,8 +67,8 @@ _PYTHON = (
     "bf16_gpu",
     # library settings and resources that choose CUDA (CN627, rules/_shared/library_settings.toml):
     # flash-attention values, TrainingArguments(tf32=), accelerate's dynamo backend, Ray's
-    # "GPU" resource and use_gpu, ray.util.collective groups, serverless gpu="A100"
-    "flash_attention", "tf32", "dynamo_backend", '"gpu"', "'gpu'", "use_gpu", "gpu=", "collective_group",
+    # "GPU" resource and use_gpu, Kaggle's enable_gpu, ray.util.collective groups, serverless gpu="A100"
+    "flash_attention", "tf32", "dynamo_backend", '"gpu"', "'gpu'", "use_gpu", "enable_gpu", "varlen_attn", "gpu=", "collective_group",
     # litgpt's quantize="bnb.nf4"; a Lightning Trainer / Fabric left to choose its accelerator (CN108)
     "bnb.", "lightning",
 )  # fmt: skip
@@ -79,9 +79,11 @@ _SHELL = (
     "gpu", "gres", "docker", "podman", "nerdctl", "singularity", "apptainer", "--nv", "nvcr.io", "-image",
     # library settings passed as flags (CN709; CN737 in configs): rules/_shared/library_settings.toml
     "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim", "deepspeed",
-    "dynamo_backend", "compile_backend", "liger", "bnb.",
+    "dynamo_backend", "compile_backend", "liger", "bnb.", "varlen_attn",
     # Slurm node features naming a GPU (CN706: --constraint=volta32gb)
     "constraint",
+    # CUDA extensions' build switches without a CUDA word (CN705: CAUSAL_CONV1D_FORCE_BUILD=TRUE pip wheel .)
+    "force_build", "force_cxx11_abi",
 )  # fmt: skip
 _REQUIREMENTS = (
     "cu", "apex", "flash", "xformers", "bitsandbytes", "triton", "nvidia", "nvml", "gpustat",
@@ -99,7 +101,7 @@ _CONFIG = (
     "cuda", "cudnn", "cublas", "cupy", "nccl", "nvcc", "gpu", "cu1", "runs-on", "tags", *(w for w in _REQUIREMENTS if w != "cu"),
     # library settings (CN737, rules/_shared/library_settings.toml); "flash" and "xformers" come above
     "tf32", "load_in_", "quantization_bit", "optim", "deepspeed", "dynamo_backend", "compile_backend",
-    "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown", "bnb.",
+    "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown", "bnb.", "accelerators", "varlen_attn",
     # accelerate's device maps and memory plans keyed by GPU index (CN738)
     "max_memory", "device_map",
 )  # fmt: skip

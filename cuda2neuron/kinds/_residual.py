@@ -411,11 +411,14 @@ def _text_hits(kind: str, path: str, text: str) -> dict[int, list[Hit]]:
     return hits
 
 
-def _shell_hits(view: str, raw: str, lines: _Lines, hits: _Hits, all_chars: bool) -> None:
-    """Words in a shell text's code: commands, single-word quoted values, scheduler directives."""
+def _shell_hits(view: str, raw: str, lines: _Lines, hits: _Hits, all_chars: bool, states: str | None = None) -> None:
+    """Words in a shell text's code: commands, single-word quoted values, scheduler directives.
+    ``states``: the view's lexed states where it is not one script (a YAML file's shell values,
+    each lexed on its own)."""
     from cuda2neuron.documents.shell import CODE, COMMENT, DQUOTE, SQUOTE, scan
 
-    states = scan(view)
+    if states is None:
+        states = scan(view)
     names: list[tuple[int, int]] | None = None
     for m in _WORDS.finditer(view):
         i = m.start()
@@ -596,7 +599,7 @@ def _config_hits(kind: str, path: str, text: str, lines: _Lines, hits: _Hits) ->
             _add(hits, lines.hit(m.start(), m.end()))
         return
     if kind == "config":
-        _shell_hits(doc.text, text, lines, hits, all_chars=False)
+        _shell_hits(doc.text, text, lines, hits, all_chars=False, states=doc.states)
     shell_owned = [(s.start, s.end) for s in doc.scalars if structured_shell(s)]
     for s in doc.scalars:
         written = text[s.start:s.end]

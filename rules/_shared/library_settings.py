@@ -9,6 +9,7 @@ compared after ``normalize``: the readers hand it over as written in their langu
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -58,6 +59,17 @@ class LibrarySetting:
     port: str
     guidance: str
     source: str
+    # The file names (globs) a config row is read in; empty: every config. A platform's own
+    # file gives a common key its meaning there (cog.yaml's `gpu: true`).
+    files: tuple[str, ...] = ()
+    spelled: tuple[str, ...] = ()  # the keys as the table writes them (`runsOn`), for the docs
+
+    def reads(self, path: str) -> bool:
+        """Whether the row is read in the file at ``path``."""
+        if not self.files:
+            return True
+        name = path.replace("\\", "/").rsplit("/", 1)[-1]
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.files)
 
 
 @dataclass(frozen=True)
@@ -129,6 +141,8 @@ def library_settings() -> tuple[LibrarySetting, ...]:
         if not where or not where <= _WHERE:
             raise ValueError(f"{TABLE}: setting {ident}: where must be a subset of {sorted(_WHERE)}")
         choosers = [k for k in ("values", "pattern", "any", "values_from") if k in row]
+        if "files" in row and where != {"config"}:
+            raise ValueError(f"{TABLE}: setting {ident}: files is only read where = [\"config\"]")
         if len(choosers) != 1:
             raise ValueError(f"{TABLE}: setting {ident}: exactly one of values / pattern / any / values_from")
         rows.append(LibrarySetting(
@@ -143,6 +157,8 @@ def library_settings() -> tuple[LibrarySetting, ...]:
             port=row.get("port", ""),
             guidance=row.get("guidance", ""),
             source=row["source"],
+            files=tuple(row.get("files", ())),
+            spelled=tuple(row["keys"]),
         ))
     return tuple(rows)
 
@@ -153,14 +169,15 @@ def setting_keys(where: str) -> frozenset[str]:
     return frozenset(k for s in library_settings() if where in s.where for k in s.keys)
 
 
-def match_setting(key: str, value: str, where: str) -> Match | None:
-    """The row that ``key`` set to ``value`` (as written) matches in ``where``, if any."""
+def match_setting(key: str, value: str, where: str, path: str = "") -> Match | None:
+    """The row that ``key`` set to ``value`` (as written) matches in ``where``, if any; a row
+    with ``files`` only in a file of that name (``path``)."""
     key = normalize_key(key)
     if key not in setting_keys(where):
         return None
     norm = normalize_value(value)
     for s in library_settings():
-        if where not in s.where or key not in s.keys:
+        if where not in s.where or key not in s.keys or not s.reads(path):
             continue
         if s.values_from == "trainer_optim":
             row = trainer_optimizers().get(norm)
@@ -233,7 +250,9 @@ def _table_lines(where: str) -> list[str]:
             values = ("any but off" if s.any else f"``{s.pattern.pattern}``" if s.pattern is not None
                       else ", ".join(f"``{v}``" for v in sorted(s.values)))
             port = f"``{s.port}``" if s.port else "reported"
-        keys = ", ".join(f"``{k}``" for k in sorted(s.keys))
+        keys = ", ".join(f"``{k}``" for k in sorted(s.spelled, key=normalize_key))
+        if s.files:
+            keys += " in " + ", ".join(f"``{f}``" for f in s.files)
         lines.append(f"    | {keys} | {_cell(values)} | {port} | {_cell(s.source)} |")
     if where == "python":
         lines += ["", "    Calls that set up CUDA or NCCL inside the library:", ""]

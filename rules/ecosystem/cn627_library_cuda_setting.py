@@ -114,7 +114,7 @@ class LibraryCudaSetting(Rule):
     fixes = frozenset({Safety.SAFE})
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "deepspeed", "dynamo_backend", "compile_backend",
-        "liger", "gpus", "GPUS", "gpu=", "use_gpu", '"GPU"', "'GPU'", "collective_group", "bnb.",
+        "liger", "gpus", "GPUS", "gpu=", "use_gpu", "enable_gpu", "varlen_attn", '"GPU"', "'GPU'", "collective_group", "bnb.",
     )
     # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
     triggers_as_keys = True
@@ -141,6 +141,10 @@ class LibraryCudaSetting(Rule):
             "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True, tf32=False)\n",
         ),
         Invalid("config = {'attn_implementation': 'flash_attention_2'}\n", "config = {'attn_implementation': 'sdpa'}\n"),
+        # xtuner's Python-dict configs
+        Invalid("use_varlen_attn = True\nmodel = dict(type='SupervisedFinetune', use_varlen_attn=use_varlen_attn)\n"),
+        # Kaggle's kernel metadata, written by a CI launcher (unsloth's kaggle_t4_ci/launch.py)
+        Invalid('meta = {"kernel_type": "notebook", "enable_gpu": "true", "machine_shape": shape}\n'),
         Invalid(
             "from dataclasses import dataclass, field\n\n@dataclass\nclass Args:\n    attn_implementation: str = field(default='flash_attention_2')\n",
             "from dataclasses import dataclass, field\n\n@dataclass\nclass Args:\n    attn_implementation: str = field(default='sdpa')\n",

@@ -78,8 +78,11 @@ _NVIDIA_CONTAINER_ENV = r"NVIDIA_(?:VISIBLE_DEVICES|DRIVER_CAPABILITIES|REQUIRE_
 # The CUDA compiler's own variables (`NVCC_APPEND_FLAGS`, `CUDACXX`), which CMake and
 # torch.utils.cpp_extension read when they build CUDA code.
 _NVCC_ENV = r"NVCC_\w+|TORCH_NVCC_FLAGS|CUDACXX|CUDAHOSTCXX|CUDAFLAGS|CUDA_NVCC_FLAGS|CUDA_ARCHITECTURES"
-# Build switches of CUDA extensions (flash-attn's, torchvision's / detectron2's FORCE_CUDA).
-_EXTENSION_BUILD_ENV = r"FLASH_ATTENTION_(?:SKIP_CUDA_BUILD|FORCE_BUILD|FORCE_CXX11_ABI)|FORCE_CUDA"
+# Build switches of CUDA extensions (flash-attn's, torchvision's / detectron2's FORCE_CUDA; causal-conv1d's
+# and mamba-ssm's setup.py read the same three as flash-attn's under their own prefix).
+_EXTENSION_BUILD_ENV = (
+    r"(?:FLASH_ATTENTION|CAUSAL_CONV1D|MAMBA)_(?:SKIP_CUDA_BUILD|FORCE_BUILD|FORCE_CXX11_ABI)|FORCE_CUDA"
+)
 # CUDA runtime, library and build variables (CN705 in scripts, CN734 in configs).
 CUDA_ENV_VAR_RE = re.compile(f"(?:{CUDA_ENV_RE.pattern}|{_NVIDIA_CONTAINER_ENV}|{_NVCC_ENV}|{_EXTENSION_BUILD_ENV})")
 # Search paths that name CUDA's or NVIDIA's library folders (`LD_LIBRARY_PATH=/usr/local/cuda/lib64`).

@@ -54,11 +54,23 @@ _ROWS = {
     ),
     "python-env-name-list": ("m.py", '_STRIP = ("RANK", "WORLD_SIZE", "NCCL_DEBUG_FILE")\n', []),
     "python-upper-device-words": ("m.py", 'KINDS = ["CPU", "CUDA"]\n', [1]),
+    # a keyword of a callee the module binds itself or imports from the project (unsloth's tests
+    # build a host with its fields); a keyword handed to a library stays
+    "python-own-callee-keyword": (
+        "tests/test_host.py",
+        "import installer\nHostInfo = installer.HostInfo\nh = HostInfo(has_usable_nvidia=False,\n"
+        "    nvidia_smi=None)\n\ndef make(**fields):\n    return fields\n\nm = make(driver_cuda_version=(13, 1))\n",
+        [],
+    ),
+    "python-library-callee-keyword": (
+        "m.py", "from gpu_tools import probe\nok = probe(has_usable_nvidia=True)\n", [2],
+    ),
     "python-own-enum-member": ("pkg/m.py", "from .helper import DeviceType\nif t == DeviceType.CUDA:\n    pass\n", []),
     # a page's address, a web service's credential, letters of a word across two words of a name
     "python-web-address": ("m.py", 'DOCS = "https://docs.nvidia.com/deploy/nccl-tuning"\n', []),
     "python-credential-name": ("m.py", 'import os\nkey = os.environ["NVIDIA_API_KEY"]\n', []),
     "python-camel-case-crossing": ("m.py", "from openai import AsyncClient\nclient = AsyncClient()\n", []),
+    "python-camel-case-crossing-in-a-string": ("m.py", 'CALLS = r"\\b(?:httpx)\\.(get|post|AsyncClient)\\b"\nK = "CudaGraph"\n', [2]),
     "python-lowercase-word-kept": ("m.py", "from vllm.distributed import pynccl\nc = pynccl.PyNcclCommunicator(g)\n", [1, 2]),
     # a CI expression's spaces make no message (`echo "CUDA=${{ matrix.cuda }}" >> $GITHUB_ENV`);
     # actions/github-script's `script:` is JavaScript: its `// don't` opens no shell quote that would
@@ -70,6 +82,11 @@ _ROWS = {
         "      - run: |\n          echo \"CUDA=${{ matrix.cuda }}\" >> $GITHUB_ENV\n"
         "          echo \"tests for ${{ matrix.cuda }} builds\"\n",
         [10],
+    ),
+    # a quote left open in one `run:` value stays in it: the later steps' commands are code
+    "yaml-open-quote-stays-in-its-value": (
+        ".github/workflows/ci.yml",
+        "jobs:\n  a:\n    steps:\n      - run: echo Don't panic\n      - run: nvcc -V\n", [5],
     ),
     "yaml-web-address": ("config/train.yaml", "docs: https://docs.nvidia.com/cuda/\n", []),
     # a tag or name that says *without* CUDA (axolotl's CI matrix), beside one that names a CUDA build

@@ -10,7 +10,7 @@ import pytest
 from cuda2neuron.core import Config
 from cuda2neuron.documents.buildfile import parse_build
 from cuda2neuron.documents.structured import parse_ini, parse_json, parse_toml, parse_yaml
-from cuda2neuron.workspace import fix_source
+from cuda2neuron.workspace import fix_source, lint_source
 
 
 def _values(doc) -> dict[tuple, tuple[str, str]]:
@@ -66,6 +66,35 @@ def test_yaml_shell_view_keeps_commands_and_offsets():
     assert len(view) == len(text) and [i for i, c in enumerate(view) if c == "\n"] == [i for i, c in enumerate(text) if c == "\n"]
     kept = "".join(c for c in view if not c.isspace())
     assert kept == "CUDA_VISIBLE_DEVICES=0pytest" + "nvidia-smi" + "NCCL_DEBUG=INFO"
+
+
+# A quote left open in one shell value stays in it: each value is lexed on its own, so a later
+# value's command is code, not the rest of a quoted string (and its CUDA setting is reported).
+_OPEN_QUOTE = {
+    "workflow-apostrophe-in-run": (
+        ".github/workflows/ci.yml",
+        "jobs:\n  a:\n    steps:\n      - run: echo Don't panic\n"
+        "      - run: CUDA_VISIBLE_DEVICES=0 python train.py\n",
+    ),
+    "kubernetes-argv-item": (
+        "k8s/pod.yaml",
+        "spec:\n  containers:\n    - args: [\"--prompt\", \"What's this?\"]\n"
+        "    - command: [\"sh\", \"-c\", \"CUDA_VISIBLE_DEVICES=0 python train.py\"]\n",
+    ),
+    "gitlab-script-items": (
+        ".gitlab-ci.yml",
+        "test:\n  script:\n    - python -c \"print('a)\"\n    - echo \"done\n"
+        "    - CUDA_VISIBLE_DEVICES=0 python train.py\n",
+    ),
+}
+
+
+@pytest.mark.parametrize(("path", "text"), _OPEN_QUOTE.values(), ids=_OPEN_QUOTE.keys())
+def test_a_quote_open_in_one_shell_value_stays_in_it(path, text):
+    doc = parse_yaml(text, path)
+    assert doc.is_code(text.index("CUDA_VISIBLE_DEVICES"))
+    codes = [f.code for f in lint_source(text, path, Config())]
+    assert codes.count("CN701") == 1
 
 
 def test_json_and_jsonc():

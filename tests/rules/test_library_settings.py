@@ -64,6 +64,27 @@ def test_a_value_is_read_as_its_language_writes_it(key, value, where, expected):
     assert (found.port if found is not None else None) == expected
 
 
+# A row with `files` is read only in a file of that name: cog.yaml's `gpu: true` is Cog's GPU
+# build (its cog.yaml reference), the same key elsewhere is a project's own switch.
+@pytest.mark.parametrize(
+    ("key", "value", "path", "found"),
+    [
+        ("gpu", "true", "cog.yaml", True),
+        ("gpu", "true", "models/sd/cog.yaml", True),
+        ("gpu", "true", "config/train.yaml", False),
+        ("gpu", "false", "cog.yaml", False),
+        ("runsOn", "GPU", ".runpod/hub.json", True),
+        ("runsOn", "CPU", ".runpod/hub.json", False),
+        ("runsOn", "GPU", "ci/pipeline.json", False),
+        ("gpuTypeId", "NVIDIA GeForce RTX 4090", ".runpod/tests.json", True),
+        ("gpuTypeId", "", ".runpod/tests.json", False),
+    ],
+    ids=lambda v: str(v),
+)
+def test_a_row_with_files_is_read_in_those_files(key, value, path, found):
+    assert (match_setting(key, value, "config", path) is not None) is found
+
+
 @pytest.mark.parametrize(
     ("source", "path", "code"),
     [

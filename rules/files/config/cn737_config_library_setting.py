@@ -79,6 +79,7 @@ class LibrarySettingInConfig(TextRule):
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
         "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger",
         "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown", "bnb.", "gpu",
+        "accelerators", "varlen_attn",
     )
     # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
     triggers_as_keys = True
@@ -90,6 +91,10 @@ class LibrarySettingInConfig(TextRule):
         Valid("optim: adamw_torch\n", path=CONFIG_EXAMPLE),
         Valid("description: uses flash_attention_2 on GPUs\n", path=CONFIG_EXAMPLE),
         Valid("strategy: ddp\n", path=CONFIG_EXAMPLE),
+        Valid('{"config": {"runsOn": "CPU", "cpuFlavor": "cpu3c"}}\n', path=".runpod/hub.json"),
+        # a project's own switch: Cog's `gpu:` is read in cog.yaml only
+        Valid("gpu: true\n", path=CONFIG_EXAMPLE),
+        Valid("resources:\n  instance_type: trn2.48xlarge\n  accelerators: null\n", path="sky/train.yaml"),
     )
     INVALID = (
         Invalid("model:\n  attn_implementation: flash_attention_2\n", "model:\n  attn_implementation: sdpa\n", path=CONFIG_EXAMPLE),
@@ -112,6 +117,13 @@ class LibrarySettingInConfig(TextRule):
         Invalid("tf32: true\n", path=CONFIG_EXAMPLE, target="accelerator"),
         # a cloud launcher's config (axolotl's examples/cloud/modal.yaml)
         Invalid("gpu: h100\ngpu_count: 1\nmemory: 128\n", path="examples/cloud/modal.yaml"),
+        # serverless listings: RunPod Hub's hub.json and tests.json, Replicate's cog.yaml
+        Invalid('{"config": {"runsOn": "GPU", "gpuCount": 1}}\n', path=".runpod/hub.json"),
+        Invalid('{"config": {"gpuTypeId": "NVIDIA GeForce RTX 4090", "gpuCount": 1}}\n', path=".runpod/tests.json"),
+        Invalid('build:\n  gpu: true\n  python_version: "3.11"\n', path="cog.yaml"),
+        Invalid('{"id": "me/ci", "kernel_type": "notebook", "enable_gpu": "true"}\n', path="kernel-metadata.json"),
+        # a SkyPilot task
+        Invalid("resources:\n  accelerators: A100:8\nrun: python train.py\n", path="sky/train.yaml"),
     )
 
     @classmethod
@@ -122,7 +134,7 @@ class LibrarySettingInConfig(TextRule):
         for s in doc.entries:
             if normalize_key(s.key) not in keys:
                 continue
-            found = match_setting(s.key, s.value, "config")
+            found = match_setting(s.key, s.value, "config", doc.path)
             if found is None:
                 continue
             message = f"`{s.key}: {s.value}` {found.what}"

@@ -74,6 +74,7 @@ class CudaOnlyPackageInstall(TextRule):
         Invalid("python -m pip install -U 'bitsandbytes>=0.43' numpy\n", path="setup_env.sh"),
         Invalid("pip3 install torch --index-url https://download.pytorch.org/whl/cu121\n", path="setup_env.sh"),
         Invalid("uv pip install \\\n    xformers \\\n    triton\n", path="setup_env.sh"),
+        Invalid("pip install torch==2.9.1 -i ${PYTORCH_WHEELS_URL}/cu128 --extra-index-url=\"${MIRROR}/cu126\"\n", path="build_image.sh"),
     )
 
     @classmethod
@@ -98,17 +99,20 @@ class CudaOnlyPackageInstall(TextRule):
                 if end == i:
                     break
                 word = unquote(text[i:end]) or ""
+                # An index under a variable's base (`-i ${PYTORCH_WHEELS_URL}/cu128`, xtuner's Dockerfile)
+                # is a CUDA index all the same: its CUDA part is written.
+                index = word or text[i:end]
                 if expect_value is not None:
-                    if expect_value in _PIP_INDEX_OPTIONS and CUDA_WHEEL_RE.search(word):
+                    if expect_value in _PIP_INDEX_OPTIONS and CUDA_WHEEL_RE.search(index):
                         out.append(TextReport(
-                            i, end, f"`{word}` serves CUDA builds of PyTorch",
+                            i, end, f"`{index}` serves CUDA builds of PyTorch",
                             guidance="install torch from the CPU index (https://download.pytorch.org/whl/cpu) "
                             "or the Neuron pip repository",
                             effort=Effort.LOW,
                         ))
                     expect_value = None
-                elif word.startswith("-"):
-                    option, eq, value = word.partition("=")
+                elif index.startswith("-"):
+                    option, eq, value = index.partition("=")
                     if option in _PIP_VALUE_OPTIONS and not eq:
                         expect_value = option
                     elif option in _PIP_INDEX_OPTIONS and CUDA_WHEEL_RE.search(value):

@@ -45,7 +45,7 @@ class CudaEnvVarInScript(TextRule):
     name = "cuda-env-var-in-script"
     file_kinds = frozenset({"shell"})
     targets = frozenset({"neuron"})
-    triggers = ("CUDA_", "CUDNN_", "CUBLAS", "NVIDIA_", "NVCC", "CUDACXX", "CUDAHOSTCXX", "CUDAFLAGS", "FORCE_CUDA", "/cuda", "/nvidia")
+    triggers = ("CUDA_", "CUDNN_", "CUBLAS", "NVIDIA_", "NVCC", "CUDACXX", "CUDAHOSTCXX", "CUDAFLAGS", "FORCE_CUDA", "FORCE_BUILD", "FORCE_CXX11_ABI", "/cuda", "/nvidia")
     VALID = (
         Valid("export NEURON_RT_VISIBLE_CORES=0-1\n", path="launch.sh"),
         Valid("echo $CUDA_HOME\n", path="launch.sh"),
@@ -56,6 +56,9 @@ class CudaEnvVarInScript(TextRule):
         Invalid("export CUDA_LAUNCH_BLOCKING=1\n", path="launch.sh"),
         Invalid("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python train.py\n", path="launch.sh"),
         Invalid("TORCH_CUDA_ARCH_LIST='8.0;9.0' pip install -e .\n", path="launch.sh"),
+        # causal-conv1d's and mamba-ssm's build switches (their setup.py), as flash-attn's
+        Invalid("CAUSAL_CONV1D_FORCE_BUILD=TRUE pip wheel -w /tmp/whl --no-deps .\n", path="build.sh"),
+        Invalid("export MAMBA_SKIP_CUDA_BUILD=FALSE\n", path="build.sh"),
         Invalid("export CUBLAS_WORKSPACE_CONFIG=:4096:8\n", path="launch.sh"),
         Invalid("docker run -e NVIDIA_VISIBLE_DEVICES=all my-image\n", path="launch.sh"),
         Invalid('MAX_JOBS=32 NVCC_APPEND_FLAGS="--threads 32" pip install -e .\n', path="launch.sh"),

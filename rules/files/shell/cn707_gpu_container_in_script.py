@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from cuda2neuron.core import Effort, Invalid, TextReport, Valid
+from cuda2neuron.documents.dockerfile import Dockerfile
 from cuda2neuron.documents.shell import ShellScript, unquote, word_end
 
 from .._helpers import NEURON_IMAGE_GUIDANCE, TextRule, cuda_image
@@ -64,6 +65,8 @@ class GpuContainerInScript(TextRule):
         Valid("docker pull python:3.11-slim\n", path="setup.sh"),
         Valid("# docker run --gpus all nvcr.io/nvidia/pytorch:24.02-py3\n", path="run.sh"),
         Valid("apptainer exec --nvccli-off img.sif python x.py\n", path="run.sh"),
+        # a Dockerfile's ARG / ENV image is CN751's (xtuner's `ARG BASE_IMAGE=nvcr.io/...` was reported twice)
+        Valid("ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:25.03-py3\nFROM ${BASE_IMAGE}\n", path="Dockerfile"),
     )
     INVALID = (
         Invalid("docker run --gpus all -it --rm nvcr.io/nvidia/pytorch:24.02-py3 python train.py\n", path="run.sh"),
@@ -107,8 +110,12 @@ class GpuContainerInScript(TextRule):
                 ))
                 break  # the image: what follows is the command run in it
         # `JAX_IMAGE="nvcr.io/nvidia/jax:25.10-py3"`, then `docker pull "$JAX_IMAGE"`: the image is
-        # named where it is assigned.
+        # named where it is assigned. A Dockerfile's `ARG` / `ENV` value is CN751's (it reads the
+        # instruction itself): reported here too, the same line had two findings.
+        declared = _declarations(doc)
         for ns, ne, vs, ve in doc.assignments(_ANY_NAME_RE):
+            if any(a <= ns < b for a, b in declared):
+                continue
             value = unquote(text[vs:ve])
             if value is None or not cuda_image(value.removeprefix("docker://")):
                 continue
@@ -133,6 +140,13 @@ class GpuContainerInScript(TextRule):
                 effort=Effort.LOW,
             ))
         return out
+
+
+def _declarations(doc: ShellScript) -> list[tuple[int, int]]:
+    """Where a Dockerfile's ``ARG`` and ``ENV`` instructions are written (none in a script)."""
+    if not isinstance(doc, Dockerfile):
+        return []
+    return [span for keyword in ("ARG", "ENV") for span in doc.instructions(keyword)]
 
 
 def _command_end(text: str, start: int, line_end: int) -> int:

@@ -103,7 +103,7 @@ class LibrarySettingFlag(TextRule):
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
         "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger", "GPUS", "gpus", "nccl",
-        "bnb.",
+        "bnb.", "varlen_attn",
     )
     # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
     triggers_as_keys = True
