@@ -630,20 +630,14 @@ class _Collector(cst.CSTVisitor):
                 self.op_spellings.add(spelled)
 
     def visit_Expr(self, node: cst.Expr) -> None:
-        # Only the builds that bind no handle: `_ext = load(...)` is `visit_Assign`'s, and its
-        # functions are called through `_ext`, not through `torch.ops`.
-        if isinstance(node.value, cst.Call):
-            self._op_build(node.value)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if _no_python_module(node):
-            self._op_build(node)
-
-    def _op_build(self, node: cst.Call) -> None:
-        dotted = dotted_name(node.func)
+        # Only the builds that bind no handle (`visit_Assign` takes `x = load(...,
+        # is_python_module=False)`): `_ext = load(...)`'s functions are called through `_ext`.
+        if not isinstance(node.value, cst.Call):
+            return
+        dotted = dotted_name(node.value.func)
         head, _, rest = (dotted or "").partition(".")
         qualified = f"{self.imports[head]}.{rest}".rstrip(".") if head in self.imports else ""
-        if _jit_cuda_build(node, qualified):
+        if _jit_cuda_build(node.value, qualified):
             self.op_builders.append(qualified.rpartition(".")[2])
 
     def resolve_torch_calls(self) -> None:
@@ -683,6 +677,9 @@ class _Collector(cst.CSTVisitor):
                 self.names[node.name.value] = f"the {language} kernel `{node.name.value}`"
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self.bound[target.target.value] = self.bound.get(target.target.value, 0) + 1
         # `ops = get_kernel("org/ops")`, `self._op = get_kernel("org/x").op`: a hub kernel handle.
         value = node.value
         while isinstance(value, cst.Attribute):
@@ -704,6 +701,8 @@ class _Collector(cst.CSTVisitor):
                     self.names[name] = f"the CUDA operator `{operator}`"
             return
         if _jit_cuda_build(value, qualified):
+            if _no_python_module(value):
+                self.op_builders.append(qualified.rpartition(".")[2])
             # `_ext = load_inline(..., cuda_sources=...)`: the handle's functions are CUDA kernels,
             # so `if not x.is_cuda: raise` in front of `_ext.fused(x)` guards CUDA-only code.
             for target in node.targets:
@@ -737,10 +736,6 @@ class _Collector(cst.CSTVisitor):
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     self.built.setdefault(target.target.value, f"`{target.target.value}`, built by {self.names[dotted]}")
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        if isinstance(node.target, cst.Name):
-            self.bound[node.target.value] = self.bound.get(node.target.value, 0) + 1
 
     def resolve_built(self) -> None:
         # The index is one per module, not per function: `attention = MHA(...)` in one test
