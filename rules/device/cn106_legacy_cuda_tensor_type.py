@@ -28,7 +28,21 @@ _DTYPES = {
 }
 
 _TYPE_WORDS = tuple(t.encode() for t in _DTYPES)
-_BARE_TYPE = re.compile(rb"(?<![.\w])(?:%s)\b" % b"|".join(_TYPE_WORDS))
+# Each type name as a whole word, searched only where the file holds it; the byte before it is
+# read back by hand (not ``.``, not a word byte): a pattern that starts with a look-behind and
+# an alternation makes the engine try every byte of the file.
+_TYPE_WORD = {t: re.compile(re.escape(t) + rb"\b") for t in _TYPE_WORDS}
+_NOT_BEFORE_BARE = frozenset(b".ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _bare_type(code: bytes) -> bool:
+    """A type name not after a dot nor inside a longer name (``LongTensor``, not ``torch.LongTensor``)."""
+    for t in _TYPE_WORDS:
+        if t in code:
+            for m in _TYPE_WORD[t].finditer(code):
+                if m.start() == 0 or code[m.start() - 1] not in _NOT_BEFORE_BARE:
+                    return True
+    return False
 
 
 class LegacyCudaTensorType(Rule):
@@ -173,7 +187,7 @@ class LegacyCudaTensorType(Rule):
         # the bare name; torch's CPU types (``torch.LongTensor``) follow a dot.
         if not any(t in code for t in _TYPE_WORDS):
             return False
-        return b"cuda" in code or _BARE_TYPE.search(code) is not None
+        return b"cuda" in code or _bare_type(code)
 
     def _resolve(self, node: cst.BaseExpression) -> str | None:
         """The dtype name for a reference to a legacy CUDA type, else None."""
