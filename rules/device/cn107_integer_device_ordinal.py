@@ -75,11 +75,15 @@ _HEAD = re.compile(rb"[\s(*\\]*(?:(?P<digit>%s)|(?P<chain>%s)(?P<call>[\s\\]*\()
 _ARG_TOKEN = re.compile(rb"""[rRbBuUfF]{0,2}(?:"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|[()\[\]{},;]""")
 _TAIL = re.compile(rb"[\w\x80-\xff]+")
 _LONGEST_ARG = 2000  # bytes; an argument not closed by then wakes the rule
-_INT_OPTION = re.compile(rb"\btype[ \t]*=[ \t]*int\b")
+# `type=int` (a whole word `type`: the byte before it is read back by hand, since a pattern that
+# starts with ``\b`` makes the engine try every byte of the file).
+_INT_OPTION = re.compile(rb"type[ \t]*=[ \t]*int\b")
 _CURRENT_NAMES = tuple(sorted({q.rsplit(".", 1)[-1].encode() for q in _CURRENT}))
 _ALIAS = re.compile(rb"\b(?:%s)[ \t]+as[ \t]+(%s)" % (b"|".join(_CURRENT_NAMES), _ID))
 _CONSTANTS = frozenset({"None", "True", "False"})
 _WORD_BYTE = re.compile(rb"[\w.\x80-\xff]")
+_WORD_BYTE_ONLY = re.compile(rb"\w")  # what ``\b`` reads as a word byte
+_QUOTE_BYTES = frozenset(b"\"'")
 
 
 @lru_cache(maxsize=4096)
@@ -93,10 +97,28 @@ def _binding(name: str) -> re.Pattern[bytes]:
 
 @lru_cache(maxsize=4096)
 def _option(attr: str) -> re.Pattern[bytes]:
-    """A string naming the argparse option that ``args.<attr>`` reads (``"--local-rank"``,
-    ``dest="local_rank"``, a positional ``"gpu"``)."""
+    """The name of the argparse option that ``args.<attr>`` reads, before a closing quote
+    (``--local-rank"``, ``dest="local_rank"``, a positional ``"gpu"``): ``_names_option`` reads
+    the dashes and the opening quote before it back by hand. The pattern starts with the name,
+    a literal the engine skips to; one that starts with the quote tried every quote of the file."""
     spelled = rb"[-_]".join(re.escape(p.encode()) for p in attr.split("_"))
-    return re.compile(rb"[\"']-*" + spelled + rb"[\"']")
+    return re.compile(spelled + rb"[\"']")
+
+
+def _names_option(code: bytes, attr: str) -> bool:
+    """Does a string of ``code`` name the option ``args.<attr>`` reads (a quote, dashes, the name, a quote)?"""
+    for m in _option(attr).finditer(code):
+        i = m.start() - 1
+        while i >= 0 and code[i] == 0x2D:  # "-"
+            i -= 1
+        if i >= 0 and code[i] in _QUOTE_BYTES:
+            return True
+    return False
+
+
+def _int_option(code: bytes) -> bool:
+    """``type=int`` with ``type`` a whole word."""
+    return any(m.start() == 0 or not _WORD_BYTE_ONLY.match(code, m.start() - 1) for m in _INT_OPTION.finditer(code))
 
 
 def _keyword_at(code: bytes, i: int) -> bool:
@@ -124,7 +146,7 @@ class _Wake:
     def int_options(self) -> bool:
         """Does the file declare an argparse option ``type=int``?"""
         if self._int_options is None:
-            self._int_options = _INT_OPTION.search(self.code) is not None
+            self._int_options = _int_option(self.code)
         return self._int_options
 
     def is_int(self, name: str) -> bool:
@@ -186,7 +208,7 @@ class _Wake:
             elif len(parts) == 1 or (len(parts) == 2 and parts[0] == "self"):
                 if self.is_int(".".join(parts)):
                     return True
-            elif len(parts) == 2 and self.int_options() and _option(parts[1]).search(self.code):
+            elif len(parts) == 2 and self.int_options() and _names_option(self.code, parts[1]):
                 return True
         # The last word, read backwards: ``args.gpu_id``, ``(local_rank)``.
         tail = _TAIL.match(text.rstrip(b" \t\r\n)\\")[::-1])

@@ -63,6 +63,22 @@ SNIPPETS = [
         True,
         id="argparse-int-option",
     ),
+    # `type` a whole word and the option's name inside quotes, both read back by hand.
+    pytest.param(
+        "p.add_argument(dest='which', type=int)\nargs = p.parse_args()\nx = x.to(args.which)\n",
+        True,
+        id="argparse-int-dest",
+    ),
+    pytest.param(
+        "p.add_argument('--which', subtype=int)\nargs = p.parse_args()\nx = x.to(args.which)\n",
+        False,
+        id="argparse-longer-type-keyword",
+    ),
+    pytest.param(
+        "p.add_argument('--which-one', type=int)\nargs = p.parse_args()\nx = x.to(args.which)\n",
+        False,
+        id="argparse-other-option-name",
+    ),
     pytest.param("x = x.to(device)\n", False, id="plain-device-name"),
     pytest.param("import torch\nx = x.to(torch.float16)\n", False, id="dtype"),
     pytest.param("def f(x, y):\n    return x.to(y.device)\n", False, id="device-of-other-tensor"),
