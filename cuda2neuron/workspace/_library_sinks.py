@@ -73,6 +73,8 @@ def library_starts(data: bytes, shown: str, facts: ProjectFacts) -> dict[str, st
     found are parsed (``_chunks``): parsing all of diffusers' 120 files that import xformers or
     bitsandbytes cost 1.5-4 s, more than the rest of the sweep."""
     bound = _import_bindings(data)
+    for name in _with_fallback(data, bound, facts):
+        del bound[name]
     words = _words(bound, facts)
     if words is None or not words.search(data):
         return {}
@@ -162,11 +164,10 @@ _IMPORT = re.compile(
 _ALIAS = re.compile(rb"([\w.]+)(?:[ \t]+as[ \t]+(\w+))?")
 
 
-def _import_bindings(data: bytes) -> dict[str, str]:
-    """Local name -> dotted name, for every absolute import of the module at any depth (InvokeAI
-    imports torch inside the function that must run before torch is imported), read from the
-    text as the sweep reads import lines."""
-    bound: dict[str, str] = {}
+def _imports(data: bytes) -> list[tuple[str, str]]:
+    """(local name, dotted name) of every import of the module at any depth, in order, read from
+    the text as the sweep reads import lines; a relative import's dotted name keeps its dots."""
+    found: list[tuple[str, str]] = []
     for source, names, plain in _IMPORT.findall(data):
         for item in (plain or names.strip(b"()")).split(b","):
             alias = _ALIAS.search(item.strip().strip("\\".encode()))
@@ -174,10 +175,49 @@ def _import_bindings(data: bytes) -> dict[str, str]:
                 continue
             name, local = alias.group(1).decode("ascii", "replace"), (alias.group(2) or b"").decode("ascii", "replace")
             if plain:
-                bound.setdefault(local or name.split(".")[0], name if local else name.split(".")[0])
-            elif not source.startswith(b"."):
-                bound.setdefault(local or name, f"{source.decode('ascii', 'replace')}.{name}")
+                found.append((local or name.split(".")[0], name if local else name.split(".")[0]))
+            else:
+                found.append((local or name, f"{source.decode('ascii', 'replace')}.{name}"))
+    return found
+
+
+def _import_bindings(data: bytes) -> dict[str, str]:
+    """Local name -> dotted name of its first absolute import, at any depth (InvokeAI imports
+    torch inside the function that must run before torch is imported)."""
+    bound: dict[str, str] = {}
+    for local, dotted in _imports(data):
+        if not dotted.startswith("."):
+            bound.setdefault(local, dotted)
     return bound
+
+
+def _with_fallback(data: bytes, bound: dict[str, str], facts: ProjectFacts) -> list[str]:
+    """The names bound to CUDA-only code that the module also binds to something else: another
+    import of the same name from a module that is not CUDA-only, or an assignment to anything but
+    ``None``. Megatron binds ``multi_tensor_applier`` from Transformer Engine, else apex, else
+    ``multi_tensor_applier = local_multi_tensor_applier`` in the last ``except ImportError:``: on
+    Trainium the local one runs, so a function calling it is plain code. ``bnb = None`` is no
+    fallback: the call then fails, as the CUDA-only package would."""
+    from cuda2neuron.rules._shared.kernels import library_sink
+
+    cuda_only = [n for n, dotted in bound.items() if library_sink(dotted, facts) is not None]
+    if not cuda_only:
+        return []
+    imported = _imports(data)
+    found = []
+    for name in cuda_only:
+        others = [d for n, d in imported if n == name and not library_sink(d, facts) and not _package_prefix(d, facts)]
+        assigned = re.compile(rb"^[ \t]*" + re.escape(name.encode()) + rb"[ \t]*(?::[^=\n]*)?=(?!=)(.*)$", re.MULTILINE)
+        if others or any(_a_value(value) for value in assigned.findall(data)):
+            found.append(name)
+    return found
+
+
+def _a_value(text: bytes) -> bool:
+    """The right of ``name = ...`` binds a value other than ``None``: a keyword argument on a line
+    of its own (``flash_attn_func=flash_attn_func,``, ``fn=fn)``) is not an assignment."""
+    text = text.split(b"#")[0].strip()
+    return bool(text) and text != b"None" and b"," not in text and text.count(b")") <= text.count(b"(")
 
 
 def _words(bound: dict[str, str], facts: ProjectFacts) -> re.Pattern[bytes] | None:

@@ -104,6 +104,25 @@ SWEEPS = [
         {}, ("pkg.mode.fake",), id="symmetric-memory-test-mode-imported-by-name",
     ),
     pytest.param(
+        {"pkg/clip.py": "try:\n    from apex.multi_tensor_apply import multi_tensor_applier\nexcept ImportError:\n"
+         "    from pkg.local import local_applier\n\n    multi_tensor_applier = local_applier\n\n"
+         "def clip(grads):\n    return multi_tensor_applier(grads)\n"},
+        {}, ("pkg.clip.clip",), id="a-binding-with-a-portable-fallback-assigned",
+    ),
+    pytest.param(
+        {"pkg/clip.py": "try:\n    from apex.multi_tensor_apply import multi_tensor_applier\nexcept ImportError:\n"
+         "    from pkg.local import multi_tensor_applier\n\ndef clip(grads):\n    return multi_tensor_applier(grads)\n"},
+        {}, ("pkg.clip.clip",), id="a-binding-with-a-portable-fallback-imported",
+    ),
+    pytest.param(
+        {"pkg/clip.py": "try:\n    from apex.multi_tensor_apply import multi_tensor_applier\nexcept ImportError:\n"
+         "    multi_tensor_applier = None\n\ndef clip(grads):\n    return run(\n        multi_tensor_applier=multi_tensor_applier,\n    )\n\n"
+         "def run(multi_tensor_applier):\n    return multi_tensor_applier(1)\n\n"
+         "def scale(grads):\n    return multi_tensor_applier(grads)\n"},
+        {"pkg.clip.scale": "`apex.multi_tensor_apply.multi_tensor_applier`"}, (),
+        id="none-or-a-keyword-argument-is-no-fallback",
+    ),
+    pytest.param(
         {"mamba_ssm/ops.py": "def scan(x):\n    return x\n", "mamba_ssm/model.py": "import mamba_ssm.ops\n\ndef run(x):\n    return mamba_ssm.ops.scan(x)\n"},
         {}, ("mamba_ssm.model.run",), id="the-project-is-the-package",
     ),
