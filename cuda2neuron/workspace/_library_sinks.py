@@ -192,32 +192,27 @@ def _import_bindings(data: bytes) -> dict[str, str]:
 
 
 def _with_fallback(data: bytes, bound: dict[str, str], facts: ProjectFacts) -> list[str]:
-    """The names bound to CUDA-only code that the module also binds to something else: another
-    import of the same name from a module that is not CUDA-only, or an assignment to anything but
-    ``None``. Megatron binds ``multi_tensor_applier`` from Transformer Engine, else apex, else
-    ``multi_tensor_applier = local_multi_tensor_applier`` in the last ``except ImportError:``: on
-    Trainium the local one runs, so a function calling it is plain code. ``bnb = None`` is no
-    fallback: the call then fails, as the CUDA-only package would."""
+    """The names bound to CUDA-only code that the module also binds to the project's own code:
+    another import of the name from one of the project's modules, or ``name = other`` where
+    ``other`` is imported from one. Megatron binds ``multi_tensor_applier`` from Transformer
+    Engine, else apex, else ``multi_tensor_applier = local_multi_tensor_applier`` (from
+    ``megatron.core.utils``) in the last ``except ImportError:``: on Trainium the local one runs,
+    so a function calling it is plain code. A placeholder is no fallback (``bnb = None``,
+    ``te = MagicMock()``, a keyword argument on a line of its own): the call then fails, or does
+    nothing, where the CUDA-only package would have run."""
     from cuda2neuron.rules._shared.kernels import library_sink
 
     cuda_only = [n for n, dotted in bound.items() if library_sink(dotted, facts) is not None]
     if not cuda_only:
         return []
-    imported = _imports(data)
+    own = {local for local, dotted in _imports(data) if dotted.startswith(".") or facts.own_module(dotted)}
     found = []
     for name in cuda_only:
-        others = [d for n, d in imported if n == name and not library_sink(d, facts) and not _package_prefix(d, facts)]
-        assigned = re.compile(rb"^[ \t]*" + re.escape(name.encode()) + rb"[ \t]*(?::[^=\n]*)?=(?!=)(.*)$", re.MULTILINE)
-        if others or any(_a_value(value) for value in assigned.findall(data)):
+        spelled = re.escape(name.encode())
+        assigned = re.compile(rb"^[ \t]*" + spelled + rb"[ \t]*(?::[^=\n]*)?=[ \t]*(\w+)[ \t]*(?:#.*)?$", re.MULTILINE)
+        if name in own or any(value.decode("ascii", "replace") in own for value in assigned.findall(data)):
             found.append(name)
     return found
-
-
-def _a_value(text: bytes) -> bool:
-    """The right of ``name = ...`` binds a value other than ``None``: a keyword argument on a line
-    of its own (``flash_attn_func=flash_attn_func,``, ``fn=fn)``) is not an assignment."""
-    text = text.split(b"#")[0].strip()
-    return bool(text) and text != b"None" and b"," not in text and text.count(b")") <= text.count(b"(")
 
 
 def _words(bound: dict[str, str], facts: ProjectFacts) -> re.Pattern[bytes] | None:

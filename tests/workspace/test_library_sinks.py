@@ -123,6 +123,12 @@ SWEEPS = [
         id="none-or-a-keyword-argument-is-no-fallback",
     ),
     pytest.param(
+        {"pkg/ext.py": "from unittest.mock import MagicMock\n\ntry:\n    import transformer_engine as te\nexcept ImportError:\n"
+         "    te = MagicMock()\n\nclass Tracker(te.pytorch.distributed.CudaRNGStatesTracker):\n    pass\n"},
+        {"pkg.ext.Tracker": "`transformer_engine.pytorch.distributed.CudaRNGStatesTracker`"}, (),
+        id="a-placeholder-is-no-fallback",
+    ),
+    pytest.param(
         {"mamba_ssm/ops.py": "def scan(x):\n    return x\n", "mamba_ssm/model.py": "import mamba_ssm.ops\n\ndef run(x):\n    return mamba_ssm.ops.scan(x)\n"},
         {}, ("mamba_ssm.model.run",), id="the-project-is-the-package",
     ),
