@@ -665,6 +665,7 @@ class ProjectNames:
     # What a string may spell: ``own`` less the names only another module defines that are
     # spelled like an environment variable (own as a name, not as a string).
     string_own: set[str] = field(default_factory=set)
+    class_members: dict[str, set[str]] = field(default_factory=dict)  # `members` and the tree's
 
     @classmethod
     def pool(
@@ -678,10 +679,6 @@ class ProjectNames:
         imported: set[str] = set()  # bound by an import from the project's own modules
         foreign: set[str] = set()
         out = cls(own_tops=own_tops)
-        for dotted in tree_own:
-            owner, _, member = dotted.partition(".")
-            if member:
-                out.members.setdefault(owner, set()).add(member)
         for names in parsed.values():
             if names is None:
                 continue
@@ -702,6 +699,13 @@ class ProjectNames:
         # `os.environ["USE_CUDA"]` where another module has a constant `USE_CUDA = ...`: a string
         # spelled as an environment variable is a setting, whatever the other module names so.
         out.string_own = out.own - {n for n in tree if _ENV_VAR_NAME.fullmatch(n)}
+        # `DeviceType.CUDA` where another module defines the class: a member named with its class
+        # (never an instance's field `x.cuda`: that the file's own classes decide, as before).
+        out.class_members = {owner: set(found) for owner, found in out.members.items()}
+        for dotted in tree_own:
+            owner, _, member = dotted.partition(".")
+            if member:
+                out.class_members.setdefault(owner, set()).add(member)
         out.modules = {
             ".".join(Path(rel).with_suffix("").parts[: -1 if Path(rel).stem == "__init__" else None]) for rel in parsed
         }
@@ -726,7 +730,7 @@ class FileExcuses:
         reported = {name for name, line in names.imported.items() if line in lines}
         own_names, own_paths = _own_bare_names(
             rel, names, project.params, project.attrs, project.own, project.modules, project.markers,
-            project.members, project.own_tops,
+            project.members, project.own_tops, project.class_members,
         )
         return cls(rel, names, project, reported, own_names, own_paths, set(stacks))
 
@@ -744,7 +748,7 @@ def excuse(tok: Word, ctx: FileExcuses) -> str:
         return f"{word}: bound by a reported import"
     if tok.type == NAME and word in project.own and not _BARE.fullmatch(word):
         return f"{word}: a name the project defines"
-    if tok.type == STRING and _names_own(word, project.string_own, project.module_parts, project.members):
+    if tok.type == STRING and _names_own(word, project.string_own, project.module_parts, project.class_members):
         return f"{word}: a name the project defines, as a string"
     if tok.type == STRING and _fstring_own(word, project.own):
         return f"{word}: a name the project defines, in an f-string's placeholder"
@@ -891,6 +895,7 @@ def _names_own(token: str, own: set[str], module_parts: set[str], members: dict[
 def _own_bare_names(
     rel: str, names: Names, params: dict[str, set[str]], attrs: set[str], own: set[str], modules: set[str],
     markers: set[str] = frozenset(), members: dict[str, set[str]] | None = None, own_tops: frozenset[str] = frozenset(),
+    class_members: dict[str, set[str]] | None = None,
 ) -> tuple[dict[tuple[tuple[int, int], str], str], dict[int, set[str]]]:
     """The tokens of one module that spell a project's own name although the word alone is an
     API (`cuda`): ((line, byte col), token) -> reason, and line -> the module-path parts of a
@@ -933,7 +938,7 @@ def _own_bare_names(
     for where in names.member_defs:
         out[where, ""] = "a member the project's class defines"
     for line, col, cls, attr in names.member_reads:
-        if cls not in names.foreign and attr in (members or {}).get(cls, ()):
+        if cls not in names.foreign and attr in (class_members or members or {}).get(cls, ()):
             out[(line, col), attr] = f"a member of the project's class {cls}"
     # `args.cuda` where `class Args: cuda: bool = True` (cleanrl's tyro arguments): a field of the
     # project's own class read off an instance, never called (`x.cuda()` is the API).

@@ -6,8 +6,9 @@ on a module they load with importlib, patch ``"_maybe_fetch_windows_cudart"`` by
 look for ``"DeviceType.CUDA"`` (a member of the project's own enum). The sweep
 (``workspace/_project.py``) already reads every Python file's bytes; ``NamePool`` reads the same
 bytes, without a parse, for the names that hold a CUDA word: those a line defines (``def`` /
-``class`` / an assignment, at any depth; an indented assignment under a ``class`` line is also
-that class's member, ``Dev.CUDA``) and those an import from outside the project binds. Only words
+``class``, a module's assignment, an assignment in a class's body, which is also that class's
+member ``Dev.CUDA``; never a function's local variable nor a keyword on a call's line) and
+those an import from outside the project binds. Only words
 near a CUDA word are looked at, so a file without one costs a search.
 
 A name is the project's own only if it is defined and never imported from outside anywhere in
@@ -101,19 +102,22 @@ class NamePool:
                     if statement is not None:
                         self._import(statement)
             m = _ASSIGN.match(data, start)
-            if m is not None:
+            if m is not None and not _continues_a_call(data, start):
                 self._define(m.group(2), data, start, len(m.group(1)))
             return
         self._import(m)
 
     def _define(self, name: bytes, data: bytes = b"", start: int = 0, indent: int = 0) -> None:
         text = name.decode("ascii", "replace")
+        if indent:
+            # Only a class's member: a function's local variable (`cuda13 = make(...)` in a
+            # test) names nothing another module can spell.
+            owner = _enclosing_class(data, start, indent)
+            if owner is None:
+                return
+            self.defined.add(f"{owner}.{text}")
         if not _BARE.fullmatch(name):
             self.defined.add(text)
-        if indent:
-            owner = _enclosing_class(data, start, indent)
-            if owner is not None:
-                self.defined.add(f"{owner}.{text}")
 
     def _import(self, m: re.Match[bytes]) -> None:
         if m.group(4) is not None:  # import a.b, c as d
@@ -132,6 +136,20 @@ class NamePool:
             if parts:
                 bound = parts[-1] if len(parts) == 3 and parts[1] == b"as" else parts[0]
                 self.foreign.add(bound.decode("ascii", "replace"))
+
+
+def _continues_a_call(data: bytes, start: int) -> bool:
+    """Whether the line at ``start`` goes on from a line ending in ``(`` or ``,``: then
+    ``nccl_port=self.nccl_port,`` is a keyword passed to a call (xtuner's engine arguments), not
+    an assignment (no statement starts after an open bracket or a trailing comma)."""
+    end = start - 1
+    while end > 0:
+        line_start = data.rfind(b"\n", 0, end) + 1
+        line = data[line_start:end].split(b"#", 1)[0].rstrip()
+        if line:
+            return line.endswith((b"(", b","))
+        end = line_start - 1
+    return False
 
 
 def _name_lists(data: bytes) -> list[tuple[int, int]]:

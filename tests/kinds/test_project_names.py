@@ -14,7 +14,9 @@ _ROWS = {
     "top-level-assignment": ("HAS_CUDA: bool = True\nnccl_ok = False\nx == cuda_y\n", {"HAS_CUDA", "nccl_ok"}, set()),
     # an enum's member is the class's (`Dev.CUDA`); the bare word alone is never a name of ours
     "class-member": ("class Dev(Enum):\n    # the GPU\n    CUDA = 1\n    use_cudnn = 2\n", {"Dev.CUDA", "Dev.use_cudnn", "use_cudnn"}, set()),
-    "method-local-is-no-member": ("class A:\n    def f(self):\n        is_cuda = 1\n", {"is_cuda"}, set()),
+    # a keyword on its own line of a call is no assignment (xtuner's `nccl_port=self.nccl_port,`)
+    "keyword-of-a-call": ("args = dict(\n    host=h,\n    nccl_port=p,\n)\nf(\n  use_cuda=1)\n", set(), set()),
+    "function-local-is-no-name": ("class A:\n    def f(self):\n        is_cuda = 1\ndef g():\n    cuda13 = 2\n", set(), set()),
     "import-from-outside": ("from torch.cuda import is_cuda_ok as cuda_ok, nccl_x\n", set(), {"cuda_ok", "nccl_x"}),
     "parenthesised-import": ("from gpu_lib import (\n    a,\n    has_cuda,\n)\n", set(), {"a", "has_cuda"}),
     "plain-import": ("import nvidia_smi\nimport gpu.cuda_utils as cu_cuda\n", set(), {"nvidia_smi", "cu_cuda"}),

@@ -427,7 +427,10 @@ def test_the_cache_key_holds_the_folders_an_import_was_found_in(tmp_path, monkey
 # Names another module of the project defines (unsloth's tests load `install_python_stack` with
 # importlib, then call `stack_mod._cuda_family_sm_range(...)`, patch `"_maybe_fetch_windows_cudart"`
 # by name and look for `"DeviceType.CUDA"`): the residual pass reads one file, the sweep the tree.
-_ARCH = "from enum import Enum\n\nUSE_CUDA = True\n\n\ndef _cuda_arch_range(f):\n    return f\n\n\nclass Dev(Enum):\n    CUDA = 1\n    CPU = 2\n"
+_ARCH = (
+    "from enum import Enum\n\nUSE_CUDA = True\n\n\ndef _cuda_arch_range(f):\n    cuda13 = f\n    return cuda13\n\n\n"
+    "class Dev(Enum):\n    CUDA = 1\n    CPU = 2\n\n\nclass FakeTorch:\n    cuda = None\n"
+)
 _USE = (
     "import importlib, os\n"
     "arch = importlib.import_module('pkg.arch')\n"
@@ -436,17 +439,21 @@ _USE = (
     "wanted = ['Dev.CUDA', 'Dev.CPU']\n"
     "same = arch.Dev.CUDA is arch.Dev.CPU\n"
     "os.environ['USE_CUDA'] = '1'\n"
+    "lines = ['cuda13']\n"
+    "fake = importlib.import_module('torch')\n"
+    "fake.cuda.empty_cache()\n"
 )
 _TREE_ROWS = {
     # module A defines them: every use in module B is the project's own name (but a string
-    # spelled as an environment variable is a setting, whatever module A names so)
-    "defined-in-another-module": ({"pkg/arch.py": _ARCH}, [7]),
+    # spelled as an environment variable is a setting, whatever module A names so; a local
+    # variable of A's function and a field of A's class read off an instance are A's alone)
+    "defined-in-another-module": ({"pkg/arch.py": _ARCH}, [7, 8, 10]),
     # nothing in the tree defines them: a library's names, left for review
-    "defined-nowhere": ({"pkg/arch.py": "X = 1\n"}, [3, 4, 5, 6, 7]),
+    "defined-nowhere": ({"pkg/arch.py": "X = 1\n"}, [3, 4, 5, 6, 7, 8, 10]),
     # a name a module imports from outside stays foreign, even where another module re-exports it
     "re-exported-from-outside": (
         {"pkg/arch.py": "from gpu_lib.arch import _cuda_arch_range\n", "pkg/other.py": "def _cuda_arch_range(f):\n    return f\n"},
-        [3, 4, 5, 6, 7],
+        [3, 4, 5, 6, 7, 8, 10],
     ),
 }
 
@@ -468,9 +475,10 @@ def test_names_the_project_defines_in_another_module_are_not_residual(tmp_path, 
 def test_the_cache_key_holds_what_the_pooled_names_said(tmp_path, monkeypatch):
     # A warm run must see another module change: the result read the names the tree defines.
     cache = ResultCache(tmp_path / "cache")
-    assert _tree_residual(tmp_path, {"pkg/arch.py": _ARCH}, cache) == [7]
+    own, none = [7, 8, 10], [3, 4, 5, 6, 7, 8, 10]
+    assert _tree_residual(tmp_path, {"pkg/arch.py": _ARCH}, cache) == own
     with monkeypatch.context() as m:  # nothing changed: a hit
         m.setattr(_runner, "process_kind", lambda *a: pytest.fail("processed again"))
-        assert _tree_residual(tmp_path, {"pkg/arch.py": _ARCH}, cache) == [7]
-    assert _tree_residual(tmp_path, {"pkg/arch.py": "X = 1\n"}, cache) == [3, 4, 5, 6, 7]
-    assert _tree_residual(tmp_path, {"pkg/arch.py": _ARCH}, cache) == [7]
+        assert _tree_residual(tmp_path, {"pkg/arch.py": _ARCH}, cache) == own
+    assert _tree_residual(tmp_path, {"pkg/arch.py": "X = 1\n"}, cache) == none
+    assert _tree_residual(tmp_path, {"pkg/arch.py": _ARCH}, cache) == own
