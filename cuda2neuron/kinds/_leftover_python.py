@@ -704,7 +704,9 @@ class ProjectNames:
         out.class_members = {owner: set(found) for owner, found in out.members.items()}
         for dotted in tree_own:
             owner, _, member = dotted.partition(".")
-            if member:
+            # A class spelled as a class (`DeviceType`): a test's stub `class version: cuda = ...`
+            # must not excuse "torch.version.cuda".
+            if member and owner[:1].isupper():
                 out.class_members.setdefault(owner, set()).add(member)
         out.modules = {
             ".".join(Path(rel).with_suffix("").parts[: -1 if Path(rel).stem == "__init__" else None]) for rel in parsed

@@ -429,7 +429,7 @@ def test_the_cache_key_holds_the_folders_an_import_was_found_in(tmp_path, monkey
 # by name and look for `"DeviceType.CUDA"`): the residual pass reads one file, the sweep the tree.
 _ARCH = (
     "from enum import Enum\n\nUSE_CUDA = True\n\n\ndef _cuda_arch_range(f):\n    cuda13 = f\n    return cuda13\n\n\n"
-    "class Dev(Enum):\n    CUDA = 1\n    CPU = 2\n\n\nclass FakeTorch:\n    cuda = None\n"
+    "class Dev(Enum):\n    CUDA = 1\n    CPU = 2\n\n\nclass FakeTorch:\n    cuda = None\n\n\nclass version:\n    cuda = None\n"
 )
 _USE = (
     "import importlib, os\n"
@@ -442,18 +442,20 @@ _USE = (
     "lines = ['cuda13']\n"
     "fake = importlib.import_module('torch')\n"
     "fake.cuda.empty_cache()\n"
+    "found = 'torch.version.cuda'\n"
 )
 _TREE_ROWS = {
     # module A defines them: every use in module B is the project's own name (but a string
     # spelled as an environment variable is a setting, whatever module A names so; a local
-    # variable of A's function and a field of A's class read off an instance are A's alone)
-    "defined-in-another-module": ({"pkg/arch.py": _ARCH}, [7, 8, 10]),
+    # variable of A's function, a field of A's class read off an instance and a member of a
+    # class not spelled as one (a stub `class version`) are A's alone)
+    "defined-in-another-module": ({"pkg/arch.py": _ARCH}, [7, 8, 10, 11]),
     # nothing in the tree defines them: a library's names, left for review
-    "defined-nowhere": ({"pkg/arch.py": "X = 1\n"}, [3, 4, 5, 6, 7, 8, 10]),
+    "defined-nowhere": ({"pkg/arch.py": "X = 1\n"}, [3, 4, 5, 6, 7, 8, 10, 11]),
     # a name a module imports from outside stays foreign, even where another module re-exports it
     "re-exported-from-outside": (
         {"pkg/arch.py": "from gpu_lib.arch import _cuda_arch_range\n", "pkg/other.py": "def _cuda_arch_range(f):\n    return f\n"},
-        [3, 4, 5, 6, 7, 8, 10],
+        [3, 4, 5, 6, 7, 8, 10, 11],
     ),
 }
 
@@ -475,7 +477,7 @@ def test_names_the_project_defines_in_another_module_are_not_residual(tmp_path, 
 def test_the_cache_key_holds_what_the_pooled_names_said(tmp_path, monkeypatch):
     # A warm run must see another module change: the result read the names the tree defines.
     cache = ResultCache(tmp_path / "cache")
-    own, none = [7, 8, 10], [3, 4, 5, 6, 7, 8, 10]
+    own, none = [7, 8, 10, 11], [3, 4, 5, 6, 7, 8, 10, 11]
     assert _tree_residual(tmp_path, {"pkg/arch.py": _ARCH}, cache) == own
     with monkeypatch.context() as m:  # nothing changed: a hit
         m.setattr(_runner, "process_kind", lambda *a: pytest.fail("processed again"))
