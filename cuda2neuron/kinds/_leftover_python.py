@@ -238,9 +238,13 @@ class Names(ast.NodeVisitor):
             self.member_reads.append((*where, node.value.id, node.attr))
             if id(node) not in self._called:
                 self.field_reads.append((*where, node.value.id, node.attr))
-        elif isinstance(node.value, ast.Attribute) and _chain_root(node.value) not in self.foreign:
-            # `stack_mod.DeviceType.CUDA`: a member of a class reached through a module of the
-            # project's (never through an import from outside: `torch.backends.cudnn`).
+        elif isinstance(node.value, ast.Attribute) and (
+            _chain_root(node.value) not in self.foreign or node.value.attr[:1].isupper()
+        ):
+            # `stack_mod.DeviceType.CUDA`: a member of a class reached through a module (unsloth's
+            # tests import `utils.hardware.hardware as hw`, a folder of theirs the per-file pass
+            # cannot tell from a package); through an import from outside only a class spelled
+            # as one, never `torch.backends.cudnn`.
             where = (node.end_lineno or node.lineno, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
             self.member_reads.append((*where, node.value.attr, node.attr))
         if isinstance(node.value, ast.Name) and node.value.id == "self" and id(node) not in self._called:

@@ -432,7 +432,7 @@ _ARCH = (
     "class Dev(Enum):\n    CUDA = 1\n    CPU = 2\n\n\nclass FakeTorch:\n    cuda = None\n\n\nclass version:\n    cuda = None\n"
 )
 _USE = (
-    "import importlib, os\n"
+    "import importlib, os, gpu_lib.hw as hw\n"
     "arch = importlib.import_module('pkg.arch')\n"
     "r = arch._cuda_arch_range(7)\n"
     "patcher.setattr(arch, '_cuda_arch_range', None)\n"
@@ -443,6 +443,7 @@ _USE = (
     "fake = importlib.import_module('torch')\n"
     "fake.cuda.empty_cache()\n"
     "found = 'torch.version.cuda'\n"
+    "dev = hw.Dev.CUDA\n"
 )
 _TREE_ROWS = {
     # module A defines them: every use in module B is the project's own name (but a string
@@ -451,11 +452,11 @@ _TREE_ROWS = {
     # class not spelled as one (a stub `class version`) are A's alone)
     "defined-in-another-module": ({"pkg/arch.py": _ARCH}, [7, 8, 10, 11]),
     # nothing in the tree defines them: a library's names, left for review
-    "defined-nowhere": ({"pkg/arch.py": "X = 1\n"}, [3, 4, 5, 6, 7, 8, 10, 11]),
+    "defined-nowhere": ({"pkg/arch.py": "X = 1\n"}, [3, 4, 5, 6, 7, 8, 10, 11, 12]),
     # a name a module imports from outside stays foreign, even where another module re-exports it
     "re-exported-from-outside": (
         {"pkg/arch.py": "from gpu_lib.arch import _cuda_arch_range\n", "pkg/other.py": "def _cuda_arch_range(f):\n    return f\n"},
-        [3, 4, 5, 6, 7, 8, 10, 11],
+        [3, 4, 5, 6, 7, 8, 10, 11, 12],
     ),
 }
 
@@ -477,7 +478,7 @@ def test_names_the_project_defines_in_another_module_are_not_residual(tmp_path, 
 def test_the_cache_key_holds_what_the_pooled_names_said(tmp_path, monkeypatch):
     # A warm run must see another module change: the result read the names the tree defines.
     cache = ResultCache(tmp_path / "cache")
-    own, none = [7, 8, 10, 11], [3, 4, 5, 6, 7, 8, 10, 11]
+    own, none = [7, 8, 10, 11], [3, 4, 5, 6, 7, 8, 10, 11, 12]
     assert _tree_residual(tmp_path, {"pkg/arch.py": _ARCH}, cache) == own
     with monkeypatch.context() as m:  # nothing changed: a hit
         m.setattr(_runner, "process_kind", lambda *a: pytest.fail("processed again"))
