@@ -66,6 +66,13 @@ class ProjectFacts:
     # "`CheckpointEngineRegistry.new(...)` at verl/checkpoint_engine/base.py:271")``. A "nccl"
     # stored there (``cfg.rollout.checkpoint_engine.backend = "nccl"``) is that registry's key.
     registry_fields: frozenset[tuple[str, str]] = frozenset()
+    # The names holding a CUDA word that the project defines in any of its modules and never
+    # imports from outside (``_cuda_family_sm_range``; a class member as ``DeviceType.CUDA``), and
+    # those an import from outside binds somewhere (``from torch.cuda import ...``): the residual
+    # pass (CN902) reads one file and asks these about the names it spells. Not part of the
+    # results cache's run key: a file's key holds the answers for the names it spells.
+    own_names: frozenset[str] = frozenset()
+    foreign_names: frozenset[str] = frozenset()
 
     def library_backend(self, field: str) -> str | None:
         """Where the project hands ``field`` to a CUDA-only library as a backend; None if it

@@ -25,6 +25,7 @@ from cuda2neuron.core import Config, FileResult, FileStatus, RunOptions
 from ._catalog import catalog, known_codes, rules_for, unknown_selectors
 from ._guard import Body, guarded
 from ._local_imports import found_modules, worded_imports
+from ._project_names import NamePool, file_words
 from ._suppressions import CHECKED_KINDS, check_suppressions, directives
 from ._prefilter import COARSE_WORDS, covers, may_trigger, words_for
 from ._residual import RESIDUAL, RESIDUAL_KINDS, with_residual
@@ -44,12 +45,14 @@ from ._text_files import (
 __all__ = [
     "COARSE_WORDS",
     "KINDS",
+    "NamePool",
     "RESIDUAL",
     "RESIDUAL_KINDS",
     "Kind",
     "catalog",
     "covers",
     "directives",
+    "file_words",
     "found_modules",
     "guarded",
     "hook_files",

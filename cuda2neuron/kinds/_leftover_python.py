@@ -30,7 +30,10 @@ is read only where findings point, a kernel's whole body.
 
 The names a project defines are collected per file (``Names``) and pooled (``ProjectNames``):
 the audit pools the whole tree; the residual pass pools the one file it reads, with the
-project's top-level packages (``ProjectFacts.own_packages``) standing in for the tree's modules.
+project's top-level packages (``ProjectFacts.own_packages``) standing in for the tree's modules
+and the CUDA-worded names the tree defines or imports from outside, which the project sweep
+pools from the bytes it reads (``ProjectFacts.own_names`` / ``foreign_names``,
+``_project_names``).
 Only the standard library's ``ast`` is used: no parser of ours is loaded.
 """
 
@@ -235,6 +238,15 @@ class Names(ast.NodeVisitor):
             self.member_reads.append((*where, node.value.id, node.attr))
             if id(node) not in self._called:
                 self.field_reads.append((*where, node.value.id, node.attr))
+        elif isinstance(node.value, ast.Attribute) and (
+            _chain_root(node.value) not in self.foreign or node.value.attr[:1].isupper()
+        ):
+            # `stack_mod.DeviceType.CUDA`: a member of a class reached through a module (unsloth's
+            # tests import `utils.hardware.hardware as hw`, a folder of theirs the per-file pass
+            # cannot tell from a package); through an import from outside only a class spelled
+            # as one, never `torch.backends.cudnn`.
+            where = (node.end_lineno or node.lineno, (node.end_col_offset or 0) - len(node.attr.encode("utf-8")))
+            self.member_reads.append((*where, node.value.attr, node.attr))
         if isinstance(node.value, ast.Name) and node.value.id == "self" and id(node) not in self._called:
             if isinstance(node.ctx, ast.Store):
                 self.attr_stores.add(node.attr)
@@ -430,6 +442,13 @@ class Names(ast.NodeVisitor):
             self.type_values.update((v.lineno, v.col_offset) for v in values if isinstance(v, ast.Constant))
         self.generic_visit(node)
 
+
+
+def _chain_root(node: ast.expr) -> str | None:
+    """``a`` for ``a.b.c``; None when the chain starts elsewhere (a call, a subscript)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _is_os_path(func: ast.expr) -> bool:
@@ -647,16 +666,28 @@ class ProjectNames:
     # Top-level packages of the project: a dotted path starting with one is the project's own
     # (the residual pass knows the packages, not every module, of the tree).
     own_tops: frozenset[str] = frozenset()
+    # What a string may spell: ``own`` less the names only another module defines that are
+    # spelled like an environment variable (own as a name, not as a string).
+    string_own: set[str] = field(default_factory=set)
+    class_members: dict[str, set[str]] = field(default_factory=dict)  # `members` and the tree's
 
     @classmethod
-    def pool(cls, parsed: dict[str, Names | None], own_tops: frozenset[str] = frozenset()) -> ProjectNames:
+    def pool(
+        cls, parsed: dict[str, Names | None], own_tops: frozenset[str] = frozenset(),
+        tree_own: frozenset[str] = frozenset(), tree_foreign: frozenset[str] = frozenset(),
+    ) -> ProjectNames:
+        """``tree_own`` / ``tree_foreign``: the CUDA-worded names the whole tree defines (a class
+        member as ``Cls.member``) and imports from outside (``ProjectFacts.own_names`` /
+        ``foreign_names``), for the residual pass, which parses only the file it reads."""
         defined: set[str] = set()
+        imported: set[str] = set()  # bound by an import from the project's own modules
         foreign: set[str] = set()
         out = cls(own_tops=own_tops)
         for names in parsed.values():
             if names is None:
                 continue
-            defined |= names.defined | names.own_imported
+            defined |= names.defined
+            imported |= names.own_imported
             foreign |= names.foreign
             for owner, found in names.members.items():
                 out.members.setdefault(owner, set()).update(found)
@@ -664,7 +695,23 @@ class ProjectNames:
                 out.params.setdefault(callee, set()).update(found)
             out.attrs |= names.attr_stores
             out.markers |= set(names.markers)
-        out.own = defined - foreign
+        # A name the files read define is theirs; one they import from the project, or one
+        # another module defines, is the project's unless some module imports it from outside
+        # (a `torch.cuda` name re-exported by a module of the project stays foreign).
+        tree = {n for n in tree_own if "." not in n} - defined
+        out.own = (defined | ((imported | tree) - tree_foreign)) - foreign
+        # `os.environ["USE_CUDA"]` where another module has a constant `USE_CUDA = ...`: a string
+        # spelled as an environment variable is a setting, whatever the other module names so.
+        out.string_own = out.own - {n for n in tree if _ENV_VAR_NAME.fullmatch(n)}
+        # `DeviceType.CUDA` where another module defines the class: a member named with its class
+        # (never an instance's field `x.cuda`: that the file's own classes decide, as before).
+        out.class_members = {owner: set(found) for owner, found in out.members.items()}
+        for dotted in tree_own:
+            owner, _, member = dotted.partition(".")
+            # A class spelled as a class (`DeviceType`): a test's stub `class version: cuda = ...`
+            # must not excuse "torch.version.cuda".
+            if member and owner[:1].isupper():
+                out.class_members.setdefault(owner, set()).add(member)
         out.modules = {
             ".".join(Path(rel).with_suffix("").parts[: -1 if Path(rel).stem == "__init__" else None]) for rel in parsed
         }
@@ -689,7 +736,7 @@ class FileExcuses:
         reported = {name for name, line in names.imported.items() if line in lines}
         own_names, own_paths = _own_bare_names(
             rel, names, project.params, project.attrs, project.own, project.modules, project.markers,
-            project.members, project.own_tops,
+            project.members, project.own_tops, project.class_members,
         )
         return cls(rel, names, project, reported, own_names, own_paths, set(stacks))
 
@@ -707,7 +754,7 @@ def excuse(tok: Word, ctx: FileExcuses) -> str:
         return f"{word}: bound by a reported import"
     if tok.type == NAME and word in project.own and not _BARE.fullmatch(word):
         return f"{word}: a name the project defines"
-    if tok.type == STRING and _names_own(word, project.own, project.module_parts):
+    if tok.type == STRING and _names_own(word, project.string_own, project.module_parts, project.class_members):
         return f"{word}: a name the project defines, as a string"
     if tok.type == STRING and _fstring_own(word, project.own):
         return f"{word}: a name the project defines, in an f-string's placeholder"
@@ -833,23 +880,28 @@ def _attribute_root(tok: Word) -> str | None:
     return m.group(1) if m else None
 
 
-def _names_own(token: str, own: set[str], module_parts: set[str]) -> bool:
+def _names_own(token: str, own: set[str], module_parts: set[str], members: dict[str, set[str]] | None = None) -> bool:
     """A string that spells the project's own names (``monkeypatch.setattr(mod,
     "has_cuda_capability", ...)``, the annotation ``"CUDAGraphWrapper"``,
     ``patch("pkg.cudagraph.utils.device_type", ...)``): each dotted part with a CUDA word is a
-    name the project defines (never the bare word `cuda`) or one of its modules."""
+    name the project defines (never the bare word `cuda`) or one of its modules, or a member
+    of the project's class named just before it (``"DeviceType.CUDA"``)."""
     value = token.strip("rbuRBUfF").strip("'\"")
     if not re.fullmatch(r"[A-Za-z_][\w.]*", value):
         return False
-    worded = [part for part in value.split(".") if _WORDS_STR.search(part)]
+    parts = value.split(".")
+    worded = [(k, part) for k, part in enumerate(parts) if _WORDS_STR.search(part)]
     return bool(worded) and all(
-        (part in own and not _BARE.fullmatch(part)) or part in module_parts for part in worded
+        (part in own and not _BARE.fullmatch(part)) or part in module_parts
+        or (k > 0 and part in (members or {}).get(parts[k - 1], ()))
+        for k, part in worded
     )
 
 
 def _own_bare_names(
     rel: str, names: Names, params: dict[str, set[str]], attrs: set[str], own: set[str], modules: set[str],
     markers: set[str] = frozenset(), members: dict[str, set[str]] | None = None, own_tops: frozenset[str] = frozenset(),
+    class_members: dict[str, set[str]] | None = None,
 ) -> tuple[dict[tuple[tuple[int, int], str], str], dict[int, set[str]]]:
     """The tokens of one module that spell a project's own name although the word alone is an
     API (`cuda`): ((line, byte col), token) -> reason, and line -> the module-path parts of a
@@ -892,7 +944,7 @@ def _own_bare_names(
     for where in names.member_defs:
         out[where, ""] = "a member the project's class defines"
     for line, col, cls, attr in names.member_reads:
-        if cls not in names.foreign and attr in (members or {}).get(cls, ()):
+        if cls not in names.foreign and attr in (class_members or members or {}).get(cls, ()):
             out[(line, col), attr] = f"a member of the project's class {cls}"
     # `args.cuda` where `class Args: cuda: bool = True` (cleanrl's tyro arguments): a field of the
     # project's own class read off an instance, never called (`x.cuda()` is the API).

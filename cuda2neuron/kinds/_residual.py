@@ -229,7 +229,8 @@ def _python_left(
     word's excuse is heard (the audit's judgement: ``_leftover_python``). The project's own
     modules are its top-level packages, the file's first folder, and what its imports find
     beside it (``from nvidia.modeling import ...`` with a folder ``nvidia/`` of the project's:
-    ``_local_imports``, read from the file as read, as its cache key is)."""
+    ``_local_imports``, read from the file as read, as its cache key is); the names the
+    project defines in its other modules come from the sweep (``ProjectFacts.own_names``)."""
     from ._leftover_python import FileExcuses, ProjectNames, excuse, parse_names, plainly_own, widen
     from ._local_imports import local_modules
 
@@ -253,7 +254,10 @@ def _python_left(
             kernel_lines.update(range(f.span.start_line, f.span.end_line + 1))
     lines = widen(names, covered, kernel_lines)
     rel = str(Path(*parts).with_suffix(".py")) if parts else "module.py"
-    project = ProjectNames.pool({rel: names}, own_tops=frozenset(own))
+    facts = config.settings.project
+    project = ProjectNames.pool(
+        {rel: names}, own_tops=frozenset(own), tree_own=facts.own_names, tree_foreign=facts.foreign_names
+    )
     ctx = FileExcuses.of(rel, names, project, lines, stacks)
     return {line for line in left if line not in lines and not all(excuse(tok, ctx) for tok in words[line])}
 

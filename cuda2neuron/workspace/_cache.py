@@ -37,7 +37,11 @@ find beside it (``kinds/_local_imports.py``: ``from nvidia.modeling import ...``
 ``nvidia/`` of the project's). Such a file's key holds only the names looked for (``{"r": [...]}``,
 checksummed like any entry), and its result sits under a second key made of the first and what
 those names resolve to now, so a folder added or removed is a miss; every other file costs a
-warm run nothing more.
+warm run nothing more. The residual pass also asks the names the whole project defines
+(``ProjectFacts.own_names`` / ``foreign_names``, pooled by the sweep): they are left out of the
+run's key, and a Python file's key holds instead what they answer for the CUDA-worded names the
+file spells (``kinds.file_words``), so a module that defines such a name changes the keys of the
+files that spell it, not every key.
 
 Entries are written to a fresh temporary file (``O_CREAT|O_EXCL|O_NOFOLLOW``, a random name in
 the entry's own folder) and renamed into place, so concurrent runs (pre-commit in two
@@ -63,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from cuda2neuron.core import Config, Effort, FileResult, FileStatus, Finding, Fix, RunOptions, Safety, Span
-from cuda2neuron.kinds import found_modules, worded_imports
+from cuda2neuron.kinds import file_words, found_modules, worded_imports
 
 __all__ = ["CacheRefused", "ResultCache", "default_cache_root"]
 
@@ -308,7 +312,10 @@ class ResultCache:
         last = self._last
         if last is not None and last[0] is config and last[1] is options:
             return last[2]
-        text = json.dumps([engine_fingerprint(), _canonical(config), _canonical(options)], sort_keys=True)
+        # The project's pooled names are keyed per file, by the names each file spells (``key``).
+        project = dataclasses.replace(config.settings.project, own_names=frozenset(), foreign_names=frozenset())
+        keyed = dataclasses.replace(config, settings=dataclasses.replace(config.settings, project=project))
+        text = json.dumps([engine_fingerprint(), _canonical(keyed), _canonical(options)], sort_keys=True)
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
         self._last = (config, options, key)
         return key
@@ -317,6 +324,17 @@ class ResultCache:
         h = hashlib.sha256(self._run_key(config, options))
         h.update(b"\0" + str(kind).encode() + b"\0" + _path_bytes(shown) + b"\0")
         h.update(data)
+        facts = config.settings.project
+        if kind == "python" and (facts.own_names or facts.foreign_names):
+            # The residual pass asks the project's pooled names (``kinds/_project_names.py``) about
+            # the names the file spells: the answers are part of the key, so a warm run sees a
+            # name defined, removed or imported from outside in another module.
+            spelled = file_words(data)
+            own = sorted(spelled & facts.own_names) + sorted(
+                m for m in facts.own_names if "." in m and m.split(".", 1)[1] in spelled
+            )
+            h.update(b"\0own\0" + "\0".join(own).encode() + b"\0foreign\0")
+            h.update("\0".join(sorted(spelled & facts.foreign_names)).encode())
         return h.hexdigest()
 
     @staticmethod

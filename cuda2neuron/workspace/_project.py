@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cuda2neuron.core import Config, ProjectFacts
-from cuda2neuron.kinds import may_trigger
+from cuda2neuron.kinds import NamePool, may_trigger
 
 from ._discover import SourceFile
 from ._library_sinks import library_pattern, library_starts, spelled, unconditional_uses
@@ -56,6 +56,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     candidates = [(f.path, f.root) for f in files if f.kind == "python"]
     # Top-level names of the project's own modules, from paths alone (nothing is read).
     own = {m.split(".")[0] for m in (_module_of(p, r) for p, r in candidates) if m}
+    pool = NamePool(_module_parts(candidates))  # the residual pass's names of the whole project
     candidates += [(root / "setup.py", root) for root in extra_roots]
     # The patterns come from the rules' tables: built at the first file some rule may fire on,
     # so that a run over files no rule wakes imports neither the catalog nor libcst.
@@ -71,6 +72,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
             data = path.read_bytes()
         except OSError:
             continue  # the per-file run reports unreadable files
+        pool.read(data)
         if libraries is None and may_trigger(data, "python"):
             libraries = library_pattern(own)
             library_files += [f for f in unread if any(p.search(f[2]) for p in libraries)]
@@ -117,6 +119,8 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         own_packages=frozenset(own),
         backend_params=_unambiguous(backend_params),
         registered_names=frozenset(registered),
+        own_names=frozenset(pool.defined - pool.foreign),
+        foreign_names=frozenset(pool.foreign),
     )
     if handed:
         facts = replace(facts, library_backends=_library_backends(handed, facts))
@@ -1038,6 +1042,13 @@ def _module_of(path: Path, root: Path) -> str:
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
+
+
+def _module_parts(candidates: list[tuple[Path, Path]]) -> frozenset[str]:
+    """Every name in the dotted module paths of the project's files: an import from one of them
+    (``from fastmlp.gpu_utils import CudaTimer`` in a project run from the folder above) is the
+    project's own, as the residual pass reads it (``kinds/_leftover_python``: a file's folders)."""
+    return frozenset(part for p, r in candidates for part in _module_of(p, r).split(".") if part)
 
 
 def with_project_facts(config: Config, files: Iterable[SourceFile]) -> Config:

@@ -14,7 +14,7 @@ import pytest
 from cuda2neuron.core import Config, FileStatus, RunOptions
 from cuda2neuron.kinds import process_bytes
 from cuda2neuron.report import build_report, render
-from cuda2neuron.workspace import ResultCache, SourceFile, fix_source, lint_source, process_files
+from cuda2neuron.workspace import ResultCache, SourceFile, fix_source, lint_source, process_files, with_project_facts
 from cuda2neuron.workspace import _runner
 
 CN902 = "CN902"
@@ -422,3 +422,66 @@ def test_the_cache_key_holds_the_folders_an_import_was_found_in(tmp_path, monkey
     assert residual() == [1]
     (tmp_path / "bert" / "nvidia" / "modeling.py").write_text("")
     assert residual() == []
+
+
+# Names another module of the project defines (unsloth's tests load `install_python_stack` with
+# importlib, then call `stack_mod._cuda_family_sm_range(...)`, patch `"_maybe_fetch_windows_cudart"`
+# by name and look for `"DeviceType.CUDA"`): the residual pass reads one file, the sweep the tree.
+_ARCH = (
+    "from enum import Enum\n\nUSE_CUDA = True\n\n\ndef _cuda_arch_range(f):\n    cuda13 = f\n    return cuda13\n\n\n"
+    "class Dev(Enum):\n    CUDA = 1\n    CPU = 2\n\n\nclass FakeTorch:\n    cuda = None\n\n\nclass version:\n    cuda = None\n"
+)
+_USE = (
+    "import importlib, os, gpu_lib.hw as hw\n"
+    "arch = importlib.import_module('pkg.arch')\n"
+    "r = arch._cuda_arch_range(7)\n"
+    "patcher.setattr(arch, '_cuda_arch_range', None)\n"
+    "wanted = ['Dev.CUDA', 'Dev.CPU']\n"
+    "same = arch.Dev.CUDA is arch.Dev.CPU\n"
+    "os.environ['USE_CUDA'] = '1'\n"
+    "lines = ['cuda13']\n"
+    "fake = importlib.import_module('torch')\n"
+    "fake.cuda.empty_cache()\n"
+    "found = 'torch.version.cuda'\n"
+    "dev = hw.Dev.CUDA\n"
+)
+_TREE_ROWS = {
+    # module A defines them: every use in module B is the project's own name (but a string
+    # spelled as an environment variable is a setting, whatever module A names so; a local
+    # variable of A's function, a field of A's class read off an instance and a member of a
+    # class not spelled as one (a stub `class version`) are A's alone)
+    "defined-in-another-module": ({"pkg/arch.py": _ARCH}, [7, 8, 10, 11]),
+    # nothing in the tree defines them: a library's names, left for review
+    "defined-nowhere": ({"pkg/arch.py": "X = 1\n"}, [3, 4, 5, 6, 7, 8, 10, 11, 12]),
+    # a name a module imports from outside stays foreign, even where another module re-exports it
+    "re-exported-from-outside": (
+        {"pkg/arch.py": "from gpu_lib.arch import _cuda_arch_range\n", "pkg/other.py": "def _cuda_arch_range(f):\n    return f\n"},
+        [3, 4, 5, 6, 7, 8, 10, 11, 12],
+    ),
+}
+
+
+def _tree_residual(tmp_path, files: dict[str, str], cache: ResultCache | None = None) -> list[int]:
+    _project(tmp_path, {"pkg/__init__.py": "", **files, "pkg/use.py": _USE})
+    sources = [SourceFile.at(p, tmp_path) for p in sorted((tmp_path / "pkg").rglob("*.py"))]
+    config = with_project_facts(Config(), sources)
+    results = process_files(sources, config, RunOptions(), jobs=1, cache=cache)
+    (use,) = [r for r in results if r.path.endswith("use.py")]
+    return [f.span.start_line for f in use.findings if f.code == CN902]
+
+
+@pytest.mark.parametrize(("files", "lines"), _TREE_ROWS.values(), ids=_TREE_ROWS.keys())
+def test_names_the_project_defines_in_another_module_are_not_residual(tmp_path, files, lines):
+    assert _tree_residual(tmp_path, files) == lines
+
+
+def test_the_cache_key_holds_what_the_pooled_names_said(tmp_path, monkeypatch):
+    # A warm run must see another module change: the result read the names the tree defines.
+    cache = ResultCache(tmp_path / "cache")
+    own, none = [7, 8, 10, 11], [3, 4, 5, 6, 7, 8, 10, 11, 12]
+    assert _tree_residual(tmp_path, {"pkg/arch.py": _ARCH}, cache) == own
+    with monkeypatch.context() as m:  # nothing changed: a hit
+        m.setattr(_runner, "process_kind", lambda *a: pytest.fail("processed again"))
+        assert _tree_residual(tmp_path, {"pkg/arch.py": _ARCH}, cache) == own
+    assert _tree_residual(tmp_path, {"pkg/arch.py": "X = 1\n"}, cache) == none
+    assert _tree_residual(tmp_path, {"pkg/arch.py": _ARCH}, cache) == own
