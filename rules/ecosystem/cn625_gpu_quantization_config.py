@@ -8,6 +8,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 
+from .._shared.detector import AstDetector
 from .._shared.kernels import quantization_configs
 from .._shared.names import call_qualname, terminal_name
 
@@ -116,25 +117,14 @@ class GpuQuantizationConfig(Rule):
         return _Detector(cls, file).findings()
 
 
-class _Detector:
+class _Detector(AstDetector):
     """``visit_Call`` above on CPython's ``ast`` (``python/_ast_walk.py``), for files the engine
     does not parse with libcst: the same calls and ``load_in_*=`` arguments, at the same spans
     (an ``ast.keyword`` spans ``name=value``, as libcst's ``Arg`` does)."""
 
-    def __init__(self, rule: type[Rule], file) -> None:  # noqa: ANN001 - python.AstFile
-        self.rule = rule
-        self.file = file
-        self._reports: list[tuple[object, str, tuple[object, ...]]] = []
-
     def findings(self) -> list[Finding] | None:
-        from cuda2neuron.python import AstWalk, Unsure, walk_ast
-
-        self.ctx = AstWalk(self.file)
-        try:
-            walk_ast(self.ctx, self)
-            if any(isinstance(a, ast.JoinedStr) for _, _, above in self._reports for a in above):
-                raise Unsure("a position inside an f-string (CPython 3.11 may misplace it)")
-        except Unsure:
+        reports = self.reports()
+        if reports is None:
             return None
         return [
             Finding(
@@ -146,7 +136,7 @@ class _Detector:
                 guidance=_GUIDANCE,
                 effort=Effort.MEDIUM,
             )
-            for node, message, _ in self._reports
+            for node, message, _ in reports
         ]
 
     def visit_Call(self, node: ast.Call) -> None:

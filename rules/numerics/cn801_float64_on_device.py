@@ -13,6 +13,7 @@ from cuda2neuron.core import Effort, Finding, Fix, Invalid, Rule, Safety, Settin
 
 from .._shared import dtypes_ast
 from .._shared.args import positional_args
+from .._shared.detector import AstDetector
 from .._shared.dtypes import DtypeBindings, Use, dtype_use, on_host
 
 __all__ = ["Float64OnDevice"]
@@ -237,36 +238,33 @@ class Float64OnDevice(Rule):
         )
 
 
-class _Detector:
+class _Detector(AstDetector):
     """The visits above on CPython's ``ast`` (``python/_ast_walk.py``, ``dtypes_ast``): the same
     findings for a file the engine does not parse with libcst. Each method is its namesake's
     above; a report is kept as (node, message, replacement name or None, ancestors) and made a
     finding once the walk is done."""
 
     def __init__(self, rule: type[Rule], file) -> None:  # noqa: ANN001 - python.AstFile
-        self.rule = rule
-        self.file = file
+        super().__init__(rule, file)
         self._bindings = dtypes_ast.DtypeBindings()
         self._bound: dict[int, tuple[str, str | None]] = {}
-        self._reports: list[tuple[ast.AST, str, str | None, tuple[object, ...]]] = []
 
     def findings(self) -> list[Finding] | None:
-        from cuda2neuron.python import AstWalk, Unsure, walk_ast
+        from cuda2neuron.python import Unsure
 
         if _host_only_test(self.file):
             return []
-        self.ctx = AstWalk(self.file)
+        reports = self.reports()
+        if reports is None:
+            return None
         try:
-            walk_ast(self.ctx, self)
-            return [self._finding(*report) for report in self._reports]
+            return [self._finding(*report) for report in reports]
         except Unsure:
             return None
 
     def _finding(self, node: ast.AST, message: str, name: str | None, ancestors: tuple[object, ...]) -> Finding:
-        from cuda2neuron.python import Unsure, generated_text
+        from cuda2neuron.python import generated_text
 
-        if any(isinstance(a, ast.JoinedStr) for a in ancestors):
-            raise Unsure("a position inside an f-string (CPython 3.11 may misplace it)")
         fix = None
         if name is not None:
             # The node's code as libcst generates it, its last name replaced: `torch.float64`

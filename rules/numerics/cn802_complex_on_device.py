@@ -9,6 +9,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 
+from .._shared.detector import AstDetector
 from .._shared.packages import in_package
 
 __all__ = ["ComplexOnDevice"]
@@ -124,27 +125,16 @@ def _reported(qualified: str | None) -> bool:
     return qualified in _NAMES or (in_package(qualified, ("torch.fft",)) and qualified != "torch.fft") or qualified == "torch.stft"
 
 
-class _Detector:
+class _Detector(AstDetector):
     """The visits above on CPython's ``ast`` (``python/_ast_walk.py``), for files the engine does
     not parse with libcst. libcst visits every ``Name``, also those ``ast`` keeps as strings
     without a position (a function's or parameter's name, an import's module or ``as`` name,
     ``except ... as``, ``global``): where the rule would report one of those, the detector is
     unsure; a keyword's name is visited with its position (``KeywordName``)."""
 
-    def __init__(self, rule: type[Rule], file) -> None:  # noqa: ANN001 - python.AstFile
-        self.rule = rule
-        self.file = file
-        self._reports: list[tuple[object, str, tuple[object, ...]]] = []
-
     def findings(self) -> list[Finding] | None:
-        from cuda2neuron.python import AstWalk, Unsure, walk_ast
-
-        self.ctx = AstWalk(self.file)
-        try:
-            walk_ast(self.ctx, self)
-            if any(isinstance(a, ast.JoinedStr) for _, _, above in self._reports for a in above):
-                raise Unsure("a position inside an f-string (CPython 3.11 may misplace it)")
-        except Unsure:
+        reports = self.reports()
+        if reports is None:
             return None
         return [
             Finding(
@@ -156,7 +146,7 @@ class _Detector:
                 guidance=_GUIDANCE,
                 effort=Effort.MEDIUM,
             )
-            for node, qualified, _ in self._reports
+            for node, qualified, _ in reports
         ]
 
     def _check(self, node: object) -> None:
