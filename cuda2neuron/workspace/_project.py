@@ -588,6 +588,21 @@ def _registered_names(tree: ast.Module, shown: str) -> list[tuple[str, str, str]
     return found
 
 
+def _parsed_if_spelled(path: Path, words: Iterable[bytes]) -> ast.Module | None:
+    """The file parsed, if its bytes hold one of ``words``; None if not, or if it cannot be read
+    or parsed (the per-file run reports that)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not any(w in data for w in words):
+        return None
+    try:
+        return ast.parse(data, filename=str(path))
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
 def _registry_fields(candidates: list[tuple[Path, Path]], registries: frozenset[str]) -> frozenset[tuple[str, str]]:
     """("owner.field", where) for each field whose value a lookup of one of ``registries`` reads
     as its key (its first argument): ``CheckpointEngineRegistry.new(cfg.checkpoint_engine.backend)``,
@@ -598,16 +613,9 @@ def _registry_fields(candidates: list[tuple[Path, Path]], registries: frozenset[
     found: set[tuple[str, str]] = set()
     words = tuple(r.encode() for r in registries)
     for path, root in candidates:
-        try:
-            data = path.read_bytes()
-        except OSError:
+        tree = _parsed_if_spelled(path, words)
+        if tree is None:
             continue
-        if not any(w in data for w in words):
-            continue
-        try:
-            tree = ast.parse(data, filename=str(path))
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
-            continue  # the per-file run reports it
         scopes: list[list[ast.stmt]] = [tree.body]
         scopes += [n.body for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for body in scopes:
@@ -827,15 +835,8 @@ def _extension_importers(candidates: list[tuple[Path, Path]], extensions: set[st
         module = _module_of(path, root)
         if not module or module in known or path.name == "setup.py":
             continue
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        if not any(w in data for w in words):
-            continue
-        try:
-            tree = ast.parse(data, filename=str(path))
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
+        tree = _parsed_if_spelled(path, words)
+        if tree is None:
             continue
         for node in ast.walk(tree):
             names: list[str] = []
