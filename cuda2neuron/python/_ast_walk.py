@@ -234,14 +234,7 @@ class AstWalk:
 
     def qualname(self, node: object) -> str | None:
         """``RuleContext.qualname`` on ``ast``: resolved through the imports in scope."""
-        dotted = dotted_name(node)
-        if dotted is None:
-            return None
-        head, _, rest = dotted.partition(".")
-        resolved = self.scope.lookup(head)
-        if resolved is None:
-            return None
-        return f"{resolved}.{rest}" if rest else resolved
+        return self.scope.qualify(dotted_name(node))
 
     def call_qualname(self, call: ast.Call) -> str | None:
         key = id(call)

@@ -60,14 +60,7 @@ class RuleContext:
         None when the head is not an import binding (a local, a parameter, a builtin) or the
         chain passes through a call or subscript.
         """
-        dotted = dotted_name(node)
-        if dotted is None:
-            return None
-        head, _, rest = dotted.partition(".")
-        resolved = self.scope.lookup(head)
-        if resolved is None:
-            return None
-        return f"{resolved}.{rest}" if rest else resolved
+        return self.scope.qualify(dotted_name(node))
 
     def spell(
         self, qualified: str

@@ -36,6 +36,18 @@ class Scope:
         if qualified:
             self.by_qualified.setdefault(qualified, []).append(name)
 
+    def qualify(self, dotted: str | None) -> str | None:
+        """Fully qualified name of a dotted name (``nn.Linear``) whose head is an import bound
+        here, or None (no dotted name, or a head bound otherwise: a local, a parameter, a builtin).
+        Both walks' ``qualname`` ask this of the dotted name their own tree spells."""
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        resolved = self.lookup(head)
+        if resolved is None:
+            return None
+        return f"{resolved}.{rest}" if rest else resolved
+
     def lookup(self, name: str) -> str | None:
         """Qualified name an unqualified ``name`` refers to here, or None if not an import."""
         scope: Scope | None = self

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from cuda2neuron.core import Effort, Finding, Fix
+
 __all__ = ["AstDetector"]
 
 
@@ -33,3 +35,16 @@ class AstDetector:
         if any(isinstance(a, ast.JoinedStr) for *_, above in self._reports for a in above):
             return None
         return self._reports
+
+    def finding(self, node: ast.AST, message: str, guidance: str, effort: Effort, fix: Fix | None = None) -> Finding:
+        """The rule's finding at ``node``, as its libcst visitor's report becomes one."""
+        return Finding(
+            code=self.rule.code,
+            name=self.rule.name,
+            message=message,
+            path=self.file.path,
+            span=self.file.span(node),
+            fix=fix,
+            guidance=guidance,
+            effort=effort,
+        )

@@ -126,18 +126,7 @@ class _Detector(AstDetector):
         reports = self.reports()
         if reports is None:
             return None
-        return [
-            Finding(
-                code=self.rule.code,
-                name=self.rule.name,
-                message=message,
-                path=self.file.path,
-                span=self.file.span(node),
-                guidance=_GUIDANCE,
-                effort=Effort.MEDIUM,
-            )
-            for node, message, _ in reports
-        ]
+        return [self.finding(node, message, _GUIDANCE, Effort.MEDIUM) for node, message, _ in reports]
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func

@@ -273,16 +273,7 @@ class _Detector(AstDetector):
             end = self.file.offset(renamed.end_lineno, renamed.end_col_offset)
             at = end - len(renamed.attr)
             fix = Fix(Safety.UNSAFE, generated_text(self.file, node, ancestors, at, len(renamed.attr), name), "use float32")
-        return Finding(
-            code=self.rule.code,
-            name=self.rule.name,
-            message=message,
-            path=self.file.path,
-            span=self.file.span(node),
-            fix=fix,
-            guidance=_GUIDANCE,
-            effort=Effort.LOW,
-        )
+        return self.finding(node, message, _GUIDANCE, Effort.LOW, fix)
 
     def _reaches(self, node: ast.AST, message: str, name: str | None) -> None:
         found = dtypes_ast.dtype_use(self.ctx, node)

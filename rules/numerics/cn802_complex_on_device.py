@@ -137,16 +137,7 @@ class _Detector(AstDetector):
         if reports is None:
             return None
         return [
-            Finding(
-                code=self.rule.code,
-                name=self.rule.name,
-                message=_MESSAGE.format(qualified),
-                path=self.file.path,
-                span=self.file.span(node),
-                guidance=_GUIDANCE,
-                effort=Effort.MEDIUM,
-            )
-            for node, qualified, _ in reports
+            self.finding(node, _MESSAGE.format(qualified), _GUIDANCE, Effort.MEDIUM) for node, qualified, _ in reports
         ]
 
     def _check(self, node: object) -> None:
