@@ -96,6 +96,11 @@ class Report:
     # adapts torch.cuda to it (CN112). The engine drops every other report on these nodes or
     # inside them, so the one mechanism keeps the whole catalog out, not a test in each rule.
     fences: tuple[cst.CSTNode, ...] = ()
+    # A fencing report that speaks only where its fence kept something out: its fences hold off
+    # the rules that port code (not the advisory ones), and the engine drops the report itself
+    # when no such rule reported inside them. ``torch.get_autocast_gpu_dtype()`` in a MUSA branch
+    # spells no CUDA word, yet CN307 would move it: the fence must stand there all the same.
+    quiet: bool = False
     # Set by the engine: the findings of this report's group that kept its fix from being
     # applied (their lines are named in the finding's guidance).
     held_by: tuple[Report, ...] = ()
@@ -258,6 +263,7 @@ class Rule:
         depends: Sequence[cst.CSTNode] = (),
         needs: Sequence[cst.CSTNode] = (),
         fences: Sequence[cst.CSTNode] = (),
+        quiet: bool = False,
     ) -> None:
         """Record a finding about ``node``.
 
@@ -268,7 +274,8 @@ class Rule:
         it and orders overlapping fixes by it (outer first). ``depends``: the code whose findings go
         together with this one (a device test's branch, the other sites of one variable; see
         ``Report.depends``); ``needs``: code whose findings hold this one back, one way
-        (``Report.needs``); ``fences``: code no other rule's report may reach (``Report.fences``).
+        (``Report.needs``); ``fences``: code no other rule's report may reach (``Report.fences``),
+        ``quiet``: a fence kept only where it kept a porting rule out (``Report.quiet``).
         """
         if effort is None:
             effort = Effort.NONE if replacement is not None and safety is Safety.SAFE else Effort.LOW
@@ -288,6 +295,7 @@ class Rule:
                 depends=tuple(depends),
                 needs=tuple(needs),
                 fences=tuple(fences),
+                quiet=quiet,
             )
         )
 

@@ -51,13 +51,27 @@ def _collect(
 def _outside_fences(reports: list[Report]) -> list[Report]:
     """``reports`` without those on or inside a fenced node (``Report.fences``: another
     accelerator's code), except the fencing reports themselves. Trap: dropping them here, before
-    the groups are linked, matters — a dropped finding can neither be fixed nor hold a group."""
-    fenced = {id(node) for r in reports for node in r.fences}
-    return [
-        r
-        for r in reports
-        if r.fences or (id(r.node) not in fenced and not any(id(a) in fenced for a in r.ancestors))
-    ]
+    the groups are linked, matters — a dropped finding can neither be fixed nor hold a group.
+    A quiet fence (``Report.quiet``) keeps out only the rules that port code (advisory ones, such
+    as numerics, still speak there), and its own report is dropped unless it kept one out."""
+    loud = {id(node) for r in reports if not r.quiet for node in r.fences}
+    quiet = {id(node) for r in reports if r.quiet for node in r.fences}
+    kept: list[Report] = []
+    spoke = False  # a quiet fence kept a porting rule out: its report stays
+    for r in reports:
+        if r.fences:
+            kept.append(r)
+        elif _inside(r, loud):
+            continue
+        elif quiet and not r.rule.advisory and _inside(r, quiet):
+            spoke = True
+        else:
+            kept.append(r)
+    return kept if spoke else [r for r in kept if not r.quiet]
+
+
+def _inside(report: Report, fenced: set[int]) -> bool:
+    return bool(fenced) and (id(report.node) in fenced or any(id(a) in fenced for a in report.ancestors))
 
 
 # The unit a safety net (Rule.net) reports in, and is silenced in: a statement, one item of a

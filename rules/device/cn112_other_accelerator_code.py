@@ -28,8 +28,10 @@ class OtherAcceleratorCode(Rule):
     whole module that patches ``torch.cuda`` for another backend
     (``torch.cuda.current_device = torch.xpu.current_device``, ``@wraps(torch.cuda.synchronize)``)
     — and keeps every other rule out of that code: no edit and no other finding there. Where
-    no such branch of a module names CUDA there is nothing to say, and no finding: then the
-    rules that are not about CUDA (float64, complex numbers) may still report in them.
+    no such branch of a module names CUDA, the rules that port code are still kept out (a CUDA
+    question need not spell CUDA: ``torch.get_autocast_gpu_dtype()`` in a MUSA branch), and the
+    finding is made only if one of them would have reported there; the rules that are not about
+    CUDA (float64, complex numbers) may still report in such branches.
 
     ## Why is this bad?
     It is not: that code never runs on a CUDA machine, and never on Trainium. Rewriting the CUDA
@@ -58,9 +60,12 @@ class OtherAcceleratorCode(Rule):
     code = "CN112"
     name = "other-accelerator-code"
     advisory = True
-    # Only where CUDA is named is there anything to keep other rules out of; the words of the
-    # other accelerators are looked for when the rule starts (FOREIGN_WORDS).
-    triggers = ("cuda",)
+    # Only where CUDA is named, or asked about without its name (the AMP rules' autocast state
+    # and GradScaler: ``torch.get_autocast_gpu_dtype()``, ``torch.amp.GradScaler()``), is there
+    # anything to keep other rules out of. Trap: the fixed point wakes the rules again each
+    # round, and once the CUDA branch is ported a file may spell "cuda" nowhere. The words of
+    # the other accelerators are looked for when the rule starts (FOREIGN_WORDS).
+    triggers = ("cuda", "autocast", "GradScaler")
     VALID = (
         'if x.device.type == "cuda":\n    y = 1\n',
         'ok = device in ("cuda", "mps")\n',
@@ -143,10 +148,25 @@ class OtherAcceleratorCode(Rule):
                 fences=(original_node,),
             )
             return
+        if not self._regions:
+            return
         # Only a branch that names CUDA is worth a word (one that does not, such as
         # ``torch.mps.synchronize()``, is fenced along with it, and alone needs none).
         named = [r for r in self._regions if _CUDA_WORDS.search(self.context.code(r))]
         if not named:
+            # Trap: a CUDA question need not spell CUDA. ``torch.get_autocast_gpu_dtype()`` in
+            # mmengine's MUSA branch is CN307's to move; the fence stands, and speaks only where
+            # it kept such a rule out (python/_lint.py, Report.quiet).
+            first = self._regions[0]
+            self.report(
+                first,
+                "code for another accelerator (XPU, MPS, HPU, NPU or ROCm): left as it is",
+                guidance="it runs neither on a CUDA machine nor on Trainium; no rule edits or reports inside it",
+                effort=Effort.NONE,
+                ancestors=self._chains[id(first)],
+                fences=tuple(self._regions),
+                quiet=True,
+            )
             return
         first = named[0]
         count = len(named)
