@@ -546,9 +546,13 @@ class NcclBackend(Rule):
     def _arg_is_backend(self, call: cst.Call, arg: cst.Arg) -> bool:
         keyword = arg.keyword.value if arg.keyword is not None else None
         if keyword is not None and "backend" in keyword.lower():
-            # ray.util.collective's groups take "nccl" or "gloo", never "neuron": CN627 reports them.
-            if "collective_group" in (terminal_name(call.func) or ""):
-                row = library_calls().get(call_qualname(self, call) or "")
+            # A library that names its own engines by backend takes "nccl" as its key, never
+            # "neuron": ray.util.collective's groups ("nccl" or "gloo"), vLLM's
+            # WeightTransferConfig ("nccl" or "ipc"). CN627's table says which; CN627 reports them.
+            last = terminal_name(call.func)
+            rows = library_calls()
+            if last is not None and any(name.endswith("." + last) for name in rows):
+                row = rows.get(call_qualname(self, call) or "")
                 if row is not None and row.backend:
                     return False
             return True  # backend=..., dist_backend=... in any call

@@ -115,6 +115,7 @@ class LibraryCudaSetting(Rule):
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "deepspeed", "dynamo_backend", "compile_backend",
         "liger", "gpus", "GPUS", "gpu=", "use_gpu", "enable_gpu", "varlen_attn", '"GPU"', "'GPU'", "collective_group", "bnb.",
+        "WeightTransferConfig",
     )
     # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
     triggers_as_keys = True
