@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as m
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.python import dotted_name
 
 from .._shared.kernel_gates import report_kernel_gate
 from .._shared.selected import opened_code, selected_code
@@ -151,6 +153,18 @@ class CudaDeviceComparison(Rule):
             'if device_type == "cuda":\n    x = x.pin_memory().to(device, non_blocking=True)\nelse:\n    x = x.to(device)\n',
             'if device_type == "neuron":\n    x = x.pin_memory().to(device, non_blocking=True)\nelse:\n    x = x.to(device)\n',
         ),
+        # The devices a Caffe2 net is built for (detectron2's export): Caffe2 has CPU and CUDA
+        # devices only, so the test keeps admitting exactly those (reported, kept).
+        Invalid(
+            "from caffe2.python import core\n\n"
+            "def output_devices(net, inputs):\n"
+            "    def kind(t):\n"
+            "        assert t.device.type in ['cpu', 'cuda']\n"
+            "        return t.device.type\n"
+            "    ssa, versions = core.get_ssa(net)\n"
+            "    return [kind(t) for t in inputs], ssa\n",
+            None,
+        ),
         # The input check and the flag of a CUDA-only kernel keep their meaning (False on Neuron).
         Invalid(
             "import triton\n\n@triton.jit\ndef _k(x_ptr):\n    pass\n\n"
@@ -183,10 +197,38 @@ class CudaDeviceComparison(Rule):
         ),
     )
 
+    def __init__(self, context) -> None:  # noqa: ANN001
+        super().__init__(context)
+        # Per outermost function: does it name Caffe2? Keyed by id(), so the functions are kept
+        # (a freed node's id may be reused by another).
+        self._caffe2_functions: dict[int, bool] = {}
+        self._kept: list[cst.FunctionDef] = []
+
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "cuda" not in node.value:  # cheap test before any walking
             return
         self._check(node, retarget_string)
+
+    def _caffe2_devices(self) -> bool:
+        """Is the visited test inside a function (the outermost ``def`` around it) that builds or
+        runs a Caffe2 net, i.e. names something of ``caffe2``? Its device test is then the list
+        of devices Caffe2 takes: detectron2's ``assert t.device.type in ["cpu", "cuda"]`` in a
+        helper whose result picks ``caffe2_pb2.CUDA`` device options. A foreign runtime's device
+        list is not Trainium's; "neuron" there admits tensors the net cannot hold."""
+        if "caffe2" not in self.context.source:  # cheap: almost no module spells it
+            return False
+        outer = next((a for a in self.context.ancestors if isinstance(a, cst.FunctionDef)), None)
+        if outer is None:
+            return False
+        known = self._caffe2_functions.get(id(outer))
+        if known is None:
+            known = any(
+                (q := self.context.scope.qualify(dotted_name(n))) is not None and q.split(".")[0] == "caffe2"
+                for n in m.findall(outer.body, m.Attribute(value=m.Name()))
+            )
+            self._caffe2_functions[id(outer)] = known
+            self._kept.append(outer)
+        return known
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         if not looks_like_cuda_fstring(node):
@@ -203,6 +245,15 @@ class CudaDeviceComparison(Rule):
             return f"`{self.context.code(use.user)}` checks a device against \"cuda\" in front of CUDA-only code: {kernel}"
 
         if report_kernel_gate(self, node, describe):
+            return
+        if self._caffe2_devices():
+            self.report(
+                node,
+                f"`{self.context.code(use.user)}` checks a device against \"cuda\" for a Caffe2 net: left as is",
+                guidance="Caffe2 runs on CPU and CUDA only and has no Neuron device: this test admits the devices "
+                "the net built here can take. Run the Caffe2 export on CPU, or export with torch.export / ONNX.",
+                effort=Effort.LOW,
+            )
             return
         # A "cuda:" prefix parsed off a device string must match what its slice
         # (spec[len("cuda:"):], not a comparison) becomes: both take the device form.
