@@ -373,7 +373,36 @@ def _arg_use(rule: Rule, call: cst.Call, arg: cst.Arg, above: tuple[cst.CSTNode,
     # rules' business (their arguments move with the call).
     if index == 0 and not (qualified or "").startswith("torch.") and _DEVICE_SETTER.fullmatch(terminal_name(func) or "") is not None:
         return Use(UseKind.PLACEMENT, call, above)
+    if qualified is None and _own_device_parameter(rule, func, index):
+        return Use(UseKind.PLACEMENT, call, above)
     return None
+
+
+def _own_device_parameter(rule: Rule, func: cst.BaseExpression, index: int) -> bool:
+    """Does the module's own function take the positional argument at ``index`` as a parameter
+    named for a device? mmengine's test moved its tensors with ``instances.to("neuron")`` while
+    ``self.check_data_device(out, "cuda:0")`` kept checking them against CUDA (the helper does
+    ``v.device == torch.device(device)``): a value moved, its reader left. The callee is a plain
+    name bound by a ``def`` at the module's top level (an import resolves elsewhere: the caller
+    passes ``qualified is None`` only) or ``self.<method>`` of the enclosing class."""
+    if isinstance(func, cst.Name):
+        name, body, skip = func.value, rule.context.module.body, 0
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        owner = next((a for a in reversed(rule.context.ancestors) if isinstance(a, cst.ClassDef)), None)
+        if owner is None or not isinstance(owner.body, cst.IndentedBlock):
+            return False
+        name, body, skip = func.attr.value, owner.body.body, 1
+    else:
+        return False
+    # The last definition wins, as at run time.
+    found = [s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == name]
+    if not found:
+        return False
+    params = [*found[-1].params.posonly_params, *found[-1].params.params]
+    if skip and any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in found[-1].decorators):
+        skip = 0
+    params = params[skip:]
+    return index < len(params) and is_device_word(params[index].name.value)
 
 
 # set_device, set_session_device, set_default_device: a setter named for a device.
