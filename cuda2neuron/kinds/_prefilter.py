@@ -67,8 +67,10 @@ _PYTHON = (
     "bf16_gpu",
     # library settings and resources that choose CUDA (CN627, rules/_shared/library_settings.toml):
     # flash-attention values, TrainingArguments(tf32=), accelerate's dynamo backend, Ray's
-    # "GPU" resource and use_gpu, Kaggle's enable_gpu, ray.util.collective groups, serverless gpu="A100"
+    # "GPU" resource and use_gpu, Kaggle's enable_gpu, ray.util.collective groups, serverless gpu="A100",
+    # vLLM's weight-transfer engine
     "flash_attention", "tf32", "dynamo_backend", '"gpu"', "'gpu'", "use_gpu", "enable_gpu", "varlen_attn", "gpu=", "collective_group",
+    "WeightTransferConfig",
     # litgpt's quantize="bnb.nf4"; a Lightning Trainer / Fabric left to choose its accelerator (CN108)
     "bnb.", "lightning",
 )  # fmt: skip
