@@ -7,7 +7,10 @@ import libcst as cst
 from ._names import Scope, dotted_name
 from cuda2neuron.core import Settings
 
-__all__ = ["RuleContext"]
+__all__ = ["MARK", "RuleContext"]
+
+# Delimits a place token in a message (``RuleContext.mark``); no source text holds it.
+MARK = "\x00"
 
 
 class RuleContext:
@@ -19,6 +22,17 @@ class RuleContext:
         self._scope_stack: list[Scope] = [Scope(parent=None)]
         # Nodes from the module down to (excluding) the node being visited.
         self.ancestors: list[cst.CSTNode] = []
+        # Nodes a message names by place (``mark``), by their token.
+        self.marked: dict[str, cst.CSTNode] = {}
+
+    def mark(self, node: cst.CSTNode) -> str:
+        """A token for ``node``'s place in the file, written into a message or guidance and
+        replaced by ``file:line`` when the finding is made (python/_lint.py). Trap: the line is
+        not known during the walk, and a later round's module has moved lines (an added import);
+        the engine locates the node in the file as read, through the fixes' lineage."""
+        token = f"{MARK}{len(self.marked)}{MARK}"
+        self.marked[token] = node
+        return token
 
     @property
     def source(self) -> str:

@@ -18,7 +18,7 @@ import libcst as cst
 
 from cuda2neuron.core import MAX_ITERATIONS, ConvergenceError, Finding, Fix, Report, Rule, Safety, Settings, Span, Suppressions
 
-from ._context import RuleContext
+from ._context import MARK, RuleContext
 from ._groups import link_groups
 from ._lineage import Lineage
 from ._positions import spans_and_code, spans_in_statements, spans_of
@@ -109,7 +109,7 @@ def _without_covered_net_reports(reports: list[Report]) -> list[Report]:
 
 
 def _finding(
-    report: Report, span: Span, path: str, module: cst.Module, applied: bool = False, line_of=None
+    report: Report, span: Span, path: str, module: cst.Module, applied: bool = False, line_of=None, places=None
 ) -> Finding:
     fix = None
     if report.replacement is not None:
@@ -118,10 +118,13 @@ def _finding(
     guidance = report.guidance
     if report.held_by and not applied and line_of is not None:
         guidance = f"{guidance} {_held_note(report, line_of)}".strip()
+    message = report.message
+    if MARK in message or MARK in guidance:
+        message, guidance = _placed(message, report, places), _placed(guidance, report, places)
     return Finding(
         code=report.rule.code,
         name=report.rule.name,
-        message=report.message,
+        message=message,
         path=path,
         span=span,
         fix=fix,
@@ -129,6 +132,36 @@ def _finding(
         guidance=guidance,
         effort=report.effort,
     )
+
+
+_TOKEN = re.compile(MARK + r"\d+" + MARK)
+
+
+def _placed(text: str, report: Report, places) -> str:  # noqa: ANN001
+    """``text`` with each place token (``RuleContext.mark``) replaced by the node's ``file:line``
+    in the file as read; ``places`` maps the node's id to it (``_places``)."""
+    marked = report.rule.context.marked
+    return _TOKEN.sub(lambda m: (places or {}).get(id(marked.get(m.group(), report.node)), "?"), text)
+
+
+def _places(first: cst.Module, lineage: Lineage, reports: list[Report], path: str, splicer: Splicer | None) -> dict[int, str]:
+    """``file:line`` of every node the reports' messages name by a place token, located in
+    ``first`` (the module as parsed) through the lineage; one position pass for them all, and
+    none where no message names a place (nearly every file)."""
+    nodes = {
+        id(node): node
+        for r in reports
+        if MARK in r.message or MARK in r.guidance
+        for token in _TOKEN.findall(r.message + r.guidance)
+        if (node := r.rule.context.marked.get(token)) is not None
+    }
+    if not nodes:
+        return {}
+    # A stand-in report per node: located as the findings are (its own chain is unknown here).
+    stand_ins = [Report(rule=None, node=n, message="", replacement=None, safety=Safety.DISPLAY_ONLY, guidance="", effort=None) for n in nodes.values()]  # type: ignore[arg-type]
+    spans = _original_spans(first, lineage, stand_ins, splicer)
+    name = path.replace("\\", "/").rpartition("/")[2]
+    return {key: f"{name}:{spans[key].start_line}" for key in nodes}
 
 
 def _held_note(report: Report, line_of) -> str:
@@ -208,8 +241,9 @@ def lint_module(
     def line_of(r: Report) -> int:
         return spans[id(r.node)].start_line
 
+    places = _places(module, Lineage(), reports, path, Splicer(module, source) if source is not None else None)
     found = [
-        _finding(r, spans[id(r.node)], path, module, line_of=line_of)
+        _finding(r, spans[id(r.node)], path, module, line_of=line_of, places=places)
         for r in reports
         if not suppressions.suppressed(r.rule.code, spans[id(r.node)])
     ]
@@ -366,6 +400,7 @@ def _outcome(
         code = _code(module, splicer)
     reports = [a.report for a in applied] + remaining
     spans = _original_spans(first, lineage, reports, splicer)
+    places = _places(first, lineage, reports, path, splicer)
 
     def line_of(r: Report) -> int:
         span = spans.get(id(r.node))
@@ -374,11 +409,11 @@ def _outcome(
         return span.start_line
 
     done = [
-        (_finding(a.report, spans[id(a.report.node)], path, a.module, applied=True), (a.round, a.module, a.report.node))
+        (_finding(a.report, spans[id(a.report.node)], path, a.module, applied=True, places=places), (a.round, a.module, a.report.node))
         for a in applied
     ]
     done.sort(key=lambda pair: (pair[0].span, pair[0].code))
-    left = [(_finding(r, spans[id(r.node)], path, module, line_of=line_of), (module, r.node)) for r in remaining]
+    left = [(_finding(r, spans[id(r.node)], path, module, line_of=line_of, places=places), (module, r.node)) for r in remaining]
     left.sort(key=lambda pair: (pair[0].span, pair[0].code))
     return FixOutcome(module, [f for f, _ in done], [f for f, _ in left], code, [e for _, e in done], [e for _, e in left])
 

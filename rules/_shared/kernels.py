@@ -674,7 +674,8 @@ class _Collector(cst.CSTVisitor):
             qualified = f"{self.imports[head]}.{rest}".rstrip(".") if head in self.imports else ""
             language = next((k for k in KERNEL_LANGUAGES if in_package(qualified, (k,))), None)
             if language is not None:
-                self.names[node.name.value] = f"the {language} kernel `{node.name.value}`"
+                # Named with its place (file:line): the finding that cites it may sit far away.
+                self.names[node.name.value] = f"the {language} kernel `{node.name.value}` at {self.rule.context.mark(node.name)}"
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -844,7 +845,7 @@ def kernel_index(rule: Rule) -> KernelIndex:
                     continue
                 inner = index.first_call([func.body])
                 if inner is not None:
-                    names[name] = f"`{name}`, which calls {inner}"
+                    names[name] = f"`{name}` at {rule.context.mark(func.name)}, which calls {inner}"
                     own[name] = func
                     changed = True
             # An autograd Function whose forward or backward launches a kernel: `_Fn.apply(x)`
@@ -853,7 +854,7 @@ def kernel_index(rule: Rule) -> KernelIndex:
                 if cls.name.value not in names:
                     inner = index.first_call([cls.body])
                     if inner is not None:
-                        names[cls.name.value] = f"`{cls.name.value}.apply`, which calls {inner}"
+                        names[cls.name.value] = f"`{cls.name.value}.apply` at {rule.context.mark(cls.name)}, which calls {inner}"
                         changed = True
         memo[key] = KernelIndex(dict(names), frozenset(collector.hubs), collector.providers, own)
     return memo[key]
