@@ -207,6 +207,10 @@ OTHER_WAKES = [
     pytest.param("attn_implementation = 'x-flash_attention_2'\n", "CN627", True, id="cn627-value-after-a-dash"),
     pytest.param("attn_implementation = 'xflash_attention_2'\n", "CN627", False, id="cn627-value-after-a-letter"),
     pytest.param("use_flash_attn = x1\n", "CN627", False, id="cn627-one-after-a-letter"),
+    pytest.param("import torch\nopt = torch.optim.AdamW(p, fused = True)\n", "CN608", True, id="cn608-keyword"),
+    pytest.param("import torch\nopt = make(p, prefused=True)\n", "CN608", False, id="cn608-word-runs-into-the-keyword"),
+    pytest.param("import torch\nok = fused == want\n", "CN608", False, id="cn608-compared"),
+    pytest.param("m = A.from_pretrained(r, max_memory=budget)\n", "CN111", True, id="cn111-memory-budget"),
 ]
 
 
