@@ -6,16 +6,25 @@ Runs the real command in this process (``cuda2neuron.cli.main``, ``--jobs 1``: e
 one process and can be timed) with timers around the engine's functions where they are looked up:
   * discovery: walking the tree (``discover``);       * sweep: the project sweep (CPython ``ast``);
   * prefilter: the Python kind's own work before and around the parse (coarse words, trigger
-    words, the code text, each rule's wake test) — what is left of it after the phases below;
+    words) — what is left of it after the phases below;
+  * wake: the code text (comments and docstrings blanked) and the rules' words and wake tests
+    in it (``_awake``), on the file as read;
+  * wake (output): the same on a rewritten module's code, which decides the rules of the fix
+    rounds after the first (a rerun's rules: ``fix_module``'s ``woken_by``);
   * guard: the nesting check and the thread with a deep stack that the parse runs on;
   * detect: the rules' detectors on CPython's ``ast`` (``Rule.detect``), tried where every
     woken rule has one; a file they decide is never parsed by libcst (outcome "detected");
   * parse: libcst's parse;                            * metadata: libcst's import helpers
     (``MetadataWrapper``: scopes and qualified names, only where an import changes);
-  * rules: the rule walk (visitor calls, rules instantiated); ``--per-rule`` splits it by family
-    (the rule's folder under rules/) — instrumented, so the shares are what count;
+  * rules: the rule walk of a file's first round (visitor calls, rules instantiated);
+    ``--per-rule`` splits it by family (the rule's folder under rules/) — instrumented, so the
+    shares are what count;
+  * rules (later rounds): the walks of a rewritten module, one per fix round after the first;
+  * groups: linked fixes (``link_groups``: the program pass and the groups' safeties), each round;
   * fix rounds: rebuilding the paths to replaced nodes;
   * codegen: code generation (finding spans, the rewritten module, spliced where it can be);
+  * statement lines: the splicer's cut of the file as read into its statements' texts (a
+    CPython ``ast.parse`` of it, for the lines they start on), which codegen and spans use;
   * compile check: the rewritten output through ``compile()``;
   * residual: the residual pass (CN902) over each kind's output;
   * text kinds: every non-Python kind (shell, requirements, notebooks, configs ...);
@@ -47,8 +56,9 @@ from pathlib import Path
 
 from cuda2neuron.core import Config
 
-PHASES = ("discovery", "sweep", "prefilter", "guard", "detect", "parse", "metadata", "rules", "fix rounds", "codegen",
-          "compile check", "residual", "text kinds", "cache", "report")
+PHASES = ("discovery", "sweep", "prefilter", "wake", "guard", "detect", "parse", "metadata", "rules",
+          "rules (later rounds)", "groups", "wake (output)", "fix rounds", "codegen", "statement lines", "compile check", "residual",
+          "text kinds", "cache", "report")
 
 
 class Timers:
@@ -141,8 +151,29 @@ def install(timers: Timers, per_family: dict[str, float] | None) -> None:
     kpy.deep_stack = deep_stack
     cpy.parse_bytes  # noqa: B018 - loads the submodule so the attribute can be replaced
     cpy.parse_bytes = timers.wrap("parse", cpy.parse_bytes)  # type: ignore[attr-defined]
-    lint.walk_rules = timers.wrap("rules", lint.walk_rules)
-    lint._collect = timers.wrap("rules", lint._collect)  # rule instantiation counts as the walk
+    # The code text and the wake tests: on the file as read (the main thread), or on a rewritten
+    # module's code inside the file's thread (the rules of the rounds after the first).
+    for name in ("code_text", "_awake"):
+        if hasattr(kpy, name):
+            _by_thread(kpy, name, timers.wrap("wake", getattr(kpy, name)), timers.wrap("wake (output)", getattr(kpy, name)))
+    # The first round's walk is "rules", every later round's "rules (later rounds)" (a file's
+    # rounds count from its libcst parse).
+    real_parsed_file, real_collect = kpy._parsed_file, lint._collect
+    rounds = [0]
+
+    def parsed_file(*args):
+        rounds[0] = 0
+        return real_parsed_file(*args)
+
+    first_walk, later_walk = timers.wrap("rules", real_collect), timers.wrap("rules (later rounds)", real_collect)
+
+    def collect(*args):
+        rounds[0] += 1
+        return (first_walk if rounds[0] == 1 else later_walk)(*args)
+
+    kpy._parsed_file = parsed_file
+    lint._collect = collect  # rule instantiation counts as the walk (walk_rules runs inside it)
+    lint.link_groups = timers.wrap("groups", lint.link_groups)
     lint.rebuild = timers.wrap("fix rounds", lint.rebuild)
     lint._fix_imports = timers.wrap("fix rounds", lint._fix_imports)
     lint._transform = timers.wrap("metadata", lint._transform)
@@ -156,6 +187,8 @@ def install(timers: Timers, per_family: dict[str, float] | None) -> None:
         if hasattr(splice.Splicer, "block_statements"):  # the statements inside blocks (this round)
             splice.Splicer.block_statements = timers.wrap("codegen", splice.Splicer.block_statements)
         lint.spans_in_statements = timers.wrap("codegen", lint.spans_in_statements)
+        if hasattr(splice.Splicer, "_cut"):
+            splice.Splicer._cut = timers.wrap("statement lines", splice.Splicer._cut)
     except (ImportError, AttributeError):
         pass
     kpy._compile_check = timers.wrap("compile check", kpy._compile_check)
@@ -169,6 +202,17 @@ def install(timers: Timers, per_family: dict[str, float] | None) -> None:
                     table[key] = [_rule_timed(m, per_family) for m in methods]
 
         walk._Walker.__init__ = init
+
+
+def _by_thread(module, name: str, main, inside) -> None:
+    """``module.name`` timed as ``main`` on the main thread, as ``inside`` on any other (the
+    thread with a deep stack that parses, walks and fixes a file)."""
+    import threading
+
+    def timed(*args):
+        return (main if threading.current_thread() is threading.main_thread() else inside)(*args)
+
+    setattr(module, name, timed)
 
 
 OUTCOMES = ("not parsed", "detected", "no finding", "report-only", "edited")
@@ -268,13 +312,13 @@ def main() -> int:
     summary = next((line for line in sink.getvalue().splitlines() if "files scanned" in line), "")
     print(f"{args.tree}: migrate --diff exit {code}; {summary}")
     print(f"{timers.calls['parse']} files parsed by libcst")
-    print(f"{'phase':<16}{'CPU s':>9}{'wall s':>9}{'share':>8}")
+    print(f"{'phase':<22}{'CPU s':>9}{'wall s':>9}{'share':>8}")
     covered = 0.0
     for phase in PHASES:
         covered += timers.cpu[phase]
-        print(f"{phase:<16}{timers.cpu[phase]:>9.2f}{timers.wall[phase]:>9.2f}{timers.cpu[phase] / cpu:>8.1%}")
-    print(f"{'other':<16}{cpu - covered:>9.2f}{'':>9}{(cpu - covered) / cpu:>8.1%}")
-    print(f"{'total':<16}{cpu:>9.2f}{wall:>9.2f}")
+        print(f"{phase:<22}{timers.cpu[phase]:>9.2f}{timers.wall[phase]:>9.2f}{timers.cpu[phase] / cpu:>8.1%}")
+    print(f"{'other':<22}{cpu - covered:>9.2f}{'':>9}{(cpu - covered) / cpu:>8.1%}")
+    print(f"{'total':<22}{cpu:>9.2f}{wall:>9.2f}")
     print("Python files by outcome (CPU s of each phase spent on them):")
     shown = [p for p in PHASES if any(timers.by_outcome[o][p] > 0.005 for o in OUTCOMES)]
     print(f"  {'outcome':<13}{'files':>6}{'total':>8}" + "".join(f"{p[:10]:>11}" for p in shown))

@@ -271,20 +271,26 @@ _TO_WORDS = bytes(
 # Adjacent string literals (``"flash_" "attn"``, across a backslash-continued line too) are one
 # value: joined, their pieces form the words a key can be spelled in.
 _STRING_JOIN = re.compile(rb"[\"']+\s*(?:\\\r?\n\s*)*[rRuU]?[\"']+")
+# What may not stand before a value (lower-cased text).
+_VALUE_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_")
 # An escape can spell any letter of a key ("\x66lash_attn"): such a file is never ruled out.
 _LETTER_ESCAPE = re.compile(rb"\\(?:[xuUN0-7])")
 
 
 @lru_cache(maxsize=1)
-def _python_words() -> tuple[re.Pattern[bytes], tuple[tuple[re.Pattern[bytes], re.Pattern[bytes] | None], ...]]:
+def _python_words() -> tuple[dict[bytes, int], tuple[tuple[dict[bytes, int], re.Pattern[bytes] | None], ...]]:
     """(the words that always wake: the roots of the library calls, Ray, the GPU constants;
     per python setting, its keys and its values, None where any value can match).
-    Each set of words is one pattern over the file's distinct words, one per line, leading
-    ``_`` allowed (``--flash-attn`` is the word ``__flash_attn``)."""
+    Each set of words is lower-cased and kept as ``_spelled`` reads it: without its leading
+    ``_``, with how many it had (more are allowed: ``--flash-attn`` is the word ``__flash_attn``)."""
 
-    def whole(words) -> re.Pattern[bytes]:
-        alternatives = b"|".join(re.escape(w.lower().encode()) for w in sorted(words))
-        return re.compile(rb"^_*(?:" + alternatives + rb")$", re.MULTILINE)
+    def whole(words) -> dict[bytes, int]:
+        found: dict[bytes, int] = {}
+        for word in words:
+            key = word.lower().encode()
+            core = key.lstrip(b"_")
+            found[core] = min(found.get(core, len(key)), len(key) - len(core))
+        return found
 
     always = whole({"ray", *(name.split(".")[0] for name in library_calls()), *gpu_constants()[0]})
     settings = []
@@ -296,9 +302,11 @@ def _python_words() -> tuple[re.Pattern[bytes], tuple[tuple[re.Pattern[bytes], r
             texts = set()
             for v in s.values:
                 texts.update(_TRUE if v == "true" else (v,))
-            # Whole, as a literal writes it: `"xformers"`, `True`, `1`; not `use_xformers`.
+            # Whole, as a literal writes it: `"xformers"`, `True`, `1`; not `use_xformers` (the
+            # byte before is read by ``_whole_value``: a look-behind first made the engine try
+            # every byte of the file, three times the time).
             alternatives = b"|".join(re.escape(t.encode()) for t in sorted(texts))
-            values = re.compile(rb"(?<![a-z0-9_])(?:" + alternatives + rb")(?![a-z0-9_])")
+            values = re.compile(rb"(?:" + alternatives + rb")(?![a-z0-9_])")
         settings.append((whole(s.keys), values))
     return always, tuple(settings)
 
@@ -316,14 +324,47 @@ def may_set_in_python(code: bytes) -> bool:
         return True
     lower = code.lower()
     texts = (lower, _STRING_JOIN.sub(b"", lower))
-    words = b"\n".join({w for text in texts for w in text.translate(_TO_WORDS).split()})
+    words = {w for text in texts for w in text.translate(_TO_WORDS).split()}
+    # The words that start with ``_``, by what follows their ``_`` (the most ``_`` seen): a key
+    # matches them after any number of ``_`` of its own (``--flash-attn`` is ``__flash_attn``).
+    underscored: dict[bytes, int] = {}
+    for w in words:
+        if w[:1] == b"_":
+            core = w.lstrip(b"_")
+            lead = len(w) - len(core)
+            if underscored.get(core, 0) < lead:
+                underscored[core] = lead
     always, settings = _python_words()
-    if always.search(words):
+    if _spelled(always, words, underscored):
         return True
     for keys, values in settings:
-        if not keys.search(words):
+        if not _spelled(keys, words, underscored):
             continue
         # A value is compared whole, case ignored: a literal holding it holds it as written.
-        if values is None or any(values.search(text) for text in texts):
+        if values is None or any(_whole_value(values, text) for text in texts):
+            return True
+    return False
+
+
+def _whole_value(values: re.Pattern[bytes], text: bytes) -> bool:
+    """Does ``values`` match in ``text`` where no letter, digit or ``_`` comes before?"""
+    found = values.search(text)
+    while found is not None:
+        start = found.start()
+        if start == 0 or text[start - 1] not in _VALUE_BYTES:
+            return True
+        found = values.search(text, start + 1)
+    return False
+
+
+def _spelled(keys: dict[bytes, int], words: set[bytes], underscored: dict[bytes, int]) -> bool:
+    """Is one of ``keys`` a word of the code, with any number of ``_`` before it? ``keys``: each
+    key without its leading ``_``, with how many it has (``_attn_implementation`` needs one).
+
+    Set look-ups where a pattern ``^_*(?:key|...)$`` over the words, one per line, was run per
+    setting: it tried every byte of them (a third of this test's time on diffusers).
+    """
+    for core, lead in keys.items():
+        if (lead == 0 and core in words) or underscored.get(core, -1) >= lead:
             return True
     return False

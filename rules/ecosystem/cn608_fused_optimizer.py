@@ -25,8 +25,21 @@ _GUIDANCE = (
 
 # What every report starts from: a `fused=` keyword, or an assignment to a name holding "fused".
 _FUSED_ASSIGNED = re.compile(rb"(?i)fused\w*\s*=(?!=)")
-# The keyword itself (arg_by_name matches it exactly, lowercase).
-_FUSED_KEYWORD = re.compile(rb"\bfused\s*=(?!=)")
+# The keyword itself (arg_by_name matches it exactly, lowercase); the word boundary before it is
+# read back by hand (``_fused_keyword``): a leading ``\b`` made the engine try every byte.
+_FUSED_KEYWORD = re.compile(rb"fused\s*=(?!=)")
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _fused_keyword(code: bytes) -> bool:
+    """Does ``code`` hold ``fused=`` (not ``==``) with no word byte before ``fused``?"""
+    found = _FUSED_KEYWORD.search(code)
+    while found is not None:
+        start = found.start()
+        if start == 0 or code[start - 1] not in _WORD_BYTES:
+            return True
+        found = _FUSED_KEYWORD.search(code, start + 1)
+    return False
 
 
 class _Bindings(cst.CSTVisitor):
@@ -120,7 +133,7 @@ class FusedOptimizer(Rule):
         # the word and never set a flag. A flag is only reported when its value tests for CUDA
         # (`"cuda"`, `.is_cuda`, `torch.cuda.is_available()`): without the word "cuda" in the
         # code only a `fused=` keyword can fire (`fused_qkv_weight = sd.pop(k)`: 22 diffusers files).
-        if _FUSED_KEYWORD.search(code) is not None:
+        if _fused_keyword(code):
             return True
         return b"cuda" in code and _FUSED_ASSIGNED.search(code) is not None
 

@@ -200,6 +200,17 @@ OTHER_WAKES = [
     pytest.param("cfg = dict(Use_flash_attention=1)\n", "CN627", True, id="cn627-key-case"),
     pytest.param("GPUS_PER_NODE = 8\n", "CN627", True, id="cn627-gpu-constant"),
     pytest.param("import ray\n\n@ray.remote(num_gpus=1)\ndef f():\n    pass\n", "CN627", True, id="cn627-ray"),
+    # A key matches after any number of `_` of its own (`_attn_implementation` needs its one).
+    pytest.param("cfg = dict(__use_flash_attn=1)\n", "CN627", True, id="cn627-key-after-underscores"),
+    pytest.param("m.config._attn_implementation = 'flash_attention_2'\n", "CN627", True, id="cn627-underscored-key"),
+    # A value stands whole: a `-` may come before it, a letter may not.
+    pytest.param("attn_implementation = 'x-flash_attention_2'\n", "CN627", True, id="cn627-value-after-a-dash"),
+    pytest.param("attn_implementation = 'xflash_attention_2'\n", "CN627", False, id="cn627-value-after-a-letter"),
+    pytest.param("use_flash_attn = x1\n", "CN627", False, id="cn627-one-after-a-letter"),
+    pytest.param("import torch\nopt = torch.optim.AdamW(p, fused = True)\n", "CN608", True, id="cn608-keyword"),
+    pytest.param("import torch\nopt = make(p, prefused=True)\n", "CN608", False, id="cn608-word-runs-into-the-keyword"),
+    pytest.param("import torch\nok = fused == want\n", "CN608", False, id="cn608-compared"),
+    pytest.param("m = A.from_pretrained(r, max_memory=budget)\n", "CN111", True, id="cn111-memory-budget"),
 ]
 
 
