@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 TABLE = "library_settings.toml"
-_WHERE = frozenset({"python", "config", "cli"})
+_WHERE = frozenset({"python", "config", "cli", "notebook"})
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _OFF = frozenset({"", "false", "no", "off", "0", "none", "null", "~"})
 
@@ -165,7 +165,7 @@ def library_settings() -> tuple[LibrarySetting, ...]:
 
 @lru_cache(maxsize=4)
 def setting_keys(where: str) -> frozenset[str]:
-    """Every key a reader in ``where`` ("python", "config", "cli") looks at."""
+    """Every key a reader in ``where`` ("python", "config", "cli", "notebook") looks at."""
     return frozenset(k for s in library_settings() if where in s.where for k in s.keys)
 
 
