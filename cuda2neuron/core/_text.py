@@ -208,7 +208,9 @@ def to_finding(item: TextItem, path: str, span: Span, message_prefix: str = "") 
 # A notebook rule (file_kinds {"notebook"}) reports what the notebook handler could not migrate.
 # It implements the classmethod ``check_cells(problems: NotebookProblems) -> list[CellReport]``;
 # a rule that sets ``reads_unparsed_cells = True`` makes the handler parse the cells even where
-# no Python rule would (so a broken cell that hides CUDA code is found).
+# no Python rule would (so a broken cell that hides CUDA code is found). A rule that reads the
+# notebook's top-level metadata instead implements ``check_metadata(doc) -> list[TextReport]``:
+# ``doc`` is that JSON object read as a config (``documents.structured``), offsets into its text.
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,9 @@ class CellLoc:
 class NotebookJson:
     top: dict  # top-level keys other than "cells", decoded
     cells: tuple[CellLoc, ...]
+    # Where the top-level "metadata" object is written (its braces included), so a rule can
+    # place a finding on the line of one of its keys (Colab's `"accelerator": "GPU"`).
+    metadata_span: tuple[int, int] | None = None
 
 
 class NotebookShapeError(ValueError):
@@ -91,6 +94,7 @@ def locate_cells(text: str) -> NotebookJson:
     """Cells and their source spans; raises NotebookShapeError when the shape is not nbformat 4."""
     top: dict = {}
     cells: list[CellLoc] = []
+    spans: dict[str, tuple[int, int]] = {}
 
     def cell(i: int) -> int:
         if text[i] != "{":
@@ -133,10 +137,12 @@ def locate_cells(text: str) -> NotebookJson:
             return _array(text, i, cell)
         value, end = _DECODER.raw_decode(text, i)
         top[key] = value
+        spans[key] = (i, end)
         return end
 
     _object(text, _ws(text, 0), top_field)
-    return NotebookJson(top, tuple(cells))
+    metadata = spans.get("metadata") if isinstance(top.get("metadata"), dict) else None
+    return NotebookJson(top, tuple(cells), metadata)
 
 
 def render_source(text: str, cell: CellLoc, new_lines: list[str], ascii_only: bool) -> str:

@@ -62,7 +62,9 @@ _COMMENT_RE = re.compile(r"(?:^|\s)#")
 _INDEX_OPT_RE = re.compile(r"(?:--(?:extra-)?index-url|--find-links|-i|-f)(?:=|\s+)(\S+)")
 _WHEEL_RE = re.compile(r"/([A-Za-z0-9_.]+?)-\d[^/]*\.(?:whl|tar\.gz|zip)$")
 # Repositories whose name differs from their distribution name.
-_REPO_NAMES = {"flash-attention": "flash-attn"}
+# Repositories whose name is not the distribution's (normalised): what `pip install git+URL` or a
+# clone of the repository builds (DeepEP's and DeepGEMM's setup.py: deep_ep, deep_gemm).
+_REPO_NAMES = {"flash-attention": "flash-attn", "deepep": "deep-ep", "deepgemm": "deep-gemm", "groupedgemm": "grouped-gemm"}
 
 
 def _name_from_url(url: str) -> str | None:

@@ -201,7 +201,9 @@ def unquote(word: str) -> str | None:
         inner = word[1:-1]
         if word[0] == "'":
             return inner
-        word = inner
+        # Inside double quotes only `$`, backquotes and `\` expand: a glob or a brace is literal
+        # there (DiffSynth's --quant_options "Org/Model:transformer/*.safetensors:bitsandbytes_nf4").
+        return None if any(c in inner for c in "$`\\\"") else inner
     if any(c in word for c in "$`\\'\"*?[{"):
         return None
     return word

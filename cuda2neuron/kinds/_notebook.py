@@ -52,7 +52,8 @@ from cuda2neuron.core import (
     TextReport,
     to_finding,
 )
-from cuda2neuron.documents.nbjson import CellLoc, NotebookShapeError, locate_cells, render_source
+from cuda2neuron.documents.nbjson import CellLoc, NotebookJson, NotebookShapeError, locate_cells, render_source
+from cuda2neuron.documents.structured import parse_json
 
 from ._catalog import rules_for
 from ._prefilter import may_trigger
@@ -474,6 +475,9 @@ def process_notebook_findings(
 
     problems = NotebookProblems(tuple(unparsed), in_magics)
     for rule in notebook_rules:
+        if hasattr(rule, "check_metadata"):
+            findings += _metadata_findings(rule, nb, mapper, path)
+            continue
         for report in rule.check_cells(problems):  # type: ignore[attr-defined]
             findings.append(_own(rule, mapper, path, report))
 
@@ -512,6 +516,20 @@ def _broken_cells(cells: list[_Cell]) -> list[tuple[_Cell, SourceError]]:
         except SourceError as exc:
             broken.append((cell, exc))
     return broken
+
+
+def _metadata_findings(rule: type[Rule], nb: NotebookJson, mapper: _Mapper, path: str) -> list[Finding]:
+    """What ``rule`` reports on the notebook's top-level metadata, placed on the file's own lines
+    (the metadata is read as a JSON config of its own: offsets are shifted by where it starts)."""
+    if nb.metadata_span is None:
+        return []
+    start, end = nb.metadata_span
+    doc = parse_json(mapper.text[start:end], path)
+    out = []
+    for report in rule.check_metadata(doc):  # type: ignore[attr-defined]
+        span = Span(*mapper.index.position(start + report.start), *mapper.index.position(start + report.end))
+        out.append(to_finding(TextItem(rule, report), path, span))
+    return out
 
 
 def _own(rule: type[Rule], mapper: _Mapper, path: str, report: CellReport) -> Finding:

@@ -86,11 +86,16 @@ _SHELL = (
     "constraint",
     # CUDA extensions' build switches without a CUDA word (CN705: CAUSAL_CONV1D_FORCE_BUILD=TRUE pip wheel .)
     "force_build", "force_cxx11_abi",
+    # CUDA-only packages built from their repositories (CN713: `git clone .../NVIDIA/apex`,
+    # `DEEP_EP_URL=https://github.com/deepseek-ai/DeepEP@v1`): rules/files/deps/_helpers.REPOSITORY_WORDS
+    "apex", "bitsandbytes", "triton", "mamba", "conv1d", "grouped_gemm", "groupedgemm", "megablocks", "tutel",
+    "deepep", "deep_ep", "deepgemm", "deep_gemm", "flashinfer", "sageattention", "transformerengine", "transformer_engine",
+    "exllamav2",
 )  # fmt: skip
 _REQUIREMENTS = (
     "cu", "apex", "flash", "xformers", "bitsandbytes", "triton", "nvidia", "nvml", "gpustat",
     "tensorrt", "onnxruntime", "liger", "mamba", "conv1d", "mslk", "transformer", "kernels", "megablocks", "grouped",
-    "tutel", "sageattention", "gptq", "awq", "exllama",
+    "tutel", "sageattention", "gptq", "awq", "exllama", "deep_ep", "deepep", "deep_gemm", "deepgemm",
     # NVIDIA RAPIDS ("cu" covers most; the config kinds take this list without "cu"), CUDA extras
     "cudf", "cuml", "cugraph", "cuspatial", "cuvs", "cucim", "raft", "rmm", "ucx", "gpu",
 )  # fmt: skip

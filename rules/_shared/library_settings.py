@@ -29,6 +29,7 @@ __all__ = [
     "library_calls",
     "library_settings",
     "match_setting",
+    "member_keys",
     "may_set_in_python",
     "normalize_key",
     "normalize_value",
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 TABLE = "library_settings.toml"
-_WHERE = frozenset({"python", "config", "cli"})
+_WHERE = frozenset({"python", "config", "cli", "notebook"})
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _OFF = frozenset({"", "false", "no", "off", "0", "none", "null", "~"})
 
@@ -63,6 +64,9 @@ class LibrarySetting:
     # file gives a common key its meaning there (cog.yaml's `gpu: true`).
     files: tuple[str, ...] = ()
     spelled: tuple[str, ...] = ()  # the keys as the table writes them (`runsOn`), for the docs
+    # The key may hold a list of values or a mapping NAME: COUNT, each member matched on its own
+    # (SkyPilot's `accelerators: [V100, A100]`, `{A100: 8}`).
+    members: bool = False
 
     def reads(self, path: str) -> bool:
         """Whether the row is read in the file at ``path``."""
@@ -141,8 +145,9 @@ def library_settings() -> tuple[LibrarySetting, ...]:
         if not where or not where <= _WHERE:
             raise ValueError(f"{TABLE}: setting {ident}: where must be a subset of {sorted(_WHERE)}")
         choosers = [k for k in ("values", "pattern", "any", "values_from") if k in row]
-        if "files" in row and where != {"config"}:
-            raise ValueError(f"{TABLE}: setting {ident}: files is only read where = [\"config\"]")
+        for option in ("files", "members"):
+            if option in row and where != {"config"}:
+                raise ValueError(f"{TABLE}: setting {ident}: {option} is only read where = [\"config\"]")
         if len(choosers) != 1:
             raise ValueError(f"{TABLE}: setting {ident}: exactly one of values / pattern / any / values_from")
         rows.append(LibrarySetting(
@@ -159,25 +164,33 @@ def library_settings() -> tuple[LibrarySetting, ...]:
             source=row["source"],
             files=tuple(row.get("files", ())),
             spelled=tuple(row["keys"]),
+            members=bool(row.get("members", False)),
         ))
     return tuple(rows)
 
 
+@lru_cache(maxsize=1)
+def member_keys() -> frozenset[str]:
+    """The config keys whose value may be a list or a mapping of members (``members = true``)."""
+    return frozenset(k for s in library_settings() if s.members for k in s.keys)
+
+
 @lru_cache(maxsize=4)
 def setting_keys(where: str) -> frozenset[str]:
-    """Every key a reader in ``where`` ("python", "config", "cli") looks at."""
+    """Every key a reader in ``where`` ("python", "config", "cli", "notebook") looks at."""
     return frozenset(k for s in library_settings() if where in s.where for k in s.keys)
 
 
-def match_setting(key: str, value: str, where: str, path: str = "") -> Match | None:
+def match_setting(key: str, value: str, where: str, path: str = "", member: bool = False) -> Match | None:
     """The row that ``key`` set to ``value`` (as written) matches in ``where``, if any; a row
-    with ``files`` only in a file of that name (``path``)."""
+    with ``files`` only in a file of that name (``path``); with ``member``, ``value`` is one
+    member of a list or mapping the key holds, and only rows with ``members`` are read."""
     key = normalize_key(key)
     if key not in setting_keys(where):
         return None
     norm = normalize_value(value)
     for s in library_settings():
-        if where not in s.where or key not in s.keys or not s.reads(path):
+        if where not in s.where or key not in s.keys or not s.reads(path) or (member and not s.members):
             continue
         if s.values_from == "trainer_optim":
             row = trainer_optimizers().get(norm)
@@ -253,6 +266,8 @@ def _table_lines(where: str) -> list[str]:
         keys = ", ".join(f"``{k}``" for k in sorted(s.spelled, key=normalize_key))
         if s.files:
             keys += " in " + ", ".join(f"``{f}``" for f in s.files)
+        if s.members:
+            values += " (or a list / mapping of them)"
         lines.append(f"    | {keys} | {_cell(values)} | {port} | {_cell(s.source)} |")
     if where == "python":
         lines += ["", "    Calls that set up CUDA or NCCL inside the library:", ""]

@@ -22,6 +22,17 @@ _COLLECTIVES = frozenset(
     )
 )  # fmt: skip
 _COLLECTIVE_WORDS = tuple({q.rsplit(".", 1)[1].encode() for q in _COLLECTIVES})
+# Calls a group may be handed to without carrying a tensor: the object collectives pickle
+# Python objects through CPU tensors of their own (a gloo group's job), barriers carry nothing,
+# and the rest ask about the group or free it.
+_OBJECT_ONLY = frozenset(
+    f"torch.distributed.{name}"
+    for name in (
+        "all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list",
+        "send_object_list", "recv_object_list", "barrier", "monitored_barrier", "destroy_process_group",
+        "get_rank", "get_world_size", "get_backend", "get_process_group_ranks",
+    )
+)  # fmt: skip
 # The accelerator the program runs on, before or after the port: its tensors are device tensors.
 _DEVICE_WORDS = frozenset({"cuda", "neuron"})
 _GUIDANCE = (
@@ -44,6 +55,12 @@ class GlooDeviceCollectives(Rule):
     counts). A test class's ``test_*`` methods are units of their own (pytest runs each alone,
     with the class's setup methods): torchtune's worker that creates a gloo group only to check
     its backend is not the test beside it that reduces CUDA tensors under another group.
+
+    A ``new_group`` does not replace the default group: its collectives are the ones handed it
+    (``group=pg``). A gloo group assigned to a name is reported only where a tensor collective is
+    handed that name, or where the name is handed on under another one (an argument the rule
+    cannot follow); one that only carries Python objects (``all_gather_object``,
+    ``broadcast_object_list``) and barriers needs no port.
 
     ## Why is this bad?
     gloo runs collectives on CPU tensors, and on CUDA tensors too: a GPU program can reduce its
@@ -83,6 +100,13 @@ class GlooDeviceCollectives(Rule):
         "    @staticmethod\n    def _worker():\n        dist.init_process_group(backend='gloo')\n"
         "        assert dist.get_backend() == 'gloo'\n\n    def test_launch(self, launch):\n        launch(self._worker)\n\n"
         "    def test_reduce(self):\n        t = torch.ones(2, device='cuda')\n        dist.all_reduce(t)\n",
+        # xtuner's model base: a gloo group for Python objects beside device collectives on the
+        # default group (the group is stored under its own name and read back from there).
+        "import torch\nimport torch.distributed as dist\n\nclass Model:\n    def _init_pg(self):\n"
+        "        pg = dist.new_group(backend='gloo')\n        dist.barrier(group=pg)\n"
+        "        self.res = Resources(pg=pg)\n\n    def gather(self, obj):\n        out = [None] * 2\n"
+        "        dist.all_gather_object(out, obj, group=self.res.pg)\n        return out\n\n"
+        "    def step(self, loss):\n        dist.all_reduce(loss.cuda())\n",
     )
     INVALID = (
         # cleanrl's ppo_atari_multigpu.py: the default of the backend field is gloo.
@@ -100,6 +124,15 @@ class GlooDeviceCollectives(Rule):
             "p.add_argument('--dist-backend', default='gloo')\nargs = p.parse_args()\n"
             "dist.init_process_group(args.dist_backend)\ndist.broadcast(torch.ones(1).to('neuron'), 0)\n",
             target="accelerator",
+        ),
+        # A gloo group handed to a tensor collective, and one handed on under another name.
+        Invalid(
+            "import torch\nimport torch.distributed as dist\npg = dist.new_group(backend='gloo')\n"
+            "dist.all_gather_object(out, meta, group=pg)\ndist.all_reduce(torch.ones(2).cuda(), group=pg)\n"
+        ),
+        Invalid(
+            "import torch\nimport torch.distributed as dist\npg = dist.new_group(backend='gloo')\n"
+            "sync(pg)\n\ndef sync(group):\n    dist.all_reduce(torch.ones(2).cuda(), group=group)\n"
         ),
         # The group is made in one function and used in another that the same caller runs.
         Invalid(
@@ -126,6 +159,11 @@ class GlooDeviceCollectives(Rule):
         self._units: dict[str, set[str]] = {}  # a def's or class's name -> the units it is part of
         self._setup_units: dict[str, set[str]] = {}  # a test class -> its setup methods' units
         self._tests: dict[str, set[str]] = {}  # a test class -> its test methods' units
+        # new_group's result by the name it is assigned to (`pg`, `self.finalize_pg`): the names
+        # handed to tensor collectives (with their units), and those handed on under another name.
+        self._group_of_call: dict[int, str] = {}
+        self._tensor_group_names: dict[str, set[str]] = {}
+        self._escaped_names: set[str] = set()
 
     def _unit(self) -> str:
         """The unit the visited node belongs to: ``<module>``, a top-level function, a class, or
@@ -193,7 +231,18 @@ class GlooDeviceCollectives(Rule):
         qualified = call_qualname(self, node)
         if qualified in _COLLECTIVES:
             self._collective.add(self._unit())
-        elif qualified in _INIT:
+            for a in node.args:
+                name = terminal_name(a.value)
+                if name:
+                    self._tensor_group_names.setdefault(name, set()).add(self._unit())
+        elif qualified not in _OBJECT_ONLY:
+            # A name handed on under another one (`sync(pg)`, `Wrapper(group=pg)`) may reach a
+            # tensor collective the rule cannot follow; `Resources(pg=pg)` keeps it readable.
+            for a in node.args:
+                name = terminal_name(a.value)
+                if name and (a.keyword is None or a.keyword.value != name):
+                    self._escaped_names.add(name)
+        if qualified in _INIT:
             backend = arg_by_name(node, "backend", 0 if qualified.endswith("init_process_group") else 2)
             if backend is None:
                 return
@@ -203,7 +252,12 @@ class GlooDeviceCollectives(Rule):
             else:
                 key = terminal_name(backend.value) or ""  # `args.backend`: decided by its default
             if key:
-                self._inits.append((node, tuple(self.context.ancestors), key, self._unit()))
+                ancestors = tuple(a for a in self.context.ancestors if a is not node)
+                if qualified.endswith("new_group") and ancestors:
+                    assigned = _assigned_name(ancestors[-1], node)
+                    if assigned:
+                        self._group_of_call[id(node)] = assigned
+                self._inits.append((node, ancestors, key, self._unit()))
 
     def leave_Module(self, original_node: cst.Module) -> None:
         if not (self._collective and self._device):
@@ -213,6 +267,9 @@ class GlooDeviceCollectives(Rule):
             group = together(unit)
             if not (group & self._collective and group & self._device):
                 continue
+            name = self._group_of_call.get(id(call))
+            if name and name not in self._escaped_names and not group & self._tensor_group_names.get(name, set()):
+                continue  # its collectives carry Python objects and barriers only
             if key == "gloo" or key in self._gloo_settings:
                 self.report(
                     call,
@@ -251,6 +308,15 @@ class GlooDeviceCollectives(Rule):
             return {u for u in units if find(u) == root}
 
         return together
+
+
+def _assigned_name(parent: cst.CSTNode, call: cst.Call) -> str | None:
+    """The name ``call``'s result is assigned to (``pg`` / ``self.pg`` of ``pg = call``)."""
+    if isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1:
+        return terminal_name(parent.targets[0].target)
+    if isinstance(parent, cst.AnnAssign) and parent.value is call:
+        return terminal_name(parent.target)
+    return None
 
 
 _SETUP_METHODS = frozenset({"setUp", "setUpClass", "setup_method", "setup_class", "setup"})

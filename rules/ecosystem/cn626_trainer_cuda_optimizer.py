@@ -68,6 +68,8 @@ class TrainerCudaOptimizer(Rule):
         "OPTIMS = ['adamw_torch', 'paged_adamw_32bit']\n",
         "class Names:\n    PAGED = 'paged_adamw_32bit'\n",
         "print('paged_adamw_32bit')\n",
+        # the test of a conditional is not the option's value
+        "from trl import SFTConfig\ncfg = SFTConfig(optim='adamw_torch' if name == 'paged_adamw_32bit' else 'sgd')\n",
     )
     INVALID = (
         Invalid(
@@ -88,6 +90,12 @@ class TrainerCudaOptimizer(Rule):
             unsafe=True,
         ),
         Invalid("from trl import SFTConfig\ncfg = SFTConfig(optim='paged_lion_8bit')\n"),
+        # smol-course's ORPO notebook: the bitsandbytes name on the CUDA branch of a device test
+        Invalid(
+            "from trl import ORPOConfig\ncfg = ORPOConfig(optim='paged_adamw_8bit' if device == 'cuda' else 'adamw_torch')\n",
+            "from trl import ORPOConfig\ncfg = ORPOConfig(optim='adamw_torch' if device == 'cuda' else 'adamw_torch')\n",
+            unsafe=True,
+        ),
         Invalid("from transformers import TrainingArguments\nargs = TrainingArguments(optim='paged_adamw_32bit')\n", target="accelerator"),
     )
 
@@ -127,7 +135,13 @@ class TrainerCudaOptimizer(Rule):
 
     def _sets_option(self, node: cst.SimpleString) -> bool:
         """Whether the literal is the value of the ``optim`` option (see the docs above)."""
-        ancestors = self.context.ancestors
+        ancestors = tuple(self.context.ancestors)
+        value: cst.BaseExpression = node
+        # `optim="paged_adamw_8bit" if device == "cuda" else "adamw_torch"` (smol-course): either
+        # branch is the option's value. The trap: CN103 ports the test to "neuron", which then
+        # picks the bitsandbytes branch on Trainium.
+        while ancestors and isinstance(ancestors[-1], cst.IfExp) and value is not ancestors[-1].test:
+            value, ancestors = ancestors[-1], ancestors[:-1]
         parent = ancestors[-1] if ancestors else None
         if isinstance(parent, cst.Arg) and parent.keyword is not None:
             if parent.keyword.value == _OPTION:
@@ -136,7 +150,7 @@ class TrainerCudaOptimizer(Rule):
                 return self._default_of_option(ancestors[-2], ancestors[:-2])
             return False
         if isinstance(parent, cst.DictElement):
-            return parent.value is node and string_value(parent.key) == _OPTION
+            return parent.value is value and string_value(parent.key) == _OPTION
         if isinstance(parent, cst.Assign):
             return any(_names_optim(t.target) for t in parent.targets)
         if isinstance(parent, cst.AnnAssign):

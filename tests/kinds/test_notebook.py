@@ -217,6 +217,33 @@ def test_notebook_findings_of_a_fix_run_point_at_the_cells_as_read():
     assert found["CN202"].startswith("torch.cuda.get_device_capability")
 
 
+def _with_metadata(text: str, **metadata) -> str:
+    doc = json.loads(text)
+    doc["metadata"].update(metadata)
+    return json.dumps(doc, indent=1) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected"),
+    [
+        pytest.param({"accelerator": "GPU", "colab": {"gpuType": "A100"}}, ['"accelerator": "GPU"'], id="colab-gpu"),
+        pytest.param({"kaggle": {"accelerator": "gpu", "isGpuEnabled": True}}, ['"accelerator": "gpu"'], id="kaggle-said-twice-reported-once"),
+        pytest.param({"kaggle": {"isGpuEnabled": True}}, ['"isGpuEnabled": true'], id="kaggle-gpu-enabled"),
+        pytest.param(
+            {"accelerator": "GPU", "kaggle": {"accelerator": "nvidiaTeslaT4"}},
+            ['"accelerator": "GPU"', '"accelerator": "nvidiaTeslaT4"'], id="colab-and-kaggle",
+        ),
+        pytest.param({"accelerator": "TPU", "kaggle": {"accelerator": "none", "isGpuEnabled": False}}, [], id="no-gpu"),
+    ],
+)
+def test_a_gpu_runtime_in_the_metadata_is_reported_on_the_line_of_its_key(metadata, expected):
+    # The cell holds the same key as code: only the notebook's own metadata asks for a runtime.
+    text = _with_metadata(nb('import torch\ncfg = {"accelerator": "GPU"}'), **metadata)
+    findings = lint_source(text, "a.ipynb", Config(select=("CN723",)))
+    assert [_at(text, f).rstrip(",") for f in findings] == expected
+    assert all(f.span.end_line == f.span.start_line for f in findings)
+
+
 def test_non_python_kernel_is_skipped():
     old = nb("x <- cuda()", language="R")
     assert lint_source(old, "a.ipynb", OWN) == ()

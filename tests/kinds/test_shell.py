@@ -8,7 +8,7 @@ import pytest
 
 from cuda2neuron.core import Config, Settings
 from cuda2neuron.workspace import fix_source, lint_source
-from cuda2neuron.documents.shell import CODE, COMMENT, DQUOTE, HEREDOC, SQUOTE, scan, word_end
+from cuda2neuron.documents.shell import CODE, COMMENT, DQUOTE, HEREDOC, SQUOTE, scan, unquote, word_end
 
 NEURON = Config()
 ACCEL = Config(settings=Settings(target="accelerator"))
@@ -211,3 +211,19 @@ def test_pip_install_of_cuda_only_packages(source, reported):
     findings = [f for f in lint_source(source, "setup.sh", NEURON) if f.code == "CN713"]
     lines = source.splitlines()
     assert [lines[f.line - 1][f.span.start_col : f.span.end_col] for f in findings] == reported
+
+
+@pytest.mark.parametrize(
+    ("word", "literal"),
+    [
+        pytest.param('"Org/Model:transformer/*.safetensors:bitsandbytes_nf4"', "Org/Model:transformer/*.safetensors:bitsandbytes_nf4", id="glob-in-double-quotes-is-literal"),
+        pytest.param('"transformer-engine[pytorch]==2.17.0"', "transformer-engine[pytorch]==2.17.0", id="brackets-in-double-quotes"),
+        pytest.param("'x*'", "x*", id="single-quotes"),
+        pytest.param('"$OPTIM"', None, id="variable-in-double-quotes"),
+        pytest.param('"`date`"', None, id="command-in-double-quotes"),
+        pytest.param("*.py", None, id="bare-glob"),
+        pytest.param("adamw_torch", "adamw_torch", id="bare-word"),
+    ],
+)
+def test_unquote_reads_what_the_shell_leaves_literal(word, literal):
+    assert unquote(word) == literal

@@ -6,7 +6,15 @@ import re
 
 from cuda2neuron.core import Effort, Invalid, Safety, TextReport, Valid
 
-from ..._shared.library_settings import match_setting, normalize_key, setting_keys, table_markdown, with_table
+from ..._shared.library_settings import (
+    match_setting,
+    member_keys,
+    normalize_key,
+    normalize_value,
+    setting_keys,
+    table_markdown,
+    with_table,
+)
 from .._helpers import TextRule
 from ._helpers import CONFIG_EXAMPLE, CONFIG_KINDS, splice
 
@@ -32,6 +40,33 @@ def _keys_of_mappings(doc, keys: frozenset[str]):
     for (document, path), (start, end) in doc.keys.items():
         if path and isinstance(path[-1], str) and normalize_key(path[-1]) in keys and (document, path) not in scalar_paths:
             yield document, start, end, path[-1]
+
+
+def _members(doc, keys: frozenset[str]):
+    """``(document, start, end, key, members)`` of the keys in ``keys`` whose value is a list or a
+    mapping: each member as NAME (a list item, or a mapping key without a value: SkyPilot's set
+    ``{A100:1, V100:1}``) or NAME:COUNT (``{A100: 8}``)."""
+    held = [(d, p) for (d, p) in doc.keys if p and isinstance(p[-1], str) and normalize_key(p[-1]) in keys]
+    if not held:
+        return
+    under: dict[tuple, list[str]] = {}
+    for s in doc.scalars:
+        if len(s.path) < 2:
+            continue
+        holder = (s.document, s.path[:-1])
+        item = s.path[-1]
+        if isinstance(item, int):
+            member = s.value
+        elif normalize_value(s.value) in ("", "null", "~", "none"):
+            member = item
+        else:
+            member = f"{item}:{s.value}"
+        under.setdefault(holder, []).append(member)
+    for document, path in held:
+        members = under.get((document, path))
+        if members:
+            start, end = doc.keys[(document, path)]
+            yield document, start, end, path[-1], members
 
 
 class LibrarySettingInConfig(TextRule):
@@ -95,6 +130,8 @@ class LibrarySettingInConfig(TextRule):
         # a project's own switch: Cog's `gpu:` is read in cog.yaml only
         Valid("gpu: true\n", path=CONFIG_EXAMPLE),
         Valid("resources:\n  instance_type: trn2.48xlarge\n  accelerators: null\n", path="sky/train.yaml"),
+        Valid("resources:\n  accelerators: [tpu-v4-8]\n", path="sky/train.yaml"),
+        Valid("accelerators:\n  neuron: trn2\n", path=CONFIG_EXAMPLE),
     )
     INVALID = (
         Invalid("model:\n  attn_implementation: flash_attention_2\n", "model:\n  attn_implementation: sdpa\n", path=CONFIG_EXAMPLE),
@@ -124,6 +161,11 @@ class LibrarySettingInConfig(TextRule):
         Invalid('{"id": "me/ci", "kernel_type": "notebook", "enable_gpu": "true"}\n', path="kernel-metadata.json"),
         # a SkyPilot task
         Invalid("resources:\n  accelerators: A100:8\nrun: python train.py\n", path="sky/train.yaml"),
+        # its candidates: an ordered list, a set, a mapping NAME: COUNT
+        Invalid("resources:\n  accelerators: [V100, A100]\n", path="sky/train.yaml"),
+        Invalid("resources:\n  accelerators:\n    - L4:1\n    - H100:1\n", path="sky/train.yaml"),
+        Invalid("resources:\n  accelerators: {A100:1, V100:1}\n", path="sky/train.yaml"),
+        Invalid("resources:\n  accelerators: {A100: 8}\n", path="sky/train.yaml"),
     )
 
     @classmethod
@@ -148,6 +190,14 @@ class LibrarySettingInConfig(TextRule):
             out.append(TextReport(
                 s.key_start if s.key_start >= 0 else s.start, s.end, message, guidance=guidance, effort=Effort.LOW,
             ))
+        for _, start, end, key, members in _members(doc, member_keys() & keys):
+            chosen = [m for m in members if match_setting(key, m, "config", doc.path, member=True) is not None]
+            if chosen:
+                found = match_setting(key, chosen[0], "config", doc.path, member=True)
+                out.append(TextReport(
+                    start, end, f"`{key}` lists {', '.join(chosen)}: {found.what}",
+                    guidance=found.setting.guidance, effort=Effort.LOW,
+                ))
         deepspeed_keys = frozenset({"deepspeed", "deepspeed_config", "deepspeed_config_file"}) & keys
         for document, start, end, key in _keys_of_mappings(doc, deepspeed_keys):
             if document in deepspeed_documents:

@@ -6,7 +6,7 @@ import re
 
 from cuda2neuron.core import Effort
 
-__all__ = ["CUDA_WHEEL_RE", "DEPENDENCY_WORDS", "cuda_only_package"]
+__all__ = ["CUDA_WHEEL_RE", "DEPENDENCY_WORDS", "REPOSITORY_WORDS", "cuda_only_package"]
 
 
 _SDPA = "`torch.nn.functional.scaled_dot_product_attention` (routes to an NKI kernel on neuron)"
@@ -63,6 +63,14 @@ _PACKAGES: dict[str, tuple[str, str, Effort]] = {
     "megablocks": ("MegaBlocks (CUDA / Triton MoE kernels)", "route experts with plain PyTorch ops (a loop or `torch.bmm` over experts) or " + _NKI, Effort.HIGH),
     "grouped-gemm": ("grouped_gemm (CUDA grouped GEMM for MoE)", "use `torch.bmm` / a loop of `torch.matmul` over experts", Effort.MEDIUM),
     "tutel": ("Tutel (CUDA MoE kernels)", "route experts with plain PyTorch ops, or " + _NKI, Effort.HIGH),
+    # DeepSeek's expert-parallel kernels (rules/_shared/cuda_kernels.toml [package.deep_ep] /
+    # [package.deep_gemm]): built from their repositories (xtuner's image_build.sh).
+    "deep-ep": (
+        "DeepEP (CUDA expert-parallel communication kernels, on NVSHMEM)",
+        "exchange the tokens with `torch.distributed.all_to_all_single` on the neuron process group",
+        Effort.HIGH,
+    ),
+    "deep-gemm": ("DeepGEMM (CUDA FP8 matmul kernels)", "use `torch.matmul` in bfloat16", Effort.MEDIUM),
     # Inference and quantisation kernels.
     "flashinfer": ("FlashInfer (CUDA attention kernels)", f"call {_SDPA}, then drop the dependency", Effort.MEDIUM),
     "flashinfer-python": ("FlashInfer (CUDA attention kernels)", f"call {_SDPA}, then drop the dependency", Effort.MEDIUM),
@@ -100,7 +108,15 @@ DEPENDENCY_WORDS = (
     "apex", "flash", "xformers", "bitsandbytes", "triton", "cupy", "cuda", "nvidia", "nvml", "gpustat", "tensorrt",
     "onnxruntime", "liger", "mamba", "conv1d", "mslk", "transformer", "kernels", "megablocks", "grouped", "tutel",
     "sageattention", "gptq", "awq", "exllama", "cudf", "cuml", "cugraph", "cuspatial", "cuvs", "cucim", "raft",
-    "rmm", "ucx", "gpu",
+    "rmm", "ucx", "gpu", "deep_ep", "deepep", "deep_gemm", "deepgemm",
+)  # fmt: skip
+# Words the URL of a CUDA-only package's repository spells (the names of the table above and of
+# requirements._REPO_NAMES, as `key_folded` writes them: `-` read as `_`), where a script clones it
+# or names it in a variable without `install` on the line (CN713's triggers).
+REPOSITORY_WORDS = (
+    "apex", "flash_attention", "flash_attn", "xformers", "bitsandbytes", "triton", "mamba", "causal_conv1d",
+    "grouped_gemm", "groupedgemm", "megablocks", "tutel", "deepep", "deep_ep", "deepgemm", "deep_gemm",
+    "flashinfer", "sageattention", "transformerengine", "transformer_engine", "exllamav2", "liger",
 )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ from cuda2neuron.documents.shell import ShellScript, command_end, unquote, word_
 
 from .._helpers import TextRule
 from ..conda._helpers import conda_cuda_package
-from ._helpers import CUDA_WHEEL_RE, cuda_only_package
+from ._helpers import CUDA_WHEEL_RE, REPOSITORY_WORDS, cuda_only_package
 
 __all__ = ["CudaOnlyPackageInstall"]
 
@@ -29,6 +29,12 @@ _PIP_VALUE_OPTIONS = frozenset({
 _ANY_NAME_RE = re.compile(r"[A-Za-z_]\w*")
 _CONDA_INSTALL_RE = re.compile(r"(?<![\w./-])(?:conda|mamba|micromamba)[ \t]+install(?![\w-])")
 _PIP_INDEX_OPTIONS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find-links"})
+_GIT_CLONE_RE = re.compile(r"(?<![\w./-])git[ \t]+clone(?![\w-])")
+# git clone options that take a value as the next word.
+_CLONE_VALUE_OPTIONS = frozenset({
+    "-b", "--branch", "-o", "--origin", "-c", "--config", "--depth", "--reference", "-j", "--jobs",
+    "--filter", "--template", "-u", "--upload-pack", "--separate-git-dir", "--shallow-since", "--shallow-exclude",
+})
 
 
 class CudaOnlyPackageInstall(TextRule):
@@ -39,8 +45,11 @@ class CudaOnlyPackageInstall(TextRule):
     (flash-attn, xformers, apex, bitsandbytes, triton, ...) and the indexes CN712's
     (``--index-url https://download.pytorch.org/whl/cu121``). ``conda`` / ``mamba`` /
     ``micromamba install`` of conda's CUDA packages (``pytorch-cuda=11.8``, ``cudatoolkit``,
-    ``cuda-nvcc``: CN771's list) and ``-c nvidia`` are reported too, and a variable set to a
-    CUDA-only package's URL (``apex_url=git+https://github.com/NVIDIA/apex.git``).
+    ``cuda-nvcc``: CN771's list) and ``-c nvidia`` are reported too, and a CUDA-only package built
+    from its repository: ``git clone`` of it (then ``pip install .`` or ``python setup.py
+    install``), and a variable set to its URL (``apex_url=git+https://github.com/NVIDIA/apex.git``,
+    xtuner's ``DEEP_EP_URL=https://github.com/deepseek-ai/DeepEP@<commit>`` handed to a
+    Dockerfile that clones and builds it).
 
     ## Why is this bad?
     Setup scripts and the first cell of a notebook install the CUDA stack before anything runs:
@@ -60,12 +69,16 @@ class CudaOnlyPackageInstall(TextRule):
     code = "CN713"
     name = "cuda-only-package-install"
     file_kinds = frozenset({"shell"})
-    triggers = ("install",)
+    triggers = ("install", *REPOSITORY_WORDS)
+    # A repository's name is written in any case (`DeepEP`, `GroupedGEMM`): its words are compared folded.
+    triggers_as_keys = True
     VALID = (
         Valid("pip install numpy einops\n", path="setup_env.sh"),
         Valid("pip install -r requirements.txt\n", path="setup_env.sh"),
         Valid("echo 'pip install flash-attn'\n", path="setup_env.sh"),
         Valid("# pip install xformers\n", path="setup_env.sh"),
+        Valid("git clone https://github.com/huggingface/transformers && pip install -e transformers\n", path="setup_env.sh"),
+        Valid("echo see https://github.com/NVIDIA/apex\n", path="setup_env.sh"),
     )
     INVALID = (
         Invalid('apex_url=git+https://github.com/NVIDIA/apex.git@25.04\npip install -v --no-build-isolation "$apex_url"\n', path="setup.sh"),
@@ -75,6 +88,12 @@ class CudaOnlyPackageInstall(TextRule):
         Invalid("pip3 install torch --index-url https://download.pytorch.org/whl/cu121\n", path="setup_env.sh"),
         Invalid("uv pip install \\\n    xformers \\\n    triton\n", path="setup_env.sh"),
         Invalid("pip install torch==2.9.1 -i ${PYTORCH_WHEELS_URL}/cu128 --extra-index-url=\"${MIRROR}/cu126\"\n", path="build_image.sh"),
+        # built from the repository: cloned, or named in a variable a Dockerfile clones (xtuner)
+        Invalid("git clone --depth 1 https://github.com/NVIDIA/apex && cd apex && python setup.py install --cuda_ext\n", path="setup.sh"),
+        Invalid("export DEEP_EP_URL=https://github.com/deepseek-ai/DeepEP@9af0e0d # v1.2.1\n", path="image_build.sh"),
+        Invalid("export DEEP_GEMM_URL=https://github.com/deepseek-ai/DeepGEMM@c9f8b34\n", path="image_build.sh"),
+        Invalid("GROUPED_GEMM_URL=https://github.com/InternLM/GroupedGEMM@aa5ffb2\n", path="image_build.sh"),
+        Invalid("pip install --no-build-isolation git+https://github.com/deepseek-ai/DeepEP.git\n", path="setup.sh"),
     )
 
     @classmethod
@@ -155,6 +174,29 @@ class CudaOnlyPackageInstall(TextRule):
                 if info is not None:
                     what, instead, effort = info
                     out.append(TextReport(a, a + len(w.group(0)), f"installs `{word}`, which is {what}", guidance=instead, effort=effort))
+        # `git clone https://github.com/NVIDIA/apex && cd apex && pip install .`: the clone is what
+        # names the package; the build after it is `pip install .` / `python setup.py install`.
+        for m in doc.code_matches(_GIT_CLONE_RE):
+            end = command_end(text, m.end())
+            value_next = False
+            for w in re.finditer(r"\S+", text[m.end():end]):
+                word = unquote(w.group(0)) or ""
+                if value_next:
+                    value_next = False
+                    continue
+                if word.startswith("-"):
+                    value_next = word in _CLONE_VALUE_OPTIONS
+                    continue
+                name = requirement_name(word) if "://" in word or word.startswith("git@") else None
+                info = cuda_only_package(normalise(name)) if name else None
+                if info is not None:
+                    what, instead, effort = info
+                    a = m.end() + w.start()
+                    out.append(TextReport(
+                        a, a + len(w.group(0)), f"clones `{normalise(name)}` to build it from source, which is CUDA-only: {what}",
+                        guidance=instead, effort=effort,
+                    ))
+                break  # the repository is the first word that is not an option
         # `apex_url=git+https://github.com/NVIDIA/apex.git@25.04`, then `pip install "$apex_url"`:
         # a CUDA-only package named by URL where it is assigned.
         for ns, ne, vs, ve in doc.assignments(_ANY_NAME_RE):

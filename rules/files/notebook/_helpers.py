@@ -7,8 +7,9 @@ import json
 __all__ = ["notebook"]
 
 
-def notebook(*cells: str) -> str:
-    """A minimal nbformat-4 notebook with one code cell per argument, as Jupyter writes it."""
+def notebook(*cells: str, metadata: dict | None = None) -> str:
+    """A minimal nbformat-4 notebook with one code cell per argument, as Jupyter writes it;
+    ``metadata``'s keys join the notebook's top-level metadata (Colab's ``accelerator``)."""
     return (
         json.dumps(
             {
@@ -17,7 +18,7 @@ def notebook(*cells: str) -> str:
                      "outputs": [], "source": src.splitlines(keepends=True)}
                     for i, src in enumerate(cells)
                 ],
-                "metadata": {"language_info": {"name": "python"}},
+                "metadata": {"language_info": {"name": "python"}, **(metadata or {})},
                 "nbformat": 4,
                 "nbformat_minor": 5,
             },

@@ -15,6 +15,10 @@ __all__ = ["GpuCountProcessCount"]
 _NPROC_RE = re.compile(r"--(nproc[_-]per[_-]node|num[_-]gpus)(=|[ \t]+)")
 _VAR_RE = re.compile(r"\$\{?([A-Za-z_]\w*)")
 _DEVICE_COUNT_RE = re.compile(r"cuda\.device_count")
+# Slurm's GPU counts of the job (sbatch / srun output environment: SLURM_GPUS_PER_NODE is the
+# --gpus-per-node request, SLURM_GPUS_ON_NODE the GPUs of the step on this node); not
+# SLURM_JOB_GPUS / SLURM_STEP_GPUS, which list GPU indices.
+_SLURM_GPU_COUNTS = frozenset({"SLURM_GPUS_PER_NODE", "SLURM_GPUS_ON_NODE", "SLURM_GPUS", "SLURM_GPUS_PER_TASK"})
 
 
 class GpuCountProcessCount(TextRule):
@@ -22,7 +26,8 @@ class GpuCountProcessCount(TextRule):
     ## What it does
     Reports launcher process counts taken from the number of GPUs. Covered:
     ``torchrun --nproc_per_node=$(nvidia-smi -L | wc -l)``, ``--nproc_per_node=gpu`` / ``auto``,
-    a variable assigned such a count, deepspeed's ``--num_gpus``, and shell variables set from
+    a variable assigned such a count, Slurm's GPU counts (``--nproc_per_node=$SLURM_GPUS_PER_NODE``,
+    ``$SLURM_GPUS_ON_NODE``), deepspeed's ``--num_gpus``, and shell variables set from
     ``torch.cuda.device_count()``.
 
     ## Why is this bad?
@@ -47,12 +52,16 @@ class GpuCountProcessCount(TextRule):
     VALID = (
         Valid("torchrun --nproc_per_node=2 train.py\n", path="launch.sh"),
         Valid("torchrun --nproc_per_node=$NCORES train.py\n", path="launch.sh"),
+        Valid("torchrun --nproc_per_node=$SLURM_NTASKS_PER_NODE train.py\n", path="launch.sh"),
         Valid("# torchrun --nproc_per_node=$(nvidia-smi -L | wc -l)\n", path="launch.sh"),
     )
     INVALID = (
         Invalid("torchrun --nproc_per_node=$(nvidia-smi -L | wc -l) train.py\n", path="launch.sh"),
         Invalid("torchrun --nproc-per-node gpu train.py\n", path="launch.sh"),
         Invalid("torchrun --nproc_per_node=auto train.py\n", path="launch.sh"),
+        # nanoVLM's train.sh, run under `#SBATCH --gpus-per-node=8`
+        Invalid("srun torchrun --nproc_per_node=$SLURM_GPUS_PER_NODE \\\n    --nnodes=$SLURM_NNODES train.py\n", path="train.sh"),
+        Invalid("torchrun --nproc_per_node=${SLURM_GPUS_ON_NODE} train.py\n", path="launch.sh"),
         Invalid("NGPUS=$(nvidia-smi -L | wc -l)\ntorchrun --nproc_per_node=${NGPUS} t.py\n", path="launch.sh"),
         Invalid(
             'N=$(python -c "import torch; print(torch.cuda.device_count())")\n'
@@ -91,6 +100,8 @@ class GpuCountProcessCount(TextRule):
                 )
             elif is_gpu_count(value):
                 why = f"`{flag}` takes its process count from the number of GPUs"
+            elif slurm := [v for v in _VAR_RE.findall(value) if v in _SLURM_GPU_COUNTS]:
+                why = f"`{flag}` takes its process count from Slurm's GPU count (`${slurm[0]}`)"
             elif any(v in doc.gpu_count_vars for v in _VAR_RE.findall(value)):
                 why = f"`{flag}` takes its process count from a GPU count"
             elif m.group(1).startswith("num") and value:

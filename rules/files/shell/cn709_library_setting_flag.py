@@ -103,7 +103,7 @@ class LibrarySettingFlag(TextRule):
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
         "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger", "GPUS", "gpus", "nccl",
-        "bnb.", "varlen_attn",
+        "bnb.", "varlen_attn", "bitsandbytes",
     )
     # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
     triggers_as_keys = True
@@ -141,6 +141,11 @@ class LibrarySettingFlag(TextRule):
             path="launch.sh",
         ),
         Invalid("ray job submit -- python3 -m trainer --actor.num_gpus_per_node 8 --ref.num_gpus_per_node 8\n", path="launch.sh"),
+        # DiffSynth-Studio's training scripts
+        Invalid(
+            "accelerate launch train.py \\\n  --quant_options \"Tongyi-MAI/Z-Image-Turbo:transformer/*.safetensors:bitsandbytes_nf4\" \\\n  --use_gradient_checkpointing\n",
+            path="examples/z_image/lora/Z-Image-Turbo.sh",
+        ),
     )
 
     @classmethod
