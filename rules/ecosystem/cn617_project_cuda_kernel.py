@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Settings, Valid
 from cuda2neuron.python import dotted_name
 
-from .._shared.kernels import dynamic_import, project_module, relative_module
+from .._shared.kernels import dynamic_import, local_kernel_package, project_module, relative_module
 from .._shared.names import call_qualname
 
 __all__ = ["ProjectCudaKernel"]
@@ -82,6 +82,13 @@ class ProjectCudaKernel(Rule):
         Invalid("from ..ops import layer_norm\ny = layer_norm.rms_norm(x, w)\n", path="pkg/models/block.py", options=_OPTIONS),
         # An import spelled as a call, and a call through what it returns.
         Invalid('import importlib\next = importlib.import_module("pkg._C")\next.nms(b, s, 0.5)\n', options=_OPTIONS),
+        # unsloth's MoE tests import its Triton grouped GEMM (proj/moe/grouped_gemm/) from a
+        # folder below by the package's own name, as Python finds it beside the tests' folder
+        Invalid(
+            "from grouped_gemm.kernels.forward import grouped_gemm_forward\ny = grouped_gemm_forward(x, w)\n",
+            path="proj/moe/tests/test_moe.py",
+            options=(("project", ProjectFacts(kernel_modules=frozenset({"proj.moe.grouped_gemm.kernels.forward"}), own_packages=frozenset({"proj"}))),),
+        ),
     )
 
     @classmethod
@@ -111,7 +118,7 @@ class ProjectCudaKernel(Rule):
         reported = False
         for alias in node.names:
             full = dotted_name(alias.name) or ""
-            hit = self._classify((full,))
+            hit = self._classify(self._absolute(full))
             if hit is None:
                 continue
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else full.split(".")[0]
@@ -127,7 +134,7 @@ class ProjectCudaKernel(Rule):
         if node.relative:
             bases = relative_module(self.context.path, len(node.relative), module)
         else:
-            bases = (module,) if module else ()
+            bases = self._absolute(module) if module else ()
         reported = False
         for alias in node.names:
             name = dotted_name(alias.name) or ""
@@ -142,6 +149,12 @@ class ProjectCudaKernel(Rule):
             if not reported:
                 self._report_import(node, *hit)
                 reported = True
+
+    def _absolute(self, module: str) -> tuple[str, ...]:
+        """An absolute import's module, then the project's own package Python finds beside or
+        above the file under that name (unsloth's tests import its ``grouped_gemm`` folder)."""
+        local = local_kernel_package(module, self._facts(), self.context.path)
+        return (module,) if local is None else (module, local)
 
     def _report_import(self, node: cst.CSTNode, module: str, extension: bool) -> None:
         if extension:
