@@ -262,6 +262,11 @@ def test_own_module_path(tmp_path, importer, excused):
 
 
 def test_a_hub_model_of_nvidias_organisation_is_no_cuda_construct(tmp_path):
-    misses, excused = _classify(tmp_path, "m = load('nvidia/Cosmos-Predict2.5-2B')\nimg = pull('nvidia/cuda:12.1.0-base')\n")
-    assert misses == ["m.py:2: 'nvidia/cuda:12.1.0-base'"]
+    # also NVIDIA's model another organisation publishes under its name; a program's path is none
+    misses, excused = _classify(
+        tmp_path,
+        "m = load('nvidia/Cosmos-Predict2.5-2B')\nimg = pull('nvidia/cuda:12.1.0-base')\n"
+        "q = load('unsloth/NVIDIA-Nemotron-3-Nano-4B')\nsmi = run('bin/nvidia-smi')\n",
+    )
+    assert misses == ["m.py:2: 'nvidia/cuda:12.1.0-base'", "m.py:4: 'bin/nvidia-smi'"]
     assert any("Hugging Face Hub" in e for e in excused), excused

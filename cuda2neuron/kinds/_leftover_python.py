@@ -815,8 +815,12 @@ def is_file_name(token: str) -> bool:
 
 
 # `from_pretrained("nvidia/Cosmos-Predict2.5-2B")`: a Hub repository of NVIDIA's organisation (a
-# model's name, not a CUDA image: no `nvidia/cuda`, no `:tag`).
-_HUB_ID = re.compile(r"nvidia/(?!cuda)[A-Za-z0-9][\w.-]*", re.IGNORECASE)
+# model's name, not a CUDA image: no `nvidia/cuda`, no `:tag`); also one of NVIDIA's models that
+# another organisation publishes under the model's own name (`"unsloth/NVIDIA-Nemotron-3-Nano-4B"`,
+# capitalised as a model card is: `bin/nvidia-smi` is a program's path).
+_HUB_ID = re.compile(
+    r"(?i:nvidia/(?!cuda)[A-Za-z0-9][\w.-]*)|[A-Za-z0-9][\w.-]*/NVIDIA-[A-Z][A-Za-z0-9]*(?:[-.][\w.]+)*"
+)
 
 
 # `"https://docs.nvidia.com/cuda/"`, `"git+https://github.com/NVIDIA/apex"` is a pip requirement
