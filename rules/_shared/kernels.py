@@ -302,7 +302,8 @@ def local_kernel_package(qualified: str, facts: ProjectFacts, path: str) -> str 
     Triton kernels CUTLASS and advised a torch.matmul loop for its pure-torch reference helpers.
     The project's kernel modules are CN617's. The trap: a package of the same name elsewhere
     in the tree (a test's stub) does not shadow the library for a file Python would not find it
-    from, so the folders must line up with the file's."""
+    from, so the folders must line up with the file's; and a file inside the package is the
+    package's own business (``from axolotl.utils import x`` in ``src/axolotl/``)."""
     top = qualified.split(".", 1)[0]
     folders = PurePath(path).parent.parts
     for module in sorted(facts.kernel_modules):
@@ -313,8 +314,13 @@ def local_kernel_package(qualified: str, facts: ProjectFacts, path: str) -> str 
             parent = tuple(parts[:i])
             for up in range(_MAX_UP + 1):
                 here = folders[: len(folders) - up]
-                if len(here) >= len(parent) and here[len(here) - len(parent) :] == parent:
-                    return ".".join((*parent, qualified))
+                if len(here) < len(parent) or here[len(here) - len(parent) :] != parent:
+                    continue
+                if up and folders[len(here)] == top:
+                    # The file lies inside that package: its own top-level package, installed
+                    # (axolotl's src layout) or run from above, which the exact names cover.
+                    break
+                return ".".join((*parent, qualified))
     return None
 
 

@@ -32,6 +32,8 @@ _FACTS = ProjectFacts(
     own_packages=frozenset({"pkg"}),
 )
 _OPTIONS = (("project", _FACTS),)
+# unsloth's layout: a Triton grouped GEMM of the project's own in proj/moe/grouped_gemm/.
+_GROUPED_GEMM = (("project", ProjectFacts(kernel_modules=frozenset({"proj.moe.grouped_gemm.kernels.forward"}), own_packages=frozenset({"proj"}))),)
 
 
 class ProjectCudaKernel(Rule):
@@ -73,6 +75,13 @@ class ProjectCudaKernel(Rule):
         Valid("from .config import _C\nv = _C.VERSION\n", path="pkg/config/x.py", options=_OPTIONS),
         # plain torch beside the kernels: the sweep saw it reach none
         Valid("from pkg.ops.layer_norm import rms_norm_ref\ny = rms_norm_ref(x, w)\n", options=_OPTIONS),
+        # a src layout's module importing its own installed package (axolotl): the exact names
+        # decide, not the folder the file itself lies in
+        Valid(
+            "from pkg.ops.layer_norm import rms_norm\n",
+            path="src/pkg/models/block.py",
+            options=(("project", ProjectFacts(kernel_modules=frozenset({"src.pkg.ops.layer_norm"}), own_packages=frozenset({"src"}))),),
+        ),
     )
     INVALID = (
         Invalid("import selective_scan_cuda\nout = selective_scan_cuda.fwd(u, delta)\n", options=_OPTIONS),
@@ -87,7 +96,7 @@ class ProjectCudaKernel(Rule):
         Invalid(
             "from grouped_gemm.kernels.forward import grouped_gemm_forward\ny = grouped_gemm_forward(x, w)\n",
             path="proj/moe/tests/test_moe.py",
-            options=(("project", ProjectFacts(kernel_modules=frozenset({"proj.moe.grouped_gemm.kernels.forward"}), own_packages=frozenset({"proj"}))),),
+            options=_GROUPED_GEMM,
         ),
     )
 
