@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Settings, Valid
 from cuda2neuron.python import dotted_name
 
-from .._shared.kernels import dynamic_import, local_kernel_package, project_module, relative_module
+from .._shared.kernels import dynamic_import, local_kernel_package, package_of, project_module, relative_module
 from .._shared.names import call_qualname
 
 __all__ = ["ProjectCudaKernel"]
@@ -77,6 +77,13 @@ class ProjectCudaKernel(Rule):
         Valid("from pkg.ops.layer_norm import rms_norm_ref\ny = rms_norm_ref(x, w)\n", options=_OPTIONS),
         # a src layout's module importing its own installed package (axolotl): the exact names
         # decide, not the folder the file itself lies in
+        # a folder above the tests that bears no kernel package's name (unsloth's studio tests
+        # and `core.inference.worker`): read as before, by its exact names
+        Valid(
+            "from core.ops import fused\ny = fused(x)\n",
+            path="proj/backend/tests/test_ops.py",
+            options=(("project", ProjectFacts(kernel_modules=frozenset({"proj.backend.core.ops"}), own_packages=frozenset({"proj"}))),),
+        ),
         Valid(
             "from pkg.ops.layer_norm import rms_norm\n",
             path="src/pkg/models/block.py",
@@ -160,8 +167,14 @@ class ProjectCudaKernel(Rule):
                 reported = True
 
     def _absolute(self, module: str) -> tuple[str, ...]:
-        """An absolute import's module, then the project's own package Python finds beside or
-        above the file under that name (unsloth's tests import its ``grouped_gemm`` folder)."""
+        """An absolute import's module, then, where it bears a CUDA kernel package's name, the
+        project's own package Python finds beside or above the file under that name (unsloth's
+        tests import its ``grouped_gemm`` folder: CN616 leaves it here). Only there: unsloth's
+        studio tests import ``core.inference.worker`` from the folder above too, and reading
+        every such import as the project's kernel module made 458 findings of tests calling
+        functions of a module that imports triton in another function."""
+        if package_of(module, ProjectFacts()) is None:
+            return (module,)
         local = local_kernel_package(module, self._facts(), self.context.path)
         return (module,) if local is None else (module, local)
 
