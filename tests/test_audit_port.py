@@ -109,6 +109,8 @@ def test_excused_with_reason(tmp_path, source, pointed, kernel, stacks, reason):
         pytest.param("from unittest.mock import patch\np = patch('torch.cuda.get_device_capability')\n", (), id="mock-target"),
         # a bare value searched for in a device's name is a device test, not source text
         pytest.param("on_gpu = 'cuda' in str(device)\nk = name.find('cuda:')\n", (), id="bare-value-searched-for"),
+        # what an installer printed: the CUDA setting it chose, not source text
+        pytest.param("assert 'GPU_BACKEND=cuda' in output\nassert 'NVCC_VER=12.8' in output\n", (), id="setting-searched-in-output"),
     ],
 )
 def test_still_a_miss(tmp_path, source, pointed):

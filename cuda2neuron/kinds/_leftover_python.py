@@ -454,8 +454,10 @@ class Names(ast.NodeVisitor):
 
 # str methods that look for their argument in a text.
 _SEARCHES = frozenset({"find", "rfind", "index", "rindex", "count"})
-# Code's punctuation in a searched-for string: a dotted path, a call, an assignment, a line's end.
-_CODE_TEXT = re.compile(r"\w[.(=]|\)|\n")
+# Code's punctuation in a searched-for string: a dotted name, a call, a line's end. Not `=`:
+# `"GPU_BACKEND=cuda" in output` and `"-DGGML_CUDA=ON" not in output` look for what an installer
+# chose in what it printed, a CUDA setting (nor a version's dot: `"NVCC_VER=12.8"`).
+_CODE_TEXT = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|\)|\n")
 
 
 def _is_code_text(node: ast.expr) -> bool:
