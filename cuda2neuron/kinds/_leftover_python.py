@@ -128,6 +128,10 @@ class Names(ast.NodeVisitor):
         # (line, col) of words looked for in an exception's text (`any(k in str(e).lower() for k in
         # ["outofmemoryerror", "cuda", "memory"])` under `except ... as e`): a message's word.
         self.error_words: set[tuple[int, int]] = set()
+        # (line, col) of pieces of source text a test searches for (`"torch.version.cuda" in line`,
+        # `setup_src.find("_cuda_driver_max_version()")`): code as data, spelled with code's
+        # punctuation; a bare value searched for (`"cuda" in str(device)`) stays a device test.
+        self.needles: set[tuple[int, int]] = set()
         self._handler_names: set[str] = set()
         # The project's own bare-word names (`def f(cuda=True)`, `self.cuda = ...`): where they are
         # written, by (line, byte col). Resolved against the whole project in `classify`.
@@ -320,6 +324,8 @@ class Names(ast.NodeVisitor):
                     self.labels.add((a.lineno, a.col_offset))
         if callee in _PATH_BUILDERS and not (callee == "join" and not _is_os_path(func)):
             self._path_parts(node)
+        if isinstance(func, ast.Attribute) and func.attr in _SEARCHES and node.args and _is_code_text(node.args[0]):
+            self.needles.add((node.args[0].lineno, node.args[0].col_offset))
         if isinstance(func, ast.Attribute) and func.attr == "importorskip" and node.args:
             first = node.args[0]
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
@@ -407,6 +413,8 @@ class Names(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Compare(self, node: ast.Compare) -> None:
+        if isinstance(node.ops[0], (ast.In, ast.NotIn)) and _is_code_text(node.left):
+            self.needles.add((node.left.lineno, node.left.col_offset))
         sides = [node.left, *node.comparators]
         fields = [_field_name(side) for side in sides]
         for side in sides:
@@ -442,6 +450,18 @@ class Names(ast.NodeVisitor):
             self.type_values.update((v.lineno, v.col_offset) for v in values if isinstance(v, ast.Constant))
         self.generic_visit(node)
 
+
+
+# str methods that look for their argument in a text.
+_SEARCHES = frozenset({"find", "rfind", "index", "rindex", "count"})
+# Code's punctuation in a searched-for string: a dotted name, a call, a line's end. Not `=`:
+# `"GPU_BACKEND=cuda" in output` and `"-DGGML_CUDA=ON" not in output` look for what an installer
+# chose in what it printed, a CUDA setting (nor a version's dot: `"NVCC_VER=12.8"`).
+_CODE_TEXT = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|\)|\n")
+
+
+def _is_code_text(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and _CODE_TEXT.search(node.value) is not None
 
 
 def _chain_root(node: ast.expr) -> str | None:
@@ -764,6 +784,8 @@ def excuse(tok: Word, ctx: FileExcuses) -> str:
         return f"{word}: a test skipped where the package is absent"
     if tok.type == STRING and tok.start in names.env_name_lists:
         return f"{word}: an environment variable's name listed among others (a list of names sets no value)"
+    if tok.type == STRING and tok.start in names.needles:
+        return f"{word}: a piece of source text searched for, not code that runs"
     if tok.type == STRING and tok.start in names.error_words:
         return f"{word}: a word looked for in a caught exception's message"
     if tok.type == STRING and tok.start in names.vendor_names:
@@ -815,8 +837,12 @@ def is_file_name(token: str) -> bool:
 
 
 # `from_pretrained("nvidia/Cosmos-Predict2.5-2B")`: a Hub repository of NVIDIA's organisation (a
-# model's name, not a CUDA image: no `nvidia/cuda`, no `:tag`).
-_HUB_ID = re.compile(r"nvidia/(?!cuda)[A-Za-z0-9][\w.-]*", re.IGNORECASE)
+# model's name, not a CUDA image: no `nvidia/cuda`, no `:tag`); also one of NVIDIA's models that
+# another organisation publishes under the model's own name (`"unsloth/NVIDIA-Nemotron-3-Nano-4B"`,
+# capitalised as a model card is: `bin/nvidia-smi` is a program's path).
+_HUB_ID = re.compile(
+    r"(?i:nvidia/(?!cuda)[A-Za-z0-9][\w.-]*)|[A-Za-z0-9][\w.-]*/NVIDIA-[A-Z][A-Za-z0-9]*(?:[-.][\w.]+)*"
+)
 
 
 # `"https://docs.nvidia.com/cuda/"`, `"git+https://github.com/NVIDIA/apex"` is a pip requirement

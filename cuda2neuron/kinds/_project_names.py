@@ -6,10 +6,11 @@ on a module they load with importlib, patch ``"_maybe_fetch_windows_cudart"`` by
 look for ``"DeviceType.CUDA"`` (a member of the project's own enum). The sweep
 (``workspace/_project.py``) already reads every Python file's bytes; ``NamePool`` reads the same
 bytes, without a parse, for the names that hold a CUDA word: those a line defines (``def`` /
-``class``, a module's assignment, an assignment in a class's body, which is also that class's
-member ``Dev.CUDA``; never a function's local variable nor a keyword on a call's line) and
-those an import from outside the project binds. Only words
-near a CUDA word are looked at, so a file without one costs a search.
+``class``, a module's assignment, an assignment or an annotated field in a class's body, which
+is also that class's member ``Dev.CUDA``; never a function's local variable, a parameter on its
+own line of a ``def`` nor a keyword on a call's line), the functions a shell script defines
+(``read_shell``), and those an import from outside the project binds. Only words near a CUDA
+word are looked at, so a file without one costs a search.
 
 A name is the project's own only if it is defined and never imported from outside anywhere in
 the project: ``from torch.cuda import ...`` in one module keeps the name foreign in every module,
@@ -34,6 +35,11 @@ _BARE = re.compile(rb"_*(?:cuda|nccl|cudnn|nvidia|nvcc)_*", re.IGNORECASE)
 _DEF = re.compile(rb"[ \t]*(?:(?:async[ \t]+)?def|class)[ \t]+(\w+)")
 _ASSIGN = re.compile(rb"([ \t]*)(\w+)[ \t]*(?::[^=\n]+)?=(?!=)")
 _CLASS = re.compile(rb"class[ \t]+(\w+)")
+# A field a class's body declares by its annotation alone (a dataclass's `driver_cuda_version:
+# tuple[int, int] | None`): a member as much as `has_rocm: bool = False` is (``_ASSIGN``).
+_FIELD = re.compile(rb"([ \t]+)(\w+)[ \t]*:[ \t]*[^\s=#][^=\n]*$", re.MULTILINE)
+# A shell function's definition: `make_mock_nvcc() {`, `function _has_usable_nvidia_gpu {`.
+_SHELL_DEF = re.compile(rb"[ \t]*(?:function[ \t]+([A-Za-z_]\w*)|([A-Za-z_]\w*)[ \t]*\(\))")
 # An import statement (a parenthesised name list over several lines included).
 _IMPORT = re.compile(
     rb"[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b[ \t]*(\([^)]*\)|[^\n]*)|import[ \t]+([^\n#;]*))"
@@ -88,6 +94,16 @@ class NamePool:
         for start in sorted(lines):
             self._line(data, start, lists)
 
+    def read_shell(self, data: bytes) -> None:
+        """The CUDA-worded functions a shell script defines (unsloth's test scripts call their
+        own `make_mock_nvcc "12.4"`, its installer `if _has_usable_nvidia_gpu; then`): the
+        project's names as much as a Python def is. Only lines with a CUDA word are looked at."""
+        lowered = data.lower()
+        for start in sorted({data.rfind(b"\n", 0, at) + 1 for at in _word_places(lowered)}):
+            m = _SHELL_DEF.match(data, start)
+            if m is not None:
+                self._define(m.group(1) or m.group(2))
+
     def _line(self, data: bytes, start: int, lists: list[tuple[int, int]]) -> None:
         m = _DEF.match(data, start)
         if m is not None:
@@ -101,7 +117,7 @@ class NamePool:
                     statement = _IMPORT.match(data, data.rfind(b"\n", 0, opened) + 1)
                     if statement is not None:
                         self._import(statement)
-            m = _ASSIGN.match(data, start)
+            m = _ASSIGN.match(data, start) or _FIELD.match(data, start)
             if m is not None and not _continues_a_call(data, start):
                 self._define(m.group(2), data, start, len(m.group(1)))
             return

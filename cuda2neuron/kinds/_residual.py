@@ -110,6 +110,8 @@ def residual_findings(
         hits, words = _notebook_hits(text, covered), None
     else:
         hits, words = _text_hits(kind, path, text), None
+    if words is None:
+        _drop_own_names(hits, config.settings.project)
     left = {line for line in hits if line not in covered}
     # Would a rule this run does not show report the line (deselected, of the neuron target,
     # silenced by a comment)? Then it is known, not left. Only those rules run again, check-only.
@@ -395,6 +397,25 @@ def _add(hits: _Hits, hit: Hit) -> None:
     if (hit.line, hit.col) not in hits.seen:
         hits.seen.add((hit.line, hit.col))
         hits.setdefault(hit.line, []).append(hit)
+
+
+def _drop_own_names(hits: dict[int, list[Hit]], facts) -> None:  # noqa: ANN001 - ProjectFacts
+    """Leave out of a script's, a config's or a notebook's hits the names the project defines
+    (``ProjectFacts.own_names``, pooled by the sweep): a shell function of its own
+    (``make_mock_nvcc``, ``_has_usable_nvidia_gpu``) or one of its Python names run from a
+    script. A name spelled as an environment variable (``CUDA_HOME``) stays a setting even where
+    a Python module assigns one so: in a script it is the variable."""
+    from ._leftover_python import _ENV_VAR_NAME
+
+    own = facts.own_names - facts.foreign_names
+    if not own:
+        return
+    for line in list(hits):
+        row = [h for h in hits[line] if h.token not in own or _ENV_VAR_NAME.fullmatch(h.token)]
+        if row:
+            hits[line] = row
+        else:
+            del hits[line]
 
 
 def _text_hits(kind: str, path: str, text: str) -> dict[int, list[Hit]]:

@@ -39,8 +39,8 @@ checksummed like any entry), and its result sits under a second key made of the 
 those names resolve to now, so a folder added or removed is a miss; every other file costs a
 warm run nothing more. The residual pass also asks the names the whole project defines
 (``ProjectFacts.own_names`` / ``foreign_names``, pooled by the sweep): they are left out of the
-run's key, and a Python file's key holds instead what they answer for the CUDA-worded names the
-file spells (``kinds.file_words``), so a module that defines such a name changes the keys of the
+run's key, and a file's key (a script's or a config's too: a shell function of the project's
+is excused there) holds instead what they answer for the CUDA-worded names the file spells (``kinds.file_words``), so a module that defines such a name changes the keys of the
 files that spell it, not every key.
 
 Entries are written to a fresh temporary file (``O_CREAT|O_EXCL|O_NOFOLLOW``, a random name in
@@ -325,7 +325,7 @@ class ResultCache:
         h.update(b"\0" + str(kind).encode() + b"\0" + _path_bytes(shown) + b"\0")
         h.update(data)
         facts = config.settings.project
-        if kind == "python" and (facts.own_names or facts.foreign_names):
+        if kind is not None and (facts.own_names or facts.foreign_names):
             # The residual pass asks the project's pooled names (``kinds/_project_names.py``) about
             # the names the file spells: the answers are part of the key, so a warm run sees a
             # name defined, removed or imported from outside in another module.

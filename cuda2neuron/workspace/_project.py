@@ -57,6 +57,12 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     # Top-level names of the project's own modules, from paths alone (nothing is read).
     own = {m.split(".")[0] for m in (_module_of(p, r) for p, r in candidates) if m}
     pool = NamePool(_module_parts(candidates))  # the residual pass's names of the whole project
+    for f in files:
+        if f.kind == "shell":
+            try:
+                pool.read_shell(f.path.read_bytes())
+            except OSError:
+                pass  # the per-file run reports unreadable files
     candidates += [(root / "setup.py", root) for root in extra_roots]
     # The patterns come from the rules' tables: built at the first file some rule may fire on,
     # so that a run over files no rule wakes imports neither the catalog nor libcst.

@@ -56,6 +56,7 @@ __all__ = [
     "library_sink",
     "library_sink_words",
     "torch_cuda_only_module",
+    "local_kernel_package",
     "package_of",
     "quantization_configs",
     "trainer_optimizers",
@@ -267,16 +268,59 @@ def quantization_configs() -> dict[str, QuantizationConfig]:
     return rows
 
 
-def package_of(qualified: str | None, facts: ProjectFacts) -> KernelPackage | None:
-    """The table row ``qualified`` lives in; None for the project's own modules of that name."""
+def package_of(qualified: str | None, facts: ProjectFacts, path: str | None = None) -> KernelPackage | None:
+    """The table row ``qualified`` lives in; None for the project's own modules of that name
+    (with ``path``, the importing file's, also a package of the project that Python finds
+    beside or above that file: ``local_kernel_package``)."""
     if qualified is None or facts.own_module(qualified) or _inside(qualified, facts.extension_modules):
         return None  # the project's own code: CN617 reports it
+    if path is not None and local_kernel_package(qualified, facts, path) is not None:
+        return None
     rows = kernel_packages()
     parts = qualified.split(".")
     for i in range(len(parts), 0, -1):
         row = rows.get(".".join(parts[:i]))
         if row is not None:
             return row
+    return None
+
+
+# How many folders above an importing file's own Python may find a package in: the script's
+# folder, then the folders a package run from above it could start from (``kinds/_local_imports``).
+_MAX_UP = 3
+
+
+def local_kernel_package(qualified: str, facts: ProjectFacts, path: str) -> str | None:
+    """``qualified`` as the project's dotted name (``unsloth.kernels.moe.grouped_gemm.kernels``)
+    when its first name is a package of the project, one that holds some of its kernel modules,
+    in the folder of the file at ``path`` or a folder above it (at most ``_MAX_UP``), where
+    Python finds it first; None otherwise.
+
+    unsloth ships its own Triton grouped GEMM as ``unsloth/kernels/moe/grouped_gemm/`` and its MoE
+    tests and benchmarks, one folder down, import it as ``grouped_gemm.kernels.forward``: the
+    name of the third-party CUTLASS package, so CN616 called 108 uses of the project's own
+    Triton kernels CUTLASS and advised a torch.matmul loop for its pure-torch reference helpers.
+    The project's kernel modules are CN617's. The trap: a package of the same name elsewhere
+    in the tree (a test's stub) does not shadow the library for a file Python would not find it
+    from, so the folders must line up with the file's; and a file inside the package is the
+    package's own business (``from axolotl.utils import x`` in ``src/axolotl/``)."""
+    top = qualified.split(".", 1)[0]
+    folders = PurePath(path).parent.parts
+    for module in sorted(facts.kernel_modules):
+        parts = module.split(".")
+        for i, part in enumerate(parts[:-1]):
+            if part != top or i == 0:
+                continue  # a top-level package of the project is ``own_module``'s
+            parent = tuple(parts[:i])
+            for up in range(_MAX_UP + 1):
+                here = folders[: len(folders) - up]
+                if len(here) < len(parent) or here[len(here) - len(parent) :] != parent:
+                    continue
+                if up and folders[len(here)] == top:
+                    # The file lies inside that package: its own top-level package, installed
+                    # (axolotl's src layout) or run from above, which the exact names cover.
+                    break
+                return ".".join((*parent, qualified))
     return None
 
 

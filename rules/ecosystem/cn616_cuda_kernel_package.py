@@ -17,6 +17,10 @@ from .._shared.packages import imports_any
 __all__ = ["CudaKernelPackage"]
 
 
+# A project with a Triton grouped GEMM of its own in proj/moe/grouped_gemm/ (unsloth's layout).
+_OWN_GROUPED_GEMM = (("project", ProjectFacts(kernel_modules=frozenset({"proj.moe.grouped_gemm.kernels.forward"}), own_packages=frozenset({"proj"}))),)
+
+
 def _triggers() -> tuple[str, ...]:
     # A row's first name is in every import of it (`from numba import cuda` holds "numba").
     return tuple(sorted({m.split(".")[0] for m in kernel_packages()}))
@@ -55,7 +59,8 @@ class CudaKernelPackage(Rule):
     ## Fix safety
     No fix (effort high at the import, medium per call): each kernel is replaced by hand. A
     package of the project's own (mamba_ssm inside the mamba repository) is not third-party and
-    is left to CN617.
+    is left to CN617; so is a package of the project's kernels that Python finds beside or above
+    the importing file under a library's name (unsloth's Triton ``grouped_gemm`` folder).
     """
 
     code = "CN616"
@@ -70,6 +75,9 @@ class CudaKernelPackage(Rule):
         'import importlib\nmod = importlib.import_module(name)\n',  # a name only known at run time
         # inside the mamba repository its own package is the project's code (CN617's business)
         Valid("import mamba_ssm\n", options=(("project", ProjectFacts(own_packages=frozenset({"mamba_ssm"}))),)),
+        # unsloth's MoE tests import its own Triton grouped GEMM, a folder up, by the CUTLASS
+        # package's name: Python finds the project's folder first (CN617 reports its kernels)
+        Valid("from grouped_gemm.reference.moe_ops import permute\nx = permute(x, idx)\n", path="proj/moe/tests/test_moe.py", options=_OWN_GROUPED_GEMM),
     )
     INVALID = (
         Invalid("from causal_conv1d import causal_conv1d_fn\ny = causal_conv1d_fn(x, w)\n"),
@@ -87,6 +95,8 @@ class CudaKernelPackage(Rule):
         # An import spelled as a call, and the calls made through what it returns.
         Invalid('import importlib\nops = importlib.import_module("fused_adam_cuda")\nops.adam(p, g)\n'),
         Invalid('ext = __import__("selective_scan_cuda")\n'),
+        # the project's grouped_gemm folder is not found from here: the import is the library
+        Invalid("import grouped_gemm as gg\ny = gg.ops.gmm(a, b, sizes)\n", path="tools/bench.py", options=_OWN_GROUPED_GEMM),
     )
 
     def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
@@ -108,7 +118,7 @@ class CudaKernelPackage(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            row = package_of(dotted_name(alias.name), self._facts())
+            row = package_of(dotted_name(alias.name), self._facts(), self.context.path)
             if row is not None:
                 self._report_import(node, dotted_name(alias.name) or row.module, row)
                 return
@@ -117,12 +127,12 @@ class CudaKernelPackage(Rule):
         if node.relative or node.module is None:
             return
         module = dotted_name(node.module) or ""
-        row = package_of(module, self._facts())
+        row = package_of(module, self._facts(), self.context.path)
         if row is None and not isinstance(node.names, cst.ImportStar):
             # `from numba import cuda`, `from deepspeed.ops.adam import FusedAdam`
             for alias in node.names:
                 name = f"{module}.{dotted_name(alias.name)}"
-                row = package_of(name, self._facts())
+                row = package_of(name, self._facts(), self.context.path)
                 if row is not None:
                     module = name
                     break
@@ -141,7 +151,7 @@ class CudaKernelPackage(Rule):
     def visit_Decorator(self, node: cst.Decorator) -> None:
         expr = node.decorator.func if isinstance(node.decorator, cst.Call) else node.decorator
         qualified = self.qualname(expr)
-        row = package_of(qualified, self._facts())
+        row = package_of(qualified, self._facts(), self.context.path)
         if row is not None and row.kind == "language":
             self.report(
                 node,
@@ -154,7 +164,7 @@ class CudaKernelPackage(Rule):
         if not isinstance(node.value, cst.Call):
             return
         module = dynamic_import(node.value, call_qualname(self, node.value))
-        row = package_of(module, self._facts()) if module else None
+        row = package_of(module, self._facts(), self.context.path) if module else None
         if row is None:
             return
         for target in node.targets:
@@ -166,7 +176,7 @@ class CudaKernelPackage(Rule):
         qualified = call_qualname(self, node)
         module = dynamic_import(node, qualified)
         if module is not None:
-            row = package_of(module, self._facts())
+            row = package_of(module, self._facts(), self.context.path)
             if row is not None:
                 self._report_import(node, module, row)
             return
@@ -176,7 +186,7 @@ class CudaKernelPackage(Rule):
             if head is not None:
                 module, row = self._dynamic[head]
                 qualified = module + dotted[len(head):]  # type: ignore[index]
-        row = package_of(qualified, self._facts())
+        row = package_of(qualified, self._facts(), self.context.path)
         # Calls inside a kernel language are the kernel's own body (reported at the import and
         # the decorator); calls of prebuilt kernels are each a place the port must change.
         if row is None or row.kind == "language" or any(qualified.startswith(k) for k in KERNEL_LANGUAGES):  # type: ignore[union-attr]

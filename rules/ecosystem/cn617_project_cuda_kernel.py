@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Settings, Valid
 from cuda2neuron.python import dotted_name
 
-from .._shared.kernels import dynamic_import, project_module, relative_module
+from .._shared.kernels import dynamic_import, local_kernel_package, package_of, project_module, relative_module
 from .._shared.names import call_qualname
 
 __all__ = ["ProjectCudaKernel"]
@@ -32,6 +32,8 @@ _FACTS = ProjectFacts(
     own_packages=frozenset({"pkg"}),
 )
 _OPTIONS = (("project", _FACTS),)
+# unsloth's layout: a Triton grouped GEMM of the project's own in proj/moe/grouped_gemm/.
+_GROUPED_GEMM = (("project", ProjectFacts(kernel_modules=frozenset({"proj.moe.grouped_gemm.kernels.forward"}), own_packages=frozenset({"proj"}))),)
 
 
 class ProjectCudaKernel(Rule):
@@ -73,6 +75,20 @@ class ProjectCudaKernel(Rule):
         Valid("from .config import _C\nv = _C.VERSION\n", path="pkg/config/x.py", options=_OPTIONS),
         # plain torch beside the kernels: the sweep saw it reach none
         Valid("from pkg.ops.layer_norm import rms_norm_ref\ny = rms_norm_ref(x, w)\n", options=_OPTIONS),
+        # a src layout's module importing its own installed package (axolotl): the exact names
+        # decide, not the folder the file itself lies in
+        # a folder above the tests that bears no kernel package's name (unsloth's studio tests
+        # and `core.inference.worker`): read as before, by its exact names
+        Valid(
+            "from core.ops import fused\ny = fused(x)\n",
+            path="proj/backend/tests/test_ops.py",
+            options=(("project", ProjectFacts(kernel_modules=frozenset({"proj.backend.core.ops"}), own_packages=frozenset({"proj"}))),),
+        ),
+        Valid(
+            "from pkg.ops.layer_norm import rms_norm\n",
+            path="src/pkg/models/block.py",
+            options=(("project", ProjectFacts(kernel_modules=frozenset({"src.pkg.ops.layer_norm"}), own_packages=frozenset({"src"}))),),
+        ),
     )
     INVALID = (
         Invalid("import selective_scan_cuda\nout = selective_scan_cuda.fwd(u, delta)\n", options=_OPTIONS),
@@ -82,6 +98,13 @@ class ProjectCudaKernel(Rule):
         Invalid("from ..ops import layer_norm\ny = layer_norm.rms_norm(x, w)\n", path="pkg/models/block.py", options=_OPTIONS),
         # An import spelled as a call, and a call through what it returns.
         Invalid('import importlib\next = importlib.import_module("pkg._C")\next.nms(b, s, 0.5)\n', options=_OPTIONS),
+        # unsloth's MoE tests import its Triton grouped GEMM (proj/moe/grouped_gemm/) from a
+        # folder below by the package's own name, as Python finds it beside the tests' folder
+        Invalid(
+            "from grouped_gemm.kernels.forward import grouped_gemm_forward\ny = grouped_gemm_forward(x, w)\n",
+            path="proj/moe/tests/test_moe.py",
+            options=_GROUPED_GEMM,
+        ),
     )
 
     @classmethod
@@ -111,7 +134,7 @@ class ProjectCudaKernel(Rule):
         reported = False
         for alias in node.names:
             full = dotted_name(alias.name) or ""
-            hit = self._classify((full,))
+            hit = self._classify(self._absolute(full))
             if hit is None:
                 continue
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else full.split(".")[0]
@@ -127,7 +150,7 @@ class ProjectCudaKernel(Rule):
         if node.relative:
             bases = relative_module(self.context.path, len(node.relative), module)
         else:
-            bases = (module,) if module else ()
+            bases = self._absolute(module) if module else ()
         reported = False
         for alias in node.names:
             name = dotted_name(alias.name) or ""
@@ -142,6 +165,18 @@ class ProjectCudaKernel(Rule):
             if not reported:
                 self._report_import(node, *hit)
                 reported = True
+
+    def _absolute(self, module: str) -> tuple[str, ...]:
+        """An absolute import's module, then, where it bears a CUDA kernel package's name, the
+        project's own package Python finds beside or above the file under that name (unsloth's
+        tests import its ``grouped_gemm`` folder: CN616 leaves it here). Only there: unsloth's
+        studio tests import ``core.inference.worker`` from the folder above too, and reading
+        every such import as the project's kernel module made 458 findings of tests calling
+        functions of a module that imports triton in another function."""
+        if package_of(module, ProjectFacts()) is None:
+            return (module,)
+        local = local_kernel_package(module, self._facts(), self.context.path)
+        return (module,) if local is None else (module, local)
 
     def _report_import(self, node: cst.CSTNode, module: str, extension: bool) -> None:
         if extension:

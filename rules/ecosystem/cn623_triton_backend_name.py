@@ -13,6 +13,9 @@ from .._shared.strings import string_value
 __all__ = ["TritonBackendName"]
 
 _NAMES = frozenset({"triton", "Triton", "TRITON"})
+# Keywords whose string is a message for the person reading a failure (unsloth's MoE tests:
+# `check_grads(ref, triton_impl, msg="triton")` labels which side differed), not a selector.
+_MESSAGE_KEYWORDS = frozenset({"msg", "message", "err_msg"})
 _GUIDANCE = (
     "Triton does not run on Trainium: on the Trainium path pick the implementation written in "
     "PyTorch (often named \"torch\", \"naive\" or \"ref\"), or skip the case there "
@@ -60,6 +63,8 @@ class TritonBackendName(Rule):
         # a package probe: the string names the package (litgpt's constants.py)
         'from lightning_utilities.core.imports import RequirementCache\n_TRITON_AVAILABLE = RequirementCache("triton")\n',
         'import importlib.util\nhas_triton = importlib.util.find_spec("triton") is not None\n',
+        # a failure message naming the side that differed (unsloth's MoE tests)
+        'check_grads(ref, fused, msg="triton")\n',
     )
     INVALID = (
         Invalid('import pytest\n\n@pytest.mark.parametrize("backend", ["triton"])\ndef test(backend):\n    pass\n'),
@@ -73,6 +78,9 @@ class TritonBackendName(Rule):
         if string_value(node) not in _NAMES:
             return
         if is_text(self.context.ancestors, node) or probed_package(self, self.context.ancestors, node):
+            return
+        parent = next((a for a in reversed(self.context.ancestors) if a is not node), None)
+        if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value in _MESSAGE_KEYWORDS:
             return
         self.report(node, '`"triton"` selects a Triton implementation', guidance=_GUIDANCE, effort=Effort.LOW)
 

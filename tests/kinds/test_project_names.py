@@ -15,6 +15,15 @@ _ROWS = {
     # an enum's member is the class's (`Dev.CUDA`); the bare word alone is never a name of ours
     "class-member": ("class Dev(Enum):\n    # the GPU\n    CUDA = 1\n    use_cudnn = 2\n", {"Dev.CUDA", "Dev.use_cudnn", "use_cudnn"}, set()),
     # a keyword on its own line of a call is no assignment (xtuner's `nccl_port=self.nccl_port,`)
+    # a dataclass's field declared by its annotation alone (unsloth's HostInfo, whose fields its
+    # installer tests pass as `dict(driver_cuda_version=None, ...)` line after line)
+    "annotated-field": (
+        "@dataclass\nclass HostInfo:\n    system: str\n    driver_cuda_version: tuple[int, int] | None\n    has_physical_nvidia: bool  # probed\n",
+        {"HostInfo.driver_cuda_version", "driver_cuda_version", "HostInfo.has_physical_nvidia", "has_physical_nvidia"},
+        set(),
+    ),
+    # a parameter on its own line of a def (a method's too) is no field
+    "parameter-line-is-no-field": ("class A:\n    def f(\n        self,\n        use_cuda: bool,\n    ):\n        pass\ndef g(\n    nccl_port: int = 1,\n):\n    pass\n", set(), set()),
     "keyword-of-a-call": ("args = dict(\n    host=h,\n    nccl_port=p,\n)\nf(\n  use_cuda=1)\n", set(), set()),
     "function-local-is-no-name": ("class A:\n    def f(self):\n        is_cuda = 1\ndef g():\n    cuda13 = 2\n", set(), set()),
     "import-from-outside": ("from torch.cuda import is_cuda_ok as cuda_ok, nccl_x\n", set(), {"cuda_ok", "nccl_x"}),

@@ -485,3 +485,35 @@ def test_the_cache_key_holds_what_the_pooled_names_said(tmp_path, monkeypatch):
         assert _tree_residual(tmp_path, {"pkg/arch.py": _ARCH}, cache) == own
     assert _tree_residual(tmp_path, {"pkg/arch.py": "X = 1\n"}, cache) == none
     assert _tree_residual(tmp_path, {"pkg/arch.py": _ARCH}, cache) == own
+
+
+# A script's own shell functions (unsloth's tests/sh call `make_mock_nvcc "12.4"`, its installer
+# `if _has_usable_nvidia_gpu; then`) are the project's names, pooled by the sweep as a Python def
+# is; a name spelled as an environment variable stays the variable even where a module assigns
+# one so (a CUDA command is another rule's).
+_MOCKS = 'make_mock_nvcc() {\n  echo "$1"\n}\nfunction _has_usable_nvidia_gpu {\n  nvidia-smi -L\n}\n'
+_MOCK_USER = (
+    "#!/bin/bash\nsource tools/mock.sh\n_bin=$(make_mock_nvcc 12.4)\n"
+    "if _has_usable_nvidia_gpu; then echo gpu; fi\nUSE_CUDA=1 python train.py\nnvidia-smi -L\n"
+)
+
+
+def _script_residual(tmp_path, files: dict[str, str], cache: ResultCache | None = None) -> list[int]:
+    _project(tmp_path, {"pkg/__init__.py": "", "pkg/arch.py": "USE_CUDA = True\n", **files, "tools/use.sh": _MOCK_USER})
+    sources = [SourceFile.at(p, tmp_path) for p in sorted(tmp_path.rglob("*.*")) if p.suffix in (".py", ".sh")]
+    config = with_project_facts(Config(), sources)
+    results = process_files(sources, config, RunOptions(), jobs=1, cache=cache)
+    (use,) = [r for r in results if r.path.endswith("use.sh")]
+    return [f.span.start_line for f in use.findings if f.code == CN902]
+
+
+def test_a_scripts_own_shell_functions_are_not_residual(tmp_path):
+    assert _script_residual(tmp_path, {"tools/mock.sh": _MOCKS}) == [5]
+
+
+def test_the_cache_key_of_a_script_holds_what_the_pooled_names_said(tmp_path):
+    cache = ResultCache(tmp_path / "cache")
+    assert _script_residual(tmp_path, {"tools/mock.sh": _MOCKS}, cache) == [5]
+    # the functions gone from the other script: a warm run must not answer from the cache
+    assert _script_residual(tmp_path, {"tools/mock.sh": "echo none\n"}, cache) == [3, 4, 5]
+    assert _script_residual(tmp_path, {"tools/mock.sh": _MOCKS}, cache) == [5]
