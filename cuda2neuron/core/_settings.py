@@ -73,6 +73,22 @@ class ProjectFacts:
     # results cache's run key: a file's key holds the answers for the names it spells.
     own_names: frozenset[str] = frozenset()
     foreign_names: frozenset[str] = frozenset()
+    # The project's functions that pick CUDA-only code by the literal a parameter holds, as
+    # (dotted name, parameter, its position or None for keyword-only, the literals that pick the
+    # sink, where): torchtitan's ``make_ffn_config(..., tp_gemm_backend="default")`` builds
+    # ``AllGatherFusedFeedForward if tp_gemm_backend == "dist_gemm" else FeedForward``. Such a
+    # name is no sink (its default path is plain code); a call handing it one of the literals is
+    # (``workspace/_value_readers.py``).
+    selections: frozenset[tuple[str, str, int | None, tuple[str, ...], str]] = frozenset()
+    # The project's functions and classes whose parameter (a dataclass's field) is read by a
+    # device test a safe run leaves as it is, in a chain of tests whose last ``else`` raises: a
+    # caller's "cuda" moved to "neuron" reaches the raise (lerobot's
+    # ``is_torch_device_available(try_device)``: ``if try_device.startswith("cuda"): return
+    # torch.cuda.is_available() ... else: raise ValueError("Unknown device")``, read by
+    # ``PreTrainedConfig.__post_init__`` as ``self.device``). As (dotted name, parameter, its
+    # position or None, where the test stands, whether its branches call torch only: CN103's
+    # fix is then unsafe, and --unsafe-fixes moves the test and the caller's literal together).
+    device_readers: frozenset[tuple[str, str, int | None, str, bool]] = frozenset()
 
     def library_backend(self, field: str) -> str | None:
         """Where the project hands ``field`` to a CUDA-only library as a backend; None if it
@@ -148,6 +164,20 @@ class ProjectFacts:
             return ()
         return _module_sink_table(self.sink_names).get(module, ())
 
+    def selected(self, dotted: str) -> tuple[tuple[str, int | None, tuple[str, ...], str], ...]:
+        """(parameter, position, literals, where) of each selection ``dotted`` (a dotted suffix
+        matches, as ``sink`` matches) makes by a parameter's literal; () for most names."""
+        if not self.selections:
+            return ()
+        return _suffix_table(self.selections).get(dotted, ())
+
+    def device_reader(self, dotted: str) -> tuple[tuple[str, int | None, str, bool], ...]:
+        """(parameter, position, where, moved by --unsafe-fixes) of each parameter of ``dotted`` that a device test which
+        stays reads before raising on any other device; () for most names."""
+        if not self.device_readers:
+            return ()
+        return _suffix_table(self.device_readers).get(dotted, ())
+
     def extension_loader(self, function: str) -> bool:
         """Whether ``function`` (dotted, ``pkg.jit.load_ext``) is one of the project's loaders."""
         return any(function == f or ("." in function and f.endswith("." + function)) for f in self.extension_loaders)
@@ -191,6 +221,18 @@ def _module_sink_table(sinks: frozenset[tuple[str, str]]) -> dict[str, tuple[tup
         for i in range(len(parts)):
             grouped.setdefault(".".join(parts[i:]), []).append((name, sink))
     return {module: tuple(names) for module, names in grouped.items()}
+
+
+@lru_cache(maxsize=8)
+def _suffix_table(rows: frozenset[tuple]) -> dict[str, tuple[tuple, ...]]:
+    """``rows`` (dotted name first) keyed by every dotted suffix of at least two parts, the rest
+    of each row grouped: built once per run, as ``_sink_table``."""
+    table: dict[str, list[tuple]] = {}
+    for row in sorted(rows, key=repr):
+        parts = row[0].split(".")
+        for i in range(len(parts) - 1):
+            table.setdefault(".".join(parts[i:]), []).append(row[1:])
+    return {name: tuple(found) for name, found in table.items()}
 
 
 def _matches(module: str, names: frozenset[str]) -> bool:

@@ -26,6 +26,7 @@ from cuda2neuron.kinds import NamePool, may_trigger
 
 from ._discover import SourceFile
 from ._library_sinks import library_pattern, library_starts, spelled, unconditional_uses
+from ._value_readers import Source, device_readers, may_read_devices, selections
 
 __all__ = ["project_facts", "with_project_facts"]
 
@@ -69,6 +70,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     libraries: tuple[re.Pattern[bytes], ...] | None = None
     unread: list[tuple[Path, Path, bytes]] = []  # files seen before the patterns were built
     library_files: list[tuple[Path, Path, bytes]] = []  # files that may use CUDA-only library code
+    reader_files: list[tuple[Path, Path, bytes]] = []  # files that may hold a device reader
     for path, root in candidates:
         resolved = _resolved(path)
         if resolved in seen:
@@ -79,6 +81,8 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         except OSError:
             continue  # the per-file run reports unreadable files
         pool.read(data)
+        if may_read_devices(data):
+            reader_files.append((path, root, data))
         if libraries is None and may_trigger(data, "python"):
             libraries = library_pattern(own)
             library_files += [f for f in unread if any(p.search(f[2]) for p in libraries)]
@@ -132,6 +136,8 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         facts = replace(facts, library_backends=_library_backends(handed, facts))
     if registries:
         facts = replace(facts, registry_fields=_registry_fields(candidates, frozenset(registries)))
+    if reader_files:
+        facts = replace(facts, device_readers=_device_readers(candidates, reader_files))
     starts, start_paths = _library_starts(library_files, facts)
     if not kernels and not extensions and not starts:
         return facts  # most projects: nothing CUDA-only to reach, nothing more to read
@@ -142,7 +148,61 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         # CUDA-only); the project's own kernels name a name first.
         library = _library_chains(candidates, starts, start_paths)
         sinks = {**library, **sinks}
-    return replace(facts, sink_names=frozenset(sinks.items()))
+    return replace(facts, sink_names=frozenset(sinks.items()), selections=_selections(candidates, sinks))
+
+
+def _sources(candidates: Iterable[tuple[Path, Path]], keep: Callable[[str, bytes], bool]) -> Iterable[Source]:
+    """The project's modules (not setup.py) whose dotted name and bytes ``keep`` takes, read."""
+    for path, root in candidates:
+        module = _module_of(path, root)
+        if not module or path.name == "setup.py":
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue  # the per-file run reports it
+        if keep(module, data):
+            yield path, module, _shown(path, root), data
+
+
+def _selections(candidates: list[tuple[Path, Path]], sinks: Mapping[str, str]) -> frozenset:
+    """``_value_readers.selections`` over the project's modules (only those that compare a name
+    with a string near a sink's name are parsed)."""
+    return selections(_sources(candidates, lambda module, data: True), sinks, _module_bindings)
+
+
+def _device_readers(candidates: list[tuple[Path, Path]], files: list[tuple[Path, Path, bytes]]) -> frozenset:
+    """``_value_readers.device_readers``: the readers among ``files``, then the modules that
+    spell a reader's name (read again only when there is a reader: most projects have none)."""
+    first = [(p, _module_of(p, r), _shown(p, r), d) for p, r, d in files if _module_of(p, r) and p.name != "setup.py"]
+    texts: list[Source] = []
+
+    def spelling(words: list[str]) -> Iterable[Source]:
+        # Called or subclassed (a type hint hands nothing on), or re-exported by a package.
+        alternatives = b"|".join(re.escape(w.encode()) for w in words)
+        used = re.compile(rb"\b(?:" + alternatives + rb")[ \t]*\(|^[ \t]*class[ \t][^\n]*\b(?:" + alternatives + rb")\b", re.MULTILINE)
+        named = re.compile(rb"\b(?:" + alternatives + rb")\b")
+        if not texts:
+            texts.extend(_sources(candidates, lambda module, data: True))
+        spelled_words = [w.encode() for w in words]
+        return [
+            s for s in texts
+            if any(w in s[3] for w in spelled_words) and (named if s[0].name == "__init__.py" else used).search(s[3])
+        ]
+
+    return device_readers(first, spelling, _module_bindings)
+
+
+def _module_bindings(tree: ast.Module, module: str, path: Path) -> dict[str, str]:
+    """Local name -> the dotted name each import of ``tree`` binds (relative ones resolved)."""
+    bound: dict[str, str] = {}
+    for node in _statements(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = _relative_base(module, node, path.name == "__init__.py")
+            bound.update((a.asname or a.name, f"{base}.{a.name}".lstrip(".")) for a in node.names if a.name != "*")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update(_bound_by(node))
+    return bound
 
 
 def _library_starts(

@@ -457,8 +457,13 @@ class KernelIndex:
         hubs: frozenset[str] = frozenset(),
         providers: bool = False,
         own: dict[str, cst.FunctionDef] | None = None,
+        selected: dict[str, tuple[tuple[str, int | None, tuple[str, ...], str], ...]] | None = None,
     ) -> None:
         self.names = names
+        # Another module's functions that pick CUDA-only code by a parameter's literal
+        # (`make_ffn_config(tp_gemm_backend="dist_gemm")`), by local name: a call handing one of
+        # the literals is a call of that code (`call_target`), the default is plain code.
+        self.selected = selected or {}
         # The file's own functions among them (CUDA-only because their body calls a kernel
         # somewhere), by name: a caller asks whether an argument reaches that call (`own_callee`).
         self.own = own or {}
@@ -470,7 +475,7 @@ class KernelIndex:
 
     def __bool__(self) -> bool:
         """Whether anything in the module is CUDA-only code (most modules: nothing)."""
-        return bool(self.names) or self.providers
+        return bool(self.names) or self.providers or bool(self.selected)
 
     def hub_handle(self, node: cst.BaseExpression) -> str | None:
         """The hub handle ``node`` (``ops.gelu``, ``self._na3d``) is reached through, or None."""
@@ -486,7 +491,21 @@ class KernelIndex:
         func: cst.BaseExpression = call.func
         if isinstance(func, cst.Subscript):  # a Triton launch: kernel[grid](args)
             func = func.value
-        return self.target(func)
+        return self.target(func) or (self._selection(call) if self.selected else None)
+
+    def _selection(self, call: cst.Call) -> str | None:
+        """What ``call`` picks when it hands a selecting parameter one of the literals that pick
+        CUDA-only code (the sweep's ``ProjectFacts.selections``); None for any other value."""
+        dotted = dotted_name(call.func)
+        for parameter, position, literals, where in self.selected.get(dotted or "", ()):
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == parameter), None)
+            if arg is None and position is not None and position < len(positional):
+                arg = positional[position]
+            value = string_value(arg.value) if arg is not None and isinstance(arg.value, cst.SimpleString) else None
+            if value in literals:
+                return f'`{dotted}` with `{parameter}="{value}"`, which picks {where}'
+        return None
 
     def target(self, node: cst.BaseExpression) -> str | None:
         dotted = dotted_name(node)
@@ -613,6 +632,7 @@ class _Collector(cst.CSTVisitor):
         # extension whose ops are reached only as `torch.ops.<namespace>.<op>` (the namespace is
         # the C++ `TORCH_LIBRARY`'s, which Python never spells), and the `torch.ops.<ns>` chains.
         self.op_builders: list[str] = []
+        self.selected: dict[str, tuple[tuple[str, int | None, tuple[str, ...], str], ...]] = {}
         self.op_spellings: set[str] = set()
         # Plain names bound to an object a kernel name builds, and how often each name is bound.
         self.built: dict[str, str] = {}
@@ -646,6 +666,10 @@ class _Collector(cst.CSTVisitor):
                 inside = next((c for c in candidates if self.facts.sinks_in(c)), None)
                 for name, sink in self.facts.sinks_in(inside) if inside else ():
                     self.names.setdefault(f"{local}.{name}", f"`{inside}.{name}`, which reaches {sink}")
+            if what is None and self.facts.selections:
+                picks = next((found for c in candidates if (found := self.facts.selected(c))), ())
+                if picks:
+                    self.selected[local] = picks
             if what is None and candidates[0] in CUDA_IPC_CALLS:
                 what = f"`{candidates[0]}` (CUDA IPC: hands a device tensor's memory to another process)"
             if what is not None:
@@ -878,11 +902,11 @@ def kernel_index(rule: Rule) -> KernelIndex:
         # it (detectron2's `test_x_cuda` runs `self.test_x_cpu(device="cuda")`, which calls the
         # kernel; a same-named method of another class of the file then counts too: a report
         # where a rewrite might have done, never the reverse).
-        changed = bool(names) or collector.providers
+        changed = bool(names) or collector.providers or bool(collector.selected)
         own: dict[str, cst.FunctionDef] = {}
         while changed:
             changed = False
-            index = KernelIndex(names, providers=collector.providers)
+            index = KernelIndex(names, providers=collector.providers, selected=collector.selected)
             for func in collector.functions:
                 name = f"self.{func.name.value}" if id(func) in collector.methods else func.name.value
                 if name in names:
@@ -900,5 +924,5 @@ def kernel_index(rule: Rule) -> KernelIndex:
                     if inner is not None:
                         names[cls.name.value] = f"`{cls.name.value}.apply` at {rule.context.mark(cls.name)}, which calls {inner}"
                         changed = True
-        memo[key] = KernelIndex(dict(names), frozenset(collector.hubs), collector.providers, own)
+        memo[key] = KernelIndex(dict(names), frozenset(collector.hubs), collector.providers, own, collector.selected)
     return memo[key]

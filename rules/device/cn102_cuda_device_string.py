@@ -7,6 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.consumers import kernel_test, library_callee, library_callee_by_name, pointer_buffer, takes_torch_device
+from .._shared.device_readers import device_reader
 from .._shared.kernel_gates import handed_to_kernel
 from .._shared.strings import string_value
 from .._shared.target import checkpoint_device, needs_newer_torch
@@ -90,11 +91,19 @@ class CudaDeviceString(Rule):
     an f-string or a dict) records which device made something: it is left as it is.
     On the accelerator target a ``map_location`` device with an index maps to ``"cpu"`` where no
     accelerator exists (torch.load refuses "cpu:0").
+    A device handed to another module's code that reads it with a test a safe run leaves on
+    "cuda", in a chain of tests whose ``else`` raises (``PolicyConfig(device="cuda")`` whose
+    ``__post_init__`` asks ``is_device_available(self.device)``: ``if name.startswith("cuda"):
+    return torch.cuda.is_available() ... else: raise ValueError``), or a parameter default that
+    reaches one, is not moved alone: "neuron" would reach the raise. Unsafe where that test's
+    own fix is (its branches call torch only), so ``--unsafe-fixes`` moves both; otherwise
+    reported and kept, the message naming the test (``file:line``). The project sweep knows
+    the readers (``ProjectFacts.device_readers``).
     """
 
     code = "CN102"
     name = "cuda-device-string"
-    fixes = frozenset({Safety.SAFE})
+    fixes = frozenset({Safety.SAFE, Safety.UNSAFE})
     triggers = ("cuda",)
     emits = ("torch.accelerator.current_accelerator",)
     VALID = (
@@ -367,6 +376,25 @@ class CudaDeviceString(Rule):
                 "give the replacement the target device.",
                 effort=Effort.LOW,
             )
+            return
+        reader = device_reader(self, node)
+        if reader is not None:
+            # The value crosses a call into a test that a safe run leaves on "cuda" and whose
+            # `else` raises: moved alone, the port fails where the original ran. Where the test's
+            # own fix is unsafe, --unsafe-fixes moves both; otherwise neither moves.
+            where, unsafe = reader
+            message = f"`{self.context.code(node)}` reaches {where}; that test stays \"cuda\" in a safe run and raises on any other device"
+            if unsafe and built is not None and use.what != "map-key":
+                self.report(
+                    node, message, replacement=built[0], safety=Safety.UNSAFE, imports=built[1],
+                    guidance='"neuron" here must move with that test: --unsafe-fixes moves both.',
+                    description="name the target device", effort=Effort.LOW,
+                )
+            else:
+                self.report(
+                    node, message, effort=Effort.LOW,
+                    guidance='left as is: "neuron" here would reach the raise. Port that test first, then write "neuron" here.',
+                )
             return
         callee = library_callee(self, node)
         if callee is None or takes_torch_device(callee):

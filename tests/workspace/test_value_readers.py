@@ -1,0 +1,155 @@
+"""Values that cross a call and decide in the callee (issue 38): the sweep's ``selections`` and
+``device_readers``, and what CN102 / the kernel gates make of them.
+
+lerobot's ``config_cls(device="cuda")`` was moved to "neuron" while the config's
+``__post_init__`` hands the field to a device check that a safe run leaves on "cuda" and whose
+``else`` raises; torchtitan's ``make_ffn_config(..., tp_gemm_backend="dist_gemm")`` picks a
+symmetric-memory class in the callee, and the ``skipUnless(torch.cuda.is_available())`` in front
+of the test making that call was ported. The fixture project ``value_flow`` carries both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cuda2neuron.core import Config, RunOptions
+from cuda2neuron.workspace import discover, process_files, project_facts, with_project_facts
+from workspace_helpers import write_tree
+
+PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "value_flow"
+
+LIBRARY = "import bitsandbytes as bnb\n\nclass Quant:\n    def forward(self, x):\n        return bnb.matmul_4bit(x, x)\n"
+READER = (
+    "import torch\n\ndef ready(try_device):\n    if try_device.startswith('cuda'):\n"
+    "        return torch.cuda.is_available()\n    elif try_device == 'cpu':\n        return True\n"
+    "    else:\n        raise ValueError(try_device)\n"
+)
+CONFIG = (
+    "from dataclasses import dataclass\nfrom .devices import ready\n\n@dataclass\nclass Cfg:\n"
+    "    device: str = 'cpu'\n\n    def __post_init__(self):\n        ready(self.device)\n"
+)
+
+# (files, selections expected as (function, parameter, literals), functions that select nothing)
+SELECTIONS = [
+    pytest.param(
+        {"pkg/quant.py": LIBRARY, "pkg/make.py": "from .quant import Quant\n\ndef make(kind='plain'):\n    cls = Quant if kind == 'q4' else object\n    return cls()\n"},
+        [("pkg.make.make", "kind", ("q4",))], (), id="a-conditional-expression-picks-an-imported-sink",
+    ),
+    pytest.param(
+        {"pkg/quant.py": LIBRARY, "pkg/make.py": "from .quant import Quant\n\ndef make(kind):\n    if kind != 'plain':\n        return Quant()\n    return None\n"},
+        [], ("pkg.make.make",), id="an-unequal-test-picks-the-other-side",
+    ),
+    pytest.param(
+        {"pkg/quant.py": LIBRARY, "pkg/make.py": "from .quant import Quant\n\ndef make(kind):\n    if kind == 'plain':\n        return None\n    else:\n        return Quant()\n"},
+        # Every literal but "plain" picks it: no literal to look for at the call (left as before).
+        [], ("pkg.make.make",), id="an-else-any-other-literal-takes-is-not-told",
+    ),
+    pytest.param(
+        {"pkg/quant.py": LIBRARY, "pkg/make.py": "from .quant import Quant\n\ndef make(kind, *, backend='a'):\n    if backend in ('b', 'c'):\n        return Quant()\n"},
+        [("pkg.make.make", "backend", ("b", "c"))], (), id="a-keyword-only-parameter-in-a-tuple",
+    ),
+    pytest.param(
+        {"pkg/quant.py": LIBRARY, "pkg/make.py": "from .quant import Quant\n\nMODE = 'x'\n\ndef make():\n    return Quant() if MODE == 'q4' else None\n"},
+        [], ("pkg.make.make",), id="a-module-flag-is-no-parameter",
+    ),
+]
+
+
+@pytest.mark.parametrize(("files", "expected", "plain"), SELECTIONS)
+def test_the_sweep_records_a_literal_that_picks_a_sink(tmp_path, files, expected, plain):
+    facts = project_facts(discover([write_tree(tmp_path / "proj", files)]).files)
+    found = {(f, p, lits) for f, p, _, lits, _ in facts.selections}
+    for row in expected:
+        assert row in found, found
+    for name in plain:
+        assert not any(f == name for f, _, _ in found), found
+
+
+# (files, readers expected as (name, parameter, moved by --unsafe-fixes), names that read nothing)
+READERS = [
+    pytest.param({"pkg/devices.py": READER}, [("pkg.devices.ready", "try_device", True)], (), id="a-raising-chain-around-torch"),
+    pytest.param(
+        {"pkg/devices.py": READER.replace("try_device", "name")}, [("pkg.devices.ready", "name", False)], (),
+        id="a-name-that-says-no-device-stays-in-every-run",
+    ),
+    pytest.param(
+        {"pkg/devices.py": READER.replace("return torch.cuda.is_available()", "return True")}, [], ("pkg.devices.ready",),
+        id="plain-answers-move-safely",
+    ),
+    pytest.param(
+        {"pkg/devices.py": READER.replace("raise ValueError(try_device)", "return False")}, [], ("pkg.devices.ready",),
+        id="an-else-that-does-not-raise",
+    ),
+    pytest.param(
+        {"pkg/devices.py": READER.replace("try_device == 'cpu'", "try_device in ('cpu', 'neuron')")}, [], ("pkg.devices.ready",),
+        id="a-chain-that-knows-neuron",
+    ),
+    pytest.param(
+        {"pkg/devices.py": READER, "pkg/config.py": CONFIG, "pkg/__init__.py": "from .config import Cfg\n",
+         "pkg/more.py": "from pkg import Cfg\n\nclass Sub(Cfg):\n    pass\n"},
+        [("pkg.config.Cfg", "device", True), ("pkg.Cfg", "device", True), ("pkg.more.Sub", "device", True)], (),
+        id="a-field-handed-on-re-exported-and-subclassed",
+    ),
+    pytest.param(
+        {"pkg/devices.py": READER, "run.py": "from pkg.devices import ready\n\ndef load(path, device='cuda'):\n    ready(device)\n"},
+        [("run.load", "device", True)], (), id="a-parameter-handed-on",
+    ),
+    pytest.param(
+        {"pkg/devices.py": READER, "run.py": "from pkg.devices import ready\n\ndef load(path, device='cuda'):\n    ready('cpu')\n"},
+        [], ("run.load",), id="a-literal-handed-is-no-parameter",
+    ),
+]
+
+
+@pytest.mark.parametrize(("files", "expected", "plain"), READERS)
+def test_the_sweep_records_a_device_reader_that_stays(tmp_path, files, expected, plain):
+    facts = project_facts(discover([write_tree(tmp_path / "proj", files)]).files)
+    found = {(name, parameter, unsafe) for name, parameter, _, _, unsafe in facts.device_readers}
+    for row in expected:
+        assert row in found, found
+    for name in plain:
+        assert not any(n == name for n, _, _ in found), found
+
+
+def _port(unsafe: bool) -> dict[str, tuple[str, list]]:
+    found = discover([PROJECT])
+    config = with_project_facts(Config(), found.files)
+    results = process_files(found.files, config, RunOptions(fix=True, unsafe=unsafe), jobs=1)
+    return {
+        Path(r.path).resolve().relative_to(PROJECT.resolve()).as_posix(): ((r.new_bytes or Path(r.path).read_bytes()).decode(), list(r.findings))
+        for r in results
+    }
+
+
+@pytest.fixture(scope="module")
+def ports() -> dict[bool, dict[str, tuple[str, list]]]:
+    return {unsafe: _port(unsafe) for unsafe in (False, True)}
+
+
+# (file, the text in the original, what the safe port has there, what --unsafe-fixes has,
+#  text the held finding's message holds)
+LINES = [
+    pytest.param("checks/config_checks.py", 'config_cls(device="cuda"', '"cuda"', '"neuron"', "flowlib/devices.py:9", id="a-class-handed-in"),
+    pytest.param("checks/config_checks.py", 'RunConfig(device="cuda")', '"cuda"', '"neuron"', "flowlib/devices.py:9", id="a-dataclass-field"),
+    pytest.param("checks/config_checks.py", 'TunedConfig(device="cuda"', '"cuda"', '"neuron"', "flowlib/devices.py:9", id="a-subclass-through-the-package"),
+    pytest.param("checks/config_checks.py", 'def load(path, device="cuda")', '"cuda"', '"neuron"', "flowlib/devices.py:9", id="a-parameter-default"),
+    pytest.param("flowlib/devices.py", 'if try_device.startswith("cuda")', '"cuda"', '"neuron"', None, id="the-reader-moves-only-unsafe"),
+    pytest.param("checks/config_checks.py", 'mixed_precision_ok(device="cuda")', '"neuron"', '"neuron"', None, id="a-reader-of-plain-answers-moves-with-it"),
+    pytest.param("checks/linear_checks.py", 'skipUnless(torch.cuda.is_available(), "the 4-bit', "torch.cuda", "torch.cuda", "flowlib/layers.py:10", id="a-literal-that-picks-the-kernel-keeps-its-skip"),
+    pytest.param("checks/linear_checks.py", 'skipUnless(torch.cuda.is_available(), "runs on', "torch.neuron", "torch.neuron", None, id="the-plain-literal-is-ported"),
+]
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
+@pytest.mark.parametrize(("path", "original", "safe", "unsafe_text", "where"), LINES)
+def test_a_value_moves_only_with_its_reader(ports, unsafe, path, original, safe, unsafe_text, where):
+    source = (PROJECT / path).read_text()
+    line = source[: source.index(original)].count("\n") + 1
+    text, findings = ports[unsafe][path]
+    wanted = unsafe_text if unsafe else safe
+    assert wanted in text.splitlines()[line - 1], text.splitlines()[line - 1]
+    if where is not None and not (unsafe and wanted != safe):
+        held = [f for f in findings if f.span.start_line == line and not f.applied]
+        assert held and where in held[0].message, [(f.code, f.span.start_line, f.message) for f in findings]
