@@ -60,7 +60,7 @@ FIXES_LEFT_TO_LIBCST = frozenset({"CN111", "CN627"})
 
 # Detectors that only prove a file holds no finding (every report of the visitor needs a word or
 # an import the detector looks for): unsure wherever the visitor could report, and on its examples.
-GATES = frozenset({"CN602", "CN617"})
+GATES = frozenset({"CN602", "CN609", "CN616", "CN617"})
 
 
 @pytest.mark.parametrize(("code", "source", "path", "settings"), _examples())
@@ -295,6 +295,12 @@ GATE_CASES = [
     # included, and reports; a gate on the code text (comments blanked) would have decided it.
     pytest.param("CN602", "from pkg.jit import load_ext\nops = load_ext('ops', [  # was 'ops.cu'\n    'ops.cpp'])\n", "m.py", _LOADERS, False, id="CN602-cu-in-comment"),
     pytest.param("CN602", "from torch.utils import cpp_extension as ce\next = ce.load('e', srcs)\n", "m.py", _LOADERS, False, id="CN602-alias-spells-module"),
+    pytest.param("CN609", "import torch.nn.functional as F\ny = F.scaled_dot_product_attention(q, k, v)\nkind = 'flash_attention'\n", "m.py", Settings(), True, id="CN609-plain-sdpa"),
+    pytest.param("CN609", "import torch\nop = getattr(torch.ops.aten, '\\x5fscaled_dot_product_cudnn_attention')\n", "m.py", Settings(), False, id="CN609-op-name-escaped"),
+    pytest.param("CN609", "from torch.nn.attention import SDPBackend as B\nks = [B.FLASH_ATTENTION]\n", "m.py", Settings(), False, id="CN609-backend-alias"),
+    pytest.param("CN616", "from .ops import causal_conv1d_fn\nkernel = 'causal_conv1d'\nimport importlib\nm = importlib.import_module('json')\n", "pkg/m.py", Settings(), True, id="CN616-relative-and-selector"),
+    pytest.param("CN616", "import cutlass\n\n@cutlass.cute.kernel\ndef k(x):\n    pass\n", "m.py", Settings(), False, id="CN616-decorator-through-import"),
+    pytest.param("CN616", "def f():\n    ops = __import__('fused_adam_cuda')\n    ops.adam(p)\n", "m.py", Settings(), False, id="CN616-dynamic-in-function"),
     pytest.param("CN617", "import pkg.model\nfrom pkg.ops import other\nimport importlib\nm = importlib.import_module(name)\n", "pkg/m.py", _KERNELS, True, id="CN617-other-modules"),
     pytest.param("CN617", "from . import model\nfrom .ops import *\n", "pkg/sub/m.py", _KERNELS, True, id="CN617-relative-and-star"),
     pytest.param("CN617", "from ..ops import layer_norm\ny = layer_norm.rms_norm(x, w)\n", "pkg/models/block.py", _KERNELS, False, id="CN617-relative-kernel-module"),
