@@ -60,7 +60,7 @@ FIXES_LEFT_TO_LIBCST = frozenset({"CN111", "CN627"})
 
 # Detectors that only prove a file holds no finding (every report of the visitor needs a word or
 # an import the detector looks for): unsure wherever the visitor could report, and on its examples.
-GATES = frozenset({"CN602", "CN609", "CN616", "CN617"})
+GATES = frozenset({"CN602", "CN604", "CN606", "CN607", "CN609", "CN616", "CN617"})
 
 
 @pytest.mark.parametrize(("code", "source", "path", "settings"), _examples())
@@ -295,6 +295,12 @@ GATE_CASES = [
     # included, and reports; a gate on the code text (comments blanked) would have decided it.
     pytest.param("CN602", "from pkg.jit import load_ext\nops = load_ext('ops', [  # was 'ops.cu'\n    'ops.cpp'])\n", "m.py", _LOADERS, False, id="CN602-cu-in-comment"),
     pytest.param("CN602", "from torch.utils import cpp_extension as ce\next = ce.load('e', srcs)\n", "m.py", _LOADERS, False, id="CN602-alias-spells-module"),
+    pytest.param("CN604", "from .flash_attn import flash_attn_func\ny = flash_attn_func(q, k, v)\n", "pkg/m.py", Settings(), True, id="CN604-relative-import"),
+    pytest.param("CN604", "import flash_attn as fa\ny = fa.flash_attn_func(q, k, v)\n", "m.py", Settings(), False, id="CN604-aliased-import"),
+    pytest.param("CN606", "HAVE_APEX = False\nfrom mypkg.apex_like import FusedAdam\nopt = FusedAdam(p)\n", "m.py", Settings(), True, id="CN606-name-alike"),
+    pytest.param("CN606", "def f():\n    from apex.optimizers import FusedAdam\n    return FusedAdam(p)\n", "m.py", Settings(), False, id="CN606-import-in-function"),
+    pytest.param("CN607", "import importlib.util\nok = importlib.util.find_spec('bitsandbytes')\n", "m.py", Settings(), True, id="CN607-probe-by-name"),
+    pytest.param("CN607", "try:\n    import os, bitsandbytes.nn as bnn\nexcept ImportError:\n    bnn = None\n", "m.py", Settings(), False, id="CN607-second-alias-in-try"),
     pytest.param("CN609", "import torch.nn.functional as F\ny = F.scaled_dot_product_attention(q, k, v)\nkind = 'flash_attention'\n", "m.py", Settings(), True, id="CN609-plain-sdpa"),
     pytest.param("CN609", "import torch\nop = getattr(torch.ops.aten, '\\x5fscaled_dot_product_cudnn_attention')\n", "m.py", Settings(), False, id="CN609-op-name-escaped"),
     pytest.param("CN609", "from torch.nn.attention import SDPBackend as B\nks = [B.FLASH_ATTENTION]\n", "m.py", Settings(), False, id="CN609-backend-alias"),
