@@ -114,7 +114,10 @@ class ProjectCudaKernel(Rule):
             elif isinstance(node, ast.ImportFrom):
                 if any(alias.name == "*" for alias in node.names):
                     continue
-                bases = relative_module(file.path, node.level, node.module) if node.level else ((node.module,) if node.module else ())
+                if node.level:
+                    bases = relative_module(file.path, node.level, node.module)
+                else:
+                    bases = (node.module,) if node.module else ()
                 names = [tuple(f"{b}.{alias.name}" for b in bases) for alias in node.names]
                 if any(facts.builds_extension(b) for b in bases):
                     names.append(tuple(bases))
@@ -212,7 +215,6 @@ class ProjectCudaKernel(Rule):
                 effort=Effort.MEDIUM,
             )
             return
-
 
 
 def _classify(facts: ProjectFacts, candidates: tuple[str, ...]) -> tuple[str, bool] | None:
