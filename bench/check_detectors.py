@@ -2,10 +2,10 @@
 
     python bench/check_detectors.py --tree /work/repos/diffusers [--tree ...]
 
-For each Python file a detecting rule wakes on (its trigger words and wake test, as the engine
-asks), runs the rule's detector on CPython's ``ast`` and its visitor on libcst, and compares the
-findings field for field; a detector that is unsure is counted, not compared. Exit 1 on any
-difference. tests/rules/test_detectors.py does the same on the examples and a table of traps;
+For each Python file a detecting rule wakes on (its trigger words, the project's words and its
+wake test, as the engine asks, with the facts the project sweep finds in the tree), runs the
+rule's detector on CPython's ``ast`` and its visitor on libcst, and compares the findings field
+for field; a detector that is unsure is counted, not compared. Exit 1 on any difference. tests/rules/test_detectors.py does the same on the examples and a table of traps;
 bench/compare_outputs.py compares the tool's whole output between two versions.
 """
 
@@ -15,29 +15,36 @@ import argparse
 import sys
 from pathlib import Path
 
-from cuda2neuron.core import Config, RunOptions, Settings, SourceError
+from cuda2neuron.core import Config, RunOptions, SourceError
 from cuda2neuron.kinds import catalog
 from cuda2neuron.kinds._code_text import code_text
 from cuda2neuron.kinds._python import _awake, _detected
 from cuda2neuron.python import lint_module, parse_bytes
+from cuda2neuron.workspace import discover
+from cuda2neuron.workspace._project import with_project_facts
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tree", type=Path, action="append", required=True)
     args = ap.parse_args()
-    rules = tuple(r for r in catalog().values() if r.has_detector())
+    detecting = tuple(r for r in catalog().values() if r.has_detector())
     differ = 0
     for tree in args.tree:
+        # The sweep's facts: CN602's loaders and CN617's modules, and the words that wake them.
+        config = with_project_facts(Config(), discover([tree]).files)
+        settings = config.settings
+        rules = tuple(r for r in detecting if r.applies(settings))
+        project = settings.project.words()
         woken = decided = unsure = findings = 0
         for path in sorted(tree.rglob("*.py")):
             try:
                 data = path.read_bytes()
             except OSError:
                 continue
-            for rule in _awake(rules, code_text(data), ()):
+            for rule in _awake(rules, code_text(data), project):
                 woken += 1
-                detected = _detected(str(path), data, Config(), RunOptions(), (rule,))
+                detected = _detected(str(path), data, config, RunOptions(), (rule,))
                 if detected is None:
                     unsure += 1
                     continue
@@ -47,7 +54,7 @@ def main() -> int:
                     print(f"{path}: {rule.code}: decided, yet libcst cannot parse it")
                     differ += 1
                     continue
-                linted = lint_module(module, [rule], str(path), Settings(), data.decode(module.encoding))
+                linted = lint_module(module, [rule], str(path), settings, data.decode(module.encoding))
                 decided += 1
                 findings += len(linted)
                 if detected != linted:

@@ -216,8 +216,11 @@ class Rule:
         them instead of a libcst parse where every rule woken in a file has a detector and none
         of their fixes may be applied in the run (a file no edit can touch): most trigger files
         end so. Where ``ast`` and libcst could differ (names, parentheses, positions), the
-        detector returns None: it never guesses. tests/rules/test_detectors.py holds each
-        detector to its visitor on the rule's examples and on a table of traps.
+        detector returns None: it never guesses. A detector may decide only some files: a gate
+        returns [] where it proves the visitor reports nothing (no word or import any report
+        needs) and None elsewhere; one that does not build fix text returns None where the
+        visitor would attach a fix. tests/rules/test_detectors.py holds each detector to its
+        visitor on the rule's examples and on a table of traps.
         """
         return None
 

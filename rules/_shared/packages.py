@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from functools import lru_cache
 from typing import ClassVar
@@ -13,7 +14,7 @@ from cuda2neuron.python import dotted_name
 
 from .names import call_qualname
 
-__all__ = ["PackageRule", "imports_any", "in_package", "probed_package"]
+__all__ = ["PackageRule", "imports_any", "imports_package", "in_package", "probed_package"]
 
 
 def in_package(qualified: str | None, packages: tuple[str, ...]) -> bool:
@@ -63,6 +64,22 @@ def imports_any(code: bytes, tops: tuple[str, ...]) -> bool:
     ``wakes`` test: diffusers spells ``enable_xformers_memory_efficient_attention`` and
     ``image_rotary_emb`` in hundreds of files and imports xformers or rotary_emb in a handful."""
     return _import_pattern(tops).search(code) is not None
+
+
+def imports_package(tree: ast.Module, packages: tuple[str, ...]) -> bool:
+    """Does an absolute import anywhere in ``tree`` (CPython's ``ast``) name a module whose first
+    name is one of ``packages``? A name resolves to a qualified one only through an import (a
+    relative one binds none): where this says no, a ``PackageRule`` whose reports are all imports
+    of its packages or names resolved through them reports nothing (its detector, a gate)."""
+    tops = frozenset(p.split(".")[0] for p in packages)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            if any(alias.name.split(".")[0] in tops for alias in node.names):
+                return True
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module is not None:
+            if node.module.split(".")[0] in tops:
+                return True
+    return False
 
 
 class PackageRule(Rule):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings
+from cuda2neuron.python import Unsure
 
+from .._shared.detector import AstDetector
 from .._shared.device_maps import GPU_KEY_RE, MAX_MEMORY_GUIDANCE
 from .._shared.names import call_qualname
 from .._shared.strings import string_value
@@ -182,13 +185,7 @@ class DeviceMapGpuOrdinal(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)
         if qualified in _KBIT_DEVICE_MAP:
-            self.report(
-                node,
-                "`get_kbit_device_map()` gives a device map only where CUDA or XPU is available; on Trainium "
-                "it returns None and the model loads on the CPU",
-                guidance='pass device_map={"": f"neuron:{PartialState().local_process_index}"} instead',
-                effort=Effort.LOW,
-            )
+            self.report(node, _KBIT_MESSAGE, guidance=_KBIT_GUIDANCE, effort=Effort.LOW)
             return
         func = node.func
         if (
@@ -259,10 +256,130 @@ class DeviceMapGpuOrdinal(Rule):
         return element.key if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) else None
 
     def _report_max_memory(self, node: cst.BaseExpression, above: tuple[cst.CSTNode, ...]) -> None:
-        self.report(
-            node,
-            "`max_memory` keyed by GPU index: accelerate plans memory for CUDA devices only",
-            guidance=MAX_MEMORY_GUIDANCE,
-            effort=Effort.MEDIUM,
-            ancestors=above,
+        self.report(node, _MAX_MEMORY_MESSAGE, guidance=MAX_MEMORY_GUIDANCE, effort=Effort.MEDIUM, ancestors=above)
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        return _Detector(cls, file).findings()
+
+
+_MAX_MEMORY_MESSAGE = "`max_memory` keyed by GPU index: accelerate plans memory for CUDA devices only"
+_KBIT_MESSAGE = (
+    "`get_kbit_device_map()` gives a device map only where CUDA or XPU is available; on Trainium "
+    "it returns None and the model loads on the CPU"
+)
+_KBIT_GUIDANCE = 'pass device_map={"": f"neuron:{PartialState().local_process_index}"} instead'
+
+
+def _ast_int(node: ast.expr | None) -> bool:
+    """libcst's ``Integer``: an int literal (``True`` is a ``Name`` there, a bool here)."""
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _ast_str(node: ast.expr | None) -> str | None:
+    """``string_value`` on ``ast``: a str literal, implicit concatenations included (f-strings
+    and bytes are no ``Constant`` str)."""
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _ast_last_word(node: ast.expr) -> str:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+
+
+def _ast_int_keys(node: ast.expr) -> bool:
+    """``_int_keys`` on ``ast`` (a ``**spread`` has no key)."""
+    if isinstance(node, ast.Dict):
+        return any(
+            key is not None and (_ast_int(key) or GPU_KEY_RE.fullmatch(_ast_str(key) or "x") is not None) for key in node.keys
         )
+    if isinstance(node, ast.DictComp):
+        key, comp = node.key, node.generators[0]
+        return (
+            isinstance(key, ast.Name)
+            and isinstance(comp.target, ast.Name)
+            and comp.target.id == key.id
+            and isinstance(comp.iter, ast.Call)
+            and isinstance(comp.iter.func, ast.Name)
+            and comp.iter.func.id == "range"
+        )
+    return False
+
+
+class _Detector(AstDetector):
+    """The visitor above on CPython's ``ast`` (``python/_ast_walk.py``), for files the engine
+    does not parse with libcst: the ``max_memory`` and ``get_kbit_device_map()`` reports. An
+    ordinal it would rewrite is unsure (its fix text is libcst's to build, and a safe one is an
+    edit: libcst runs there anyway)."""
+
+    def findings(self) -> list[Finding] | None:
+        self._ints: set[str] = set()
+        reports = self.reports()
+        if reports is None:
+            return None
+        return [self.finding(node, message, guidance, effort) for node, message, guidance, effort, _ in reports]
+
+    def _report(self, node: ast.AST, message: str, guidance: str, effort: Effort) -> None:
+        self._reports.append((node, message, guidance, effort, tuple(self.ctx.ancestors)))
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = node.value
+        proven = _ast_int(value) or (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "int")
+        for target in node.targets:
+            if isinstance(target, ast.Subscript) and _ast_last_word(target.value).endswith("max_memory"):
+                if isinstance(target.slice, ast.Tuple) and len(target.slice.elts) == 1:
+                    # `max_memory[0,]` is one libcst subscript element (reported), `max_memory[(0,)]`
+                    # a tuple (not): ast writes both as a tuple.
+                    raise Unsure("a one-element tuple as a max_memory subscript")
+            if (
+                isinstance(target, ast.Subscript)
+                and _ast_last_word(target.value).endswith("max_memory")
+                and _ast_int(target.slice)
+            ):
+                self._report(target, _MAX_MEMORY_MESSAGE, MAX_MEMORY_GUIDANCE, Effort.MEDIUM)
+            if isinstance(target, ast.Name):
+                if proven:
+                    self._ints.add(target.id)
+                if target.id.endswith("max_memory") and _ast_int_keys(value):
+                    self._report(value, _MAX_MEMORY_MESSAGE, MAX_MEMORY_GUIDANCE, Effort.MEDIUM)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if self.ctx.call_qualname(node) in _KBIT_DEVICE_MAP:
+            self._report(node, _KBIT_MESSAGE, _KBIT_GUIDANCE, Effort.LOW)
+            return
+        func = node.func
+        args = self.ctx.args(node)
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "update"
+            and _ast_last_word(func.value).endswith("max_memory")
+            and args
+            and _ast_int_keys(args[0].value)
+        ):
+            self._report(args[0].value, _MAX_MEMORY_MESSAGE, MAX_MEMORY_GUIDANCE, Effort.MEDIUM)
+        for arg in args:
+            if arg.keyword == "device_map" and _ast_int(arg.value):
+                self._rewrite(arg.value)
+            elif arg.keyword == "max_memory" and _ast_int_keys(arg.value):
+                self._report(arg.value, _MAX_MEMORY_MESSAGE, MAX_MEMORY_GUIDANCE, Effort.MEDIUM)
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        parent = self.ctx.parent
+        is_map = getattr(parent, "keyword", None) == "device_map"  # an ArgNode: the value of device_map=
+        if isinstance(parent, ast.ClassDef) and any(k.arg == "device_map" and k.value is node for k in parent.keywords):
+            # `class A(device_map={...})`: libcst's class keyword is an Arg, ast's no ArgNode.
+            raise Unsure("a dict given to a class keyword device_map=")
+        for key, value in zip(node.keys, node.values):
+            if key is not None and (is_map or _ast_str(key) == ""):
+                self._rewrite(value)
+
+    def _rewrite(self, value: ast.expr) -> None:
+        """``_rewrite``: where the visitor reports an ordinal (with a fix, or with the fix's
+        words when no expression can be built) the detector is unsure."""
+        if (
+            _ast_int(value)
+            or (isinstance(value, ast.Name) and value.id in self._ints)
+            or (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "int")
+            or (isinstance(value, ast.Attribute) and value.attr in _INDEX_ATTRS)
+            or (isinstance(value, (ast.Name, ast.Attribute)) and ordinal_word(_ast_last_word(value)))
+        ):
+            raise Unsure("an ordinal in a device map: the visitor builds its fix")

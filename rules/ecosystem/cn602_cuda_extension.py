@@ -8,7 +8,7 @@ import libcst as cst
 
 from pathlib import PurePath
 
-from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Valid
+from cuda2neuron.core import Effort, Finding, Invalid, ProjectFacts, Rule, Settings, Valid
 from cuda2neuron.python import dotted_name
 
 from .._shared.args import arg_by_name
@@ -45,6 +45,16 @@ _SOURCE_BUILDERS = frozenset({
     f"{_EXT}.CppExtension", "setuptools.Extension", "setuptools.extension.Extension",
     "distutils.core.Extension", "distutils.extension.Extension",
 })  # fmt: skip
+# What every report of the visitor needs spelled somewhere in the file's text (a node's code is a
+# slice of it), so a file without any of these gets no finding (the detector decides it without
+# libcst; the project's loaders wake the rule on 281 of Megatron-LM's files that spell none):
+#   * a CUDA source in a literal (`_CU_SOURCE`): `_names_cu`, the lists it remembers, a loader
+#     given .cu files, a script that writes one (`_check_generated_source`'s pattern ends so too);
+#   * `CUDAExtension`: its call, the builder chosen or handed on, so also `_chosen` and the build
+#     script's whole-file finding (it needs a CUDA extension named: by one of these, or a .cu list);
+#   * `load_inline` (its terminal name is read before its qualified one) and `cpp_extension`
+#     (`load` resolves to torch.utils.cpp_extension.load only through an import that spells it).
+_MAY_REPORT = re.compile(r"""cpp_extension|CUDAExtension|load_inline|\.cuh?['"]""")
 # `open("kernel_forward.cu", "w")`: a script that writes CUDA source (a kernel generator).
 _WRITE_MODE = re.compile(r"[wax]")
 _GEN_GUIDANCE = (
@@ -238,6 +248,11 @@ class CudaExtension(Rule):
                 )
         else:
             self._check_loader_call(node)
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """No finding where the file spells none of ``_MAY_REPORT``; unsure elsewhere (libcst runs)."""
+        return None if _MAY_REPORT.search(file.text) else []
 
     def leave_Module(self, original_node: cst.Module) -> None:
         if not (self._setup and (self._cuda_extensions or self._chosen)):

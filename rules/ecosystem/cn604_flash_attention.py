@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Safety
+from cuda2neuron.core import Effort, Finding, Invalid, Safety, Settings
 from cuda2neuron.python import dotted_name
 
 from .._shared.args import arg_by_name
 from .._shared.names import call_qualname
-from .._shared.packages import PackageRule, in_package
+from .._shared.packages import PackageRule, imports_package, in_package
 from ._helpers import sdpa_bshd
 
 __all__ = ["FlashAttention"]
@@ -126,6 +126,12 @@ class FlashAttention(PackageRule):
         Invalid("from flash_attn.bert_padding import pad_input, unpad_input\nh, idx, cu, m, _ = unpad_input(x, mask)\n"),
         Invalid("from flash_attn.utils.distributed import all_gather\ny = all_gather(x, group)\n"),
     )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: every report is an import of the package or a call resolved through one, so
+        a file without such an import gets no finding; unsure elsewhere (libcst runs)."""
+        return None if imports_package(file.tree, cls.packages) else []
 
     def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
         module = dotted_name(node.module) if isinstance(node, cst.ImportFrom) and node.module is not None else None

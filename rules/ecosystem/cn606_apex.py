@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Safety
+from cuda2neuron.core import Effort, Finding, Invalid, Safety, Settings
 
 from .._shared.args import add_kwarg, arg_by_name, positional_args, remove_arg
 from .._shared.names import call_qualname
-from .._shared.packages import PackageRule, in_package
+from .._shared.packages import PackageRule, imports_package, in_package
 from ._fallbacks import fallback_norm
 
 __all__ = ["Apex"]
@@ -172,6 +172,12 @@ class Apex(PackageRule):
         ),
     )
 
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: every report is an import of the package or a call resolved through one, so
+        a file without such an import gets no finding; unsure elsewhere (libcst runs)."""
+        return None if imports_package(file.tree, cls.packages) else []
 
     def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
         self.report(node, "apex is CUDA-only and not available on Trainium", guidance=_IMPORT_GUIDANCE, effort=Effort.LOW)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid
+from cuda2neuron.core import Effort, Finding, Invalid, Settings
 
 from .._shared.names import call_qualname
-from .._shared.packages import PackageRule, imports_any, in_package
+from .._shared.packages import PackageRule, imports_any, imports_package, in_package
 
 __all__ = ["Bitsandbytes"]
 
@@ -68,6 +68,12 @@ class Bitsandbytes(PackageRule):
         # Every report is an import of bitsandbytes or a name resolved through one (diffusers
         # names it in availability checks and version tables in a dozen files).
         return imports_any(code, cls.packages)
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: every report is an import of the package or a call resolved through one, so
+        a file without such an import gets no finding; unsure elsewhere (libcst runs)."""
+        return None if imports_package(file.tree, cls.packages) else []
 
     def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
         self._report(node, "bitsandbytes is CUDA-only and not available on Trainium", _DEFAULT)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import re
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings
 
 from .._shared.names import call_qualname, terminal_name
 from .._shared.strings import string_value
@@ -44,6 +47,11 @@ _CUDA_OPS = frozenset(
 # The same ops named by a string (`(torch.ops.aten, "_scaled_dot_product_cudnn_attention_backward")`
 # in xformers' FLOP counter, `getattr(torch.ops.aten, name)`): the op's last name.
 _CUDA_OP_NAMES = frozenset(q.rpartition(".")[2] for q in _CUDA_OPS)
+# What every report of the visitor needs written in the file (identifiers are kept as written, and
+# a qualified name is spelled by the import it resolves through): a selection, switch or check
+# called by its name, `SDPBackend` (its kernels' qualified names), a private op's attribute. A
+# string naming an op may spell it with escapes, so strings are read from the ast (`detect`).
+_MAY_REPORT = re.compile("|".join(sorted({"SDPBackend", "_scaled_dot_product_", *_NAMES})))
 _NAMED_GUIDANCE = (
     "On Neuron scaled_dot_product_attention runs its own kernel, none of CUDA's: a selection built "
     "from this list leaves it no kernel, and an op list (activation-checkpoint policies) naming "
@@ -141,6 +149,20 @@ class SdpaKernelSelection(Rule):
             "params = SDPAParams(q, k, v, None, 0.0, True)\nassert can_use_flash_attention(params, True)\n"
         ),
     )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """No finding where the file writes none of ``_MAY_REPORT`` and no string holds an op's
+        name (``visit_SimpleString`` needs "_attention" in the literal as written); unsure
+        elsewhere (libcst runs)."""
+        if _MAY_REPORT.search(file.text):
+            return None
+        if "_attention" in file.text and any(
+            isinstance(n, ast.Constant) and isinstance(n.value, str) and any(op in n.value for op in _CUDA_OP_NAMES)
+            for n in ast.walk(file.tree)
+        ):
+            return None
+        return []
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         name = string_value(node) if "_attention" in node.value else None

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from functools import lru_cache
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Valid
+from cuda2neuron.core import Effort, Finding, Invalid, ProjectFacts, Rule, Settings, Valid
 from cuda2neuron.python import dotted_name
 
 from .._shared.kernels import KERNEL_LANGUAGES, KernelPackage, dynamic_import, kernel_packages, package_of
@@ -115,6 +116,27 @@ class CudaKernelPackage(Rule):
 
     def _facts(self) -> ProjectFacts:
         return self.context.settings.project
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """No finding where no absolute import of the file, and no call given a string as its
+        first argument (a superset of ``dynamic_import``), names a module whose first name is a
+        row's (``_triggers``); unsure elsewhere (libcst runs). Every report of the visitor is
+        such an import, or a name resolved through one (a relative import binds no qualified
+        name), and ``package_of`` only finds names under a row."""
+        tops = frozenset(cls.triggers)
+        for node in ast.walk(file.tree):
+            if isinstance(node, ast.Import):
+                if any(alias.name.split(".")[0] in tops for alias in node.names):
+                    return None
+            elif isinstance(node, ast.ImportFrom):
+                if not node.level and node.module is not None and node.module.split(".")[0] in tops:
+                    return None
+            elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+                value = node.args[0].value
+                if isinstance(value, str) and value.split(".")[0] in tops:
+                    return None
+        return []
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Settings, Valid
+from cuda2neuron.core import Effort, Finding, Invalid, ProjectFacts, Rule, Settings, Valid
 from cuda2neuron.python import dotted_name
 
 from .._shared.kernels import dynamic_import, local_kernel_package, package_of, project_module, relative_module
@@ -120,15 +122,35 @@ class ProjectCudaKernel(Rule):
         return self.context.settings.project
 
     def _classify(self, candidates: tuple[str, ...]) -> tuple[str, bool] | None:
-        facts = self._facts()
-        for name in candidates:
-            if facts.builds_extension(name):
-                return name, True
-        found = project_module(facts, candidates)
-        if found is None:
-            return None
-        extension = any(found == e or found.startswith(e + ".") for e in facts.extension_modules)
-        return found, extension
+        return _classify(self._facts(), candidates)
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """No finding where no import of the file (``import``, ``from ... import``, or a call
+        given a module name as its first argument, a superset of ``dynamic_import``'s) names a
+        module the sweep found; unsure elsewhere (libcst runs). Every report of the visitor is
+        such an import, or a call through a name one of them bound."""
+        facts = settings.project
+        for node in ast.walk(file.tree):
+            if isinstance(node, ast.Import):
+                names: list[tuple[str, ...]] = [(alias.name,) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if any(alias.name == "*" for alias in node.names):
+                    continue
+                if node.level:
+                    bases = relative_module(file.path, node.level, node.module)
+                else:
+                    bases = (node.module,) if node.module else ()
+                names = [tuple(f"{b}.{alias.name}" for b in bases) for alias in node.names]
+                if any(facts.builds_extension(b) for b in bases):
+                    names.append(tuple(bases))
+            elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                names = [(node.args[0].value,)]
+            else:
+                continue
+            if any(_classify(facts, candidates) is not None for candidates in names):
+                return None
+        return []
 
     def visit_Import(self, node: cst.Import) -> None:
         reported = False
@@ -229,3 +251,15 @@ class ProjectCudaKernel(Rule):
             )
             return
 
+
+def _classify(facts: ProjectFacts, candidates: tuple[str, ...]) -> tuple[str, bool] | None:
+    """The project module ``candidates`` name (the first that is one), and whether it is a
+    compiled extension; None if none is."""
+    for name in candidates:
+        if facts.builds_extension(name):
+            return name, True
+    found = project_module(facts, candidates)
+    if found is None:
+        return None
+    extension = any(found == e or found.startswith(e + ".") for e in facts.extension_modules)
+    return found, extension

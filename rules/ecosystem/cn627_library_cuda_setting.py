@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import ast
+import io
+import tokenize
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings
+from cuda2neuron.python import Unsure
 
+from .._shared.detector import AstDetector
 from .._shared.library_settings import (
     Match,
     gpu_constants,
@@ -24,6 +30,10 @@ from .._shared.strings import make_string, string_value
 __all__ = ["LibraryCudaSetting"]
 
 _RAY_GPU_KEYWORD = "num_gpus"
+_RAY_GPUS_MESSAGE = f"`{_RAY_GPU_KEYWORD}=` asks Ray for GPUs, which a Trainium node does not have"
+_RAY_BUNDLE_MESSAGE = 'the Ray resource "GPU" asks for GPUs, which a Trainium node does not have'
+_USE_GPU_MESSAGE = "`use_gpu=` gives each Ray Train worker a GPU, which a Trainium node does not have"
+_USE_GPU_GUIDANCE = 'use use_gpu=False with resources_per_worker={"neuron_cores": 1}'
 _RAY_GUIDANCE = (
     'Ray schedules AWS Neuron cores as the resource "neuron_cores": ask for resources={"neuron_cores": N}'
 )
@@ -264,8 +274,7 @@ class LibraryCudaSetting(Rule):
                 ancestors=(*self.context.ancestors, holder),
             )
             return
-        guidance = found.setting.guidance or (f"on Trainium write {found.port!r}" if found.port else "")
-        self.report(value, message, guidance=guidance, effort=Effort.LOW, ancestors=(*self.context.ancestors, holder))
+        self.report(value, message, guidance=_setting_guidance(found), effort=Effort.LOW, ancestors=(*self.context.ancestors, holder))
 
     def _expected_to_raise(self) -> bool:
         """Inside ``with pytest.raises(...)`` / ``self.assertRaises(...)``: the test expects the
@@ -331,7 +340,7 @@ class LibraryCudaSetting(Rule):
         arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == _RAY_GPU_KEYWORD), None)
         if arg is None or not _positive_number(arg.value):
             return
-        message = f"`{_RAY_GPU_KEYWORD}=` asks Ray for GPUs, which a Trainium node does not have"
+        message = _RAY_GPUS_MESSAGE
         has_resources = any(a.keyword is not None and a.keyword.value == "resources" for a in call.args)
         if isinstance(arg.value, cst.Integer) and not has_resources and self.context.settings.target == "neuron":
             resources = cst.Dict([cst.DictElement(make_string(ray_resources().neuron), arg.value)])
@@ -344,7 +353,7 @@ class LibraryCudaSetting(Rule):
         self.report(arg, message, guidance=_RAY_GUIDANCE, effort=Effort.LOW, ancestors=(*self.context.ancestors, call))
 
     def _ray_bundle(self, element: cst.DictElement) -> None:
-        message = 'the Ray resource "GPU" asks for GPUs, which a Trainium node does not have'
+        message = _RAY_BUNDLE_MESSAGE
         if self.context.settings.target == "neuron" and isinstance(element.key, cst.SimpleString):
             self.report(
                 element.key, message, replacement=make_string(ray_resources().neuron, element.key),
@@ -363,9 +372,7 @@ class LibraryCudaSetting(Rule):
         if arg is None or _literal(arg.value) in ("False", "None", "0"):
             return
         self.report(
-            arg, "`use_gpu=` gives each Ray Train worker a GPU, which a Trainium node does not have",
-            guidance='use use_gpu=False with resources_per_worker={"neuron_cores": 1}', effort=Effort.LOW,
-            ancestors=(*self.context.ancestors, call),
+            arg, _USE_GPU_MESSAGE, guidance=_USE_GPU_GUIDANCE, effort=Effort.LOW, ancestors=(*self.context.ancestors, call),
         )
 
     def _constant(self, name: str, node: cst.Assign) -> None:
@@ -376,11 +383,249 @@ class LibraryCudaSetting(Rule):
                 ancestors=(*self.context.ancestors, node),
             )
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        return _Detector(cls, file, settings).findings()
+
+
+def _setting_guidance(found: Match) -> str:
+    return found.setting.guidance or (f"on Trainium write {found.port!r}" if found.port else "")
+
 
 def _root(node: cst.BaseExpression) -> str | None:
     while isinstance(node, cst.Attribute):
         node = node.value
     return node.value if isinstance(node, cst.Name) else None
+
+
+def _one_string(file, node: ast.Constant) -> bool:  # noqa: ANN001 - python.AstFile
+    """Is the str literal ``node`` one token (libcst's ``SimpleString``), not an implicit
+    concatenation (``"flash_" "attention_2"``: a ``ConcatenatedString``, which ``_literal`` does
+    not read), though ``ast`` folds both into one ``Constant``?"""
+    start, end = file.bounds(node)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO("(" + file.text[start:end] + ")").readline))
+    except (tokenize.TokenError, SyntaxError):
+        raise Unsure("a string literal tokenize cannot read alone") from None
+    return sum(t.type == tokenize.STRING for t in tokens) == 1
+
+
+def _ast_terminal(node: ast.expr) -> str | None:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+
+
+def _ast_target_name(node: ast.expr) -> str | None:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _ast_str(node: ast.expr | None) -> str | None:
+    """``string_value``: a str literal, implicit concatenations included."""
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _ast_positive_number(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value > 0
+    return True  # computed (True / 1j / a name are no Integer or Float in libcst either)
+
+
+class _Detector(AstDetector):
+    """The visitor above on CPython's ``ast`` (``python/_ast_walk.py``), for files the engine does
+    not parse with libcst. A report the visitor gives a fix (the table's port, Ray's resource
+    name) makes it unsure: the fix text is libcst's to build, and a safe fix is an edit, which
+    libcst writes anyway. A call's arguments and a dict's elements (libcst's ``Arg`` and
+    ``DictElement`` visits) are read when their call or dict is visited: they depend only on the
+    ancestors and on whether Ray was imported, which no argument changes."""
+
+    def __init__(self, rule: type, file, settings: Settings) -> None:  # noqa: ANN001 - python.AstFile
+        super().__init__(rule, file)
+        self.settings = settings
+        self._ray = False
+
+    def findings(self) -> list[Finding] | None:
+        reports = self.reports()
+        if reports is None:
+            return None
+        return [self.finding(node, message, guidance, effort) for node, message, guidance, effort, _ in reports]
+
+    def _report(self, node: object, message: str, guidance: str, effort: Effort) -> None:
+        self._reports.append((node, message, guidance, effort, tuple(self.ctx.ancestors)))
+
+    def _text(self, node: ast.AST) -> str:
+        start, end = self.file.bounds(node)
+        return self.file.text[start:end]
+
+    def _literal(self, node: ast.expr) -> str | None:
+        """``_literal``: the source text of a number, as libcst keeps it (``0x10``, ``1_000``)."""
+        if isinstance(node, ast.Constant):
+            value = node.value
+            if isinstance(value, str):
+                return value if _one_string(self.file, node) else None
+            if value is True or value is False or value is None:
+                return str(value)
+            if type(value) in (int, float):
+                return self._text(node)
+            return None
+        if isinstance(node, ast.Dict):
+            return "{...}" if node.keys else ""
+        return None
+
+    # -- where Ray is imported
+    def visit_Import(self, node: ast.Import) -> None:
+        if any(a.name.split(".")[0] == "ray" for a in node.names):
+            self._ray = True
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.module is not None and not node.level and node.module.split(".")[0] == "ray":
+            self._ray = True
+
+    # -- settings
+    def _arg(self, call: ast.Call, arg) -> None:  # noqa: ANN001 - python.ArgNode
+        key = arg.keyword
+        if key is None:
+            return
+        if key == "default":
+            self._default(call, arg)
+            return
+        if normalize_key(key) in setting_keys("python"):
+            self._setting(key, arg.value)
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        for key_node, value in zip(node.keys, node.values):
+            key = _ast_str(key_node)
+            if key is None:
+                continue
+            if key == ray_resources().gpu and self._ray:
+                self._ray_bundle(key_node)
+            elif normalize_key(key) in setting_keys("python"):
+                self._setting(key, value)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        name = _ast_target_name(node.target)
+        if name is not None and node.value is not None and normalize_key(name) in setting_keys("python"):
+            self._setting(name, node.value)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0]
+        name = _ast_target_name(target)
+        if name is None:
+            return
+        if normalize_key(name) in setting_keys("python"):
+            self._setting(name, node.value)
+        elif isinstance(target, ast.Name) and len(self.ctx.ancestors) == 1:
+            # libcst's module level: [Module, SimpleStatementLine], which ast has no node for.
+            self._constant(name, node)
+
+    def _default(self, call: ast.Call, arg) -> None:  # noqa: ANN001 - python.ArgNode
+        name = None
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument":
+            flags = [_ast_str(a.value) for a in self.ctx.args(call) if a.keyword is None]
+            name = next((f.lstrip("-") for f in flags if f and f.startswith("--")), None)
+        elif isinstance(self.ctx.parent, ast.AnnAssign):
+            name = _ast_target_name(self.ctx.parent.target)
+        if name is not None and normalize_key(name) in setting_keys("python"):
+            self._setting(name, arg.value)
+
+    def _setting(self, key: str, value: ast.expr) -> None:
+        written = self._literal(value)
+        if written is None or self._expected_to_raise():
+            return
+        found = match_setting(key, written, "python")
+        if found is None:
+            return
+        if self._ported(value, found) and self.settings.target == "neuron":
+            raise Unsure("a setting the table ports: the visitor builds its fix")
+        self._report(value, f"`{key}={written}` {found.what}", _setting_guidance(found), Effort.LOW)
+
+    @staticmethod
+    def _ported(value: ast.expr, found: Match) -> bool:
+        """Would ``_port`` build a replacement (a str literal, or ``True`` / ``False`` / ``None``
+        written as a name, for a ``true`` / ``false`` port)?"""
+        if not found.port or not found.same_update or not isinstance(value, ast.Constant):
+            return False
+        if isinstance(value.value, str):
+            return True  # a concatenation never gets here: _literal read it as None
+        # `is`, not `in`: 1 == True, 0.0 == False.
+        return (value.value is True or value.value is False or value.value is None) and found.port in ("true", "false")
+
+    def _expected_to_raise(self) -> bool:
+        for anc in self.ctx.ancestors:
+            if not isinstance(anc, (ast.With, ast.AsyncWith)):
+                continue
+            for item in anc.items:
+                call = item.context_expr
+                if isinstance(call, ast.Call) and (
+                    self.ctx.call_qualname(call) == "pytest.raises" or _ast_terminal(call.func) in _RAISES_ASSERTIONS
+                ):
+                    return True
+        return False
+
+    # -- calls
+    def visit_Call(self, node: ast.Call) -> None:
+        self._call(node)
+        for arg in self.ctx.args(node):
+            self._arg(node, arg)
+
+    def _call(self, node: ast.Call) -> None:
+        last = _ast_terminal(node.func)
+        if last in ("remote", "options") and self._ray:
+            self._ray_gpus(node, last)
+            return
+        if last == "ScalingConfig":
+            self._scaling_config(node)
+            return
+        rows = library_calls()
+        if last is None or not any(name.endswith("." + last) for name in rows):
+            return
+        qualified = self.ctx.call_qualname(node)
+        row = rows.get(qualified or "")
+        if row is None:
+            return
+        args = self.ctx.args(node)
+        if row.backend:
+            backend = next((a.value for a in args if a.keyword == "backend"), None)
+            if backend is None and len(args) > 2 and args[2].keyword is None:
+                backend = args[2].value
+            if backend is None or (_ast_str(backend) or "").lower() != row.backend and not (
+                isinstance(backend, ast.Attribute) and backend.attr.lower() == row.backend
+            ):
+                return
+        self._report(node, f"`{qualified}` {row.what}", row.guidance, Effort.MEDIUM)
+
+    def _ray_gpus(self, call: ast.Call, last: str) -> None:
+        if last == "remote" and self.ctx.call_qualname(call) != "ray.remote":
+            return
+        args = self.ctx.args(call)
+        arg = next((a for a in args if a.keyword == _RAY_GPU_KEYWORD), None)
+        if arg is None or not _ast_positive_number(arg.value):
+            return
+        has_resources = any(a.keyword == "resources" for a in args)
+        integer = isinstance(arg.value, ast.Constant) and type(arg.value.value) is int
+        if integer and not has_resources and self.settings.target == "neuron":
+            raise Unsure("num_gpus= the visitor rewrites: it builds the fix")
+        self._report(arg.source, _RAY_GPUS_MESSAGE, _RAY_GUIDANCE, Effort.LOW)
+
+    def _ray_bundle(self, key: ast.Constant) -> None:
+        if self.settings.target == "neuron" and _one_string(self.file, key):
+            raise Unsure('a Ray "GPU" bundle key the visitor rewrites: it builds the fix')
+        self._report(key, _RAY_BUNDLE_MESSAGE, _RAY_GUIDANCE, Effort.LOW)
+
+    def _scaling_config(self, call: ast.Call) -> None:
+        qualified = self.ctx.call_qualname(call) or ""
+        if not qualified.startswith("ray."):
+            return
+        arg = next((a for a in self.ctx.args(call) if a.keyword == "use_gpu"), None)
+        if arg is None or self._literal(arg.value) in ("False", "None", "0"):
+            return
+        self._report(arg.source, _USE_GPU_MESSAGE, _USE_GPU_GUIDANCE, Effort.LOW)
+
+    def _constant(self, name: str, node: ast.Assign) -> None:
+        names, what, guidance, _source = gpu_constants()
+        value = node.value
+        if name in names and isinstance(value, ast.Constant) and type(value.value) is int and value.value > 0:
+            self._report(value, f"`{name} = {self._text(value)}` {what}", guidance, Effort.LOW)
 
 
 # The table's rows and their sources belong to the rule's documentation (docs/rules.md, `cuda2neuron rules`).

@@ -17,6 +17,10 @@ from cuda2neuron.kinds._python import process_python_findings
 REPORT_ONLY = b"import torch\nfrom torch import float64\nlayer = torch.nn.Linear(4, 4, dtype=float64)\n"  # CN801, no fix
 UNSAFE_FIX = b"import torch\nx = torch.zeros(3, dtype=torch.float64, device=device)\ny = y.double()\n"
 NO_FINDING = b"import torch\nbetas = torch.linspace(1e-4, 2e-2, 1000, dtype=torch.float64).numpy()\n"
+# CN627 reported with no fix; CN111 and CN627 where their visitors attach a (safe) fix.
+SETTING_REPORTED = b"from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', deepspeed='ds.json')\n"
+ORDINAL = b'm = AutoModel.from_pretrained("x", device_map={"": 0})\n'
+PORTED = b"m = load('x', attn_implementation='flash_attention_2')\n"
 # CN801 and a rule with no detector (CN201: torch.cuda calls) woken together.
 MIXED = b"import torch\nx = x.to(torch.float64)\ntorch.cuda.synchronize()\n"
 
@@ -49,6 +53,7 @@ def _through_libcst(monkeypatch, data: bytes, options: RunOptions):
         pytest.param(UNSAFE_FIX, RunOptions(fix=True), id="migrate-unsafe-fix-not-applied"),
         pytest.param(REPORT_ONLY, RunOptions(fix=True, unsafe=True), id="migrate-unsafe-nothing-to-apply"),
         pytest.param(NO_FINDING, RunOptions(fix=True), id="migrate-no-finding"),
+        pytest.param(SETTING_REPORTED, RunOptions(fix=True), id="migrate-cn627-report-only"),
     ],
 )
 def test_no_edit_skips_libcst(monkeypatch, parses, data, options):
@@ -63,6 +68,8 @@ def test_no_edit_skips_libcst(monkeypatch, parses, data, options):
         pytest.param(UNSAFE_FIX, RunOptions(fix=True, unsafe=True), id="unsafe-fix-lands"),
         pytest.param(MIXED, RunOptions(), id="a-rule-without-detector"),
         pytest.param(b"import torch\nmsg = f'{x.to(torch.float64)}'\n", RunOptions(), id="detector-unsure"),
+        pytest.param(ORDINAL, RunOptions(fix=True), id="cn111-safe-fix-lands"),
+        pytest.param(PORTED, RunOptions(), id="cn627-fix-text-left-to-libcst"),
     ],
 )
 def test_libcst_where_needed(monkeypatch, parses, data, options):
