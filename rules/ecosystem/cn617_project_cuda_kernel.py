@@ -133,14 +133,14 @@ class ProjectCudaKernel(Rule):
         facts = settings.project
         for node in ast.walk(file.tree):
             if isinstance(node, ast.Import):
-                names: list[tuple[str, ...]] = [(alias.name,) for alias in node.names]
+                names: list[tuple[str, ...]] = [_absolute(alias.name, facts, file.path) for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
                 if any(alias.name == "*" for alias in node.names):
                     continue
                 if node.level:
                     bases = relative_module(file.path, node.level, node.module)
                 else:
-                    bases = (node.module,) if node.module else ()
+                    bases = _absolute(node.module, facts, file.path) if node.module else ()
                 names = [tuple(f"{b}.{alias.name}" for b in bases) for alias in node.names]
                 if any(facts.builds_extension(b) for b in bases):
                     names.append(tuple(bases))
@@ -156,7 +156,7 @@ class ProjectCudaKernel(Rule):
         reported = False
         for alias in node.names:
             full = dotted_name(alias.name) or ""
-            hit = self._classify(self._absolute(full))
+            hit = self._classify(_absolute(full, self._facts(), self.context.path))
             if hit is None:
                 continue
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else full.split(".")[0]
@@ -172,7 +172,7 @@ class ProjectCudaKernel(Rule):
         if node.relative:
             bases = relative_module(self.context.path, len(node.relative), module)
         else:
-            bases = self._absolute(module) if module else ()
+            bases = _absolute(module, self._facts(), self.context.path) if module else ()
         reported = False
         for alias in node.names:
             name = dotted_name(alias.name) or ""
@@ -187,18 +187,6 @@ class ProjectCudaKernel(Rule):
             if not reported:
                 self._report_import(node, *hit)
                 reported = True
-
-    def _absolute(self, module: str) -> tuple[str, ...]:
-        """An absolute import's module, then, where it bears a CUDA kernel package's name, the
-        project's own package Python finds beside or above the file under that name (unsloth's
-        tests import its ``grouped_gemm`` folder: CN616 leaves it here). Only there: unsloth's
-        studio tests import ``core.inference.worker`` from the folder above too, and reading
-        every such import as the project's kernel module made 458 findings of tests calling
-        functions of a module that imports triton in another function."""
-        if package_of(module, ProjectFacts()) is None:
-            return (module,)
-        local = local_kernel_package(module, self._facts(), self.context.path)
-        return (module,) if local is None else (module, local)
 
     def _report_import(self, node: cst.CSTNode, module: str, extension: bool) -> None:
         if extension:
@@ -263,3 +251,17 @@ def _classify(facts: ProjectFacts, candidates: tuple[str, ...]) -> tuple[str, bo
         return None
     extension = any(found == e or found.startswith(e + ".") for e in facts.extension_modules)
     return found, extension
+
+
+def _absolute(module: str, facts: ProjectFacts, path) -> tuple[str, ...]:  # noqa: ANN001 - the file's path
+    """An absolute import's module, then, where it bears a CUDA kernel package's name, the
+    project's own package Python finds beside or above the file under that name (unsloth's
+    tests import its ``grouped_gemm`` folder: CN616 leaves it here). Only there: unsloth's
+    studio tests import ``core.inference.worker`` from the folder above too, and reading
+    every such import as the project's kernel module made 458 findings of tests calling
+    functions of a module that imports triton in another function. The visitor and the
+    gate both read imports through it, so the gate decides no file the visitor reports."""
+    if package_of(module, ProjectFacts()) is None:
+        return (module,)
+    local = local_kernel_package(module, facts, path)
+    return (module,) if local is None else (module, local)
