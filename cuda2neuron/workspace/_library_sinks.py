@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable
 
 from cuda2neuron.core import ProjectFacts
 
+from ._line_search import findall_at_lines
+
 # The rules' tables and the device model load libcst and the catalog: imported where a file
 # holds something to read, never for a project no rule wakes (tests/engine/test_coarse_triggers.py).
 
@@ -168,7 +170,7 @@ def _imports(data: bytes) -> list[tuple[str, str]]:
     """(local name, dotted name) of every import of the module at any depth, in order, read from
     the text as the sweep reads import lines; a relative import's dotted name keeps its dots."""
     found: list[tuple[str, str]] = []
-    for source, names, plain in _IMPORT.findall(data):
+    for source, names, plain in findall_at_lines(_IMPORT, data, b"import"):
         for item in (plain or names.strip(b"()")).split(b","):
             alias = _ALIAS.search(item.strip().strip("\\".encode()))
             if alias is None:
@@ -208,9 +210,10 @@ def _with_fallback(data: bytes, bound: dict[str, str], facts: ProjectFacts) -> l
     own = {local for local, dotted in _imports(data) if dotted.startswith(".") or facts.own_module(dotted)}
     found = []
     for name in cuda_only:
-        spelled = re.escape(name.encode())
-        assigned = re.compile(rb"^[ \t]*" + spelled + rb"[ \t]*(?::[^=\n]*)?=[ \t]*(\w+)[ \t]*(?:#.*)?$", re.MULTILINE)
-        if name in own or any(value.decode("ascii", "replace") in own for value in assigned.findall(data)):
+        spelled = name.encode()
+        assigned = re.compile(rb"^[ \t]*" + re.escape(spelled) + rb"[ \t]*(?::[^=\n]*)?=[ \t]*(\w+)[ \t]*(?:#.*)?$", re.MULTILINE)
+        values = findall_at_lines(assigned, data, spelled)
+        if name in own or any(value.decode("ascii", "replace") in own for value in values):
             found.append(name)
     return found
 

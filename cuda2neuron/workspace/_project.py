@@ -14,10 +14,12 @@ from __future__ import annotations
 import ast
 import bisect
 import collections
+import contextlib
 import functools
+import gc
 import itertools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from cuda2neuron.core import Config, ProjectFacts
 from cuda2neuron.kinds import NamePool, may_trigger
 
 from ._discover import SourceFile
+from ._line_search import findall_at_lines
 from ._library_sinks import library_pattern, library_starts, spelled, unconditional_uses
 from ._value_readers import Source, device_readers, may_read_devices, selections
 
@@ -43,6 +46,27 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     ``extra_roots`` are folders whose setup.py must be read even when it is not among ``files``
     (``check`` given a few files by pre-commit still knows the project's extensions).
     """
+    with _collector_paused():
+        return _project_facts(files, extra_roots)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """CPython's cyclic garbage collector off while the sweep runs. The trap: every ``ast.parse``
+    allocates thousands of tracked nodes, so the collector runs its young generation about once
+    per file and its oldest over every tree the sweep still holds (torchtitan: 1,249 young and
+    11 full collections, 0.7 of 3.3 CPU-s). What the sweep builds and drops is freed by its
+    reference counts (trees hold no cycles); the collector, if it was on, runs again after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> ProjectFacts:
     extensions: set[str] = set()
     kernels: set[str] = set()
     loaders: set[str] = set()
@@ -53,6 +77,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     trees: dict[str, ast.Module] = {}  # kernel module -> its tree, for the names that reach a kernel
     jit: dict[str, dict[str, str]] = {}  # module -> its handles of extensions built at run time from CUDA
     seen: set[Path] = set()
+    parsed = _Trees()
     files = tuple(files)
     candidates = [(f.path, f.root) for f in files if f.kind == "python"]
     # Top-level names of the project's own modules, from paths alone (nothing is read).
@@ -94,9 +119,8 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
         backends = any(w in data for w in _BACKEND_WORDS)
         if not builds and not backends:
             continue
-        try:
-            tree = ast.parse(data, filename=str(path))
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
+        tree = parsed.get(path, data)
+        if tree is None:
             continue  # the per-file run reports the syntax error
         if backends:
             backend_params += _backend_parameters(tree)
@@ -115,12 +139,12 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
             trees[module] = tree
         if module:
             loaders.update(f"{module}.{name}" for name in _loader_functions(tree))
-    trees.update(_extension_importers(candidates, extensions, trees))
+    trees.update(_extension_importers(candidates, extensions, trees, parsed))
     kernels.update(trees)
     spaces = op_namespaces(extensions)
     names = {f"{m}.{n}" for m, tree in trees.items() for n in _reaching_names(m, tree, extensions, kernels, spaces)}
     if kernels:
-        _add_reexports(candidates, kernels, names)
+        _add_reexports(candidates, kernels, names, parsed)
     facts = ProjectFacts(
         extension_modules=frozenset(extensions),
         kernel_modules=frozenset(kernels),
@@ -135,18 +159,18 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     if handed:
         facts = replace(facts, library_backends=_library_backends(handed, facts))
     if registries:
-        facts = replace(facts, registry_fields=_registry_fields(candidates, frozenset(registries)))
+        facts = replace(facts, registry_fields=_registry_fields(candidates, frozenset(registries), parsed))
     if reader_files:
         facts = replace(facts, device_readers=_device_readers(candidates, reader_files))
     starts, start_paths = _library_starts(library_files, facts)
     if not kernels and not extensions and not starts:
         return facts  # most projects: nothing CUDA-only to reach, nothing more to read
-    sinks = _sink_names(candidates, facts, jit) if kernels or extensions or jit else {}
+    sinks = _sink_names(candidates, facts, jit, parsed) if kernels or extensions or jit else {}
     if starts:
         # Chains from third-party packages: followed only through unconditional uses, as they
         # started (a model class that picks the xformers processor behind its own flag is not
         # CUDA-only); the project's own kernels name a name first.
-        library = _library_chains(candidates, starts, start_paths)
+        library = _library_chains(candidates, starts, start_paths, parsed)
         sinks = {**library, **sinks}
     return replace(facts, sink_names=frozenset(sinks.items()), selections=_selections(candidates, sinks))
 
@@ -238,7 +262,7 @@ def _imported_modules(data: bytes, module: str, package_init: bool) -> frozenset
     gives ``pkg``, ``pkg.ops``, ``pkg.ops.norm``."""
     package = module.split(".") if package_init else module.split(".")[:-1]
     found: set[str] = set()
-    for source, names, plain in _IMPORT.findall(data):
+    for source, names, plain in findall_at_lines(_IMPORT, data, b"import"):
         if plain:
             dotted = [item.split()[0].decode("ascii", "replace") for item in plain.split(b",") if item.split()]
         else:
@@ -280,7 +304,7 @@ def _jit_handles(tree: ast.Module, shown: str) -> dict[str, str]:
 
 
 def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts,
-                jit: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
+                jit: dict[str, dict[str, str]] | None = None, parsed: _Trees | None = None) -> dict[str, str]:
     """The project's top-level names that reach CUDA-only code through other modules, each with
     the sink and the line where the project's code calls into it.
 
@@ -295,6 +319,7 @@ def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts,
     would make a last-name filter parse most of a large project.
     """
     jit = jit or {}
+    parsed = parsed or _Trees()
     sinks: dict[str, str] = {}
     uses: dict[Path, _Uses | None] = {}
     imported: dict[Path, frozenset[str]] = {}
@@ -331,7 +356,7 @@ def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts,
             if imported[path].isdisjoint(wanted) and module not in wanted:
                 continue
             if path not in uses:
-                uses[path] = _Uses.read(module, shown, path, data if data is not None else path.read_bytes())
+                uses[path] = _Uses.read(module, shown, parsed.get(path, data), path.name == "__init__.py")
             found = uses[path]
             if found is None:
                 continue
@@ -344,13 +369,15 @@ def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts,
 
 
 def _library_chains(
-    candidates: list[tuple[Path, Path]], starts: dict[str, dict[str, str]], start_paths: set[Path]
+    candidates: list[tuple[Path, Path]], starts: dict[str, dict[str, str]], start_paths: set[Path],
+    parsed: _Trees | None = None,
 ) -> dict[str, str]:
     """The chains from third-party CUDA-only code (``starts``: module -> its names that use it
     unconditionally, with the sink and line), to a fixed point as ``_sink_names`` follows the
     project's kernels, but through uses that run whatever the code's tests say only, and only
     into files that name one of the names found so far (diffusers' attention_processor is
     imported everywhere for its plain names: following its modules parsed 281 files)."""
+    parsed = parsed or _Trees()
     sinks = {f"{m}.{n}": sink for m, names in starts.items() for n, sink in names.items()}
     files = [(path, root) for path, root in candidates if path.name != "setup.py"]
     texts = []
@@ -377,11 +404,9 @@ def _library_chains(
         # import ...`): searched once per module in the whole text, then the import lines decide.
         modules = {n.split(".")[-2].encode() for n in named if "." in n}
         spelling = {i for last in modules for i in _files_holding(joined, ends, last)}
-        lasts = sorted(re.escape(n.rsplit(".", 1)[-1].encode()) for n in named)
         # Called or subclassed, as the uses followed are: most importers of diffusers' xformers
         # processors only test `isinstance(p, XFormersAttnProcessor)`.
-        alternatives = b"|".join(lasts)
-        run = re.compile(rb"\b(?:" + alternatives + rb")(?:\.\w+)*[ \t]*\(|^[ \t]*class[ \t][^\n]*\b(?:" + alternatives + rb")\b", re.MULTILINE)
+        run = _CalledOrSubclassed({n.rsplit(".", 1)[-1] for n in named})
         named, spelling, first = set(), spelling | first, set()
         for i in sorted(spelling):
             path, root = files[i]
@@ -392,10 +417,11 @@ def _library_chains(
                 imported[i] = _imported_modules(texts[i], module, path.name == "__init__.py")
             # A start module is read too: its other names that use a start (`quantize_model(m)`
             # calling the module's `_convert_to_int8(m)`) reach the same code.
-            if (imported[i].isdisjoint(wanted) and module not in starts) or not run.search(texts[i]):
+            if (imported[i].isdisjoint(wanted) and module not in starts) or not run(texts[i]):
                 continue
             if i not in uses:
-                uses[i] = _Uses.read(module, _shown(path, root), path, texts[i], unconditional=True)
+                uses[i] = _Uses.read(module, _shown(path, root), parsed.get(path, texts[i]), path.name == "__init__.py",
+                                      unconditional=True)
             found = uses[i]
             if found is None:
                 continue
@@ -405,6 +431,47 @@ def _library_chains(
                     sinks[dotted] = sink
                     named.add(dotted)
     return sinks
+
+
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")  # \\w of a bytes pattern
+_CLASS_WORD = re.compile(rb"class[ \t]")
+
+
+class _CalledOrSubclassed:
+    """Whether a file's text calls one of ``names`` (``name(``, ``name.attr.f (``) or names one
+    as a whole word on a ``class`` line: the test ``_library_chains`` puts to a file before it
+    parses it, as the one pattern ``\\b(?:names)(?:\\.\\w+)*[ \\t]*\\(|^[ \\t]*class[ \\t][^\\n]*\\b(?:names)\\b``
+    would answer. The trap: a pattern that starts with ``\\b`` or ``^`` has no literal to skip
+    to, so the regex engine tries every alternative at every byte of every file (2.4 CPU-s over
+    the 1,778 files of diffusers that spell ``utils``). Here each search starts from the names
+    themselves or from the word ``class``, and the boundary before them is read back by hand."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        alternatives = b"|".join(sorted(re.escape(n.encode()) for n in names))
+        self._called = re.compile(rb"(?:" + alternatives + rb")(?:\.\w+)*[ \t]*\(")
+        self._word = re.compile(rb"\b(?:" + alternatives + rb")\b")
+
+    def __call__(self, data: bytes) -> bool:
+        at = 0
+        while (m := self._called.search(data, at)) is not None:
+            if _boundary(data, m.start()):
+                return True
+            at = m.start() + 1  # a later name may start inside this one's chain (`zf.g(`)
+        at = 0
+        while (m := _CLASS_WORD.search(data, at)) is not None:
+            line = data.rfind(b"\n", 0, m.start()) + 1
+            end = data.find(b"\n", m.end())
+            end = len(data) if end == -1 else end
+            if not data[line : m.start()].strip(b" \t") and self._word.search(data, m.end(), end):
+                return True
+            at = m.end()
+        return False
+
+
+def _boundary(data: bytes, at: int) -> bool:
+    """``\\b`` at ``at`` in a bytes pattern: a word byte on exactly one side."""
+    before = at > 0 and data[at - 1] in _WORD_BYTES
+    return before != (at < len(data) and data[at] in _WORD_BYTES)
 
 
 def _files_holding(joined: bytes, ends: list[int], word: bytes) -> set[int]:
@@ -418,6 +485,27 @@ def _files_holding(joined: bytes, ends: list[int], word: bytes) -> set[int]:
     return found
 
 
+class _Trees:
+    """Each file the sweep reads parsed once. The trap: its parts each parsed what they read
+    (the backend and extension scan, the kernel chains, the library chains, the re-exports), so
+    on Megatron-LM 512 of 1,507 whole-file parses were of a file parsed before (16.8 of 34.6 MB).
+    The trees are only read, never changed, so one serves every part; they live as long as the
+    sweep does."""
+
+    def __init__(self) -> None:
+        self._trees: dict[Path, ast.Module | None] = {}
+
+    def get(self, path: Path, data: bytes | None = None) -> ast.Module | None:
+        """The module ``path`` holds (``data``: its bytes, when already read); None when it cannot
+        be read or parsed (the per-file run reports that)."""
+        if path not in self._trees:
+            try:
+                self._trees[path] = ast.parse(path.read_bytes() if data is None else data, filename=str(path))
+            except (OSError, SyntaxError, ValueError, MemoryError, RecursionError):
+                self._trees[path] = None
+        return self._trees[path]
+
+
 class _Uses:
     """What one module imports and what each of its top-level definitions uses, read once."""
 
@@ -427,14 +515,14 @@ class _Uses:
         self.defs = defs  # top-level name -> (name or dotted chain it uses, line), by line
 
     @classmethod
-    def read(cls, module: str, shown: str, path: Path, data: bytes, unconditional: bool = False) -> _Uses | None:
-        """``unconditional``: only the uses that run whatever the code's tests say (the calls,
+    def read(cls, module: str, shown: str, tree: ast.Module | None, package_init: bool,
+             unconditional: bool = False) -> _Uses | None:
+        """What ``tree`` (the module's, None where it does not parse; ``package_init``: its file is
+        a package's ``__init__.py``) imports and uses;
+        ``unconditional``: only the uses that run whatever the code's tests say (the calls,
         bases and decorators ``_library_sinks.unconditional_uses`` yields)."""
-        try:
-            tree = ast.parse(data, filename=str(path))
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
+        if tree is None:
             return None  # the per-file run reports it
-        package_init = path.name == "__init__.py"
         top = {id(n) for n in _top_level(tree)}
         bindings: list[tuple[str, str, int, bool]] = []
         for node in _statements(tree):
@@ -654,7 +742,7 @@ def _registered_names(tree: ast.Module, shown: str) -> list[tuple[str, str, str]
     return found
 
 
-def _parsed_if_spelled(path: Path, words: Iterable[bytes]) -> ast.Module | None:
+def _parsed_if_spelled(path: Path, words: Iterable[bytes], parsed: _Trees | None = None) -> ast.Module | None:
     """The file parsed, if its bytes hold one of ``words``; None if not, or if it cannot be read
     or parsed (the per-file run reports that)."""
     try:
@@ -663,13 +751,11 @@ def _parsed_if_spelled(path: Path, words: Iterable[bytes]) -> ast.Module | None:
         return None
     if not any(w in data for w in words):
         return None
-    try:
-        return ast.parse(data, filename=str(path))
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
+    return (parsed or _Trees()).get(path, data)
 
 
-def _registry_fields(candidates: list[tuple[Path, Path]], registries: frozenset[str]) -> frozenset[tuple[str, str]]:
+def _registry_fields(candidates: list[tuple[Path, Path]], registries: frozenset[str],
+                    parsed: _Trees | None = None) -> frozenset[tuple[str, str]]:
     """("owner.field", where) for each field whose value a lookup of one of ``registries`` reads
     as its key (its first argument): ``CheckpointEngineRegistry.new(cfg.checkpoint_engine.backend)``,
     or a local name assigned from the field in the same function first (``backend =
@@ -679,7 +765,7 @@ def _registry_fields(candidates: list[tuple[Path, Path]], registries: frozenset[
     found: set[tuple[str, str]] = set()
     words = tuple(r.encode() for r in registries)
     for path, root in candidates:
-        tree = _parsed_if_spelled(path, words)
+        tree = _parsed_if_spelled(path, words, parsed)
         if tree is None:
             continue
         scopes: list[list[ast.stmt]] = [tree.body]
@@ -832,7 +918,8 @@ def _reaching_names(module: str, tree: ast.Module, extensions: set[str], kernels
     }
 
 
-def _add_reexports(candidates: list[tuple[Path, Path]], kernels: set[str], names: set[str]) -> None:
+def _add_reexports(candidates: list[tuple[Path, Path]], kernels: set[str], names: set[str],
+                   parsed: _Trees | None = None) -> None:
     """Package ``__init__`` files that re-export a kernel name become kernel modules holding just
     the names they re-export (to a fixed point: a package above re-exporting it again).
 
@@ -841,15 +928,15 @@ def _add_reexports(candidates: list[tuple[Path, Path]], kernels: set[str], names
     without CUDA" gates were retargeted and ran the CUDA ops on neuron tensors. Only package
     ``__init__`` files are read (re-export hubs, small), and only in projects with kernels.
     """
+    parsed = parsed or _Trees()
     inits: dict[str, ast.Module] = {}
     for path, root in candidates:
         if path.name != "__init__.py":
             continue
         module = _module_of(path, root)
-        try:
-            inits[module] = ast.parse(path.read_bytes(), filename=str(path))
-        except (OSError, SyntaxError, ValueError, MemoryError, RecursionError):
-            continue  # the per-file run reports it
+        tree = parsed.get(path)
+        if tree is not None:  # None: the per-file run reports it
+            inits[module] = tree
     recorded = {n.rpartition(".")[0] for n in names}
 
     def reaches(dotted: str) -> bool:
@@ -887,7 +974,8 @@ def _relative_base(module: str, node: ast.ImportFrom, package_init: bool = False
     return ".".join([*base, *([node.module] if node.module else [])])
 
 
-def _extension_importers(candidates: list[tuple[Path, Path]], extensions: set[str], known: dict[str, ast.Module]) -> dict[str, ast.Module]:
+def _extension_importers(candidates: list[tuple[Path, Path]], extensions: set[str], known: dict[str, ast.Module],
+                         parsed: _Trees | None = None) -> dict[str, ast.Module]:
     """Modules that import one of the project's compiled CUDA extensions (``try: import scan_ext``)
     run CUDA kernels as much as a Triton module does; only known once every setup.py was read,
     so this is a second look, at the files that spell an extension's name."""
@@ -901,7 +989,7 @@ def _extension_importers(candidates: list[tuple[Path, Path]], extensions: set[st
         module = _module_of(path, root)
         if not module or module in known or path.name == "setup.py":
             continue
-        tree = _parsed_if_spelled(path, words)
+        tree = _parsed_if_spelled(path, words, parsed)
         if tree is None:
             continue
         for node in ast.walk(tree):
