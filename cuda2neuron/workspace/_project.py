@@ -161,7 +161,7 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
     if registries:
         facts = replace(facts, registry_fields=_registry_fields(candidates, frozenset(registries), parsed))
     if reader_files:
-        facts = replace(facts, device_readers=_device_readers(candidates, reader_files))
+        facts = replace(facts, device_readers=_device_readers(candidates, reader_files, parsed))
     starts, start_paths = _library_starts(library_files, facts)
     if not kernels and not extensions and not starts:
         return facts  # most projects: nothing CUDA-only to reach, nothing more to read
@@ -172,7 +172,7 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
         # CUDA-only); the project's own kernels name a name first.
         library = _library_chains(candidates, starts, start_paths, parsed)
         sinks = {**library, **sinks}
-    return replace(facts, sink_names=frozenset(sinks.items()), selections=_selections(candidates, sinks))
+    return replace(facts, sink_names=frozenset(sinks.items()), selections=_selections(candidates, sinks, parsed))
 
 
 def _sources(candidates: Iterable[tuple[Path, Path]], keep: Callable[[str, bytes], bool]) -> Iterable[Source]:
@@ -189,13 +189,13 @@ def _sources(candidates: Iterable[tuple[Path, Path]], keep: Callable[[str, bytes
             yield path, module, _shown(path, root), data
 
 
-def _selections(candidates: list[tuple[Path, Path]], sinks: Mapping[str, str]) -> frozenset:
+def _selections(candidates: list[tuple[Path, Path]], sinks: Mapping[str, str], parsed: _Trees) -> frozenset:
     """``_value_readers.selections`` over the project's modules (only those that compare a name
-    with a string near a sink's name are parsed)."""
-    return selections(_sources(candidates, lambda module, data: True), sinks, _module_bindings)
+    with a string near a sink's name are parsed, once for the whole sweep)."""
+    return selections(_sources(candidates, lambda module, data: True), sinks, _module_bindings, parsed.get)
 
 
-def _device_readers(candidates: list[tuple[Path, Path]], files: list[tuple[Path, Path, bytes]]) -> frozenset:
+def _device_readers(candidates: list[tuple[Path, Path]], files: list[tuple[Path, Path, bytes]], parsed: _Trees) -> frozenset:
     """``_value_readers.device_readers``: the readers among ``files``, then the modules that
     spell a reader's name (read again only when there is a reader: most projects have none)."""
     first = [(p, _module_of(p, r), _shown(p, r), d) for p, r, d in files if _module_of(p, r) and p.name != "setup.py"]
@@ -214,7 +214,7 @@ def _device_readers(candidates: list[tuple[Path, Path]], files: list[tuple[Path,
             if any(w in s[3] for w in spelled_words) and (named if s[0].name == "__init__.py" else used).search(s[3])
         ]
 
-    return device_readers(first, spelling, _module_bindings)
+    return device_readers(first, spelling, _module_bindings, parsed.get)
 
 
 def _module_bindings(tree: ast.Module, module: str, path: Path) -> dict[str, str]:

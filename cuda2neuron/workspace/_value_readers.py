@@ -74,12 +74,18 @@ def may_read_devices(data: bytes) -> bool:
 
 
 def selections(
-    sources: Iterable[Source], sinks: Mapping[str, str], bindings: Callable[[ast.Module, str, Path], dict[str, str]]
+    sources: Iterable[Source],
+    sinks: Mapping[str, str],
+    bindings: Callable[[ast.Module, str, Path], dict[str, str]],
+    parse: Callable[[Path, bytes], ast.Module | None] | None = None,
 ) -> frozenset[tuple[str, str, int | None, tuple[str, ...], str]]:
     """(function, parameter, position, literals, where) for each top-level function whose ``if``
     / conditional expression on a parameter's literal picks a sink name (its module's own, or
     one it imports): the literals are those that take the side naming it. ``bindings(tree,
-    module, path)``: the local names a module's imports bind, as dotted names."""
+    module, path)``: the local names a module's imports bind, as dotted names; ``parse(path,
+    data)``: the module's tree, None where it does not parse (the sweep's, which parses each file
+    once)."""
+    parse = parse or _parse
     found: set[tuple[str, str, int | None, tuple[str, ...], str]] = set()
     suffixes: dict[str, str] = {}
     for dotted in sorted(sinks):
@@ -96,9 +102,8 @@ def selections(
             hit.group(0) != name for at, name in _compared(data) for hit in lasts.finditer(_lines_from(data, at, 5))
         ):
             continue
-        try:
-            tree = ast.parse(data, filename=str(path))
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
+        tree = parse(path, data)
+        if tree is None:
             continue  # the per-file run reports it
         bound = bindings(tree, module, path)
 
@@ -186,16 +191,19 @@ def device_readers(
     sources: list[Source],
     more: Callable[[list[str]], Iterable[Source]],
     bindings: Callable[[ast.Module, str, Path], dict[str, str]],
+    parse: Callable[[Path, bytes], ast.Module | None] | None = None,
 ) -> frozenset[tuple[str, str, int | None, str, bool]]:
     """(function or class, parameter, position, where, whether --unsafe-fixes moves its test)
     for each reader (see the module's text), then the project's functions and classes that hand
     one a parameter or a field, and the subclasses of such classes. ``sources``: the files that may hold a reader
     (``may_read_devices``); ``more(words)``: the files that spell one of ``words``;
-    ``bindings(tree, module, path)``: the local names a module's imports bind, as dotted names."""
+    ``bindings(tree, module, path)``: the local names a module's imports bind, as dotted names;
+    ``parse``: as ``selections``'."""
+    parse = parse or _parse
     known: dict[str, list[tuple[str, int | None, str, bool]]] = {}
     for path, module, shown, data in sources:
         lines = [data.count(b"\n", 0, m.start()) + 1 for m in _CUDA_TEST.finditer(data)]
-        tree = _parse(path, data)
+        tree = parse(path, data)
         for func in tree.body if tree is not None else ():
             # Only a function holding one of the test lines is walked.
             if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
@@ -210,7 +218,7 @@ def device_readers(
     # One hop read from the tree: the functions and classes that hand a reader a parameter or a
     # field (`PolicyConfig.__post_init__`'s `is_device_available(self.device)`).
     for path, module, shown, data in more(sorted({n.rsplit(".", 1)[-1] for n in known})):
-        tree = _parse(path, data)
+        tree = parse(path, data)
         if tree is None:
             continue
         bound = bindings(tree, module, path)
