@@ -63,8 +63,15 @@ class TritonBackendName(Rule):
         # a package probe: the string names the package (litgpt's constants.py)
         'from lightning_utilities.core.imports import RequirementCache\n_TRITON_AVAILABLE = RequirementCache("triton")\n',
         'import importlib.util\nhas_triton = importlib.util.find_spec("triton") is not None\n',
+        'import pytest\ntriton = pytest.importorskip("triton")\n',
         # a failure message naming the side that differed (unsloth's MoE tests)
         'check_grads(ref, fused, msg="triton")\n',
+        # a key of sys.modules names the package: a test hiding or stubbing it (unsloth's tests)
+        'import sys\n\ndef test(monkeypatch):\n    monkeypatch.setitem(sys.modules, "triton", None)\n',
+        'import sys\nsys.modules["triton"] = None\n',
+        'import sys\nfrom unittest import mock\n\nwith mock.patch.dict(sys.modules, {"triton": None}):\n    pass\n',
+        'import sys\nhas_triton = "triton" in sys.modules\n',
+        'import sys, types\n\ndef test(monkeypatch):\n    monkeypatch.setitem(sys.modules, "triton", types.ModuleType("triton"))\n',
     )
     INVALID = (
         Invalid('import pytest\n\n@pytest.mark.parametrize("backend", ["triton"])\ndef test(backend):\n    pass\n'),
@@ -82,5 +89,29 @@ class TritonBackendName(Rule):
         parent = next((a for a in reversed(self.context.ancestors) if a is not node), None)
         if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value in _MESSAGE_KEYWORDS:
             return
+        if self._module_key():
+            return
         self.report(node, '`"triton"` selects a Triton implementation', guidance=_GUIDANCE, effort=Effort.LOW)
 
+    def _module_key(self) -> bool:
+        """Whether the string is a key of ``sys.modules`` (``monkeypatch.setitem(sys.modules,
+        "triton", None)``, ``sys.modules["triton"] = None``, ``patch.dict(sys.modules, {...})``,
+        ``"triton" in sys.modules``, and the stub ``types.ModuleType("triton")``): it names the package a test hides or stubs, which picks no
+        implementation (hiding Triton is the world Trainium runs in). The nearest subscript, call
+        or comparison above the string decides."""
+        modules = "sys.modules"
+        for above in reversed(self.context.ancestors):
+            if isinstance(above, cst.Subscript):
+                return self.context.qualname(above.value) == modules
+            if isinstance(above, cst.Call):
+                if isinstance(above.func, cst.Attribute) and self.context.qualname(above.func.value) == modules:
+                    return True  # sys.modules.pop("triton", None)
+                if self.context.qualname(above.func) == "types.ModuleType":
+                    return True  # the stub module put there: types.ModuleType("triton")
+                return bool(above.args) and self.context.qualname(above.args[0].value) == modules
+            if isinstance(above, cst.Comparison):
+                return any(
+                    isinstance(c.operator, (cst.In, cst.NotIn)) and self.context.qualname(c.comparator) == modules
+                    for c in above.comparisons
+                )
+        return False
