@@ -27,6 +27,7 @@ from ._model import Effort, FileError, FileResult, FileStatus, Finding, Fix, Saf
 from ._rule import Invalid, Report, Rule, RuleDefinitionError, Valid, example_fix_safeties, registered_rules
 from ._settings import AMP_DTYPES, TARGETS, ProjectFacts, RunOptions, Settings
 from ._suppress import Suppressions, continuation_starts, suppressions_disabled
+from ._bytes import WORD_BYTES, search_unjoined
 from ._text import (
     CellProblem,
     CellReport,
@@ -42,6 +43,8 @@ from ._triggers import admit, admitted, admitted_version, has_trigger, key_folde
 from ._write import StaleBackupError, atomic_write, remove_stale_temps
 
 __all__ = [
+    "WORD_BYTES",
+    "search_unjoined",
     "printable",
     "negated_cuda_word",
     "AMP_DTYPES",

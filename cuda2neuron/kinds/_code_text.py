@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from cuda2neuron.core import WORD_BYTES
+
 __all__ = ["code_text"]
 
 _TOKEN_RE = re.compile(
@@ -46,7 +48,6 @@ _TOKEN_RE = re.compile(
 # The pattern starts at a ``#`` or a quote, so the regular-expression engine skips straight to
 # those bytes instead of trying every position with a look-behind (three times faster).
 _PREFIX_LETTERS = frozenset(b"rRbBuUfF")
-_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 # What may follow a statement-level string on its line.
 _STATEMENT_END = re.compile(rb"[ \t]*(?:#[^\r\n]*)?(?:[\r\n;]|$)")
 # What may precede an assigned value on its line: ``NAME =``, ``self.NAME =``, ``NAME: str =``.
@@ -67,13 +68,13 @@ def _string_start(data: bytes, quote: int) -> int | None:
     """Where a string whose quote is at ``quote`` starts with its prefix, or None when a word
     character runs into it (the same tokens a look-behind ``(?<![A-Za-z0-9_])[rRbBuUfF]{0,2}``
     before the quote finds, leftmost first)."""
-    if quote == 0 or data[quote - 1] not in _WORD_BYTES:
+    if quote == 0 or data[quote - 1] not in WORD_BYTES:
         return quote  # no prefix letter either: they are word bytes
     for letters in (2, 1):
         start = quote - letters
         if start < 0 or any(data[i] not in _PREFIX_LETTERS for i in range(start, quote)):
             continue
-        if start == 0 or data[start - 1] not in _WORD_BYTES:
+        if start == 0 or data[start - 1] not in WORD_BYTES:
             return start
     return None
 

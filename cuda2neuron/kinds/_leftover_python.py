@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from cuda2neuron.core import WORD_BYTES
+
 __all__ = [
     "AUDIT_WORDS",
     "RESIDUAL_WORDS",
@@ -524,7 +526,6 @@ _STRING_TOKEN = re.compile(
     re.DOTALL,
 )
 _PREFIX = frozenset(b"rRbBuUfF")
-_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
 @lru_cache(maxsize=4)
@@ -584,9 +585,9 @@ def code_words(
             kind = STRING
         else:
             s, e = i, m.end()
-            while s > 0 and (code[s - 1] in _WORD_BYTES or code[s - 1] >= 0x80):
+            while s > 0 and (code[s - 1] in WORD_BYTES or code[s - 1] >= 0x80):
                 s -= 1
-            while e < len(code) and (code[e] in _WORD_BYTES or code[e] >= 0x80):
+            while e < len(code) and (code[e] in WORD_BYTES or code[e] >= 0x80):
                 e += 1
             if s in seen:
                 continue

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from cuda2neuron.core import Config, ProjectFacts
+from cuda2neuron.core import WORD_BYTES, Config, ProjectFacts
 from cuda2neuron.kinds import NamePool, may_trigger
 
 from ._discover import SourceFile
@@ -433,7 +433,6 @@ def _library_chains(
     return sinks
 
 
-_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")  # \\w of a bytes pattern
 _CLASS_WORD = re.compile(rb"class[ \t]")
 
 
@@ -470,8 +469,8 @@ class _CalledOrSubclassed:
 
 def _boundary(data: bytes, at: int) -> bool:
     """``\\b`` at ``at`` in a bytes pattern: a word byte on exactly one side."""
-    before = at > 0 and data[at - 1] in _WORD_BYTES
-    return before != (at < len(data) and data[at] in _WORD_BYTES)
+    before = at > 0 and data[at - 1] in WORD_BYTES
+    return before != (at < len(data) and data[at] in WORD_BYTES)
 
 
 def _files_holding(joined: bytes, ends: list[int], word: bytes) -> set[int]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from cuda2neuron.core import Effort, Safety, TextReport
+from cuda2neuron.core import Effort, Safety, TextReport, search_unjoined
 
 from .kernels import trainer_optimizers
 from .tables import read_table
@@ -286,8 +286,6 @@ _TO_WORDS = bytes(
 # Adjacent string literals (``"flash_" "attn"``, across a backslash-continued line too) are one
 # value: joined, their pieces form the words a key can be spelled in.
 _STRING_JOIN = re.compile(rb"[\"']+\s*(?:\\\r?\n\s*)*[rRuU]?[\"']+")
-# What may not stand before a value (lower-cased text).
-_VALUE_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_")
 # An escape can spell any letter of a key ("\x66lash_attn"): such a file is never ruled out.
 _LETTER_ESCAPE = re.compile(rb"\\(?:[xuUN0-7])")
 
@@ -362,14 +360,8 @@ def may_set_in_python(code: bytes) -> bool:
 
 
 def _whole_value(values: re.Pattern[bytes], text: bytes) -> bool:
-    """Does ``values`` match in ``text`` where no letter, digit or ``_`` comes before?"""
-    found = values.search(text)
-    while found is not None:
-        start = found.start()
-        if start == 0 or text[start - 1] not in _VALUE_BYTES:
-            return True
-        found = values.search(text, start + 1)
-    return False
+    """Does ``values`` match in ``text`` (lower-cased) where no letter, digit or ``_`` comes before?"""
+    return search_unjoined(values, text, _WORD_BYTES)
 
 
 def _spelled(keys: dict[bytes, int], words: set[bytes], underscored: dict[bytes, int]) -> bool:

@@ -16,7 +16,7 @@ import re
 
 import libcst as cst
 
-from cuda2neuron.core import Rule
+from cuda2neuron.core import WORD_BYTES, Rule
 
 from .._shared.blocks import statements
 from .._shared.names import call_qualname
@@ -44,13 +44,12 @@ _COMPILE_WORD = re.compile(rb"compile\b")
 # The pattern starts at the dot (a literal the engine skips to); the name before it is read
 # back by hand: a look-behind and ``(\w+)`` first made the engine try every byte.
 _STRING_COMPILE = re.compile(rb"\.compile\(\s*[rRbBuUfF]{0,2}['\"]")
-_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
 def _receiver(code: bytes, dot: int) -> bytes | None:
     """The bare name before ``.compile`` at ``dot`` (not an attribute: ``a.re.compile``)."""
     start = dot
-    while start > 0 and code[start - 1] in _WORD_BYTES:
+    while start > 0 and code[start - 1] in WORD_BYTES:
         start -= 1
     if start == dot or (start > 0 and code[start - 1] == 0x2E):  # "."
         return None
@@ -77,7 +76,7 @@ def wakes_on_compile(cls: type[Rule], code: bytes) -> bool:  # noqa: ARG001 - a 
             skip.add(m.start() + 1)
     return any(
         m.start() not in skip
-        and (m.start() == 0 or code[m.start() - 1] not in _WORD_BYTES)
+        and (m.start() == 0 or code[m.start() - 1] not in WORD_BYTES)
         and not _in_string_edge(code, m.start(), m.end())
         for m in _COMPILE_WORD.finditer(code)
     )

@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Invalid, Rule, Safety, search_unjoined
 from cuda2neuron.python import visit_syntax
 
 from .._shared.args import arg_by_name, remove_arg
@@ -28,18 +28,11 @@ _FUSED_ASSIGNED = re.compile(rb"(?i)fused\w*\s*=(?!=)")
 # The keyword itself (arg_by_name matches it exactly, lowercase); the word boundary before it is
 # read back by hand (``_fused_keyword``): a leading ``\b`` made the engine try every byte.
 _FUSED_KEYWORD = re.compile(rb"fused\s*=(?!=)")
-_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
 def _fused_keyword(code: bytes) -> bool:
     """Does ``code`` hold ``fused=`` (not ``==``) with no word byte before ``fused``?"""
-    found = _FUSED_KEYWORD.search(code)
-    while found is not None:
-        start = found.start()
-        if start == 0 or code[start - 1] not in _WORD_BYTES:
-            return True
-        found = _FUSED_KEYWORD.search(code, start + 1)
-    return False
+    return search_unjoined(_FUSED_KEYWORD, code)
 
 
 class _Bindings(cst.CSTVisitor):
