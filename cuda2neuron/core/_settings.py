@@ -89,6 +89,12 @@ class ProjectFacts:
     # position or None, where the test stands, whether its branches call torch only: CN103's
     # fix is then unsafe, and --unsafe-fixes moves the test and the caller's literal together).
     device_readers: frozenset[tuple[str, str, int | None, str, bool]] = frozenset()
+    # The project's top-level functions whose return is a device fact (``def
+    # is_cuda_available(): return torch.cuda.is_available()``) and whose answer a caller tests in
+    # front of CUDA code the port leaves (mmengine's ``assert is_cuda_available() or ...`` before
+    # ``torch.cuda.amp.GradScaler``), as (dotted name, where the return stands, the guard and the
+    # sink): the return keeps its meaning (``workspace/_value_returns.py``).
+    device_returns: frozenset[tuple[str, str, str]] = frozenset()
 
     def library_backend(self, field: str) -> str | None:
         """Where the project hands ``field`` to a CUDA-only library as a backend; None if it
@@ -177,6 +183,14 @@ class ProjectFacts:
         if not self.device_readers:
             return ()
         return _suffix_table(self.device_readers).get(dotted, ())
+
+    def guarded_return(self, dotted: str) -> str | None:
+        """The guard and the CUDA code the answer of ``dotted`` (a function; a dotted suffix
+        matches) fronts in a caller; None for most names."""
+        if not self.device_returns:
+            return None
+        rows = _suffix_table(frozenset((name, guard) for name, _, guard in self.device_returns)).get(dotted, ())
+        return rows[0][0] if rows else None
 
     def extension_loader(self, function: str) -> bool:
         """Whether ``function`` (dotted, ``pkg.jit.load_ext``) is one of the project's loaders."""

@@ -30,6 +30,7 @@ from ._discover import SourceFile
 from ._line_search import findall_at_lines
 from ._library_sinks import library_pattern, library_starts, spelled, unconditional_uses
 from ._value_readers import Source, device_readers, may_read_devices, selections
+from ._value_returns import cuda_left, device_returns, may_return_devices
 
 __all__ = ["project_facts", "with_project_facts"]
 
@@ -96,6 +97,7 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
     unread: list[tuple[Path, Path, bytes]] = []  # files seen before the patterns were built
     library_files: list[tuple[Path, Path, bytes]] = []  # files that may use CUDA-only library code
     reader_files: list[tuple[Path, Path, bytes]] = []  # files that may hold a device reader
+    return_files: list[tuple[Path, Path, bytes]] = []  # files that may return a device fact
     for path, root in candidates:
         resolved = _resolved(path)
         if resolved in seen:
@@ -108,6 +110,8 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
         pool.read(data)
         if may_read_devices(data):
             reader_files.append((path, root, data))
+        if may_return_devices(data):
+            return_files.append((path, root, data))
         if libraries is None and may_trigger(data, "python"):
             libraries = library_pattern(own)
             library_files += [f for f in unread if any(p.search(f[2]) for p in libraries)]
@@ -164,7 +168,9 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
         facts = replace(facts, device_readers=_device_readers(candidates, reader_files, parsed))
     starts, start_paths = _library_starts(library_files, facts)
     if not kernels and not extensions and not starts:
-        return facts  # most projects: nothing CUDA-only to reach, nothing more to read
+        # Most projects: nothing CUDA-only to reach, nothing more to read (a device fact's
+        # return may still front CUDA code torch leaves).
+        return _with_returns(facts, candidates, return_files, {}, parsed)
     sinks = _sink_names(candidates, facts, jit, parsed) if kernels or extensions or jit else {}
     if starts:
         # Chains from third-party packages: followed only through unconditional uses, as they
@@ -172,7 +178,8 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
         # CUDA-only); the project's own kernels name a name first.
         library = _library_chains(candidates, starts, start_paths, parsed)
         sinks = {**library, **sinks}
-    return replace(facts, sink_names=frozenset(sinks.items()), selections=_selections(candidates, sinks, parsed))
+    facts = replace(facts, sink_names=frozenset(sinks.items()), selections=_selections(candidates, sinks, parsed))
+    return _with_returns(facts, candidates, return_files, sinks, parsed)
 
 
 def _sources(candidates: Iterable[tuple[Path, Path]], keep: Callable[[str, bytes], bool]) -> Iterable[Source]:
@@ -215,6 +222,33 @@ def _device_readers(candidates: list[tuple[Path, Path]], files: list[tuple[Path,
         ]
 
     return device_readers(first, spelling, _module_bindings, parsed.get)
+
+
+def _with_returns(facts: ProjectFacts, candidates: list[tuple[Path, Path]], files: list[tuple[Path, Path, bytes]],
+                  sinks: Mapping[str, str], parsed: _Trees) -> ProjectFacts:
+    """``_value_returns.device_returns`` over the files that may return a device fact, with the
+    callers that spell a recorded function's name (read only when there is one)."""
+    if not files:
+        return facts
+    first = [(p, _module_of(p, r), _shown(p, r), d) for p, r, d in files if _module_of(p, r) and p.name != "setup.py"]
+    texts: list[Source] = []
+
+    def calling(words: list[str]) -> Iterable[Source]:
+        used = re.compile(rb"\b(?:" + b"|".join(re.escape(w.encode()) for w in words) + rb")[ \t]*\(")
+        if not texts:
+            texts.extend(_sources(candidates, lambda module, data: True))
+        return [s for s in texts if used.search(s[3])]
+
+    def sink(dotted: str) -> str | None:
+        found = sinks.get(dotted) or (facts.sink(dotted) if facts.sink_names else None)
+        if found is None and facts.kernel_modules and facts.reaches_kernel(dotted):
+            found = f"`{dotted}` (project code that runs GPU kernels)"
+        if found is None and facts.extension_modules and any(facts.builds_extension(m) for m in (dotted, dotted.rpartition(".")[0]) if m):
+            found = f"`{dotted}` (a compiled CUDA extension the project builds)"
+        return found
+
+    rows = device_returns(first, calling, _module_bindings, sink, cuda_left, parsed.get)
+    return replace(facts, device_returns=rows) if rows else facts
 
 
 def _module_bindings(tree: ast.Module, module: str, path: Path) -> dict[str, str]:

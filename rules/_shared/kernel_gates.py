@@ -21,6 +21,7 @@ from collections.abc import Callable
 from cuda2neuron.core import Effort, Rule
 from cuda2neuron.python import truth, visit_syntax
 
+from .device_returns import returned_guard
 from .kernels import KernelIndex, kernel_index
 from .names import terminal_name
 from .selected import after_exit, opened_code, selected_code
@@ -205,6 +206,12 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     if i is None:
         return None
     anc = ancestors[i]
+    if isinstance(anc, cst.Return):
+        # `def is_cuda_available(): return torch.cuda.is_available()`, tested in another module
+        # in front of CUDA code the port leaves (the project sweep's `device_returns`).
+        held = returned_guard(rule, ancestors, i)
+        if held is not None:
+            return held
     if isinstance(anc, cst.If):
         # A build script's `if torch.cuda.is_available() and CUDA_HOME: extension = CUDAExtension`
         # (detectron2): the branch decides whether CUDA code is compiled, not where tensors go.
