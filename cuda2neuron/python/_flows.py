@@ -44,6 +44,7 @@ from cuda2neuron.core import Effort, Report, Safety
 
 from ._branches import selected_code
 from ._device_truth import asks_cuda
+from ._instance_stores import stored_on_instance
 from ._names import dotted_name
 from ._walk import visit_syntax
 
@@ -127,7 +128,10 @@ def _binding(report: Report) -> tuple[cst.FunctionDef | cst.ClassDef | cst.Modul
             # `self.device = "cuda"` in a method: the class's methods read `self.device`.
             attributes = frozenset(f"self.{t.attr.value}" for t in targets if _on_self(t))
             owner = _class(chain, i)
-            return (owner, attributes) if attributes and owner is not None else None
+            if not attributes:
+                # `runner = Runner(); runner.device = "cuda"`: the class's methods read it too.
+                return stored_on_instance(chain[0], scope or chain[0], targets)
+            return (owner, attributes) if owner is not None else None
         if isinstance(anc, _STATEMENTS):
             return None
     return None
