@@ -338,6 +338,7 @@ def _hands_on(
     if isinstance(stmt, ast.ClassDef):
         functions = [f for f in stmt.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
         fields = {s.target.id for s in stmt.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+        fields |= _stored_on_self(functions)
     else:
         functions, fields = [stmt], set()
     for func in functions:
@@ -386,3 +387,17 @@ def _handed_name(value: ast.expr | None, parameters: set[str], fields: set[str])
         return value.attr
     return None
 
+
+
+def _stored_on_self(functions: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> set[str]:
+    """The attributes a class's methods store on ``self`` (``self.device = device`` in
+    ``__init__``, or a later ``self.device = "cuda"``): its fields as much as a dataclass's
+    annotated ones, for a caller that stores on an instance after construction."""
+    return {
+        t.attr
+        for func in functions
+        for node in ast.walk(func)
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    }

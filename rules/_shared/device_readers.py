@@ -19,6 +19,7 @@ import libcst as cst
 
 from cuda2neuron.core import Rule
 
+from .device_stores import stored_reader
 from .names import call_qualname
 from .values import argument_of
 
@@ -36,7 +37,7 @@ def device_reader(rule: Rule, node: cst.CSTNode) -> tuple[str, bool] | None:
     found = argument_of(ancestors, node)
     if found is not None:
         return _handed(rule, found[1], found[2])
-    return _default_of(rule, node)
+    return _default_of(rule, node) or stored_reader(rule, node)
 
 
 def _handed(rule: Rule, arg: cst.Arg, call: cst.Call) -> tuple[str, bool] | None:
