@@ -30,6 +30,7 @@ from cuda2neuron.python import dotted_name, visit_syntax
 
 from ..files.deps._helpers import cuda_only_package
 from .packages import in_package
+from .process_gpus import launches_on_gpu
 from .strings import string_value
 from .tables import read_table
 
@@ -897,6 +898,12 @@ def kernel_index(rule: Rule) -> KernelIndex:
         collector.resolve_torch_calls()
         collector.resolve_built()
         names = collector.names
+        # `env["CUDA_VISIBLE_DEVICES"] = str(i)` then `subprocess.Popen(cmd, env=env)`: another
+        # program on a CUDA GPU (audiocraft's TensorFlow embedding processes).
+        for func in collector.functions:
+            name = f"self.{func.name.value}" if id(func) in collector.methods else func.name.value
+            if name not in names and launches_on_gpu(func, collector.imports):
+                names[name] = f"`{name}` at {rule.context.mark(func.name)}, which starts a process on the CUDA GPU its `CUDA_VISIBLE_DEVICES` names"
         # The file's own functions that call a kernel are CUDA-only too (`def rms_norm(x):
         # return _rms_kernel[grid](x)`), to a fixed point; a method by the `self.f()` that calls
         # it (detectron2's `test_x_cuda` runs `self.test_x_cpu(device="cuda")`, which calls the
