@@ -31,6 +31,7 @@ import ast
 import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 
 from ._library_sinks import spelled
 from ._value_readers import Source
@@ -56,10 +57,10 @@ def may_return_devices(data: bytes) -> bool:
 def device_returns(
     sources: Iterable[Source],
     more: Callable[[list[str]], Iterable[Source]],
-    bindings: Callable[[ast.Module, str, object], dict[str, str]],
+    bindings: Callable[[ast.Module, str, Path], dict[str, str]],
     sink: Callable[[str], str | None],
     cuda_left: Callable[[str], bool],
-    parse: Callable[[object, bytes], ast.Module | None],
+    parse: Callable[[Path, bytes], ast.Module | None],
 ) -> frozenset[tuple[str, str, str]]:
     """(function, where its return stands, the guard and the sink it fronts) for each top-level
     function whose return is a device fact and whose answer a caller tests in front of CUDA-only

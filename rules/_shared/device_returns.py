@@ -25,9 +25,10 @@ def returned_guard(rule: Rule, ancestors: list[cst.CSTNode], i: int) -> str | No
     facts = rule.context.settings.project
     if not facts.device_returns:
         return None
-    # A top-level function: Module, FunctionDef, its block, ... (a method's answer is not recorded).
-    func = ancestors[1] if len(ancestors) > 2 and isinstance(ancestors[1], cst.FunctionDef) else None
-    if func is None or not any(a is func for a in ancestors[:i]):
+    # A top-level function's own return: Module, FunctionDef, ... (a method's answer is not
+    # recorded, and a nested function's return is not its enclosing function's answer).
+    func = ancestors[1] if i > 1 and isinstance(ancestors[1], cst.FunctionDef) else None
+    if func is None or any(isinstance(a, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) for a in ancestors[2:i]):
         return None
     # The rule knows its file, not its module's dotted name: a row names this file when its
     # module's path is the file's tail.
