@@ -135,6 +135,8 @@ def test_one_row_serves_every_language(source, path, code):
         # TRL: a vllm_mode beside use_vllm is judged by its own row
         ("use_vllm: true\n", "recipes/grpo.yaml", "CN737", True),
         ("use_vllm: true\nvllm_mode: colocate\n", "recipes/grpo.yaml", "CN737", False),
+        # ms-swift's configs: no default mode (its launcher sets one), so TRL's default says nothing
+        ("rlhf_type: grpo\nuse_vllm: true\n", "examples/ray/grpo.yaml", "CN737", False),
     ],
     ids=lambda v: str(v),
 )
