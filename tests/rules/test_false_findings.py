@@ -72,6 +72,9 @@ ROWS = [
      'm = AutoModel.from_pretrained("x", device_map="auto", max_memory={0: "20GiB", 1: "20GiB", "cpu": "60GiB"})\n', "CN111", 0),
     ("max-memory-range-keys-cn111", "s.py", "max_memory = {i: '40GiB' for i in range(n_gpus)}\nmax_memory[0] = '8GiB'\n", "CN111", 0),
     ("config-max-memory-integer-keys", "config/model.yaml", "device_map: auto\nmax_memory:\n  0: 20GiB\n  cpu: 60GiB\n", "CN738", 0),
+    # CN627: a setting's value an assert expects a helper to return is no setting the test makes.
+    ("assert-expects-setting", "tests/test_export.py",
+     "def test_kwargs():\n    assert build_kwargs() == {'device_map': 'balanced'}\n    assert cfg.attn_implementation == 'flash_attention_2'\n", "CN627", 0),
     # CN738: one finding per max_memory mapping, however many GPUs it lists.
     ("config-max-memory-once", "config/model.yaml", "max_memory:\n  cuda:0: 20GiB\n  cuda:1: 20GiB\n  cuda:2: 20GiB\n", "CN738", 1),
     # CN713: `--no-binary flash-attn flash-attn==2.5.6` installs flash-attn once.
