@@ -69,6 +69,17 @@ def _positive_number(node: cst.BaseExpression) -> bool:
     return True  # computed: the count is not known to be zero
 
 
+# A tokenizer loads no weights: a model's loading keyword handed to its from_pretrained
+# (diffusers' conversion scripts: `CLIPTokenizer.from_pretrained(name, device_map="auto")`) is
+# ignored there, so it sets nothing.
+_TOKENIZER_SUFFIXES = ("Tokenizer", "TokenizerFast")
+
+
+def _tokenizer_loader(receiver: str | None) -> bool:
+    """``receiver`` (the name before ``.from_pretrained``) is a tokenizer class."""
+    return receiver is not None and receiver.endswith(_TOKENIZER_SUFFIXES)
+
+
 # unittest's assertions that expect an exception from the block they open.
 _RAISES_ASSERTIONS = frozenset({"assertRaises", "assertRaisesRegex"})
 
@@ -147,6 +158,8 @@ class LibraryCudaSetting(Rule):
         "from transformers import AutoModel\nm = AutoModel.from_pretrained('x', device_map='neuron')\n",
         # what a test expects a helper to return (unsloth's studio export tests): not a setting made
         "def test_kwargs():\n    assert build_kwargs() == {'device_map': 'balanced', 'attn_implementation': 'flash_attention_2'}\n",
+        # a tokenizer loads no weights: the keyword is ignored there
+        "from transformers import AutoTokenizer\ntok = AutoTokenizer.from_pretrained('x', device_map='auto')\n",
     )
     INVALID = (
         Invalid(
@@ -226,7 +239,7 @@ class LibraryCudaSetting(Rule):
         if key == "default":
             self._default(node)
             return
-        if normalize_key(key) in setting_keys("python") and not self._in_signature():
+        if normalize_key(key) in setting_keys("python") and not self._in_signature() and not self._tokenizer_call():
             self._setting(key, node.value, node)
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
@@ -287,6 +300,14 @@ class LibraryCudaSetting(Rule):
             )
             return
         self.report(value, message, guidance=_setting_guidance(found), effort=Effort.LOW, ancestors=(*self.context.ancestors, holder))
+
+    def _tokenizer_call(self) -> bool:
+        call = self.context.ancestors[-1] if self.context.ancestors else None
+        func = call.func if isinstance(call, cst.Call) else None
+        return (
+            isinstance(func, cst.Attribute) and func.attr.value == "from_pretrained"
+            and _tokenizer_loader(terminal_name(func.value))
+        )
 
     def _beside(self, holder: cst.CSTNode) -> frozenset[str]:
         """The other keys of the call or dict ``holder`` (a keyword or an element) is written in."""
@@ -508,6 +529,9 @@ class _Detector(AstDetector):
             return
         if key == "default":
             self._default(call, arg)
+            return
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "from_pretrained" and _tokenizer_loader(_ast_terminal(func.value)):
             return
         if normalize_key(key) in setting_keys("python"):
             beside = frozenset(normalize_key(a.keyword) for a in self.ctx.args(call) if a.keyword is not None and a is not arg)

@@ -75,6 +75,9 @@ ROWS = [
     # CN627: a setting's value an assert expects a helper to return is no setting the test makes.
     ("assert-expects-setting", "tests/test_export.py",
      "def test_kwargs():\n    assert build_kwargs() == {'device_map': 'balanced'}\n    assert cfg.attn_implementation == 'flash_attention_2'\n", "CN627", 0),
+    # CN627: a tokenizer loads no weights; a model's loading keyword handed to it is ignored.
+    ("tokenizer-device-map", "scripts/convert.py",
+     'from transformers import CLIPTokenizer\ntok = CLIPTokenizer.from_pretrained(name, pad_token="!", device_map="auto")\n', "CN627", 0),
     # CN738: one finding per max_memory mapping, however many GPUs it lists.
     ("config-max-memory-once", "config/model.yaml", "max_memory:\n  cuda:0: 20GiB\n  cuda:1: 20GiB\n  cuda:2: 20GiB\n", "CN738", 1),
     # CN713: `--no-binary flash-attn flash-attn==2.5.6` installs flash-attn once.
