@@ -73,6 +73,9 @@ _PYTHON = (
     "WeightTransferConfig",
     # litgpt's quantize="bnb.nf4"; a Lightning Trainer / Fabric left to choose its accelerator (CN108)
     "bnb.", "lightning",
+    # accelerate's planned placements (device_map="auto"), llm-foundry's attention and
+    # feed-forward choices (attn_impl="flash", ffn_type="mb_dmoe")
+    "device_map", "attn_impl", "ffn_type",
 )  # fmt: skip
 _SHELL = (
     "cuda", "cudnn", "cublas", "nvidia", "nccl", "nvcc", "nproc", "num_gpus", "num-gpus", "device", "install",
@@ -81,7 +84,7 @@ _SHELL = (
     "gpu", "gres", "docker", "podman", "nerdctl", "singularity", "apptainer", "--nv", "nvcr.io", "-image",
     # library settings passed as flags (CN709; CN737 in configs): rules/_shared/library_settings.toml
     "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim", "deepspeed",
-    "dynamo_backend", "compile_backend", "liger", "bnb.", "varlen_attn",
+    "dynamo_backend", "compile_backend", "liger", "bnb.", "varlen_attn", "attn_", "attention", "ffn_type",
     # Slurm node features naming a GPU (CN706: --constraint=volta32gb)
     "constraint",
     # CUDA extensions' build switches without a CUDA word (CN705: CAUSAL_CONV1D_FORCE_BUILD=TRUE pip wheel .)
@@ -109,8 +112,9 @@ _CONFIG = (
     # library settings (CN737, rules/_shared/library_settings.toml); "flash" and "xformers" come above
     "tf32", "load_in_", "quantization_bit", "optim", "deepspeed", "dynamo_backend", "compile_backend",
     "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown", "bnb.", "accelerators", "varlen_attn",
-    # accelerate's device maps and memory plans keyed by GPU index (CN738)
-    "max_memory", "device_map",
+    # accelerate's device maps and memory plans keyed by GPU index (CN738), and its planned
+    # placements (device_map: auto); TRL's vLLM generation; llm-foundry's feed-forward layers
+    "max_memory", "device_map", "use_vllm", "vllm_mode", "ffn_type", "attn_", "attention",
 )  # fmt: skip
 # A notebook runs the Python rules on its code cells and the shell rules on `!` lines, so its
 # words include theirs; "cuda" is what its own rules (CN721, CN722) look for.

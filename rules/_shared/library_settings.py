@@ -67,6 +67,14 @@ class LibrarySetting:
     # The key may hold a list of values or a mapping NAME: COUNT, each member matched on its own
     # (SkyPilot's `accelerators: [V100, A100]`, `{A100: 8}`).
     members: bool = False
+    # Keys that, set beside it (the same call or dict, the same config document), mean the user
+    # planned what the setting decides: `device_map="auto", max_memory={0: ...}` places the model
+    # on neuron:0 (an integer is the current accelerator's index), so only the bare "auto" is reported.
+    unless_beside: frozenset[str] = frozenset()
+
+    def planned(self, beside: frozenset[str] | set[str]) -> bool:
+        """Whether a key of ``unless_beside`` is among ``beside`` (normalized keys)."""
+        return not self.unless_beside.isdisjoint(beside)
 
     def reads(self, path: str) -> bool:
         """Whether the row is read in the file at ``path``."""
@@ -165,6 +173,7 @@ def library_settings() -> tuple[LibrarySetting, ...]:
             files=tuple(row.get("files", ())),
             spelled=tuple(row["keys"]),
             members=bool(row.get("members", False)),
+            unless_beside=frozenset(normalize_key(k) for k in row.get("unless_beside", ())),
         ))
     return tuple(rows)
 

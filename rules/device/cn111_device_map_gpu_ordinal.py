@@ -1,4 +1,4 @@
-"""CN111: integer GPU ordinals in Hugging Face / accelerate loading (``device_map``, ``max_memory``)."""
+"""CN111: integer GPU ordinals in Hugging Face / accelerate device maps, CUDA names in ``max_memory``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings
 from cuda2neuron.python import Unsure
 
 from .._shared.detector import AstDetector
-from .._shared.device_maps import GPU_KEY_RE, MAX_MEMORY_GUIDANCE
+from .._shared.device_maps import CUDA_KEY_RE, MAX_MEMORY_GUIDANCE
 from .._shared.names import call_qualname
 from .._shared.strings import string_value
 from .._shared.target import device_expr
@@ -39,29 +39,16 @@ _WAKE_NAMES = (b"get_kbit_device_map", b"max_memory")
 _WAKE = (re.compile(rb"device_map[\s\\]*=[\s\\(]*[\d{]"), re.compile(rb"""(?:""|'')[\s\\)]*:"""))
 
 
-def _gpu_key(key: cst.BaseExpression | None) -> bool:
-    if isinstance(key, cst.Integer):
-        return True
+def _cuda_key(key: cst.BaseExpression | None) -> bool:
     value = string_value(key) if key is not None else None
-    return value is not None and GPU_KEY_RE.fullmatch(value) is not None
+    return value is not None and CUDA_KEY_RE.fullmatch(value) is not None
 
 
-def _int_keys(node: cst.BaseExpression) -> bool:
-    """A dict keyed by GPU indices (integer literals, ``"cuda:0"``, ``"0"``), or a comprehension keyed
-    by ``range(...)`` values."""
-    if isinstance(node, cst.Dict):
-        return any(isinstance(e, cst.DictElement) and _gpu_key(e.key) for e in node.elements)
-    if isinstance(node, cst.DictComp):
-        key, comp = node.key, node.for_in
-        return (
-            isinstance(key, cst.Name)
-            and isinstance(comp.target, cst.Name)
-            and comp.target.value == key.value
-            and isinstance(comp.iter, cst.Call)
-            and isinstance(comp.iter.func, cst.Name)
-            and comp.iter.func.value == "range"
-        )
-    return False
+def _cuda_keys(node: cst.BaseExpression) -> bool:
+    """A dict with a key that names a CUDA device (``"cuda:0"``). Integer keys (``{0: "20GiB"}``,
+    ``{i: m for i in range(n)}``) are not: torch reads an integer device as the current
+    accelerator's index, so on Trainium the plan places the model on neuron:0 (issue 39, measured)."""
+    return isinstance(node, cst.Dict) and any(isinstance(e, cst.DictElement) and _cuda_key(e.key) for e in node.elements)
 
 
 def _last_word(node: cst.BaseExpression) -> str:
@@ -76,14 +63,17 @@ class DeviceMapGpuOrdinal(Rule):
     ``{"": "neuron:0"}``; ``{"": local_rank}`` and ``{"": Accelerator().process_index}`` (the
     one-model-per-process idiom of QLoRA/DDP scripts) become ``{"": f"neuron:{...}"}``. A
     ``{"": <ordinal>}`` dict is recognised wherever it is written (qlora assigns it to a
-    variable first). Reports ``max_memory`` dicts keyed by GPU index (``{0: "20GiB"}``,
-    ``{"cuda:0": "20GiB"}``, ``{i: m for i in range(n_gpus)}``) and TRL's ``get_kbit_device_map()``.
+    variable first). Reports ``max_memory`` dicts keyed by a CUDA device name
+    (``{"cuda:0": "20GiB"}``) and TRL's ``get_kbit_device_map()``. Integer keys
+    (``{0: "20GiB"}``) are left: torch reads an integer device as the current accelerator's index,
+    so accelerate's plan places the model on neuron:0 (measured on the emulated device with
+    accelerate 1.14.0 and transformers 5.25.0).
 
     ## Why is this bad?
     accelerate reads an integer in a device map as a CUDA (or XPU/NPU) device index; it knows
-    no Neuron device, and its memory planning only counts the GPUs it finds: ``max_memory`` keys
-    it cannot find are dropped and the model lands on the CPU. TRL's helper returns a device map
-    only where CUDA or XPU is available, otherwise ``None`` (the CPU).
+    no Neuron device. A ``max_memory`` key other than an integer, "cpu", "mps" or "disk" makes it
+    raise. TRL's helper returns a device map only where CUDA or XPU is available, otherwise
+    ``None`` (the CPU).
 
     ## Example
     ```python
@@ -113,6 +103,10 @@ class DeviceMapGpuOrdinal(Rule):
         'm = AutoModel.from_pretrained("x", max_memory={"cpu": "30GiB"})\n',
         # qlora: a per-process memory budget keyed by "" (a string), not a GPU index.
         "max_memory = {'': max_memory[local_rank]}\n",
+        # integer keys are the current accelerator's indices: the model lands on neuron:0 (measured)
+        'm = AutoModel.from_pretrained("x", device_map="auto", max_memory={0: "20GiB", "cpu": "30GiB"})\n',
+        "max_memory = {i: '40000MB' for i in range(n_gpus)}\n",
+        "max_memory = dict()\nmax_memory.update({i: f'{m}GIB' for i in range(n)})\nmax_memory[1] = '8GiB'\n",
         'lookup = {"": default}\n',
     )
     INVALID = (
@@ -138,11 +132,8 @@ class DeviceMapGpuOrdinal(Rule):
             'def load(rank):\n    return AutoModel.from_pretrained("x", device_map={"": f"neuron:{rank}"})\n',
             unsafe=True,
         ),
-        Invalid('m = AutoModel.from_pretrained("x", device_map="auto", max_memory={0: "20GiB", "cpu": "30GiB"})\n'),
-        Invalid("max_memory = {i: '40000MB' for i in range(n_gpus)}\n"),
         Invalid('m = AutoModel.from_pretrained("x", device_map="auto", max_memory={"cuda:0": "20GiB", "cuda:1": "20GiB"})\n'),
-        Invalid("max_memory = {'0': '20GiB', 'cpu': '60GiB'}\n"),
-        Invalid("max_memory = dict()\nmax_memory.update({i: f'{m}GIB' for i in range(n)})\nmax_memory[1] = '8GiB'\n"),
+        Invalid("max_memory = dict()\nmax_memory['cuda:1'] = '8GiB'\n"),
         Invalid("from trl import get_kbit_device_map\nkw = dict(device_map=get_kbit_device_map())\n"),
         Invalid(
             'import torch\nm = AutoModel.from_pretrained("x", device_map={"": 0})\n',
@@ -166,20 +157,20 @@ class DeviceMapGpuOrdinal(Rule):
             isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "int"
         )
         for target in node.targets:
-            # `max_memory[0] = "20GiB"`
+            # `max_memory["cuda:0"] = "20GiB"`
             sub = target.target
             if (
                 isinstance(sub, cst.Subscript)
                 and _last_word(sub.value).endswith("max_memory")
                 and len(sub.slice) == 1
                 and isinstance(sub.slice[0].slice, cst.Index)
-                and isinstance(sub.slice[0].slice.value, cst.Integer)
+                and _cuda_key(sub.slice[0].slice.value)
             ):
                 self._report_max_memory(sub, (*self.context.ancestors, node, target))
             if isinstance(target.target, cst.Name):
                 if proven:
                     self._ints.add(target.target.value)
-                if target.target.value.endswith("max_memory") and _int_keys(value):
+                if target.target.value.endswith("max_memory") and _cuda_keys(value):
                     self._report_max_memory(value, (*self.context.ancestors, node))
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -193,9 +184,9 @@ class DeviceMapGpuOrdinal(Rule):
             and func.attr.value == "update"
             and _last_word(func.value).endswith("max_memory")
             and node.args
-            and _int_keys(node.args[0].value)
+            and _cuda_keys(node.args[0].value)
         ):
-            # AutoGPTQ's examples: `max_memory.update({i: m for i in range(torch.cuda.device_count())})`
+            # `max_memory.update({"cuda:0": m})`
             self._report_max_memory(node.args[0].value, (*self.context.ancestors, node, node.args[0]))
         for arg in node.args:
             if arg.keyword is None:
@@ -203,7 +194,7 @@ class DeviceMapGpuOrdinal(Rule):
             above = (*self.context.ancestors, node, arg)
             if arg.keyword.value == "device_map" and isinstance(arg.value, cst.Integer):
                 self._rewrite(arg.value, above)
-            elif arg.keyword.value == "max_memory" and _int_keys(arg.value):
+            elif arg.keyword.value == "max_memory" and _cuda_keys(arg.value):
                 self._report_max_memory(arg.value, above)
 
     def visit_Dict(self, node: cst.Dict) -> None:
@@ -263,7 +254,7 @@ class DeviceMapGpuOrdinal(Rule):
         return _Detector(cls, file).findings()
 
 
-_MAX_MEMORY_MESSAGE = "`max_memory` keyed by GPU index: accelerate plans memory for CUDA devices only"
+_MAX_MEMORY_MESSAGE = "`max_memory` keyed by a CUDA device name: accelerate reads only integer indices, \"cpu\", \"mps\" and \"disk\""
 _KBIT_MESSAGE = (
     "`get_kbit_device_map()` gives a device map only where CUDA or XPU is available; on Trainium "
     "it returns None and the model loads on the CPU"
@@ -286,23 +277,11 @@ def _ast_last_word(node: ast.expr) -> str:
     return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
 
 
-def _ast_int_keys(node: ast.expr) -> bool:
-    """``_int_keys`` on ``ast`` (a ``**spread`` has no key)."""
-    if isinstance(node, ast.Dict):
-        return any(
-            key is not None and (_ast_int(key) or GPU_KEY_RE.fullmatch(_ast_str(key) or "x") is not None) for key in node.keys
-        )
-    if isinstance(node, ast.DictComp):
-        key, comp = node.key, node.generators[0]
-        return (
-            isinstance(key, ast.Name)
-            and isinstance(comp.target, ast.Name)
-            and comp.target.id == key.id
-            and isinstance(comp.iter, ast.Call)
-            and isinstance(comp.iter.func, ast.Name)
-            and comp.iter.func.id == "range"
-        )
-    return False
+def _ast_cuda_keys(node: ast.expr) -> bool:
+    """``_cuda_keys`` on ``ast`` (a ``**spread`` has no key)."""
+    return isinstance(node, ast.Dict) and any(
+        key is not None and CUDA_KEY_RE.fullmatch(_ast_str(key) or "x") is not None for key in node.keys
+    )
 
 
 class _Detector(AstDetector):
@@ -327,19 +306,19 @@ class _Detector(AstDetector):
         for target in node.targets:
             if isinstance(target, ast.Subscript) and _ast_last_word(target.value).endswith("max_memory"):
                 if isinstance(target.slice, ast.Tuple) and len(target.slice.elts) == 1:
-                    # `max_memory[0,]` is one libcst subscript element (reported), `max_memory[(0,)]`
+                    # `max_memory["cuda:0",]` is one libcst subscript element (reported), `max_memory[("cuda:0",)]`
                     # a tuple (not): ast writes both as a tuple.
                     raise Unsure("a one-element tuple as a max_memory subscript")
             if (
                 isinstance(target, ast.Subscript)
                 and _ast_last_word(target.value).endswith("max_memory")
-                and _ast_int(target.slice)
+                and CUDA_KEY_RE.fullmatch(_ast_str(target.slice) or "x") is not None
             ):
                 self._report(target, _MAX_MEMORY_MESSAGE, MAX_MEMORY_GUIDANCE, Effort.MEDIUM)
             if isinstance(target, ast.Name):
                 if proven:
                     self._ints.add(target.id)
-                if target.id.endswith("max_memory") and _ast_int_keys(value):
+                if target.id.endswith("max_memory") and _ast_cuda_keys(value):
                     self._report(value, _MAX_MEMORY_MESSAGE, MAX_MEMORY_GUIDANCE, Effort.MEDIUM)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -353,13 +332,13 @@ class _Detector(AstDetector):
             and func.attr == "update"
             and _ast_last_word(func.value).endswith("max_memory")
             and args
-            and _ast_int_keys(args[0].value)
+            and _ast_cuda_keys(args[0].value)
         ):
             self._report(args[0].value, _MAX_MEMORY_MESSAGE, MAX_MEMORY_GUIDANCE, Effort.MEDIUM)
         for arg in args:
             if arg.keyword == "device_map" and _ast_int(arg.value):
                 self._rewrite(arg.value)
-            elif arg.keyword == "max_memory" and _ast_int_keys(arg.value):
+            elif arg.keyword == "max_memory" and _ast_cuda_keys(arg.value):
                 self._report(arg.value, _MAX_MEMORY_MESSAGE, MAX_MEMORY_GUIDANCE, Effort.MEDIUM)
 
     def visit_Dict(self, node: ast.Dict) -> None:

@@ -69,6 +69,17 @@ def _positive_number(node: cst.BaseExpression) -> bool:
     return True  # computed: the count is not known to be zero
 
 
+# A tokenizer loads no weights: a model's loading keyword handed to its from_pretrained
+# (diffusers' conversion scripts: `CLIPTokenizer.from_pretrained(name, device_map="auto")`) is
+# ignored there, so it sets nothing.
+_TOKENIZER_SUFFIXES = ("Tokenizer", "TokenizerFast")
+
+
+def _tokenizer_loader(receiver: str | None) -> bool:
+    """``receiver`` (the name before ``.from_pretrained``) is a tokenizer class."""
+    return receiver is not None and receiver.endswith(_TOKENIZER_SUFFIXES)
+
+
 # unittest's assertions that expect an exception from the block they open.
 _RAISES_ASSERTIONS = frozenset({"assertRaises", "assertRaisesRegex"})
 
@@ -125,7 +136,7 @@ class LibraryCudaSetting(Rule):
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "deepspeed", "dynamo_backend", "compile_backend",
         "liger", "gpus", "GPUS", "gpu=", "use_gpu", "enable_gpu", "varlen_attn", '"GPU"', "'GPU'", "collective_group", "bnb.",
-        "WeightTransferConfig",
+        "WeightTransferConfig", "device_map", "attn_impl", "ffn_type",
     )
     # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
     triggers_as_keys = True
@@ -141,6 +152,14 @@ class LibraryCudaSetting(Rule):
         "CHOICES = ['eager', 'sdpa', 'flash_attention_2']\n",
         "def f(gpus_per_node=8):\n    pass\n",
         "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', deepspeed=None)\n",
+        # a memory plan beside "auto": integer keys are the current accelerator's cores (measured)
+        "from transformers import AutoModel\nm = AutoModel.from_pretrained('x', device_map='auto', max_memory={0: '20GiB'})\n",
+        "kwargs = {'device_map': 'balanced', 'max_memory': budget}\n",
+        "from transformers import AutoModel\nm = AutoModel.from_pretrained('x', device_map='neuron')\n",
+        # what a test expects a helper to return (unsloth's studio export tests): not a setting made
+        "def test_kwargs():\n    assert build_kwargs() == {'device_map': 'balanced', 'attn_implementation': 'flash_attention_2'}\n",
+        # a tokenizer loads no weights: the keyword is ignored there
+        "from transformers import AutoTokenizer\ntok = AutoTokenizer.from_pretrained('x', device_map='auto')\n",
     )
     INVALID = (
         Invalid(
@@ -181,6 +200,11 @@ class LibraryCudaSetting(Rule):
         Invalid("import submitit\nex = submitit.AutoExecutor(folder='logs')\nex.update_parameters(gpus_per_node=8, nodes=2)\n"),
         Invalid("import modal\napp = modal.App()\n\n@app.function(gpu='A100')\ndef train():\n    pass\n"),
         Invalid("GPUS_PER_NODE = 8\n"),
+        # accelerate counts no Neuron device: the model loads on the CPU (measured)
+        Invalid("from transformers import AutoModelForCausalLM\nm = AutoModelForCausalLM.from_pretrained('x', device_map='auto')\n"),
+        Invalid("kwargs = {'device_map': 'balanced_low_0', 'torch_dtype': dtype}\n"),
+        # llm-foundry's MPT config in Python
+        Invalid("attn_config = {'attn_impl': 'flash', 'alibi': True}\n"),
         Invalid(
             "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', tf32=True)\n",
             target="accelerator",
@@ -215,7 +239,7 @@ class LibraryCudaSetting(Rule):
         if key == "default":
             self._default(node)
             return
-        if normalize_key(key) in setting_keys("python") and not self._in_signature():
+        if normalize_key(key) in setting_keys("python") and not self._in_signature() and not self._tokenizer_call():
             self._setting(key, node.value, node)
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
@@ -261,10 +285,11 @@ class LibraryCudaSetting(Rule):
     def _setting(self, key: str, value: cst.BaseExpression, holder: cst.CSTNode) -> None:
         """Report ``value``, the literal ``holder`` (the node being visited) gives the setting ``key``."""
         written = _literal(value)
-        if written is None or self._expected_to_raise():
+        if written is None or self._expected_to_raise() or any(isinstance(a, cst.Assert) for a in self.context.ancestors):
+            # an assert's value is what the test expects code to return, not a setting it makes
             return
         found = match_setting(key, written, "python")
-        if found is None:
+        if found is None or found.setting.planned(self._beside(holder)):
             return
         message = f"`{key}={written}` {found.what}"
         replacement = self._port(value, found)
@@ -275,6 +300,24 @@ class LibraryCudaSetting(Rule):
             )
             return
         self.report(value, message, guidance=_setting_guidance(found), effort=Effort.LOW, ancestors=(*self.context.ancestors, holder))
+
+    def _tokenizer_call(self) -> bool:
+        call = self.context.ancestors[-1] if self.context.ancestors else None
+        func = call.func if isinstance(call, cst.Call) else None
+        return (
+            isinstance(func, cst.Attribute) and func.attr.value == "from_pretrained"
+            and _tokenizer_loader(terminal_name(func.value))
+        )
+
+    def _beside(self, holder: cst.CSTNode) -> frozenset[str]:
+        """The other keys of the call or dict ``holder`` (a keyword or an element) is written in."""
+        parent = self.context.ancestors[-1] if self.context.ancestors else None
+        if isinstance(holder, cst.Arg) and isinstance(parent, cst.Call):
+            return frozenset(normalize_key(a.keyword.value) for a in parent.args if a.keyword is not None and a is not holder)
+        if isinstance(holder, cst.DictElement) and isinstance(parent, cst.Dict):
+            keys = (string_value(e.key) for e in parent.elements if isinstance(e, cst.DictElement) and e is not holder)
+            return frozenset(normalize_key(k) for k in keys if k is not None)
+        return frozenset()
 
     def _expected_to_raise(self) -> bool:
         """Inside ``with pytest.raises(...)`` / ``self.assertRaises(...)``: the test expects the
@@ -487,8 +530,12 @@ class _Detector(AstDetector):
         if key == "default":
             self._default(call, arg)
             return
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "from_pretrained" and _tokenizer_loader(_ast_terminal(func.value)):
+            return
         if normalize_key(key) in setting_keys("python"):
-            self._setting(key, arg.value)
+            beside = frozenset(normalize_key(a.keyword) for a in self.ctx.args(call) if a.keyword is not None and a is not arg)
+            self._setting(key, arg.value, beside)
 
     def visit_Dict(self, node: ast.Dict) -> None:
         for key_node, value in zip(node.keys, node.values):
@@ -498,7 +545,8 @@ class _Detector(AstDetector):
             if key == ray_resources().gpu and self._ray:
                 self._ray_bundle(key_node)
             elif normalize_key(key) in setting_keys("python"):
-                self._setting(key, value)
+                others = (_ast_str(k) for k in node.keys if k is not key_node)
+                self._setting(key, value, frozenset(normalize_key(k) for k in others if k is not None))
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         name = _ast_target_name(node.target)
@@ -528,12 +576,12 @@ class _Detector(AstDetector):
         if name is not None and normalize_key(name) in setting_keys("python"):
             self._setting(name, arg.value)
 
-    def _setting(self, key: str, value: ast.expr) -> None:
+    def _setting(self, key: str, value: ast.expr, beside: frozenset[str] = frozenset()) -> None:
         written = self._literal(value)
-        if written is None or self._expected_to_raise():
+        if written is None or self._expected_to_raise() or any(isinstance(a, ast.Assert) for a in self.ctx.ancestors):
             return
         found = match_setting(key, written, "python")
-        if found is None:
+        if found is None or found.setting.planned(beside):
             return
         if self._ported(value, found) and self.settings.target == "neuron":
             raise Unsure("a setting the table ports: the visitor builds its fix")

@@ -62,11 +62,24 @@ ROWS = [
     ("error-word-search-residual", "s.py",
      'try:\n    run()\nexcept Exception as e:\n    if any(k in str(e).lower() for k in ["out of memory", "cuda"]):\n        skip()\n', "CN902", 0),
     # accelerate's max_memory keyed by "cuda:0": CN111 says what to do; CN109's "add a neuron entry" would
-    # not help (accelerate plans memory for CUDA devices only). One finding, not two.
+    # not help (accelerate takes integer indices, "cpu", "mps" and "disk" only). One finding, not two.
     ("max-memory-cuda-keys-cn109", "s.py", 'm = AutoModel.from_pretrained("x", max_memory={"cuda:0": "20GiB", "cpu": "60GiB"})\n', "CN109", 0),
     ("max-memory-cuda-keys-cn111", "s.py", 'm = AutoModel.from_pretrained("x", max_memory={"cuda:0": "20GiB", "cpu": "60GiB"})\n', "CN111", 1),
+    # Integer max_memory keys are the current accelerator's cores: with accelerate 1.14.0 and
+    # transformers 5.25.0 on the emulated device, `device_map="auto", max_memory={0: ...}` loads the
+    # model on neuron:0 (issue 39). Nothing to act on, in code or in a config.
+    ("max-memory-integer-keys-cn111", "s.py",
+     'm = AutoModel.from_pretrained("x", device_map="auto", max_memory={0: "20GiB", 1: "20GiB", "cpu": "60GiB"})\n', "CN111", 0),
+    ("max-memory-range-keys-cn111", "s.py", "max_memory = {i: '40GiB' for i in range(n_gpus)}\nmax_memory[0] = '8GiB'\n", "CN111", 0),
+    ("config-max-memory-integer-keys", "config/model.yaml", "device_map: auto\nmax_memory:\n  0: 20GiB\n  cpu: 60GiB\n", "CN738", 0),
+    # CN627: a setting's value an assert expects a helper to return is no setting the test makes.
+    ("assert-expects-setting", "tests/test_export.py",
+     "def test_kwargs():\n    assert build_kwargs() == {'device_map': 'balanced'}\n    assert cfg.attn_implementation == 'flash_attention_2'\n", "CN627", 0),
+    # CN627: a tokenizer loads no weights; a model's loading keyword handed to it is ignored.
+    ("tokenizer-device-map", "scripts/convert.py",
+     'from transformers import CLIPTokenizer\ntok = CLIPTokenizer.from_pretrained(name, pad_token="!", device_map="auto")\n', "CN627", 0),
     # CN738: one finding per max_memory mapping, however many GPUs it lists.
-    ("config-max-memory-once", "config/model.yaml", "max_memory:\n  0: 20GiB\n  1: 20GiB\n  2: 20GiB\n", "CN738", 1),
+    ("config-max-memory-once", "config/model.yaml", "max_memory:\n  cuda:0: 20GiB\n  cuda:1: 20GiB\n  cuda:2: 20GiB\n", "CN738", 1),
     # CN713: `--no-binary flash-attn flash-attn==2.5.6` installs flash-attn once.
     ("no-binary-once", "setup.sh", "pip install --no-binary flash-attn flash-attn==2.5.6\n", "CN713", 1),
 ]

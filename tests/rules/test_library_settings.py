@@ -56,6 +56,23 @@ def test_every_call_row_names_its_source(call):
         ("gpu", "B200+", "python", ""),
         ("gpu", "H100!:8", "python", ""),
         ("gpu", "cpu", "python", None),
+        # accelerate's planned placements: it counts no Neuron device (rows device_map_planned)
+        ("device_map", "auto", "python", ""),
+        ("--device-map", "balanced_low_0", "cli", ""),
+        ("device_map", "sequential", "config", ""),
+        ("device_map", "neuron", "python", None),
+        ("device_map", "cpu", "config", None),
+        # llm-foundry's MPT configs
+        ("attn_impl", "flash", "config", ""),
+        ("attn_impl", "torch", "config", None),
+        ("ffn_type", "mb_dmoe", "config", ""),
+        ("ffn_type", "torch_dmoe", "config", None),
+        # TRL's vLLM generation: configs only (other trainers' flags keep their own defaults)
+        ("use_vllm", "true", "config", ""),
+        ("use_vllm", "True", "python", None),
+        ("--use_vllm", "true", "cli", None),
+        ("vllm_mode", "server", "config", ""),
+        ("vllm_mode", "colocate", "config", None),
     ],
     ids=lambda v: str(v),
 )
@@ -97,3 +114,32 @@ def test_a_row_with_files_is_read_in_those_files(key, value, path, found):
 def test_one_row_serves_every_language(source, path, code):
     findings = [f for f in lint_source(source, path, Config()) if f.code == code]
     assert len(findings) == 1 and "flash_attn" in findings[0].message
+
+
+# A planned placement is the user's: `device_map="auto"` with `max_memory` beside it (measured on
+# the emulated device with accelerate 1.14 / transformers 5.25: integer keys are the current
+# accelerator's cores, so the model lands on neuron:0). Alone, "auto" loads it on the CPU.
+@pytest.mark.parametrize(
+    ("source", "path", "code", "reported"),
+    [
+        ('m = AutoModel.from_pretrained("x", device_map="auto")\n', "infer.py", "CN627", True),
+        ('m = AutoModel.from_pretrained("x", device_map="auto", max_memory={0: "20GiB"})\n', "infer.py", "CN627", False),
+        ('kw = {"device_map": "auto", "max_memory": plan}\n', "infer.py", "CN627", False),
+        ('kw = {"device_map": "auto"}\nkw2 = {"max_memory": plan}\n', "infer.py", "CN627", True),
+        ("model:\n  device_map: auto\n", "config/infer.yaml", "CN737", True),
+        ("model:\n  device_map: auto\n  max_memory: {0: 20GiB}\n", "config/infer.yaml", "CN737", False),
+        ("model:\n  device_map: auto\nquant:\n  max_memory: {0: 20GiB}\n", "config/infer.yaml", "CN737", True),
+        ("python infer.py --device_map auto\n", "run.sh", "CN709", True),
+        ("python infer.py --device_map auto --max_memory 0=20GiB\n", "run.sh", "CN709", False),
+        ("python infer.py --device_map auto # --max_memory 0=20GiB\n", "run.sh", "CN709", True),
+        # TRL: a vllm_mode beside use_vllm is judged by its own row
+        ("use_vllm: true\n", "recipes/grpo.yaml", "CN737", True),
+        ("use_vllm: true\nvllm_mode: colocate\n", "recipes/grpo.yaml", "CN737", False),
+        # ms-swift's configs: no default mode (its launcher sets one), so TRL's default says nothing
+        ("rlhf_type: grpo\nuse_vllm: true\n", "examples/ray/grpo.yaml", "CN737", False),
+    ],
+    ids=lambda v: str(v),
+)
+def test_a_key_set_beside_means_the_user_planned_it(source, path, code, reported):
+    findings = [f for f in lint_source(source, path, Config()) if f.code == code]
+    assert bool(findings) is reported, findings

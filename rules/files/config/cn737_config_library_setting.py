@@ -33,6 +33,15 @@ _DEEPSPEED_GUIDANCE = (
 )
 
 
+
+def _beside(doc, scalar) -> frozenset[str]:  # noqa: ANN001 - ConfigDocument, Scalar
+    """The other keys of the mapping ``scalar`` is a value of (``max_memory`` beside ``device_map``)."""
+    parent = scalar.path[:-1]
+    return frozenset(
+        normalize_key(path[-1]) for document, path in doc.keys
+        if document == scalar.document and path[:-1] == parent and isinstance(path[-1], str) and path != scalar.path
+    )
+
 def _keys_of_mappings(doc, keys: frozenset[str]):
     """``(document, start, end, key)`` of mapping keys in ``keys`` whose value is a mapping or list (the
     scalars' rows never see them: ``deepspeed_config: {zero_stage: 2}``)."""
@@ -114,7 +123,7 @@ class LibrarySettingInConfig(TextRule):
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
         "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger",
         "train_micro_batch_size_per_gpu", "steps_per_print", "wall_clock_breakdown", "bnb.", "gpu",
-        "accelerators", "varlen_attn",
+        "accelerators", "varlen_attn", "attn_", "attention", "device_map", "use_vllm", "vllm_mode", "ffn_type",
     )
     # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
     triggers_as_keys = True
@@ -132,6 +141,12 @@ class LibrarySettingInConfig(TextRule):
         Valid("resources:\n  instance_type: trn2.48xlarge\n  accelerators: null\n", path="sky/train.yaml"),
         Valid("resources:\n  accelerators: [tpu-v4-8]\n", path="sky/train.yaml"),
         Valid("accelerators:\n  neuron: trn2\n", path=CONFIG_EXAMPLE),
+        # integer max_memory keys beside "auto" are the current accelerator's cores (measured):
+        # the placement is planned, the model lands on neuron:0
+        Valid("model:\n  device_map: auto\n  max_memory:\n    0: 20GiB\n", path=CONFIG_EXAMPLE),
+        Valid("device_map: neuron\n", path=CONFIG_EXAMPLE),
+        Valid("use_vllm: true\nvllm_mode: colocate\n", path="recipes/grpo.yaml"),
+        Valid("model:\n  attn_config:\n    attn_impl: torch\n", path=CONFIG_EXAMPLE),
     )
     INVALID = (
         Invalid("model:\n  attn_implementation: flash_attention_2\n", "model:\n  attn_implementation: sdpa\n", path=CONFIG_EXAMPLE),
@@ -164,6 +179,13 @@ class LibrarySettingInConfig(TextRule):
         # its candidates: an ordered list, a set, a mapping NAME: COUNT
         Invalid("resources:\n  accelerators: [V100, A100]\n", path="sky/train.yaml"),
         Invalid("resources:\n  accelerators:\n    - L4:1\n    - H100:1\n", path="sky/train.yaml"),
+        # accelerate counts no Neuron device: "auto" loads the model on the CPU (measured)
+        Invalid("model_name_or_path: my-org/llm\ndevice_map: auto\n", path=CONFIG_EXAMPLE),
+        # llm-foundry's MPT configs: flash_attn's kernels, MegaBlocks' MoE
+        Invalid("model:\n  attn_config:\n    attn_impl: flash\n  ffn_config:\n    ffn_type: mb_dmoe\n", path=CONFIG_EXAMPLE),
+        # TRL's GRPO recipes: server mode (the default up to 0.27) pushes weights over NCCL
+        Invalid("use_vllm: true\nnum_generations: 8\n", path="recipes/grpo.yaml"),
+        Invalid("use_vllm: true\nvllm_mode: server\n", path="recipes/grpo.yaml"),
         Invalid("resources:\n  accelerators: {A100:1, V100:1}\n", path="sky/train.yaml"),
         Invalid("resources:\n  accelerators: {A100: 8}\n", path="sky/train.yaml"),
     )
@@ -177,7 +199,7 @@ class LibrarySettingInConfig(TextRule):
             if normalize_key(s.key) not in keys:
                 continue
             found = match_setting(s.key, s.value, "config", doc.path)
-            if found is None:
+            if found is None or (found.setting.unless_beside and found.setting.planned(_beside(doc, s))):
                 continue
             message = f"`{s.key}: {s.value}` {found.what}"
             if found.setting.id.startswith("deepspeed") or found.setting.id.endswith("_deepspeed"):

@@ -29,6 +29,11 @@ _DEEPSPEED_GUIDANCE = (
 )
 
 
+
+def _flags(doc: ShellScript) -> frozenset[str]:
+    """Every flag the script's code passes (``--max_memory`` beside ``--device_map auto``)."""
+    return frozenset(normalize_key(m.group(1)) for m in _FLAG_RE.finditer(doc.text) if doc.states[m.start()] != COMMENT)
+
 def _ported(value: str, port: str) -> str:
     """``port`` written the way the value was: ``True`` becomes ``False``, quotes kept."""
     literal = unquote(value) or value
@@ -103,7 +108,7 @@ class LibrarySettingFlag(TextRule):
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
         "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger", "GPUS", "gpus", "nccl",
-        "bnb.", "varlen_attn", "bitsandbytes",
+        "bnb.", "varlen_attn", "bitsandbytes", "attn_", "attention", "device_map", "ffn_type",
     )
     # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
     triggers_as_keys = True
@@ -114,6 +119,7 @@ class LibrarySettingFlag(TextRule):
         Valid("python train.py --optim adamw_torch --deepspeed ''\n", path="launch.sh"),
         Valid("# torchrun train.py --tf32 True\n", path="launch.sh"),
         Valid("python train.py --optim $OPTIM\n", path="launch.sh"),
+        Valid("python infer.py --device_map auto --max_memory 0=20GiB\n", path="launch.sh"),
     )
     INVALID = (
         Invalid(
@@ -141,6 +147,7 @@ class LibrarySettingFlag(TextRule):
             path="launch.sh",
         ),
         Invalid("ray job submit -- python3 -m trainer --actor.num_gpus_per_node 8 --ref.num_gpus_per_node 8\n", path="launch.sh"),
+        Invalid("python export.py --model my-org/llm --device_map auto --quant_bits 4\n", path="launch.sh"),
         # DiffSynth-Studio's training scripts
         Invalid(
             "accelerate launch train.py \\\n  --quant_options \"Tongyi-MAI/Z-Image-Turbo:transformer/*.safetensors:bitsandbytes_nf4\" \\\n  --use_gradient_checkpointing\n",
@@ -176,7 +183,7 @@ class LibrarySettingFlag(TextRule):
             if not bare and unquote(value) is None:
                 continue  # computed at run time ($OPTIM): the script's caller decides
             found = match_setting(flag, value, "cli")
-            if found is None:
+            if found is None or (found.setting.unless_beside and found.setting.planned(_flags(doc))):
                 continue
             message = f"`--{flag}{'' if bare else ' ' + value}` {found.what}"
             if found.port and not bare and settings.target == "neuron":
