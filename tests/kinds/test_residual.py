@@ -404,6 +404,27 @@ def test_imports_of_the_projects_own_folders_are_not_residual(tmp_path, files, s
     assert _residual_lines(_SCRIPT, str(tmp_path / script)) == lines
 
 
+# unsloth's studio tests import the project's own enum from a package beside the test folder
+# (`from utils.hardware import (..., DeviceType)`, the backend root on sys.path): the statement
+# that binds the class holds no CUDA word, yet decides whether `DeviceType.CUDA` is its member.
+_ENUM_TEST = (
+    "from unittest.mock import patch\n\nfrom {module} import (\n    get_device,\n    DeviceType,\n)\n\n\n"
+    "def test_pick():\n    with patch('{module}.get_device', return_value = DeviceType.CUDA):\n"
+    "        assert get_device() == DeviceType.CUDA\n"
+)
+_ENUM_ROWS = {
+    "package-beside-the-tests": ("utils.hardware", {"backend/utils/__init__.py": "", "backend/utils/hardware.py": ""}, []),
+    "package-not-found-is-foreign": ("devlib.hardware", {"backend/utils/__init__.py": ""}, [10, 11]),
+}
+
+
+@pytest.mark.parametrize(("module", "files", "lines"), _ENUM_ROWS.values(), ids=_ENUM_ROWS.keys())
+def test_a_class_imported_from_a_folder_of_the_project_owns_its_members(tmp_path, module, files, lines):
+    test = "backend/tests/test_pick.py"
+    _project(tmp_path, {**files, test: _ENUM_TEST.format(module=module)})
+    assert _residual_lines(_ENUM_TEST.format(module=module), str(tmp_path / test)) == lines
+
+
 def test_the_cache_key_holds_the_folders_an_import_was_found_in(tmp_path, monkeypatch):
     # A warm run must see the folder change: the result read the file system beside the file.
     _project(tmp_path, {"bert/nvidia/modeling.py": "", "bert/run.py": "from nvidia.modeling import BertConfig\n"})
