@@ -459,7 +459,9 @@ _SEARCHES = frozenset({"find", "rfind", "index", "rindex", "count"})
 # Code's punctuation in a searched-for string: a dotted name, a call, a line's end. Not `=`:
 # `"GPU_BACKEND=cuda" in output` and `"-DGGML_CUDA=ON" not in output` look for what an installer
 # chose in what it printed, a CUDA setting (nor a version's dot: `"NVCC_VER=12.8"`).
-_CODE_TEXT = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|\)|\n")
+# A string literal as source spells it, quotes included (`'"cuda"' in source[...]`, unsloth's
+# installer tests): only source text holds the quotes, a device's name never does.
+_CODE_TEXT = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|\)|\n|\A([\"'])[^\"']*\1\Z")
 
 
 def _is_code_text(node: ast.expr) -> bool:

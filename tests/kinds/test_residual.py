@@ -69,6 +69,8 @@ _ROWS = {
     # a page's address, a web service's credential, letters of a word across two words of a name
     "python-web-address": ("m.py", 'DOCS = "https://docs.nvidia.com/deploy/nccl-tuning"\n', []),
     "python-credential-name": ("m.py", 'import os\nkey = os.environ["NVIDIA_API_KEY"]\n', []),
+    # a string literal as source spells it, looked for in a module's text (unsloth's installer tests)
+    "python-quoted-literal-searched-in-source": ("m.py", "src = open(p).read()\nassert '\"cuda\"' in src[10:500]\n", []),
     "python-camel-case-crossing": ("m.py", "from openai import AsyncClient\nclient = AsyncClient()\n", []),
     "python-camel-case-crossing-in-a-string": ("m.py", 'CALLS = r"\\b(?:httpx)\\.(get|post|AsyncClient)\\b"\nK = "CudaGraph"\n', [2]),
     "python-lowercase-word-kept": ("m.py", "from vllm.distributed import pynccl\nc = pynccl.PyNcclCommunicator(g)\n", [1, 2]),
