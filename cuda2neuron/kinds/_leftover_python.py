@@ -402,6 +402,16 @@ class Names(ast.NodeVisitor):
                     (e.lineno, e.col_offset) for e in gen.iter.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
                 )
 
+    def visit_For(self, node: ast.For) -> None:
+        # `for k in ("torch", "torch_cuda", "triton"): assert k in fp` (unsloth's fingerprint
+        # test): a loop whose variable is only ever a key (`k in fp`, `fp[k]`) walks keys.
+        if isinstance(node.target, ast.Name) and isinstance(node.iter, (ast.List, ast.Tuple, ast.Set)):
+            items = node.iter.elts
+            if items and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in items):
+                if _only_keys(node.target.id, node.body):
+                    self.keys.update((e.lineno, e.col_offset) for e in items)
+        self.generic_visit(node)
+
     def visit_GeneratorExp(self, node: ast.GeneratorExp) -> None:
         self._searched_words(node)
         self.generic_visit(node)
@@ -462,6 +472,24 @@ _SEARCHES = frozenset({"find", "rfind", "index", "rindex", "count"})
 # A string literal as source spells it, quotes included (`'"cuda"' in source[...]`, unsloth's
 # installer tests): only source text holds the quotes, a device's name never does.
 _CODE_TEXT = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|\)|\n|\A([\"'])[^\"']*\1\Z")
+
+
+def _only_keys(name: str, body: list[ast.stmt]) -> bool:
+    """Whether ``name`` is read in ``body`` and only as a key: a subscript's index or what
+    ``in`` / ``not in`` looks for."""
+    keys: set[int] = set()
+    uses: list[ast.Name] = []
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name):
+                keys.add(id(node.slice))
+            elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and all(
+                isinstance(op, (ast.In, ast.NotIn)) for op in node.ops
+            ):
+                keys.add(id(node.left))
+            elif isinstance(node, ast.Name) and node.id == name:
+                uses.append(node)
+    return bool(uses) and all(id(u) in keys for u in uses)
 
 
 def _is_code_text(node: ast.expr) -> bool:

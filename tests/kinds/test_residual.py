@@ -71,6 +71,10 @@ _ROWS = {
     "python-credential-name": ("m.py", 'import os\nkey = os.environ["NVIDIA_API_KEY"]\n', []),
     # a string literal as source spells it, looked for in a module's text (unsloth's installer tests)
     "python-quoted-literal-searched-in-source": ("m.py", "src = open(p).read()\nassert '\"cuda\"' in src[10:500]\n", []),
+    # a loop whose variable is only ever a key walks keys (unsloth's fingerprint test); one that
+    # hands its variable to a call walks values
+    "python-loop-over-keys": ("m.py", "def t(fp):\n    for k in ('torch', 'torch_cuda'):\n        assert k in fp and fp[k]\n", []),
+    "python-loop-over-values": ("m.py", "def t(run):\n    for k in ('torch', 'torch_cuda'):\n        run(k)\n", [2]),
     "python-camel-case-crossing": ("m.py", "from openai import AsyncClient\nclient = AsyncClient()\n", []),
     "python-camel-case-crossing-in-a-string": ("m.py", 'CALLS = r"\\b(?:httpx)\\.(get|post|AsyncClient)\\b"\nK = "CudaGraph"\n', [2]),
     "python-lowercase-word-kept": ("m.py", "from vllm.distributed import pynccl\nc = pynccl.PyNcclCommunicator(g)\n", [1, 2]),
