@@ -267,6 +267,10 @@ class Names(ast.NodeVisitor):
             self.imported[bound] = node.lineno
             if alias.name.split(".")[0] not in self.project_modules:
                 self.foreign.add(bound)
+            else:
+                # `import _zoo_aggressive_cuda_spoof as spoof` (unsloth's tests): a module of the
+                # project's own, found beside the file, named as `from own.mod import` names it.
+                self.own_import_paths.append((node.lineno, (0, *alias.name.split("."))))
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
@@ -1043,9 +1047,11 @@ def _own_reason(tok: Word, own_names: dict, paths: dict[int, set[str]]) -> str |
 
 
 def _own_module_part(tok: Word, paths: dict[int, set[str]]) -> str | None:
-    """A part of the module path of a `from` import of the project's own module."""
+    """A part of the module path of a `from` (or plain) import of the project's own module."""
     if tok.string in paths.get(tok.start[0], ()):
         before = tok.before
         if re.match(r"\s*from\s", before) and not re.search(r"\bimport\b", before):
+            return "a module of the project"
+        if re.match(r"\s*import\s", before) and not re.search(r"\bas\b", before):
             return "a module of the project"
     return None

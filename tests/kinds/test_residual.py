@@ -399,6 +399,9 @@ _LOCAL_IMPORT_ROWS = {
     "one-folder-up": ({"bert/nvidia/modeling.py": "", "bert/turing/nvidia_modeling.py": ""}, "bert/sub/models.py", [3]),
     "not-found-is-foreign": ({"bert/nvidia/README.md": ""}, "bert/run.py", [1, 2, 3]),
     "compiled-extension-is-cuda": ({"bert/fused_cuda.cpython-311-x86_64-linux-gnu.so": ""}, "bert/run.py", [1, 2, 3]),
+    # `import fused_cuda` of a module of source beside the script (unsloth's tests import their
+    # `_zoo_aggressive_cuda_spoof` helper so): the project's own, as a `from` import is
+    "plain-import-of-a-module-beside": ({"bert/fused_cuda.py": ""}, "bert/run.py", [1, 2]),
     # above the project's root (a folder with a pyproject.toml) nothing is the project's
     "not-above-the-root": ({"nvidia/modeling.py": "", "proj/pyproject.toml": ""}, "proj/run.py", [1, 2, 3]),
 }
