@@ -1168,25 +1168,14 @@ def _builds_cuda(call: ast.Call, assigned: dict[str, list[ast.expr]] | None = No
 
 
 def _imports_kernel_language(tree: ast.Module) -> bool:
-    """Whether the module imports a kernel language (Triton, TileLang, CuTe). An import in a
-    ``try:`` body whose names the module never reads is a probe, not a use (unsloth's
-    diffusion_speed: ``try: import triton  # noqa: F401`` / ``except Exception: return False``,
-    to decide whether to compile): such a module runs no kernel, and its functions reach none."""
-    probes = {id(stmt) for node in ast.walk(tree) if isinstance(node, ast.Try) for stmt in node.body}
-    probed: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names = [a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] in KERNEL_LANGUAGES]
+            if any(a.name.split(".")[0] in KERNEL_LANGUAGES for a in node.names):
+                return True
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            names = [a.asname or a.name for a in node.names] if node.module.split(".")[0] in KERNEL_LANGUAGES else []
-        else:
-            continue
-        if not names:
-            continue
-        if id(node) not in probes or "*" in names:
-            return True
-        probed.update(names)
-    return bool(probed) and any(isinstance(node, ast.Name) and node.id in probed for node in ast.walk(tree))
+            if node.module.split(".")[0] in KERNEL_LANGUAGES:
+                return True
+    return False
 
 
 @functools.lru_cache(maxsize=16384)
