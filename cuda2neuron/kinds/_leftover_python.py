@@ -267,6 +267,10 @@ class Names(ast.NodeVisitor):
             self.imported[bound] = node.lineno
             if alias.name.split(".")[0] not in self.project_modules:
                 self.foreign.add(bound)
+            else:
+                # `import _zoo_aggressive_cuda_spoof as spoof` (unsloth's tests): a module of the
+                # project's own, found beside the file, named as `from own.mod import` names it.
+                self.own_import_paths.append((node.lineno, (0, *alias.name.split("."))))
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
@@ -402,6 +406,16 @@ class Names(ast.NodeVisitor):
                     (e.lineno, e.col_offset) for e in gen.iter.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
                 )
 
+    def visit_For(self, node: ast.For) -> None:
+        # `for k in ("torch", "torch_cuda", "triton"): assert k in fp` (unsloth's fingerprint
+        # test): a loop whose variable is only ever a key (`k in fp`, `fp[k]`) walks keys.
+        if isinstance(node.target, ast.Name) and isinstance(node.iter, (ast.List, ast.Tuple, ast.Set)):
+            items = node.iter.elts
+            if items and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in items):
+                if _only_keys(node.target.id, node.body):
+                    self.keys.update((e.lineno, e.col_offset) for e in items)
+        self.generic_visit(node)
+
     def visit_GeneratorExp(self, node: ast.GeneratorExp) -> None:
         self._searched_words(node)
         self.generic_visit(node)
@@ -459,7 +473,27 @@ _SEARCHES = frozenset({"find", "rfind", "index", "rindex", "count"})
 # Code's punctuation in a searched-for string: a dotted name, a call, a line's end. Not `=`:
 # `"GPU_BACKEND=cuda" in output` and `"-DGGML_CUDA=ON" not in output` look for what an installer
 # chose in what it printed, a CUDA setting (nor a version's dot: `"NVCC_VER=12.8"`).
-_CODE_TEXT = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|\)|\n")
+# A string literal as source spells it, quotes included (`'"cuda"' in source[...]`, unsloth's
+# installer tests): only source text holds the quotes, a device's name never does.
+_CODE_TEXT = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|\)|\n|\A([\"'])[^\"']*\1\Z")
+
+
+def _only_keys(name: str, body: list[ast.stmt]) -> bool:
+    """Whether ``name`` is read in ``body`` and only as a key: a subscript's index or what
+    ``in`` / ``not in`` looks for."""
+    keys: set[int] = set()
+    uses: list[ast.Name] = []
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name):
+                keys.add(id(node.slice))
+            elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and all(
+                isinstance(op, (ast.In, ast.NotIn)) for op in node.ops
+            ):
+                keys.add(id(node.left))
+            elif isinstance(node, ast.Name) and node.id == name:
+                uses.append(node)
+    return bool(uses) and all(id(u) in keys for u in uses)
 
 
 def _is_code_text(node: ast.expr) -> bool:
@@ -1013,9 +1047,11 @@ def _own_reason(tok: Word, own_names: dict, paths: dict[int, set[str]]) -> str |
 
 
 def _own_module_part(tok: Word, paths: dict[int, set[str]]) -> str | None:
-    """A part of the module path of a `from` import of the project's own module."""
+    """A part of the module path of a `from` (or plain) import of the project's own module."""
     if tok.string in paths.get(tok.start[0], ()):
         before = tok.before
         if re.match(r"\s*from\s", before) and not re.search(r"\bimport\b", before):
+            return "a module of the project"
+        if re.match(r"\s*import\s", before) and not re.search(r"\bas\b", before):
             return "a module of the project"
     return None

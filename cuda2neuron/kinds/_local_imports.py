@@ -10,7 +10,9 @@ long as the file could be a module of a package run from there.
 
 What is read beyond the file's bytes must be part of its cache key, or a warm run answers for a
 folder that has changed. Only imports whose statement names a CUDA word are resolved (the residual
-pass judges nothing else): ``worded_imports`` names them, ``found_modules`` resolves them, and the
+pass judges nothing else), and those that bind a class whose CUDA-worded member a line reads
+(unsloth's studio tests: ``from utils.hardware import (..., DeviceType)``, then
+``DeviceType.CUDA``, with the backend root on ``sys.path``): ``worded_imports`` names them, ``found_modules`` resolves them, and the
 results cache keeps, for a file that has some, its entry under what they resolved to (a small
 entry under the file's own key names them: ``workspace._cache``). A warm run of a file without
 one reads no folder and scans nothing more. Nothing is memoised across calls: a long-lived
@@ -33,6 +35,9 @@ _WORDS = re.compile(rb"cuda(?!2neuron)|nccl|cudnn|nvidia|nvcc", re.IGNORECASE)
 # `cuda2neuron` is dropped by `_WORDS` when its text is read).
 _WORD_LIST = (b"cuda", b"nccl", b"cudnn", b"nvidia", b"nvcc")
 _INDENT = re.compile(rb"[ \t]*")
+# The name a dotted member is read from, ending at the dot (`DeviceType` of `DeviceType.CUDA`).
+_OWNER = re.compile(rb"([A-Za-z_]\w*)\Z")
+_IDENT_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 # A folder that holds one of these is the project's root: no folder above it is searched.
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -67,7 +72,8 @@ def found_modules(path: str, tops) -> frozenset[str]:  # noqa: ANN001 - an itera
 
 
 def _worded_import_tops(data: bytes) -> set[str]:
-    """The top-level names of the import statements that hold a CUDA word. It runs for every
+    """The top-level names of the import statements that hold a CUDA word or bind the class of a
+    CUDA-worded member (``DeviceType.CUDA``). It runs for every
     Python file of a warm run (the cache key), so it reads no more than it must: each word's
     places in a lowered copy (``bytes.find``; a regex alternation is several times slower), one
     look per line, then only the statements those places sit in (an import's line, or an
@@ -75,6 +81,7 @@ def _worded_import_tops(data: bytes) -> set[str]:
     lowered = data.lower()
     lists = _name_lists(lowered)
     starts: set[int] = set()
+    classes: set[bytes] = set()  # `DeviceType` of `DeviceType.CUDA`
     for word in _WORD_LIST:
         at = lowered.find(word)
         while at != -1:
@@ -84,11 +91,21 @@ def _worded_import_tops(data: bytes) -> set[str]:
                 starts.add(line)
             else:
                 starts.update(start for start, close in lists if start < at < close)
+                owner = _class_of_member(data, line, at)
+                if owner is not None:
+                    classes.add(owner)
             at = -1 if end == -1 else lowered.find(word, end)
+    binding: set[int] = set()
+    if classes:
+        # The statement that binds the class names no CUDA word (`from utils.hardware import
+        # (..., DeviceType)`), yet decides whether `DeviceType.CUDA` is the project's member.
+        for m in _IMPORT.finditer(data):
+            if m.group(3) is None and classes.intersection(re.findall(rb"\w+", m.group(0).split(b"import", 1)[1])):
+                binding.add(m.start())
     tops: set[str] = set()
-    for start in sorted(starts):
+    for start in sorted(starts | binding):
         m = _IMPORT.match(data, start)
-        if m is None or _WORDS.search(m.group(0)) is None:
+        if m is None or (start not in binding and _WORDS.search(m.group(0)) is None):
             continue
         if m.group(3) is not None:  # import a.b, c as d
             for item in m.group(3).split(b","):
@@ -101,6 +118,18 @@ def _worded_import_tops(data: bytes) -> set[str]:
             if _IDENTIFIER.fullmatch(top):
                 tops.add(top)
     return tops
+
+
+def _class_of_member(data: bytes, line: int, at: int) -> bytes | None:
+    """``DeviceType`` when the identifier holding the word at ``at`` is read as a member of a
+    class spelled as one (``DeviceType.CUDA``, ``Backend.NCCL``); never ``torch.cuda``."""
+    start = at
+    while start > line and data[start - 1] in _IDENT_BYTES:
+        start -= 1
+    if start <= line or data[start - 1] != 0x2E:  # "."
+        return None
+    m = _OWNER.search(data, line, start - 1)
+    return m.group(1) if m is not None and m.group(1)[:1].isupper() else None
 
 
 def _name_lists(lowered: bytes) -> list[tuple[int, int]]:

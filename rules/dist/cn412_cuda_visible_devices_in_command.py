@@ -8,10 +8,39 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
+from .._shared.nets import is_bare_string, unit_of
 from .._shared.strings import string_value
 from .._shared.visible_devices import command_program, other_program_guidance, runs_python, visible_cores
 
 __all__ = ["CudaVisibleDevicesInCommand"]
+
+
+def _concatenation(ancestors, node: cst.CSTNode) -> tuple[str, int] | None:  # noqa: ANN001 - the chain above node
+    """(the text of the implicit concatenation ``node`` is a piece of, where ``node``'s text
+    starts in it), or None for a string standing alone. An f-string piece's placeholders are
+    read as one word."""
+    outer = None
+    for above in reversed([a for a in ancestors if a is not node]):
+        if not isinstance(above, cst.ConcatenatedString):
+            break
+        outer = above
+    if outer is None:
+        return None
+    pieces: list[str] = []
+    offset = 0
+    stack: list[cst.CSTNode] = [outer]
+    while stack:
+        part = stack.pop()
+        if isinstance(part, cst.ConcatenatedString):
+            stack += [part.right, part.left]
+            continue
+        if part is node:
+            offset = sum(map(len, pieces))
+        if isinstance(part, cst.SimpleString):
+            pieces.append(string_value(part) or "")
+        elif isinstance(part, cst.FormattedString):
+            pieces.append("".join(p.value if isinstance(p, cst.FormattedStringText) else "X" for p in part.parts))
+    return "".join(pieces), offset
 
 _VARIABLE = "CUDA_VISIBLE_DEVICES"
 # The assignment where a shell reads one: first in the string or a line, after `;` / `&&` / `|` /
@@ -71,6 +100,11 @@ class CudaVisibleDevicesInCommand(Rule):
         'print("set CUDA_VISIBLE_DEVICES to choose GPUs")\n',  # a sentence, not an assignment
         'name = "CUDA_VISIBLE_DEVICES"\n',  # CN405 reads the environment
         'HELP = "Set CUDA_VISIBLE_DEVICES=0,1 and NCCL_DEBUG=INFO when debugging hangs."\n',  # a sentence
+        # a docstring, and a sentence split over the pieces of one concatenation (unsloth's tests
+        # and llama-server help text): a word stands before the assignment in the whole text
+        'def test_one_visible(monkeypatch):\n    """CUDA_VISIBLE_DEVICES=1 -> only GPU 1 visible."""\n'
+        '    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")\n',
+        'hint = (\n    "hide the extra GPU with CUDA_VISIBLE_DEVICES (e.g. "\n    "CUDA_VISIBLE_DEVICES=0 exposes only the first GPU)."\n)\n',
     )
     INVALID = (
         Invalid('import os\nos.system("CUDA_VISIBLE_DEVICES=2 python eval.py")\n', 'import os\nos.system("NEURON_RT_VISIBLE_CORES=2 python eval.py")\n'),
@@ -86,6 +120,9 @@ class CudaVisibleDevicesInCommand(Rule):
         Invalid('import subprocess\nsubprocess.Popen("CUDA_VISIBLE_DEVICES=1 ./llama-server -m m.gguf", shell=True)\n'),
         Invalid("import os\nos.system('cd out && CUDA_VISIBLE_DEVICES=0 nohup python3 -m srv.worker &')\n",
                 "import os\nos.system('cd out && NEURON_RT_VISIBLE_CORES=0 nohup python3 -m srv.worker &')\n"),
+        # a command built over the pieces of one concatenation: the piece starts the command
+        Invalid('import os\nos.system(\n    "cd out && "\n    "CUDA_VISIBLE_DEVICES=2 python eval.py"\n)\n',
+                'import os\nos.system(\n    "cd out && "\n    "NEURON_RT_VISIBLE_CORES=2 python eval.py"\n)\n'),
     )
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
@@ -95,8 +132,17 @@ class CudaVisibleDevicesInCommand(Rule):
         if text is None:
             return
         matches = list(_ASSIGN_RE.finditer(text))
-        if not matches:
-            return
+        if not matches or is_bare_string(unit_of(self.context.ancestors), node):
+            return  # a docstring (`CUDA_VISIBLE_DEVICES=1 -> only GPU 1 visible.`) runs nothing
+        whole = _concatenation(self.context.ancestors, node)
+        if whole is not None:
+            # One piece of `"... hide it with CUDA_VISIBLE_DEVICES (e.g. " "CUDA_VISIBLE_DEVICES=0
+            # exposes ..."`: the value is the whole text, where a word stands before the assignment.
+            joined, offset = whole
+            kept = [m for m in matches if _ASSIGN_RE.match(joined, offset + m.start()) is not None]
+            if len(kept) < len(matches):
+                self._report_kept(node, text, kept)
+                return
         others = [p for m in matches if not runs_python(p := command_program(text[m.end():]))]
         if others:
             # The child is no Python program: a rewrite would guess what it runs.
@@ -119,6 +165,17 @@ class CudaVisibleDevicesInCommand(Rule):
             )
             return
         self.report(node, message, guidance=_GUIDANCE, effort=Effort.LOW)
+
+    def _report_kept(self, node: cst.SimpleString, text: str, kept: list[re.Match[str]]) -> None:
+        """The piece's assignments a shell reads in the whole concatenation, reported without a
+        rewrite (the piece's other `CUDA_VISIBLE_DEVICES=` are prose)."""
+        if kept:
+            program = command_program(text[kept[0].end():])
+            guidance = _GUIDANCE if runs_python(program) else other_program_guidance(program)
+            self.report(
+                node, f"`{_VARIABLE}=` in a command string selects CUDA GPUs; nothing reads it on Trainium",
+                guidance=guidance, effort=Effort.LOW,
+            )
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         for part in node.parts:

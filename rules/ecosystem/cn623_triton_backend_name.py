@@ -6,6 +6,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
+from .._shared.names import call_qualname
 from .._shared.nets import is_text
 from .._shared.packages import probed_package
 from .._shared.strings import string_value
@@ -16,6 +17,13 @@ _NAMES = frozenset({"triton", "Triton", "TRITON"})
 # Keywords whose string is a message for the person reading a failure (unsloth's MoE tests:
 # `check_grads(ref, triton_impl, msg="triton")` labels which side differed), not a selector.
 _MESSAGE_KEYWORDS = frozenset({"msg", "message", "err_msg"})
+# Keywords whose string names a module or package (`warnings.filterwarnings(module="triton")`).
+_MODULE_KEYWORDS = frozenset({"module", "package"})
+# Calls that run a command: a list handed to them is an argument vector (`pip uninstall -y
+# triton`), whose words name packages and flags, not the implementation a library call takes.
+_COMMAND_RUNNERS = frozenset({
+    "subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output", "subprocess.Popen",
+})
 _GUIDANCE = (
     "Triton does not run on Trainium: on the Trainium path pick the implementation written in "
     "PyTorch (often named \"torch\", \"naive\" or \"ref\"), or skip the case there "
@@ -72,11 +80,22 @@ class TritonBackendName(Rule):
         'import sys\nfrom unittest import mock\n\nwith mock.patch.dict(sys.modules, {"triton": None}):\n    pass\n',
         'import sys\nhas_triton = "triton" in sys.modules\n',
         'import sys, types\n\ndef test(monkeypatch):\n    monkeypatch.setitem(sys.modules, "triton", types.ModuleType("triton"))\n',
+        # names of packages, not a choice of implementation (unsloth's installer, worker and tests)
+        'import subprocess, sys\nsubprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "triton"])\n',
+        '_RUNTIME_DEPS = ("einops", "packaging", "triton")\n',
+        'fingerprint = {"torch": torch_version(), "triton": triton_version()}\n',
+        'for key in ("torch", "triton"):\n    assert key in fingerprint\n',
+        'import os\nos.environ["TRITON_CACHE_DIR"] = str(cache_root / "triton")\n',
+        'import warnings\nwarnings.filterwarnings("ignore", module="triton")\n',
     )
     INVALID = (
         Invalid('import pytest\n\n@pytest.mark.parametrize("backend", ["triton"])\ndef test(backend):\n    pass\n'),
         Invalid('y = conv(x, w, backend="triton")\n'),
         Invalid('if impl == "triton":\n    run()\n', target="accelerator"),
+        # alternatives of one choice: what `in` tests the value against, a call's argument
+        Invalid('if kernel not in ("plugin", "triton"):\n    raise ValueError(kernel)\n'),
+        Invalid('run_all(x, backends=["torch", "triton"])\n'),
+        Invalid('impls = {"backend": "triton"}\n'),
     )
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
@@ -87,11 +106,42 @@ class TritonBackendName(Rule):
         if is_text(self.context.ancestors, node) or probed_package(self, self.context.ancestors, node):
             return
         parent = next((a for a in reversed(self.context.ancestors) if a is not node), None)
-        if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value in _MESSAGE_KEYWORDS:
+        if isinstance(parent, cst.Arg) and parent.keyword is not None and (
+            parent.keyword.value in _MESSAGE_KEYWORDS or parent.keyword.value in _MODULE_KEYWORDS
+        ):
             return
-        if self._module_key():
+        if self._module_key() or self._names_an_entry(node):
             return
         self.report(node, '`"triton"` selects a Triton implementation', guidance=_GUIDANCE, effort=Effort.LOW)
+
+    def _names_an_entry(self, node: cst.SimpleString) -> bool:
+        """Whether the string names an entry of data rather than the value of a choice: a dict's
+        key (`{"triton": _triton_version()}`, a version fingerprint), a path's part
+        (`cache / "triton"`), or an item of a list, tuple or set that no choice reads: a choice
+        of implementations is a call's argument (`parametrize("backend", ["torch", "triton"])`,
+        `choices=[...]`) or what `in` tests a value against (`impl in ("plugin", "triton")`);
+        a dependency tuple (`("einops", "packaging", "triton")`), a loop over a fingerprint's
+        keys and a command's argument vector (`pip uninstall -y triton`) name packages.
+        Checked on unsloth's CN623 findings, where each of these was a package's name."""
+        above = [a for a in self.context.ancestors if a is not node]
+        if not above:
+            return False
+        parent = above[-1]
+        if isinstance(parent, cst.DictElement):
+            return parent.key is node
+        if isinstance(parent, cst.BinaryOperation):
+            return isinstance(parent.operator, cst.Divide)
+        if not isinstance(parent, cst.Element) or len(above) < 2:
+            return False
+        collection = above[-2]
+        if not isinstance(collection, (cst.List, cst.Tuple, cst.Set)):
+            return False
+        reader = above[-3] if len(above) >= 3 else None
+        if isinstance(reader, cst.Arg) and len(above) >= 4 and isinstance(above[-4], cst.Call):
+            return call_qualname(self, above[-4]) in _COMMAND_RUNNERS
+        if isinstance(reader, cst.ComparisonTarget):
+            return not isinstance(reader.operator, (cst.In, cst.NotIn))
+        return True
 
     def _module_key(self) -> bool:
         """Whether the string is a key of ``sys.modules`` (``monkeypatch.setitem(sys.modules,

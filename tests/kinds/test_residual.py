@@ -69,6 +69,12 @@ _ROWS = {
     # a page's address, a web service's credential, letters of a word across two words of a name
     "python-web-address": ("m.py", 'DOCS = "https://docs.nvidia.com/deploy/nccl-tuning"\n', []),
     "python-credential-name": ("m.py", 'import os\nkey = os.environ["NVIDIA_API_KEY"]\n', []),
+    # a string literal as source spells it, looked for in a module's text (unsloth's installer tests)
+    "python-quoted-literal-searched-in-source": ("m.py", "src = open(p).read()\nassert '\"cuda\"' in src[10:500]\n", []),
+    # a loop whose variable is only ever a key walks keys (unsloth's fingerprint test); one that
+    # hands its variable to a call walks values
+    "python-loop-over-keys": ("m.py", "def t(fp):\n    for k in ('torch', 'torch_cuda'):\n        assert k in fp and fp[k]\n", []),
+    "python-loop-over-values": ("m.py", "def t(run):\n    for k in ('torch', 'torch_cuda'):\n        run(k)\n", [2]),
     "python-camel-case-crossing": ("m.py", "from openai import AsyncClient\nclient = AsyncClient()\n", []),
     "python-camel-case-crossing-in-a-string": ("m.py", 'CALLS = r"\\b(?:httpx)\\.(get|post|AsyncClient)\\b"\nK = "CudaGraph"\n', [2]),
     "python-lowercase-word-kept": ("m.py", "from vllm.distributed import pynccl\nc = pynccl.PyNcclCommunicator(g)\n", [1, 2]),
@@ -393,6 +399,9 @@ _LOCAL_IMPORT_ROWS = {
     "one-folder-up": ({"bert/nvidia/modeling.py": "", "bert/turing/nvidia_modeling.py": ""}, "bert/sub/models.py", [3]),
     "not-found-is-foreign": ({"bert/nvidia/README.md": ""}, "bert/run.py", [1, 2, 3]),
     "compiled-extension-is-cuda": ({"bert/fused_cuda.cpython-311-x86_64-linux-gnu.so": ""}, "bert/run.py", [1, 2, 3]),
+    # `import fused_cuda` of a module of source beside the script (unsloth's tests import their
+    # `_zoo_aggressive_cuda_spoof` helper so): the project's own, as a `from` import is
+    "plain-import-of-a-module-beside": ({"bert/fused_cuda.py": ""}, "bert/run.py", [1, 2]),
     # above the project's root (a folder with a pyproject.toml) nothing is the project's
     "not-above-the-root": ({"nvidia/modeling.py": "", "proj/pyproject.toml": ""}, "proj/run.py", [1, 2, 3]),
 }
@@ -402,6 +411,27 @@ _LOCAL_IMPORT_ROWS = {
 def test_imports_of_the_projects_own_folders_are_not_residual(tmp_path, files, script, lines):
     _project(tmp_path, {**files, script: _SCRIPT})
     assert _residual_lines(_SCRIPT, str(tmp_path / script)) == lines
+
+
+# unsloth's studio tests import the project's own enum from a package beside the test folder
+# (`from utils.hardware import (..., DeviceType)`, the backend root on sys.path): the statement
+# that binds the class holds no CUDA word, yet decides whether `DeviceType.CUDA` is its member.
+_ENUM_TEST = (
+    "from unittest.mock import patch\n\nfrom {module} import (\n    get_device,\n    DeviceType,\n)\n\n\n"
+    "def test_pick():\n    with patch('{module}.get_device', return_value = DeviceType.CUDA):\n"
+    "        assert get_device() == DeviceType.CUDA\n"
+)
+_ENUM_ROWS = {
+    "package-beside-the-tests": ("utils.hardware", {"backend/utils/__init__.py": "", "backend/utils/hardware.py": ""}, []),
+    "package-not-found-is-foreign": ("devlib.hardware", {"backend/utils/__init__.py": ""}, [10, 11]),
+}
+
+
+@pytest.mark.parametrize(("module", "files", "lines"), _ENUM_ROWS.values(), ids=_ENUM_ROWS.keys())
+def test_a_class_imported_from_a_folder_of_the_project_owns_its_members(tmp_path, module, files, lines):
+    test = "backend/tests/test_pick.py"
+    _project(tmp_path, {**files, test: _ENUM_TEST.format(module=module)})
+    assert _residual_lines(_ENUM_TEST.format(module=module), str(tmp_path / test)) == lines
 
 
 def test_the_cache_key_holds_the_folders_an_import_was_found_in(tmp_path, monkeypatch):
