@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import PurePath
 
 __all__ = ["AMP_DTYPES", "ProjectFacts", "RunOptions", "Settings", "TARGETS"]
 
@@ -89,6 +90,12 @@ class ProjectFacts:
     # position or None, where the test stands, whether its branches call torch only: CN103's
     # fix is then unsafe, and --unsafe-fixes moves the test and the caller's literal together).
     device_readers: frozenset[tuple[str, str, int | None, str, bool]] = frozenset()
+    # The attributes of a parsed command line that such a raising chain tests in a function
+    # handed the namespace (``def init_device(args): if args.device == "cuda": ... else: raise``),
+    # as (a module that calls that function, attribute, where the test stands, moved by
+    # --unsafe-fixes): an ``add_argument("--device", default="cuda")`` there moved alone reaches
+    # the raise (``workspace/_value_args.py``).
+    option_readers: frozenset[tuple[str, str, str, bool]] = frozenset()
 
     def library_backend(self, field: str) -> str | None:
         """Where the project hands ``field`` to a CUDA-only library as a backend; None if it
@@ -177,6 +184,22 @@ class ProjectFacts:
         if not self.device_readers:
             return ()
         return _suffix_table(self.device_readers).get(dotted, ())
+
+    def option_reader(self, path: str, attribute: str) -> tuple[str, bool] | None:
+        """(where, moved by --unsafe-fixes) of the first raising device test that reads a parsed
+        command line's ``attribute``, handed by the module at ``path`` (a file's path: its
+        module's dotted name is the path's tail); None for most options. Moved by
+        --unsafe-fixes only where every such test is."""
+        if not self.option_readers:
+            return None
+        stem = PurePath(path).with_suffix("").as_posix()
+        rows = sorted(
+            (where, unsafe) for module, found, where, unsafe in self.option_readers
+            if found == attribute and module and (stem == module.replace(".", "/") or stem.endswith("/" + module.replace(".", "/")))
+        )
+        if not rows:
+            return None
+        return rows[0][0], all(r[1] for r in rows)
 
     def extension_loader(self, function: str) -> bool:
         """Whether ``function`` (dotted, ``pkg.jit.load_ext``) is one of the project's loaders."""

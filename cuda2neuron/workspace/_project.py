@@ -29,6 +29,7 @@ from cuda2neuron.kinds import NamePool, may_trigger
 from ._discover import SourceFile
 from ._line_search import findall_at_lines
 from ._library_sinks import library_pattern, library_starts, spelled, unconditional_uses
+from ._value_args import option_readers
 from ._value_readers import Source, device_readers, may_read_devices, selections
 
 __all__ = ["project_facts", "with_project_facts"]
@@ -162,6 +163,13 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
         facts = replace(facts, registry_fields=_registry_fields(candidates, frozenset(registries), parsed))
     if reader_files:
         facts = replace(facts, device_readers=_device_readers(candidates, reader_files, parsed))
+        options = option_readers(
+            ((p, "", _shown(p, r), d) for p, r, d in reader_files),
+            lambda names: _sources(candidates, lambda module, data: any(n.encode() in data for n in names)),
+            parsed.get,
+        )
+        if options:
+            facts = replace(facts, option_readers=options)
     starts, start_paths = _library_starts(library_files, facts)
     if not kernels and not extensions and not starts:
         return facts  # most projects: nothing CUDA-only to reach, nothing more to read
