@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import PurePath
 
 __all__ = ["AMP_DTYPES", "ProjectFacts", "RunOptions", "Settings", "TARGETS"]
 
@@ -95,6 +96,12 @@ class ProjectFacts:
     # ``torch.cuda.amp.GradScaler``), as (dotted name, where the return stands, the guard and the
     # sink): the return keeps its meaning (``workspace/_value_returns.py``).
     device_returns: frozenset[tuple[str, str, str]] = frozenset()
+    # The attributes of a parsed command line that such a raising chain tests in a function
+    # handed the namespace (``def init_device(args): if args.device == "cuda": ... else: raise``),
+    # as (a module that calls that function, attribute, where the test stands, moved by
+    # --unsafe-fixes): an ``add_argument("--device", default="cuda")`` there moved alone reaches
+    # the raise (``workspace/_value_args.py``).
+    option_readers: frozenset[tuple[str, str, str, bool]] = frozenset()
 
     def library_backend(self, field: str) -> str | None:
         """Where the project hands ``field`` to a CUDA-only library as a backend; None if it
@@ -191,6 +198,21 @@ class ProjectFacts:
             return None
         rows = _suffix_table(frozenset((name, guard) for name, _, guard in self.device_returns)).get(dotted, ())
         return rows[0][0] if rows else None
+    def option_reader(self, path: str, attribute: str) -> tuple[str, bool] | None:
+        """(where, moved by --unsafe-fixes) of the first raising device test that reads a parsed
+        command line's ``attribute``, handed by the module at ``path`` (a file's path: its
+        module's dotted name is the path's tail); None for most options. Moved by
+        --unsafe-fixes only where every such test is."""
+        if not self.option_readers:
+            return None
+        stem = PurePath(path).with_suffix("").as_posix()
+        rows = sorted(
+            (where, unsafe) for module, found, where, unsafe in self.option_readers
+            if found == attribute and module and (stem == module.replace(".", "/") or stem.endswith("/" + module.replace(".", "/")))
+        )
+        if not rows:
+            return None
+        return rows[0][0], all(r[1] for r in rows)
 
     def extension_loader(self, function: str) -> bool:
         """Whether ``function`` (dotted, ``pkg.jit.load_ext``) is one of the project's loaders."""

@@ -94,10 +94,12 @@ def _binding(report: Report) -> tuple[cst.FunctionDef | cst.ClassDef | cst.Modul
             owner = _class(chain, i) if registered is not None else None
             if owner is not None:
                 return owner, frozenset({registered})
-        if isinstance(anc, cst.Arg) and _keyword(anc) == "default" and child is anc.value and i >= 1:
+        if isinstance(anc, cst.Arg) and _keyword(anc) in ("default", "choices") and child is anc.value and i >= 1:
             # `parser.add_argument("--device", default="cuda")`: every function of the module
-            # reads it as `args.device` (`if args.device == "cuda":` in `setup(args)`). Any other
-            # argument is a value on its way to the statement that binds it: walk on.
+            # reads it as `args.device` (`if args.device == "cuda":` in `setup(args)`). Its
+            # `choices` go with those readers too: moved alone, `choices=["neuron", "cpu"]`
+            # rejects the "cuda" default the held test still wants. Any other argument is a
+            # value on its way to the statement that binds it: walk on.
             call, module = chain[i - 1], chain[0]
             dest = _option_dest(call) if isinstance(call, cst.Call) else None
             if dest is not None and isinstance(module, cst.Module):

@@ -29,6 +29,7 @@ from cuda2neuron.kinds import NamePool, may_trigger
 from ._discover import SourceFile
 from ._line_search import findall_at_lines
 from ._library_sinks import library_pattern, library_starts, spelled, unconditional_uses
+from ._value_args import option_readers
 from ._value_readers import Source, device_readers, may_read_devices, selections
 from ._value_returns import cuda_left, device_returns, may_return_devices
 
@@ -168,6 +169,13 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
         facts = replace(facts, registry_fields=_registry_fields(candidates, frozenset(registries), parsed))
     if reader_files:
         facts = replace(facts, device_readers=_device_readers(candidates, reader_files, parsed))
+        options = option_readers(
+            ((p, "", _shown(p, r), d) for p, r, d in reader_files),
+            lambda names: _sources(candidates, lambda module, data: any(n.encode() in data for n in names)),
+            parsed.get,
+        )
+        if options:
+            facts = replace(facts, option_readers=options)
     starts, start_paths = _library_starts(library_files, facts)
     if not kernels and not extensions and not starts:
         # Most projects: nothing CUDA-only to reach, nothing more to read (a device fact's
@@ -1207,14 +1215,29 @@ def _builds_cuda(call: ast.Call, assigned: dict[str, list[ast.expr]] | None = No
 
 
 def _imports_kernel_language(tree: ast.Module) -> bool:
+    """Whether the module imports a kernel language (Triton, CuTe...). A probe is not such an
+    import: imported only inside a ``try`` and never read (``try: import triton; HAVE_TRITON =
+    True``) it runs no kernel. Megatron-LM's ``moe_layer.py`` and ``inference/symmetric_memory.py``
+    probe Triton so; counting them made ``MoELayer`` CUDA-only (the layer asserts ``HAVE_TRITON``
+    only under the config value that picks a Triton backend), and with it 35 of the 3,157 names
+    the sweep saw reach a sink (``MoESubmodules``, ``BackendSpecProvider``, the FSDP adapter's
+    ``isinstance(submodule, MoELayer)``). An import outside a ``try`` counts as before, read or
+    not (a package that re-exports ``jit``)."""
+    probed: set[str] = set()
+    inside: set[int] = {id(n) for t in ast.walk(tree) if isinstance(t, ast.Try) for s in t.body for n in ast.walk(s)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            if any(a.name.split(".")[0] in KERNEL_LANGUAGES for a in node.names):
-                return True
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            if node.module.split(".")[0] in KERNEL_LANGUAGES:
-                return True
-    return False
+            names = {(a.asname or a.name.split(".")[0]) for a in node.names if a.name.split(".")[0] in KERNEL_LANGUAGES}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module and node.module.split(".")[0] in KERNEL_LANGUAGES:
+            names = {a.asname or a.name for a in node.names}
+        else:
+            continue
+        if not names:
+            continue
+        if id(node) not in inside or "*" in names:
+            return True
+        probed |= names
+    return bool(probed) and any(isinstance(node, ast.Name) and node.id in probed for node in ast.walk(tree))
 
 
 @functools.lru_cache(maxsize=16384)

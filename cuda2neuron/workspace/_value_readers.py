@@ -52,6 +52,10 @@ _CLASS = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.MULTILINE)
 _CUDA_TEST = re.compile(rb"""^[ \t]*(?:el)?if[ \t][^\n]*(?:==|startswith\(|\bin[ \t]*[(\[])[ \t]*["']cuda""", re.MULTILINE)
 
 
+# How many calls away from a reader a parameter is followed (`main(device)` -> `build(device)` ->
+# `check(device)` is two): a bound keeps the sweep linear in the project.
+_HOPS = 4
+
 # The chain's last `else` raises.
 _ELSE_RAISES = re.compile(rb"else:[ \t]*(?:#[^\n]*)?\n[ \t]*raise\b")
 
@@ -215,20 +219,31 @@ def device_readers(
                     known.setdefault(f"{module}.{func.name}", []).append((name, position, f"{shown}:{line}", unsafe))
     if not known:
         return frozenset()
-    # One hop read from the tree: the functions and classes that hand a reader a parameter or a
-    # field (`PolicyConfig.__post_init__`'s `is_device_available(self.device)`).
-    for path, module, shown, data in more(sorted({n.rsplit(".", 1)[-1] for n in known})):
-        tree = parse(path, data)
-        if tree is None:
-            continue
-        bound = bindings(tree, module, path)
-        bound.update({s.name: f"{module}.{s.name}" for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))})
-        for stmt in tree.body:
-            dotted = f"{module}.{stmt.name}" if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)) else None
-            if dotted is not None and dotted not in known:
-                rows = _hands_on(stmt, bound, known)
-                if rows:
-                    known[dotted] = rows
+    # Hops read from the trees: the functions and classes that hand a reader a parameter or a
+    # field (`PolicyConfig.__post_init__`'s `is_device_available(self.device)`), then those that
+    # hand one of them theirs (`main(device)` -> `build(device)` -> `check(device)`), up to
+    # `_HOPS` calls away. Each round reads only the files that spell a name the last round found,
+    # so a chain costs a text search per hop, and a round finds its own file's callers in any
+    # order of definition.
+    fresh_names = sorted({n.rsplit(".", 1)[-1] for n in known})
+    for _ in range(_HOPS):
+        found_now: dict[str, list[tuple[str, int | None, str, bool]]] = {}
+        for path, module, shown, data in more(fresh_names):
+            tree = parse(path, data)
+            if tree is None:
+                continue
+            bound = bindings(tree, module, path)
+            bound.update({s.name: f"{module}.{s.name}" for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))})
+            for stmt in tree.body:
+                dotted = f"{module}.{stmt.name}" if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)) else None
+                if dotted is not None and dotted not in known and dotted not in found_now:
+                    rows = _hands_on(stmt, bound, known)
+                    if rows:
+                        found_now[dotted] = rows
+        if not found_now:
+            break
+        known.update(found_now)
+        fresh_names = sorted({n.rsplit(".", 1)[-1] for n in found_now})
     # Then, from the text alone (a parse per subclass was most of the cost: lerobot has ~40 policy
     # configs), the subclasses of those classes and a package's re-exports of them, two rounds
     # (`from .policies import PolicyConfig` in `configs/__init__.py`, then `class
@@ -263,10 +278,16 @@ def _parse(path: Path, data: bytes) -> ast.Module | None:
         return None  # the per-file run reports it
 
 
-def _raising_readers(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, int, bool]]:
+def _raising_readers(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    read_test: Callable[[ast.expr], tuple[str, tuple[str, ...]] | None] | None = None,
+) -> list[tuple[str, int, bool]]:
     """(parameter, line of its "cuda" test, whether only torch is called) where an ``if`` / ``elif`` chain of ``func`` tests
     the parameter against "cuda", no test of the chain is true of "neuron", the last ``else``
-    raises, and a branch calls code (so the "cuda" test stays in a safe run)."""
+    raises, and a branch calls code (so the "cuda" test stays in a safe run). ``read_test``: what
+    a test compares (``_device_test``'s plain names by default; ``_value_args`` reads a
+    parameter's attribute, ``args.device``, and its rows name ``args.device``)."""
+    read_test = read_test or _device_test
     positional, keywords = _parameters(func.args)
     parameters = set(positional) | set(keywords)
     out: list[tuple[str, int, bool]] = []
@@ -279,14 +300,14 @@ def _raising_readers(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple
         last = chain[-1].orelse
         if not last or not isinstance(last[0], ast.Raise):
             continue
-        tests = [_device_test(link.test) for link in chain]
+        tests = [read_test(link.test) for link in chain]
         if any(t is None for t in tests):
             continue  # a test the chain's reading cannot answer for "neuron"
         cuda = [(name, link) for link, (name, values) in zip(chain, tests) if any(v.startswith("cuda") for v in values)]
         if not cuda or any(any(v == "neuron" or "neuron".startswith(v) for v in values) for _, values in tests):
             continue
         name = cuda[0][0]
-        if name not in parameters or not any(t[0] == name for t in tests if t):
+        if name.partition(".")[0] not in parameters or not any(t[0] == name for t in tests if t):
             continue
         calls = [c for link in chain for c in _calls(link.body)]
         if not calls:
@@ -297,7 +318,7 @@ def _raising_readers(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple
         from cuda2neuron.rules._shared.names import is_device_word
 
         torch_only = all((spelled(c.func) or "").startswith("torch.") for c in calls)
-        out.append((name, cuda[0][1].test.lineno, torch_only and is_device_word(name)))
+        out.append((name, cuda[0][1].test.lineno, torch_only and is_device_word(name.rpartition(".")[2])))
         break  # one chain per function: its first
     return out
 

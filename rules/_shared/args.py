@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-__all__ = ["add_kwarg", "arg_by_name", "as_keywords", "keyword_arg", "positional_args", "remove_arg", "rename_kwarg"]
+__all__ = ["add_kwarg", "arg_by_name", "as_keywords", "keyword_arg", "option_dest", "positional_args", "remove_arg", "rename_kwarg"]
 
 _NO_SPACE = cst.SimpleWhitespace("")
 _ONE_SPACE = cst.SimpleWhitespace(" ")
@@ -105,3 +105,19 @@ def as_keywords(call: cst.Call, params: tuple[str, ...]) -> list[cst.Arg] | None
         else:
             out.append(arg)
     return out
+
+
+def option_dest(call: cst.Call) -> str | None:
+    """The attribute ``parser.add_argument(...)`` stores its value in: ``dest=``, else its first
+    long option (else its first name) with dashes as underscores; None for any other call."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
+        return None
+    dest = arg_by_name(call, "dest")
+    if dest is not None:
+        value = dest.value.evaluated_value if isinstance(dest.value, cst.SimpleString) else None
+        return value if isinstance(value, str) and value.isidentifier() else None
+    names = [a.value.evaluated_value for a in positional_args(call) if isinstance(a.value, cst.SimpleString)]
+    names = [n for n in names if isinstance(n, str)]
+    chosen = next((n for n in names if n.startswith("--")), names[0] if names else None)
+    name = chosen.lstrip("-").replace("-", "_") if chosen else None
+    return name if name and name.isidentifier() else None

@@ -9,6 +9,7 @@ from cuda2neuron.core import Effort, Invalid, Rule, Safety
 from .._shared.consumers import kernel_test, library_callee, library_callee_by_name, pointer_buffer, takes_torch_device
 from .._shared.device_readers import device_reader
 from .._shared.kernel_gates import handed_to_kernel
+from .._shared.option_readers import option_reader
 from .._shared.strings import string_value
 from .._shared.target import checkpoint_device, needs_newer_torch
 from ._helpers import UseKind, find_use, is_bare_prefix, is_cuda_device_string, looks_like_cuda_fstring, retarget_fstring, retarget_string
@@ -97,8 +98,11 @@ class CudaDeviceString(Rule):
     return torch.cuda.is_available() ... else: raise ValueError``), or a parameter default that
     reaches one, is not moved alone: "neuron" would reach the raise. Unsafe where that test's
     own fix is (its branches call torch only), so ``--unsafe-fixes`` moves both; otherwise
-    reported and kept, the message naming the test (``file:line``). The project sweep knows
-    the readers (``ProjectFacts.device_readers``).
+    reported and kept, the message naming the test (``file:line``). The same holds for a
+    parameter handed on through up to four calls before the test, and for a command-line
+    option's default and choices (``add_argument("--device", default="cuda", choices=["cuda",
+    "cpu"])``) whose value another module's such test reads as ``args.device``. The project
+    sweep knows the readers (``ProjectFacts.device_readers``, ``ProjectFacts.option_readers``).
     """
 
     code = "CN102"
@@ -377,7 +381,7 @@ class CudaDeviceString(Rule):
                 effort=Effort.LOW,
             )
             return
-        reader = device_reader(self, node)
+        reader = device_reader(self, node) or option_reader(self, node)
         if reader is not None:
             # The value crosses a call into a test that a safe run leaves on "cuda" and whose
             # `else` raises: moved alone, the port fails where the original ran. Where the test's

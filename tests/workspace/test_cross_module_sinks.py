@@ -100,6 +100,22 @@ SWEEPS = [
         {"pkg/ops.py": PLAIN, "pkg/model.py": "from .ops import fused\n\nclass Block:\n    def forward(self, x):\n        return fused(x)\n"},
         {}, ("pkg.model.Block",), id="no-kernel-in-the-project",
     ),
+    # Megatron-LM's moe_layer.py probes Triton to set a flag and launches nothing: its classes
+    # are plain code, and so is what reaches them; a module that uses what it imports is not.
+    pytest.param(
+        {
+            "pkg/moe.py": "try:\n    import triton  # noqa: F401\n\n    HAVE_TRITON = True\nexcept ImportError:\n    HAVE_TRITON = False\n\n\nclass Layer:\n    def forward(self, x):\n        return x\n",
+            "pkg/model.py": "from .moe import Layer\n\nclass Net:\n    def forward(self, x):\n        return Layer().forward(x)\n",
+        },
+        {}, ("pkg.model.Net", "pkg.moe.Layer"), id="a-triton-probe-runs-no-kernel",
+    ),
+    pytest.param(
+        {
+            "pkg/ops.py": "import triton.language as tl\nfrom triton import jit\n\n@jit\ndef _k(x_ptr):\n    tl.load(x_ptr)\n\ndef fused(x):\n    _k[(1,)](x)\n",
+            "pkg/model.py": "from .ops import fused\n\nclass Net:\n    def forward(self, x):\n        return fused(x)\n",
+        },
+        {"pkg.model.Net": "at pkg/model.py:5"}, (), id="an-aliased-and-a-from-import-that-are-used",
+    ),
 ]
 
 

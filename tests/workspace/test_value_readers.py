@@ -100,6 +100,14 @@ READERS = [
         {"pkg/devices.py": READER, "run.py": "from pkg.devices import ready\n\ndef load(path, device='cuda'):\n    ready('cpu')\n"},
         [], ("run.load",), id="a-literal-handed-is-no-parameter",
     ),
+    # `main(device)` -> `build(device)` -> `check(device)`: the caller defined before its callee,
+    # and the last hop in another module, which spells only the middle name.
+    pytest.param(
+        {"pkg/devices.py": READER, "pkg/build.py": "from .devices import ready\n\ndef build(device):\n    return prepare(device)\n\ndef prepare(device):\n    ready(device)\n",
+         "run.py": "from pkg.build import build\n\ndef main(device='cuda'):\n    return build(device)\n"},
+        [("pkg.build.prepare", "device", True), ("pkg.build.build", "device", True), ("run.main", "device", True)], (),
+        id="a-reader-three-calls-away",
+    ),
 ]
 
 
@@ -111,6 +119,53 @@ def test_the_sweep_records_a_device_reader_that_stays(tmp_path, files, expected,
         assert row in found, found
     for name in plain:
         assert not any(n == name for n, _, _ in found), found
+
+
+OPTION_READER = (
+    "import torch\n\ndef init_device(args):\n    if args.device == 'cuda':\n        torch.cuda.set_device(0)\n"
+    "    elif args.device == 'cpu':\n        pass\n    else:\n        raise ValueError(args.device)\n"
+)
+
+CALLER = "from pkg.launch import init_device\n\ndef main(args):\n    init_device(args)\n"
+METHOD_READER = "class Trainer:\n" + "".join(
+    "    " + line + "\n" for line in OPTION_READER.split("\n", 2)[2].replace("init_device(args)", "__init__(self, opt)").replace("args.", "opt.").splitlines()
+)
+
+# (files, option readers expected as (calling module, attribute, moved by --unsafe-fixes),
+#  (module, attribute) pairs read by none)
+OPTIONS = [
+    pytest.param({"pkg/launch.py": OPTION_READER, "run.py": CALLER}, [("run", "device", True)], (), id="a-namespace-handed-in"),
+    pytest.param(
+        {"pkg/launch.py": OPTION_READER, "run.py": CALLER, "sample.py": "def main(args):\n    return args.device\n"},
+        [("run", "device", True)], (("sample", "device"),), id="a-module-that-never-calls-it",
+    ),
+    pytest.param(
+        {"pkg/launch.py": METHOD_READER, "run.py": "from pkg.launch import Trainer\n\ndef main(opt):\n    Trainer(opt)\n"},
+        [("run", "device", True)], (), id="a-constructor-handed-the-options",
+    ),
+    pytest.param(
+        {"pkg/launch.py": OPTION_READER.replace("torch.cuda.set_device(0)", "fused_init()"), "run.py": CALLER}, [("run", "device", False)], (),
+        id="a-branch-that-calls-more-than-torch-stays-in-every-run",
+    ),
+    pytest.param(
+        {"pkg/launch.py": OPTION_READER.replace("args", "model"), "run.py": CALLER.replace("args", "model")}, [], (("run", "device"),),
+        id="an-attribute-of-another-object",
+    ),
+    pytest.param(
+        {"pkg/launch.py": OPTION_READER.replace("raise ValueError(args.device)", "return None"), "run.py": CALLER}, [], (("run", "device"),),
+        id="an-else-that-does-not-raise",
+    ),
+]
+
+
+@pytest.mark.parametrize(("files", "expected", "plain"), OPTIONS)
+def test_the_sweep_records_an_option_a_raising_test_reads(tmp_path, files, expected, plain):
+    facts = project_facts(discover([write_tree(tmp_path / "proj", files)]).files)
+    found = {(module, attribute, unsafe) for module, attribute, _, unsafe in facts.option_readers}
+    for row in expected:
+        assert row in found, found
+    for module, attribute in plain:
+        assert not any((m, a) == (module, attribute) for m, a, _ in found), found
 
 
 def _port(unsafe: bool) -> dict[str, tuple[str, list]]:
@@ -139,6 +194,16 @@ LINES = [
     pytest.param("checks/config_checks.py", 'mixed_precision_ok(device="cuda")', '"neuron"', '"neuron"', None, id="a-reader-of-plain-answers-moves-with-it"),
     pytest.param("checks/linear_checks.py", 'skipUnless(torch.cuda.is_available(), "the 4-bit', "torch.cuda", "torch.cuda", "flowlib/layers.py:10", id="a-literal-that-picks-the-kernel-keeps-its-skip"),
     pytest.param("checks/linear_checks.py", 'skipUnless(torch.cuda.is_available(), "runs on', "torch.neuron", "torch.neuron", None, id="the-plain-literal-is-ported"),
+    # A command-line option read as `args.device` by another module's raising test: its default
+    # and its choices move with that test or not at all.
+    pytest.param("checks/cli_checks.py", '"--device", default="cuda"', 'default="cuda"', 'default="neuron"', "flowlib/launch.py:8", id="an-option-read-in-another-module"),
+    pytest.param("checks/cli_checks.py", '"--device", default="cuda"', 'choices=["cuda"', 'choices=["neuron"', "flowlib/launch.py:8", id="its-choices-go-with-it"),
+    # Read in the option's own module (the program pass): the choices go with the default.
+    pytest.param("checks/cli_checks.py", '"--eval-device"', 'default="cuda", choices=["cuda"', 'default="neuron", choices=["neuron"', None, id="an-option-read-in-its-module-keeps-its-choices"),
+    pytest.param("checks/cli_checks.py", '"--save-device"', 'default="neuron", choices=["neuron"', 'default="neuron", choices=["neuron"', None, id="an-option-nobody-tests-is-ported"),
+    pytest.param("flowlib/launch.py", 'if args.device == "cuda"', '"cuda"', '"neuron"', None, id="the-option-reader-moves-only-unsafe"),
+    # Three calls from the reader: `run` -> `start` -> `prepare` -> `device_ready`.
+    pytest.param("checks/cli_checks.py", 'def run(device="cuda")', '"cuda"', '"neuron"', "flowlib/devices.py:9", id="a-reader-three-calls-away"),
 ]
 
 
