@@ -116,6 +116,18 @@ SWEEPS = [
         },
         {"pkg.model.Net": "at pkg/model.py:5"}, (), id="an-aliased-and-a-from-import-that-are-used",
     ),
+    # A probe inside a function guards what the module runs next, often through a package no
+    # table knows (axolotl's fp4_cute_available() probes cutlass, then runs a GEMM through quack).
+    pytest.param(
+        {
+            "pkg/fp4.py": (
+                "def available():\n    try:\n        import cutlass  # noqa: F401\n    except ImportError:\n"
+                "        return False\n    return True\n\ndef gemm(x):\n    from vendor_dsl import run\n    return run(x)\n"
+            ),
+            "pkg/model.py": "from .fp4 import gemm\n\nclass Net:\n    def forward(self, x):\n        return gemm(x)\n",
+        },
+        {"pkg.model.Net": "at pkg/model.py:5"}, (), id="a-probe-inside-a-function-still-marks-a-kernel-module",
+    ),
 ]
 
 
