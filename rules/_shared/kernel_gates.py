@@ -21,7 +21,7 @@ from collections.abc import Callable
 from cuda2neuron.core import Effort, Rule
 from cuda2neuron.python import truth, visit_syntax
 
-from .kernels import KernelIndex, kernel_index
+from .kernels import KernelIndex, describe_module, kernel_index
 from .names import terminal_name
 from .selected import after_exit, opened_code, selected_code
 from .strings import string_value
@@ -205,6 +205,9 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     if i is None:
         return None
     anc = ancestors[i]
+    named = _named_package_branch(rule, ancestors, i)
+    if named is not None:
+        return named
     if isinstance(anc, cst.If):
         # A build script's `if torch.cuda.is_available() and CUDA_HOME: extension = CUDAExtension`
         # (detectron2): the branch decides whether CUDA code is compiled, not where tensors go.
@@ -289,6 +292,49 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     # `def use_kernel(x): return x.is_cuda and ...`: the helper's callers are the gates.
     func = _enclosing_function(ancestors, i)
     return _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
+
+
+def _named_package_branch(rule: Rule, ancestors: list[cst.CSTNode], i: int) -> str | None:
+    """The CUDA-only package whose branch the test at ``ancestors[i]`` sits in, where that
+    branch is chosen by the package's module path spelled as a string: timm's optimizer factory
+    loads its optimizer class by name (``_import_class("apex.optimizers.FusedAdam")``) under
+    ``if opt_class.startswith('apex.'): assert torch.cuda.is_available(), 'CUDA required ...'``.
+    No import names the package, so the kernel index cannot see it; retargeted, the assert
+    admits Trainium into apex, and the clear "CUDA required" stop becomes an ImportError or a
+    kernel launch. Only a dotted spelling counts (``'apex.'``, ``'bitsandbytes.optim.Adam'``):
+    a bare ``"triton"`` is as often a backend's or a key's name. Within the enclosing function."""
+    facts = rule.context.settings.project
+    for k in range(i - 1, 0, -1):
+        anc = ancestors[k]
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if not isinstance(anc, cst.If) or ancestors[k + 1] is not anc.body:
+            continue
+        for text in _dotted_literals(anc.test):
+            module = text.rstrip(".")
+            if facts.own_module(module):
+                continue
+            found = describe_module(module, facts)
+            if found is not None:
+                return f"{found}, which the branch for {text!r} loads by name"
+    return None
+
+
+def _dotted_literals(test: cst.BaseExpression) -> list[str]:
+    """The string literals of a test that spell a module path (``'apex.'``, ``'a.b.C'``)."""
+    finder = _Literals()
+    visit_syntax(test, finder)
+    return [t for t in finder.found if "." in t and all(p.isidentifier() for p in t.rstrip(".").split("."))]
+
+
+class _Literals(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        value = string_value(node)
+        if isinstance(value, str):
+            self.found.append(value)
 
 
 def _exits_on_trainium(ancestors: list[cst.CSTNode]) -> bool:
