@@ -288,10 +288,52 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
             found = _assigned_flag_gates(rule, index, ancestors, i - 1)
         return found
     if isinstance(anc, cst.Assign):
-        return _assigned_flag_gates(rule, index, ancestors, i) or _shared_skip_marker(rule, ancestors, i)
+        return (
+            _assigned_flag_gates(rule, index, ancestors, i)
+            or _shared_skip_marker(rule, ancestors, i)
+            or _class_predicate(index, ancestors, i)
+        )
     # `def use_kernel(x): return x.is_cuda and ...`: the helper's callers are the gates.
     func = _enclosing_function(ancestors, i)
-    return _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
+    found = _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
+    return found or _class_predicate(index, ancestors, i)
+
+
+def _class_predicate(index: KernelIndex, ancestors: list[cst.CSTNode], i: int) -> str | None:
+    """The CUDA-only code of a class whose method answers, with the device test at
+    ``ancestors[i]``, whether the class can run (``return torch.cuda.is_available()``, or a flag
+    bound to it and returned). ColossalAI's kernel loader asks each extension's
+    ``is_available()`` from another module and builds the first that says yes: retargeted, the
+    CUDA extension's (``build_jit`` compiles with ``extra_cuda_cflags``) and the flash-attn
+    extension's answered yes on Trainium, whose loader then built or imported CUDA-only code.
+    None where the test is not what a method of a class returns, or the class runs no kernel."""
+    func = _enclosing_function(ancestors, i)
+    owner = _enclosing_class(ancestors, i)
+    if func is None or owner is None:
+        return None
+    anc = ancestors[i]
+    if isinstance(anc, cst.Assign):
+        names = {t.target.value for t in anc.targets if isinstance(t.target, cst.Name)}
+        returns = _Returned(names)
+        visit_syntax(func.body, returns)
+        if not returns.found:
+            return None
+    elif not isinstance(anc, cst.Return):
+        return None
+    others = [s for s in owner.body.body if s is not func] if isinstance(owner.body, cst.IndentedBlock) else []
+    return index.first_call(others) if others else None
+
+
+class _Returned(cst.CSTVisitor):
+    """Whether a function returns one of ``names`` as it is (``return cuda_available``)."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.found = False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value in self.names:
+            self.found = True
 
 
 def _named_package_branch(rule: Rule, ancestors: list[cst.CSTNode], i: int) -> str | None:
