@@ -19,9 +19,9 @@ import libcst as cst
 from collections.abc import Callable
 
 from cuda2neuron.core import Effort, Rule
-from cuda2neuron.python import truth, visit_syntax
+from cuda2neuron.python import dotted_name, truth, visit_syntax
 
-from .kernels import KernelIndex, describe_module, kernel_index
+from .kernels import KernelIndex, describe_module, jit_cuda_build, kernel_index
 from .names import terminal_name
 from .selected import after_exit, opened_code, selected_code
 from .strings import string_value
@@ -224,7 +224,7 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     # visits the whole module.
     index = kernel_index(rule)
     if not index:
-        return _shared_skip_marker(rule, ancestors, i)
+        return _shared_skip_marker(rule, ancestors, i) or _class_predicate(rule, index, ancestors, i)
     # `torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8`: CUDA-only code
     # in the same expression as the test runs once the test says Neuron.
     beside = _gate_expression(anc)
@@ -291,15 +291,15 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
         return (
             _assigned_flag_gates(rule, index, ancestors, i)
             or _shared_skip_marker(rule, ancestors, i)
-            or _class_predicate(index, ancestors, i)
+            or _class_predicate(rule, index, ancestors, i)
         )
     # `def use_kernel(x): return x.is_cuda and ...`: the helper's callers are the gates.
     func = _enclosing_function(ancestors, i)
     found = _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
-    return found or _class_predicate(index, ancestors, i)
+    return found or _class_predicate(rule, index, ancestors, i)
 
 
-def _class_predicate(index: KernelIndex, ancestors: list[cst.CSTNode], i: int) -> str | None:
+def _class_predicate(rule: Rule, index: KernelIndex, ancestors: list[cst.CSTNode], i: int) -> str | None:
     """The CUDA-only code of a class whose method answers, with the device test at
     ``ancestors[i]``, whether the class can run (``return torch.cuda.is_available()``, or a flag
     bound to it and returned). ColossalAI's kernel loader asks each extension's
@@ -321,7 +321,43 @@ def _class_predicate(index: KernelIndex, ancestors: list[cst.CSTNode], i: int) -
     elif not isinstance(anc, cst.Return):
         return None
     others = [s for s in owner.body.body if s is not func] if isinstance(owner.body, cst.IndentedBlock) else []
-    return index.first_call(others) if others else None
+    return (index.first_call(others) or _builds_cuda(rule, others)) if others else None
+
+
+def _builds_cuda(rule: Rule, methods: list[cst.CSTNode]) -> str | None:
+    """The CUDA extension build among ``methods``: ``CUDAExtension(...)``, or a run-time
+    ``load(...)`` / ``load_inline(...)`` given CUDA sources or flags. An extension class imports
+    its builder inside the method that uses it (ColossalAI's ``from torch.utils.cpp_extension
+    import CUDA_HOME, load`` in ``build_jit``), out of reach of the test's own scope: each
+    method's imports are read with it."""
+    for method in methods:
+        calls = _CallsAndImports()
+        visit_syntax(method, calls)
+        for call in calls.calls:
+            dotted = dotted_name(call.func) or ""
+            head, _, rest = dotted.partition(".")
+            qualified = f"{calls.imports[head]}.{rest}".rstrip(".") if head in calls.imports else rule.qualname(call.func)
+            if qualified in _CUDA_BUILDERS or (qualified is not None and jit_cuda_build(call, qualified)):
+                return f"the CUDA extension build (`{qualified.rpartition('.')[2]}`)"
+    return None
+
+
+class _CallsAndImports(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.calls: list[cst.Call] = []
+        self.imports: dict[str, str] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        module = dotted_name(node.module) if node.module is not None and not node.relative else None
+        if module is None or isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(bound, cst.Name) and isinstance(alias.name, cst.Name):
+                self.imports[bound.value] = f"{module}.{alias.name.value}"
 
 
 class _Returned(cst.CSTVisitor):
