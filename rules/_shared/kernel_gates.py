@@ -248,6 +248,14 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
         return found
     if isinstance(anc, (cst.If, cst.While)):
         found = index.first_call([anc.body, *([anc.orelse] if anc.orelse is not None else [])])
+        if found is None and isinstance(anc, cst.If) and isinstance(anc.orelse, cst.Else) and _only_raises(rule, anc.orelse.body):
+            # `if x.is_cuda: ... else: raise RuntimeError("No GPU found")` is `if not x.is_cuda:
+            # raise` spelled the other way round: what the function does needs CUDA (ColossalAI's
+            # bitsandbytes quantizer ends `elif torch.cuda.is_available(): model.to(...)`, its
+            # `replace_with_bnb_layers` call above; retargeted, Trainium got a bitsandbytes model
+            # instead of the stop).
+            func = _enclosing_function(ancestors, i)
+            found = index.first_call([func.body]) if func is not None else None
         if found is not None or not _exits_on_trainium(ancestors[: i + 1]):
             # `if x.is_cuda: raise NotImplementedError` leaves on the GPU only: what follows it
             # is the other machines' path, which the test does not keep off Trainium.
