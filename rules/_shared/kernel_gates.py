@@ -317,9 +317,15 @@ def _class_predicate(rule: Rule, index: KernelIndex, ancestors: list[cst.CSTNode
     None where the test is not what a method of a class returns, or the class runs no kernel."""
     func = _enclosing_function(ancestors, i)
     owner = _enclosing_class(ancestors, i)
-    if func is None or owner is None:
-        return None
     anc = ancestors[i]
+    value = anc.value if isinstance(anc, (cst.Assign, cst.Return)) else None
+    if func is None or owner is None or value is None:
+        return None
+    answer = truth(value)
+    if answer.cuda_host is None and answer.trainium is None:
+        # Not a yes/no about the device (`return torch.cuda.current_device()` in an
+        # accelerator adapter): the method wraps an API, it does not answer for the class.
+        return None
     if isinstance(anc, cst.Assign):
         names = {t.target.value for t in anc.targets if isinstance(t.target, cst.Name)}
         returns = _Returned(names)
@@ -329,7 +335,30 @@ def _class_predicate(rule: Rule, index: KernelIndex, ancestors: list[cst.CSTNode
     elif not isinstance(anc, cst.Return):
         return None
     others = [s for s in owner.body.body if s is not func] if isinstance(owner.body, cst.IndentedBlock) else []
-    return (index.first_call(others) or _builds_cuda(rule, others)) if others else None
+    if not others:
+        return None
+    kernels = _KernelCall(index)
+    for method in others:
+        visit_syntax(method, kernels)
+    return kernels.found or _builds_cuda(rule, others)
+
+
+class _KernelCall(cst.CSTVisitor):
+    """The first kernel, CUDA-only package or extension a class's methods call, leaving out
+    torch's own CUDA-only calls: an accelerator adapter wraps `torch.cuda.get_device_capability`
+    in one method and `torch.cuda.is_available` in another, and its availability answer is
+    then the one a port must move (the adapter is what runs on the new device)."""
+
+    def __init__(self, index: KernelIndex) -> None:
+        self.index = index
+        self.found: str | None = None
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        func = node.func.value if isinstance(node.func, cst.Subscript) else node.func
+        dotted = dotted_name(func) or ""
+        if self.found is None and not dotted.startswith("torch."):
+            self.found = self.index.call_target(node)
+        return self.found is None
 
 
 def _builds_cuda(rule: Rule, methods: list[cst.CSTNode]) -> str | None:
