@@ -158,6 +158,92 @@ def _kept_on_self(
     return (chain[k - 2], frozenset(copies.found)) if copies.found else None
 
 
+# How many base classes up a constructor's argument is followed (`super().__init__(device=device)`
+# in a subclass of a subclass): enough for a runner's hierarchy, bounded for a cycle of names.
+_MAX_BASES = 3
+
+
+def _handed_to_base(
+    report: Report, scope: cst.FunctionDef | cst.ClassDef | cst.Module, names: frozenset[str]
+) -> list[tuple[cst.ClassDef, frozenset[str]]]:
+    """``class BatchRunner(Runner): def __init__(self, device="cuda"): super().__init__(device=device)``:
+    the base class (defined in the same module) keeps the parameter on ``self``, and its methods
+    (and the subclass's, which inherit the attribute) read it as ``self.device``. timm's
+    benchmark moved the subclasses' defaults while the base's ``if 'cuda' in self.device:``, which
+    picks the clock that synchronizes, stayed: on Trainium every timing measured queued work.
+    Each class with the attributes the parameter lands in; empty where the value is not a
+    method's parameter or no base of the module takes it."""
+    if not isinstance(scope, cst.FunctionDef):
+        return []
+    chain = report.ancestors
+    k = next((k for k in range(len(chain) - 1, 1, -1) if chain[k] is scope), None)
+    module = chain[0] if chain else None
+    if k is None or not isinstance(module, cst.Module) or not isinstance(chain[k - 2], cst.ClassDef):
+        return []
+    classes = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
+    found: list[tuple[cst.ClassDef, frozenset[str]]] = []
+    owner, method, held = chain[k - 2], scope, names
+    for _ in range(_MAX_BASES):
+        calls = _SuperCalls(method.name.value)
+        visit_syntax(method.body, calls)
+        base = next((classes.get(b.value.value) for b in owner.bases if isinstance(b.value, cst.Name)), None)
+        target = _method(base, method.name.value) if base is not None else None
+        if target is None or not calls.found:
+            break
+        params = {p for call in calls.found for p in _parameters_given(target, call, held)}
+        if not params:
+            break
+        copies = _SelfCopies(frozenset(params))
+        visit_syntax(target.body, copies)
+        if copies.found:
+            attributes = frozenset(copies.found)
+            found += [(base, attributes), (chain[k - 2], attributes)]
+        owner, method, held = base, target, frozenset(params)
+    return found
+
+
+def _method(owner: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    body = owner.body.body if isinstance(owner.body, cst.IndentedBlock) else ()
+    return next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+
+
+def _parameters_given(target: cst.FunctionDef, call: cst.Call, names: frozenset[str]) -> list[str]:
+    """The parameters of ``target`` (a method: ``self`` first) that ``call`` hands one of
+    ``names``, by keyword or by position."""
+    positional = [p.name.value for p in (*target.params.posonly_params, *target.params.params)][1:]
+    given: list[str] = []
+    at = 0
+    for arg in call.args:
+        if arg.star:
+            break  # `*args`: the positions after it are unknown
+        if arg.keyword is None:
+            if isinstance(arg.value, cst.Name) and arg.value.value in names and at < len(positional):
+                given.append(positional[at])
+            at += 1
+        elif isinstance(arg.value, cst.Name) and arg.value.value in names:
+            given.append(arg.keyword.value)
+    return given
+
+
+class _SuperCalls(cst.CSTVisitor):
+    """The calls ``super().<name>(...)`` in a method (its base's version of the same method)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == self.name
+            and isinstance(func.value, cst.Call)
+            and isinstance(func.value.func, cst.Name)
+            and func.value.func.value == "super"
+        ):
+            self.found.append(node)
+
+
 # `nn.Module` methods that bind their second argument to `self.<first argument>`.
 _REGISTRARS = frozenset({"register_buffer", "register_parameter"})
 
@@ -462,7 +548,7 @@ def _link_readers(reports: Sequence[Report]) -> None:
         found = _binding(r)
         if found is None:
             continue
-        for scope, names in filter(None, (found, _kept_on_self(r, *found))):
+        for scope, names in filter(None, (found, _kept_on_self(r, *found), *_handed_to_base(r, *found))):
             entry = bound.setdefault(id(scope), (scope, set(), []))
             entry[1].update(names)
             entry[2].append((r, names))

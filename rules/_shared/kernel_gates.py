@@ -19,10 +19,10 @@ import libcst as cst
 from collections.abc import Callable
 
 from cuda2neuron.core import Effort, Rule
-from cuda2neuron.python import truth, visit_syntax
+from cuda2neuron.python import dotted_name, truth, visit_syntax
 
 from .device_returns import returned_guard
-from .kernels import KernelIndex, kernel_index
+from .kernels import KernelIndex, describe_module, jit_cuda_build, kernel_index
 from .names import terminal_name
 from .selected import after_exit, opened_code, selected_code
 from .strings import string_value
@@ -212,6 +212,9 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
         held = returned_guard(rule, ancestors, i)
         if held is not None:
             return held
+    named = _named_package_branch(rule, ancestors, i)
+    if named is not None:
+        return named
     if isinstance(anc, cst.If):
         # A build script's `if torch.cuda.is_available() and CUDA_HOME: extension = CUDAExtension`
         # (detectron2): the branch decides whether CUDA code is compiled, not where tensors go.
@@ -228,7 +231,7 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
     # visits the whole module.
     index = kernel_index(rule)
     if not index:
-        return _shared_skip_marker(rule, ancestors, i)
+        return _shared_skip_marker(rule, ancestors, i) or _class_predicate(rule, index, ancestors, i)
     # `torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8`: CUDA-only code
     # in the same expression as the test runs once the test says Neuron.
     beside = _gate_expression(anc)
@@ -252,6 +255,14 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
         return found
     if isinstance(anc, (cst.If, cst.While)):
         found = index.first_call([anc.body, *([anc.orelse] if anc.orelse is not None else [])])
+        if found is None and isinstance(anc, cst.If) and isinstance(anc.orelse, cst.Else) and _only_raises(rule, anc.orelse.body):
+            # `if x.is_cuda: ... else: raise RuntimeError("No GPU found")` is `if not x.is_cuda:
+            # raise` spelled the other way round: what the function does needs CUDA (ColossalAI's
+            # bitsandbytes quantizer ends `elif torch.cuda.is_available(): model.to(...)`, its
+            # `replace_with_bnb_layers` call above; retargeted, Trainium got a bitsandbytes model
+            # instead of the stop).
+            func = _enclosing_function(ancestors, i)
+            found = index.first_call([func.body]) if func is not None else None
         if found is not None or not _exits_on_trainium(ancestors[: i + 1]):
             # `if x.is_cuda: raise NotImplementedError` leaves on the GPU only: what follows it
             # is the other machines' path, which the test does not keep off Trainium.
@@ -292,10 +303,160 @@ def guarded_kernel(rule: Rule, node: cst.CSTNode) -> str | None:
             found = _assigned_flag_gates(rule, index, ancestors, i - 1)
         return found
     if isinstance(anc, cst.Assign):
-        return _assigned_flag_gates(rule, index, ancestors, i) or _shared_skip_marker(rule, ancestors, i)
+        return (
+            _assigned_flag_gates(rule, index, ancestors, i)
+            or _shared_skip_marker(rule, ancestors, i)
+            or _class_predicate(rule, index, ancestors, i)
+        )
     # `def use_kernel(x): return x.is_cuda and ...`: the helper's callers are the gates.
     func = _enclosing_function(ancestors, i)
-    return _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
+    found = _flag_gates(index, rule.context.module, {func.name.value}) if func is not None else None
+    return found or _class_predicate(rule, index, ancestors, i)
+
+
+def _class_predicate(rule: Rule, index: KernelIndex, ancestors: list[cst.CSTNode], i: int) -> str | None:
+    """The CUDA-only code of a class whose method answers, with the device test at
+    ``ancestors[i]``, whether the class can run (``return torch.cuda.is_available()``, or a flag
+    bound to it and returned). ColossalAI's kernel loader asks each extension's
+    ``is_available()`` from another module and builds the first that says yes: retargeted, the
+    CUDA extension's (``build_jit`` compiles with ``extra_cuda_cflags``) and the flash-attn
+    extension's answered yes on Trainium, whose loader then built or imported CUDA-only code.
+    None where the test is not what a method of a class returns, or the class runs no kernel."""
+    func = _enclosing_function(ancestors, i)
+    owner = _enclosing_class(ancestors, i)
+    anc = ancestors[i]
+    value = anc.value if isinstance(anc, (cst.Assign, cst.Return)) else None
+    if func is None or owner is None or value is None:
+        return None
+    answer = truth(value)
+    if answer.cuda_host is None and answer.trainium is None:
+        # Not a yes/no about the device (`return torch.cuda.current_device()` in an
+        # accelerator adapter): the method wraps an API, it does not answer for the class.
+        return None
+    if isinstance(anc, cst.Assign):
+        names = {t.target.value for t in anc.targets if isinstance(t.target, cst.Name)}
+        returns = _Returned(names)
+        visit_syntax(func.body, returns)
+        if not returns.found:
+            return None
+    elif not isinstance(anc, cst.Return):
+        return None
+    others = [s for s in owner.body.body if s is not func] if isinstance(owner.body, cst.IndentedBlock) else []
+    if not others:
+        return None
+    kernels = _KernelCall(index)
+    for method in others:
+        visit_syntax(method, kernels)
+    return kernels.found or _builds_cuda(rule, others)
+
+
+class _KernelCall(cst.CSTVisitor):
+    """The first kernel, CUDA-only package or extension a class's methods call, leaving out
+    torch's own CUDA-only calls: an accelerator adapter wraps `torch.cuda.get_device_capability`
+    in one method and `torch.cuda.is_available` in another, and its availability answer is
+    then the one a port must move (the adapter is what runs on the new device)."""
+
+    def __init__(self, index: KernelIndex) -> None:
+        self.index = index
+        self.found: str | None = None
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        func = node.func.value if isinstance(node.func, cst.Subscript) else node.func
+        dotted = dotted_name(func) or ""
+        if self.found is None and not dotted.startswith("torch."):
+            self.found = self.index.call_target(node)
+        return self.found is None
+
+
+def _builds_cuda(rule: Rule, methods: list[cst.CSTNode]) -> str | None:
+    """The CUDA extension build among ``methods``: ``CUDAExtension(...)``, or a run-time
+    ``load(...)`` / ``load_inline(...)`` given CUDA sources or flags. An extension class imports
+    its builder inside the method that uses it (ColossalAI's ``from torch.utils.cpp_extension
+    import CUDA_HOME, load`` in ``build_jit``), out of reach of the test's own scope: each
+    method's imports are read with it."""
+    for method in methods:
+        calls = _CallsAndImports()
+        visit_syntax(method, calls)
+        for call in calls.calls:
+            dotted = dotted_name(call.func) or ""
+            head, _, rest = dotted.partition(".")
+            qualified = f"{calls.imports[head]}.{rest}".rstrip(".") if head in calls.imports else rule.qualname(call.func)
+            if qualified in _CUDA_BUILDERS or (qualified is not None and jit_cuda_build(call, qualified)):
+                return f"the CUDA extension build (`{qualified.rpartition('.')[2]}`)"
+    return None
+
+
+class _CallsAndImports(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.calls: list[cst.Call] = []
+        self.imports: dict[str, str] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        module = dotted_name(node.module) if node.module is not None and not node.relative else None
+        if module is None or isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(bound, cst.Name) and isinstance(alias.name, cst.Name):
+                self.imports[bound.value] = f"{module}.{alias.name.value}"
+
+
+class _Returned(cst.CSTVisitor):
+    """Whether a function returns one of ``names`` as it is (``return cuda_available``)."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.found = False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value in self.names:
+            self.found = True
+
+
+def _named_package_branch(rule: Rule, ancestors: list[cst.CSTNode], i: int) -> str | None:
+    """The CUDA-only package whose branch the test at ``ancestors[i]`` sits in, where that
+    branch is chosen by the package's module path spelled as a string: timm's optimizer factory
+    loads its optimizer class by name (``_import_class("apex.optimizers.FusedAdam")``) under
+    ``if opt_class.startswith('apex.'): assert torch.cuda.is_available(), 'CUDA required ...'``.
+    No import names the package, so the kernel index cannot see it; retargeted, the assert
+    admits Trainium into apex, and the clear "CUDA required" stop becomes an ImportError or a
+    kernel launch. Only a dotted spelling counts (``'apex.'``, ``'bitsandbytes.optim.Adam'``):
+    a bare ``"triton"`` is as often a backend's or a key's name. Within the enclosing function."""
+    facts = rule.context.settings.project
+    for k in range(i - 1, 0, -1):
+        anc = ancestors[k]
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if not isinstance(anc, cst.If) or ancestors[k + 1] is not anc.body:
+            continue
+        for text in _dotted_literals(anc.test):
+            module = text.rstrip(".")
+            if facts.own_module(module):
+                continue
+            found = describe_module(module, facts)
+            if found is not None:
+                return f"{found}, which the branch for {text!r} loads by name"
+    return None
+
+
+def _dotted_literals(test: cst.BaseExpression) -> list[str]:
+    """The string literals of a test that spell a module path (``'apex.'``, ``'a.b.C'``)."""
+    finder = _Literals()
+    visit_syntax(test, finder)
+    return [t for t in finder.found if "." in t and all(p.isidentifier() for p in t.rstrip(".").split("."))]
+
+
+class _Literals(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        value = string_value(node)
+        if isinstance(value, str):
+            self.found.append(value)
 
 
 def _exits_on_trainium(ancestors: list[cst.CSTNode]) -> bool:

@@ -52,6 +52,7 @@ __all__ = [
     "cuda_operator",
     "TORCH_INT4_OPS",
     "dynamic_import",
+    "jit_cuda_build",
     "kernel_index",
     "kernel_packages",
     "library_sink",
@@ -706,7 +707,7 @@ class _Collector(cst.CSTVisitor):
         dotted = dotted_name(node.value.func)
         head, _, rest = (dotted or "").partition(".")
         qualified = f"{self.imports[head]}.{rest}".rstrip(".") if head in self.imports else ""
-        if _jit_cuda_build(node.value, qualified):
+        if jit_cuda_build(node.value, qualified):
             self.op_builders.append(qualified.rpartition(".")[2])
 
     def resolve_torch_calls(self) -> None:
@@ -770,7 +771,7 @@ class _Collector(cst.CSTVisitor):
                 if name is not None:
                     self.names[name] = f"the CUDA operator `{operator}`"
             return
-        if _jit_cuda_build(value, qualified):
+        if jit_cuda_build(value, qualified):
             if _no_python_module(value):
                 self.op_builders.append(qualified.rpartition(".")[2])
             # `_ext = load_inline(..., cuda_sources=...)`: the handle's functions are CUDA kernels,
@@ -824,7 +825,7 @@ _OPERATOR_LOOKUPS = frozenset({"torch._C._jit_get_operation"})
 _JIT_BUILDERS = frozenset({"torch.utils.cpp_extension.load", "torch.utils.cpp_extension.load_inline"})
 
 
-def _jit_cuda_build(call: cst.Call, qualified: str) -> bool:
+def jit_cuda_build(call: cst.Call, qualified: str) -> bool:
     """``load_inline(cuda_sources=...)``, ``load(sources=["k.cu"])``: an extension built from CUDA
     code at run time (a C++-only one runs anywhere; its handle is not CUDA-only)."""
     if qualified not in _JIT_BUILDERS:

@@ -210,6 +210,24 @@ def idle(x):
     return (not on_cuda) or torch.cuda.current_stream().query()
 '''
 
+# The subclass's default reaches the base's test through `super().__init__` (by position here).
+DEFAULT_HANDED_TO_A_BASE = '''import torch
+
+class Runner:
+    def __init__(self, device="cuda"):
+        self.device = device
+
+    def step(self, x):
+        if self.device == "cuda":
+            torch.cuda.set_sync_debug_mode(1)
+        return x.to(self.device)
+
+class BatchRunner(Runner):
+    def __init__(self, size, device="cuda"):
+        super().__init__(device)
+        self.size = size
+'''
+
 KEPT = [
     pytest.param(RETURNED_FLAG_AND_ITS_READER, "return torch.cuda.is_available()", id="returned-flag-with-held-module-reader"),
     pytest.param(FLAG_IN_A_BOOLEAN_VALUE, "on_cuda = x.is_cuda", id="flag-with-held-operand-in-assignment"),
@@ -222,6 +240,7 @@ KEPT = [
     pytest.param(MESSAGE_OF_A_KEPT_GUARD, "= {torch.cuda.is_available()}", id="message-of-kernel-guard"),
     pytest.param(MESSAGE_OF_A_HELD_GUARD, "{torch.cuda.get_device_name()}", id="message-of-held-guard"),
     pytest.param(HELPER_HANDING_THE_DEVICE_TO_A_KERNEL, 'device = torch.device("cuda")', id="device-handed-on-to-a-kernel"),
+    pytest.param(DEFAULT_HANDED_TO_A_BASE, 'def __init__(self, size, device="cuda")', id="subclass-default-handed-to-a-base-with-held-test"),
 ]
 
 
