@@ -60,7 +60,7 @@ FIXES_LEFT_TO_LIBCST = frozenset({"CN111", "CN627"})
 
 # Detectors that only prove a file holds no finding (every report of the visitor needs a word or
 # an import the detector looks for): unsure wherever the visitor could report, and on its examples.
-GATES = frozenset({"CN112", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN607", "CN609", "CN611", "CN616", "CN617", "CN619"})
+GATES = frozenset({"CN112", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN607", "CN609", "CN611", "CN616", "CN617", "CN619", "CN805"})
 
 
 @pytest.mark.parametrize(("code", "source", "path", "settings"), _examples())
@@ -320,6 +320,10 @@ GATE_CASES = [
     pytest.param("CN617", "from ..ops import layer_norm\ny = layer_norm.rms_norm(x, w)\n", "pkg/models/block.py", _KERNELS, False, id="CN617-relative-kernel-module"),
     pytest.param("CN617", "def f():\n    ext = __import__('selective_scan_cuda')\n    return ext.fwd(u)\n", "m.py", _KERNELS, False, id="CN617-dynamic-in-function"),
     pytest.param("CN617", "from selective_scan_cuda import fwd as f\ny = f(u)\n", "m.py", _KERNELS, False, id="CN617-from-extension-alias"),
+    # CN805: the two pieces of its wake test in different chains; the chain through an alias.
+    pytest.param("CN805", "import torch\nx = torch.from_numpy(a).to(device)\ny = w[i].float()\n", "m.py", Settings(), True, id="CN805-pieces-apart"),
+    pytest.param("CN805", "import torch\ny = np_to_torch(a).to(device)[t].float()\n", "m.py", Settings(), True, id="CN805-not-from-numpy"),
+    pytest.param("CN805", "from torch import from_numpy as fn\ny = fn(a).to(device)[t].float()\n", "m.py", Settings(), False, id="CN805-alias"),
     # The compile family: the word without a compile call; a compile call through an alias, the
     # method read from its shape, a bare decorator, a CUDA mode behind an escape, inductor's config.
     pytest.param("CN501", "import torch\nimport regex\np = regex.compile(pat)\nok = is_compiled_module(m) or torch.compiler.is_compiling()\n", "m.py", Settings(), True, id="CN501-no-compile-call"),
