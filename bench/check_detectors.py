@@ -1,6 +1,6 @@
 """Every rule's detector against its libcst visitor on a real tree (issue 42's contract).
 
-    python bench/check_detectors.py --tree /work/repos/diffusers [--tree ...]
+    python bench/check_detectors.py --tree /work/repos/diffusers [--tree ...] [--rule CN112 ...]
 
 For each Python file a detecting rule wakes on (its trigger words, the project's words and its
 wake test, as the engine asks, with the facts the project sweep finds in the tree), runs the
@@ -27,8 +27,9 @@ from cuda2neuron.workspace._project import with_project_facts
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tree", type=Path, action="append", required=True)
+    ap.add_argument("--rule", action="append", default=[], help="only these rules' detectors (default: all)")
     args = ap.parse_args()
-    detecting = tuple(r for r in catalog().values() if r.has_detector())
+    detecting = tuple(r for r in catalog().values() if r.has_detector() and (not args.rule or r.code in args.rule))
     differ = 0
     for tree in args.tree:
         # The sweep's facts: CN602's loaders and CN617's modules, and the words that wake them.

@@ -12,16 +12,25 @@ imports torch and no other framework with a ``Model.compile`` of its own, and it
 
 from __future__ import annotations
 
+import ast
 import re
+from typing import Any
 
 import libcst as cst
 
-from cuda2neuron.core import WORD_BYTES, Rule
+from cuda2neuron.core import WORD_BYTES, Finding, Rule, Settings
 
 from .._shared.blocks import statements
+from .._shared.detector import AstDetector
 from .._shared.names import call_qualname
 
-__all__ = ["COMPILE_KEYWORDS", "wakes_on_compile", "compile_callee", "has_star_kwargs", "is_compile_call", "is_torch_compile"]
+__all__ = [
+    "COMPILE_KEYWORDS", "CUDA_MODES", "compile_callee", "compile_gate", "has_star_kwargs", "is_compile_call",
+    "is_torch_compile", "wakes_on_compile",
+]  # fmt: skip
+
+# torch.compile's modes that only CUDA gives a meaning (CN502's words).
+CUDA_MODES = ("max-autotune", "max-autotune-no-cudagraphs", "reduce-overhead")
 
 # The keywords of torch.compile after the model (what nn.Module.compile forwards), as torch 2.13's
 # signature has them: `name`, `recompile_limit`, `isolate_recompiles` and `shapes_spec` are new there
@@ -168,3 +177,51 @@ def is_compile_call(rule: Rule, node: cst.Call) -> bool:
 def has_star_kwargs(node: cst.Call) -> bool:
     """``f(**cfg)``: keywords the call passes that no reader of the source can see."""
     return any(arg.star == "**" for arg in node.args)
+
+
+def compile_gate(cls: type[Rule], file: Any, settings: Settings) -> list[Finding] | None:  # noqa: ARG001
+    """The compile family's ``detect``: a gate. No finding of CN501-CN505 where the text spells
+    no ``_inductor`` (CN505's settings and ``config.patch`` resolve through a name that spells
+    it), no string's value is a CUDA mode (CN502's kept modes, escapes read), and no call or
+    bare decorator may compile a model (``_Gate``); unsure elsewhere (libcst runs). The family
+    wakes on the whole word ``compile`` in a file: ``is_compiled_module``, a ``regex.compile``,
+    ``torch.compiler.disable`` hold it and report nothing."""
+    if "_inductor" in file.text:
+        return None
+    return None if _Gate(cls, file).reports() is None else []
+
+
+class _Gate(AstDetector):
+    """``compile_callee`` and CN501's decorator on CPython's ``ast``, as a superset: unsure at
+    the first call that resolves to ``torch.compile``, or calls a ``.compile`` that no import
+    resolves (``nn.Module.compile`` is read from the call's shape), at a bare ``@...compile``, and
+    at a string whose value is a CUDA mode (CPython reads escapes: ``"max\\x2dautotune"``)."""
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if node.value in CUDA_MODES:
+            self._unsure()
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr != "compile":
+            return
+        if not isinstance(func, (ast.Attribute, ast.Name)):
+            return
+        qualified = self.ctx.call_qualname(node)
+        if qualified == "torch.compile" or (isinstance(func, ast.Attribute) and qualified is None):
+            self._unsure()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        # CN501's ``visit_Decorator`` wants the terminal name ``compile`` first: any such bare
+        # decorator, whatever it resolves to (no scope read, so no question of when it is read).
+        for deco in node.decorator_list:
+            if (isinstance(deco, ast.Name) and deco.id == "compile") or (isinstance(deco, ast.Attribute) and deco.attr == "compile"):
+                self._unsure()
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
+
+    @staticmethod
+    def _unsure() -> None:
+        from cuda2neuron.python import Unsure
+
+        raise Unsure("a call or a decorator that may compile a model")

@@ -9,7 +9,7 @@ from cuda2neuron.core import Effort, Invalid, Rule, Safety
 from .._shared.args import add_kwarg, arg_by_name
 from .._shared.names import terminal_name
 from .._shared.strings import make_string, string_value
-from ._helpers import compile_callee, has_star_kwargs, wakes_on_compile
+from ._helpers import compile_callee, compile_gate, has_star_kwargs, wakes_on_compile
 
 __all__ = ["CompileBackend"]
 
@@ -66,6 +66,7 @@ class CompileBackend(Rule):
     fixes = frozenset({Safety.SAFE})
     triggers = ("compile",)
     wakes = classmethod(wakes_on_compile)
+    detect = classmethod(compile_gate)  # a gate: no finding without a compile call (issue 42)
     emits = ()
     VALID = (
         'import torch\nmodel = torch.compile(model, backend="neuron")\n',

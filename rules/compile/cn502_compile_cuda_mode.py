@@ -9,13 +9,13 @@ from cuda2neuron.core import Effort, Invalid, Rule, Safety
 from .._shared.args import arg_by_name, remove_arg
 from .._shared.names import terminal_name
 from .._shared.strings import string_value
-from ._helpers import compile_callee, is_compile_call, wakes_on_compile
+from ._helpers import CUDA_MODES as _CUDA_MODES
+from ._helpers import compile_callee, compile_gate, is_compile_call, wakes_on_compile
 
 __all__ = ["CompileCudaMode"]
 
 # "reduce-overhead" means CUDA graphs; the autotune modes benchmark Triton kernels. Sorted: the
 # modes are trigger words, and a rule's triggers are a tuple in a stable order.
-_CUDA_MODES = ("max-autotune", "max-autotune-no-cudagraphs", "reduce-overhead")
 
 
 class CompileCudaMode(Rule):
@@ -87,6 +87,8 @@ class CompileCudaMode(Rule):
     @classmethod
     def wakes(cls, code: bytes) -> bool:
         return b"max-autotune" in code or b"reduce-overhead" in code or wakes_on_compile(cls, code)
+
+    detect = classmethod(compile_gate)  # a gate: no finding without a compile call or a CUDA mode
 
     def visit_DictElement(self, node: cst.DictElement) -> None:
         if string_value(node.key) == "mode":

@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import arg_by_name
-from ._helpers import is_compile_call, wakes_on_compile
+from ._helpers import compile_gate, is_compile_call, wakes_on_compile
 
 __all__ = ["CompileDynamic"]
 
@@ -44,6 +44,7 @@ class CompileDynamic(Rule):
     # Only a torch.compile call can carry dynamic=, and no spelling of it avoids this word.
     triggers = ("compile",)
     wakes = classmethod(wakes_on_compile)
+    detect = classmethod(compile_gate)  # a gate: no finding without a compile call (issue 42)
     VALID = (
         'import torch\nm = torch.compile(m, backend="neuron")\n',
         'import torch\nm = torch.compile(m, backend="neuron", dynamic=False)\n',

@@ -7,7 +7,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Invalid, Rule, Safety
 
 from .._shared.args import add_kwarg, arg_by_name
-from ._helpers import compile_callee, is_compile_call, wakes_on_compile
+from ._helpers import compile_callee, compile_gate, is_compile_call, wakes_on_compile
 
 __all__ = ["CompileFullgraph"]
 
@@ -43,6 +43,7 @@ class CompileFullgraph(Rule):
     fixes = frozenset({Safety.DISPLAY_ONLY})
     triggers = ("compile",)
     wakes = classmethod(wakes_on_compile)
+    detect = classmethod(compile_gate)  # a gate: no finding without a compile call (issue 42)
     targets = frozenset({"neuron"})
     VALID = (
         'import torch\nm = torch.compile(m, backend="neuron", fullgraph=True)\n',

@@ -10,7 +10,7 @@ from .._shared.args import arg_by_name
 from .._shared.names import terminal_name
 from .._shared.packages import in_package
 from .._shared.strings import string_value
-from ._helpers import is_compile_call, wakes_on_compile
+from ._helpers import compile_gate, is_compile_call, wakes_on_compile
 
 __all__ = ["CompileInductorOptions"]
 
@@ -87,6 +87,7 @@ class CompileInductorOptions(Rule):
     # options= only counts on a torch.compile call; the config assignments name torch._inductor.
     triggers = ("compile", "_inductor")
     wakes = classmethod(wakes_on_compile)
+    detect = classmethod(compile_gate)  # a gate: no finding without a compile call (issue 42)
     targets = frozenset({"neuron"})
     VALID = (
         'import torch\nm = torch.compile(m, backend="neuron")\n',

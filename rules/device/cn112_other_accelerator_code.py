@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 
-from .._shared.foreign import FOREIGN_MODULES, FOREIGN_WORDS, foreign_branches
+from .._shared.detector import AstDetector
+from .._shared.foreign import _DEVICES, _PROBE_NAME, FOREIGN_MODULES, FOREIGN_WORDS, foreign_branches
 
 __all__ = ["OtherAcceleratorCode"]
 
@@ -83,6 +85,20 @@ class OtherAcceleratorCode(Rule):
         Invalid("import torch\nn = torch.cuda.device_count() if torch.version.hip else 0\n"),
         Invalid("import torch\ntorch.cuda.current_device = torch.xpu.current_device\n"),
     )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: no finding where the text names no other accelerator (``FOREIGN_WORDS``: the
+        visitor never wakes), or where it has no word of a module patching ``torch.cuda`` and no
+        ``if``/``else`` expression's test holds a leaf ``foreign_test`` could call foreign (every
+        report needs such a branch); unsure elsewhere (libcst runs). Most files CN112 wakes on
+        spell "mps" or "npu" in a table, a docstring or a longer word."""
+        text = file.text
+        if FOREIGN_WORDS.search(text) is None:
+            return []
+        if _PATCH_WORDS.search(text) is not None:
+            return None
+        return None if _Gate(cls, file).reports() is None else []
 
     def __init__(self, context) -> None:  # noqa: ANN001
         super().__init__(context)
@@ -188,3 +204,51 @@ _FOREIGN_PREFIXES = tuple(f"{m}." for m in FOREIGN_MODULES)
 
 def _is_cuda_attribute(name: str | None) -> bool:
     return name is not None and name.startswith("torch.cuda.")
+
+
+class _Gate(AstDetector):
+    """``_branches`` above on CPython's ``ast``, as a superset: unsure at the first test that
+    may select another accelerator's code (``_may_be_foreign``)."""
+
+    def visit_If(self, node: ast.If) -> None:
+        if _may_be_foreign(self.ctx, node.test):
+            from cuda2neuron.python import Unsure
+
+            raise Unsure("a test that may name another accelerator")
+
+    visit_IfExp = visit_If
+
+
+def _may_be_foreign(ctx, test: ast.expr) -> bool:  # noqa: ANN001 - python.AstWalk
+    """Could ``foreign_test`` find ``test`` foreign or not-foreign (not None)? It can only from
+    a leaf: a string literal naming another accelerator's device (a comparison, ``in``,
+    ``hasattr``, ``startswith``, ``torch.device``), or a name resolved (or spelled) as a probe,
+    ``torch.version.hip`` or a foreign module's ``is_available``. Any such leaf anywhere in the
+    test makes this True: a superset, whatever the operators around it. Traps held: an escaped
+    literal (``"\\x6dps"``; CPython's value is read), an alias bound by an import
+    (``from accelerate.utils import is_xpu_available as xa``; resolved through the scope)."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if node.value.split(":", 1)[0].strip().lower() in _DEVICES:
+                return True
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            for name in (ctx.qualname(node), _spelled(node)):
+                if name is None:
+                    continue
+                if name == "torch.version.hip" or _PROBE_NAME.fullmatch(name.rsplit(".", 1)[-1]):
+                    return True
+                if name.endswith((".is_available", ".is_built", ".device_count")) and name.rsplit(".", 1)[0] in FOREIGN_MODULES:
+                    return True
+    return False
+
+
+def _spelled(node: ast.expr) -> str | None:
+    """``dotted_name`` on ``ast``: ``a.b.c`` for a chain of names and attributes."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))

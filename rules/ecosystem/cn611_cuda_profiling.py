@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings
 
 from .._shared.args import arg_by_name, remove_arg
+from .._shared.detector import AstDetector
 from .._shared.names import call_qualname
 from .._shared.packages import in_package
 from .._shared.strings import make_string, string_value
@@ -37,6 +40,15 @@ _SORT_KEYS = {
     "cuda_memory_usage": "cpu_memory_usage",
     "self_cuda_memory_usage": "self_cpu_memory_usage",
 }
+
+# What the file's text must spell for the visitor to report, outside a string's escapes: the
+# event test's literal as written (``visit_SimpleString`` compares ``node.value``), the profiler
+# columns and the legacy option (as attributes, keywords or plain literals), the activity enum
+# (every name that resolves to it is bound by an import or written through a module).
+_GATE_TEXT = ('"CUDA"', "'CUDA'", "cuda_time", "cuda_memory", "use_cuda", "ProfilerActivity")
+# The same words a literal may hold once its escapes are read ("cuda\x5ftime_total"): CPython's
+# constant joins a concatenation's parts, so it holds each part's value as a substring.
+_GATE_VALUES = ("cuda_time", "cuda_memory", "use_cuda")
 
 
 class CudaProfiling(Rule):
@@ -138,6 +150,25 @@ class CudaProfiling(Rule):
         Invalid("for e in events:\n    if e.device_type().name != 'CUDA':\n        continue\n"),
         Invalid("import torch.profiler\ncuda_events = [e for e in events if e.device_type.name == 'CUDA']\n"),
     )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: no finding where the text spells none of ``_GATE_TEXT``, no string's value
+        holds one of ``_GATE_VALUES`` and no call resolves into ``torch.cuda.profiler``; unsure
+        elsewhere (libcst runs). Most files CN611 wakes on name ``CUDA_VISIBLE_DEVICES`` or a
+        "CUDA" in a longer string."""
+        text = file.text
+        if any(word in text for word in _GATE_TEXT):
+            return None
+        if "\\" in text:
+            for node in ast.walk(file.tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+                    value = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+                    if any(word in value for word in _GATE_VALUES):
+                        return None
+        if "profiler" in text and _Gate(cls, file).reports() is None:
+            return None
+        return []
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -332,3 +363,14 @@ class CudaProfiling(Rule):
             guidance=_GUIDANCE,
             description="profile the CPU side",
         )
+
+
+class _Gate(AstDetector):
+    """``visit_Call``'s report of ``torch.cuda.profiler`` on CPython's ``ast`` (names resolved
+    as libcst's scopes resolve them): unsure at the first such call."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if in_package(self.ctx.call_qualname(node), ("torch.cuda.profiler",)):
+            from cuda2neuron.python import Unsure
+
+            raise Unsure("a call of torch.cuda.profiler")

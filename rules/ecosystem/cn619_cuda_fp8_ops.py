@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import PurePath
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Valid
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings, Valid
 
 from .._shared.args import arg_by_name, positional_args
+from .._shared.detector import AstDetector
 from .._shared.dtypes import DtypeBindings, Use, dtype_test_of, dtype_use
 from .._shared.names import call_qualname
 from .._shared.strings import string_value
@@ -132,6 +134,15 @@ class CudaFp8Ops(Rule):
         # An operator call names the operator (also through an alias's import); a dtype is an
         # attribute (`torch.float8_e4m3fn`): "float8" in strings and dict keys reports nothing.
         return b"_scaled_mm" in code or b"_scaled_grouped_mm" in code or _FLOAT8_ATTRIBUTE.search(code) is not None
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: every report is a call resolved to one of ``_OPS`` or an attribute resolved
+        to one of ``_DTYPES`` (reported where it is, or bound to a name and reported where that
+        name reaches the device), so a file whose walk meets neither gets no finding; unsure
+        elsewhere (libcst runs). diffusers' quantizers and tables spell ``.float8`` on other
+        objects (``config.float8_...``) or never resolve it."""
+        return None if _Gate(cls, file).reports() is None else []
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -261,3 +272,21 @@ def _on_cpu(value: cst.BaseExpression) -> bool:
     if string_value(value) == "cpu":
         return True
     return isinstance(value, cst.Call) and bool(value.args) and string_value(value.args[0].value) == "cpu"
+
+
+class _Gate(AstDetector):
+    """``visit_Call`` and ``_float8`` above reduced to their first test, on CPython's ``ast``
+    (``python/_ast_walk.py`` resolves names as libcst's scopes do): unsure (``Unsure``) at the
+    first node the visitor could report, so the walk ends early there."""
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr.startswith("float8") and self.ctx.qualname(node) in _DTYPES:
+            from cuda2neuron.python import Unsure
+
+            raise Unsure("a float8 dtype")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if self.ctx.call_qualname(node) in _OPS:
+            from cuda2neuron.python import Unsure
+
+            raise Unsure("an FP8 operator")

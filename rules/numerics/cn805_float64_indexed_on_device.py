@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings
 
+from .._shared.detector import AstDetector
 from .._shared.names import call_qualname
 
 __all__ = ["Float64IndexedOnDevice"]
@@ -95,6 +97,14 @@ class Float64IndexedOnDevice(Rule):
         # is not: a file without its two pieces was parsed for nothing.
         return _CAST_AFTER_INDEX.search(code) is not None and _MOVE.search(code) is not None
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: every report is a ``.float()`` on a subscript of ``.to(...)`` on a call that
+        resolves to ``torch.from_numpy`` (and carries a safe fix: an edit, libcst's to write), so
+        a file whose walk meets no such chain gets no finding; unsure at the first one. The wake
+        test reads bytes (diffusers: ``.to(`` and ``].float(`` apart in one file)."""
+        return None if _Gate(cls, file).reports() is None else []
+
     def visit_Call(self, node: cst.Call) -> None:
         cast = node.func
         if not (isinstance(cast, cst.Attribute) and cast.attr.value == "float") or node.args:
@@ -119,3 +129,21 @@ class Float64IndexedOnDevice(Rule):
             effort=Effort.LOW,
             description="cast on the host, before the transfer",
         )
+
+
+class _Gate(AstDetector):
+    """``visit_Call`` above on CPython's ``ast``, the device-only test left out (a superset)."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        cast = node.func
+        if not (isinstance(cast, ast.Attribute) and cast.attr == "float") or node.args or node.keywords:
+            return
+        indexed = cast.value
+        if not isinstance(indexed, ast.Subscript) or not isinstance(indexed.value, ast.Call):
+            return
+        move = indexed.value.func
+        if isinstance(move, ast.Attribute) and move.attr == "to" and isinstance(move.value, ast.Call):
+            if self.ctx.call_qualname(move.value) == "torch.from_numpy":
+                from cuda2neuron.python import Unsure
+
+                raise Unsure("a NumPy array moved, indexed, then cast")

@@ -21,6 +21,10 @@ NO_FINDING = b"import torch\nbetas = torch.linspace(1e-4, 2e-2, 1000, dtype=torc
 SETTING_REPORTED = b"from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', deepspeed='ds.json')\n"
 ORDINAL = b'm = AutoModel.from_pretrained("x", device_map={"": 0})\n'
 PORTED = b"m = load('x', attn_implementation='flash_attention_2')\n"
+# Decided by gates (issue 42, h42t): CN619's word on other objects, the compile family's word
+# with no call that compiles a model.
+FLOAT8_FIELDS = b"import torch\nif cfg.float8_enabled:\n    w = w.to(cfg.float8_dtype)\n"
+COMPILE_WORD = b"import torch\nimport regex\np = regex.compile(pat)\nok = torch.compiler.is_compiling()\n"
 # CN801 and a rule with no detector (CN201: torch.cuda calls) woken together.
 MIXED = b"import torch\nx = x.to(torch.float64)\ntorch.cuda.synchronize()\n"
 
@@ -54,6 +58,8 @@ def _through_libcst(monkeypatch, data: bytes, options: RunOptions):
         pytest.param(REPORT_ONLY, RunOptions(fix=True, unsafe=True), id="migrate-unsafe-nothing-to-apply"),
         pytest.param(NO_FINDING, RunOptions(fix=True), id="migrate-no-finding"),
         pytest.param(SETTING_REPORTED, RunOptions(fix=True), id="migrate-cn627-report-only"),
+        pytest.param(FLOAT8_FIELDS, RunOptions(fix=True), id="migrate-cn619-gate"),
+        pytest.param(COMPILE_WORD, RunOptions(fix=True), id="migrate-compile-family-gate"),
     ],
 )
 def test_no_edit_skips_libcst(monkeypatch, parses, data, options):

@@ -60,7 +60,7 @@ FIXES_LEFT_TO_LIBCST = frozenset({"CN111", "CN627"})
 
 # Detectors that only prove a file holds no finding (every report of the visitor needs a word or
 # an import the detector looks for): unsure wherever the visitor could report, and on its examples.
-GATES = frozenset({"CN602", "CN604", "CN606", "CN607", "CN609", "CN616", "CN617"})
+GATES = frozenset({"CN112", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN607", "CN609", "CN611", "CN616", "CN617", "CN619", "CN805"})
 
 
 @pytest.mark.parametrize(("code", "source", "path", "settings"), _examples())
@@ -289,6 +289,14 @@ _KERNELS = Settings(
 )
 GATE_CASES = [
     # (code, source, path, settings, decided)
+    # CN112: other accelerators named outside any test, a test of CUDA alone; a foreign device
+    # behind an escape, a probe through an import alias, a foreign branch that names no CUDA.
+    pytest.param("CN112", "import torch\nx = x.cuda()\n", "m.py", Settings(), True, id="CN112-no-foreign-word"),
+    pytest.param("CN112", "import torch\nDEVICES = ('cuda', 'mps', 'xpu')\nif torch.cuda.is_available():\n    x = x.cuda()\n", "m.py", Settings(), True, id="CN112-foreign-words-outside-tests"),
+    pytest.param("CN112", "import torch\nif device in ('mps', 'xpu'):\n    x = x.cuda()\n", "m.py", Settings(), False, id="CN112-device-words-in-a-test"),
+    pytest.param("CN112", "import torch\nif dev.type == '\\x6dps':  # Apple's mps\n    x = x.cuda()\n", "m.py", Settings(), False, id="CN112-device-escaped"),
+    pytest.param("CN112", "import torch\nfrom accelerate.utils import is_xpu_available as xa\nif xa():\n    torch.cuda.empty_cache()\n", "m.py", Settings(), False, id="CN112-probe-alias"),
+    pytest.param("CN112", "import torch\ny = torch.cuda.device_count() if torch.version.hip else 0\n", "m.py", Settings(), False, id="CN112-if-expression"),
     pytest.param("CN602", "from pkg.jit import load_ext\nops = load_ext('ops', ['ops.cpp'])\n", "m.py", _LOADERS, True, id="CN602-loader-given-cpp"),
     pytest.param("CN602", "import json\nd = json.load(f)\nt = open('k.cuda.txt', 'w')\n", "m.py", _LOADERS, True, id="CN602-no-word"),
     # A comment inside the sources names a .cu file: the visitor reads the node's code, comments
@@ -312,6 +320,36 @@ GATE_CASES = [
     pytest.param("CN617", "from ..ops import layer_norm\ny = layer_norm.rms_norm(x, w)\n", "pkg/models/block.py", _KERNELS, False, id="CN617-relative-kernel-module"),
     pytest.param("CN617", "def f():\n    ext = __import__('selective_scan_cuda')\n    return ext.fwd(u)\n", "m.py", _KERNELS, False, id="CN617-dynamic-in-function"),
     pytest.param("CN617", "from selective_scan_cuda import fwd as f\ny = f(u)\n", "m.py", _KERNELS, False, id="CN617-from-extension-alias"),
+    # CN805: the two pieces of its wake test in different chains; the chain through an alias.
+    pytest.param("CN805", "import torch\nx = torch.from_numpy(a).to(device)\ny = w[i].float()\n", "m.py", Settings(), True, id="CN805-pieces-apart"),
+    pytest.param("CN805", "import torch\ny = np_to_torch(a).to(device)[t].float()\n", "m.py", Settings(), True, id="CN805-not-from-numpy"),
+    pytest.param("CN805", "from torch import from_numpy as fn\ny = fn(a).to(device)[t].float()\n", "m.py", Settings(), False, id="CN805-alias"),
+    # The compile family: the word without a compile call; a compile call through an alias, the
+    # method read from its shape, a bare decorator, a CUDA mode behind an escape, inductor's config.
+    pytest.param("CN501", "import torch\nimport regex\np = regex.compile(pat)\nok = is_compiled_module(m) or torch.compiler.is_compiling()\n", "m.py", Settings(), True, id="CN501-no-compile-call"),
+    pytest.param("CN502", "import torch\nmodes = ['default']\nok = torch.compiler.is_compiling()\n", "m.py", Settings(), True, id="CN502-no-compile-call"),
+    pytest.param("CN503", "import re\nimport torch\nrx = re.compile(pattern)\n", "m.py", Settings(), True, id="CN503-re-compile-resolved"),
+    pytest.param("CN501", "from torch import compile as tc\nm = tc(m)\n", "m.py", Settings(), False, id="CN501-alias"),
+    pytest.param("CN501", "import torch\n\n@torch.compile\ndef step(x):\n    return x\n", "m.py", Settings(), False, id="CN501-bare-decorator"),
+    pytest.param("CN503", "import torch\nmodel.compile(dynamic=True)\n", "m.py", Settings(), False, id="CN503-module-compile"),
+    pytest.param("CN504", "import torch\nm = torch.compile(m, backend='neuron')\n", "m.py", Settings(), False, id="CN504-torch-compile"),
+    pytest.param("CN502", "cfg = {'mode': 'max\\x2dautotune'}\n", "m.py", Settings(), False, id="CN502-escaped-mode"),
+    pytest.param("CN505", "import torch._inductor.config as ic\nic.freezing = True\n", "m.py", Settings(), False, id="CN505-inductor-config"),
+    # CN611: CUDA in longer words and a profiler without CUDA; a sort key behind an escape, the
+    # CUDA profiler through an alias.
+    pytest.param("CN611", "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\nmsg = \"CUDA out of memory\"\n", "m.py", Settings(), True, id="CN611-cuda-in-longer-words"),
+    pytest.param("CN611", "import torch\nwith torch.profiler.profile() as p:\n    step()\nprint(p.key_averages().table(sort_by='cpu_time_total'))\n", "m.py", Settings(), True, id="CN611-cpu-profiler"),
+    pytest.param("CN611", "from torch.profiler import profile\nkey = 'self_cuda\\x5ftime_total'\n", "m.py", Settings(), False, id="CN611-sort-key-escaped"),
+    pytest.param("CN611", "from torch.profiler import profile\nkey = ('cuda\\x5fmemory_usage' 'y')\n", "m.py", Settings(), False, id="CN611-escaped-part-of-concatenation"),
+    pytest.param("CN611", "from torch.cuda import profiler as nvp\nnvp.start()\n", "m.py", Settings(), False, id="CN611-cuda-profiler-alias"),
+    pytest.param("CN611", "for e in events:\n    if e.device_type().name == \"CUDA\":\n        pass\n", "m.py", Settings(), False, id="CN611-event-device-test"),
+    # CN619: a float8 attribute of another object, a shadowed torch, the user's own _scaled_mm.
+    pytest.param("CN619", "import torch\nif cfg.float8_enabled:\n    w = w.to(cfg.float8_dtype)\n", "m.py", Settings(), True, id="CN619-other-objects-float8"),
+    pytest.param("CN619", "import torch\n\ndef f(w, torch):\n    return w.to(torch.float8_e4m3fn)\n", "m.py", Settings(), True, id="CN619-shadowed-torch"),
+    pytest.param("CN619", "from ops import _scaled_mm\ny = _scaled_mm(a, b)\nz = x.float8_e5m2\n", "m.py", Settings(), True, id="CN619-own-op-and-field"),
+    pytest.param("CN619", "from torch import _scaled_mm as smm\ny = smm(a, b, scale_a=s, scale_b=t)\n", "m.py", Settings(), False, id="CN619-op-through-alias"),
+    pytest.param("CN619", "import torch as t\n\ndef q(w):\n    fp8 = t.float8_e5m2\n    return w.to(fp8)\n", "m.py", Settings(), False, id="CN619-dtype-bound-through-alias"),
+    pytest.param("CN619", "import torch\nlabel = f'{w.to(torch.float8_e4m3fn).shape}'\n", "m.py", Settings(), False, id="CN619-dtype-in-f-string"),
 ]
 
 
