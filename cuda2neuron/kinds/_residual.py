@@ -267,11 +267,21 @@ def _python_left(
 def _tree_read(final: bytes, text: str):  # noqa: ANN202 (ast stays unimported here)
     """The tree the splicer made of ``final`` when it cut the same file into statements
     (``core.kept_tree``), where ``ast.parse(final)`` would read the very same text: ``text`` is
-    ``final`` decoded with no byte replaced, and no byte-order mark or coding line could make
-    CPython decode the bytes otherwise. None else: ``parse_names`` parses, as before."""
-    if "\ufffd" in text or final.startswith(b"\xef\xbb\xbf") or b"coding" in final[: _second_line_end(final)]:
+    ``final`` decoded with no byte replaced, and no byte-order mark or coding line other than
+    UTF-8's (``# coding=utf-8``: 431 of diffusers' 2,089 files) could make CPython decode the
+    bytes otherwise. None else: ``parse_names`` parses, as before."""
+    if "\ufffd" in text or final.startswith(b"\xef\xbb\xbf"):
+        return None
+    head = final[: _second_line_end(final)]
+    if b"coding" in head and any(m.group(1).lower() not in _UTF8 for m in _COOKIE.finditer(head)):
         return None
     return kept_tree(text)
+
+
+# PEP 263's coding line, as CPython's tokenizer matches it on each of the first two lines; a name
+# it normalises to UTF-8 only where spelled as one of these (anything else: parsed again).
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
+_UTF8 = frozenset({b"utf-8", b"utf8", b"utf_8"})
 
 
 def _second_line_end(data: bytes) -> int:

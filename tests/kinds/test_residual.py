@@ -528,6 +528,7 @@ _FOREIGN = "import torch\nx = torch.zeros(3).cuda()\nfrom gpu_utils.checks impor
         # The rules' finding had the splicer parse the file as read: the residual pass reads that tree.
         pytest.param(_FOREIGN.encode(), 0, id="splicers-tree-reused"),
         pytest.param(("# é\n" + _FOREIGN).encode(), 0, id="utf8-text-reused"),
+        pytest.param(("# coding=utf-8\n# é\n" + _FOREIGN).encode(), 0, id="utf8-coding-line-reused"),
         # CPython could decode these bytes otherwise than the splicer's text: parsed again.
         pytest.param(("# -*- coding: latin-1 -*-\n" + _FOREIGN).encode(), 1, id="coding-line-parsed-again"),
         pytest.param(b"\xef\xbb\xbf" + _FOREIGN.encode(), 1, id="byte-order-mark-parsed-again"),
