@@ -28,6 +28,7 @@ from ._rule import Invalid, Report, Rule, RuleDefinitionError, Valid, example_fi
 from ._settings import AMP_DTYPES, TARGETS, ProjectFacts, RunOptions, Settings
 from ._suppress import Suppressions, continuation_starts, suppressions_disabled
 from ._bytes import WORD_BYTES, search_unjoined
+from ._kept_tree import kept_tree, parse_kept
 from ._text import (
     CellProblem,
     CellReport,
@@ -45,6 +46,8 @@ from ._write import StaleBackupError, atomic_write, remove_stale_temps
 __all__ = [
     "WORD_BYTES",
     "search_unjoined",
+    "kept_tree",
+    "parse_kept",
     "printable",
     "negated_cuda_word",
     "AMP_DTYPES",

@@ -689,12 +689,16 @@ def _field_name(node: ast.expr) -> str | None:
     return None
 
 
-def parse_names(source: bytes | str, project_modules: frozenset[str] = frozenset()) -> Names | None:
-    """What a module defines and imports, or None when it does not parse."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
+def parse_names(
+    source: bytes | str, project_modules: frozenset[str] = frozenset(), tree: ast.Module | None = None
+) -> Names | None:
+    """What a module defines and imports, or None when it does not parse (``tree``: ``source``
+    as ``ast.parse`` reads it, when the caller already has it)."""
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return None
     names = Names()
     names.project_modules = project_modules
     text = source if isinstance(source, bytes) else source.encode("utf-8", "surrogateescape")

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 
 from cuda2neuron.core import (
-    Config, Effort, Finding, RunOptions, Span, Suppressions, negated_cuda_word, suppressions_disabled,
+    Config, Effort, Finding, RunOptions, Span, Suppressions, kept_tree, negated_cuda_word, suppressions_disabled,
 )
 
 from ._guard import Body
@@ -243,7 +243,7 @@ def _python_left(
     source = final.decode("utf-8", "replace")
     if all(plainly_own(tok, source, frozenset(own)) for line in left for tok in words[line]):
         return set()  # every leftover word is a name the module defines: no parse needed
-    names = parse_names(final, frozenset(own) | frozenset(parts))
+    names = parse_names(final, frozenset(own) | frozenset(parts), _tree_read(final, source))
     if names is None:
         return left
     kernel_lines: set[int] = set()
@@ -262,6 +262,32 @@ def _python_left(
     )
     ctx = FileExcuses.of(rel, names, project, lines, stacks)
     return {line for line in left if line not in lines and not all(excuse(tok, ctx) for tok in words[line])}
+
+
+def _tree_read(final: bytes, text: str):  # noqa: ANN202 (ast stays unimported here)
+    """The tree the splicer made of ``final`` when it cut the same file into statements
+    (``core.kept_tree``), where ``ast.parse(final)`` would read the very same text: ``text`` is
+    ``final`` decoded with no byte replaced, and no byte-order mark or coding line other than
+    UTF-8's (``# coding=utf-8``: 431 of diffusers' 2,089 files) could make CPython decode the
+    bytes otherwise. None else: ``parse_names`` parses, as before."""
+    if "\ufffd" in text or final.startswith(b"\xef\xbb\xbf"):
+        return None
+    head = final[: _second_line_end(final)]
+    if b"coding" in head and any(m.group(1).lower() not in _UTF8 for m in _COOKIE.finditer(head)):
+        return None
+    return kept_tree(text)
+
+
+# PEP 263's coding line, as CPython's tokenizer matches it on each of the first two lines; a name
+# it normalises to UTF-8 only where spelled as one of these (anything else: parsed again).
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
+_UTF8 = frozenset({b"utf-8", b"utf8", b"utf_8"})
+
+
+def _second_line_end(data: bytes) -> int:
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first != -1 else -1
+    return len(data) if second == -1 else second
 
 
 # -- notebooks ---------------------------------------------------------------------------------

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
+
+from cuda2neuron.core import parse_kept
 
 __all__ = ["Splicer"]
 
@@ -122,9 +123,8 @@ class Splicer:
         if "\r" in source or "\x00" in source or not first.has_trailing_newline:
             return None  # lone CRs, CRLF (kept simple), a last line without newline: generated whole
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(source)
+            # Kept: a file that ends unchanged is read again by the residual pass (core/_kept_tree.py).
+            tree = parse_kept(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None  # newer syntax than this interpreter's: libcst read it, CPython cannot
         starts: list[int] = []

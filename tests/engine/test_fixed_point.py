@@ -149,3 +149,26 @@ def test_nested_import_unused_in_its_function(code, unused):
 
     module = cst.parse_module(code)
     assert _unused_where_nested(module, _aliases(module, "m", "sync")[None], "sync") is unused
+
+
+@pytest.mark.parametrize(
+    ("source", "walks", "remaining"),
+    [
+        # Round 2's output spells no "f(": it wakes no rule, and a walk for no rule is skipped.
+        pytest.param("x = f(1)\n", 1, 0, id="output-wakes-nothing-one-walk"),
+        # "f(" is still written (a string the rule does not fix): round 2 walks, as before.
+        pytest.param("x = f(1)\ny = 'f(2)'\n", 2, 0, id="output-still-wakes-two-walks"),
+    ],
+)
+def test_a_round_without_rules_is_not_walked(monkeypatch, source, walks, remaining):
+    import cuda2neuron.python._lint as lint
+
+    calls = []
+    real = lint.walk_rules
+    monkeypatch.setattr(lint, "walk_rules", lambda *a: (calls.append(1), real(*a))[1])
+    outcome = fix_module(
+        cst.parse_module(source), [_WrapCalls], "t.py", Settings(), source=source,
+        woken_by=lambda code: (_WrapCalls,) if "f(" in code else (),
+    )
+    assert (len(calls), len(outcome.applied), len(outcome.remaining)) == (walks, 1, remaining)
+    assert outcome.bytes.decode() == source.replace("f(1)", "g(1)")

@@ -547,3 +547,41 @@ def test_the_cache_key_of_a_script_holds_what_the_pooled_names_said(tmp_path):
     # the functions gone from the other script: a warm run must not answer from the cache
     assert _script_residual(tmp_path, {"tools/mock.sh": "echo none\n"}, cache) == [3, 4, 5]
     assert _script_residual(tmp_path, {"tools/mock.sh": _MOCKS}, cache) == [5]
+
+
+_FOREIGN = "import torch\nx = torch.zeros(3).cuda()\nfrom gpu_utils.checks import is_cuda_ready\nok = is_cuda_ready()\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "parses"),
+    [
+        # The rules' finding had the splicer parse the file as read: the residual pass reads that tree.
+        pytest.param(_FOREIGN.encode(), 0, id="splicers-tree-reused"),
+        pytest.param(("# é\n" + _FOREIGN).encode(), 0, id="utf8-text-reused"),
+        pytest.param(("# coding=utf-8\n# é\n" + _FOREIGN).encode(), 0, id="utf8-coding-line-reused"),
+        # CPython could decode these bytes otherwise than the splicer's text: parsed again.
+        pytest.param(("# -*- coding: latin-1 -*-\n" + _FOREIGN).encode(), 1, id="coding-line-parsed-again"),
+        pytest.param(b"\xef\xbb\xbf" + _FOREIGN.encode(), 1, id="byte-order-mark-parsed-again"),
+    ],
+)
+def test_the_residual_pass_reads_the_splicers_tree_of_the_same_text(monkeypatch, source, parses):
+    import ast
+
+    import cuda2neuron.kinds._leftover_python as leftover
+
+    calls = []
+
+    class _Counting:
+        def __getattr__(self, name):
+            return getattr(ast, name)
+
+        @staticmethod
+        def parse(*args, **kwargs):
+            calls.append(1)
+            return ast.parse(*args, **kwargs)
+
+    monkeypatch.setattr(leftover, "ast", _Counting())
+    findings = lint_source(source, "m.py", Config())
+    lines = source.count(b"\n") - _FOREIGN.count("\n")
+    assert sorted(f.span.start_line - lines for f in findings if f.code == CN902) == [3, 4]
+    assert len(calls) == parses
