@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda2neuron.core import Config, RunOptions
-from cuda2neuron.workspace import discover, process_files, project_facts, with_project_facts
-from workspace_helpers import write_tree
+from cuda2neuron.workspace import discover, project_facts
+from workspace_helpers import port_both, write_tree
 
 PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "value_flow"
 
@@ -168,19 +167,11 @@ def test_the_sweep_records_an_option_a_raising_test_reads(tmp_path, files, expec
         assert not any((m, a) == (module, attribute) for m, a, _ in found), found
 
 
-def _port(unsafe: bool) -> dict[str, tuple[str, list]]:
-    found = discover([PROJECT])
-    config = with_project_facts(Config(), found.files)
-    results = process_files(found.files, config, RunOptions(fix=True, unsafe=unsafe), jobs=1)
-    return {
-        Path(r.path).resolve().relative_to(PROJECT.resolve()).as_posix(): ((r.new_bytes or Path(r.path).read_bytes()).decode(), list(r.findings))
-        for r in results
-    }
 
 
 @pytest.fixture(scope="module")
 def ports() -> dict[bool, dict[str, tuple[str, list]]]:
-    return {unsafe: _port(unsafe) for unsafe in (False, True)}
+    return port_both(PROJECT)
 
 
 # (file, the text in the original, what the safe port has there, what --unsafe-fixes has,

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda2neuron.core import Config, RunOptions
-from cuda2neuron.workspace import discover, process_files, project_facts, with_project_facts
-from workspace_helpers import write_tree
+from cuda2neuron.workspace import discover, project_facts
+from workspace_helpers import port_both, write_tree
 
 PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "value_returns"
 
@@ -71,19 +70,11 @@ def test_the_sweep_records_a_return_whose_answer_fronts_cuda_code(tmp_path, file
     assert not found & set(plain), facts.device_returns
 
 
-def _port(unsafe: bool) -> dict[str, tuple[str, list]]:
-    found = discover([PROJECT])
-    config = with_project_facts(Config(), found.files)
-    results = process_files(found.files, config, RunOptions(fix=True, unsafe=unsafe), jobs=1)
-    return {
-        Path(r.path).resolve().relative_to(PROJECT.resolve()).as_posix(): ((r.new_bytes or Path(r.path).read_bytes()).decode(), list(r.findings))
-        for r in results
-    }
 
 
 @pytest.fixture(scope="module")
 def ports() -> dict[bool, dict[str, tuple[str, list]]]:
-    return {unsafe: _port(unsafe) for unsafe in (False, True)}
+    return port_both(PROJECT)
 
 
 # (file, the function, what the port has on its last line in both runs, text the held finding's

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cuda2neuron.core import Config, RunOptions
-from cuda2neuron.workspace import discover, process_files, project_facts, with_project_facts
-from workspace_helpers import write_tree
+from cuda2neuron.workspace import discover, project_facts
+from workspace_helpers import port_both, write_tree
 
 PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "value_stores"
 
@@ -38,19 +37,11 @@ def test_the_sweep_counts_what_methods_store_on_self(tmp_path, text, recorded):
     assert (("pkg.run.Run", "device") in {(n, p) for n, p, _, _, _ in facts.device_readers}) is recorded, facts.device_readers
 
 
-def _port(unsafe: bool) -> dict[str, tuple[str, list]]:
-    found = discover([PROJECT])
-    config = with_project_facts(Config(), found.files)
-    results = process_files(found.files, config, RunOptions(fix=True, unsafe=unsafe), jobs=1)
-    return {
-        Path(r.path).resolve().relative_to(PROJECT.resolve()).as_posix(): ((r.new_bytes or Path(r.path).read_bytes()).decode(), list(r.findings))
-        for r in results
-    }
 
 
 @pytest.fixture(scope="module")
 def ports() -> dict[bool, dict[str, tuple[str, list]]]:
-    return {unsafe: _port(unsafe) for unsafe in (False, True)}
+    return port_both(PROJECT)
 
 
 # (file, the function, the text on its line holding `original`, safe port, --unsafe-fixes port,
