@@ -134,6 +134,10 @@ class Names(ast.NodeVisitor):
         # `setup_src.find("_cuda_driver_max_version()")`): code as data, spelled with code's
         # punctuation; a bare value searched for (`"cuda" in str(device)`) stays a device test.
         self.needles: set[tuple[int, int]] = set()
+        # Per enclosing function, its names bound once to a text the program read from a file or
+        # from source (`content = SETUP_SH.read_text()`, `src = inspect.getsource(f)`): a word
+        # looked for in one (`assert "CUDA_VISIBLE_DEVICES" in content`) is that text's, a needle.
+        self._texts: list[frozenset[str]] = []
         self._handler_names: set[str] = set()
         # The project's own bare-word names (`def f(cuda=True)`, `self.cuda = ...`): where they are
         # written, by (line, byte col). Resolved against the whole project in `classify`.
@@ -192,7 +196,9 @@ class Names(ast.NodeVisitor):
             # walks above cost more than the rest of the visit on a large module).
             declared = assigned = set()
         self._locals.append(assigned - declared - params)
+        self._texts.append(_texts_read(body))
         self.generic_visit(node)
+        self._texts.pop()
         self._locals.pop()
         self._scopes.pop()
 
@@ -429,7 +435,7 @@ class Names(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Compare(self, node: ast.Compare) -> None:
-        if isinstance(node.ops[0], (ast.In, ast.NotIn)) and _is_code_text(node.left):
+        if isinstance(node.ops[0], (ast.In, ast.NotIn)) and (_is_code_text(node.left) or self._in_text_read(node)):
             self.needles.add((node.left.lineno, node.left.col_offset))
         sides = [node.left, *node.comparators]
         fields = [_field_name(side) for side in sides]
@@ -437,6 +443,16 @@ class Names(ast.NodeVisitor):
             for field in fields:
                 self._vendor(field, side)
         self.generic_visit(node)
+
+    def _in_text_read(self, node: ast.Compare) -> bool:
+        right = node.comparators[0]
+        return (
+            bool(self._texts)
+            and isinstance(node.left, ast.Constant)
+            and isinstance(node.left.value, str)
+            and isinstance(right, ast.Name)
+            and right.id in self._texts[-1]
+        )
 
     def visit_Dict(self, node: ast.Dict) -> None:
         for k, v in zip(node.keys, node.values):
@@ -476,6 +492,34 @@ _SEARCHES = frozenset({"find", "rfind", "index", "rindex", "count"})
 # A string literal as source spells it, quotes included (`'"cuda"' in source[...]`, unsloth's
 # installer tests): only source text holds the quotes, a device's name never does.
 _CODE_TEXT = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|\)|\n|\A([\"'])[^\"']*\1\Z")
+
+
+# What reads a file's or a function's text: pathlib's `read_text`, inspect's `getsource`.
+_TEXT_READS = frozenset({"read_text", "getsource"})
+
+
+def _texts_read(body: list[ast.stmt]) -> frozenset[str]:
+    """The names ``body`` binds exactly once, and to a text read by a call in ``_TEXT_READS``
+    (``content = path.read_text()``): any other binding of the name may hold anything."""
+    bound: dict[str, int] = {}
+    texts: set[str] = set()
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound[node.id] = bound.get(node.id, 0) + 1
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call)
+                and (_callee_name(node.value.func) in _TEXT_READS)
+            ):
+                texts.add(node.targets[0].id)
+    return frozenset(n for n in texts if bound.get(n) == 1)
+
+
+def _callee_name(func: ast.expr) -> str | None:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
 def _only_keys(name: str, body: list[ast.stmt]) -> bool:

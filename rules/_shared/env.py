@@ -111,9 +111,77 @@ def env_site(rule: Rule, key: cst.SimpleString) -> EnvSite | None:
     # "CUDA_VISIBLE_DEVICES" in os.environ
     if isinstance(parent, cst.Comparison) and parent.left is key and len(parent.comparisons) == 1:
         op = parent.comparisons[0].operator
-        if isinstance(op, (cst.In, cst.NotIn)):
+        if isinstance(op, (cst.In, cst.NotIn)) and not _text_read(anc, parent.comparisons[0].comparator):
             return EnvSite(EnvAccess.READ, key)
     return None
+
+
+# What reads a file's or a function's text: pathlib's `read_text`, inspect's `getsource` (the
+# residual pass reads the same calls, `kinds/_leftover_python._TEXT_READS`).
+_TEXT_READS = frozenset({"read_text", "getsource"})
+
+
+def _text_read(ancestors, searched: cst.BaseExpression) -> bool:  # noqa: ANN001
+    """Whether ``searched`` is a name its function binds once, to a text read from a file or from
+    source (``content = SETUP_SH.read_text()``, then ``assert "CUDA_VISIBLE_DEVICES" in content``:
+    unsloth's installer tests look for the word in a script's text, no environment is read)."""
+    if not isinstance(searched, cst.Name):
+        return False
+    func = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
+    if func is None:
+        return False
+    finder = _Bindings(searched.value)
+    func.body.visit(finder)
+    return finder.stores == 1 and finder.text
+
+
+class _Bindings(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.stores = 0
+        self.text = False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # a nested function's names are its own
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if isinstance(node.target, cst.Name) and node.target.value == self.name:
+            self.stores += 1
+        elif any(isinstance(n, cst.Name) and n.value == self.name for n in _names_in(node.target)):
+            self.stores += 2  # unpacked: not one text
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and node.targets[0].target.value == self.name:
+            call = node.value
+            func = call.func if isinstance(call, cst.Call) else None
+            name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+            self.text = name in _TEXT_READS
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.target.value == self.name:
+            self.stores += 1
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        if any(isinstance(n, cst.Name) and n.value == self.name for n in _names_in(node.name)):
+            self.stores += 2
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        if isinstance(node.target, cst.Name) and node.target.value == self.name:
+            self.stores += 2
+
+    def visit_For(self, node: cst.For) -> None:
+        if any(isinstance(n, cst.Name) and n.value == self.name for n in _names_in(node.target)):
+            self.stores += 2
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if node.name.value == self.name:
+            self.stores += 2
+
+
+def _names_in(target: cst.BaseExpression) -> list[cst.CSTNode]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names_in(e.value)]
+    return [target]
 
 
 def env_keyword_site(arg: cst.Arg) -> EnvSite:

@@ -124,6 +124,9 @@ class CudaVisibleDevices(Rule):
         'HELP = "CUDA_VISIBLE_DEVICES"\n',  # a constant, not a key position
         "# os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n",
         'parser.add_argument("--gpus", help="like CUDA_VISIBLE_DEVICES=0,1")\n',
+        # the word looked for in a script's or a function's text, not in an environment
+        'def test_launcher(script):\n    content = script.read_text()\n    assert "CUDA_VISIBLE_DEVICES" in content\n',
+        'import inspect\n\ndef test_probe(f):\n    src = inspect.getsource(f)\n    assert "CUDA_VISIBLE_DEVICES" not in src\n',
         Valid('os.environ["NEURON_RT_VISIBLE_CORES"] = "0-3"\n', target="accelerator"),
     )
     INVALID = (
@@ -150,6 +153,11 @@ class CudaVisibleDevices(Rule):
         Invalid(
             'import os\nif "CUDA_VISIBLE_DEVICES" not in os.environ:\n    pass\n',
             'import os\nif "NEURON_RT_VISIBLE_CORES" not in os.environ:\n    pass\n',
+        ),
+        # a name bound to a text and then to something else may hold an environment
+        Invalid(
+            'import os\n\ndef pick(p):\n    env = p.read_text()\n    env = dict(os.environ)\n    return "CUDA_VISIBLE_DEVICES" in env\n',
+            'import os\n\ndef pick(p):\n    env = p.read_text()\n    env = dict(os.environ)\n    return "NEURON_RT_VISIBLE_CORES" in env\n',
         ),
         Invalid(
             'import os\ndel os.environ["CUDA_VISIBLE_DEVICES"]\n',

@@ -73,6 +73,20 @@ _ROWS = {
     "python-quoted-literal-searched-in-source": ("m.py", "src = open(p).read()\nassert '\"cuda\"' in src[10:500]\n", []),
     # a loop whose variable is only ever a key walks keys (unsloth's fingerprint test); one that
     # hands its variable to a call walks values
+    # a word looked for in a text the test read from a file or from source (unsloth's installer
+    # and ROCm tests); the same word looked for in the environment is a setting
+    "python-word-searched-in-a-file-read": (
+        "m.py", "def t(p):\n    content = p.read_text()\n    assert '/proc/driver/nvidia' in content\n", [],
+    ),
+    "python-word-searched-in-source-read": (
+        "m.py", "import inspect\ndef t(f):\n    src = inspect.getsource(f)\n    assert '/proc/driver/nvidia' in src\n", [],
+    ),
+    "python-word-searched-in-what-a-call-returns": (
+        "m.py", "def t(paths):\n    found = paths()\n    assert '/proc/driver/nvidia' in found\n", [3],
+    ),
+    "python-word-searched-in-a-name-bound-twice": (
+        "m.py", "def t(p, q):\n    content = p.read_text()\n    content = q\n    assert '/proc/driver/nvidia' in content\n", [4],
+    ),
     "python-loop-over-keys": ("m.py", "def t(fp):\n    for k in ('torch', 'torch_cuda'):\n        assert k in fp and fp[k]\n", []),
     "python-loop-over-values": ("m.py", "def t(run):\n    for k in ('torch', 'torch_cuda'):\n        run(k)\n", [2]),
     "python-camel-case-crossing": ("m.py", "from openai import AsyncClient\nclient = AsyncClient()\n", []),
