@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from cuda2neuron.core import Effort, Invalid, TextReport, Valid
-from cuda2neuron.documents.shell import ShellScript
+from cuda2neuron.documents.shell import ShellScript, command_end
 
 from .._helpers import GPU_COUNT_GUIDANCE, TextRule
 
@@ -84,6 +84,8 @@ class SchedulerGpuRequest(TextRule):
         Invalid("#SBATCH --nodes=2\n#SBATCH --constraint=volta32gb\n", path="multinode.sbatch"),
         Invalid('srun --constraint "a100_80gb&ib" python train.py\n', path="run.sh"),
         Invalid("srun --nodes=1 --gpus-per-task=1 python train.py\n", path="run.sh"),
+        # options on the lines a `\` continues (InternVL's Slurm launchers)
+        Invalid("srun -p ${PARTITION} \\\n    --gres=gpu:${GPUS_PER_NODE} \\\n    python -u train.py\n", path="train.sh"),
         Invalid("#PBS -l select=2:ncpus=32:ngpus=4\n", path="job.pbs"),
         Invalid('#BSUB -gpu "num=4:mode=exclusive_process"\n', path="job.lsf"),
         Invalid("python launch.py -m hydra/launcher=submitit_slurm hydra.launcher.gpus_per_node=8\n", path="sweep.sh"),
@@ -98,8 +100,12 @@ class SchedulerGpuRequest(TextRule):
         for m in _DIRECTIVE_RE.finditer(text):
             out += _requests(text, m.start(2), m.end(2), _SCHEDULERS[m.group(1)])
         for m in doc.code_matches(_COMMAND_RE):
+            # The options run on past `\` continuations (`srun -p $PART \` then `--gres=gpu:8 \` on
+            # the next line, InternVL's launchers); a `;`, `|` or `&` inside the first line's quotes
+            # (`--constraint "a100&ib"`) must not cut that line short, so the line is the least.
             _, line_end = doc.line_bounds(m.start())
-            out += [r for r in _requests(text, m.end(), line_end, _SCHEDULERS[m.group(1)]) if doc.is_code(r.start)]
+            end = max(line_end, command_end(text, m.end()))
+            out += [r for r in _requests(text, m.end(), end, _SCHEDULERS[m.group(1)]) if doc.is_code(r.start)]
         for m in doc.code_matches(_SUBMITIT_RE):
             out.append(_report(m.start(), m.end(), text[m.start():m.end()], "submitit"))
         return out
