@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from cuda2neuron.core import Effort, Invalid, TextReport, Valid
-from cuda2neuron.documents.shell import ShellScript
+from cuda2neuron.documents.shell import ShellScript, command_end, word_end
 
 from .._helpers import GPU_COUNT_GUIDANCE, TextRule
 
@@ -18,6 +18,8 @@ _DIRECTIVE_RE = re.compile(r"^[ \t]*#(SBATCH|PBS|BSUB)\b([^\n]*)", re.MULTILINE)
 _COMMAND_RE = re.compile(r"(?<![\w./-])(srun|sbatch|salloc|qsub|bsub)(?![\w-])")
 _SCHEDULERS = {"SBATCH": "Slurm", "PBS": "PBS", "BSUB": "LSF", "srun": "Slurm", "sbatch": "Slurm",
                "salloc": "Slurm", "qsub": "PBS", "bsub": "LSF"}
+# `alias NAME=...`: its value is a command the script runs later under NAME, quoted or not.
+_ALIAS_RE = re.compile(r"(?<![\w-])alias[ \t]+[\w.:+-]+=")
 # Slurm's GPU options; `--gres` only with a `gpu` resource, `-G` only with a count.
 _SLURM_RE = re.compile(
     r"(?<![\w-])(--gpus(?:-per-(?:node|task|socket))?|--gpu-bind|--gpu-freq|--mem-per-gpu|--cpus-per-gpu"
@@ -45,7 +47,8 @@ class SchedulerGpuRequest(TextRule):
     ``--gpu-bind``, ``--mem-per-gpu``, ...), PBS resource lists (``#PBS -l select=1:ngpus=4``,
     ``gpus=N``), LSF's ``#BSUB -gpu`` and ``ngpus`` usage, and submitit / Hydra launcher
     overrides (``hydra.launcher.gpus_per_node=8``), and Slurm node features that name an NVIDIA
-    GPU model or architecture (``--constraint=volta32gb``, ``-C a100``). Job scripts are read under every name a
+    GPU model or architecture (``--constraint=volta32gb``, ``-C a100``). A command's options are read
+    across ``\\`` continuation lines and inside an ``alias`` that holds the command. Job scripts are read under every name a
     scheduler uses: ``*.slurm``, ``*.sbatch``, ``*.pbs``, ``*.lsf``, ``*.qsub`` and ``*.sh``.
 
     ## Why is this bad?
@@ -75,6 +78,7 @@ class SchedulerGpuRequest(TextRule):
         Valid("#SBATCH --gres=nvme:1\n", path="job.slurm"),
         Valid("python train.py --gpus 8\n", path="run.sh"),
         Valid('echo "srun --gpus=8 would not work here"\n', path="run.sh"),
+        Valid('alias ll="ls -l --gpus=8"\n', path="run.sh"),
         Valid("#SBATCH --constraint=ib&skylake\n", path="job.slurm"),
     )
     INVALID = (
@@ -84,6 +88,10 @@ class SchedulerGpuRequest(TextRule):
         Invalid("#SBATCH --nodes=2\n#SBATCH --constraint=volta32gb\n", path="multinode.sbatch"),
         Invalid('srun --constraint "a100_80gb&ib" python train.py\n', path="run.sh"),
         Invalid("srun --nodes=1 --gpus-per-task=1 python train.py\n", path="run.sh"),
+        # options on the lines a `\` continues (InternVL's Slurm launchers)
+        Invalid("srun -p ${PARTITION} \\\n    --gres=gpu:${GPUS_PER_NODE} \\\n    python -u train.py\n", path="train.sh"),
+        # a command an alias holds, quotes and all (InternVL's clip_benchmark scripts)
+        Invalid('alias s1a="srun -p ${PARTITION} -N 1 --gres=gpu:1 --cpus-per-task 10"\ns1a python eval.py\n', path="eval.sh"),
         Invalid("#PBS -l select=2:ncpus=32:ngpus=4\n", path="job.pbs"),
         Invalid('#BSUB -gpu "num=4:mode=exclusive_process"\n', path="job.lsf"),
         Invalid("python launch.py -m hydra/launcher=submitit_slurm hydra.launcher.gpus_per_node=8\n", path="sweep.sh"),
@@ -98,8 +106,18 @@ class SchedulerGpuRequest(TextRule):
         for m in _DIRECTIVE_RE.finditer(text):
             out += _requests(text, m.start(2), m.end(2), _SCHEDULERS[m.group(1)])
         for m in doc.code_matches(_COMMAND_RE):
+            # The options run on past `\` continuations (`srun -p $PART \` then `--gres=gpu:8 \` on
+            # the next line, InternVL's launchers); a `;`, `|` or `&` inside the first line's quotes
+            # (`--constraint "a100&ib"`) must not cut that line short, so the line is the least.
             _, line_end = doc.line_bounds(m.start())
-            out += [r for r in _requests(text, m.end(), line_end, _SCHEDULERS[m.group(1)]) if doc.is_code(r.start)]
+            end = max(line_end, command_end(text, m.end()))
+            out += [r for r in _requests(text, m.end(), end, _SCHEDULERS[m.group(1)]) if doc.is_code(r.start)]
+        for a in doc.code_matches(_ALIAS_RE):
+            # The quotes that keep `echo "srun --gpus=8"` from being read hold a command here
+            # (`alias s1a="srun -p $PART --gres=gpu:1"`, InternVL's clip_benchmark scripts).
+            value_end = word_end(text, a.end())
+            for m in _COMMAND_RE.finditer(text, a.end(), value_end):
+                out += _requests(text, m.end(), value_end, _SCHEDULERS[m.group(1)])
         for m in doc.code_matches(_SUBMITIT_RE):
             out.append(_report(m.start(), m.end(), text[m.start():m.end()], "submitit"))
         return out
