@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cuda2neuron.core import Config, RunOptions
+from cuda2neuron.workspace import discover, process_files, with_project_facts
+
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:
     """Write ``files`` (relative path -> text) under ``root``, folders included; returns ``root``."""
@@ -18,9 +21,6 @@ def port_both(project: Path) -> dict[bool, dict[str, tuple[str, list]]]:
     """The port of a fixture project, plain (False) and with ``--unsafe-fixes`` (True): each file
     (its path below ``project``) -> (its text after migrate, its findings). One sweep of the
     project's facts serves both runs, as one ``migrate`` run's does."""
-    from cuda2neuron.core import Config, RunOptions
-    from cuda2neuron.workspace import discover, process_files, with_project_facts
-
     found = discover([project])
     config = with_project_facts(Config(), found.files)
     root = project.resolve()

@@ -179,6 +179,8 @@ class LibrarySettingInConfig(TextRule):
         # its candidates: an ordered list, a set, a mapping NAME: COUNT
         Invalid("resources:\n  accelerators: [V100, A100]\n", path="sky/train.yaml"),
         Invalid("resources:\n  accelerators:\n    - L4:1\n    - H100:1\n", path="sky/train.yaml"),
+        Invalid("resources:\n  accelerators: {A100:1, V100:1}\n", path="sky/train.yaml"),
+        Invalid("resources:\n  accelerators: {A100: 8}\n", path="sky/train.yaml"),
         # accelerate counts no Neuron device: "auto" loads the model on the CPU (measured)
         Invalid("model_name_or_path: my-org/llm\ndevice_map: auto\n", path=CONFIG_EXAMPLE),
         # llm-foundry's MPT configs: flash_attn's kernels, MegaBlocks' MoE
@@ -186,8 +188,6 @@ class LibrarySettingInConfig(TextRule):
         # TRL's GRPO recipes: server mode (the default up to 0.27) pushes weights over NCCL
         Invalid("use_vllm: true\nnum_generations: 8\n", path="recipes/grpo.yaml"),
         Invalid("use_vllm: true\nvllm_mode: server\n", path="recipes/grpo.yaml"),
-        Invalid("resources:\n  accelerators: {A100:1, V100:1}\n", path="sky/train.yaml"),
-        Invalid("resources:\n  accelerators: {A100: 8}\n", path="sky/train.yaml"),
     )
 
     @classmethod
