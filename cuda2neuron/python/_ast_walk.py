@@ -36,11 +36,14 @@ import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 
-from cuda2neuron.core import Span
+from cuda2neuron.core import Span, parse_kept
 
 from ._scopes import LOCAL, Scope
 
-__all__ = ["ArgNode", "AstFile", "AstWalk", "KeywordName", "Unsure", "dotted_name", "generated_text", "walk_ast", "written_bounds"]
+__all__ = [
+    "ArgNode", "AstFile", "AstWalk", "KeywordName", "Unsure", "dotted_name", "generated_text", "record_edit", "walk_ast",
+    "written_bounds",
+]
 
 
 class Unsure(Exception):
@@ -64,11 +67,17 @@ class AstFile:
         self.tree = tree
         self._starts: list[int] | None = None
         self._foreign_lines: set[int] | None = None
+        # Per fix a detector built (``id(fix)``): the text offsets it replaces, the parentheses
+        # libcst gives the node included, and the text written there instead, as the file's
+        # own lines hold it (``record_edit``). What the span path (kinds/_span_path.py) splices.
+        self.edits: dict[int, tuple[int, int, str]] = {}
 
     @classmethod
-    def read(cls, path: str, data: bytes) -> AstFile | None:
+    def read(cls, path: str, data: bytes, keep: bool = False) -> AstFile | None:
         """The file parsed by CPython, or None where its positions could not be matched with
-        libcst's (not UTF-8, a byte-order mark, another coding) or it does not parse."""
+        libcst's (not UTF-8, a byte-order mark, another coding) or it does not parse. ``keep``:
+        the tree is kept for the residual pass of the same text (``core.parse_kept``), as the
+        splicer's is: the span path's last round reads the file the residual pass reads next."""
         if data.startswith(b"\xef\xbb\xbf"):
             return None
         try:
@@ -79,9 +88,12 @@ class AstFile:
             if match.group(1).lower() not in _UTF8:
                 return None
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(text)
+            if keep:
+                tree = parse_kept(text)
+            else:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None  # the libcst path reports it (or reads syntax newer than this interpreter's)
         return cls(path, data, text, tree)
@@ -697,6 +709,15 @@ def generated_text(file: AstFile, node: ast.AST, ancestors: Sequence[object], at
     for brk, rest in zip(breaks, lines[1:]):
         out.append(brk + (rest[len(indent) :] if rest.startswith(indent) else rest))
     return "".join(out)
+
+
+def record_edit(file: AstFile, fix: object, node: ast.AST, ancestors: Sequence[object], at: int, old: int, new: str) -> None:
+    """Note in ``file.edits`` what ``fix`` (built from ``generated_text`` with the same
+    arguments) does to the text: the node's written bounds and the text that stands there after
+    the replacement, the continuation lines' indentation kept as written (the module's code
+    generation writes the node back inside its block; only ``code_for_node`` alone drops it)."""
+    start, end = written_bounds(file, node, ancestors)
+    file.edits[id(fix)] = (start, end, file.text[start:at] + new + file.text[at + old : end])
 
 
 def written_bounds(file: AstFile, node: ast.AST, ancestors: Sequence[object]) -> tuple[int, int]:
