@@ -29,6 +29,7 @@ from ._catalog import rules_for
 from ._code_text import code_text
 from ._nesting import deep_stack, nesting_error
 from ._prefilter import may_trigger
+from ._span_path import fixed_by_spans
 
 __all__ = [
     "is_python_source",
@@ -36,6 +37,7 @@ __all__ = [
     "python_key_triggers",
     "python_triggers",
     "rewrite_compiles",
+    "span_path_files",
     "triggered",
 ]
 
@@ -271,9 +273,20 @@ def process_python_findings(
     nested = nesting_error(data, path)
     if nested is not None:
         raise SourceError("nesting", nested[0], nested[1])
-    detected = _detected(path, data, config, options, rule_types)
-    if detected is not None:
-        return None, detected
+    read = _detections(path, data, config, rule_types)
+    if read is not None:
+        file, found = read
+        if not (options.fix and any(f.fix is not None and _applied(f.fix.safety, options.unsafe) for f in found)):
+            return None, found
+        # An edit lands: spliced into the text where the detectors decide every round.
+        spanned = fixed_by_spans(
+            data, file, found, options, config.settings,
+            lambda text: _awake(candidates, code_text(text.encode("utf-8")), project),
+            lambda new: rewrite_compiles(new, path),
+        )
+        if spanned is not None:
+            _SPAN_PATH[0] += 1
+            return _with_last_break(data, spanned.new), spanned.findings
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -282,11 +295,25 @@ def process_python_findings(
     finally:
         if enabled:
             gc.enable()
+    return _with_last_break(data, new), findings
+
+
+def _with_last_break(data: bytes, new: bytes | None) -> bytes | None:
     if new is not None and data.endswith(b"\r") and not new.endswith((b"\r", b"\n")):
         # libcst drops the final line break of a file whose lines end in CR alone (old Mac
         # style): put it back, as the rest of the file keeps its bytes.
         new += b"\r"
-    return new, findings
+    return new
+
+
+# How many files of this process took the span path (kinds/_span_path.py): data for tests and
+# bench scripts (``span_path_files``), never read by the engine.
+_SPAN_PATH = [0]
+
+
+def span_path_files() -> int:
+    """How many files this process fixed by the span path, without libcst, so far."""
+    return _SPAN_PATH[0]
 
 
 def _detected(
@@ -294,21 +321,34 @@ def _detected(
 ) -> list[Finding] | None:
     """The findings of a file no edit can touch, read from CPython's ``ast`` by the woken rules'
     detectors (``Rule.detect``) instead of their libcst visitors; None where that cannot be said
-    (a woken rule without a detector, a detector that cannot tell, a fix the run would apply):
-    the file is then parsed by libcst.
+    (a woken rule without a detector, a detector that cannot tell, a fix the run would apply).
 
     The findings are those ``lint_module`` / ``fix_module`` return for such a file: suppression
     comments honoured, sorted by span and code. A fix among them that this run would apply
-    (safe, or unsafe under ``--unsafe-fixes``) means an edit lands: libcst writes it. Most trigger
-    files end with no edit (diffusers: 209 of the 461 parsed), and CPython's parse costs a
-    fraction of libcst's.
+    (safe, or unsafe under ``--unsafe-fixes``) means an edit lands: ``process_python_findings``
+    then tries the span path, and libcst writes it where that cannot decide.
     """
+    read = _detections(path, data, config, rule_types)
+    if read is None:
+        return None
+    found = read[1]
+    if options.fix and any(f.fix is not None and _applied(f.fix.safety, options.unsafe) for f in found):
+        return None
+    return found
+
+
+def _detections(path: str, data: bytes, config: Config, rule_types: tuple[type[Rule], ...]):  # noqa: ANN202 - (python.AstFile, findings)
+    """The file as CPython reads it and its woken rules' detectors' findings, suppression comments
+    honoured, sorted by span and code; None where a rule has no detector or one cannot tell.
+    Most trigger files end with no edit (diffusers: 209 of the 461 parsed), and CPython's parse
+    costs a fraction of libcst's."""
     rules = [r for r in rule_types if config.settings.target in r.targets]
     if not rules or not all(r.has_detector() for r in rules):
         return None
     from cuda2neuron.python import AstFile
 
-    file = AstFile.read(path, data)
+    # Kept for the residual pass, which reads the same text next where no edit lands.
+    file = AstFile.read(path, data, keep=True)
     if file is None:
         return None
     found: list[Finding] = []
@@ -317,14 +357,11 @@ def _detected(
         if findings is None:
             return None
         found += findings
-    if not found:
-        return found
-    suppressions = Suppressions.from_text(file.text)
-    found = [f for f in found if not suppressions.suppressed(f.code, f.span)]
-    if options.fix and any(f.fix is not None and _applied(f.fix.safety, options.unsafe) for f in found):
-        return None
-    found.sort(key=lambda f: (f.span, f.code))
-    return found
+    if found:
+        suppressions = Suppressions.from_text(file.text)
+        found = [f for f in found if not suppressions.suppressed(f.code, f.span)]
+        found.sort(key=lambda f: (f.span, f.code))
+    return file, found
 
 
 def _applied(safety: Safety, unsafe: bool) -> bool:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings, Valid
 
 from .._shared.args import arg_by_name, keyword_arg, positional_args
 from .._shared.consumers import kernel_test, pointer_buffer
-from .._shared.kernel_gates import handed_to_kernel
+from .._shared.detector import AstDetector, may_be_linked
+from .._shared.kernel_free import kernel_free
+from .._shared.kernel_gates import SETUP_METHODS, handed_to_kernel
 from .._shared.names import is_device_word
 from .._shared.target import NEURON, device_expr
 from ._index_kinds import IndexKind, index_kind
@@ -157,6 +161,10 @@ class CudaMethodCall(Rule):
         ),
     )
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        return _Detector(cls, file).findings(settings)
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         ancestors = self.context.ancestors
         if node.name.value != "cuda" or len(ancestors) < 2 or not isinstance(ancestors[-2], cst.ClassDef):
@@ -278,3 +286,133 @@ class CudaMethodCall(Rule):
                         return arg.keyword is None and positional_args(call).index(arg) == 1
                 return False
         return False
+
+
+_MESSAGE = "`.cuda()` places the tensor on a CUDA device"
+
+
+class _Detector(AstDetector):
+    """``visit_Call`` above on CPython's ``ast`` for the common calls: ``x.cuda()`` and
+    ``x.cuda(non_blocking=...)`` (keywords other than ``device``), on one line, with the neuron
+    target: ``.to("neuron", ...)``, safe; and ``.cuda(*args, **kwargs)``, reported without a fix.
+    Unsure (None) wherever the visitor reads more than the call: a device argument (its kind is
+    read from the file's options, parameters and guards), a ``def cuda`` override, a
+    ``map_location`` lambda, a test or setup function or a module whose kernel index may hold
+    something (the tensor may be a CUDA kernel's input), a raw pointer taken in the module, a
+    report the program pass could link (``may_be_linked``), the accelerator target."""
+
+    def findings(self, settings: Settings) -> list[Finding] | None:
+        from cuda2neuron.python import Unsure
+
+        # The accelerator target's device expression is libcst's to build: decided only where
+        # the visitor reports nothing.
+        self._neuron = settings.target == "neuron"
+        self._kernels = None  # decided on the first call that needs it
+        self._settings = settings
+        reports = self.reports()
+        if reports is None:
+            return None
+        try:
+            return [self._finding(*report) for report in reports]
+        except Unsure:
+            return None
+
+    def _finding(self, node: ast.AST, guidance: str, inner: str | None, ancestors: tuple[object, ...]) -> Finding:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            owner = ancestors[-1].name  # type: ignore[attr-defined]
+            return Finding(
+                code=self.rule.code,
+                name=self.rule.name,
+                message=f"`{owner}.cuda()` overrides `.cuda()`: the port moves with `.to()`, which does not call it",
+                path=self.file.path,
+                span=self._name_span(node),
+                guidance=_OVERRIDE_GUIDANCE,
+                effort=Effort.LOW,
+            )
+        if inner is None:
+            return self.finding(node, _MESSAGE, guidance, Effort.LOW)
+        func = node.func
+        end = self.file.offset(func.end_lineno, func.end_col_offset)
+        call_end = self.file.bounds(node)[1]
+        new = '.to("neuron"' + (f", {inner}" if inner else "") + ")"
+        at = end - len(".cuda")
+        fix = self.edit(node, ancestors, at, call_end - at, new, Safety.SAFE, "replace `.cuda(...)` with `.to(<device>)`")
+        return self.finding(node, _MESSAGE, "", Effort.NONE, fix)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        from cuda2neuron.python import Unsure
+
+        if node.name == "cuda" and isinstance(self.ctx.parent, ast.ClassDef):
+            if not self._neuron:
+                raise Unsure("the accelerator target")
+            self._reports.append((node, _OVERRIDE_GUIDANCE, None, tuple(self.ctx.ancestors)))
+
+    def _name_span(self, node: ast.FunctionDef | ast.AsyncFunctionDef):  # noqa: ANN202 - core.Span
+        """The span of a function's name, which ``ast`` does not position: after ``def`` (and
+        ``async``) and the whitespace that follows, on the line the statement starts on."""
+        from cuda2neuron.core import Span
+        from cuda2neuron.python import Unsure
+
+        self.file.check_line(node.lineno)
+        start = self.file.offset(node.lineno, node.col_offset)
+        text = self.file.text
+        head = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
+        if not text.startswith(head, start):
+            raise Unsure("a function statement written otherwise")
+        at = start + len(head)
+        while at < len(text) and text[at] in " \t":
+            at += 1
+        if not text.startswith(node.name, at) or "\\" in text[start:at]:
+            raise Unsure("a function's name not where it was looked for")
+        col = self.file.column(node.lineno, node.col_offset) + (at - start)
+        return Span(node.lineno, col, node.lineno, col + len(node.name))
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Call(self, node: ast.Call) -> None:
+        from cuda2neuron.python import Unsure
+
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "cuda"):
+            return
+        if self.ctx.qualname(func) is not None:
+            return
+        if not self._neuron:
+            raise Unsure("the accelerator target")
+        ancestors = tuple(self.ctx.ancestors)
+        if may_be_linked(self.file, node, ancestors):
+            raise Unsure("a report the program pass may link")
+        self._kernel_free(ancestors)
+        if any(a.star for a in self.ctx.args(node)):
+            self._reports.append((node, _FORWARDED_GUIDANCE, None, ancestors))
+            return
+        if node.args or any(k.arg == "device" for k in node.keywords):
+            raise Unsure("a device argument: its kind is read from the file")
+        if any(isinstance(a, ast.Lambda) for a in ancestors):
+            raise Unsure("a lambda: a map_location's storage takes the device by keyword")
+        text = self.file.text
+        end = self.file.offset(func.end_lineno, func.end_col_offset)
+        call_end = self.file.bounds(node)[1]
+        if text[end - len(".cuda") : end + 1] != ".cuda(" or text[call_end - 1] != ")":
+            raise Unsure("a call written with spaces or a line break")
+        inner = text[end + 1 : call_end - 1]
+        # The keywords as libcst writes them back (`a.with_changes(comma=DEFAULT)`): one ", "
+        # between, none after the last; a call written otherwise is left to libcst.
+        written = ", ".join(f"{k.arg}={ast.get_source_segment(text, k.value)}" for k in node.keywords)
+        if inner != written:
+            raise Unsure("keywords written with other spacing or a trailing comma")
+        self._reports.append((node, "", inner, ancestors))
+
+    def _kernel_free(self, ancestors: tuple[object, ...]) -> None:
+        """Unsure where ``kernel_test``, ``handed_to_kernel`` or ``pointer_buffer`` could hold
+        the call: inside a test, setup or decorated function, or in a module whose kernel index
+        may be non-empty (``kernel_free``, which also rules out ``data_ptr``)."""
+        from cuda2neuron.python import Unsure
+
+        func = next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        if func is not None and (func.name.startswith("test") or func.name in SETUP_METHODS or func.decorator_list):
+            raise Unsure("a test, setup or fixture function: a kernel's input")
+        if self._kernels is None:
+            self._kernels = kernel_free(self.file, self._settings)
+        if not self._kernels:
+            raise Unsure("the module may call CUDA-only code")
