@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._ast_walk import ArgNode, AstFile, AstWalk, KeywordName, Unsure, generated_text, record_edit, walk_ast
+    from ._ast_walk import ArgNode, AstFile, AstWalk, KeywordName, Unsure, generated_text, record_edit, walk_ast, written_bounds
     from ._branches import after_exit, opened_code, selected_code
     from ._context import RuleContext
     from ._device_truth import Truth, asks_cuda, truth
@@ -32,6 +32,7 @@ __all__ = [
     "generated_text",
     "record_edit",
     "walk_ast",
+    "written_bounds",
     "LOCAL",
     "NET_UNITS",
     "FixOutcome",
@@ -64,6 +65,7 @@ _HOME = {
     "Unsure": "_ast_walk",
     "generated_text": "_ast_walk",
     "record_edit": "_ast_walk",
+    "written_bounds": "_ast_walk",
     "walk_ast": "_ast_walk",
     "RuleContext": "_context",
     "Truth": "_device_truth",

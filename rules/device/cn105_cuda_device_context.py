@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings
 
 from .._shared.args import arg_by_name
+from .._shared.detector import AstDetector, may_be_linked
 from .._shared.target import NEURON, checked_for_accelerator
 
 __all__ = ["CudaDeviceContext"]
@@ -93,6 +96,10 @@ class CudaDeviceContext(Rule):
         ),
     )
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        return _Detector(cls, file).findings(settings)
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         # Cheap test first; a bare name may be an alias (from torch.cuda import device as cd).
@@ -144,3 +151,72 @@ class CudaDeviceContext(Rule):
             guidance="" if safety is Safety.SAFE else "the argument must be an index, not a device",
             description=f"use `{target}`",
         )
+
+
+_MESSAGE = "`torch.cuda.device(...)` selects a CUDA device"
+_TARGET = "torch.neuron.device"
+
+
+class _Detector(AstDetector):
+    """``visit_Call`` above on CPython's ``ast``, for the neuron target: ``torch.cuda.device(i)``
+    spelled through an alias of ``torch`` (or of ``torch.cuda``) becomes ``<alias>.neuron.device(i)``
+    (safe), or is reported without a fix where ``torch`` is shadowed. Unsure where the fix adds
+    an import or removes one (a bare ``device`` from ``torch.cuda``), where the callee is
+    parenthesized (libcst's new callee has no parentheses), where the program pass may link the
+    report, and on the accelerator target."""
+
+    def findings(self, settings: Settings) -> list[Finding] | None:
+        from cuda2neuron.python import Unsure
+
+        self._neuron = settings.target == "neuron"
+        reports = self.reports()
+        if reports is None:
+            return None
+        try:
+            return [self._finding(*report) for report in reports]
+        except Unsure:
+            return None
+
+    def _finding(self, node: ast.Call, spelled: str | None, ancestors: tuple[object, ...]) -> Finding:
+        if spelled is None:
+            return self.finding(node, _MESSAGE, f"use `{_TARGET}(...)`", Effort.LOW)
+        start, end = self.file.bounds(node.func)
+        fix = self.edit(node, ancestors, start, end - start, spelled, Safety.SAFE, f"use `{_TARGET}`")
+        return self.finding(node, _MESSAGE, "", Effort.NONE, fix)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        from cuda2neuron.python import Unsure, written_bounds
+
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            if func.attr != "device":
+                return
+        elif not isinstance(func, ast.Name):
+            return
+        if self.ctx.qualname(func) != "torch.cuda.device":
+            return
+        if not self._neuron:
+            raise Unsure("the accelerator target")
+        if isinstance(func, ast.Name):
+            raise Unsure("the from-import the fix leaves unused is removed by libcst")
+        ancestors = tuple(self.ctx.ancestors)
+        if may_be_linked(self.file, node, ancestors):
+            raise Unsure("a report the program pass may link")
+        if written_bounds(self.file, func, (*ancestors, node)) != self.file.bounds(func):
+            raise Unsure("a parenthesized callee")
+        self._reports.append((node, self._spell(), ancestors))
+
+    def _spell(self) -> str | None:
+        """``RuleContext.spell(_TARGET)`` on the walk's scope: the user's alias, or None where
+        ``torch`` is shadowed here; Unsure where the fix would need an import."""
+        from cuda2neuron.python import Unsure
+
+        parts = _TARGET.split(".")
+        scope = self.ctx.scope
+        for cut in range(len(parts), 0, -1):
+            local = scope.local_name_for(".".join(parts[:cut]))
+            if local is not None:
+                return ".".join([local, *parts[cut:]])
+        if scope.lookup(parts[0]) is None and scope.bound_anywhere(parts[0]):
+            return None
+        raise Unsure("the fix adds an import")

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+import re
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 
 from .._shared.names import terminal_name
 from .._shared.nets import is_text
 from .._shared.strings import string_value
 from .._shared.values import value_user
-from ._helpers import _STRING_TESTS, is_cuda_device_string, looks_like_cuda_fstring
+from ._helpers import _DEVICE_RE, _STRING_TESTS, is_cuda_device_string, looks_like_cuda_fstring
 
 __all__ = ["CudaDeviceNameLeft"]
 
@@ -30,6 +33,10 @@ _VALUE_GUIDANCE = (
     '"neuron"; if it names a CUDA implementation or option, keep it and check what Trainium runs '
     "instead."
 )
+
+
+# A quoted "cuda" or "cuda:..." anywhere in the text (a literal, or a part of a concatenation).
+_QUOTED_DEVICE = re.compile(r"""["']cuda(?::[^"'\r\n]*)?["']""")
 
 
 class CudaDeviceNameLeft(Rule):
@@ -102,6 +109,29 @@ class CudaDeviceNameLeft(Rule):
         Invalid('devices = st.sampled_from(["cpu", "cuda"])\n'),
         Invalid('same = where == f"cuda:{rank}"\n', target="accelerator"),
     )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: no finding where no string of the file is a CUDA device name (``"cuda"``,
+        ``"cuda:N"``: ``is_cuda_device_string``), no f-string spells "cuda" and no bytes literal
+        holds it; unsure elsewhere. The rule is a safety net (``net``): whether it reports a
+        name depends on what the other rules report on its statement, which no detector of one
+        rule can know. Most files it wakes on say "cuda" only in ``torch.cuda`` or ``.cuda()``.
+        A part of an implicit concatenation is a string of its own to libcst (``"cuda" "x"``), one
+        value to ``ast``: the text is searched for such a quoted part too."""
+        if _QUOTED_DEVICE.search(file.text):
+            return None
+        for node in ast.walk(file.tree):
+            if isinstance(node, ast.JoinedStr):
+                if "cuda" in (ast.get_source_segment(file.text, node) or "cuda"):
+                    return None
+            elif isinstance(node, ast.Constant):
+                value = node.value
+                if isinstance(value, str) and "cuda" in value and _DEVICE_RE.match(value):
+                    return None
+                if isinstance(value, bytes) and b"cuda" in value:
+                    return None
+        return []
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "cuda" in node.value and is_cuda_device_string(node):

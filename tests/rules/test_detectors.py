@@ -60,7 +60,7 @@ FIXES_LEFT_TO_LIBCST = frozenset({"CN111", "CN627"})
 
 # Detectors that only prove a file holds no finding (every report of the visitor needs a word or
 # an import the detector looks for): unsure wherever the visitor could report, and on its examples.
-GATES = frozenset({"CN112", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN607", "CN609", "CN611", "CN616", "CN617", "CN619", "CN805"})
+GATES = frozenset({"CN109", "CN112", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN607", "CN609", "CN611", "CN616", "CN617", "CN619", "CN805"})
 
 
 # Detectors that decide the common cases and leave the rest to libcst: the examples each leaves
@@ -72,6 +72,10 @@ EXAMPLES_LEFT_TO_LIBCST = {
         "invalid-19": "a map_location lambda",
         "invalid-20": "a forwarding call in a return: the program pass may link it",
         "invalid-21": "the accelerator target's fix",
+    },
+    "CN105": {
+        "invalid-2": "the from-import the fix leaves unused: libcst removes it",
+        **{f"invalid-{i}": "the accelerator target's fix" for i in range(3, 7)},
     },
 }
 
@@ -232,6 +236,9 @@ def test_traps_unsure_cn802(source):
 # CN111 and CN627: decided (the findings equal the visitor's, field for field) ...
 _TA = "from transformers import TrainingArguments\n"
 DECIDED_NEXT = [
+    pytest.param("CN105", "import torch\nwith torch . cuda . device(0), torch.cuda.device(d) as c:\n    pass\n", id="CN105-spaced-and-two-items"),
+    pytest.param("CN105", "import torch as t\nwith open('é') as f, t.cuda.device(1):\n    pass\n", id="CN105-alias-non-ascii-before-span"),
+    pytest.param("CN105", "import torch\ndef f(torch):\n    with torch.cuda.device(0):\n        pass\n", id="CN105-shadowed-not-reported"),
     pytest.param("CN101", "y = (x.cuda())\nz = f((w.cuda()))\nv = f(u.cuda())\n", id="CN101-parentheses-own-and-call"),
     pytest.param("CN101", "s = 'é'; m = m.cuda(non_blocking=nb)\n", id="CN101-non-ascii-before-span"),
     pytest.param("CN101", "import torch as t\nm = t.cuda()\nn = t.nn.Linear(2, 2).cuda()\n", id="CN101-module-attribute-not-a-method"),
@@ -279,6 +286,10 @@ def test_traps_decided_next(code, source):
 
 # ... and unsure where the visitor builds a fix, or where ast cannot tell what libcst would see.
 UNSURE_NEXT = [
+    pytest.param("CN105", "import torch.cuda as tc\nwith tc.device(0):\n    pass\n", id="CN105-fix-adds-import"),
+    pytest.param("CN105", "import torch\nwith (torch.cuda.device)(0):\n    pass\n", id="CN105-parenthesized-callee"),
+    pytest.param("CN105", "import torch\nif torch.cuda.is_available():\n    raise E(torch.cuda.device(0))\n", id="CN105-message-under-a-guard"),
+    pytest.param("CN105", "import torch\ndef f():\n    ctx = torch.cuda.device(0)\n    if torch.cuda.is_available():\n        g(ctx)\n", id="CN105-value-bound-in-a-cuda-module"),
     pytest.param("CN101", "def f(x):\n    y = x.cuda()\n    if y.is_cuda:\n        g()\n", id="CN101-value-read-by-a-cuda-test"),
     pytest.param("CN101", "flag = x.cuda() is None\n", id="CN101-a-flag"),
     pytest.param("CN101", "import torch\nif torch.cuda.is_available():\n    print(x.cuda())\n", id="CN101-message-under-a-guard"),
