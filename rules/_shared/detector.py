@@ -65,11 +65,14 @@ class AstDetector:
 
 
 # What the program pass (python/_flows.py) needs to find before it links a report to other code:
-# a CUDA fact (`torch.cuda.is_available()`, `x.is_cuda`, a "cuda" string, an f-string spelling
-# "cuda"), or a scheduler's GPU resource name. `.cuda(` method calls, a `def cuda(` and a
-# suppression comment's marker are no such fact.
-_LINK_WORDS = re.compile(r"cuda|GPU|num_gpus")
-_CUDA_METHOD = re.compile(r"(?:\.|\bdef)\s*cuda\s*\(|#\s*cuda2neuron:")
+# a CUDA fact as `_device_truth.asks_cuda` reads one (`x.is_cuda`, `cuda.is_available()` /
+# `device_count()` / `is_initialized()`, a "cuda" or "cuda:N" literal), a scheduler's GPU
+# resource name ("GPU", "num_gpus", which `_groups._names_cuda` holds a group by), or an
+# f-string whose text spells "cuda" (`_flows._spells_cuda`, looked for on the tree). A name
+# such as `use_cuda` or a `.cuda()` call is none of them.
+_CUDA_FACT = re.compile(
+    r"\bis_cuda\b|\bcuda\s*\.\s*(?:is_available|device_count|is_initialized)\b|[\"']cuda[\"':]|[\"'](?:GPU|num_gpus)[\"']"
+)
 _MESSAGE_CALLS = frozenset({"print", "warn", "warning", "info", "debug", "error", "exception", "critical", "fatal", "log"})
 
 
@@ -80,28 +83,76 @@ def may_be_linked(file: Any, node: ast.AST, ancestors: tuple[object, ...]) -> bo
     to the tests that ask about CUDA with the name, and a message (a ``raise``, an f-string, a
     print or log call) to the CUDA test that guards it. Said no only where that cannot happen:
     the value flows nowhere (an expression statement, a ``with`` item) and is no message, or the
-    file holds no word any such reader or guard needs. A detector answers None (libcst decides)
-    where this says yes."""
-    from cuda2neuron.python import ArgNode, dotted_name
+    text its readers could be in holds no word any such reader needs: a plain function's, for a
+    value bound to plain names in it (not a method's: ``self`` may keep it for the class), else
+    the file's. A detector answers None (libcst decides) where this says yes."""
+    from cuda2neuron.python import ArgNode
 
     child: object = node
-    binds = False
+    wide = local = False
     for anc in reversed(ancestors):
         if isinstance(anc, (ast.JoinedStr, ast.Raise)):
             return True
         if isinstance(anc, ast.Call):
-            name = dotted_name(anc.func)
-            if name is not None and name.rsplit(".", 1)[-1] in _MESSAGE_CALLS:
+            # `_flows._in_message`: a call whose dotted callee's last part shows text.
+            if _last_dotted_part(anc.func) in _MESSAGE_CALLS:
                 return True
+            if isinstance(anc.func, ast.Attribute) and anc.func.attr in ("register_buffer", "register_parameter"):
+                wide = True
         if isinstance(anc, (ast.arguments, ast.Return, ast.Lambda)) or (isinstance(anc, ArgNode) and anc.keyword is not None):
-            binds = True
-        if isinstance(anc, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            wide = True
+        if isinstance(anc, (ast.Assign, ast.AnnAssign)):
             if isinstance(child, (ast.Compare, ast.UnaryOp, ast.BoolOp)):
                 return True  # a flag: every test of its name asks about CUDA
-            binds = True
+            # `_flows._binding`: names bound in a function are read there (a method's may be
+            # kept on `self`), names bound at module or class level by nobody it follows; an
+            # attribute (`self.device`, `runner.device`) by a class; a tuple or a subscript
+            # binds nothing it follows.
+            targets = anc.targets if isinstance(anc, ast.Assign) else [anc.target]
+            wide = wide or any(isinstance(t, ast.Attribute) for t in targets)
+            local = any(isinstance(t, ast.Name) for t in targets) and _function(ancestors) is not None
         if isinstance(anc, ast.stmt):
             break
         child = anc
-    if not binds and not any(isinstance(a, ast.Call) for a in ancestors):
+    if not (wide or local):
         return False
-    return _LINK_WORDS.search(_CUDA_METHOD.sub("", file.text)) is not None
+    where: ast.AST = file.tree
+    if local and not wide:
+        where = _plain_function(ancestors) or where
+    text = file.text if where is file.tree else ast.get_source_segment(file.text, where) or file.text
+    if _CUDA_FACT.search(text):
+        return True
+    return any(
+        isinstance(n, ast.JoinedStr) and any(isinstance(p, ast.Constant) and "cuda" in str(p.value) for p in n.values)
+        for n in ast.walk(where)
+    )
+
+
+def _function(ancestors: tuple[object, ...]) -> ast.AST | None:
+    """The function whose local scope holds a node (``_flows._function``): None at module or
+    class level."""
+    for anc in reversed(ancestors):
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return anc
+        if isinstance(anc, (ast.ClassDef, ast.Lambda)):
+            return None
+    return None
+
+
+def _plain_function(ancestors: tuple[object, ...]) -> ast.AST | None:
+    """The innermost function around a node, where it is no method (directly in a class body)."""
+    for i in range(len(ancestors) - 1, -1, -1):
+        anc = ancestors[i]
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None if i > 0 and isinstance(ancestors[i - 1], ast.ClassDef) else anc
+        if isinstance(anc, (ast.ClassDef, ast.Lambda)):
+            return None
+    return None
+
+
+def _last_dotted_part(node: ast.AST) -> str | None:
+    """The last part of a pure ``a.b.c`` chain (``dotted_name`` on ``ast``), None for others."""
+    last = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return last if isinstance(node, ast.Name) else None

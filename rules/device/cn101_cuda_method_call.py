@@ -12,7 +12,7 @@ from .._shared.args import arg_by_name, keyword_arg, positional_args
 from .._shared.consumers import kernel_test, pointer_buffer
 from .._shared.detector import AstDetector, may_be_linked
 from .._shared.kernel_free import kernel_free
-from .._shared.kernel_gates import SETUP_METHODS, handed_to_kernel
+from .._shared.kernel_gates import handed_to_kernel
 from .._shared.names import is_device_word
 from .._shared.target import NEURON, device_expr
 from ._index_kinds import IndexKind, index_kind
@@ -297,8 +297,8 @@ class _Detector(AstDetector):
     target: ``.to("neuron", ...)``, safe; and ``.cuda(*args, **kwargs)``, reported without a fix.
     Unsure (None) wherever the visitor reads more than the call: a device argument (its kind is
     read from the file's options, parameters and guards), a ``def cuda`` override, a
-    ``map_location`` lambda, a test or setup function or a module whose kernel index may hold
-    something (the tensor may be a CUDA kernel's input), a raw pointer taken in the module, a
+    ``map_location`` lambda, a module whose kernel index may hold something (the tensor may be
+    a CUDA kernel's input), a raw pointer taken in the module, a
     report the program pass could link (``may_be_linked``), the accelerator target."""
 
     def findings(self, settings: Settings) -> list[Finding] | None:
@@ -405,13 +405,11 @@ class _Detector(AstDetector):
 
     def _kernel_free(self, ancestors: tuple[object, ...]) -> None:
         """Unsure where ``kernel_test``, ``handed_to_kernel`` or ``pointer_buffer`` could hold
-        the call: inside a test, setup or decorated function, or in a module whose kernel index
-        may be non-empty (``kernel_free``, which also rules out ``data_ptr``)."""
+        the call: each asks the module's kernel index first (a test's tensors are a kernel's
+        inputs only where the module calls one), and ``kernel_free`` proves it empty (the word
+        ``data_ptr`` included) or leaves the detector unsure."""
         from cuda2neuron.python import Unsure
 
-        func = next((a for a in reversed(ancestors) if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
-        if func is not None and (func.name.startswith("test") or func.name in SETUP_METHODS or func.decorator_list):
-            raise Unsure("a test, setup or fixture function: a kernel's input")
         if self._kernels is None:
             self._kernels = kernel_free(self.file, self._settings)
         if not self._kernels:
