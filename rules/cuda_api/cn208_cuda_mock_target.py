@@ -112,10 +112,12 @@ class CudaMockTarget(Rule):
     @classmethod
     def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
         """A gate: no finding where no call's callee is a patcher (``_is_patcher``, or a
-        ``_OBJECT_PATCHERS`` name), unsure elsewhere (libcst runs). Every report of the visitor
-        sits in such a call. Most woken files spell no ``patch`` nor ``setattr`` at all, and a
-        patcher's local name is bound by an import that writes ``patch`` (``from unittest.mock
-        import patch as fake``), so those are decided without a walk."""
+        ``_OBJECT_PATCHERS`` name) whose text could name CUDA, unsure elsewhere (libcst runs).
+        Every report of the visitor sits in such a call and reads a string or a dotted name among
+        its arguments that holds ``cud`` (``torch.cuda.``, ``torch.backends.cudnn.``, ``"cuda:0"``),
+        written so or behind an escape. Most woken files spell no ``patch`` nor ``setattr`` at
+        all, and a patcher's local name is bound by an import that writes ``patch`` (``from
+        unittest.mock import patch as fake``), so those are decided without a walk."""
         if "patch" not in file.text and "setattr" not in file.text:
             return []
         return _Gate(cls, file).reports()
@@ -223,11 +225,16 @@ class CudaMockTarget(Rule):
 
 
 class _Gate(AstDetector):
-    """``CudaMockTarget.detect``'s walk: unsure at the first call a patcher makes."""
+    """``CudaMockTarget.detect``'s walk: unsure at the first call a patcher makes whose text
+    writes ``cud`` or an escape (``"torch.\\x63uda.is_available"`` is the visitor's too)."""
 
     def visit_Call(self, node: ast.Call) -> None:
         from cuda2neuron.python import Unsure
 
+        start, end = self.file.bounds(node)
+        text = self.file.text[start:end]
+        if "cud" not in text and "\\" not in text:
+            return
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "setattr" and isinstance(func.value, ast.Name) and func.value.id == "monkeypatch":
             raise Unsure("monkeypatch.setattr")

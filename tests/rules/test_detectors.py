@@ -442,6 +442,9 @@ def test_cn201_accelerator_target_left_to_libcst():
 GATE_CASES_CUDA_API = [
     pytest.param("CN208", _T + "n = x.patch_size\nmonkey.setattr = 1\n", True, id="CN208-no-patcher"),
     pytest.param("CN208", _T + "y = torch.device('cuda:0')\n", True, id="CN208-no-patch-word"),
+    pytest.param("CN208", "from unittest import mock\n\n@mock.patch('os.getcwd', return_value='/tmp')\ndef test(_):\n    monkeypatch.setattr(app, 'DEVICE', 'cpu')\n", True, id="CN208-patches-naming-no-cuda"),
+    pytest.param("CN208", "from unittest import mock\nwith mock.patch('torch.\\x63uda.is_available'):\n    pass\n", False, id="CN208-escaped-target"),
+    pytest.param("CN208", "import torch\nfrom unittest import mock\nwith mock.patch.object(torch.backends.cudnn, 'enabled'):\n    pass\n", False, id="CN208-object-and-attribute"),
     pytest.param("CN208", "from unittest.mock import patch as fake\n\n@fake('torch.cuda.is_available')\ndef test(_):\n    pass\n", False, id="CN208-aliased-patcher"),
     pytest.param("CN208", "def test(monkeypatch):\n    monkeypatch.setattr('app.device', 'cuda')\n", False, id="CN208-monkeypatch"),
     pytest.param("CN620", "import torch\nt = t.cuda()\nkind = proto.CUDA\n", True, id="CN620-no-caffe2"),
