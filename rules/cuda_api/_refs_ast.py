@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["aliased_members", "is_reference", "spelled"]
+__all__ = ["aliased_members", "is_reference", "name_parts", "spelled", "written_names"]
 
 
 def is_reference(ctx, node: ast.Name) -> bool:  # noqa: ANN001 - python.AstWalk
@@ -49,3 +49,18 @@ def spelled(scope, qualified: str) -> tuple[str, bool] | None:  # noqa: ANN001 -
     if scope.lookup(top) is None and scope.bound_anywhere(top):
         return None
     return qualified, True
+
+
+def name_parts(qualified_names: object) -> tuple[tuple[str, ...], ...]:
+    """Each qualified name's parts below ``torch`` (``written_names``' table), distinct."""
+    return tuple(sorted({tuple(q.split(".")[1:]) for q in qualified_names}))  # type: ignore[attr-defined]
+
+
+def written_names(text: str, parts: tuple[tuple[str, ...], ...]) -> bool:
+    """Could a name of the file resolve to one of the qualified names ``parts`` spell? Every
+    part below ``torch`` of a resolved name is written in the file: an import writes the module
+    path and the name it binds (an alias replaces only what the import wrote), the attribute
+    chain the rest (``from torch.cuda import graphs as g`` then ``g.graph_pool_handle``). So a
+    text missing one part of every name holds no reference to any (most files a rule wakes on
+    for ``cuda`` name no API of its table: a device string, a ``.cuda()`` call)."""
+    return any(all(p in text for p in name) for name in parts)

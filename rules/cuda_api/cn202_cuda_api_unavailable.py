@@ -12,6 +12,7 @@ from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings, Valid
 from .._shared.detector import AstDetector
 from . import _refs_ast
 from ._helpers import MemberReferences
+from ._refs_ast import name_parts, written_names
 
 __all__ = ["CudaApiUnavailable"]
 
@@ -109,6 +110,7 @@ _GAPS: dict[str, _Gap] = {
     ),
 }
 _MEMBERS = frozenset(q.rpartition(".")[2] for q in _GAPS)
+_GAP_PARTS = name_parts(_GAPS)
 
 
 class CudaApiUnavailable(MemberReferences, Rule):
@@ -181,6 +183,8 @@ class CudaApiUnavailable(MemberReferences, Rule):
 
     @classmethod
     def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        if not written_names(file.text, _GAP_PARTS):
+            return []
         return _Detector(cls, file).findings()
 
 
