@@ -38,30 +38,39 @@ def main() -> int:
         rules = tuple(r for r in detecting if r.applies(settings))
         project = settings.project.words()
         woken = decided = unsure = findings = 0
+        # Per rule: (file, rule) pairs woken, decided, decided with a fix among the findings.
+        per_rule: dict[str, list[int]] = {}
         for path in sorted(tree.rglob("*.py")):
             try:
                 data = path.read_bytes()
             except OSError:
                 continue
+            module = None  # libcst's tree of the file, parsed once for every rule decided in it
             for rule in _awake(rules, code_text(data), project):
                 woken += 1
+                counts = per_rule.setdefault(rule.code, [0, 0, 0])
+                counts[0] += 1
                 detected = _detected(str(path), data, config, RunOptions(), (rule,))
                 if detected is None:
                     unsure += 1
                     continue
                 try:
-                    module = parse_bytes(data)
+                    module = parse_bytes(data) if module is None else module
                 except SourceError:
                     print(f"{path}: {rule.code}: decided, yet libcst cannot parse it")
                     differ += 1
                     continue
                 linted = lint_module(module, [rule], str(path), settings, data.decode(module.encoding))
                 decided += 1
+                counts[1] += 1
+                counts[2] += any(f.fix is not None for f in detected)
                 findings += len(linted)
                 if detected != linted:
                     differ += 1
                     print(f"{path}: {rule.code} differs:\n  detector {detected}\n  visitor  {linted}")
         print(f"{tree}: {woken} (file, rule) pairs woken, {decided} decided ({findings} findings), {unsure} unsure")
+        for code, (w, d, f) in sorted(per_rule.items()):
+            print(f"  {code}: {w} woken, {d} decided, {f} decided with fixes")
     print("identical" if not differ else f"{differ} DIFFER")
     return 1 if differ else 0
 

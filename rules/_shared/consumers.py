@@ -23,7 +23,7 @@ import sys
 
 import libcst as cst
 
-from cuda2neuron.core import Rule
+from cuda2neuron.core import Rule, Settings
 from cuda2neuron.python import visit_syntax
 
 from .kernel_gates import SETUP_METHODS, fixture_users, is_fixture
@@ -32,7 +32,7 @@ from .names import call_qualname
 from .values import argument_of, value_user
 
 __all__ = [
-    "PASS_THROUGH", "device_test_form", "kernel_test", "library_callee", "library_callee_by_name", "pointer_buffer",
+    "PASS_THROUGH", "device_test_form", "foreign_callee", "kernel_test", "library_callee", "library_callee_by_name", "pointer_buffer",
     "takes_torch_device",
 ]  # fmt: skip
 
@@ -68,11 +68,17 @@ def _foreign(rule: Rule, call: cst.Call) -> str | None:
     """The qualified name of ``call``'s callee when it is imported from a package that is
     neither torch, nor the project's own, nor the standard library, nor one that hands values
     back to the project."""
-    qualified = call_qualname(rule, call)
+    return foreign_callee(call_qualname(rule, call), rule.context.settings)
+
+
+def foreign_callee(qualified: str | None, settings: Settings) -> str | None:
+    """``qualified`` (a callee's name) when it is imported from a package that is neither torch,
+    nor the project's own, nor the standard library, nor one that hands values back; None
+    otherwise. ``_foreign``'s test, for the detectors that resolve the callee on ``ast``."""
     if qualified is None:
         return None
     top = qualified.split(".")[0]
-    if top == "torch" or top in _STDLIB or top in _HAND_BACK or top in rule.context.settings.project.own_packages:
+    if top == "torch" or top in _STDLIB or top in _HAND_BACK or top in settings.project.own_packages:
         return None
     return qualified
 

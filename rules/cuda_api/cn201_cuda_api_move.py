@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, ProjectFacts, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Finding, Fix, Invalid, ProjectFacts, Rule, Safety, Settings, Valid
 
+from .._shared.detector import AstDetector
 from .._shared.kernel_gates import report_kernel_gate
 from .._shared.names import import_to_drop
-from .._shared.consumers import library_callee
+from .._shared.consumers import foreign_callee, library_callee
 from .._shared.selected import opened_code, selected_code
 from .._shared.target import guarded_call
+from . import _refs_ast
 from ._helpers import ApiMove, MemberReferences, accelerator_name_for, load_moves, neuronx_release, neuronx_text
 
 __all__ = ["CudaApiMove"]
@@ -271,6 +275,12 @@ class CudaApiMove(MemberReferences, Rule):
         Invalid("import torch\nfrom mergekit.options import MergeOptions\nopts = MergeOptions(cuda=torch.cuda.is_available())\n"),
     )
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        if settings.target != "neuron":
+            return None  # the accelerator target's guards, versions and argument checks stay libcst's
+        return _Detector(cls, file, settings).findings()
+
     def check_reference(self, node: cst.Attribute | cst.Name) -> None:
         qualified = self.qualname(node)
         move = _MOVES.get(qualified) if qualified is not None else None
@@ -435,3 +445,123 @@ class CudaApiMove(MemberReferences, Rule):
             effort=Effort.LOW,
             depends=self._selects(node), needs=opened_code(self.context.ancestors, node),
         )
+
+
+class _Detector(AstDetector):
+    """``check_reference`` on CPython's ``ast`` for the neuron target, where it decides a move
+    from the use alone: ``torch.cuda.X`` (through ``import torch [as th]``) used where no hold can
+    apply, moved to ``torch.neuron.X`` spelled as ``spell`` spells it, with no import to add or
+    drop. Everywhere else the file goes to libcst (``Unsure``):
+
+    * a bare name (``from torch.cuda import synchronize``): its move adds ``import torch`` and may
+      drop the from-import, which only libcst's fix writes;
+    * a use outside ``_plain_use``'s shapes: a branch's test, a flag or value assigned, a return,
+      an assert, a decorator, a boolean operand, a lambda... (``report_kernel_gate``'s positions,
+      the kernel index's holds, ``selected_code``'s groups and ``_renamed_target``'s assignments
+      all start there);
+    * a call handed as an argument to a library outside torch (``_handed_to_library``).
+
+    A decided file thus holds no report with a group (``depends``/``needs``): its findings are the
+    visitor's whatever other rule reports beside them."""
+
+    def __init__(self, rule: type[Rule], file, settings: Settings) -> None:  # noqa: ANN001 - python.AstFile
+        super().__init__(rule, file)
+        self.settings = settings
+        self._aliases: frozenset[str] = frozenset()
+
+    def findings(self) -> list[Finding] | None:
+        reports = self.reports()
+        if reports is None:
+            return None
+        return [self.finding(node, message, guidance, effort, fix) for node, message, guidance, effort, fix, _ in reports]
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in _MEMBERS:
+            self.check_reference(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for alias in _refs_ast.aliased_members(node, _MEMBERS):
+            self._aliases = self._aliases | {alias}
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if (node.id in _MEMBERS or node.id in self._aliases) and _refs_ast.is_reference(self.ctx, node):
+            self.check_reference(node)
+
+    def check_reference(self, node: ast.Attribute | ast.Name) -> None:
+        from cuda2neuron.python import Unsure
+
+        qualified = self.ctx.qualname(node)
+        move = _MOVES.get(qualified) if qualified is not None else None
+        if move is None:
+            return
+        if not isinstance(node, ast.Attribute):
+            raise Unsure("a bare name: its move adds an import")
+        head = node.value
+        while isinstance(head, ast.Attribute):
+            head = head.value
+        if not (isinstance(head, ast.Name) and "." not in (self.ctx.qualname(head) or ".")):
+            raise Unsure("reached through a from-import the move may leave unused")  # import_to_drop
+        if not self._plain_use(node):
+            raise Unsure("a use a hold or a group may apply to")
+        message = f"`{qualified}` is CUDA-only"
+        target = move.neuron_name
+        note = move.neuron_note
+        spelled = _refs_ast.spelled(self.ctx.scope, target)
+        ancestors = tuple(self.ctx.ancestors)
+        if spelled is None:  # `torch` is shadowed here: nothing to write (``_move``)
+            self._reports.append((node, message, f"Use `{target}` instead.", Effort.LOW, None, ancestors))
+            return
+        text, needs_import = spelled
+        if needs_import:
+            raise Unsure("the move adds an import")
+        self._reports.append((
+            node,
+            f"{message}; {note}" if note else message,
+            f"Use `{target}` instead." + (f" {note}" if note else ""),
+            Effort.NONE,
+            Fix(Safety.SAFE, text, f"use `{target}`"),
+            ancestors,
+        ))
+
+    def _plain_use(self, node: ast.Attribute) -> bool:
+        """Is ``node`` used where neither a device test's hold nor a group applies: up to its
+        statement only calls (of it, or given it as an argument), attribute reads, subscripts and
+        arithmetic, in an expression statement, an augmented or annotated assignment's value, a
+        ``with`` item or a ``for`` loop's iterable? Those are no gate position
+        (``kernel_gates._gate_position``: decorators, asserts, assignments, returns and branch
+        tests), no test a branch depends on (``_branches._deciding``, ``_short_circuited``), no
+        assignment target (``_renamed_target``); a call of ``node`` given to another call is
+        handed on only to torch, the standard library or the project (``_handed_to_library``)."""
+        from cuda2neuron.python import ArgNode
+
+        ancestors = self.ctx.ancestors
+        child: object = node
+        for i in range(len(ancestors) - 1, -1, -1):
+            anc = ancestors[i]
+            if isinstance(anc, ArgNode):
+                if isinstance(child, ast.Call) and child.func is node:
+                    outer = ancestors[i - 1]
+                    if foreign_callee(self.ctx.call_qualname(outer), self.settings) is not None:  # type: ignore[arg-type]
+                        return False
+            elif isinstance(anc, ast.Call):
+                pass  # its callee (``child`` is ``func``) or, through ``ArgNode``, an argument
+            elif isinstance(anc, (ast.Attribute, ast.Subscript)):
+                if anc.value is not child and not (isinstance(anc, ast.Subscript) and anc.slice is child):
+                    return False
+            elif isinstance(anc, ast.BinOp):
+                pass
+            elif isinstance(anc, ast.Expr):
+                return True
+            elif isinstance(anc, (ast.AugAssign, ast.AnnAssign)):
+                return anc.value is child
+            elif isinstance(anc, ast.withitem):
+                if anc.context_expr is not child:
+                    return False
+            elif isinstance(anc, (ast.With, ast.AsyncWith)):
+                return True
+            elif isinstance(anc, (ast.For, ast.AsyncFor)):
+                return anc.iter is child
+            else:
+                return False
+            child = anc
+        return False

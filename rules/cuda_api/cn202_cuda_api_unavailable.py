@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Valid
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings, Valid
 
+from .._shared.detector import AstDetector
+from . import _refs_ast
 from ._helpers import MemberReferences
+from ._refs_ast import name_parts, written_names
 
 __all__ = ["CudaApiUnavailable"]
 
@@ -106,6 +110,7 @@ _GAPS: dict[str, _Gap] = {
     ),
 }
 _MEMBERS = frozenset(q.rpartition(".")[2] for q in _GAPS)
+_GAP_PARTS = name_parts(_GAPS)
 
 
 class CudaApiUnavailable(MemberReferences, Rule):
@@ -175,3 +180,42 @@ class CudaApiUnavailable(MemberReferences, Rule):
         if gap is None:
             return
         self.report(node, f"`{qualified}`: {gap.why}", guidance=gap.guidance, effort=gap.effort)
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        if not written_names(file.text, _GAP_PARTS):
+            return []
+        return _Detector(cls, file).findings()
+
+
+class _Detector(AstDetector):
+    """The visits above (``MemberReferences``'s) on CPython's ``ast``: every finding is a report
+    with no fix, no group and no hold, so the detector decides every file the walk can read."""
+
+    def __init__(self, rule: type[Rule], file) -> None:  # noqa: ANN001 - python.AstFile
+        super().__init__(rule, file)
+        self._aliases: frozenset[str] = frozenset()
+
+    def findings(self) -> list[Finding] | None:
+        reports = self.reports()
+        if reports is None:
+            return None
+        return [self.finding(node, message, gap.guidance, gap.effort) for node, message, gap, _ in reports]
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in _MEMBERS:
+            self.check_reference(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for alias in _refs_ast.aliased_members(node, _MEMBERS):
+            self._aliases = self._aliases | {alias}
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if (node.id in _MEMBERS or node.id in self._aliases) and _refs_ast.is_reference(self.ctx, node):
+            self.check_reference(node)
+
+    def check_reference(self, node: ast.Attribute | ast.Name) -> None:
+        qualified = self.ctx.qualname(node)
+        gap = _GAPS.get(qualified) if qualified is not None else None
+        if gap is not None:
+            self._reports.append((node, f"`{qualified}`: {gap.why}", gap, tuple(self.ctx.ancestors)))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 from cuda2neuron.python import dotted_name
 
+from .._shared.detector import AstDetector
 from .._shared.strings import string_value
 
 __all__ = ["CudaMockTarget"]
@@ -106,6 +108,19 @@ class CudaMockTarget(Rule):
         ),
         Invalid("from unittest import mock\nwith mock.patch.object(settings, 'DEVICE', 'cuda:1'):\n    pass\n"),
     )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: no finding where no call's callee is a patcher (``_is_patcher``, or a
+        ``_OBJECT_PATCHERS`` name) whose text could name CUDA, unsure elsewhere (libcst runs).
+        Every report of the visitor sits in such a call and reads a string or a dotted name among
+        its arguments that holds ``cud`` (``torch.cuda.``, ``torch.backends.cudnn.``, ``"cuda:0"``),
+        written so or behind an escape. Most woken files spell no ``patch`` nor ``setattr`` at
+        all, and a patcher's local name is bound by an import that writes ``patch`` (``from
+        unittest.mock import patch as fake``), so those are decided without a walk."""
+        if "patch" not in file.text and "setattr" not in file.text:
+            return []
+        return _Gate(cls, file).reports()
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "torch." not in node.value or not _is_cuda_path(string_value(node)):
@@ -207,3 +222,22 @@ class CudaMockTarget(Rule):
             and isinstance(func.value, cst.Name)
             and func.value.value == "monkeypatch"
         )
+
+
+class _Gate(AstDetector):
+    """``CudaMockTarget.detect``'s walk: unsure at the first call a patcher makes whose text
+    writes ``cud`` or an escape (``"torch.\\x63uda.is_available"`` is the visitor's too)."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        from cuda2neuron.python import Unsure
+
+        start, end = self.file.bounds(node)
+        text = self.file.text[start:end]
+        if "cud" not in text and "\\" not in text:
+            return
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "setattr" and isinstance(func.value, ast.Name) and func.value.id == "monkeypatch":
+            raise Unsure("monkeypatch.setattr")
+        qualified = self.ctx.qualname(func)
+        if qualified in _PATCHERS or qualified in _OBJECT_PATCHERS:
+            raise Unsure(f"a call of {qualified}")

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Valid
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings, Valid
 
+from .._shared.detector import AstDetector
 from .._shared.names import is_reference
 from .._shared.strings import string_value
+from . import _refs_ast
 from ._helpers import load_moves
 
 __all__ = ["CudaApiUnknown", "HANDLED_ELSEWHERE", "HANDLED_WHEN_CALLED"]
@@ -302,6 +305,10 @@ class CudaApiUnknown(Rule):
                 return
         self.report(node, "`torch.cuda` is used as a value: its attributes are read through it later", guidance=_MODULE_GUIDANCE, effort=Effort.LOW)
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        return _Detector(cls, file).findings()
+
 
 _FALLBACK_GUIDANCE = (
     'On Trainium `getattr(torch, "neuron")` finds torch.neuron, so this fallback runs only for a '
@@ -352,3 +359,120 @@ def _dotted(expr: cst.BaseExpression) -> str | None:
         head = _dotted(expr.value)
         return None if head is None else f"{head}.{expr.attr.value}"
     return None
+
+
+class _Detector(AstDetector):
+    """The visits above on CPython's ``ast``: each method is its namesake's. Every finding is a
+    report with no fix, no group and no hold. The one text a message quotes (the lookup call,
+    ``self.context.code(call)``) is generated as libcst writes it, or the walk is unsure."""
+
+    def __init__(self, rule: type[Rule], file) -> None:  # noqa: ANN001 - python.AstFile
+        super().__init__(rule, file)
+        self._from_cuda: frozenset[str] = frozenset()
+
+    def findings(self) -> list[Finding] | None:
+        reports = self.reports()
+        if reports is None:
+            return None
+        return [self.finding(node, message, kind.guidance, kind.effort) for node, message, kind, _ in reports]
+
+    def _report(self, node: ast.AST, message: str, kind: _Kind) -> None:
+        self._reports.append((node, message, kind, tuple(self.ctx.ancestors)))
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            if a.asname is not None and (a.name == "torch.cuda" or a.name.startswith("torch.cuda.")):
+                self._from_cuda = self._from_cuda | {a.asname}
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        # libcst's `module` drops a relative import's dots: `from .torch.cuda import x` counts too.
+        module = node.module
+        if module is None or any(a.name == "*" for a in node.names):
+            return
+        if not (module == "torch.cuda" or module.startswith("torch.cuda.")):
+            return
+        self._from_cuda = self._from_cuda | {a.asname or a.name for a in node.names}
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        parent = self.ctx.parent
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            return
+        if not _ast_may_be_cuda(node, self._from_cuda):
+            return
+        self._check(node, self.ctx.qualname(node))
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id not in self._from_cuda:
+            return
+        parent = self.ctx.parent
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            return
+        if not _refs_ast.is_reference(self.ctx, node):
+            return
+        self._check(node, self.ctx.scope.lookup(node.id))
+
+    def _check(self, node: ast.Attribute | ast.Name, qualified: str | None) -> None:
+        if qualified == "torch.cuda":
+            self._module_value(node)
+            return
+        if qualified is None or not qualified.startswith("torch.cuda."):
+            return
+        parent = self.ctx.parent
+        called = isinstance(parent, ast.Call) and parent.func is node
+        if _handled(qualified, called):
+            return
+        parts = qualified.split(".")
+        private = next((i for i, p in enumerate(parts) if p.startswith("_")), None)
+        if private is not None:
+            name = ".".join(parts[: private + 1])
+            kind = _PRIVATE
+        else:
+            name = ".".join(parts[:3])
+            kind = _KINDS.get(parts[2], _UNKNOWN)
+        self._report(node, f"`{name}`: {kind.why}", kind)
+
+    def _module_value(self, node: ast.Attribute | ast.Name) -> None:
+        from cuda2neuron.python import ArgNode, generated_text
+
+        ancestors = self.ctx.ancestors
+        parent = self.ctx.parent
+        call = ancestors[-2] if len(ancestors) >= 2 else None
+        if isinstance(parent, ArgNode) and isinstance(call, ast.Call):
+            args = self.ctx.args(call)
+            if (
+                isinstance(call.func, ast.Attribute)
+                and call.func.attr in ("setattr", "object")
+                and len(args) >= 2
+                and args[0] is parent
+                and _ast_string(args[1].value) is not None
+            ):
+                return
+            if isinstance(call.func, ast.Name):
+                positional = [a for a in args if a.keyword is None]
+                if call.func.id == "getattr" and len(positional) == 3 and positional[2] is parent:
+                    self._report(node, "`torch.cuda` is the fallback of a lookup by device type", _Kind("", _FALLBACK_GUIDANCE, Effort.LOW))
+                    return
+                if call.func.id in ("getattr", "hasattr") and len(positional) >= 2 and positional[0] is parent:
+                    looked_up = _ast_string(positional[1].value)
+                    if looked_up is not None and looked_up.startswith("_"):
+                        return
+                    start, end = self.file.bounds(call)
+                    code = generated_text(self.file, call, ancestors[:-2], start, 0, "")
+                    self._report(node, f"`{code}` looks a name up in the CUDA module", _Kind("", _LOOKUP_GUIDANCE, Effort.LOW))
+                    return
+        self._report(node, "`torch.cuda` is used as a value: its attributes are read through it later", _Kind("", _MODULE_GUIDANCE, Effort.LOW))
+
+
+def _ast_string(node: ast.expr) -> str | None:
+    """``string_value`` on ``ast``: a str literal, implicit concatenations included (an f-string
+    among the parts makes a ``JoinedStr``, which libcst's evaluates to None too)."""
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _ast_may_be_cuda(node: ast.Attribute, from_cuda: frozenset[str]) -> bool:
+    expr: ast.expr = node
+    while isinstance(expr, ast.Attribute):
+        if expr.attr == "cuda":
+            return True
+        expr = expr.value
+    return isinstance(expr, ast.Name) and (expr.id == "cuda" or expr.id in from_cuda)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
-from cuda2neuron.core import Effort, Invalid, Rule, Valid
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings, Valid
 
 __all__ = ["Caffe2CudaDevice"]
 
@@ -91,6 +91,13 @@ class Caffe2CudaDevice(Rule):
             target="accelerator",
         ),
     )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: no finding where the text never writes ``caffe2`` (every name of
+        ``_CONSTRUCTS`` is reached through an import or an attribute chain that spells it:
+        ``caffe2.proto``, ``torch.ops._caffe2``), unsure elsewhere (libcst runs)."""
+        return [] if "caffe2" not in file.text else None
 
     def visit_Module(self, node: cst.Module) -> None:
         # One report per anchor: both copy ops of one if/elif chain point at the same statement.
