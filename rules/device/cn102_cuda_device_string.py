@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Fix, Invalid, Rule, Safety, Settings
+from cuda2neuron.python import ArgNode
 
 from .._shared.consumers import kernel_test, library_callee, library_callee_by_name, pointer_buffer, takes_torch_device
+from .._shared.detector import AstDetector
 from .._shared.device_readers import device_reader
 from .._shared.kernel_gates import handed_to_kernel
 from .._shared.option_readers import option_reader
 from .._shared.strings import string_value
-from .._shared.target import checkpoint_device, needs_newer_torch
-from ._helpers import UseKind, find_use, is_bare_prefix, is_cuda_device_string, looks_like_cuda_fstring, retarget_fstring, retarget_string
+from .._shared.target import NEURON, checkpoint_device, needs_newer_torch
+from . import _strings_ast
+from ._helpers import _DEVICE_RE, _PREFIX, UseKind, _quote_of, find_use, is_bare_prefix, is_cuda_device_string, looks_like_cuda_fstring, retarget_fstring, retarget_string
 from ._records import recorded_only
 
 __all__ = ["CudaDeviceString"]
@@ -27,6 +32,18 @@ def _joined_prefix(node: cst.SimpleString, parent: cst.CSTNode | None) -> bool:
 
 
 _GUIDANCE = 'write the target device instead ("neuron", "neuron:N", or torch.accelerator.current_accelerator())'
+
+
+def _library_message(code: str, callee: str) -> tuple[str, str]:
+    """The message and guidance of a device handed to a library that reads it itself."""
+    return (
+        f"`{code}` is handed to `{callee}`, which reads the device itself",
+        f"Left as is: `{callee.split('.')[0]}` is not torch, and not a library known to hand its "
+        'device to torch, where "neuron" works; libraries that parse it themselves '
+        "(safetensors, ONNX Runtime, ultralytics) reject it. Check what the callee does with "
+        'it: if it passes it on to torch, write "neuron"; if it runs CUDA code of its own, '
+        "keep this path off Trainium.",
+    )
 
 
 class CudaDeviceString(Rule):
@@ -306,6 +323,14 @@ class CudaDeviceString(Rule):
         ),
     )
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """The visits below on CPython's ``ast`` (``_Detector``), on the neuron target only (the
+        accelerator target builds expressions, not a renamed literal)."""
+        if settings.target != NEURON:
+            return None
+        return _Detector(cls, file, settings).findings()
+
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "cuda" not in node.value:  # cheap test before any walking
             return
@@ -404,18 +429,8 @@ class CudaDeviceString(Rule):
         if callee is None or takes_torch_device(callee):
             callee = library_callee_by_name(self, node)
         if callee is not None and not takes_torch_device(callee):
-            self.report(
-                node,
-                f"`{self.context.code(node)}` is handed to `{callee}`, which reads the device itself",
-                guidance=(
-                    f"Left as is: `{callee.split('.')[0]}` is not torch, and not a library known to hand its "
-                    'device to torch, where "neuron" works; libraries that parse it themselves '
-                    "(safetensors, ONNX Runtime, ultralytics) reject it. Check what the callee does with "
-                    'it: if it passes it on to torch, write "neuron"; if it runs CUDA code of its own, '
-                    "keep this path off Trainium."
-                ),
-                effort=Effort.LOW,
-            )
+            message, guidance = _library_message(self.context.code(node), callee)
+            self.report(node, message, guidance=guidance, effort=Effort.LOW)
             return
         if use.what == "map-key":
             if built is not None:
@@ -507,3 +522,161 @@ class CudaDeviceString(Rule):
             ancestors=ancestors,
             depends=depends,
         )
+
+
+class _Detector(AstDetector):
+    """``CudaDeviceString``'s visits on CPython's ``ast`` (``_strings_ast``): the same findings,
+    fixes included, where every "cuda" device literal of the file sits in a position the port
+    follows and no hold can keep it (no kernel index, no raw pointer, no reader in another
+    module, no record). Unsure (None) for an f-string naming CUDA, a ``map_location`` dict, a pytest parametrization, an
+    argument of a ``torch.cuda`` call (the literal moves with the call: a dependency a
+    finding does not carry)."""
+
+    def __init__(self, rule: type[Rule], file, settings: Settings) -> None:  # noqa: ANN001 - python.AstFile
+        super().__init__(rule, file)
+        self.settings = settings
+        self._kernels: bool | None = None
+        # The visitor's `_pending` / `_used_as_device`: literals bound to a plain name, reported
+        # when the module is left if the name is used as a device in the same scope.
+        self._pending: dict[tuple[int, str], list[tuple[ast.Constant, tuple[object, ...]]]] = {}
+        self._used_as_device: set[tuple[int, str]] = set()
+        self._scopes: list[object] = []
+
+    def _name_use(self, node, name: str) -> None:  # noqa: ANN001 - ast.Name or the walk's KeywordName
+        if not self._pending:
+            return
+        key = (id(self.ctx.scope), name)
+        if key not in self._pending or key in self._used_as_device:
+            return
+        use = _strings_ast.find_use(self.ctx, node)
+        if use is not None and use.kind is UseKind.PLACEMENT and use.what != "map-key":
+            self._used_as_device.add(key)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self._name_use(node, node.id)
+
+    def visit_KeywordName(self, node) -> None:  # noqa: ANN001 - the walk's KeywordName
+        # libcst visits a keyword argument's name as a Name too.
+        self._name_use(node, node.id)
+
+    def leave_Module(self, node: ast.Module) -> None:
+        for key in self._used_as_device:
+            for bound, ancestors in self._pending[key]:
+                _program_links(ancestors)
+                self._reports.append((bound, None, ancestors))
+
+    def findings(self) -> list[Finding] | None:
+        from cuda2neuron.python import Unsure
+
+        reports = self.reports()
+        if reports is None:
+            return None
+        try:
+            return [self._finding(*report) for report in reports]
+        except Unsure:
+            return None
+
+    def _finding(self, node: ast.Constant, callee: str | None, ancestors: tuple[object, ...]) -> Finding:
+        from cuda2neuron.python import generated_text
+
+        start, _ = self.file.bounds(node)
+        code = generated_text(self.file, node, ancestors, start, 0, "")
+        if callee is not None:
+            message, guidance = _library_message(code, callee)
+            return self.finding(node, message, guidance, Effort.LOW)
+        prefix, quote, _ = _quote_of(self.file.text[start : self.file.bounds(node)[1]])
+        at = start + len(prefix) + len(quote)
+        fix = Fix(Safety.SAFE, generated_text(self.file, node, ancestors, at, len("cuda"), NEURON), "name the target device")
+        return self.finding(node, f"`{code}` names a CUDA device", _GUIDANCE, Effort.NONE, fix)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        from cuda2neuron.python import Unsure
+
+        if "cuda" in _strings_ast.literal_text(self.file, node):
+            raise Unsure("an f-string naming CUDA")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        from cuda2neuron.python import Unsure
+
+        if not isinstance(node.value, (str, bytes)) or self.ctx.fstrings:
+            return  # an f-string's text is no SimpleString (and one naming CUDA is unsure above)
+        text = _strings_ast.literal_text(self.file, node)
+        if "cuda" not in text:
+            return
+        if not _strings_ast.simple_string(self.file, node):
+            raise Unsure("an implicit concatenation: libcst visits each part")
+        value = _strings_ast.string_value(node)
+        if value is None:
+            return
+        parent = self.ctx.parent
+        if value == _PREFIX and not (isinstance(parent, ast.BinOp) and parent.left is node and isinstance(parent.op, ast.Add)):
+            return  # `is_bare_prefix` and not `_joined_prefix`
+        if not (value == _PREFIX or _DEVICE_RE.match(value)):
+            return
+        if not _quote_of(text)[2].startswith("cuda"):
+            return  # escapes: retarget_string leaves it
+        self._report(node)
+
+    def _report(self, node: ast.Constant) -> None:
+        from cuda2neuron.python import Unsure
+
+        ctx, facts = self.ctx, self.settings.project
+        use = _strings_ast.find_use(ctx, node)
+        if use is not None and use.kind is UseKind.BINDING:
+            self._scopes.append(ctx.scope)
+            self._pending.setdefault((id(ctx.scope), use.what), []).append((node, tuple(ctx.ancestors)))
+            return
+        if use is None or use.kind is not UseKind.PLACEMENT:
+            return
+        user = use.user
+        if isinstance(user, ast.Assign) and len(user.targets) == 1:
+            target = user.targets[0]
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id not in ("self", "cls"):
+                raise Unsure("a field a record may only write out (recorded_only)")
+        if self._kernels is None:
+            self._kernels = _strings_ast.kernels_possible(self.file, facts)
+        if self._kernels:
+            raise Unsure("the file may hold CUDA-only code (handed_to_kernel, kernel_test)")
+        if "data_ptr" in self.file.text:
+            raise Unsure("a raw pointer is taken (pointer_buffer)")
+        if facts.device_readers or facts.option_readers:
+            raise Unsure("another module may read the device (device_reader, option_reader)")
+        callee = _strings_ast.library_callee(ctx, node, facts)
+        if callee is None or takes_torch_device(callee):
+            callee = _strings_ast.library_callee_by_name(ctx, node, facts)
+        if callee is not None and not takes_torch_device(callee):
+            self._reports.append((node, callee, tuple(ctx.ancestors)))
+            return
+        ancestors = ctx.ancestors
+        if len(ancestors) >= 2 and isinstance(ancestors[-1], ArgNode) and isinstance(ancestors[-2], ast.Call):
+            if (ctx.qualname(ancestors[-2].func) or "").startswith("torch.cuda."):
+                raise Unsure("the device of a torch.cuda call moves with the call (_torch_cuda_call)")
+        _program_links(ancestors)
+        self._reports.append((node, None, tuple(ancestors)))
+
+
+# Calls whose arguments are a message (python/_flows.py's `_MESSAGE_CALLS`).
+_MESSAGE_CALLS = frozenset({"print", "warn", "warning", "info", "debug", "error", "exception", "critical", "fatal", "log"})
+
+
+def _program_links(ancestors: list[object] | tuple[object, ...]) -> None:
+    """Raise ``Unsure`` where the program pass (``python/_flows.link_program``) could link the
+    fix to code elsewhere and weaken it: a value bound to a name (an assignment, a parameter's
+    default, a return value, a ``register_buffer``, an option's default or choices), whose
+    readers may test it against CUDA, or a message under a CUDA test. Seen up to the statement."""
+    from cuda2neuron.python import Unsure
+
+    for anc in reversed(ancestors):
+        if isinstance(anc, ArgNode) and anc.keyword in ("default", "choices"):
+            raise Unsure("an option's default: read as args.<dest> (link_program)")
+        if isinstance(anc, ast.arg):
+            raise Unsure("a parameter's default: its readers (link_program)")
+        if isinstance(anc, (ast.Assign, ast.AnnAssign, ast.Return, ast.Raise, ast.JoinedStr)):
+            raise Unsure("a bound value or a message (link_program)")
+        if isinstance(anc, ast.Call):
+            func = anc.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name == "register_buffer" or name in _MESSAGE_CALLS:
+                raise Unsure("a registered buffer or a message (link_program)")
+        if isinstance(anc, (ast.stmt, ast.Lambda)):
+            return
