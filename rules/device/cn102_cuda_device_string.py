@@ -562,7 +562,7 @@ class _Detector(AstDetector):
     def leave_Module(self, node: ast.Module) -> None:
         for key in self._used_as_device:
             for bound, ancestors in self._pending[key]:
-                _program_links(ancestors)
+                _program_links(ancestors, bound, self.file.tree)
                 self._reports.append((bound, None, ancestors))
 
     def findings(self) -> list[Finding] | None:
@@ -651,32 +651,166 @@ class _Detector(AstDetector):
         if len(ancestors) >= 2 and isinstance(ancestors[-1], ArgNode) and isinstance(ancestors[-2], ast.Call):
             if (ctx.qualname(ancestors[-2].func) or "").startswith("torch.cuda."):
                 raise Unsure("the device of a torch.cuda call moves with the call (_torch_cuda_call)")
-        _program_links(ancestors)
+        _program_links(ancestors, node, self.file.tree)
         self._reports.append((node, None, tuple(ancestors)))
 
 
 # Calls whose arguments are a message (python/_flows.py's `_MESSAGE_CALLS`).
 _MESSAGE_CALLS = frozenset({"print", "warn", "warning", "info", "debug", "error", "exception", "critical", "fatal", "log"})
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def _program_links(ancestors: list[object] | tuple[object, ...]) -> None:
+def _program_links(ancestors: list[object] | tuple[object, ...], node: ast.AST, module: ast.Module) -> None:
     """Raise ``Unsure`` where the program pass (``python/_flows.link_program``) could link the
-    fix to code elsewhere and weaken it: a value bound to a name (an assignment, a parameter's
-    default, a return value, a ``register_buffer``, an option's default or choices), whose
-    readers may test it against CUDA, or a message under a CUDA test. Seen up to the statement."""
+    fix to code elsewhere and so weaken it: a message under a CUDA test (``_follow_guards``), or
+    a value bound to a name (``_binding``) that a test, an ``assert``, an f-string or (for a
+    flag) an ``and``/``or`` of its scope mentions (``_link_readers``: such a read may ask about
+    CUDA). A registered buffer, an option's default or choices and a value kept on ``self`` by
+    a constructor that calls ``super()`` are unsure too."""
     from cuda2neuron.python import Unsure
 
     for anc in reversed(ancestors):
-        if isinstance(anc, ArgNode) and anc.keyword in ("default", "choices"):
-            raise Unsure("an option's default: read as args.<dest> (link_program)")
-        if isinstance(anc, ast.arg):
-            raise Unsure("a parameter's default: its readers (link_program)")
-        if isinstance(anc, (ast.Assign, ast.AnnAssign, ast.Return, ast.Raise, ast.JoinedStr)):
-            raise Unsure("a bound value or a message (link_program)")
+        if isinstance(anc, (ast.Raise, ast.JoinedStr)):
+            raise Unsure("a message (link_program's _follow_guards)")
         if isinstance(anc, ast.Call):
             func = anc.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-            if name == "register_buffer" or name in _MESSAGE_CALLS:
-                raise Unsure("a registered buffer or a message (link_program)")
+            if name in _MESSAGE_CALLS:
+                raise Unsure("a message (link_program's _follow_guards)")
         if isinstance(anc, (ast.stmt, ast.Lambda)):
-            return
+            break
+    chain = (*ancestors, node)
+    found = _binding(chain, module)
+    if found is None:
+        return
+    scope, names, flag = found
+    regions = [(scope, names)]
+    if isinstance(scope, _FUNCTIONS):
+        owner = chain[chain.index(scope) - 1] if chain.index(scope) >= 1 else None
+        if isinstance(owner, ast.ClassDef):
+            if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "super" for stmt in scope.body for n in ast.walk(stmt)):
+                raise Unsure("a constructor handing its parameters to a base (_handed_to_base)")
+            kept = {
+                f"self.{t.attr}"
+                for stmt in scope.body
+                for a in ast.walk(stmt)
+                if isinstance(a, ast.Assign) and _read_name(a.value) in names
+                for t in a.targets
+                if _on_self(t)
+            }
+            if kept:
+                regions.append((owner, frozenset(kept)))
+    for region, wanted in regions:
+        if _mentioned_in_reads(region, wanted, flag):
+            raise Unsure("a test, an assert, an f-string or an and/or reads the bound value (link_program)")
+
+
+def _read_name(node: object) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
+
+
+def _on_self(target: object) -> bool:
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+
+
+def _function(chain: tuple[object, ...], below: int) -> ast.AST | None:
+    for k in range(below - 1, -1, -1):
+        if isinstance(chain[k], _FUNCTIONS):
+            return chain[k]  # type: ignore[return-value]
+        if isinstance(chain[k], (ast.ClassDef, ast.Lambda)):
+            return None
+    return None
+
+
+def _class(chain: tuple[object, ...], below: int) -> ast.ClassDef | None:
+    for k in range(below - 1, 0, -1):
+        if isinstance(chain[k], _FUNCTIONS):
+            owner = chain[k - 1]
+            return owner if isinstance(owner, ast.ClassDef) else None
+        if isinstance(chain[k], (ast.ClassDef, ast.Lambda)):
+            return None
+    return None
+
+
+def _binding(chain: tuple[object, ...], module: ast.Module) -> tuple[ast.AST, frozenset[str], bool] | None:
+    """``_flows._binding`` on ``ast``: (the scope that reads the value, the names it is read by,
+    whether the value is a flag (``_is_flag``)); None where the program pass binds nothing."""
+    from cuda2neuron.python import Unsure
+
+    for i in range(len(chain) - 2, -1, -1):
+        anc, child = chain[i], chain[i + 1]
+        if isinstance(anc, ArgNode) and child is anc.value and i >= 1 and isinstance(chain[i - 1], ast.Call):
+            func = chain[i - 1].func
+            if isinstance(func, ast.Attribute) and func.attr in ("register_buffer", "register_parameter", "add_argument"):
+                raise Unsure("a registered buffer or an option (link_program)")
+        if isinstance(anc, ast.arg):
+            if child is anc.annotation or i < 1 or not isinstance(chain[i - 1], _FUNCTIONS):
+                return None
+            return chain[i - 1], frozenset({anc.arg}), _flag_value(child)
+        if isinstance(anc, ast.Return):
+            owner = _function(chain, i)
+            if child is not anc.value or owner is None or not any(owner is s for s in module.body):
+                return None
+            results = frozenset(
+                t.id
+                for s in module.body
+                if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and s.value.func.id == owner.name
+                for t in s.targets
+                if isinstance(t, ast.Name)
+            )
+            return (module, results, _flag_value(child)) if results else None
+        if isinstance(anc, (ast.Assign, ast.AnnAssign)):
+            if child is not anc.value:
+                return None
+            targets = anc.targets if isinstance(anc, ast.Assign) else [anc.target]
+            names = frozenset(t.id for t in targets if isinstance(t, ast.Name))
+            scope = _function(chain, i)
+            if names and scope is not None:
+                return scope, names, _flag_value(child)
+            attributes = frozenset(f"self.{t.attr}" for t in targets if _on_self(t))
+            if not attributes:
+                if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) for t in targets):
+                    raise Unsure("a value stored on an instance (stored_on_instance)")
+                return None
+            owner = _class(chain, i)
+            return (owner, attributes, _flag_value(child)) if owner is not None else None
+        if isinstance(anc, (ast.stmt, ast.Lambda)):
+            return None
+    return None
+
+
+def _flag_value(value: object) -> bool:
+    """``_flows._is_flag``, wider: a call or an attribute counts too (a flag links more reads)."""
+    return isinstance(value, (ast.Compare, ast.UnaryOp, ast.BoolOp, ast.Call, ast.Attribute))
+
+
+def _mentions(node: ast.AST, names: frozenset[str]) -> bool:
+    """Does ``node`` spell one of ``names`` (libcst's walk meets every ``Name``: a keyword's and a
+    lambda parameter's too)?"""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in names:
+            return True
+        if isinstance(n, ast.Attribute) and _read_name(n) in names:
+            return True
+        if isinstance(n, ast.keyword) and n.arg in names:
+            return True
+        if isinstance(n, ast.arg) and n.arg in names:
+            return True
+    return False
+
+
+def _mentioned_in_reads(region: ast.AST, names: frozenset[str], flag: bool) -> bool:
+    body = region.body if isinstance(region, (*_FUNCTIONS, ast.ClassDef, ast.Module)) else [region]
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)) and _mentions(n.test, names):
+                return True
+            if isinstance(n, ast.JoinedStr) and _mentions(n, names):
+                return True
+            if flag and isinstance(n, ast.BoolOp) and _mentions(n, names):
+                return True
+    return False

@@ -391,6 +391,9 @@ DECIDED_DEVICE_STRINGS = [
     pytest.param('model.to("cuda")\r\nx.to(device="cuda:0")\r\n', "m.py", id="CN102-crlf"),
     pytest.param('def f(m):\n    m.to(\n        "cuda",  # why\n    )\n', "m.py", id="CN102-multi-line-call"),
     pytest.param('xs = [f(d) for d in ("cpu", "cuda:0")]\n', "m.py", id="CN102-comprehension-over-devices"),
+    pytest.param('def f(m):\n    where = "cuda"\n    m.to(where)\n    m.to(kind=where)\n', "m.py", id="CN102-bound-then-a-device"),
+    pytest.param('def f(m, device="cuda"):\n    m.to(device)\n\n\ndevice = "cuda:0"\n', "m.py", id="CN102-default-and-binding-unread"),
+    pytest.param('class A:\n    def __init__(self, device="cuda"):\n        self.device = device\n\n    def f(self):\n        return self.device\n', "m.py", id="CN102-kept-on-self-unread"),
 ]
 
 
@@ -405,9 +408,11 @@ def test_traps_decided_cn102(source, path):
 UNSURE_DEVICE_STRINGS = [
     pytest.param('import triton\nmodel.to("cuda")\n', id="CN102-kernel-language-imported"),
     pytest.param('def f(m, device="cuda"):\n    if device == "cuda":\n        torch.cuda.synchronize()\n    m.to(device)\n', id="CN102-default-with-readers"),
-    pytest.param('def f(m):\n    where = "cuda"\n    m.to(where)\n', id="CN102-bound-then-a-device"),
     pytest.param('x.to(f"cuda:{rank}")\n', id="CN102-f-string"),
     pytest.param('import torch\ntorch.cuda.get_device_properties("cuda")\n', id="CN102-torch-cuda-call"),
+    pytest.param('class A:\n    def __init__(self, device="cuda"):\n        self.device = device\n\n    def f(self):\n        assert self.device == "cuda"\n', id="CN102-kept-on-self-asserted"),
+    pytest.param('def f(x, device=None):\n    device = device or "cuda"\n    print(f"on {device}")\n    x.to(device)\n', id="CN102-bound-and-spelled"),
+    pytest.param('import torch\nprint(torch.zeros(1, device="cuda"))\n', id="CN102-in-a-message"),
     pytest.param('import torch\nout = torch.empty(8, device="cuda")\nctx.run([out.data_ptr()])\n', id="CN102-raw-pointer"),
 ]
 
