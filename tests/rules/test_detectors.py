@@ -60,7 +60,7 @@ FIXES_LEFT_TO_LIBCST = frozenset({"CN111", "CN627"})
 
 # Detectors that only prove a file holds no finding (every report of the visitor needs a word or
 # an import the detector looks for): unsure wherever the visitor could report, and on its examples.
-GATES = frozenset({"CN112", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN607", "CN609", "CN611", "CN616", "CN617", "CN619", "CN805"})
+GATES = frozenset({"CN103", "CN112", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN607", "CN609", "CN611", "CN616", "CN617", "CN619", "CN805"})
 
 
 # Detectors that build fixes but leave some shapes to libcst (unsure there): a literal bound to a
@@ -330,6 +330,16 @@ GATE_CASES = [
     pytest.param("CN617", "from ..ops import layer_norm\ny = layer_norm.rms_norm(x, w)\n", "pkg/models/block.py", _KERNELS, False, id="CN617-relative-kernel-module"),
     pytest.param("CN617", "def f():\n    ext = __import__('selective_scan_cuda')\n    return ext.fwd(u)\n", "m.py", _KERNELS, False, id="CN617-dynamic-in-function"),
     pytest.param("CN617", "from selective_scan_cuda import fwd as f\ny = f(u)\n", "m.py", _KERNELS, False, id="CN617-from-extension-alias"),
+    # CN103: "cuda" placed, printed, tested as a word, in a docstring; compared with a device in
+    # each of the shapes find_use follows (a comparison either way, a string test, an assertion).
+    pytest.param("CN103", 'import torch\nx.to("cuda")\nprint("cuda")\nif impl == "cuda":\n    pass\n', "m.py", Settings(), True, id="CN103-no-device-compared"),
+    pytest.param("CN103", 'def f():\n    """Compare with "cuda"."""\nok = impl in ["ref", "cuda"]\nname.startswith("cuda")\n', "m.py", Settings(), True, id="CN103-words-compared"),
+    pytest.param("CN103", 'USE = ("cu" "da")\nlabel = ("cuda" ":0")\n', "m.py", Settings(), True, id="CN103-concatenation-parts"),
+    pytest.param("CN103", 'pin = "cuda" == device\n', "m.py", Settings(), False, id="CN103-literal-on-the-left"),
+    pytest.param("CN103", 'ok = str(x.device).startswith(("cuda"))\n', "m.py", Settings(), False, id="CN103-string-test-parenthesized"),
+    pytest.param("CN103", 'class T:\n    def test(self):\n        self.assertIn("cuda", str(y.device))\n', "m.py", Settings(), False, id="CN103-test-assertion"),
+    pytest.param("CN103", 'gpu = getattr(device, "type", None) in ["cuda", "mps"]\n', "m.py", Settings(), False, id="CN103-membership-in-a-list"),
+    pytest.param("CN103", 'ok = f"{x.device.type == \'cuda\'}"\n', "m.py", Settings(), False, id="CN103-inside-f-string"),
     # CN805: the two pieces of its wake test in different chains; the chain through an alias.
     pytest.param("CN805", "import torch\nx = torch.from_numpy(a).to(device)\ny = w[i].float()\n", "m.py", Settings(), True, id="CN805-pieces-apart"),
     pytest.param("CN805", "import torch\ny = np_to_torch(a).to(device)[t].float()\n", "m.py", Settings(), True, id="CN805-not-from-numpy"),
