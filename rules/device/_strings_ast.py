@@ -68,6 +68,22 @@ def simple_string(file: AstFile, node: object) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and _ONE_LITERAL.fullmatch(literal_text(file, node)) is not None
 
 
+def fstring_may_report(file: AstFile, node: ast.JoinedStr) -> bool:
+    """Could libcst's walk report on this f-string (``looks_like_cuda_fstring``: its text starts
+    with "cuda") or on a "cuda" literal inside one of its placeholders (whose positions CPython
+    3.11 may misplace)? An f-string that only says "cuda" in its text, or a concatenation whose
+    later part does (libcst's ``ConcatenatedString`` stands between it and any use), cannot."""
+    for value in node.values:
+        if isinstance(value, ast.FormattedValue) and any(
+            isinstance(n, ast.Constant) and isinstance(n.value, str) and "cuda" in n.value for n in ast.walk(value)
+        ):
+            return True
+    text = literal_text(file, node)
+    body = text.lstrip("rRbBuUfF")
+    body = body[3:] if body[:3] in ('"""', "'''") else body[1:]
+    return body.startswith("cuda")
+
+
 def string_value(node: object) -> str | None:
     """``_shared/strings.string_value``: a plain string literal's value (concatenations included)."""
     return node.value if isinstance(node, ast.Constant) and type(node.value) is str else None

@@ -592,8 +592,8 @@ class _Detector(AstDetector):
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
         from cuda2neuron.python import Unsure
 
-        if "cuda" in _strings_ast.literal_text(self.file, node):
-            raise Unsure("an f-string naming CUDA")
+        if "cuda" in _strings_ast.literal_text(self.file, node) and _strings_ast.fstring_may_report(self.file, node):
+            raise Unsure("an f-string that may name a CUDA device")
 
     def visit_Constant(self, node: ast.Constant) -> None:
         from cuda2neuron.python import Unsure
@@ -604,7 +604,7 @@ class _Detector(AstDetector):
         if "cuda" not in text:
             return
         if not _strings_ast.simple_string(self.file, node):
-            raise Unsure("an implicit concatenation: libcst visits each part")
+            return  # an implicit concatenation: libcst's parts have no use (ConcatenatedString)
         value = _strings_ast.string_value(node)
         if value is None:
             return

@@ -308,8 +308,8 @@ class _Gate(AstDetector):
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
         from cuda2neuron.python import Unsure
 
-        if "cuda" in _strings_ast.literal_text(self.file, node):
-            raise Unsure("an f-string naming CUDA")
+        if "cuda" in _strings_ast.literal_text(self.file, node) and _strings_ast.fstring_may_report(self.file, node):
+            raise Unsure("an f-string that may name a CUDA device")
 
     def visit_Constant(self, node: ast.Constant) -> None:
         from cuda2neuron.python import Unsure
@@ -318,8 +318,8 @@ class _Gate(AstDetector):
             return
         if "cuda" not in _strings_ast.literal_text(self.file, node):
             return
-        # An implicit concatenation's parts are never compared in libcst's tree (the
-        # ConcatenatedString stands between): asking for the whole only adds unsure files.
+        if not _strings_ast.simple_string(self.file, node):
+            return  # an implicit concatenation's parts are never compared (ConcatenatedString)
         use = _strings_ast.find_use(self.ctx, node)
         if use is not None and use.kind is UseKind.COMPARISON:
             raise Unsure("a device compared with a CUDA literal")
