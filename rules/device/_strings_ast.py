@@ -17,6 +17,7 @@ from cuda2neuron.core import ProjectFacts
 from cuda2neuron.python import ArgNode, AstFile, AstWalk, Unsure
 
 from .._shared.consumers import _HAND_BACK, _STDLIB, takes_torch_device
+from .._shared.kernel_gates import SETUP_METHODS
 from .._shared.kernels import (
     _TORCH_CUDA_ONLY_MEMBERS,
     _REQUIREMENT,
@@ -46,7 +47,7 @@ from ._helpers import (
 )
 
 __all__ = [
-    "find_use", "is_bare_prefix", "kernels_possible", "library_callee", "library_callee_by_name", "literal_text",
+    "find_use", "is_bare_prefix", "kernels_possible", "requirement_literal", "library_callee", "library_callee_by_name", "literal_text",
     "simple_string", "string_value",
 ]  # fmt: skip
 
@@ -520,6 +521,18 @@ def kernels_possible(file: AstFile, facts: ProjectFacts) -> bool:
     return False
 
 
+def requirement_literal(file: AstFile) -> bool:
+    """Could a literal of the file spell a CUDA-only requirement (the kernel index's
+    ``providers``)? A part of an implicit concatenation counts where the whole may not."""
+    for node in ast.walk(file.tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if _cuda_requirement(node.value):
+                return True
+            if ("-" in node.value or any(c in node.value for c in "<>=~")) and not simple_string(file, node):
+                return True
+    return False
+
+
 def _cuda_requirement(value: str) -> bool:
     """``_shared/kernels._cuda_requirement`` on the value (its cheap test on the token skipped:
     a superset)."""
@@ -536,48 +549,203 @@ def _cuda_requirement(value: str) -> bool:
 
 def _import_names_kernel(node: ast.Import | ast.ImportFrom, path: str, facts: ProjectFacts) -> bool:
     """Would ``_Collector._bind_imports`` index a name of this import?"""
+    return bool(_kernel_import_names(node, path, facts))
+
+
+def _kernel_import_names(node: ast.Import | ast.ImportFrom, path: str, facts: ProjectFacts) -> set[str]:
+    """The names ``_Collector._bind_imports`` (and the decorators of a kernel language) could
+    index for this import: each local name it binds to CUDA-only code, and ``local.name`` for a
+    module whose names reach a kernel through other modules. A superset where unsure."""
+    found: set[str] = set()
     if isinstance(node, ast.Import):
         pairs = []
         for alias in node.names:
             full = alias.name
-            pairs.append((full,) if alias.asname is not None else (full.split(".")[0],))
+            local = alias.asname if alias.asname is not None else full.split(".")[0]
+            pairs.append((local, (full,) if alias.asname is not None else (full.split(".")[0],)))
             if full.split(".")[0] in KERNEL_LANGUAGES:
-                return True
+                found.add(local)
         relative = False
     else:
         if any(a.name == "*" for a in node.names):
-            return False
+            return found
         module = node.module
         relative = node.level > 0
+        locals_ = [a.asname if a.asname is not None else a.name for a in node.names]
         if (module or "").split(".")[0] in KERNEL_LANGUAGES:
-            return True
+            found.update(locals_)
         if relative:
             bases = relative_module(path, node.level, module)
-            pairs = [tuple(f"{b}.{a.name}" for b in bases) for a in node.names]
+            pairs = [(l, tuple(f"{b}.{a.name}" for b in bases)) for l, a in zip(locals_, node.names)]
         elif module:
-            pairs = [(f"{module}.{a.name}",) for a in node.names]
+            pairs = [(l, (f"{module}.{a.name}",)) for l, a in zip(locals_, node.names)]
         else:
             pairs = []
-    for candidates in pairs:
+    for local, candidates in pairs:
         if not candidates:
             continue
+        hit = False
         if not relative:
-            if describe_module(candidates[0], facts) is not None:
-                return True
-            if isinstance(node, ast.ImportFrom) and node.module is not None and not facts.kernel_module(node.module):
-                if describe_module(node.module, facts) is not None:
-                    return True
+            hit = describe_module(candidates[0], facts) is not None or (
+                isinstance(node, ast.ImportFrom) and node.module is not None and not facts.kernel_module(node.module)
+                and describe_module(node.module, facts) is not None
+            )
         else:
-            found = project_module(facts, candidates)
-            if found and describe_module(found, facts) is not None:
+            project = project_module(facts, candidates)
+            hit = bool(project) and describe_module(project, facts) is not None
+        hit = hit or any(facts.sink(c) is not None for c in candidates)
+        hit = hit or (bool(facts.selections) and any(facts.selected(c) for c in candidates))
+        hit = hit or candidates[0] in CUDA_IPC_CALLS
+        if hit:
+            found.add(local)
+        for c in candidates:
+            for name, _ in facts.sinks_in(c) or ():
+                found.add(f"{local}.{name}")
+    return found
+
+
+def _dotted(node: object) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _hits(dotted: str | None, names: set[str]) -> bool:
+    """``KernelIndex.target``: a prefix of the dotted name is indexed."""
+    if dotted is None:
+        return False
+    parts = dotted.split(".")
+    return any(".".join(parts[:i]) in names for i in range(len(parts), 0, -1))
+
+
+def _mentions_kernel(nodes: Sequence[ast.AST], names: set[str]) -> bool:
+    for stmt in nodes:
+        for n in ast.walk(stmt):
+            if isinstance(n, (ast.Name, ast.Attribute)) and _hits(_dotted(n), names):
                 return True
-        if any(facts.sink(c) is not None for c in candidates) or any(facts.sinks_in(c) for c in candidates):
-            return True
-        if facts.selections and any(facts.selected(c) for c in candidates):
-            return True
-        if candidates[0] in CUDA_IPC_CALLS:
-            return True
+            if isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name).split(".")[0] in names for a in n.names
+            ):
+                return True
     return False
+
+
+class KernelNames:
+    """A superset of ``_shared/kernels.kernel_index``'s names for one file, where no word of
+    ``_KERNEL_WORDS`` and no CUDA requirement literal is written (``kernels_possible`` answers
+    that first): the imports it would index, torch's CUDA-only members as spelled, and to a fixed
+    point every function (``f`` and ``self.f``), class and module-level name whose code mentions
+    one of them. A call of one is a kernel call (``handed_to_kernel``); a test function that
+    mentions one runs a kernel (``kernel_test``)."""
+
+    def __init__(self, file: AstFile, facts: ProjectFacts) -> None:
+        names: set[str] = set()
+        definitions: list[ast.AST] = []
+        for node in ast.walk(file.tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names |= _kernel_import_names(node, file.path, facts)
+            elif isinstance(node, ast.Attribute) and node.attr in _TORCH_CUDA_ONLY_MEMBERS:
+                dotted = _dotted(node)
+                if dotted is not None:
+                    names.add(dotted)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                definitions.append(node)
+        assigns = [s for s in ast.walk(file.tree) if isinstance(s, ast.Assign)]
+        changed = bool(names)
+        while changed:
+            changed = False
+            for d in definitions:
+                keys = {d.name} if isinstance(d, ast.ClassDef) else {d.name, f"self.{d.name}"}
+                if keys <= names:
+                    continue
+                if _mentions_kernel([*d.body, *d.decorator_list], names):
+                    names |= keys
+                    changed = True
+            for a in assigns:
+                bound = {t.id for t in a.targets if isinstance(t, ast.Name)}
+                if bound - names and _mentions_kernel([a.value], names):
+                    names |= bound
+                    changed = True
+        self.names = names
+
+    def __bool__(self) -> bool:
+        return bool(self.names)
+
+    def call(self, call: ast.Call) -> bool:
+        func = call.func.value if isinstance(call.func, ast.Subscript) else call.func
+        return _hits(_dotted(func), self.names)
+
+
+_CONVERSIONS = frozenset({"device", "to"})
+
+
+def handed_to_kernel(ctx: AstWalk, node: object, kernels: KernelNames) -> bool:
+    """Could ``_shared/kernel_gates.handed_to_kernel`` find a kernel for this value? Handed as
+    an argument (through ``torch.device(...)`` / ``.to(...)``, three hops) to a call of an indexed
+    name, or bound in a function to a name that the function hands to any indexed or own call."""
+    if not kernels:
+        return False
+    return _handed(ctx, list(ctx.ancestors), node, kernels, 3) or _handed_by_name(ctx, node, kernels)
+
+
+def _handed(ctx: AstWalk, ancestors: list[object], node: object, kernels: KernelNames, hops: int) -> bool:
+    found = value_user(ctx.file, ancestors, node)
+    if found is None:
+        return False
+    j, _ = found
+    arg, call = ancestors[j], ancestors[j - 1] if j >= 1 else None
+    if not (isinstance(arg, ArgNode) and isinstance(call, ast.Call)):
+        return False
+    if kernels.call(call):
+        return True
+    func = call.func
+    terminal = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return bool(hops) and terminal in _CONVERSIONS and _handed(ctx, ancestors[: j - 1], call, kernels, hops - 1)
+
+
+def _handed_by_name(ctx: AstWalk, node: object, kernels: KernelNames) -> bool:
+    ancestors = ctx.ancestors
+    child = node
+    for i in range(len(ancestors) - 1, -1, -1):
+        anc = ancestors[i]
+        if isinstance(anc, ast.Assign):
+            if child is not anc.value:
+                return False
+            func = next((a for a in reversed(ancestors[:i]) if isinstance(a, _FUNCTIONS)), None)
+            if func is None:
+                return False
+            # libcst's function is the nearest `def` above the statement (`_enclosing_function`).
+            names = {t.id for t in anc.targets if isinstance(t, ast.Name)}
+            if not names:
+                return False
+            own = {d.name for d in ast.walk(ctx.file.tree) if isinstance(d, _FUNCTIONS)}
+            for stmt in func.body:
+                for call in ast.walk(stmt):
+                    if isinstance(call, ast.Call) and any(isinstance(n, ast.Name) and n.id in names for a in ctx.args(call) for n in ast.walk(a.value)):
+                        head = _dotted(call.func.value if isinstance(call.func, ast.Subscript) else call.func) or ""
+                        if kernels.call(call) or head.split(".")[0] in own or head.startswith("self.") or head.split(".")[-1] in own:
+                            return True
+            return False
+        if isinstance(anc, (ast.stmt, ast.Lambda)):
+            return False
+        child = anc
+    return False
+
+
+def kernel_test(ancestors: Sequence[object], kernels: KernelNames) -> bool:
+    """Could ``_shared/consumers.kernel_test`` find a kernel? The innermost function is a test,
+    a set-up method or decorated (a fixture), and the file indexes anything."""
+    if not kernels:
+        return False
+    func = next((a for a in reversed(ancestors) if isinstance(a, _FUNCTIONS)), None)
+    if func is None:
+        return False
+    return func.name.startswith("test") or func.name in SETUP_METHODS or bool(func.decorator_list)
 
 
 def in_function_named(ancestors: Sequence[object]) -> str | None:
@@ -586,4 +754,4 @@ def in_function_named(ancestors: Sequence[object]) -> str | None:
     return func.name if func is not None else None
 
 
-__all__ += ["in_function_named", "says_device", "value_user"]
+__all__ += ["KernelNames", "handed_to_kernel", "in_function_named", "kernel_test", "says_device", "value_user"]

@@ -535,7 +535,7 @@ class _Detector(AstDetector):
     def __init__(self, rule: type[Rule], file, settings: Settings) -> None:  # noqa: ANN001 - python.AstFile
         super().__init__(rule, file)
         self.settings = settings
-        self._kernels: bool | None = None
+        self._kernels: _strings_ast.KernelNames | None = None
         # The visitor's `_pending` / `_used_as_device`: literals bound to a plain name, reported
         # when the module is left if the name is used as a device in the same scope.
         self._pending: dict[tuple[int, str], list[tuple[ast.Constant, tuple[object, ...]]]] = {}
@@ -634,9 +634,13 @@ class _Detector(AstDetector):
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id not in ("self", "cls"):
                 raise Unsure("a field a record may only write out (recorded_only)")
         if self._kernels is None:
-            self._kernels = _strings_ast.kernels_possible(self.file, facts)
-        if self._kernels:
-            raise Unsure("the file may hold CUDA-only code (handed_to_kernel, kernel_test)")
+            # Words that build CUDA-only code without an import: unsure outright; else the
+            # indexed names, a superset of the kernel index's.
+            if _strings_ast._KERNEL_WORDS.search(self.file.text) is not None or _strings_ast.requirement_literal(self.file):
+                raise Unsure("the file may build or select CUDA-only code (kernel_index)")
+            self._kernels = _strings_ast.KernelNames(self.file, facts)
+        if _strings_ast.handed_to_kernel(ctx, node, self._kernels) or _strings_ast.kernel_test(ctx.ancestors, self._kernels):
+            raise Unsure("the device may be handed to CUDA-only code (handed_to_kernel, kernel_test)")
         if "data_ptr" in self.file.text:
             raise Unsure("a raw pointer is taken (pointer_buffer)")
         if facts.device_readers or facts.option_readers:

@@ -403,6 +403,7 @@ DECIDED_DEVICE_STRINGS = [
     pytest.param('model.to("cuda")\r\nx.to(device="cuda:0")\r\n', "m.py", id="CN102-crlf"),
     pytest.param('def f(m):\n    m.to(\n        "cuda",  # why\n    )\n', "m.py", id="CN102-multi-line-call"),
     pytest.param('xs = [f(d) for d in ("cpu", "cuda:0")]\n', "m.py", id="CN102-comprehension-over-devices"),
+    pytest.param('import triton\nimport xformers.ops as xops\nmodel.to("cuda")\nrun(x.to("cuda"))\n\n\ndef f(m):\n    m.to("cuda")\n', "m.py", id="CN102-kernels-elsewhere"),
     pytest.param('def f(m):\n    where = "cuda"\n    m.to(where)\n    m.to(kind=where)\n', "m.py", id="CN102-bound-then-a-device"),
     pytest.param('def f(m, device="cuda"):\n    m.to(device)\n\n\ndevice = "cuda:0"\n', "m.py", id="CN102-default-and-binding-unread"),
     pytest.param('class A:\n    def __init__(self, device="cuda"):\n        self.device = device\n\n    def f(self):\n        return self.device\n', "m.py", id="CN102-kept-on-self-unread"),
@@ -418,7 +419,9 @@ def test_traps_decided_cn102(source, path):
 
 # CN102: where the visitor's answer rides on what the port does not follow, unsure.
 UNSURE_DEVICE_STRINGS = [
-    pytest.param('import triton\nmodel.to("cuda")\n', id="CN102-kernel-language-imported"),
+    pytest.param('import triton\n\n@triton.jit\ndef k(x):\n    pass\n\n\ndef test_k():\n    x = torch.zeros(3, device="cuda")\n    k[(1,)](x)\n', id="CN102-kernel-test"),
+    pytest.param('import xformers.ops as xops\ny = xops.memory_efficient_attention(q.to("cuda"), k, v)\n', id="CN102-handed-to-kernel"),
+    pytest.param('import torch\nimport xformers.ops as xops\n\ndef f(q):\n    where = torch.device("cuda")\n    return xops.memory_efficient_attention(q.to(where), q, q)\n', id="CN102-handed-by-name"),
     pytest.param('def f(m, device="cuda"):\n    if device == "cuda":\n        torch.cuda.synchronize()\n    m.to(device)\n', id="CN102-default-with-readers"),
     pytest.param('x.to(f"cuda:{rank}")\n', id="CN102-f-string"),
     pytest.param('import torch\ntorch.cuda.get_device_properties("cuda")\n', id="CN102-torch-cuda-call"),
