@@ -10,7 +10,9 @@ wrappers). A shape the port does not follow raises ``Unsure``: the file goes to 
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections.abc import Sequence
 
 from cuda2neuron.core import ProjectFacts
@@ -22,6 +24,7 @@ from .._shared.kernels import (
     _TORCH_CUDA_ONLY_MEMBERS,
     _REQUIREMENT,
     CUDA_IPC_CALLS,
+    CUDA_PROVIDERS,
     KERNEL_LANGUAGES,
     describe_module,
     project_module,
@@ -490,7 +493,9 @@ def library_callee_by_name(ctx: AstWalk, node: object, facts: ProjectFacts) -> s
 # Words of the code that builds or reaches CUDA-only code without an import the index reads
 # (``_shared/kernels._Collector``): a run-time extension build, an operator looked up by name,
 # an import spelled as a call, a hub kernel, another process on a GPU, ONNX Runtime's providers.
-_KERNEL_WORDS = re.compile(
+_KERNEL_WORDS = re.compile(r"cpp_extension|_jit_get_operation|CUDA_VISIBLE_DEVICES")
+# The words ``kernels_possible`` reads as they are (``requirement_literal`` reads the others).
+_ALL_KERNEL_WORDS = re.compile(
     r"cpp_extension|_jit_get_operation|import_module|__import__|get_kernel|get_local_kernel|load_kernel"
     r"|CUDA_VISIBLE_DEVICES|ExecutionProvider"
 )
@@ -502,7 +507,7 @@ def kernels_possible(file: AstFile, facts: ProjectFacts) -> bool:
     names), no torch CUDA-only member, no kernel language, no CUDA requirement literal, none of
     ``_KERNEL_WORDS``. Then ``handed_to_kernel``, ``kernel_test`` and ``guarded_kernel`` find
     nothing."""
-    if _KERNEL_WORDS.search(file.text) is not None:
+    if _ALL_KERNEL_WORDS.search(file.text) is not None:
         return True
     for node in ast.walk(file.tree):
         if isinstance(node, ast.Attribute):
@@ -521,15 +526,46 @@ def kernels_possible(file: AstFile, facts: ProjectFacts) -> bool:
     return False
 
 
-def requirement_literal(file: AstFile) -> bool:
-    """Could a literal of the file spell a CUDA-only requirement (the kernel index's
-    ``providers``)? A part of an implicit concatenation counts where the whole may not."""
+def _literal_parts(file: AstFile, node: ast.Constant) -> list[str] | None:
+    """The values of the string tokens libcst reads one by one (``"a" "b"``: two); None where
+    they cannot be told apart."""
+    if simple_string(file, node):
+        return [node.value]
+    try:
+        tokens = [t.string for t in tokenize.generate_tokens(io.StringIO(literal_text(file, node)).readline) if t.type == tokenize.STRING]
+        return [ast.literal_eval(t) for t in tokens]
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return None
+
+
+def requirement_literal(file: AstFile, facts: ProjectFacts) -> bool:
+    """Could the file's kernel index be filled by what no import shows (``_Collector``): a
+    literal naming ONNX Runtime's CUDA provider or a CUDA-only requirement (``providers``), an
+    import spelled as a call of a CUDA-only module (``dynamic_import``), a hub kernel (an import
+    of ``kernels``)? Each literal part of an implicit concatenation is read alone, as libcst
+    reads it."""
     for node in ast.walk(file.tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if _cuda_requirement(node.value):
+            if "ExecutionProvider" not in node.value and "-" not in node.value and not any(c in node.value for c in "<>=~"):
+                continue
+            parts = _literal_parts(file, node)
+            if parts is None:
                 return True
-            if ("-" in node.value or any(c in node.value for c in "<>=~")) and not simple_string(file, node):
+            if any(isinstance(p, str) and (p in CUDA_PROVIDERS or _cuda_requirement(p)) for p in parts):
                 return True
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if any(m.split(".")[0] == "kernels" for m in modules):
+                return True
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name in ("import_module", "__import__"):
+                first = node.args[0] if node.args else None
+                if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+                    continue
+                if describe_module(first.value, facts) is not None:
+                    return True
     return False
 
 
@@ -723,13 +759,14 @@ def _handed_by_name(ctx: AstWalk, node: object, kernels: KernelNames) -> bool:
             names = {t.id for t in anc.targets if isinstance(t, ast.Name)}
             if not names:
                 return False
-            own = {d.name for d in ast.walk(ctx.file.tree) if isinstance(d, _FUNCTIONS)}
+            # The file's own functions that reach a kernel are indexed names too (`KernelNames`),
+            # so a call of one counts here as `_KernelArguments` counts it.
             for stmt in func.body:
                 for call in ast.walk(stmt):
-                    if isinstance(call, ast.Call) and any(isinstance(n, ast.Name) and n.id in names for a in ctx.args(call) for n in ast.walk(a.value)):
-                        head = _dotted(call.func.value if isinstance(call.func, ast.Subscript) else call.func) or ""
-                        if kernels.call(call) or head.split(".")[0] in own or head.startswith("self.") or head.split(".")[-1] in own:
-                            return True
+                    if isinstance(call, ast.Call) and kernels.call(call) and any(
+                        isinstance(n, ast.Name) and n.id in names for a in ctx.args(call) for n in ast.walk(a.value)
+                    ):
+                        return True
             return False
         if isinstance(anc, (ast.stmt, ast.Lambda)):
             return False
@@ -737,15 +774,16 @@ def _handed_by_name(ctx: AstWalk, node: object, kernels: KernelNames) -> bool:
     return False
 
 
-def kernel_test(ancestors: Sequence[object], kernels: KernelNames) -> bool:
+def kernel_test(ctx: AstWalk, kernels: KernelNames) -> bool:
     """Could ``_shared/consumers.kernel_test`` find a kernel? The innermost function is a test,
-    a set-up method or decorated (a fixture), and the file indexes anything."""
+    a set-up method or a pytest fixture, and the file indexes anything."""
     if not kernels:
         return False
-    func = next((a for a in reversed(ancestors) if isinstance(a, _FUNCTIONS)), None)
+    func = next((a for a in reversed(ctx.ancestors) if isinstance(a, _FUNCTIONS)), None)
     if func is None:
         return False
-    return func.name.startswith("test") or func.name in SETUP_METHODS or bool(func.decorator_list)
+    fixture = any(ctx.qualname(d.func if isinstance(d, ast.Call) else d) == "pytest.fixture" for d in func.decorator_list)
+    return func.name.startswith("test") or func.name in SETUP_METHODS or fixture
 
 
 def in_function_named(ancestors: Sequence[object]) -> str | None:

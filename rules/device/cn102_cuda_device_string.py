@@ -636,10 +636,10 @@ class _Detector(AstDetector):
         if self._kernels is None:
             # Words that build CUDA-only code without an import: unsure outright; else the
             # indexed names, a superset of the kernel index's.
-            if _strings_ast._KERNEL_WORDS.search(self.file.text) is not None or _strings_ast.requirement_literal(self.file):
+            if _strings_ast._KERNEL_WORDS.search(self.file.text) is not None or _strings_ast.requirement_literal(self.file, facts):
                 raise Unsure("the file may build or select CUDA-only code (kernel_index)")
             self._kernels = _strings_ast.KernelNames(self.file, facts)
-        if _strings_ast.handed_to_kernel(ctx, node, self._kernels) or _strings_ast.kernel_test(ctx.ancestors, self._kernels):
+        if _strings_ast.handed_to_kernel(ctx, node, self._kernels) or _strings_ast.kernel_test(ctx, self._kernels):
             raise Unsure("the device may be handed to CUDA-only code (handed_to_kernel, kernel_test)")
         if "data_ptr" in self.file.text:
             raise Unsure("a raw pointer is taken (pointer_buffer)")
