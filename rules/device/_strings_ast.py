@@ -38,7 +38,6 @@ from ._helpers import (
     _COLLECTION_ADDS,
     _DEVICE_KEYWORDS,
     _DEVICE_PARAMS,
-    _DEVICE_RE,
     _DEVICE_SETTER,
     _LOOKUP_METHODS,
     _LOOKUPS,
@@ -50,7 +49,7 @@ from ._helpers import (
 )
 
 __all__ = [
-    "find_use", "is_bare_prefix", "kernels_possible", "requirement_literal", "library_callee", "library_callee_by_name", "literal_text",
+    "KERNEL_WORDS", "find_use", "is_bare_prefix", "requirement_literal", "library_callee", "library_callee_by_name", "literal_text",
     "simple_string", "string_value",
 ]  # fmt: skip
 
@@ -491,39 +490,9 @@ def library_callee_by_name(ctx: AstWalk, node: object, facts: ProjectFacts) -> s
 
 
 # Words of the code that builds or reaches CUDA-only code without an import the index reads
-# (``_shared/kernels._Collector``): a run-time extension build, an operator looked up by name,
-# an import spelled as a call, a hub kernel, another process on a GPU, ONNX Runtime's providers.
-_KERNEL_WORDS = re.compile(r"cpp_extension|_jit_get_operation|CUDA_VISIBLE_DEVICES")
-# The words ``kernels_possible`` reads as they are (``requirement_literal`` reads the others).
-_ALL_KERNEL_WORDS = re.compile(
-    r"cpp_extension|_jit_get_operation|import_module|__import__|get_kernel|get_local_kernel|load_kernel"
-    r"|CUDA_VISIBLE_DEVICES|ExecutionProvider"
-)
-
-
-def kernels_possible(file: AstFile, facts: ProjectFacts) -> bool:
-    """Could ``_shared/kernels.kernel_index`` of this file be non-empty? False only where none
-    of what fills it is there: no import it describes as CUDA-only (nor one a project fact
-    names), no torch CUDA-only member, no kernel language, no CUDA requirement literal, none of
-    ``_KERNEL_WORDS``. Then ``handed_to_kernel``, ``kernel_test`` and ``guarded_kernel`` find
-    nothing."""
-    if _ALL_KERNEL_WORDS.search(file.text) is not None:
-        return True
-    for node in ast.walk(file.tree):
-        if isinstance(node, ast.Attribute):
-            if node.attr in _TORCH_CUDA_ONLY_MEMBERS:
-                return True
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            if _import_names_kernel(node, file.path, facts):
-                return True
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if _cuda_requirement(node.value):
-                return True
-            # libcst reads each part of `"a" "b"` alone: a part may spell a requirement the
-            # whole does not.
-            if ("-" in node.value or any(c in node.value for c in "<>=~")) and not simple_string(file, node):
-                return True
-    return False
+# (``_shared/kernels._Collector``), read as words: a run-time extension build, an operator looked
+# up by name, another process on a GPU (``requirement_literal`` reads the other sources).
+KERNEL_WORDS = re.compile(r"cpp_extension|_jit_get_operation|CUDA_VISIBLE_DEVICES")
 
 
 def _literal_parts(file: AstFile, node: ast.Constant) -> list[str] | None:
@@ -581,11 +550,6 @@ def _cuda_requirement(value: str) -> bool:
     if bare == name and "-" not in name:
         return False
     return cuda_only_package(re.sub(r"[-_.]+", "-", bare).lower()) is not None
-
-
-def _import_names_kernel(node: ast.Import | ast.ImportFrom, path: str, facts: ProjectFacts) -> bool:
-    """Would ``_Collector._bind_imports`` index a name of this import?"""
-    return bool(_kernel_import_names(node, path, facts))
 
 
 def _kernel_import_names(node: ast.Import | ast.ImportFrom, path: str, facts: ProjectFacts) -> set[str]:
@@ -673,7 +637,7 @@ def _mentions_kernel(nodes: Sequence[ast.AST], names: set[str]) -> bool:
 
 class KernelNames:
     """A superset of ``_shared/kernels.kernel_index``'s names for one file, where no word of
-    ``_KERNEL_WORDS`` and no CUDA requirement literal is written (``kernels_possible`` answers
+    ``KERNEL_WORDS`` and no CUDA requirement literal is written (``requirement_literal`` answers
     that first): the imports it would index, torch's CUDA-only members as spelled, and to a fixed
     point every function (``f`` and ``self.f``), class and module-level name whose code mentions
     one of them. A call of one is a kernel call (``handed_to_kernel``); a test function that
@@ -786,10 +750,4 @@ def kernel_test(ctx: AstWalk, kernels: KernelNames) -> bool:
     return func.name.startswith("test") or func.name in SETUP_METHODS or fixture
 
 
-def in_function_named(ancestors: Sequence[object]) -> str | None:
-    """The name of the innermost function around the visited node (``kernel_test`` reads it)."""
-    func = next((a for a in reversed(ancestors) if isinstance(a, _FUNCTIONS)), None)
-    return func.name if func is not None else None
-
-
-__all__ += ["KernelNames", "handed_to_kernel", "in_function_named", "kernel_test", "says_device", "value_user"]
+__all__ += ["KernelNames", "handed_to_kernel", "kernel_test", "says_device", "value_user"]

@@ -636,7 +636,7 @@ class _Detector(AstDetector):
         if self._kernels is None:
             # Words that build CUDA-only code without an import: unsure outright; else the
             # indexed names, a superset of the kernel index's.
-            if _strings_ast._KERNEL_WORDS.search(self.file.text) is not None or _strings_ast.requirement_literal(self.file, facts):
+            if _strings_ast.KERNEL_WORDS.search(self.file.text) is not None or _strings_ast.requirement_literal(self.file, facts):
                 raise Unsure("the file may build or select CUDA-only code (kernel_index)")
             self._kernels = _strings_ast.KernelNames(self.file, facts)
         if _strings_ast.handed_to_kernel(ctx, node, self._kernels) or _strings_ast.kernel_test(ctx, self._kernels):
