@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Fix, Invalid, Rule, Safety, Settings
+from cuda2neuron.python import ArgNode
 
 from .._shared.consumers import kernel_test, library_callee, library_callee_by_name, pointer_buffer, takes_torch_device
+from .._shared.detector import AstDetector
 from .._shared.device_readers import device_reader
 from .._shared.kernel_gates import handed_to_kernel
 from .._shared.option_readers import option_reader
 from .._shared.strings import string_value
-from .._shared.target import checkpoint_device, needs_newer_torch
-from ._helpers import UseKind, find_use, is_bare_prefix, is_cuda_device_string, looks_like_cuda_fstring, retarget_fstring, retarget_string
+from .._shared.target import NEURON, checkpoint_device, needs_newer_torch
+from . import _strings_ast
+from ._helpers import _DEVICE_RE, _PREFIX, UseKind, _quote_of, find_use, is_bare_prefix, is_cuda_device_string, looks_like_cuda_fstring, retarget_fstring, retarget_string
 from ._records import recorded_only
 
 __all__ = ["CudaDeviceString"]
@@ -27,6 +32,18 @@ def _joined_prefix(node: cst.SimpleString, parent: cst.CSTNode | None) -> bool:
 
 
 _GUIDANCE = 'write the target device instead ("neuron", "neuron:N", or torch.accelerator.current_accelerator())'
+
+
+def _library_message(code: str, callee: str) -> tuple[str, str]:
+    """The message and guidance of a device handed to a library that reads it itself."""
+    return (
+        f"`{code}` is handed to `{callee}`, which reads the device itself",
+        f"Left as is: `{callee.split('.')[0]}` is not torch, and not a library known to hand its "
+        'device to torch, where "neuron" works; libraries that parse it themselves '
+        "(safetensors, ONNX Runtime, ultralytics) reject it. Check what the callee does with "
+        'it: if it passes it on to torch, write "neuron"; if it runs CUDA code of its own, '
+        "keep this path off Trainium.",
+    )
 
 
 class CudaDeviceString(Rule):
@@ -306,6 +323,14 @@ class CudaDeviceString(Rule):
         ),
     )
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """The visits below on CPython's ``ast`` (``_Detector``), on the neuron target only (the
+        accelerator target builds expressions, not a renamed literal)."""
+        if settings.target != NEURON:
+            return None
+        return _Detector(cls, file, settings).findings()
+
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "cuda" not in node.value:  # cheap test before any walking
             return
@@ -404,18 +429,8 @@ class CudaDeviceString(Rule):
         if callee is None or takes_torch_device(callee):
             callee = library_callee_by_name(self, node)
         if callee is not None and not takes_torch_device(callee):
-            self.report(
-                node,
-                f"`{self.context.code(node)}` is handed to `{callee}`, which reads the device itself",
-                guidance=(
-                    f"Left as is: `{callee.split('.')[0]}` is not torch, and not a library known to hand its "
-                    'device to torch, where "neuron" works; libraries that parse it themselves '
-                    "(safetensors, ONNX Runtime, ultralytics) reject it. Check what the callee does with "
-                    'it: if it passes it on to torch, write "neuron"; if it runs CUDA code of its own, '
-                    "keep this path off Trainium."
-                ),
-                effort=Effort.LOW,
-            )
+            message, guidance = _library_message(self.context.code(node), callee)
+            self.report(node, message, guidance=guidance, effort=Effort.LOW)
             return
         if use.what == "map-key":
             if built is not None:
@@ -507,3 +522,299 @@ class CudaDeviceString(Rule):
             ancestors=ancestors,
             depends=depends,
         )
+
+
+class _Detector(AstDetector):
+    """``CudaDeviceString``'s visits on CPython's ``ast`` (``_strings_ast``): the same findings,
+    fixes included, where every "cuda" device literal of the file sits in a position the port
+    follows and no hold can keep it (no kernel index, no raw pointer, no reader in another
+    module, no record). Unsure (None) for an f-string naming CUDA, a ``map_location`` dict, a pytest parametrization, an
+    argument of a ``torch.cuda`` call (the literal moves with the call: a dependency a
+    finding does not carry)."""
+
+    def __init__(self, rule: type[Rule], file, settings: Settings) -> None:  # noqa: ANN001 - python.AstFile
+        super().__init__(rule, file)
+        self.settings = settings
+        self._kernels: _strings_ast.KernelNames | None = None
+        # The visitor's `_pending` / `_used_as_device`: literals bound to a plain name, reported
+        # when the module is left if the name is used as a device in the same scope.
+        self._pending: dict[tuple[int, str], list[tuple[ast.Constant, tuple[object, ...]]]] = {}
+        self._used_as_device: set[tuple[int, str]] = set()
+        self._scopes: list[object] = []
+
+    def _name_use(self, node, name: str) -> None:  # noqa: ANN001 - ast.Name or the walk's KeywordName
+        if not self._pending:
+            return
+        key = (id(self.ctx.scope), name)
+        if key not in self._pending or key in self._used_as_device:
+            return
+        use = _strings_ast.find_use(self.ctx, node)
+        if use is not None and use.kind is UseKind.PLACEMENT and use.what != "map-key":
+            self._used_as_device.add(key)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self._name_use(node, node.id)
+
+    def visit_KeywordName(self, node) -> None:  # noqa: ANN001 - the walk's KeywordName
+        # libcst visits a keyword argument's name as a Name too.
+        self._name_use(node, node.id)
+
+    def leave_Module(self, node: ast.Module) -> None:
+        for key in self._used_as_device:
+            for bound, ancestors in self._pending[key]:
+                _program_links(ancestors, bound, self.file.tree)
+                self._reports.append((bound, None, ancestors))
+
+    def findings(self) -> list[Finding] | None:
+        from cuda2neuron.python import Unsure
+
+        reports = self.reports()
+        if reports is None:
+            return None
+        try:
+            return [self._finding(*report) for report in reports]
+        except Unsure:
+            return None
+
+    def _finding(self, node: ast.Constant, callee: str | None, ancestors: tuple[object, ...]) -> Finding:
+        from cuda2neuron.python import generated_text
+
+        start, _ = self.file.bounds(node)
+        code = generated_text(self.file, node, ancestors, start, 0, "")
+        if callee is not None:
+            message, guidance = _library_message(code, callee)
+            return self.finding(node, message, guidance, Effort.LOW)
+        prefix, quote, _ = _quote_of(self.file.text[start : self.file.bounds(node)[1]])
+        at = start + len(prefix) + len(quote)
+        fix = Fix(Safety.SAFE, generated_text(self.file, node, ancestors, at, len("cuda"), NEURON), "name the target device")
+        return self.finding(node, f"`{code}` names a CUDA device", _GUIDANCE, Effort.NONE, fix)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        from cuda2neuron.python import Unsure
+
+        if "cuda" in _strings_ast.literal_text(self.file, node) and _strings_ast.fstring_may_report(self.file, node):
+            raise Unsure("an f-string that may name a CUDA device")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        from cuda2neuron.python import Unsure
+
+        if not isinstance(node.value, (str, bytes)) or self.ctx.fstrings:
+            return  # an f-string's text is no SimpleString (and one naming CUDA is unsure above)
+        text = _strings_ast.literal_text(self.file, node)
+        if "cuda" not in text:
+            return
+        if not _strings_ast.simple_string(self.file, node):
+            return  # an implicit concatenation: libcst's parts have no use (ConcatenatedString)
+        value = _strings_ast.string_value(node)
+        if value is None:
+            return
+        parent = self.ctx.parent
+        if value == _PREFIX and not (isinstance(parent, ast.BinOp) and parent.left is node and isinstance(parent.op, ast.Add)):
+            return  # `is_bare_prefix` and not `_joined_prefix`
+        if not (value == _PREFIX or _DEVICE_RE.match(value)):
+            return
+        if not _quote_of(text)[2].startswith("cuda"):
+            return  # escapes: retarget_string leaves it
+        self._report(node)
+
+    def _report(self, node: ast.Constant) -> None:
+        from cuda2neuron.python import Unsure
+
+        ctx, facts = self.ctx, self.settings.project
+        use = _strings_ast.find_use(ctx, node)
+        if use is not None and use.kind is UseKind.BINDING:
+            self._scopes.append(ctx.scope)
+            self._pending.setdefault((id(ctx.scope), use.what), []).append((node, tuple(ctx.ancestors)))
+            return
+        if use is None or use.kind is not UseKind.PLACEMENT:
+            return
+        user = use.user
+        if isinstance(user, ast.Assign) and len(user.targets) == 1:
+            target = user.targets[0]
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id not in ("self", "cls"):
+                raise Unsure("a field a record may only write out (recorded_only)")
+        if self._kernels is None:
+            # Words that build CUDA-only code without an import: unsure outright; else the
+            # indexed names, a superset of the kernel index's.
+            if _strings_ast.KERNEL_WORDS.search(self.file.text) is not None or _strings_ast.requirement_literal(self.file, facts):
+                raise Unsure("the file may build or select CUDA-only code (kernel_index)")
+            self._kernels = _strings_ast.KernelNames(self.file, facts)
+        if _strings_ast.handed_to_kernel(ctx, node, self._kernels) or _strings_ast.kernel_test(ctx, self._kernels):
+            raise Unsure("the device may be handed to CUDA-only code (handed_to_kernel, kernel_test)")
+        if "data_ptr" in self.file.text:
+            raise Unsure("a raw pointer is taken (pointer_buffer)")
+        if facts.device_readers or facts.option_readers:
+            raise Unsure("another module may read the device (device_reader, option_reader)")
+        callee = _strings_ast.library_callee(ctx, node, facts)
+        if callee is None or takes_torch_device(callee):
+            callee = _strings_ast.library_callee_by_name(ctx, node, facts)
+        if callee is not None and not takes_torch_device(callee):
+            self._reports.append((node, callee, tuple(ctx.ancestors)))
+            return
+        ancestors = ctx.ancestors
+        if len(ancestors) >= 2 and isinstance(ancestors[-1], ArgNode) and isinstance(ancestors[-2], ast.Call):
+            if (ctx.qualname(ancestors[-2].func) or "").startswith("torch.cuda."):
+                raise Unsure("the device of a torch.cuda call moves with the call (_torch_cuda_call)")
+        _program_links(ancestors, node, self.file.tree)
+        self._reports.append((node, None, tuple(ancestors)))
+
+
+# Calls whose arguments are a message (python/_flows.py's `_MESSAGE_CALLS`).
+_MESSAGE_CALLS = frozenset({"print", "warn", "warning", "info", "debug", "error", "exception", "critical", "fatal", "log"})
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _program_links(ancestors: list[object] | tuple[object, ...], node: ast.AST, module: ast.Module) -> None:
+    """Raise ``Unsure`` where the program pass (``python/_flows.link_program``) could link the
+    fix to code elsewhere and so weaken it: a message under a CUDA test (``_follow_guards``), or
+    a value bound to a name (``_binding``) that a test, an ``assert``, an f-string or (for a
+    flag) an ``and``/``or`` of its scope mentions (``_link_readers``: such a read may ask about
+    CUDA). A registered buffer, an option's default or choices and a value kept on ``self`` by
+    a constructor that calls ``super()`` are unsure too."""
+    from cuda2neuron.python import Unsure
+
+    for anc in reversed(ancestors):
+        if isinstance(anc, (ast.Raise, ast.JoinedStr)):
+            raise Unsure("a message (link_program's _follow_guards)")
+        if isinstance(anc, ast.Call):
+            func = anc.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name in _MESSAGE_CALLS:
+                raise Unsure("a message (link_program's _follow_guards)")
+        if isinstance(anc, (ast.stmt, ast.Lambda)):
+            break
+    chain = (*ancestors, node)
+    found = _binding(chain, module)
+    if found is None:
+        return
+    scope, names, flag = found
+    regions = [(scope, names)]
+    if isinstance(scope, _FUNCTIONS):
+        owner = chain[chain.index(scope) - 1] if chain.index(scope) >= 1 else None
+        if isinstance(owner, ast.ClassDef):
+            if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "super" for stmt in scope.body for n in ast.walk(stmt)):
+                raise Unsure("a constructor handing its parameters to a base (_handed_to_base)")
+            kept = {
+                f"self.{t.attr}"
+                for stmt in scope.body
+                for a in ast.walk(stmt)
+                if isinstance(a, ast.Assign) and _read_name(a.value) in names
+                for t in a.targets
+                if _on_self(t)
+            }
+            if kept:
+                regions.append((owner, frozenset(kept)))
+    for region, wanted in regions:
+        if _mentioned_in_reads(region, wanted, flag):
+            raise Unsure("a test, an assert, an f-string or an and/or reads the bound value (link_program)")
+
+
+def _read_name(node: object) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
+
+
+def _on_self(target: object) -> bool:
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+
+
+def _function(chain: tuple[object, ...], below: int) -> ast.AST | None:
+    for k in range(below - 1, -1, -1):
+        if isinstance(chain[k], _FUNCTIONS):
+            return chain[k]  # type: ignore[return-value]
+        if isinstance(chain[k], (ast.ClassDef, ast.Lambda)):
+            return None
+    return None
+
+
+def _class(chain: tuple[object, ...], below: int) -> ast.ClassDef | None:
+    for k in range(below - 1, 0, -1):
+        if isinstance(chain[k], _FUNCTIONS):
+            owner = chain[k - 1]
+            return owner if isinstance(owner, ast.ClassDef) else None
+        if isinstance(chain[k], (ast.ClassDef, ast.Lambda)):
+            return None
+    return None
+
+
+def _binding(chain: tuple[object, ...], module: ast.Module) -> tuple[ast.AST, frozenset[str], bool] | None:
+    """``_flows._binding`` on ``ast``: (the scope that reads the value, the names it is read by,
+    whether the value is a flag (``_is_flag``)); None where the program pass binds nothing."""
+    from cuda2neuron.python import Unsure
+
+    for i in range(len(chain) - 2, -1, -1):
+        anc, child = chain[i], chain[i + 1]
+        if isinstance(anc, ArgNode) and child is anc.value and i >= 1 and isinstance(chain[i - 1], ast.Call):
+            func = chain[i - 1].func
+            if isinstance(func, ast.Attribute) and func.attr in ("register_buffer", "register_parameter", "add_argument"):
+                raise Unsure("a registered buffer or an option (link_program)")
+        if isinstance(anc, ast.arg):
+            if child is anc.annotation or i < 1 or not isinstance(chain[i - 1], _FUNCTIONS):
+                return None
+            return chain[i - 1], frozenset({anc.arg}), _flag_value(child)
+        if isinstance(anc, ast.Return):
+            owner = _function(chain, i)
+            if child is not anc.value or owner is None or not any(owner is s for s in module.body):
+                return None
+            results = frozenset(
+                t.id
+                for s in module.body
+                if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name) and s.value.func.id == owner.name
+                for t in s.targets
+                if isinstance(t, ast.Name)
+            )
+            return (module, results, _flag_value(child)) if results else None
+        if isinstance(anc, (ast.Assign, ast.AnnAssign)):
+            if child is not anc.value:
+                return None
+            targets = anc.targets if isinstance(anc, ast.Assign) else [anc.target]
+            names = frozenset(t.id for t in targets if isinstance(t, ast.Name))
+            scope = _function(chain, i)
+            if names and scope is not None:
+                return scope, names, _flag_value(child)
+            attributes = frozenset(f"self.{t.attr}" for t in targets if _on_self(t))
+            if not attributes:
+                if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) for t in targets):
+                    raise Unsure("a value stored on an instance (stored_on_instance)")
+                return None
+            owner = _class(chain, i)
+            return (owner, attributes, _flag_value(child)) if owner is not None else None
+        if isinstance(anc, (ast.stmt, ast.Lambda)):
+            return None
+    return None
+
+
+def _flag_value(value: object) -> bool:
+    """``_flows._is_flag``, wider: a call or an attribute counts too (a flag links more reads)."""
+    return isinstance(value, (ast.Compare, ast.UnaryOp, ast.BoolOp, ast.Call, ast.Attribute))
+
+
+def _mentions(node: ast.AST, names: frozenset[str]) -> bool:
+    """Does ``node`` spell one of ``names`` (libcst's walk meets every ``Name``: a keyword's and a
+    lambda parameter's too)?"""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in names:
+            return True
+        if isinstance(n, ast.Attribute) and _read_name(n) in names:
+            return True
+        if isinstance(n, ast.keyword) and n.arg in names:
+            return True
+        if isinstance(n, ast.arg) and n.arg in names:
+            return True
+    return False
+
+
+def _mentioned_in_reads(region: ast.AST, names: frozenset[str], flag: bool) -> bool:
+    body = region.body if isinstance(region, (*_FUNCTIONS, ast.ClassDef, ast.Module)) else [region]
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)) and _mentions(n.test, names):
+                return True
+            if isinstance(n, ast.JoinedStr) and _mentions(n, names):
+                return True
+            if flag and isinstance(n, ast.BoolOp) and _mentions(n, names):
+                return True
+    return False

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 import libcst.matchers as m
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings
 from cuda2neuron.python import dotted_name
 
+from .._shared.detector import AstDetector
 from .._shared.kernel_gates import report_kernel_gate
 from .._shared.selected import opened_code, selected_code
 from .._shared.target import needs_newer_torch
+from . import _strings_ast
 from ._helpers import UseKind, comparison_safety, find_use, is_bare_prefix, looks_like_cuda_fstring, retarget_fstring, retarget_string
 
 __all__ = ["CudaDeviceComparison"]
@@ -197,6 +201,14 @@ class CudaDeviceComparison(Rule):
         ),
     )
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: no finding where no "cuda" literal of the file is compared with a device (every
+        report starts from ``find_use``'s COMPARISON; ``_Gate`` asks it on ``ast``); unsure
+        wherever one is, or an f-string names CUDA (libcst runs). Most files CN103 wakes on spell
+        "cuda" in a placement, a docstring or a message."""
+        return None if _Gate(cls, file).reports() is None else []
+
     def __init__(self, context) -> None:  # noqa: ANN001
         super().__init__(context)
         # Per outermost function: does it name Caffe2? Keyed by id(), so the functions are kept
@@ -287,3 +299,27 @@ class CudaDeviceComparison(Rule):
             description="test for the target device",
             depends=selected_code(self.context.ancestors, node), needs=opened_code(self.context.ancestors, node),
         )
+
+
+class _Gate(AstDetector):
+    """``CudaDeviceComparison.visit_SimpleString``'s first question on ``ast``: is the literal
+    compared with a device? Unsure (``Unsure``) at the first that is."""
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        from cuda2neuron.python import Unsure
+
+        if "cuda" in _strings_ast.literal_text(self.file, node) and _strings_ast.fstring_may_report(self.file, node):
+            raise Unsure("an f-string that may name a CUDA device")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        from cuda2neuron.python import Unsure
+
+        if not isinstance(node.value, (str, bytes)) or self.ctx.fstrings:
+            return
+        if "cuda" not in _strings_ast.literal_text(self.file, node):
+            return
+        if not _strings_ast.simple_string(self.file, node):
+            return  # an implicit concatenation's parts are never compared (ConcatenatedString)
+        use = _strings_ast.find_use(self.ctx, node)
+        if use is not None and use.kind is UseKind.COMPARISON:
+            raise Unsure("a device compared with a CUDA literal")
