@@ -109,6 +109,12 @@ class ProjectFacts:
     # test stands and what returned the device, moved by --unsafe-fixes): a "neuron" default
     # there moved alone takes the test's other branch (``workspace/_value_results.py``).
     returned_options: frozenset[tuple[str, str, str, bool]] = frozenset()
+    # Properties that may return a name a subclass gave its base as "cuda" (``super().__init__(
+    # name="cuda")``, a literal the port leaves: no device word), beside other answers
+    # (``return self.buffer.device.type`` ... ``return current_backend().name``), as (property,
+    # where its return stands, where the literal stands): a test of the property against "cuda"
+    # cannot move alone (``workspace/_value_properties.py``).
+    left_cuda_properties: frozenset[tuple[str, str, str]] = frozenset()
 
     def library_backend(self, field: str) -> str | None:
         """Where the project hands ``field`` to a CUDA-only library as a backend; None if it

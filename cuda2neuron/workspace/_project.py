@@ -31,6 +31,7 @@ from ._line_search import findall_at_lines
 from ._library_sinks import library_pattern, library_starts, spelled, unconditional_uses
 from ._value_args import option_readers
 from ._value_readers import Source, device_readers, may_read_devices, selections
+from ._value_properties import left_cuda_properties, may_name_cuda
 from ._value_results import may_return_values, returned_options
 from ._value_returns import cuda_left, device_returns, may_return_devices
 
@@ -101,6 +102,7 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
     reader_files: list[tuple[Path, Path, bytes]] = []  # files that may hold a device reader
     return_files: list[tuple[Path, Path, bytes]] = []  # files that may return a device fact
     value_files: list[tuple[Path, Path, bytes]] = []  # files that may return a device value
+    name_files: list[tuple[Path, Path, bytes]] = []  # files that may name a base "cuda"
     read: list[tuple[Path, Path, bytes]] = []  # every file read, for the callers of those (no second read)
     for path, root in candidates:
         resolved = _resolved(path)
@@ -119,6 +121,8 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
             return_files.append((path, root, data))
         if may_return_values(data):
             value_files.append((path, root, data))
+        if may_name_cuda(data):
+            name_files.append((path, root, data))
         if libraries is None and may_trigger(data, "python"):
             libraries = library_pattern(own)
             library_files += [f for f in unread if any(p.search(f[2]) for p in libraries)]
@@ -182,6 +186,13 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
             facts = replace(facts, option_readers=options)
     if value_files:
         facts = _with_returned_options(facts, read, value_files, parsed)
+    if name_files:
+        rows = left_cuda_properties(
+            ((p, "", _shown(p, r), d) for p, r, d in name_files),
+            lambda: ((p, "", _shown(p, r), d) for p, r, d in read if p.name != "setup.py"),
+            parsed.get,
+        )
+        facts = replace(facts, left_cuda_properties=rows) if rows else facts
     starts, start_paths = _library_starts(library_files, facts)
     if not kernels and not extensions and not starts:
         # Most projects: nothing CUDA-only to reach, nothing more to read (a device fact's

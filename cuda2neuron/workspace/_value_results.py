@@ -44,6 +44,7 @@ from pathlib import Path
 from ._library_sinks import spelled
 from ._value_args import NAMESPACES
 from ._value_readers import Source, _argument
+from ._value_returns import _own_nodes
 
 __all__ = ["may_return_values", "returned_options"]
 
@@ -158,16 +159,6 @@ def _source(node: ast.expr, parameters: Mapping[str, int | None], once: Mapping[
         if node.id in once and depth > 0:
             return _source(once[node.id], parameters, once, depth - 1)
     return None
-
-
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of ``scope`` outside its nested functions and classes."""
-    todo = list(ast.iter_child_nodes(scope))
-    while todo:
-        node = todo.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            todo.extend(ast.iter_child_nodes(node))
 
 
 def _scopes(tree: ast.Module) -> Iterator[ast.AST]:

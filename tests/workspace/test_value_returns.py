@@ -186,3 +186,50 @@ def test_an_option_moves_with_the_test_on_the_device_returned_from_it(ports, pat
     if where is not None:
         held = [f for f in ports[False][path][1] if f.span.start_line == line and not f.applied]
         assert held and all(w in held[0].message for w in where), [(f.code, f.span.start_line, f.message) for f in ports[False][path][1]]
+
+
+# --- a property that may still answer "cuda": a name given to a base, returned beside devices ----
+
+BASE = "class Backend:\n    def __init__(self, name):\n        self._name = name\n\n    @property\n    def name(self):\n        return self._name\n"
+GPU = "from pkg.base import Backend\n\nclass Gpu(Backend):\n    def __init__(self):\n        super().__init__({keyword}='cuda')\n\ndef current():\n    return Gpu()\n"
+BLOCK = (
+    "from pkg.gpu import current\n\nclass Block:\n    def __init__(self, buf=None):\n        self.buf = buf\n\n"
+    "    {decorator}\n    def device_type(self):\n        if self.buf is not None:\n            return self.buf.device.type\n"
+    "        return current().{attribute}\n"
+)
+
+# (files, the properties recorded)
+PROPERTIES = [
+    pytest.param({"pkg/base.py": BASE, "pkg/gpu.py": GPU.format(keyword="name"), "pkg/block.py": BLOCK.format(decorator="@property", attribute="name")},
+                 {"device_type"}, id="a-name-given-to-the-base-and-returned"),
+    pytest.param({"pkg/base.py": BASE.replace("name", "device"), "pkg/gpu.py": GPU.format(keyword="device"),
+                  "pkg/block.py": BLOCK.format(decorator="@property", attribute="device")},
+                 set(), id="a-device-keyword-moves-with-the-port"),
+    pytest.param({"pkg/base.py": BASE, "pkg/gpu.py": GPU.format(keyword="name"), "pkg/block.py": BLOCK.format(decorator="@staticmethod", attribute="name")},
+                 set(), id="only-a-property"),
+    pytest.param({"pkg/base.py": BASE, "pkg/gpu.py": GPU.format(keyword="name"), "pkg/block.py": BLOCK.format(decorator="@property", attribute="label")},
+                 set(), id="another-attribute-returned"),
+]
+
+
+@pytest.mark.parametrize(("files", "expected"), PROPERTIES)
+def test_the_sweep_records_a_property_that_returns_a_name_left_cuda(tmp_path, files, expected):
+    facts = project_facts(discover([write_tree(tmp_path / "proj", files)]).files)
+    assert {name for name, _, _ in facts.left_cuda_properties} == expected
+
+
+# (the test's line in retlib/offload.py, its text after both runs, text the held finding's message holds)
+PROPERTY_TESTS = [
+    pytest.param(7, 'block.device_type == "cuda"', ("retlib/blocks.py:16", "retlib/backends.py:16"), id="the-property-s-test-is-left-to-a-person"),
+    pytest.param(15, 'block.buffer.device.type == "neuron"', None, id="a-tensor-s-device-moves"),
+]
+
+
+@pytest.mark.parametrize(("line", "wanted", "where"), PROPERTY_TESTS)
+def test_a_test_of_a_property_that_may_stay_cuda_does_not_move(ports, line, wanted, where):
+    for run in (False, True):
+        text, findings = ports[run]["retlib/offload.py"]
+        assert wanted in text.splitlines()[line - 1], (run, text.splitlines()[line - 1])
+    if where is not None:
+        held = [f for f in ports[False]["retlib/offload.py"][1] if f.span.start_line == line and not f.applied]
+        assert held and all(w in held[0].message for w in where), [(f.code, f.span.start_line, f.message) for f in held]
