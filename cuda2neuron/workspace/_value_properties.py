@@ -38,9 +38,14 @@ from ._value_returns import _own_nodes
 __all__ = ["left_cuda_properties", "may_name_cuda"]
 
 
+# `super().__init__(` and a keyword given "cuda" before any other parenthesis (a `name="cuda"`
+# among plain arguments, over lines).
+_NAMED = re.compile(rb"""super\(\)\.__init__\([^()]*?\b\w+[ \t]*=[ \t]*["']cuda["']""")
+
+
 def may_name_cuda(data: bytes) -> bool:
     """Whether a file's bytes may hand its base a "cuda" name (the sweep's cheap test, no parse)."""
-    return b"super().__init__(" in data and (b'="cuda"' in data or b"='cuda'" in data)
+    return b"super().__init__(" in data and (b'cuda"' in data or b"cuda'" in data) and _NAMED.search(data) is not None
 
 
 def left_cuda_properties(

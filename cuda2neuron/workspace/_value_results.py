@@ -50,7 +50,9 @@ __all__ = ["may_return_values", "returned_options"]
 
 # A `return` of a device-named value, through `str(` (`torch.device(...)` is one), first or after
 # plain names in a tuple (`return device`, `return torch.device(args.device)`, `return rank, device`).
-_RETURN = re.compile(rb"^[ \t]*return[ \t(]+(?:[\w.]+[ \t]*,[ \t]*)*(?:str\([ \t]*)?(?:[A-Za-z_][\w.]*)?device\b", re.MULTILINE)
+# Not anchored at the line's start: the engine then skips to each literal `return` (a `^` anchor
+# tried every line: 0.45 CPU-s over diffusers' 2,088 files); `_returned_lines` checks the line.
+_RETURN = re.compile(rb"return[ \t(]+(?:[\w.]+[ \t]*,[ \t]*)*(?:str\([ \t]*)?(?:[A-Za-z_][\w.]*)?device\b")
 # What a device value is built through on its way to the return.
 _WRAPPERS = frozenset({"torch.device", "str"})
 # How many names bound in the function a return is followed through (`d = ...; device = d`).
@@ -59,7 +61,15 @@ _DEPTH = 4
 
 def may_return_values(data: bytes) -> bool:
     """Whether a file's bytes may return a device value (the sweep's cheap test, no parse)."""
-    return b"return" in data and b"device" in data and _RETURN.search(data) is not None
+    return b"device" in data and next(_returned_lines(data), None) is not None
+
+
+def _returned_lines(data: bytes) -> Iterator[int]:
+    """The lines (1-based) whose statement returns a device-named value."""
+    for match in _RETURN.finditer(data):
+        start = data.rfind(b"\n", 0, match.start()) + 1
+        if not data[start : match.start()].strip(b" \t"):
+            yield data.count(b"\n", 0, start) + 1
 
 
 # (parameter, its position or None for keyword-only, the namespace's attribute or None, the
@@ -83,8 +93,12 @@ def returned_options(
         tree = parse(path, data)
         if tree is None:
             continue  # the per-file run reports it
+        lines = list(_returned_lines(data))
         for func in tree.body:
-            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # Only a function holding one of the return lines is walked.
+            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                func.lineno <= n <= (func.end_lineno or func.lineno) for n in lines
+            ):
                 handed, line = _handed_back(func)
                 if handed:
                     returns[f"{module}.{func.name}"] = (f"{shown}:{line}", handed)
