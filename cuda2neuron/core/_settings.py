@@ -102,6 +102,19 @@ class ProjectFacts:
     # --unsafe-fixes): an ``add_argument("--device", default="cuda")`` there moved alone reaches
     # the raise (``workspace/_value_args.py``).
     option_readers: frozenset[tuple[str, str, str, bool]] = frozenset()
+    # The attributes of a parsed command line that a function builds a device from and returns
+    # (``def init_device(args): return torch.device(args.device)``), where the caller tests the
+    # answer against "cuda" in front of code (``device = init_device(args)``, then ``if
+    # device.type == "cuda": scaler = Scaler()``), as (the caller's module, attribute, where the
+    # test stands and what returned the device, moved by --unsafe-fixes): a "neuron" default
+    # there moved alone takes the test's other branch (``workspace/_value_results.py``).
+    returned_options: frozenset[tuple[str, str, str, bool]] = frozenset()
+    # Properties that may return a name a subclass gave its base as "cuda" (``super().__init__(
+    # name="cuda")``, a literal the port leaves: no device word), beside other answers
+    # (``return self.buffer.device.type`` ... ``return current_backend().name``), as (property,
+    # where its return stands, where the literal stands): a test of the property against "cuda"
+    # cannot move alone (``workspace/_value_properties.py``).
+    left_cuda_properties: frozenset[tuple[str, str, str]] = frozenset()
 
     def library_backend(self, field: str) -> str | None:
         """Where the project hands ``field`` to a CUDA-only library as a backend; None if it
@@ -203,16 +216,13 @@ class ProjectFacts:
         command line's ``attribute``, handed by the module at ``path`` (a file's path: its
         module's dotted name is the path's tail); None for most options. Moved by
         --unsafe-fixes only where every such test is."""
-        if not self.option_readers:
-            return None
-        stem = PurePath(path).with_suffix("").as_posix()
-        rows = sorted(
-            (where, unsafe) for module, found, where, unsafe in self.option_readers
-            if found == attribute and module and (stem == module.replace(".", "/") or stem.endswith("/" + module.replace(".", "/")))
-        )
-        if not rows:
-            return None
-        return rows[0][0], all(r[1] for r in rows)
+        return _option_row(self.option_readers, path, attribute)
+
+    def returned_option(self, path: str, attribute: str) -> tuple[str, bool] | None:
+        """(where, moved by --unsafe-fixes) of the first test on a device that a function builds
+        from a parsed command line's ``attribute`` and returns to the module at ``path``, as
+        ``option_reader``'s."""
+        return _option_row(self.returned_options, path, attribute)
 
     def extension_loader(self, function: str) -> bool:
         """Whether ``function`` (dotted, ``pkg.jit.load_ext``) is one of the project's loaders."""
@@ -257,6 +267,22 @@ def _module_sink_table(sinks: frozenset[tuple[str, str]]) -> dict[str, tuple[tup
         for i in range(len(parts)):
             grouped.setdefault(".".join(parts[i:]), []).append((name, sink))
     return {module: tuple(names) for module, names in grouped.items()}
+
+
+def _option_row(rows: frozenset[tuple[str, str, str, bool]], path: str, attribute: str) -> tuple[str, bool] | None:
+    """The first (where, moved by --unsafe-fixes) of ``rows`` (module, attribute, where, moved)
+    for ``attribute`` in the module at ``path`` (a file's path: its module's dotted name is the
+    path's tail); moved only where every such test is."""
+    if not rows:
+        return None
+    stem = PurePath(path).with_suffix("").as_posix()
+    found = sorted(
+        (where, unsafe) for module, name, where, unsafe in rows
+        if name == attribute and module and (stem == module.replace(".", "/") or stem.endswith("/" + module.replace(".", "/")))
+    )
+    if not found:
+        return None
+    return found[0][0], all(r[1] for r in found)
 
 
 @lru_cache(maxsize=8)

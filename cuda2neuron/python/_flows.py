@@ -103,8 +103,9 @@ def _binding(report: Report) -> tuple[cst.FunctionDef | cst.ClassDef | cst.Modul
             call, module = chain[i - 1], chain[0]
             dest = _option_dest(call) if isinstance(call, cst.Call) else None
             if dest is not None and isinstance(module, cst.Module):
-                options = frozenset(f"{ns}.{dest}" for ns in _namespaces(module))
-                return module, options | _copied_to_self(module, options)
+                spaces = _namespaces(module)
+                options = frozenset(f"{ns}.{dest}" for ns in spaces)
+                return module, options | _copied_to_self(module, options) | _splatted_to_self(module, spaces, dest)
         if isinstance(anc, cst.Param):
             if child is not anc.default or i < 2 or not isinstance(chain[i - 2], cst.FunctionDef):
                 return None
@@ -314,6 +315,33 @@ def _copied_to_self(module: cst.Module, names: frozenset[str]) -> frozenset[str]
     finder = _SelfCopies(names)
     visit_syntax(module, finder)
     return frozenset(finder.found)
+
+
+def _splatted_to_self(module: cst.Module, spaces: frozenset[str], dest: str) -> frozenset[str]:
+    """``self.device`` for each ``self.device = device`` in the module when the module turns its
+    parsed namespace into keywords (``kwargs = vars(args).copy()``, then ``Runner(**kwargs)``):
+    the option lands in every parameter named as it, and a class keeps it on itself. timm's
+    benchmark handed ``--device`` to its runners so, whose ``if 'cuda' in self.device:`` picks
+    the clock that synchronizes: the default moved alone timed queued work on Trainium. Only the
+    copies onto ``self`` are followed (a plain ``device`` read is any function's own name)."""
+    finder = _NamespaceSplats(spaces)
+    visit_syntax(module, finder)
+    return _copied_to_self(module, frozenset({dest})) if finder.found else frozenset()
+
+
+class _NamespaceSplats(cst.CSTVisitor):
+    """Whether the module calls ``vars(<namespace>)``."""
+
+    def __init__(self, spaces: frozenset[str]) -> None:
+        self.spaces = spaces
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if (
+            isinstance(node.func, cst.Name) and node.func.value == "vars" and len(node.args) == 1
+            and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value in self.spaces
+        ):
+            self.found = True
 
 
 class _SelfCopies(cst.CSTVisitor):

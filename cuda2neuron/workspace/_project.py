@@ -31,6 +31,8 @@ from ._line_search import findall_at_lines
 from ._library_sinks import library_pattern, library_starts, spelled, unconditional_uses
 from ._value_args import option_readers
 from ._value_readers import Source, device_readers, may_read_devices, selections
+from ._value_properties import left_cuda_properties, may_name_cuda
+from ._value_results import may_return_values, returned_options
 from ._value_returns import cuda_left, device_returns, may_return_devices
 
 __all__ = ["project_facts", "with_project_facts"]
@@ -99,6 +101,8 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
     library_files: list[tuple[Path, Path, bytes]] = []  # files that may use CUDA-only library code
     reader_files: list[tuple[Path, Path, bytes]] = []  # files that may hold a device reader
     return_files: list[tuple[Path, Path, bytes]] = []  # files that may return a device fact
+    value_files: list[tuple[Path, Path, bytes]] = []  # files that may return a device value
+    name_files: list[tuple[Path, Path, bytes]] = []  # files that may name a base "cuda"
     read: list[tuple[Path, Path, bytes]] = []  # every file read, for the callers of those (no second read)
     for path, root in candidates:
         resolved = _resolved(path)
@@ -115,6 +119,10 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
             reader_files.append((path, root, data))
         if may_return_devices(data):
             return_files.append((path, root, data))
+        if may_return_values(data):
+            value_files.append((path, root, data))
+        if may_name_cuda(data):
+            name_files.append((path, root, data))
         if libraries is None and may_trigger(data, "python"):
             libraries = library_pattern(own)
             library_files += [f for f in unread if any(p.search(f[2]) for p in libraries)]
@@ -176,6 +184,15 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
         )
         if options:
             facts = replace(facts, option_readers=options)
+    if value_files:
+        facts = _with_returned_options(facts, read, value_files, parsed)
+    if name_files:
+        rows = left_cuda_properties(
+            ((p, "", _shown(p, r), d) for p, r, d in name_files),
+            lambda: ((p, "", _shown(p, r), d) for p, r, d in read if p.name != "setup.py"),
+            parsed.get,
+        )
+        facts = replace(facts, left_cuda_properties=rows) if rows else facts
     starts, start_paths = _library_starts(library_files, facts)
     if not kernels and not extensions and not starts:
         # Most projects: nothing CUDA-only to reach, nothing more to read (a device fact's
@@ -234,6 +251,26 @@ def _device_readers(candidates: list[tuple[Path, Path]], files: list[tuple[Path,
     return device_readers(first, spelling, _module_bindings, parsed.get)
 
 
+def _with_returned_options(facts: ProjectFacts, read: list[tuple[Path, Path, bytes]], files: list[tuple[Path, Path, bytes]],
+                           parsed: _Trees) -> ProjectFacts:
+    """``_value_results.returned_options`` over the files that may return a device value, with
+    the callers among the files the sweep read (their bytes kept from the first read)."""
+    first = [(p, _module_of(p, r), _shown(p, r), d) for p, r, d in files if _module_of(p, r) and p.name != "setup.py"]
+    rows = returned_options(first, lambda words: _calling(read, words), _module_bindings, parsed.get)
+    return replace(facts, returned_options=rows) if rows else facts
+
+
+def _calling(read: list[tuple[Path, Path, bytes]], words: list[str]) -> Iterable[Source]:
+    """The files of ``read`` (not setup.py) that spell one of ``words`` before a ``(``."""
+    used = re.compile(rb"\b(?:" + b"|".join(re.escape(w.encode()) for w in words) + rb")[ \t]*\(")
+    spelled_words = [w.encode() for w in words]
+    for path, root, data in read:
+        if path.name != "setup.py" and any(w in data for w in spelled_words) and used.search(data):
+            module = _module_of(path, root)
+            if module:
+                yield path, module, _shown(path, root), data
+
+
 def _with_returns(facts: ProjectFacts, read: list[tuple[Path, Path, bytes]], files: list[tuple[Path, Path, bytes]],
                   sinks: Mapping[str, str], parsed: _Trees) -> ProjectFacts:
     """``_value_returns.device_returns`` over the files that may return a device fact, with the
@@ -243,15 +280,6 @@ def _with_returns(facts: ProjectFacts, read: list[tuple[Path, Path, bytes]], fil
         return facts
     first = [(p, _module_of(p, r), _shown(p, r), d) for p, r, d in files if _module_of(p, r) and p.name != "setup.py"]
 
-    def calling(words: list[str]) -> Iterable[Source]:
-        used = re.compile(rb"\b(?:" + b"|".join(re.escape(w.encode()) for w in words) + rb")[ \t]*\(")
-        spelled_words = [w.encode() for w in words]
-        for path, root, data in read:
-            if path.name != "setup.py" and any(w in data for w in spelled_words) and used.search(data):
-                module = _module_of(path, root)
-                if module:
-                    yield path, module, _shown(path, root), data
-
     def sink(dotted: str) -> str | None:
         found = sinks.get(dotted) or (facts.sink(dotted) if facts.sink_names else None)
         if found is None and facts.kernel_modules and facts.reaches_kernel(dotted):
@@ -260,7 +288,7 @@ def _with_returns(facts: ProjectFacts, read: list[tuple[Path, Path, bytes]], fil
             found = f"`{dotted}` (a compiled CUDA extension the project builds)"
         return found
 
-    rows = device_returns(first, calling, _module_bindings, sink, cuda_left, parsed.get)
+    rows = device_returns(first, lambda words: _calling(read, words), _module_bindings, sink, cuda_left, parsed.get)
     return replace(facts, device_returns=rows) if rows else facts
 
 

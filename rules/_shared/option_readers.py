@@ -18,7 +18,7 @@ from cuda2neuron.core import Rule
 
 from .args import option_dest
 
-__all__ = ["option_reader"]
+__all__ = ["option_at", "option_reader"]
 
 
 def option_reader(rule: Rule, node: cst.CSTNode) -> tuple[str, bool] | None:
@@ -28,6 +28,18 @@ def option_reader(rule: Rule, node: cst.CSTNode) -> tuple[str, bool] | None:
     facts = rule.context.settings.project
     if not facts.option_readers:
         return None
+    dest = option_at(rule)
+    found = facts.option_reader(rule.context.path, dest) if dest is not None else None
+    if found is None:
+        return None
+    where, unsafe = found
+    return f"the command-line option `{dest}`, read by the device test at {where}", unsafe
+
+
+def option_at(rule: Rule) -> str | None:
+    """The attribute of the command-line option whose ``default=`` or one of whose ``choices=``
+    the rule's node is (``add_argument("--device", default="cuda")``: ``device``); None
+    elsewhere."""
     ancestors = rule.context.ancestors
     # `default="cuda"`: Arg, Call above; `choices=["cuda", ...]`: Element, List, Arg, Call.
     for depth in (1, 3):
@@ -41,10 +53,5 @@ def option_reader(rule: Rule, node: cst.CSTNode) -> tuple[str, bool] | None:
             return None
         if depth == 3 and not (isinstance(ancestors[-1], cst.Element) and isinstance(ancestors[-2], (cst.List, cst.Tuple, cst.Set))):
             return None
-        dest = option_dest(call)
-        found = facts.option_reader(rule.context.path, dest) if dest is not None else None
-        if found is None:
-            return None
-        where, unsafe = found
-        return f"the command-line option `{dest}`, read by the device test at {where}", unsafe
+        return option_dest(call)
     return None

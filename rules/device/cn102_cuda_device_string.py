@@ -14,6 +14,7 @@ from .._shared.detector import AstDetector
 from .._shared.device_readers import device_reader
 from .._shared.kernel_gates import handed_to_kernel
 from .._shared.option_readers import option_reader
+from .._shared.returned_values import returned_option
 from .._shared.strings import string_value
 from .._shared.target import NEURON, checkpoint_device, needs_newer_torch
 from . import _strings_ast
@@ -407,12 +408,18 @@ class CudaDeviceString(Rule):
             )
             return
         reader = device_reader(self, node) or option_reader(self, node)
+        outcome, reached = "raises on any other device", "the raise"
+        if reader is None:
+            # `device = init_device(args)` returns the option's device to a test of its own.
+            reader = returned_option(self)
+            outcome, reached = 'takes its other branch on "neuron"', "that test's other branch"
         if reader is not None:
-            # The value crosses a call into a test that a safe run leaves on "cuda" and whose
-            # `else` raises: moved alone, the port fails where the original ran. Where the test's
-            # own fix is unsafe, --unsafe-fixes moves both; otherwise neither moves.
+            # The value crosses a call into a test that a safe run leaves on "cuda": moved alone,
+            # the port fails (the test's `else` raises) or runs other code (it picks a branch)
+            # where the original ran this one. Where the test's own fix is unsafe,
+            # --unsafe-fixes moves both; otherwise neither moves.
             where, unsafe = reader
-            message = f"`{self.context.code(node)}` reaches {where}; that test stays \"cuda\" in a safe run and raises on any other device"
+            message = f"`{self.context.code(node)}` reaches {where}; that test stays \"cuda\" in a safe run and {outcome}"
             if unsafe and built is not None and use.what != "map-key":
                 self.report(
                     node, message, replacement=built[0], safety=Safety.UNSAFE, imports=built[1],
@@ -422,7 +429,7 @@ class CudaDeviceString(Rule):
             else:
                 self.report(
                     node, message, effort=Effort.LOW,
-                    guidance='left as is: "neuron" here would reach the raise. Port that test first, then write "neuron" here.',
+                    guidance=f'left as is: "neuron" here would reach {reached}. Port that test first, then write "neuron" here.',
                 )
             return
         callee = library_callee(self, node)

@@ -12,6 +12,7 @@ from cuda2neuron.python import dotted_name
 
 from .._shared.detector import AstDetector
 from .._shared.kernel_gates import report_kernel_gate
+from .._shared.left_properties import left_property
 from .._shared.selected import opened_code, selected_code
 from .._shared.target import needs_newer_torch
 from . import _strings_ast
@@ -257,6 +258,18 @@ class CudaDeviceComparison(Rule):
             return f"`{self.context.code(use.user)}` checks a device against \"cuda\" in front of CUDA-only code: {kernel}"
 
         if report_kernel_gate(self, node, describe):
+            return
+        mixed = left_property(self, use.user)
+        if mixed is not None:
+            # On the GPU every answer of the property was "cuda"; on Trainium some become
+            # "neuron" and the backend's name stays "cuda": neither test keeps every path.
+            self.report(
+                node,
+                f"`{self.context.code(use.user)}` checks a device against \"cuda\": {mixed}",
+                guidance='left as is: "neuron" here misses the answers that stay "cuda", and "cuda" misses those that '
+                'become "neuron". Test both (`in ("cuda", "neuron")`), or make the property answer one device.',
+                effort=Effort.MEDIUM,
+            )
             return
         if self._caffe2_devices():
             self.report(

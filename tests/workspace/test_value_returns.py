@@ -99,3 +99,137 @@ def test_a_return_moves_only_where_its_guards_open_no_cuda_code(ports, unsafe, p
     if where is not None:
         held = [f for f in findings if f.span.start_line == line and not f.applied]
         assert held and all(w in held[0].message for w in where), [(f.code, f.span.start_line, f.message) for f in findings]
+
+
+# --- device values handed back: an option's device built and returned to a test -----------------
+
+PLACE = "import torch\n\ndef init_device(args):\n    device = torch.device(args.device)\n    return device\n"
+OPTION = "import argparse\n\nparser = argparse.ArgumentParser()\nparser.add_argument('--device', default='cuda')\n"
+CALLER = OPTION + "\ndef main(step):\n    args = parser.parse_args()\n    device = {call}\n    if {test}:\n        {body}\n"
+
+# (files, (caller module, attribute, moved by --unsafe-fixes) recorded)
+HANDED_BACK = [
+    pytest.param(
+        {"pkg/place.py": PLACE, "pkg/train.py": "from pkg.place import init_device\n" + CALLER.format(
+            call="init_device(args)", test="device.type in ('cuda',)", body="step.scaler = Scaler()")},
+        {("pkg.train", "device", False)}, id="a-branch-that-builds-a-class-stays-in-every-run",
+    ),
+    pytest.param(
+        {"pkg/place.py": PLACE, "pkg/train.py": "import torch\nfrom pkg.place import init_device\n" + CALLER.format(
+            call="init_device(args)", test="device.type == 'cuda'", body="torch.cuda.synchronize()")},
+        {("pkg.train", "device", True)}, id="a-torch-only-branch-moves-with-unsafe-fixes",
+    ),
+    pytest.param(
+        {"pkg/__init__.py": "", "pkg/utils/__init__.py": "from .place import init_device\n", "pkg/utils/place.py": PLACE,
+         "pkg/train.py": "from pkg import utils\n" + CALLER.format(
+             call="utils.init_device(args)", test="'cuda' in str(device) and step", body="step.scaler = Scaler()")},
+        {("pkg.train", "device", False)}, id="through-a-package-re-export-and-str",
+    ),
+    pytest.param(
+        {"pkg/place.py": "import torch\n\ndef init_run(opts, rank=0):\n    return rank, torch.device(getattr(opts, 'device', 'cuda'))\n",
+         "pkg/train.py": "from pkg.place import init_run\n" + CALLER.format(
+             call="init_run(args)", test="not device.type.startswith('cuda')", body="step.fallback()").replace(
+             "    device = init_run(args)", "    rank, device = init_run(args)")},
+        {("pkg.train", "device", False)}, id="one-element-of-a-returned-tuple-through-getattr",
+    ),
+    pytest.param(
+        {"pkg/train.py": "import torch\n" + CALLER.format(call="init_device(args)", test="device.type == 'cuda'", body="step.scaler = Scaler()")
+         + "\n\n" + PLACE.replace("import torch\n\n", "")},
+        {("pkg.train", "device", False)}, id="defined-below-its-caller-in-one-module",
+    ),
+    pytest.param(
+        {"pkg/place.py": PLACE, "pkg/train.py": "from pkg.place import init_device\n" + CALLER.format(
+            call="init_device(args)", test="device.type == 'cuda'", body="pin = True")},
+        set(), id="a-branch-of-data-moves-with-the-default",
+    ),
+    pytest.param(
+        {"pkg/place.py": PLACE, "pkg/train.py": "from pkg.place import init_device\n" + CALLER.format(
+            call="init_device(args)", test="device.type == 'cuda'", body="step.scaler = Scaler()").replace(
+            "device = init_device(args)", "device = init_device(args)\n    rank = init_device(args)").replace("device.type", "rank.type")},
+        {("pkg.train", "device", False)}, id="any-name-bound-to-the-answer",
+    ),
+    pytest.param(
+        {"pkg/place.py": PLACE.replace("torch.device(args.device)", "torch.device('cpu')"), "pkg/train.py": "from pkg.place import init_device\n"
+         + CALLER.format(call="init_device(args)", test="device.type == 'cuda'", body="step.scaler = Scaler()")},
+        set(), id="a-device-not-built-from-the-namespace",
+    ),
+    pytest.param(
+        {"pkg/place.py": PLACE.replace("return device", "device = torch.device('cpu')\n    return device"),
+         "pkg/train.py": "from pkg.place import init_device\n" + CALLER.format(
+             call="init_device(args)", test="device.type == 'cuda'", body="step.scaler = Scaler()")},
+        set(), id="a-name-bound-twice-is-not-followed",
+    ),
+]
+
+
+@pytest.mark.parametrize(("files", "expected"), HANDED_BACK)
+def test_the_sweep_records_an_option_whose_returned_device_a_caller_tests(tmp_path, files, expected):
+    facts = project_facts(discover([write_tree(tmp_path / "proj", files)]).files)
+    assert {(module, attribute, unsafe) for module, attribute, _, unsafe in facts.returned_options} == expected
+
+
+# (file, the option's line, its text after the safe run, after --unsafe-fixes, text the held finding's message holds)
+OPTIONS = [
+    pytest.param("retlib/train_amp.py", 11, 'default="cuda"', 'default="cuda"',
+                 ("retlib/train_amp.py:21", "`place_run()`", "retlib/placement.py:9"), id="a-test-in-front-of-a-class-holds-it"),
+    pytest.param("retlib/bench_sync.py", 11, 'default="cuda", choices=["cuda", "cpu"]', 'default="neuron", choices=["neuron", "cpu"]',
+                 ("retlib/bench_sync.py:19", "`init_run()`", "retlib/placement.py:14"), id="a-torch-only-test-moves-with-unsafe-fixes"),
+    pytest.param("retlib/pinned.py", 10, 'default="neuron"', 'default="neuron"', None, id="a-test-that-picks-data-moves-with-it"),
+]
+
+
+@pytest.mark.parametrize(("path", "line", "safe", "unsafe", "where"), OPTIONS)
+def test_an_option_moves_with_the_test_on_the_device_returned_from_it(ports, path, line, safe, unsafe, where):
+    for run, wanted in ((False, safe), (True, unsafe)):
+        text, findings = ports[run][path]
+        assert wanted in text.splitlines()[line - 1], (run, text.splitlines()[line - 1])
+    if where is not None:
+        held = [f for f in ports[False][path][1] if f.span.start_line == line and not f.applied]
+        assert held and all(w in held[0].message for w in where), [(f.code, f.span.start_line, f.message) for f in ports[False][path][1]]
+
+
+# --- a property that may still answer "cuda": a name given to a base, returned beside devices ----
+
+BASE = "class Backend:\n    def __init__(self, name):\n        self._name = name\n\n    @property\n    def name(self):\n        return self._name\n"
+GPU = "from pkg.base import Backend\n\nclass Gpu(Backend):\n    def __init__(self):\n        super().__init__({keyword}='cuda')\n\ndef current():\n    return Gpu()\n"
+BLOCK = (
+    "from pkg.gpu import current\n\nclass Block:\n    def __init__(self, buf=None):\n        self.buf = buf\n\n"
+    "    {decorator}\n    def device_type(self):\n        if self.buf is not None:\n            return self.buf.device.type\n"
+    "        return current().{attribute}\n"
+)
+
+# (files, the properties recorded)
+PROPERTIES = [
+    pytest.param({"pkg/base.py": BASE, "pkg/gpu.py": GPU.format(keyword="name"), "pkg/block.py": BLOCK.format(decorator="@property", attribute="name")},
+                 {"device_type"}, id="a-name-given-to-the-base-and-returned"),
+    pytest.param({"pkg/base.py": BASE.replace("name", "device"), "pkg/gpu.py": GPU.format(keyword="device"),
+                  "pkg/block.py": BLOCK.format(decorator="@property", attribute="device")},
+                 set(), id="a-device-keyword-moves-with-the-port"),
+    pytest.param({"pkg/base.py": BASE, "pkg/gpu.py": GPU.format(keyword="name"), "pkg/block.py": BLOCK.format(decorator="@staticmethod", attribute="name")},
+                 set(), id="only-a-property"),
+    pytest.param({"pkg/base.py": BASE, "pkg/gpu.py": GPU.format(keyword="name"), "pkg/block.py": BLOCK.format(decorator="@property", attribute="label")},
+                 set(), id="another-attribute-returned"),
+]
+
+
+@pytest.mark.parametrize(("files", "expected"), PROPERTIES)
+def test_the_sweep_records_a_property_that_returns_a_name_left_cuda(tmp_path, files, expected):
+    facts = project_facts(discover([write_tree(tmp_path / "proj", files)]).files)
+    assert {name for name, _, _ in facts.left_cuda_properties} == expected
+
+
+# (the test's line in retlib/offload.py, its text after both runs, text the held finding's message holds)
+PROPERTY_TESTS = [
+    pytest.param(7, 'block.device_type == "cuda"', ("retlib/blocks.py:16", "retlib/backends.py:16"), id="the-property-s-test-is-left-to-a-person"),
+    pytest.param(15, 'block.buffer.device.type == "neuron"', None, id="a-tensor-s-device-moves"),
+]
+
+
+@pytest.mark.parametrize(("line", "wanted", "where"), PROPERTY_TESTS)
+def test_a_test_of_a_property_that_may_stay_cuda_does_not_move(ports, line, wanted, where):
+    for run in (False, True):
+        text, findings = ports[run]["retlib/offload.py"]
+        assert wanted in text.splitlines()[line - 1], (run, text.splitlines()[line - 1])
+    if where is not None:
+        held = [f for f in ports[False]["retlib/offload.py"][1] if f.span.start_line == line and not f.applied]
+        assert held and all(w in held[0].message for w in where), [(f.code, f.span.start_line, f.message) for f in held]
