@@ -31,6 +31,7 @@ from ._line_search import findall_at_lines
 from ._library_sinks import library_pattern, library_starts, spelled, unconditional_uses
 from ._value_args import option_readers
 from ._value_readers import Source, device_readers, may_read_devices, selections
+from ._value_labels import label_readers
 from ._value_returns import cuda_left, device_returns, may_return_devices
 
 __all__ = ["project_facts", "with_project_facts"]
@@ -176,6 +177,9 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
         )
         if options:
             facts = replace(facts, option_readers=options)
+        labels = _label_readers(read, reader_files, parsed)
+        if labels:
+            facts = replace(facts, label_readers=labels)
     starts, start_paths = _library_starts(library_files, facts)
     if not kernels and not extensions and not starts:
         # Most projects: nothing CUDA-only to reach, nothing more to read (a device fact's
@@ -262,6 +266,23 @@ def _with_returns(facts: ProjectFacts, read: list[tuple[Path, Path, bytes]], fil
 
     rows = device_returns(first, calling, _module_bindings, sink, cuda_left, parsed.get)
     return replace(facts, device_returns=rows) if rows else facts
+
+
+def _label_readers(read: list[tuple[Path, Path, bytes]], files: list[tuple[Path, Path, bytes]], parsed: _Trees) -> frozenset:
+    """``_value_labels.label_readers`` over the files that may hold a device reader, with the
+    callers among the files the sweep read that spell a found name before a ``(``."""
+    first = [(p, _module_of(p, r), _shown(p, r), d) for p, r, d in files if _module_of(p, r) and p.name != "setup.py"]
+
+    def calling(words: list[str]) -> Iterable[Source]:
+        used = re.compile(rb"\b(?:" + b"|".join(re.escape(w.encode()) for w in words) + rb")[ \t]*\(")
+        spelled_words = [w.encode() for w in words]
+        for path, root, data in read:
+            if path.name != "setup.py" and any(w in data for w in spelled_words) and used.search(data):
+                module = _module_of(path, root)
+                if module:
+                    yield path, module, _shown(path, root), data
+
+    return label_readers(first, calling, parsed.get)
 
 
 def _module_bindings(tree: ast.Module, module: str, path: Path) -> dict[str, str]:

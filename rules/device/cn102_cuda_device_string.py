@@ -9,6 +9,7 @@ from cuda2neuron.core import Effort, Invalid, Rule, Safety
 from .._shared.consumers import kernel_test, library_callee, library_callee_by_name, pointer_buffer, takes_torch_device
 from .._shared.device_readers import device_reader
 from .._shared.kernel_gates import handed_to_kernel
+from .._shared.label_readers import label_handed
 from .._shared.option_readers import option_reader
 from .._shared.strings import string_value
 from .._shared.target import checkpoint_device, needs_newer_torch
@@ -381,7 +382,7 @@ class CudaDeviceString(Rule):
                 effort=Effort.LOW,
             )
             return
-        reader = device_reader(self, node) or option_reader(self, node)
+        reader = device_reader(self, node) or option_reader(self, node) or label_handed(self, node)
         if reader is not None:
             # The value crosses a call into a test that a safe run leaves on "cuda" and whose
             # `else` raises: moved alone, the port fails where the original ran. Where the test's
