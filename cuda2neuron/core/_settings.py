@@ -96,6 +96,12 @@ class ProjectFacts:
     # ``torch.cuda.amp.GradScaler``), as (dotted name, where the return stands, the guard and the
     # sink): the return keeps its meaning (``workspace/_value_returns.py``).
     device_returns: frozenset[tuple[str, str, str]] = frozenset()
+    # (function, parameter, its position without `self`, where the test stands, where a caller
+    # hands "cuda") of each function or method whose raising chain only answers on a parameter
+    # against "cuda" (moved by CN103 alone) while a project caller hands it, or a function that
+    # hands it a parameter, a "cuda" literal: ColossalAI's `non_model_data_list(self,
+    # device_type)` (``workspace/_value_labels.py``). CN103 keeps the test, CN102 the literals.
+    label_readers: frozenset[tuple[str, str, int | None, str, str]] = frozenset()
     # The attributes of a parsed command line that such a raising chain tests in a function
     # handed the namespace (``def init_device(args): if args.device == "cuda": ... else: raise``),
     # as (a module that calls that function, attribute, where the test stands, moved by

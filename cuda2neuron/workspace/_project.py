@@ -33,6 +33,7 @@ from ._value_args import option_readers
 from ._value_readers import Source, device_readers, may_read_devices, selections
 from ._value_properties import left_cuda_properties, may_name_cuda
 from ._value_results import may_return_values, returned_options
+from ._value_labels import label_readers
 from ._value_returns import cuda_left, device_returns, may_return_devices
 
 __all__ = ["project_facts", "with_project_facts"]
@@ -147,7 +148,7 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
             continue
         extensions.update(_extension_names(tree))
         module = _module_of(path, root)
-        handles = _jit_handles(tree, _shown(path, root))
+        handles = {**_jit_handles(tree, _shown(path, root)), **_builder_classes(tree, _shown(path, root))}
         if module and handles:
             jit[module] = handles
         if module and _imports_kernel_language(tree):
@@ -184,6 +185,9 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
         )
         if options:
             facts = replace(facts, option_readers=options)
+        labels = _label_readers(read, reader_files, parsed)
+        if labels:
+            facts = replace(facts, label_readers=labels)
     if value_files:
         facts = _with_returned_options(facts, read, value_files, parsed)
     if name_files:
@@ -194,7 +198,7 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
         )
         facts = replace(facts, left_cuda_properties=rows) if rows else facts
     starts, start_paths = _library_starts(library_files, facts)
-    if not kernels and not extensions and not starts:
+    if not kernels and not extensions and not starts and not jit:
         # Most projects: nothing CUDA-only to reach, nothing more to read (a device fact's
         # return may still front CUDA code torch leaves).
         return _with_returns(facts, read, return_files, {}, parsed)
@@ -292,6 +296,23 @@ def _with_returns(facts: ProjectFacts, read: list[tuple[Path, Path, bytes]], fil
     return replace(facts, device_returns=rows) if rows else facts
 
 
+def _label_readers(read: list[tuple[Path, Path, bytes]], files: list[tuple[Path, Path, bytes]], parsed: _Trees) -> frozenset:
+    """``_value_labels.label_readers`` over the files that may hold a device reader, with the
+    callers among the files the sweep read that spell a found name before a ``(``."""
+    first = [(p, _module_of(p, r), _shown(p, r), d) for p, r, d in files if _module_of(p, r) and p.name != "setup.py"]
+
+    def calling(words: list[str]) -> Iterable[Source]:
+        used = re.compile(rb"\b(?:" + b"|".join(re.escape(w.encode()) for w in words) + rb")[ \t]*\(")
+        spelled_words = [w.encode() for w in words]
+        for path, root, data in read:
+            if path.name != "setup.py" and any(w in data for w in spelled_words) and used.search(data):
+                module = _module_of(path, root)
+                if module:
+                    yield path, module, _shown(path, root), data
+
+    return label_readers(first, calling, parsed.get)
+
+
 def _module_bindings(tree: ast.Module, module: str, path: Path) -> dict[str, str]:
     """Local name -> the dotted name each import of ``tree`` binds (relative ones resolved)."""
     bound: dict[str, str] = {}
@@ -378,6 +399,63 @@ def _jit_handles(tree: ast.Module, shown: str) -> dict[str, str]:
     return found
 
 
+def _builder_classes(tree: ast.Module, shown: str) -> dict[str, str]:
+    """The module's top-level classes whose methods build a CUDA extension: ``CUDAExtension(...)``
+    or a JIT ``load`` / ``load_inline`` given CUDA sources or nvcc flags (``extra_cuda_cflags=``).
+    ColossalAI's ``_CudaExtension`` builds each kernel of its subclasses that way (the sources
+    come from a method the subclass writes, so no name is spelled); its loaders pick one of a
+    registry of such classes, ``FusedOptimizerLoader.REGISTRY = [FusedOptimizerCudaExtension]``,
+    and ``HybridAdam`` loads it behind ``if torch.cuda.is_available():``. The class is a sink:
+    its subclasses, and the code that names them, reach it through ``_sink_names``."""
+    found: dict[str, str] = {}
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for node in ast.walk(cls):
+            if not isinstance(node, ast.Call):
+                continue
+            called = _call_name(node.func)
+            cuda = called == "CUDAExtension" or (
+                called in ("load", "load_inline")
+                and (_builds_cuda(node) or _keyword(node, "extra_cuda_cflags") is not None)
+            )
+            if cuda:
+                found[cls.name] = f"the CUDA extension that `{cls.name}` builds (by {called}) at {shown}:{node.lineno}"
+                break
+    return found
+
+
+def _linked_packages(roots: Iterable[Path]) -> Callable[[str], str]:
+    """A dotted name with a symlinked package folder of the project in it, spelled as its target:
+    ColossalAI's ``colossalai/kernel/extensions`` links to the top-level ``extensions`` folder,
+    and ``kernel_loader.py`` imports ``from .extensions import FusedOptimizerCudaExtension``.
+    The discovery never follows a link (a file is read once, under its own path), so the
+    sweep names that module ``extensions``; without this the chain stops at the link. Asked of
+    each prefix once (an ``lstat`` per folder a project's import names)."""
+    bases = [r.resolve() for r in roots]
+
+    @functools.cache
+    def linked(prefix: str) -> str | None:
+        for base in bases:
+            folder = base.joinpath(*prefix.split("."))
+            if folder.is_symlink() and folder.is_dir():
+                try:
+                    return ".".join(folder.resolve().relative_to(base).parts)
+                except ValueError:
+                    return None  # a link out of the project: not its code
+        return None
+
+    def canonical(dotted: str) -> str:
+        parts = dotted.split(".")
+        for i in range(1, len(parts) + 1):
+            target = linked(".".join(parts[:i]))
+            if target:
+                return ".".join([target, *parts[i:]])
+        return dotted
+
+    return canonical
+
+
 def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts,
                 jit: dict[str, dict[str, str]] | None = None, parsed: _Trees | None = None) -> dict[str, str]:
     """The project's top-level names that reach CUDA-only code through other modules, each with
@@ -400,6 +478,8 @@ def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts,
     imported: dict[Path, frozenset[str]] = {}
     modules = {path: (_module_of(path, root), _shown(path, root)) for path, root in candidates if path.name != "setup.py"}
     known: dict[str, tuple[str, bool] | None] = {}
+    canonical = _linked_packages({root for _, root in candidates})
+    own = {m.split(".")[0] for m, _ in modules.values() if m}
 
     def reaches(dotted: str) -> tuple[str, bool] | None:
         """The sink ``dotted`` reaches, and whether the text names its line already."""
@@ -427,11 +507,17 @@ def _sink_names(candidates: list[tuple[Path, Path]], facts: ProjectFacts,
                     data = path.read_bytes()
                 except OSError:
                     data = b""  # the per-file run reports it
-                imported[path] = _imported_modules(data, module, path.name == "__init__.py")
+                found_modules = _imported_modules(data, module, path.name == "__init__.py")
+                imported[path] = found_modules | {canonical(m) for m in found_modules if m.split(".")[0] in own}
             if imported[path].isdisjoint(wanted) and module not in wanted:
                 continue
             if path not in uses:
                 uses[path] = _Uses.read(module, shown, parsed.get(path, data), path.name == "__init__.py")
+                if uses[path] is not None:
+                    uses[path].bindings = [
+                        (local, canonical(dotted) if dotted.split(".")[0] in own else dotted, line, top)
+                        for local, dotted, line, top in uses[path].bindings
+                    ]
             found = uses[path]
             if found is None:
                 continue

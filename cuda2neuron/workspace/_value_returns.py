@@ -117,7 +117,41 @@ def device_returns(
             if hit is not None:
                 line, what = hit
                 found[function] = (returns[function], f"{what} at {shown}:{line} (the test at {shown}:{test.lineno})")
+        for func, setting in _cuda_builds(tree.body):
+            asked = next((c for c in ast.walk(func) if isinstance(c, ast.Call) and answer_of(c) is not None), None)
+            if asked is None or (function := answer_of(asked)) in found or function is None:
+                continue
+            found[function] = (returns[function], f"the CUDA extension build `{func.name}` at {shown}:{func.lineno}, which sets "
+                               f"`TORCH_CUDA_ARCH_LIST` at {shown}:{setting} (the call at {shown}:{asked.lineno})")
     return frozenset((dotted, where, guard) for dotted, (where, guard) in found.items())
+
+
+# The variable torch's `cpp_extension` reads for the GPU architectures to compile CUDA sources
+# for: a function that sets it configures a CUDA extension build, whatever else it does.
+_ARCH_LIST = "TORCH_CUDA_ARCH_LIST"
+
+
+def _cuda_builds(body: list[ast.stmt]) -> Iterator[tuple[ast.FunctionDef | ast.AsyncFunctionDef, int]]:
+    """(function, line of the setting) for each top-level function that sets
+    ``TORCH_CUDA_ARCH_LIST`` in an environment (``os.environ["TORCH_CUDA_ARCH_LIST"] = ...``,
+    ``env.setdefault("TORCH_CUDA_ARCH_LIST", ...)``). ColossalAI's ``set_cuda_arch_list`` asks
+    ``check_cuda_availability()`` (a return of ``torch.cuda.is_available()``) whether to
+    cross-compile for a list of GPU architectures: the question is about the CUDA build, which
+    runs the same on a Trainium host before and after the port, so the answer must not become
+    Neuron's (it then skips the list, and nvcc builds for no architecture it was told of)."""
+    for func in body:
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in _own_nodes(func):
+            key = None
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                key = next((t.slice for t in targets if isinstance(t, ast.Subscript)), None)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("setdefault", "update", "__setitem__") and node.args:
+                key = node.args[0]
+            if isinstance(key, ast.Constant) and key.value == _ARCH_LIST:
+                yield func, node.lineno
+                break
 
 
 # torch.cuda names other rules than CN201 port safely in a plain statement: amp (CN301, CN304,

@@ -410,8 +410,30 @@ class CudaApiMove(MemberReferences, Rule):
 
     def _selects(self, node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
         """What ``torch.cuda.is_available()`` decides, when it is a branch's test (its move may
-        be unsafe or absent on the accelerator target: the branch then waits for it)."""
-        return selected_code(self.context.ancestors, node)
+        be unsafe or absent on the accelerator target: the branch then waits for it); and the
+        CUDA device string a value is spelled into, with the call that takes it."""
+        return (*selected_code(self.context.ancestors, node), *self._spelled_into(node))
+
+    def _spelled_into(self, node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+        """``v.cuda(f"cuda:{torch.cuda.current_device()}")``: the index is half of a CUDA device
+        string, and moved alone it names a NeuronCore's index inside a "cuda:" that stays where
+        the call's own fix waits (CN101 moves ``.cuda(<f-string>)`` only with --unsafe-fixes).
+        The f-string and its call go together with it (ColossalAI's roberta pretraining, 5
+        such lines)."""
+        ancestors = self.context.ancestors
+        for i in range(len(ancestors) - 1, -1, -1):
+            outer = ancestors[i]
+            if isinstance(outer, (cst.FunctionDef, cst.Lambda, cst.BaseStatement)):
+                return ()
+            if not isinstance(outer, cst.FormattedString):
+                continue
+            head = outer.parts[0] if outer.parts else None
+            if not (isinstance(head, cst.FormattedStringText) and head.value.startswith("cuda")):
+                return ()
+            if i >= 2 and isinstance(ancestors[i - 1], cst.Arg) and isinstance(ancestors[i - 2], cst.Call):
+                return (ancestors[i - 2],)
+            return (outer,)
+        return ()
 
     def _argument_problem(self, node: cst.CSTNode, move: ApiMove) -> str:
         parent = self.context.parent

@@ -13,6 +13,7 @@ from .._shared.consumers import kernel_test, library_callee, library_callee_by_n
 from .._shared.detector import AstDetector
 from .._shared.device_readers import device_reader
 from .._shared.kernel_gates import handed_to_kernel
+from .._shared.label_readers import label_handed
 from .._shared.option_readers import option_reader
 from .._shared.returned_values import returned_option
 from .._shared.strings import string_value
@@ -407,7 +408,7 @@ class CudaDeviceString(Rule):
                 effort=Effort.LOW,
             )
             return
-        reader = device_reader(self, node) or option_reader(self, node)
+        reader = device_reader(self, node) or option_reader(self, node) or label_handed(self, node)
         outcome, reached = "raises on any other device", "the raise"
         if reader is None:
             # `device = init_device(args)` returns the option's device to a test of its own.

@@ -13,6 +13,7 @@ from cuda2neuron.python import dotted_name
 from .._shared.detector import AstDetector
 from .._shared.kernel_gates import report_kernel_gate
 from .._shared.left_properties import left_property
+from .._shared.label_readers import held_label
 from .._shared.selected import opened_code, selected_code
 from .._shared.target import needs_newer_torch
 from . import _strings_ast
@@ -277,6 +278,18 @@ class CudaDeviceComparison(Rule):
                 f"`{self.context.code(use.user)}` checks a device against \"cuda\" for a Caffe2 net: left as is",
                 guidance="Caffe2 runs on CPU and CUDA only and has no Neuron device: this test admits the devices "
                 "the net built here can take. Run the Caffe2 export on CPU, or export with torch.export / ONNX.",
+                effort=Effort.LOW,
+            )
+            return
+        label = held_label(self, node)
+        if label is not None:
+            # Moved alone the test rejects the "cuda" its callers still hand it (CN109 leaves a
+            # positional literal of unknown meaning), and the program's default path raises.
+            self.report(
+                node,
+                f"`{self.context.code(use.user)}` checks a device against \"cuda\": left as is, {label}",
+                guidance="The callers pass \"cuda\" as a slot's name: keep it on both sides, or change the test "
+                "and every caller's word together.",
                 effort=Effort.LOW,
             )
             return

@@ -280,6 +280,11 @@ class IntegerDeviceOrdinal(Rule):
     triggers = (".to(", "device")
     emits = ("torch.device", "torch.accelerator.current_accelerator")
     VALID = (
+        # Another function's `device` holds the index; this one's is a parameter holding a string.
+        (
+            "import torch\n\ndef free():\n    device = torch.cuda.current_device()\n    return device\n\n"
+            "def load(model, device='cuda'):\n    model.to(device)\n"
+        ),
         "x = x.to(dtype)\n",
         "x = x.to(other)\n",
         "x = x.to(torch.float16)\n",
@@ -294,6 +299,8 @@ class IntegerDeviceOrdinal(Rule):
     )
     INVALID = (
         Invalid("x = x.to(0)\n", 'x = x.to("neuron:0")\n'),
+        # A module's index read in a function that binds no name of its own so.
+        Invalid("GPU = 0\n\ndef load(model):\n    model.to(GPU)\n", 'GPU = 0\n\ndef load(model):\n    model.to(f"neuron:{GPU}")\n'),
         # A test about the integer form keeps it; a library's own index is reported, kept.
         Invalid("def test_init_communicator_with_device_int(client):\n    client.init_communicator(device=0)\n"),
         Invalid("from simlib import Simulator\nsim = Simulator(scene, device=0)\n"),
@@ -358,11 +365,17 @@ class IntegerDeviceOrdinal(Rule):
         # Names proven to hold an int so far in this file (visited in source order), and the
         # attribute names of argparse options declared type=int. Flow-insensitive on purpose:
         # a name assigned anything that is not provably an int is dropped for good.
-        self._ints: set[str] = set()
-        self._dropped: set[str] = set()
+        # Keyed by (scope, name): a function's names are its own. ColossalChat's inference
+        # example binds `device = torch.cuda.current_device()` in one function and takes
+        # `device="cuda"` as a parameter in another; read file-wide, `model.to(device)` in the
+        # second became `model.to(f"neuron:{device}")`, and with the default "neuron:neuron".
+        # The scope is the innermost `def` around the name (0: the module; `self.X`: the file).
+        self._ints: set[tuple[int, str]] = set()
+        self._dropped: set[tuple[int, str]] = set()
+        self._bound: set[tuple[int, str]] = set()  # names a function binds (parameters, assignments)
         self._int_options: set[str] = set()
         # Names assigned a string or a torch.device: whatever they look like, not an index.
-        self._not_index: set[str] = set()
+        self._not_index: set[tuple[int, str]] = set()
 
     # -- learning which names hold ints ----------------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -380,6 +393,26 @@ class IntegerDeviceOrdinal(Rule):
         ann = node.annotation.annotation if node.annotation is not None else None
         if isinstance(ann, cst.Name) and ann.value == "int":
             self._learn(node.name, cst.Integer("0"))
+            return
+        # Any other parameter is a binding of the function's own: not an int it can prove (a
+        # string default says it is no index either).
+        key = (self._scopes()[0], node.name.value)
+        self._bound.add(key)
+        self._dropped.add(key)
+        if isinstance(node.default, (cst.SimpleString, cst.FormattedString)):
+            self._not_index.add(key)
+
+    def _scopes(self) -> list[int]:
+        """The ids of the ``def``s around the visited node, innermost first, then 0 (the module)."""
+        # The visited module holds every `def` while the rule runs, so an id names one scope.
+        return [id(a) for a in reversed(self.context.ancestors) if isinstance(a, cst.FunctionDef)] + [0]
+
+    def _key(self, name: str) -> tuple[int, str]:
+        """Where ``name`` is looked up: the innermost scope that binds it (``self.X``: the file)."""
+        if name.startswith("self."):
+            return 0, name
+        scopes = self._scopes()
+        return next(((s, name) for s in scopes if (s, name) in self._bound), (0, name))
 
     def _learn(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         # Plain names, and attributes of self (``self.local_rank = int(os.environ[...])``).
@@ -389,7 +422,9 @@ class IntegerDeviceOrdinal(Rule):
             name = f"self.{target.attr.value}"  # type: ignore[attr-defined]
         else:
             return
-        if name in self._dropped:
+        key = (0, name) if name.startswith("self.") else (self._scopes()[0], name)
+        self._bound.add(key)
+        if key in self._dropped:
             return
         if isinstance(value, (cst.SimpleString, cst.FormattedString)) or (
             isinstance(value, cst.Call)
@@ -397,21 +432,21 @@ class IntegerDeviceOrdinal(Rule):
             and value.func.attr.value == "device"
             and self.qualname(value.func) == "torch.device"
         ):
-            self._not_index.add(name)
+            self._not_index.add(key)
         if self._is_int(value):
-            self._ints.add(name)
+            self._ints.add(key)
         else:
-            self._ints.discard(name)
-            self._dropped.add(name)
+            self._ints.discard(key)
+            self._dropped.add(key)
 
     def _is_int(self, node: cst.BaseExpression) -> bool:
         if isinstance(node, cst.Integer):
             return True
         if isinstance(node, cst.Name):
-            return node.value in self._ints
+            return self._key(node.value) in self._ints
         if isinstance(node, cst.Attribute):
             if _is_self_attr(node):
-                return f"self.{node.attr.value}" in self._ints
+                return (0, f"self.{node.attr.value}") in self._ints
             return isinstance(node.value, cst.Name) and node.attr.value in self._int_options
         if isinstance(node, cst.Call):
             func = node.func
@@ -493,7 +528,7 @@ class IntegerDeviceOrdinal(Rule):
         elif (
             isinstance(value, (cst.Name, cst.Attribute))
             and _ordinal_hint(value)
-            and not (isinstance(value, cst.Name) and value.value in self._not_index)
+            and not (isinstance(value, cst.Name) and self._key(value.value) in self._not_index)
         ):
             built = device_expr(self, value)
             safety = Safety.UNSAFE

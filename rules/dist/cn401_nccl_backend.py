@@ -183,6 +183,18 @@ class NcclBackend(Rule):
             'import torch.distributed as dist\ndist.init_process_group(backend="neuron")\n',
             options=_REGISTRY,
         ),
+        # A parameter's default handed on to a Ray collective group, whose backends are "nccl"
+        # and "gloo": kept (report only); a default handed to torch still moves.
+        Invalid(
+            "import ray.util.collective as cc\n\n"
+            'def join(world, rank, backend: str = "nccl"):\n'
+            '    cc.init_collective_group(world_size=world, rank=rank, backend=backend, group_name="g")\n',
+            None,
+        ),
+        Invalid(
+            'import torch.distributed as dist\n\ndef join(backend: str = "nccl"):\n    dist.init_process_group(backend=backend)\n',
+            'import torch.distributed as dist\n\ndef join(backend: str = "neuron"):\n    dist.init_process_group(backend=backend)\n',
+        ),
         # A backend test in front of CUDA IPC keeps NCCL's name (report only).
         Invalid(
             "from torch.multiprocessing.reductions import reduce_tensor\n\n"
@@ -329,7 +341,7 @@ class NcclBackend(Rule):
                     "If that component runs NCCL (or CUDA) code, give Trainium one of its own and select it here.",
                 )
                 return
-            handed = self._handed_to_library(node)
+            handed = self._handed_to_library(node) or self._default_handed_to_library(node)
             if handed is not None:
                 # Megatron's `tp_comm_bootstrap_backend: Literal["nccl", ...] = "nccl"` is read
                 # by Transformer Engine's `initialize_ub(bootstrap_backend=...)` in another module:
@@ -408,6 +420,33 @@ class NcclBackend(Rule):
                 return (field, where) if field and where else None
             if isinstance(outer, cst.BaseStatement):
                 return None
+        return None
+
+    def _default_handed_to_library(self, node: cst.SimpleString) -> tuple[str, str] | None:
+        """(parameter, where) when the literal is a parameter's default and its function hands
+        that parameter as the backend to a library that names its own engines (CN627's table:
+        ``ray.util.collective.init_collective_group``). ColossalAI's ``def
+        init_collective_group(self, world_size, rank, backend: str = "nccl", ...):
+        cc.init_collective_group(..., backend=backend, ...)``: a Ray collective group has the
+        backends "nccl" and "gloo", and "neuron" there raises. None otherwise."""
+        anc = self.context.ancestors
+        param = anc[-1] if anc and isinstance(anc[-1], cst.Param) and anc[-1].default is node else None
+        func = next((a for a in reversed(anc) if isinstance(a, cst.FunctionDef)), None)
+        if param is None or func is None:
+            return None
+        name = param.name.value
+        rows = library_calls()
+        for call in _calls_in(func.body):
+            for arg in call.args:
+                if not (isinstance(arg.value, cst.Name) and arg.value.value == name):
+                    continue
+                if arg.keyword is None or "backend" not in arg.keyword.value.lower():
+                    continue
+                qualified = call_qualname(self, call)
+                row = rows.get(qualified or "")
+                if row is not None and row.backend:
+                    line = self.context.mark(call)
+                    return name, f"`{qualified}` at {line} ({row.what})"
         return None
 
     def _plan(self, node: cst.SimpleString, composite: str | None) -> _Plan:
@@ -632,6 +671,19 @@ class NcclBackend(Rule):
             unused_imports=(("torch.distributed", "Backend"),) if isinstance(node.value, cst.Name) else (),
             description='use the "neuron" process-group backend',
         )
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    """The calls of a function's body (nested functions included: a closure hands the
+    parameter on as well)."""
+    found: list[cst.Call] = []
+
+    class _Calls(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            found.append(call)
+
+    node.visit(_Calls())
+    return found
 
 
 def _compared(ancestors: list[cst.CSTNode]) -> bool:

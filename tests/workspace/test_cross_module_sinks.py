@@ -131,6 +131,47 @@ SWEEPS = [
 ]
 
 
+# A class whose method JIT-builds CUDA sources that a subclass names (ColossalAI's
+# `_CudaExtension`): no extension name is spelled, so the class itself is the sink.
+BUILDER = (
+    "class CudaKernel:\n    def sources(self):\n        raise NotImplementedError\n\n"
+    "    def build(self):\n        from torch.utils.cpp_extension import load\n"
+    "        return load(name='k', sources=self.sources(), extra_cuda_cflags=['-O3'])\n"
+)
+SWEEPS += [
+    pytest.param(
+        {
+            "pkg/build.py": BUILDER,
+            "pkg/scale.py": "from .build import CudaKernel\n\nclass Scale(CudaKernel):\n    def sources(self):\n        return ['s.cu']\n",
+            "pkg/loader.py": "from .scale import Scale\n\nclass ScaleLoader:\n    REGISTRY = [Scale]\n",
+        },
+        {"pkg.build.CudaKernel": "pkg/build.py:7", "pkg.scale.Scale": "pkg/build.py:7", "pkg.loader.ScaleLoader": "pkg/build.py:7"},
+        (), id="a-class-that-builds-cuda-sources-its-subclasses-name",
+    ),
+    pytest.param(
+        {
+            "pkg/build.py": BUILDER.replace("extra_cuda_cflags=['-O3']", "extra_cflags=['-O3']"),
+            "pkg/scale.py": "from .build import CudaKernel\n\nclass Scale(CudaKernel):\n    def sources(self):\n        return ['s.cpp']\n",
+        },
+        {}, ("pkg.build.CudaKernel", "pkg.scale.Scale"), id="a-host-only-build-is-no-sink",
+    ),
+]
+
+
+def test_an_import_through_a_linked_package_folder_follows_its_target(tmp_path):
+    # ColossalAI's `colossalai/kernel/extensions` links to the top-level `extensions`: the
+    # discovery reads the files once, under the target's name, and the chain goes on there.
+    root = write_tree(tmp_path / "proj", {
+        "ext/__init__.py": "from .build import CudaKernel\n", "ext/build.py": BUILDER,
+        "pkg/__init__.py": "", "pkg/kernel/__init__.py": "",
+        "pkg/kernel/loader.py": "from .ext import CudaKernel\n\nclass Loader:\n    REGISTRY = [CudaKernel]\n",
+    })
+    (root / "pkg" / "kernel" / "ext").symlink_to(root / "ext", target_is_directory=True)
+    facts = project_facts(discover([root]).files)
+    found = facts.sink("pkg.kernel.loader.Loader")
+    assert found is not None and "ext/build.py:7" in found, facts.sink_names
+
+
 @pytest.mark.parametrize(("files", "sinks", "plain"), SWEEPS)
 def test_the_sweep_finds_names_that_reach_a_sink_across_modules(tmp_path, files, sinks, plain):
     facts = project_facts(discover([write_tree(tmp_path / "proj", files)]).files)
@@ -194,6 +235,32 @@ def test_the_portable_class_beside_it_is_still_ported(block_ports):
         assert 'head = PlainHead(8).to("neuron")' in text
         text, _ = block_ports[unsafe]["checks/module_checks.py"]
         assert '    if not torch.neuron.is_available():\n        pytest.skip("needs a GPU")\n    x = torch.randn(2, 8, device="neuron")\n    assert model.PlainHead' in text
+
+
+REGISTRY_PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "kernel_registry"
+
+
+@pytest.fixture(scope="module")
+def registry_ports() -> dict[bool, dict[str, tuple[str, list]]]:
+    return {unsafe: _port(REGISTRY_PROJECT, unsafe) for unsafe in (False, True)}
+
+
+# (file, text the port keeps, the finding's code on its first line, or None where the text is the port's)
+REGISTRY = [
+    pytest.param("kreg/optim.py", "        if torch.cuda.is_available():\n            self.fused = ScaleLoader().load()", "CN201", id="a-guard-in-front-of-a-registry-loader"),
+    pytest.param("kreg/optim.py", '    if torch.neuron.is_available():\n        model = model.to("neuron")', None, id="plain-code-beside-it-is-ported"),
+]
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
+@pytest.mark.parametrize(("path", "kept", "code"), REGISTRY)
+def test_a_guard_in_front_of_a_kernel_a_registry_names_is_kept(registry_ports, unsafe, path, kept, code):
+    text, findings = registry_ports[unsafe][path]
+    assert kept in text, text
+    if code is not None:
+        line = text[: text.index(kept)].count("\n") + 1
+        held = [f for f in findings if f.code == code and f.span.start_line in range(line, line + 2) and not f.applied]
+        assert held and "kreg/kernels/builder.py:17" in held[0].message, [(f.code, f.span.start_line, f.message) for f in findings]
 
 
 def test_a_warm_cache_follows_the_module_the_verdict_depends_on(tmp_path):

@@ -59,6 +59,14 @@ RETURNS = [
          "pkg/hook.py": "import torch\nfrom pkg.probe import P\n\ndef sync():\n    if P().ready():\n        torch.cuda.set_sync_debug_mode(1)\n"},
         [], ("pkg.probe.P.ready",), id="a-method-is-not-followed",
     ),
+    pytest.param(
+        {"pkg/probe.py": PROBE, "pkg/arch.py": "import os\nfrom pkg.probe import ready\n\ndef arch():\n    on = ready()\n    if not on:\n        os.environ['TORCH_CUDA_ARCH_LIST'] = '9.0'\n    return on\n"},
+        ["pkg.probe.ready"], (), id="asked-by-a-function-that-sets-the-cuda-arch-list",
+    ),
+    pytest.param(
+        {"pkg/probe.py": PROBE, "pkg/arch.py": "import os\nfrom pkg.probe import ready\n\ndef arch():\n    on = ready()\n    os.environ['OMP_NUM_THREADS'] = '4'\n    return on\n"},
+        [], ("pkg.probe.ready",), id="another-setting-is-no-cuda-build",
+    ),
 ]
 
 
@@ -85,6 +93,8 @@ LINES = [
     pytest.param("retlib/devices.py", "sync_ready", "torch.cuda.is_available()",
                  ("retlib/hooks.py:16", "retlib/hooks.py:14", "`sync_ready()`"), id="the-early-exit-s-probe-keeps-its-meaning"),
     pytest.param("retlib/devices.py", "gpu_count", "torch.neuron.device_count()", None, id="a-probe-in-front-of-moved-code-is-ported"),
+    pytest.param("retlib/build.py", "have_gpu", "torch.cuda.is_available()",
+                 ("retlib/build.py:13", "retlib/build.py:17", "`TORCH_CUDA_ARCH_LIST`"), id="the-cuda-build-s-probe-keeps-its-meaning"),
     pytest.param("retlib/hooks.py", "free_cache", "torch.neuron.empty_cache()", None, id="the-moved-code"),
 ]
 
