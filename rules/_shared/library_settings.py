@@ -23,11 +23,13 @@ from .tables import read_table
 __all__ = [
     "LibraryCall",
     "LibrarySetting",
+    "ListItem",
     "Match",
     "RayResources",
     "gpu_constants",
     "library_calls",
     "library_settings",
+    "list_settings",
     "match_setting",
     "member_keys",
     "may_set_in_python",
@@ -40,7 +42,7 @@ __all__ = [
 ]
 
 TABLE = "library_settings.toml"
-_WHERE = frozenset({"python", "config", "cli", "notebook"})
+_WHERE = frozenset({"python", "config", "cli", "notebook", "arglist"})
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _OFF = frozenset({"", "false", "no", "off", "0", "none", "null", "~"})
 
@@ -214,6 +216,51 @@ def match_setting(key: str, value: str, where: str, path: str = "", member: bool
         elif norm in s.values:
             return Match(s, s.port, s.what)
     return None
+
+
+# One item of a `key=value` list handed to a program as a single value (lm-evaluation-harness's
+# `--model_args pretrained=gpt2,parallelize=True`): items split on commas, each `key=value`, or
+# `key: value` beside a `key=value` item (afrobench's "pretrained=${model},parallelize: true").
+_ITEM_RE = re.compile(r"(?:^|(?<=,))[ \t]*([A-Za-z_][\w.-]*)[ \t]*(=|:)[ \t]*([^,]*)")
+
+
+@dataclass(frozen=True)
+class ListItem:
+    """An item of a ``key=value`` list whose key and value match a row read in such lists."""
+
+    start: int  # the item's span in the list's text
+    end: int
+    value_start: int  # the value's span
+    value_end: int
+    key: str
+    value: str
+    match: Match
+
+
+def list_settings(text: str) -> list[ListItem]:
+    """The items of ``text``, a ``key=value,key=value`` list, that a row read in lists matches:
+    a row whose ``where`` holds ``arglist`` (a library's own switch that only such lists carry,
+    lm-evaluation-harness's ``parallelize``) or ``cli`` (what a command line passes is what its
+    list passes: ``attn_implementation=flash_attention_2``, ``load_in_4bit=True``). A text with
+    no ``key=value`` item is no list; a value computed at run time (``${MODEL}``) matches nothing."""
+    if "=" not in text:
+        return []
+    items = list(_ITEM_RE.finditer(text))
+    if not any(m.group(2) == "=" for m in items):
+        return []
+    keys = frozenset(normalize_key(m.group(1)) for m in items)
+    found: list[ListItem] = []
+    for m in items:
+        raw = m.group(3).rstrip()
+        value = raw.strip("'\"")
+        if not value or "$" in value or "{" in value:
+            continue
+        match = match_setting(m.group(1), value, "arglist") or match_setting(m.group(1), value, "cli")
+        if match is None or (match.setting.unless_beside and match.setting.planned(keys)):
+            continue
+        vs = m.start(3) + (len(raw) - len(raw.lstrip("'\"")))
+        found.append(ListItem(m.start(1), m.start(3) + len(raw), vs, vs + len(value), m.group(1), value, match))
+    return found
 
 
 @lru_cache(maxsize=1)
