@@ -6,6 +6,8 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
+from .._shared.consumers import receiving_call
+from .._shared.kernels import ONNXRUNTIME_PACKAGES
 from .._shared.names import terminal_name
 from .._shared.nets import is_text
 from .._shared.strings import string_value
@@ -92,6 +94,8 @@ class CudaDeviceNameLeft(Rule):
         # words to find in an error message, not devices
         'OOM_MARKERS = ["out of memory", "cuda", "cublas_status_alloc_failed"]\n',
         'retry = any(k in str(err) for k in ("CUDA error", "cuda", "NCCL"))\n',
+        # ONNX Runtime GenAI's provider, by the call that receives it (CN622 reports it)
+        'import onnxruntime_genai as og\n\ndef f(path):\n    config = og.Config(path)\n    config.append_provider("cuda")\n',
         # A provider name a test hands to the code under test and asserts back (an ONNX Runtime
         # backend's test in lm-evaluation-harness): the test's data.
         'def test_named_provider():\n    cfg = FakeConfig()\n    make_lm("cuda", {"device_id": 0}).select(cfg)\n'
@@ -124,7 +128,7 @@ class CudaDeviceNameLeft(Rule):
             return
         found = value_user(ancestors, node, templates=True)
         kind, user = _use_of(ancestors, found, node)
-        if kind is None or is_test_data(self, node):
+        if kind is None or is_test_data(self, node) or self._onnxruntime_provider(node):
             return
         shown = self.context.code(user if kind == "test" else node)
         if kind == "test":
@@ -134,6 +138,14 @@ class CudaDeviceNameLeft(Rule):
         else:
             message, guidance = f"`{shown}` is used as a value that cuda2neuron cannot tell is a device", _VALUE_GUIDANCE
         self.report(node, message, guidance=guidance, effort=Effort.LOW)
+
+
+    def _onnxruntime_provider(self, node: cst.CSTNode) -> bool:
+        """``config.append_provider("cuda")`` of ONNX Runtime GenAI: its provider's name, CN622's."""
+        if "onnxruntime" not in self.context.source:
+            return False
+        callee = receiving_call(self, node)
+        return callee is not None and callee.split(".")[0] in ONNXRUNTIME_PACKAGES
 
 
 def _among_words(ancestors, node: cst.CSTNode) -> bool:
