@@ -17,8 +17,10 @@ A device text is such *test data* in a test function (``def test...``) when that
   whole string, or the value of a ``key=value`` / ``key: value`` item inside a string), and
 * compares it back in an assertion (``assert x == ...``, ``self.assertEqual(x, ...)``) against
   something that is not read off a torch device (not ``t.device.type``, not ``str(t.device)``),
-* and never hands it to torch (``torch.zeros(3, device="cuda")``, ``x.to("cuda")``): a test
-  that sends a tensor to ``"cuda"`` is a device test, and stays reported.
+* and never hands it to torch (``torch.zeros(3, device="cuda")``, ``x.to("cuda")``), nor asks
+  ``torch.cuda`` anything (``if torch.cuda.is_available():``, a ``skipif`` on it): a test that
+  sends a tensor to ``"cuda"``, or needs a CUDA device to run, is a device test, and stays
+  reported.
 
 One decision, on CPython's ``ast`` (no parser of ours), for every rule that reports device
 strings: CN102 and CN103 (libcst, through ``cst_round_trip``), CN109's safety net, and the
@@ -125,6 +127,14 @@ def _to_torch(call: ast.Call, qualify: Qualify) -> bool:
     return isinstance(func, ast.Attribute) and func.attr in _PLACEMENTS
 
 
+def _asks_cuda(call: ast.Call, qualify: Qualify) -> bool:
+    """A call of ``torch.cuda`` (``torch.cuda.is_available()``, ``device_count()``), or of the
+    ``torch.neuron`` the port moved it to (the answer holds across the fixed point)."""
+    dotted = _dotted(call.func)
+    qualified = qualify(dotted) if dotted is not None else None
+    return qualified is not None and qualified.startswith(("torch.cuda.", "torch.neuron."))
+
+
 def _reads_device(node: ast.expr) -> bool:
     """``t.device.type``, ``str(t.device)``, ``t.get_device()``: a value read off torch, not data
     the test built (a Name, an attribute or item of a parsed config)."""
@@ -183,6 +193,11 @@ def round_trip_texts(function: ast.FunctionDef | ast.AsyncFunctionDef, qualify: 
     to_torch: set[str] = set()
     torch_names: set[str] = set()  # names handed to torch: a parsed device placing a tensor
     for node in ast.walk(function):
+        if isinstance(node, ast.Call) and _asks_cuda(node, qualify):
+            # `if torch.cuda.is_available():` around it, a skipif on the test: the test needs a
+            # CUDA device, so the device it writes is one (lerobot's override test hands "cuda:0"
+            # to a step that allocates on it), not data.
+            return frozenset()
         if isinstance(node, ast.Assert):
             _compared(node.test, compared)
         elif isinstance(node, ast.Call):

@@ -133,6 +133,13 @@ class CudaDeviceComparison(Rule):
             'import torch\nfrom argparse import Namespace\n\ndef test_cli():\n'
             '    cfg = Config.from_cli(Namespace(device="cuda:1"))\n    assert cfg.device == "neuron:1"\n    torch.ones(1).to(cfg.device)\n',
         ),
+        # A test that runs only where CUDA is (lerobot's device override): its devices are real.
+        Invalid(
+            'import torch\n\ndef test_override():\n    if torch.cuda.is_available():\n'
+            '        step = load(overrides={"device": "cuda:0"})\n        assert step.device == "cuda:0"\n',
+            'import torch\n\ndef test_override():\n    if torch.cuda.is_available():\n'
+            '        step = load(overrides={"device": "cuda:0"})\n        assert step.device == "neuron:0"\n',
+        ),
         # A TestCase's assertion is the comparison spelled as a call.
         Invalid(
             'class T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(x.device.type, "cuda")\n',
