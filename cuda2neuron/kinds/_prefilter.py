@@ -60,6 +60,8 @@ _PYTHON = (
     # reads of a scaler's state (CN308)
     "megablocks", "grouped_gemm", "tutel", "scattermoe", "fmoe",
     "gpus", "distributed_backend",
+    # ONNX Runtime GenAI's short provider names (CN622), items of `key=value` strings (CN627)
+    "onnxruntime", "load_in_", "parallelize",
     "gptq", "awq", "eetq", "fp8", "higgs", "vptq", "spqr", "fpquant", "4bit", "8bit",
     "32bit", "ademamix", "rmsprop_bnb",
     "max_memory", "NativeScaler", "scaler.state_dict()[", "scaler._scale",

@@ -143,7 +143,7 @@ class LibraryCudaSetting(Rule):
         "liger", "gpus", "GPUS", "gpu=", "use_gpu", "enable_gpu", "varlen_attn", '"GPU"', "'GPU'", "collective_group", "bnb.",
         "WeightTransferConfig", "device_map", "attn_impl", "ffn_type",
         # items of `key=value,...` strings that only command lines and such lists carry
-        "load_in_", "parallelize", "quantization_bit", "optim",
+        "load_in_", "parallelize",
     )
     # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
     triggers_as_keys = True
