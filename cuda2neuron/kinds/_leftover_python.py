@@ -220,11 +220,11 @@ class Names(ast.NodeVisitor):
 
     def _round_trip(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         # Deferred: the rule catalog (and libcst) loads only where a test names a CUDA device.
-        from cuda2neuron.rules._shared.round_trip import module_qualifier, round_trip_strings
+        from cuda2neuron.rules._shared.round_trip import module_params, module_qualifier, round_trip_strings
 
         if self._qualify is None:
-            self._qualify = module_qualifier(self.tree)
-        self.test_data |= round_trip_strings(node, self._qualify)
+            self._qualify = (module_qualifier(self.tree), module_params(self.tree))
+        self.test_data |= round_trip_strings(node, *self._qualify)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.defined.add(node.name)

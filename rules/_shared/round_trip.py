@@ -13,8 +13,10 @@ The string round-trips through a parser or a constructor and is compared with it
 one side breaks the test, porting both does nothing for Trainium (no tensor ever goes there).
 A device text is such *test data* in a test function (``def test...``) when that function
 
-* hands it to a call that is not torch (a parser, a constructor, a config file it writes: the
-  whole string, or the value of a ``key=value`` / ``key: value`` item inside a string), and
+* hands it to a parser (argparse's ``Namespace``, a parser's ``parse_args``), a serializer or
+  a file it writes (the whole string, or the value of a ``key=value`` / ``key: value`` item
+  inside a string), or to its module's own function whose parameter names an execution
+  provider (``_make_ep_lm("cuda")``: ONNX Runtime's word), and
 * compares it back in an assertion (``assert x == ...``, ``self.assertEqual(x, ...)``) against
   something that is not read off a torch device (not ``t.device.type``, not ``str(t.device)``),
 * and never hands it to torch (``torch.zeros(3, device="cuda")``, ``x.to("cuda")``), nor asks
@@ -32,10 +34,13 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 
-__all__ = ["Qualify", "device_texts", "function_round_trip", "module_qualifier", "round_trip_strings", "round_trip_texts"]
+__all__ = [
+    "Params", "Qualify", "device_texts", "function_round_trip", "module_params", "module_qualifier", "round_trip_strings",
+    "round_trip_texts",
+]
 
 # A dotted name as written in the module -> its qualified name (None: not an import's).
 Qualify = Callable[[str], "str | None"]
@@ -182,12 +187,81 @@ def _names(node: ast.AST) -> set[str]:
     return {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name)}
 
 
-def round_trip_texts(function: ast.FunctionDef | ast.AsyncFunctionDef, qualify: Qualify) -> frozenset[str]:
-    """The device texts ``function`` (a test) writes into a call other than torch's and compares
-    back in an assertion, and neither it nor the value compared (``args`` of ``args.device``)
-    reaches torch (``x.to(args.device)``). Empty for a function not named ``test...``."""
+# What takes a text to parse or to store, by qualified name: argparse's Namespace and parsers,
+# the serializers of config files. A call of the code under test is none: unsloth's studio
+# tests hand "cuda" to the functions they test (`_smoke_probe(TQ_INT8, "cuda")`) and fake CUDA
+# runtimes, which the project counts as device code.
+_PARSERS = ("argparse.",)
+_SERIALIZERS = frozenset({"json.dump", "json.dumps", "yaml.dump", "yaml.safe_dump", "toml.dump", "toml.dumps", "tomli_w.dump"})
+_PARSE_METHODS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
+# A text written to a file the code under test then reads (`tmp_path / "c.yaml"`: no resolvable receiver).
+_FILE_WRITES = frozenset({"write_text", "write"})
+
+Params = Mapping[str, tuple[str, ...]]  # a module's functions -> their parameter names, in order
+
+
+def module_params(tree: ast.Module) -> dict[str, tuple[str, ...]]:
+    """The parameters of the functions ``tree`` defines at its top level."""
+    return {
+        node.name: tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs))
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+
+
+def _bound_calls(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.Call]:
+    """Names ``function`` binds once, to a call (``parser = argparse.ArgumentParser()``)."""
+    seen: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            seen.setdefault(node.targets[0].id, []).append(node.value)
+    return {name: values[0] for name, values in seen.items() if len(values) == 1 and isinstance(values[0], ast.Call)}
+
+
+def _written(call: ast.Call, qualify: Qualify, bound: dict[str, ast.Call], params: Params) -> set[str]:
+    """Device texts ``call`` takes to parse or to store: a parser's or a serializer's argument,
+    a file's text, or an argument of the module's own function whose parameter names an ONNX
+    Runtime execution provider (lm-evaluation-harness's ``_make_ep_lm("cuda")``: another
+    runtime's device word, by the parameter that receives it)."""
+    func = call.func
+    dotted = _dotted(func)
+    qualified = qualify(dotted) if dotted is not None else None
+    takes = qualified is not None and (qualified.startswith(_PARSERS) or qualified in _SERIALIZERS)
+    if isinstance(func, ast.Attribute):
+        receiver = bound.get(func.value.id) if isinstance(func.value, ast.Name) else None
+        made_by = _dotted(receiver.func) if receiver is not None else None
+        made = qualify(made_by) if made_by is not None else None
+        if func.attr in _PARSE_METHODS and made is not None and made.startswith(_PARSERS):
+            takes = True
+        if func.attr in _FILE_WRITES:
+            takes = True
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    if takes:
+        return {t for a in arguments for t in _texts(_strings(a))}
+    if isinstance(func, ast.Name) and func.id in params:
+        names = params[func.id]
+        found: set[str] = set()
+        for i, a in enumerate(call.args):
+            if i < len(names) and "provider" in names[i]:
+                found |= _texts(_strings(a))
+        for k in call.keywords:
+            if k.arg is not None and "provider" in k.arg:
+                found |= _texts(_strings(k.value))
+        return found
+    return set()
+
+
+def round_trip_texts(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, qualify: Qualify, params: Params | None = None
+) -> frozenset[str]:
+    """The device texts ``function`` (a test) hands to a parser, a serializer or a file it
+    writes (``_written``) and compares back in an assertion, and neither it nor the value
+    compared (``args`` of ``args.device``) reaches torch (``x.to(args.device)``). Empty for a
+    function not named ``test...``."""
     if not function.name.startswith("test"):
         return frozenset()
+    params = params or {}
+    bound = _bound_calls(function)
     written: set[str] = set()
     compared: _Compared = {}
     to_torch: set[str] = set()
@@ -213,17 +287,19 @@ def round_trip_texts(function: ast.FunctionDef | ast.AsyncFunctionDef, qualify: 
                 if isinstance(node.func, ast.Attribute):
                     torch_names |= _names(node.func.value)  # `model.to(...)`: the model is torch's
             else:
-                written |= {t for a in arguments for t in _texts(_strings(a))}
+                written |= _written(node, qualify, bound, params)
     return frozenset(
         text for text, roots in compared.items()
         if text in written and text not in to_torch and None not in roots and not roots & torch_names
     )
 
 
-def round_trip_strings(function: ast.FunctionDef | ast.AsyncFunctionDef, qualify: Qualify) -> frozenset[tuple[int, int]]:
+def round_trip_strings(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, qualify: Qualify, params: Params | None = None
+) -> frozenset[tuple[int, int]]:
     """(line, column) of the string literals of ``function`` whose every device text is test data
     (``round_trip_texts``): the positions ``ast`` gives, in the module the function was parsed in."""
-    texts = round_trip_texts(function, qualify)
+    texts = round_trip_texts(function, qualify, params)
     if not texts:
         return frozenset()
     return frozenset(
@@ -234,11 +310,12 @@ def round_trip_strings(function: ast.FunctionDef | ast.AsyncFunctionDef, qualify
 
 
 @lru_cache(maxsize=8)
-def _module_qualifier(source: str) -> Qualify:
+def _module_facts(source: str) -> tuple[Qualify, Params]:
     try:
-        return module_qualifier(ast.parse(source))
+        tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return lambda dotted: None
+        return (lambda dotted: None), {}
+    return module_qualifier(tree), module_params(tree)
 
 
 @lru_cache(maxsize=64)
@@ -250,4 +327,4 @@ def function_round_trip(code: str, source: str) -> frozenset[str]:
     except (SyntaxError, ValueError):
         return frozenset()
     function = next((n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)), None)
-    return frozenset() if function is None else round_trip_texts(function, _module_qualifier(source))
+    return frozenset() if function is None else round_trip_texts(function, *_module_facts(source))

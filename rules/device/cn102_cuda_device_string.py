@@ -148,7 +148,8 @@ class CudaDeviceString(Rule):
         # (lm-evaluation-harness's CLI tests): "neuron" on one side breaks it, on both does nothing.
         'from argparse import Namespace\n\ndef test_cli():\n    ns = Namespace(device="cuda:1")\n'
         '    assert Config.from_cli(ns).device == "cuda:1"\n',
-        'def test_model_args(parser):\n    args = parser.parse_args(["--model_args", "pretrained=gpt2,device=cuda"])\n'
+        'import argparse\n\ndef test_model_args():\n    parser = argparse.ArgumentParser()\n'
+        '    args = parser.parse_args(["--model_args", "pretrained=gpt2,device=cuda"])\n'
         '    assert args.model_args == {"pretrained": "gpt2", "device": "cuda"}\n',
         # parametrized arguments whose name does not say device
         'import pytest\n\n@pytest.mark.parametrize("impl", ["ref", "cuda"])\ndef test(impl):\n    pass\n',

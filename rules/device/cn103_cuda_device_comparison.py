@@ -98,8 +98,8 @@ class CudaDeviceComparison(Rule):
         # The device a test wrote into its own config file, then reads back: the test's data.
         'def test_yaml_device(tmp_path):\n    (tmp_path / "c.yaml").write_text("model: hf\\ndevice: cuda:1\\n")\n'
         '    cfg = load(tmp_path / "c.yaml")\n    assert cfg.device == "cuda:1"\n',
-        'class T(unittest.TestCase):\n    def test_cli(self):\n        args = parse(["--device", "cuda"])\n'
-        '        self.assertEqual(args.device, "cuda")\n',
+        'from argparse import Namespace\n\nclass T(unittest.TestCase):\n    def test_cli(self):\n'
+        '        args = Config.from_cli(Namespace(device="cuda"))\n        self.assertEqual(args.device, "cuda")\n',
     )
     INVALID = (
         Invalid('pin = x.device.type == "cuda"\n', 'pin = x.device.type == "neuron"\n'),

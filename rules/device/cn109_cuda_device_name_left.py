@@ -98,6 +98,7 @@ class CudaDeviceNameLeft(Rule):
         'import onnxruntime_genai as og\n\ndef f(path):\n    config = og.Config(path)\n    config.append_provider("cuda")\n',
         # A provider name a test hands to the code under test and asserts back (an ONNX Runtime
         # backend's test in lm-evaluation-harness): the test's data.
+        'def make_lm(execution_provider, options=None):\n    return LM(execution_provider, options)\n\n\n'
         'def test_named_provider():\n    cfg = FakeConfig()\n    make_lm("cuda", {"device_id": 0}).select(cfg)\n'
         '    assert cfg.appended == ["cuda"]\n    assert cfg.options == [("cuda", "device_id", "0")]\n',
     )
@@ -111,6 +112,8 @@ class CudaDeviceNameLeft(Rule):
         Invalid('devices = st.sampled_from(["cpu", "cuda"])\n'),
         # Written and compared, but in a function that is not a test: no round trip to excuse.
         Invalid('def check(cfg):\n    make_lm("cuda").select(cfg)\n    assert cfg.appended == ["cuda"]\n'),
+        # Handed to the code under test, not to a parser (unsloth's studio tests): a device value.
+        Invalid('def test_probe():\n    assert tq.smoke_probe(INT8, "cuda") is False\n    assert (INT8, "cuda") not in tq.CACHE\n'),
         Invalid('same = where == f"cuda:{rank}"\n', target="accelerator"),
     )
 

@@ -91,21 +91,24 @@ _ROWS = {
     # (lm-evaluation-harness's --model_args tests); one a test also hands to torch is a device
     "python-test-round-trips-a-device-through-a-parser": (
         "m.py",
-        "def test_args(parser):\n    args = parser.parse_args(['--model_args', 'pretrained=gpt2,device=cuda'])\n"
+        "import argparse\ndef test_args():\n    parser = argparse.ArgumentParser()\n"
+        "    args = parser.parse_args(['--model_args', 'pretrained=gpt2,device=cuda'])\n"
         "    assert args.model_args == {'pretrained': 'gpt2', 'device': 'cuda'}\n",
         [],
     ),
     "python-test-hands-the-device-to-torch-too": (
         "m.py",
-        "import torch\ndef test_args(parser):\n    args = parser.parse_args(['--model_args', 'pretrained=gpt2,device=cuda'])\n"
+        "import argparse\nimport torch\ndef test_args():\n    parser = argparse.ArgumentParser()\n"
+        "    args = parser.parse_args(['--model_args', 'pretrained=gpt2,device=cuda'])\n"
         "    assert args.model_args == {'pretrained': 'gpt2', 'device': 'cuda'}\n    torch.ones(1, device='cuda')\n",
-        [3],
+        [5],
     ),
     "python-helper-round-trips-a-device": (
         "m.py",
-        "def check(parser):\n    args = parser.parse_args(['--model_args', 'pretrained=gpt2,device=cuda'])\n"
+        "import argparse\ndef check():\n    parser = argparse.ArgumentParser()\n"
+        "    args = parser.parse_args(['--model_args', 'pretrained=gpt2,device=cuda'])\n"
         "    assert args.model_args == {'pretrained': 'gpt2', 'device': 'cuda'}\n",
-        [2],
+        [4],
     ),
     "python-loop-over-keys": ("m.py", "def t(fp):\n    for k in ('torch', 'torch_cuda'):\n        assert k in fp and fp[k]\n", []),
     "python-loop-over-values": ("m.py", "def t(run):\n    for k in ('torch', 'torch_cuda'):\n        run(k)\n", [2]),
