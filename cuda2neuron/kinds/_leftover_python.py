@@ -16,6 +16,9 @@ with it), so the product and the measurement never disagree. An excuse is one of
 * a name bound by a reported import, or an attribute reached through one (never ``torch``);
 * a string used as a key of the program's own data (``ckpt["cuda_rng_state"]``; not
   ``os.environ[...]``), the ``"cuda"`` row of a device table that has a ``"neuron"`` row;
+* a device a test writes into a parser or constructor and asserts back
+  (``parse_args(["--model_args", "device=cuda"])`` ... ``== {"device": "cuda"}``; the decision
+  is ``rules/_shared/round_trip.py``'s, shared with CN102/CN103/CN109);
 * the package of a ``pytest.importorskip(...)``, a label (a test id, a command-line option's
   name), NVIDIA Triton Inference Server's network client (``tritonclient``), the kernel
   language of a file whose kernels are reported, a model repository of NVIDIA's organisation
@@ -34,7 +37,9 @@ project's top-level packages (``ProjectFacts.own_packages``) standing in for the
 and the CUDA-worded names the tree defines or imports from outside, which the project sweep
 pools from the bytes it reads (``ProjectFacts.own_names`` / ``foreign_names``,
 ``_project_names``).
-Only the standard library's ``ast`` is used: no parser of ours is loaded.
+Only the standard library's ``ast`` is used: no parser of ours is loaded (the round-trip
+decision, ``rules/_shared/round_trip.py``, is ``ast`` too; importing it loads the rule package,
+so it is imported only when a test function of a file that names "cuda" is met).
 """
 
 from __future__ import annotations
@@ -138,6 +143,12 @@ class Names(ast.NodeVisitor):
         # from source (`content = SETUP_SH.read_text()`, `src = inspect.getsource(f)`): a word
         # looked for in one (`assert "CUDA_VISIBLE_DEVICES" in content`) is that text's, a needle.
         self._texts: list[frozenset[str]] = []
+        # (line, col) of device strings a test writes into a parser or constructor and asserts
+        # back (`parse_args(["--model_args", "device=cuda"])` ... `== {"device": "cuda"}`): test
+        # data; `rules/_shared/round_trip` decides, for CN102/CN103/CN109 as for this pass.
+        self.test_data: set[tuple[int, int]] = set()
+        self.tree: ast.Module | None = None  # set by parse_names when the module names "cuda"
+        self._qualify = None
         self._handler_names: set[str] = set()
         # The project's own bare-word names (`def f(cuda=True)`, `self.cuda = ...`): where they are
         # written, by (line, byte col). Resolved against the whole project in `classify`.
@@ -197,6 +208,8 @@ class Names(ast.NodeVisitor):
             declared = assigned = set()
         self._locals.append(assigned - declared - params)
         self._texts.append(_texts_read(body))
+        if self.tree is not None and not isinstance(node, ast.Lambda) and node.name.startswith("test"):
+            self._round_trip(node)
         self.generic_visit(node)
         self._texts.pop()
         self._locals.pop()
@@ -204,6 +217,14 @@ class Names(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef
     visit_Lambda = visit_FunctionDef
+
+    def _round_trip(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        # Deferred: the rule catalog (and libcst) loads only where a test names a CUDA device.
+        from cuda2neuron.rules._shared.round_trip import module_params, module_qualifier, round_trip_strings
+
+        if self._qualify is None:
+            self._qualify = (module_qualifier(self.tree), module_params(self.tree))
+        self.test_data |= round_trip_strings(node, *self._qualify)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.defined.add(node.name)
@@ -747,7 +768,10 @@ def parse_names(
     names.project_modules = project_modules
     text = source if isinstance(source, bytes) else source.encode("utf-8", "surrogateescape")
     names.bare_names = _BARE_NAME.search(text) is not None
+    if b"cuda" in text:
+        names.tree = tree
     names.visit(tree)
+    names.tree = None  # not kept: Names outlives the walk in the project's pools
     return names
 
 
@@ -867,6 +891,8 @@ def excuse(tok: Word, ctx: FileExcuses) -> str:
         return f"{word}: a test skipped where the package is absent"
     if tok.type == STRING and tok.start in names.env_name_lists:
         return f"{word}: an environment variable's name listed among others (a list of names sets no value)"
+    if tok.type == STRING and tok.start in names.test_data:
+        return f"{word}: a device a test writes into a parser or constructor and asserts back (test data)"
     if tok.type == STRING and tok.start in names.needles:
         return f"{word}: a piece of source text searched for, not code that runs"
     if tok.type == STRING and tok.start in names.error_words:

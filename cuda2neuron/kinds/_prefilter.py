@@ -60,6 +60,8 @@ _PYTHON = (
     # reads of a scaler's state (CN308)
     "megablocks", "grouped_gemm", "tutel", "scattermoe", "fmoe",
     "gpus", "distributed_backend",
+    # ONNX Runtime GenAI's short provider names (CN622), items of `key=value` strings (CN627)
+    "onnxruntime", "load_in_", "parallelize",
     "gptq", "awq", "eetq", "fp8", "higgs", "vptq", "spqr", "fpquant", "4bit", "8bit",
     "32bit", "ademamix", "rmsprop_bnb",
     "max_memory", "NativeScaler", "scaler.state_dict()[", "scaler._scale",
@@ -85,6 +87,8 @@ _SHELL = (
     # library settings passed as flags (CN709; CN737 in configs): rules/_shared/library_settings.toml
     "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim", "deepspeed",
     "dynamo_backend", "compile_backend", "liger", "bnb.", "varlen_attn", "attn_", "attention", "ffn_type",
+    # lm-evaluation-harness's switch inside `--model_args k=v,...` lists (CN709's list reader)
+    "parallelize",
     # Slurm node features naming a GPU (CN706: --constraint=volta32gb)
     "constraint",
     # CUDA extensions' build switches without a CUDA word (CN705: CAUSAL_CONV1D_FORCE_BUILD=TRUE pip wheel .)

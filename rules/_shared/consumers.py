@@ -33,7 +33,7 @@ from .values import argument_of, value_user
 
 __all__ = [
     "PASS_THROUGH", "device_test_form", "foreign_callee", "kernel_test", "library_callee", "library_callee_by_name", "pointer_buffer",
-    "takes_torch_device",
+    "receiving_call", "takes_torch_device",
 ]  # fmt: skip
 
 # Libraries that hand a device argument to torch unchanged (``torch.device(device)``,
@@ -62,6 +62,41 @@ def library_callee(rule: Rule, node: cst.CSTNode, ancestors=None) -> str | None:
     chain = rule.context.ancestors if ancestors is None else ancestors
     found = argument_of(chain, node)
     return None if found is None else _foreign(rule, found[2])
+
+
+def receiving_call(rule: Rule, node: cst.CSTNode) -> str | None:
+    """The qualified name of the call ``node``'s value is an argument of, its receiver resolved
+    too: ``og.Config(path).append_provider("cuda")`` and ``config.append_provider("cuda")`` after
+    ``config = og.Config(path)`` in the same function are ``onnxruntime_genai.Config.append_provider``
+    (an instance's method, named through the class that made it). None where nothing resolves."""
+    found = argument_of(rule.context.ancestors, node)
+    if found is None:
+        return None
+    call = found[2]
+    qualified = call_qualname(rule, call)
+    if qualified is not None or not isinstance(call.func, cst.Attribute):
+        return qualified
+    receiver, method = call.func.value, call.func.attr.value
+    if isinstance(receiver, cst.Name):
+        receiver = _bound_call(rule, receiver.value)
+    if not isinstance(receiver, cst.Call):
+        return None
+    made_by = call_qualname(rule, receiver)
+    return None if made_by is None else f"{made_by}.{method}"
+
+
+def _bound_call(rule: Rule, name: str) -> cst.Call | None:
+    """The call the enclosing function binds ``name`` to, where it binds it once (``config =
+    og.Config(path)``); None otherwise."""
+    function = next((a for a in reversed(rule.context.ancestors) if isinstance(a, cst.FunctionDef)), None)
+    body = function.body if function is not None else rule.context.module
+    bound = [
+        stmt.value
+        for line in getattr(body, "body", ())
+        for stmt in (line.body if isinstance(line, cst.SimpleStatementLine) else ())
+        if isinstance(stmt, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in stmt.targets)
+    ]
+    return bound[0] if len(bound) == 1 and isinstance(bound[0], cst.Call) else None
 
 
 def _foreign(rule: Rule, call: cst.Call) -> str | None:

@@ -45,6 +45,8 @@ __all__ = [
     "TrainerOptimizer",
     "CUDA_IPC_CALLS",
     "CUDA_PROVIDERS",
+    "CUDA_PROVIDER_SHORT_NAMES",
+    "ONNXRUNTIME_PACKAGES",
     "TORCH_CUDA_ALLOCATOR_CALLS",
     "TORCH_CUDA_ONLY_CALLS",
     "TORCH_CUDA_ONLY_MODULES",
@@ -151,6 +153,10 @@ _PORTABLE_OP_NAMESPACES = frozenset({
 # ONNX Runtime's execution providers that run only on NVIDIA GPUs (CN622 reports them): a branch
 # that picks one (`providers = ["CUDAExecutionProvider"] if cuda else [...]`) selects CUDA-only code.
 CUDA_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
+# The same providers by the short names ONNX Runtime GenAI takes (``Config.append_provider("cuda")``),
+# lower case, and the packages whose calls read them: another runtime's device words, not torch's.
+CUDA_PROVIDER_SHORT_NAMES = frozenset({"cuda", "tensorrt", "nvtensorrtrtx"})
+ONNXRUNTIME_PACKAGES = frozenset({"onnxruntime", "onnxruntime_genai"})
 
 
 def _provider(node: cst.SimpleString) -> str | None:

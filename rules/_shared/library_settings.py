@@ -23,11 +23,13 @@ from .tables import read_table
 __all__ = [
     "LibraryCall",
     "LibrarySetting",
+    "ListItem",
     "Match",
     "RayResources",
     "gpu_constants",
     "library_calls",
     "library_settings",
+    "list_settings",
     "match_setting",
     "member_keys",
     "may_set_in_python",
@@ -40,7 +42,7 @@ __all__ = [
 ]
 
 TABLE = "library_settings.toml"
-_WHERE = frozenset({"python", "config", "cli", "notebook"})
+_WHERE = frozenset({"python", "config", "cli", "notebook", "arglist"})
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _OFF = frozenset({"", "false", "no", "off", "0", "none", "null", "~"})
 
@@ -216,6 +218,55 @@ def match_setting(key: str, value: str, where: str, path: str = "", member: bool
     return None
 
 
+# One item of a `key=value` list handed to a program as a single value (lm-evaluation-harness's
+# `--model_args pretrained=gpt2,parallelize=True`): items split on commas, each `key=value`, or
+# `key: value` beside a `key=value` item (afrobench's "pretrained=${model},parallelize: true").
+_ITEM_RE = re.compile(r"(?:^|(?<=,))[ \t]*([A-Za-z_][\w.-]*)[ \t]*(=|:)[ \t]*([^,]*)")
+
+
+@dataclass(frozen=True)
+class ListItem:
+    """An item of a ``key=value`` list whose key and value match a row read in such lists."""
+
+    start: int  # the item's span in the list's text
+    end: int
+    value_start: int  # the value's span
+    value_end: int
+    key: str
+    value: str
+    match: Match
+
+
+def list_settings(text: str, whole: bool = False) -> list[ListItem]:
+    """The items of ``text``, a ``key=value,key=value`` list, that a row read in lists matches:
+    a row whose ``where`` holds ``arglist`` (a library's own switch that only such lists carry,
+    lm-evaluation-harness's ``parallelize``) or ``cli`` (what a command line passes is what its
+    list passes: ``attn_implementation=flash_attention_2``, ``load_in_4bit=True``). A text with
+    no ``key=value`` item is no list; a value computed at run time (``${MODEL}``) matches nothing.
+    With ``whole``, every comma-separated piece must be an item (a Python string is read as a list
+    only then: ``"use_accelerate=True,load_in_8bit=True"``, never a sentence that holds one)."""
+    if "=" not in text:
+        return []
+    items = list(_ITEM_RE.finditer(text))
+    if not any(m.group(2) == "=" for m in items):
+        return []
+    if whole and len(items) != text.count(",") + 1:
+        return []
+    keys = frozenset(normalize_key(m.group(1)) for m in items)
+    found: list[ListItem] = []
+    for m in items:
+        raw = m.group(3).rstrip()
+        value = raw.strip("'\"")
+        if not value or "$" in value or "{" in value:
+            continue
+        match = match_setting(m.group(1), value, "arglist") or match_setting(m.group(1), value, "cli")
+        if match is None or (match.setting.unless_beside and match.setting.planned(keys)):
+            continue
+        vs = m.start(3) + (len(raw) - len(raw.lstrip("'\"")))
+        found.append(ListItem(m.start(1), m.start(3) + len(raw), vs, vs + len(value), m.group(1), value, match))
+    return found
+
+
 @lru_cache(maxsize=1)
 def library_calls() -> dict[str, LibraryCall]:
     return {
@@ -333,6 +384,26 @@ def _python_words() -> tuple[dict[bytes, int], tuple[tuple[dict[bytes, int], re.
     return always, tuple(settings)
 
 
+@lru_cache(maxsize=1)
+def _list_item_keys() -> frozenset[bytes]:
+    """The keys of the rows read in ``key=value`` lists (``cli``, ``arglist``), lower case."""
+    return frozenset(k.encode() for s in library_settings() if not s.where.isdisjoint(("cli", "arglist")) for k in s.keys)
+
+
+def _list_item_at(code: bytes, key: bytes) -> bool:
+    """Does ``key`` start an item of a ``key=value`` list somewhere in ``code``: after a quote or a
+    comma (blanks between), ``=`` or ``:`` after? ``find`` per key the file's words hold: a
+    regular expression over all the keys tried every comma of diffusers (0.25 CPU-s)."""
+    i = code.find(key)
+    while i >= 0:
+        before = code[max(0, i - 8):i].rstrip(b" \t")[-1:]
+        after = code[i + len(key):i + len(key) + 8].lstrip(b" \t")[:1]
+        if before in (b'"', b"'", b",") and after in (b"=", b":"):
+            return True
+        i = code.find(key, i + 1)
+    return False
+
+
 def may_set_in_python(code: bytes) -> bool:
     """False only where CN627 cannot report on Python ``code`` (comments and docstrings blanked).
 
@@ -347,6 +418,12 @@ def may_set_in_python(code: bytes) -> bool:
     lower = code.lower()
     texts = (lower, _STRING_JOIN.sub(b"", lower))
     words = {w for text in texts for w in text.translate(_TO_WORDS).split()}
+    # A `key=value,...` string (`model_args="pretrained=gpt2,parallelize=True"`): an item of the
+    # rows read in lists starts the string or follows a comma. Not the keys alone as words:
+    # diffusers spells `xformers` and `True` in hundreds of files that hold no such list.
+    for key in _list_item_keys() & words:
+        if _list_item_at(lower, key):
+            return True
     # The words that start with ``_``, by what follows their ``_`` (the most ``_`` seen): a key
     # matches them after any number of ``_`` of its own (``--flash-attn`` is ``__flash_attn``).
     underscored: dict[bytes, int] = {}

@@ -24,6 +24,7 @@ from cuda2neuron.python import Truth, asks_cuda, truth, visit_syntax
 
 from .._shared.args import arg_by_name, positional_args
 from .._shared.names import is_device_word, terminal_name
+from .._shared.round_trip import device_texts, function_round_trip
 from .._shared.strings import fstring_text, string_value
 from .._shared.target import NEURON, Imports, compared_type_expr, device_type_expr
 from .._shared.values import value_user
@@ -35,6 +36,7 @@ __all__ = [
     "find_use",
     "is_bare_prefix",
     "is_cuda_device_string",
+    "is_test_data",
     "looks_like_cuda_fstring",
     "ordinal_word",
     "retarget_fstring",
@@ -304,6 +306,21 @@ def _parametrized_device(rule: Rule, ancestors: Sequence[cst.CSTNode], i: int, n
             return False
         position = row.elements.index(element)
     return position < len(argnames) and is_device_word(argnames[position])
+
+
+def is_test_data(rule: Rule, node: cst.BaseExpression) -> bool:
+    """Is the device string ``node`` data its test writes and asserts back
+    (``parse_args(["--model_args", "device=cuda"])`` ... ``assert args.model_args == {"device": "cuda"}``)?
+    The decision is ``_shared/round_trip``'s, shared with the residual pass; here only the
+    enclosing test function is found (the nearest ``def``) and handed over as code."""
+    value = string_value(node)
+    held = device_texts(value) if value is not None else frozenset()
+    if not held:
+        return False
+    function = next((a for a in reversed(rule.context.ancestors) if isinstance(a, cst.FunctionDef)), None)
+    if function is None or not function.name.value.startswith("test"):
+        return False
+    return held <= function_round_trip(rule.context.code(function), rule.context.source)
 
 
 def is_bare_prefix(node: cst.BaseExpression) -> bool:

@@ -19,7 +19,10 @@ from .._shared.returned_values import returned_option
 from .._shared.strings import string_value
 from .._shared.target import NEURON, checkpoint_device, needs_newer_torch
 from . import _strings_ast
-from ._helpers import _DEVICE_RE, _PREFIX, UseKind, _quote_of, find_use, is_bare_prefix, is_cuda_device_string, looks_like_cuda_fstring, retarget_fstring, retarget_string
+from ._helpers import (
+    _DEVICE_RE, _PREFIX, UseKind, _quote_of, find_use, is_bare_prefix, is_cuda_device_string, is_test_data, looks_like_cuda_fstring,
+    retarget_fstring, retarget_string,
+)
 from ._records import recorded_only
 
 __all__ = ["CudaDeviceString"]
@@ -108,7 +111,11 @@ class CudaDeviceString(Rule):
     itself); transformers, diffusers, accelerate, timm and the other libraries in
     ``rules/_shared/consumers.py`` get "neuron". A device string stored in a field of the file's
     own record class that the file only writes out (``meta.rand_device = "cuda"``, read only in
-    an f-string or a dict) records which device made something: it is left as it is.
+    an f-string or a dict) records which device made something: it is left as it is. So is a
+    device a test writes into a parser or constructor and asserts back
+    (``Namespace(device="cuda:1")`` ... ``assert cfg.device == "cuda:1"``; ``rules/_shared/round_trip.py``
+    decides, for CN103, CN109 and the residual pass too): the test's data, unless the test
+    also hands it, or what it parsed, to torch.
     On the accelerator target a ``map_location`` device with an index maps to ``"cpu"`` where no
     accelerator exists (torch.load refuses "cpu:0").
     A device handed to another module's code that reads it with a test a safe run leaves on
@@ -159,6 +166,13 @@ class CudaDeviceString(Rule):
         # A record's field, only written out: which device made an image, not where to put it.
         'class Meta:\n    rand_device = None\n\n    def line(self):\n        return f"{self.rand_device}"\n\n\n'
         'def parse(node):\n    meta = Meta()\n    meta.rand_device = "cuda"\n    return meta\n',
+        # A device a test writes into a parser or constructor and asserts back is the test's data
+        # (lm-evaluation-harness's CLI tests): "neuron" on one side breaks it, on both does nothing.
+        'from argparse import Namespace\n\ndef test_cli():\n    ns = Namespace(device="cuda:1")\n'
+        '    assert Config.from_cli(ns).device == "cuda:1"\n',
+        'import argparse\n\ndef test_model_args():\n    parser = argparse.ArgumentParser()\n'
+        '    args = parser.parse_args(["--model_args", "pretrained=gpt2,device=cuda"])\n'
+        '    assert args.model_args == {"pretrained": "gpt2", "device": "cuda"}\n',
         # parametrized arguments whose name does not say device
         'import pytest\n\n@pytest.mark.parametrize("impl", ["ref", "cuda"])\ndef test(impl):\n    pass\n',
         'import pytest\n\n@pytest.mark.parametrize("impl,device", [("cuda", "cpu")])\ndef test(impl, device):\n    pass\n',
@@ -392,6 +406,8 @@ class CudaDeviceString(Rule):
             return
         if use is None or use.kind is not UseKind.PLACEMENT:
             return
+        if is_test_data(self, node):
+            return  # `Namespace(device="cuda:1")` ... `assert cfg.device == "cuda:1"`: a test's data
         if isinstance(use.user, cst.Assign) and recorded_only(self, use.user):
             return  # `props.rand_device = "cuda"` in a record: which device made it, not where to go
         kernel = handed_to_kernel(self, node) or kernel_test(self)

@@ -17,7 +17,7 @@ from .._shared.label_readers import held_label
 from .._shared.selected import opened_code, selected_code
 from .._shared.target import needs_newer_torch
 from . import _strings_ast
-from ._helpers import UseKind, comparison_safety, find_use, is_bare_prefix, looks_like_cuda_fstring, retarget_fstring, retarget_string
+from ._helpers import UseKind, comparison_safety, find_use, is_bare_prefix, is_test_data, looks_like_cuda_fstring, retarget_fstring, retarget_string
 
 __all__ = ["CudaDeviceComparison"]
 
@@ -74,7 +74,11 @@ class CudaDeviceComparison(Rule):
     touched. A test that stands in front of a CUDA-only kernel the file knows (an input check
     ``assert x.device.type == "cuda"`` of a function that launches a Triton kernel, a flag
     ``use_kernel = x.device.type == "cuda"`` that picks a compiled extension's call) is reported
-    without a fix, as CN104 and CN201 do: False on Neuron is the meaning to keep.
+    without a fix, as CN104 and CN201 do: False on Neuron is the meaning to keep. An assertion
+    that compares back a device the test itself wrote into a parser, a constructor or a config
+    file (``Namespace(device="cuda:1")`` ... ``assert cfg.device == "cuda:1"``) checks the
+    parsing, not a device: left alone, unless the test hands that device (or what it parsed) to
+    torch, or compares it with a value read off a tensor (``t.device.type``).
     """
 
     code = "CN103"
@@ -97,6 +101,11 @@ class CudaDeviceComparison(Rule):
         'device = "cuda"\n',  # a placement: CN102
         # A test case's assertion on a name that does not say device.
         'class T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(impl, "cuda")\n',
+        # The device a test wrote into its own config file, then reads back: the test's data.
+        'def test_yaml_device(tmp_path):\n    (tmp_path / "c.yaml").write_text("model: hf\\ndevice: cuda:1\\n")\n'
+        '    cfg = load(tmp_path / "c.yaml")\n    assert cfg.device == "cuda:1"\n',
+        'from argparse import Namespace\n\nclass T(unittest.TestCase):\n    def test_cli(self):\n'
+        '        args = Config.from_cli(Namespace(device="cuda"))\n        self.assertEqual(args.device, "cuda")\n',
     )
     INVALID = (
         Invalid('pin = x.device.type == "cuda"\n', 'pin = x.device.type == "neuron"\n'),
@@ -117,6 +126,26 @@ class CudaDeviceComparison(Rule):
         Invalid('is_gpu = str(x.device).startswith("cuda")\n', 'is_gpu = str(x.device).startswith("neuron")\n'),
         Invalid('gpu = device in ("cuda", "mps")\n', 'gpu = device in ("neuron", "mps")\n'),
         Invalid('index = int(device.replace("cuda:", ""))\n', 'index = int(device.replace("neuron:", ""))\n'),
+        # What the test compares with is read off a torch device: a device test, though the test
+        # also wrote the device into its parser.
+        Invalid(
+            'def test_cli():\n    args = parse(["--device", "cuda"])\n    assert run(args).device.type == "cuda"\n',
+            'def test_cli():\n    args = parse(["--device", "cuda"])\n    assert run(args).device.type == "neuron"\n',
+        ),
+        # The parsed device places a tensor: a device test, though the test wrote the device itself.
+        Invalid(
+            'import torch\nfrom argparse import Namespace\n\ndef test_cli():\n'
+            '    cfg = Config.from_cli(Namespace(device="cuda:1"))\n    assert cfg.device == "cuda:1"\n    torch.ones(1).to(cfg.device)\n',
+            'import torch\nfrom argparse import Namespace\n\ndef test_cli():\n'
+            '    cfg = Config.from_cli(Namespace(device="cuda:1"))\n    assert cfg.device == "neuron:1"\n    torch.ones(1).to(cfg.device)\n',
+        ),
+        # A test that runs only where CUDA is (lerobot's device override): its devices are real.
+        Invalid(
+            'import torch\n\ndef test_override():\n    if torch.cuda.is_available():\n'
+            '        step = load(overrides={"device": "cuda:0"})\n        assert step.device == "cuda:0"\n',
+            'import torch\n\ndef test_override():\n    if torch.cuda.is_available():\n'
+            '        step = load(overrides={"device": "cuda:0"})\n        assert step.device == "neuron:0"\n',
+        ),
         # A TestCase's assertion is the comparison spelled as a call.
         Invalid(
             'class T(unittest.TestCase):\n    def test(self):\n        self.assertEqual(x.device.type, "cuda")\n',
@@ -253,6 +282,8 @@ class CudaDeviceComparison(Rule):
         use = find_use(self, node)
         if use is None or use.kind is not UseKind.COMPARISON:
             return
+        if is_test_data(self, node):
+            return  # the test compares back a device it wrote into a parser or constructor itself
         # Retargeting would send neuron tensors into a CUDA-only kernel: the check must keep
         # failing (the dispatch keep taking its fallback) on Neuron until the kernel is ported.
         def describe(kernel: str) -> str:

@@ -9,11 +9,13 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 
+from .._shared.consumers import receiving_call
+from .._shared.kernels import ONNXRUNTIME_PACKAGES
 from .._shared.names import terminal_name
 from .._shared.nets import is_text
 from .._shared.strings import string_value
 from .._shared.values import value_user
-from ._helpers import _DEVICE_RE, _STRING_TESTS, is_cuda_device_string, looks_like_cuda_fstring
+from ._helpers import _DEVICE_RE, _STRING_TESTS, is_cuda_device_string, is_test_data, looks_like_cuda_fstring
 
 __all__ = ["CudaDeviceNameLeft"]
 
@@ -73,8 +75,9 @@ class CudaDeviceNameLeft(Rule):
     Not reported: a device table that already has a ``"neuron"`` entry, the keys of a
     ``map_location`` table (where a checkpoint was saved), the keys of a ``max_memory`` table
     (CN111 reports it), printed or logged values, docstrings,
-    and a ``"cuda"`` among words to look for in text (``["out of memory", "cuda", ...]``: a
-    sibling is prose).
+    a ``"cuda"`` among words to look for in text (``["out of memory", "cuda", ...]``: a
+    sibling is prose), and a device a test hands to the code under test and asserts back
+    (``make_lm("cuda")`` ... ``assert cfg.appended == ["cuda"]``: the test's data, as CN102 reads it).
     """
 
     code = "CN109"
@@ -98,6 +101,13 @@ class CudaDeviceNameLeft(Rule):
         # words to find in an error message, not devices
         'OOM_MARKERS = ["out of memory", "cuda", "cublas_status_alloc_failed"]\n',
         'retry = any(k in str(err) for k in ("CUDA error", "cuda", "NCCL"))\n',
+        # ONNX Runtime GenAI's provider, by the call that receives it (CN622 reports it)
+        'import onnxruntime_genai as og\n\ndef f(path):\n    config = og.Config(path)\n    config.append_provider("cuda")\n',
+        # A provider name a test hands to the code under test and asserts back (an ONNX Runtime
+        # backend's test in lm-evaluation-harness): the test's data.
+        'def make_lm(execution_provider, options=None):\n    return LM(execution_provider, options)\n\n\n'
+        'def test_named_provider():\n    cfg = FakeConfig()\n    make_lm("cuda", {"device_id": 0}).select(cfg)\n'
+        '    assert cfg.appended == ["cuda"]\n    assert cfg.options == [("cuda", "device_id", "0")]\n',
     )
     INVALID = (
         # CLIP patches the device constants of a TorchScript archive that was traced on CUDA.
@@ -107,6 +117,10 @@ class CudaDeviceNameLeft(Rule):
         Invalid('EXPECTED = {("cuda", 8): 0.31, ("cpu", None): 0.30}\n'),
         Invalid('def name():\n    return "cuda"\n'),
         Invalid('devices = st.sampled_from(["cpu", "cuda"])\n'),
+        # Written and compared, but in a function that is not a test: no round trip to excuse.
+        Invalid('def check(cfg):\n    make_lm("cuda").select(cfg)\n    assert cfg.appended == ["cuda"]\n'),
+        # Handed to the code under test, not to a parser (unsloth's studio tests): a device value.
+        Invalid('def test_probe():\n    assert tq.smoke_probe(INT8, "cuda") is False\n    assert (INT8, "cuda") not in tq.CACHE\n'),
         Invalid('same = where == f"cuda:{rank}"\n', target="accelerator"),
     )
 
@@ -147,7 +161,7 @@ class CudaDeviceNameLeft(Rule):
             return
         found = value_user(ancestors, node, templates=True)
         kind, user = _use_of(ancestors, found, node)
-        if kind is None:
+        if kind is None or is_test_data(self, node) or self._onnxruntime_provider(node):
             return
         shown = self.context.code(user if kind == "test" else node)
         if kind == "test":
@@ -157,6 +171,14 @@ class CudaDeviceNameLeft(Rule):
         else:
             message, guidance = f"`{shown}` is used as a value that cuda2neuron cannot tell is a device", _VALUE_GUIDANCE
         self.report(node, message, guidance=guidance, effort=Effort.LOW)
+
+
+    def _onnxruntime_provider(self, node: cst.CSTNode) -> bool:
+        """``config.append_provider("cuda")`` of ONNX Runtime GenAI: its provider's name, CN622's."""
+        if "onnxruntime" not in self.context.source:
+            return False
+        callee = receiving_call(self, node)
+        return callee is not None and callee.split(".")[0] in ONNXRUNTIME_PACKAGES
 
 
 def _among_words(ancestors, node: cst.CSTNode) -> bool:

@@ -6,7 +6,8 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Invalid, Rule
 
-from .._shared.kernels import CUDA_PROVIDERS
+from .._shared.consumers import receiving_call
+from .._shared.kernels import CUDA_PROVIDER_SHORT_NAMES, CUDA_PROVIDERS, ONNXRUNTIME_PACKAGES
 from .._shared.strings import string_value
 
 __all__ = ["OnnxRuntimeCudaProvider"]
@@ -26,7 +27,10 @@ class OnnxRuntimeCudaProvider(Rule):
     Reports ONNX Runtime's ``"CUDAExecutionProvider"`` and ``"TensorrtExecutionProvider"``
     wherever the code names them: ``providers=[...]`` of an ``InferenceSession``, a
     ``provider=`` argument of a pipeline loader, a check against
-    ``onnxruntime.get_available_providers()``.
+    ``onnxruntime.get_available_providers()``; and their short names (``"cuda"``,
+    ``"tensorrt"``) where a call of ONNX Runtime (GenAI) receives them, the call's receiver
+    resolved (``config = og.Config(path)`` then ``config.append_provider("cuda")``): there
+    ``"cuda"`` is ONNX Runtime's provider, not torch's device, and CN109 leaves it to this rule.
 
     ## Why is this bad?
     Both providers run on NVIDIA GPUs only. On Trainium the session runs on the CPU, or refuses
@@ -44,19 +48,26 @@ class OnnxRuntimeCudaProvider(Rule):
 
     code = "CN622"
     name = "onnxruntime-cuda-provider"
-    triggers = ("ExecutionProvider",)
+    triggers = ("ExecutionProvider", "onnxruntime")
     VALID = (
         'session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])\n',
+        # "cuda" handed to a call that is not ONNX Runtime's
+        'import onnxruntime_genai as og\n\ndef f(path, model):\n    config = og.Config(path)\n    model.to("cuda")\n',
+        'import onnxruntime_genai as og\n\ndef f(path):\n    config = og.Config(path)\n    config.append_provider("dml")\n',
         'def f():\n    """Pass "CUDAExecutionProvider" to run on a GPU."""\n',
     )
     INVALID = (
         Invalid('session = ort.InferenceSession(path, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])\n'),
         Invalid('pipe = OnnxStableDiffusionPipeline.from_pretrained(repo, provider="CUDAExecutionProvider")\n'),
         Invalid('if "TensorrtExecutionProvider" in ort.get_available_providers():\n    pass\n', target="accelerator"),
+        # ONNX Runtime GenAI's short provider names, the receiver resolved through its binding
+        Invalid('import onnxruntime_genai as og\n\ndef f(path):\n    config = og.Config(path)\n    config.append_provider("cuda")\n'),
+        Invalid('import onnxruntime_genai as og\nog.Config(path).set_provider_option("cuda", "device_id", "0")\n'),
     )
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "ExecutionProvider" not in node.value:
+            self._short_name(node)
             return
         value = string_value(node)
         if value not in CUDA_PROVIDERS:
@@ -65,3 +76,17 @@ class OnnxRuntimeCudaProvider(Rule):
         if isinstance(parent, cst.Expr):
             return  # a docstring
         self.report(node, f'ONNX Runtime\'s "{value}" runs on NVIDIA GPUs only', guidance=_GUIDANCE, effort=Effort.LOW)
+
+    def _short_name(self, node: cst.SimpleString) -> None:
+        if "onnxruntime" not in self.context.source:  # cheap: almost no file imports it
+            return
+        value = string_value(node)
+        if value is None or value.lower() not in CUDA_PROVIDER_SHORT_NAMES:
+            return
+        callee = receiving_call(self, node)
+        if callee is None or callee.split(".")[0] not in ONNXRUNTIME_PACKAGES:
+            return
+        self.report(
+            node, f'`{self.context.code(node)}` handed to `{callee}` names ONNX Runtime\'s {value} execution provider, which runs on NVIDIA GPUs only',
+            guidance=_GUIDANCE, effort=Effort.LOW,
+        )

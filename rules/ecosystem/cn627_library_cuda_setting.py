@@ -13,9 +13,11 @@ from cuda2neuron.python import Unsure
 
 from .._shared.detector import AstDetector
 from .._shared.library_settings import (
+    ListItem,
     Match,
     gpu_constants,
     library_calls,
+    list_settings,
     match_setting,
     may_set_in_python,
     normalize_key,
@@ -100,7 +102,10 @@ class LibraryCudaSetting(Rule):
     * Ray's GPU resources: ``num_gpus=N`` of ``@ray.remote`` and ``.options`` becomes
       ``resources={"neuron_cores": N}``, a placement-group bundle's ``"GPU"`` key becomes
       ``"neuron_cores"``, and ``ScalingConfig(use_gpu=True)`` is reported;
-    * module constants that hard-code a GPU count (``GPUS_PER_NODE = 8``).
+    * module constants that hard-code a GPU count (``GPUS_PER_NODE = 8``);
+    * the items of a keyword's string that is a ``key=value,key=value`` list
+      (``model_args="pretrained=gpt2,parallelize=True"``, an ``add_argument`` default): the rows
+      read in command lines and in such lists (CN709), reported.
 
     ## Why is this bad?
     The program never names CUDA, yet the library loads a CUDA-only package (flash_attn,
@@ -137,6 +142,8 @@ class LibraryCudaSetting(Rule):
         "flash_attn", "flash_attention", "xformers", "tf32", "deepspeed", "dynamo_backend", "compile_backend",
         "liger", "gpus", "GPUS", "gpu=", "use_gpu", "enable_gpu", "varlen_attn", '"GPU"', "'GPU'", "collective_group", "bnb.",
         "WeightTransferConfig", "device_map", "attn_impl", "ffn_type",
+        # items of `key=value,...` strings that only command lines and such lists carry
+        "load_in_", "parallelize",
     )
     # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
     triggers_as_keys = True
@@ -160,6 +167,9 @@ class LibraryCudaSetting(Rule):
         "def test_kwargs():\n    assert build_kwargs() == {'device_map': 'balanced', 'attn_implementation': 'flash_attention_2'}\n",
         # a tokenizer loads no weights: the keyword is ignored there
         "from transformers import AutoTokenizer\ntok = AutoTokenizer.from_pretrained('x', device_map='auto')\n",
+        # a help text that shows a list, a list that turns the switch off
+        "parser.add_argument('--model_args', help='e.g. pretrained=gpt2,parallelize=True')\n",
+        "results = simple_evaluate(model='hf', model_args='pretrained=gpt2,parallelize=False')\n",
     )
     INVALID = (
         Invalid(
@@ -203,6 +213,9 @@ class LibraryCudaSetting(Rule):
         # accelerate counts no Neuron device: the model loads on the CPU (measured)
         Invalid("from transformers import AutoModelForCausalLM\nm = AutoModelForCausalLM.from_pretrained('x', device_map='auto')\n"),
         Invalid("kwargs = {'device_map': 'balanced_low_0', 'torch_dtype': dtype}\n"),
+        # a key=value list handed on to lm-evaluation-harness (its regression script's default)
+        Invalid("parser.add_argument('--model_args', default='use_accelerate=True,load_in_8bit=True')\n"),
+        Invalid("results = simple_evaluate(model='hf', model_args='pretrained=gpt2,parallelize=True')\n"),
         # llm-foundry's MPT config in Python
         Invalid("attn_config = {'attn_impl': 'flash', 'alibi': True}\n"),
         Invalid(
@@ -236,6 +249,7 @@ class LibraryCudaSetting(Rule):
         if node.keyword is None:
             return
         key = node.keyword.value
+        self._listed(node.value)
         if key == "default":
             self._default(node)
             return
@@ -300,6 +314,22 @@ class LibraryCudaSetting(Rule):
             )
             return
         self.report(value, message, guidance=_setting_guidance(found), effort=Effort.LOW, ancestors=(*self.context.ancestors, holder))
+
+    def _listed(self, value: cst.BaseExpression) -> None:
+        """A keyword's string that is a ``key=value,key=value`` list handed on to a command line
+        or a loader (lm-evaluation-harness's ``add_argument("--model_args",
+        default="use_accelerate=True,load_in_8bit=True")``, ``simple_evaluate(model_args=...)``):
+        its items are settings (``list_settings``); reported, the string is the user's to edit."""
+        if not isinstance(value, cst.SimpleString) or "=" not in value.value:
+            return
+        text = string_value(value)
+        if text is None or any(isinstance(a, cst.Assert) for a in self.context.ancestors):
+            return
+        for item in list_settings(text, whole=True):
+            self.report(
+                value, f"`{text[item.start:item.end]}` in a `key=value` list {item.match.what}",
+                guidance=_listed_guidance(item), effort=Effort.LOW,
+            )
 
     def _tokenizer_call(self) -> bool:
         call = self.context.ancestors[-1] if self.context.ancestors else None
@@ -435,6 +465,11 @@ def _setting_guidance(found: Match) -> str:
     return found.setting.guidance or (f"on Trainium write {found.port!r}" if found.port else "")
 
 
+def _listed_guidance(item: ListItem) -> str:
+    port = item.match.port
+    return item.match.setting.guidance or (f"on Trainium write `{item.key}={port}` in the list" if port else "")
+
+
 def _root(node: cst.BaseExpression) -> str | None:
     while isinstance(node, cst.Attribute):
         node = node.value
@@ -527,6 +562,7 @@ class _Detector(AstDetector):
         key = arg.keyword
         if key is None:
             return
+        self._listed(arg.value)
         if key == "default":
             self._default(call, arg)
             return
@@ -575,6 +611,17 @@ class _Detector(AstDetector):
             name = _ast_target_name(self.ctx.parent.target)
         if name is not None and normalize_key(name) in setting_keys("python"):
             self._setting(name, arg.value)
+
+    def _listed(self, value: ast.expr) -> None:
+        """The visitor's ``_listed``: a ``SimpleString`` there is one string token here."""
+        text = _ast_str(value)
+        if text is None or "=" not in text or any(isinstance(a, ast.Assert) for a in self.ctx.ancestors):
+            return
+        items = list_settings(text, whole=True)
+        if items and not _one_string(self.file, value):
+            return
+        for item in items:
+            self._report(value, f"`{text[item.start:item.end]}` in a `key=value` list {item.match.what}", _listed_guidance(item), Effort.LOW)
 
     def _setting(self, key: str, value: ast.expr, beside: frozenset[str] = frozenset()) -> None:
         written = self._literal(value)

@@ -87,6 +87,29 @@ _ROWS = {
     "python-word-searched-in-a-name-bound-twice": (
         "m.py", "def t(p, q):\n    content = p.read_text()\n    content = q\n    assert '/proc/driver/nvidia' in content\n", [4],
     ),
+    # a device a CLI test writes into the parser and asserts back is test data
+    # (lm-evaluation-harness's --model_args tests); one a test also hands to torch is a device
+    "python-test-round-trips-a-device-through-a-parser": (
+        "m.py",
+        "import argparse\ndef test_args():\n    parser = argparse.ArgumentParser()\n"
+        "    args = parser.parse_args(['--model_args', 'pretrained=gpt2,device=cuda'])\n"
+        "    assert args.model_args == {'pretrained': 'gpt2', 'device': 'cuda'}\n",
+        [],
+    ),
+    "python-test-hands-the-device-to-torch-too": (
+        "m.py",
+        "import argparse\nimport torch\ndef test_args():\n    parser = argparse.ArgumentParser()\n"
+        "    args = parser.parse_args(['--model_args', 'pretrained=gpt2,device=cuda'])\n"
+        "    assert args.model_args == {'pretrained': 'gpt2', 'device': 'cuda'}\n    torch.ones(1, device='cuda')\n",
+        [5],
+    ),
+    "python-helper-round-trips-a-device": (
+        "m.py",
+        "import argparse\ndef check():\n    parser = argparse.ArgumentParser()\n"
+        "    args = parser.parse_args(['--model_args', 'pretrained=gpt2,device=cuda'])\n"
+        "    assert args.model_args == {'pretrained': 'gpt2', 'device': 'cuda'}\n",
+        [4],
+    ),
     "python-loop-over-keys": ("m.py", "def t(fp):\n    for k in ('torch', 'torch_cuda'):\n        assert k in fp and fp[k]\n", []),
     "python-loop-over-values": ("m.py", "def t(run):\n    for k in ('torch', 'torch_cuda'):\n        run(k)\n", [2]),
     "python-camel-case-crossing": ("m.py", "from openai import AsyncClient\nclient = AsyncClient()\n", []),

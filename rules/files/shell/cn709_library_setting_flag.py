@@ -7,7 +7,7 @@ import re
 from cuda2neuron.core import Effort, Invalid, Safety, TextReport, Valid
 from cuda2neuron.documents.shell import CODE, COMMENT, ShellScript, unquote, word_end
 
-from ..._shared.library_settings import gpu_constants, match_setting, normalize_key, setting_keys, table_markdown, with_table
+from ..._shared.library_settings import gpu_constants, list_settings, match_setting, normalize_key, setting_keys, table_markdown, with_table
 from .._helpers import TextRule
 
 __all__ = ["LibrarySettingFlag"]
@@ -69,6 +69,34 @@ def _nccl_backend_flag(doc: ShellScript, m: re.Match[str], settings) -> list[Tex
                        "choose the one for the device (torch.distributed.get_default_backend_for_device)", effort=Effort.LOW)]
 
 
+def _listed_settings(doc: ShellScript, m: re.Match[str], settings) -> list[TextReport]:
+    """The table's settings among the items of a ``key=value`` list a flag passes as its value:
+    lm-evaluation-harness's ``--model_args pretrained=gpt2,parallelize=true`` (``list_settings``
+    decides which items count). Each item is reported on its own, its value ported where the row
+    has a port."""
+    vs = m.end()
+    if m.group(2) == "" or vs >= len(doc.text):
+        return []
+    word = _value_at(doc, vs)
+    if "=" not in word:
+        return []
+    quoted = word[:1] in ("'", '"') and word[-1:] == word[:1] and len(word) >= 2
+    inner, at = (word[1:-1], vs + 1) if quoted else (word, vs)
+    out: list[TextReport] = []
+    for item in list_settings(inner):
+        shown = inner[item.start:item.end]
+        message = f"`{shown}` in `--{m.group(1)}` {item.match.what}"
+        port = item.match.port
+        if port and settings.target == "neuron":
+            out.append(item.match.port_report(
+                at + item.value_start, at + item.value_end, message, _ported(item.value, port), f"pass `{item.key}={port}`",
+            ))
+            continue
+        guidance = item.match.setting.guidance or (f"on Trainium pass `{item.key}={port}`" if port else "")
+        out.append(TextReport(at + item.start, at + item.end, message, guidance=guidance, effort=Effort.LOW))
+    return out
+
+
 class LibrarySettingFlag(TextRule):
     """
     ## What it does
@@ -79,6 +107,9 @@ class LibrarySettingFlag(TextRule):
     ``--enable_xformers_memory_efficient_attention``, ... and reports the ``deepspeed`` launcher
     and hard-coded GPU counts (``GPUS_PER_NODE=8``, the table's ``[constant]`` names), and
     backend flags set to NCCL (``--dist-backend nccl``, read as CN732 reads ``backend: nccl``).
+    A flag whose value is a ``key=value,key=value`` list (lm-evaluation-harness's ``--model_args
+    pretrained=gpt2,parallelize=true``) is read item by item: the ``cli`` rows and the rows read
+    only in such lists (``where = ["arglist"]``) fire on its items.
     Where the row has a port the flag's value is rewritten on the neuron target.
 
     ## Why is this bad?
@@ -108,7 +139,7 @@ class LibrarySettingFlag(TextRule):
     triggers = (
         "flash_attn", "flash_attention", "xformers", "tf32", "load_in_", "quantization_bit", "optim",
         "deepspeed", "DEEPSPEED", "dynamo_backend", "compile_backend", "cuda", "liger", "GPUS", "gpus", "nccl",
-        "bnb.", "varlen_attn", "bitsandbytes", "attn_", "attention", "device_map", "ffn_type",
+        "bnb.", "varlen_attn", "bitsandbytes", "attn_", "attention", "device_map", "ffn_type", "parallelize",
     )
     # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
     triggers_as_keys = True
@@ -120,6 +151,12 @@ class LibrarySettingFlag(TextRule):
         Valid("# torchrun train.py --tf32 True\n", path="launch.sh"),
         Valid("python train.py --optim $OPTIM\n", path="launch.sh"),
         Valid("python infer.py --device_map auto --max_memory 0=20GiB\n", path="launch.sh"),
+        # an item read only in lists, as a flag of its own; a list that turns it off; a value
+        # computed at run time
+        Valid("python eval.py --parallelize True\n", path="launch.sh"),
+        Valid("lm_eval --model_args pretrained=gpt2,parallelize=False\n", path="launch.sh"),
+        Valid("lm_eval --model_args pretrained=gpt2,parallelize=$PAR\n", path="launch.sh"),
+        Valid("lm_eval --model_args pretrained=gpt2,device_map=auto,max_memory=0:20GiB\n", path="launch.sh"),
     )
     INVALID = (
         Invalid(
@@ -148,6 +185,17 @@ class LibrarySettingFlag(TextRule):
         ),
         Invalid("ray job submit -- python3 -m trainer --actor.num_gpus_per_node 8 --ref.num_gpus_per_node 8\n", path="launch.sh"),
         Invalid("python export.py --model my-org/llm --device_map auto --quant_bits 4\n", path="launch.sh"),
+        # lm-evaluation-harness's --model_args lists: each item is a setting of its own
+        Invalid(
+            "lm_eval --model hf \\\n    --model_args pretrained=bigscience/mt0-small,parallelize=true \\\n    --tasks afrisenti\n",
+            path="run.sh",
+        ),
+        Invalid('lm_eval --model_args "pretrained=${model},parallelize: true"\n', path="run.sh"),
+        Invalid(
+            "lm_eval --model_args pretrained=gpt2,attn_implementation=flash_attention_2\n",
+            "lm_eval --model_args pretrained=gpt2,attn_implementation=sdpa\n",
+            path="run.sh",
+        ),
         # DiffSynth-Studio's training scripts
         Invalid(
             "accelerate launch train.py \\\n  --quant_options \"Tongyi-MAI/Z-Image-Turbo:transformer/*.safetensors:bitsandbytes_nf4\" \\\n  --use_gradient_checkpointing\n",
@@ -170,6 +218,7 @@ class LibrarySettingFlag(TextRule):
                 out.extend(_nccl_backend_flag(doc, m, settings))
                 continue
             if normalize_key(flag) not in keys:
+                out.extend(_listed_settings(doc, m, settings))
                 continue
             vs = m.end()
             # A quote after the flag closes the string the flag sits in (`cmd="... --tf32"`); in code
@@ -208,5 +257,5 @@ class LibrarySettingFlag(TextRule):
 
 
 # The table's rows and their sources belong to the rule's documentation (docs/rules.md, `cuda2neuron rules`).
-LibrarySettingFlag.__doc__ = with_table(LibrarySettingFlag.__doc__ or "", "cli")
-LibrarySettingFlag.reference = table_markdown("cli")
+LibrarySettingFlag.__doc__ = with_table(with_table(LibrarySettingFlag.__doc__ or "", "cli"), "arglist")
+LibrarySettingFlag.reference = table_markdown("cli") + "\n" + table_markdown("arglist")
