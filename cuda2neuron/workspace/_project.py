@@ -19,6 +19,7 @@ import functools
 import gc
 import itertools
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -142,7 +143,7 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
         handles = _jit_handles(tree, _shown(path, root))
         if module and handles:
             jit[module] = handles
-        if module and _imports_kernel_language(tree):
+        if module and _imports_kernel_language(tree, own):
             trees[module] = tree
         if module:
             loaders.update(f"{module}.{name}" for name in _loader_functions(tree))
@@ -1214,7 +1215,7 @@ def _builds_cuda(call: ast.Call, assigned: dict[str, list[ast.expr]] | None = No
     )
 
 
-def _imports_kernel_language(tree: ast.Module) -> bool:
+def _imports_kernel_language(tree: ast.Module, own: frozenset[str] | set[str] = frozenset()) -> bool:
     """Whether the module imports a kernel language (Triton, CuTe...). A probe is not such an
     import: imported only inside a ``try`` and never read (``try: import triton; HAVE_TRITON =
     True``) it runs no kernel. Megatron-LM's ``moe_layer.py`` and ``inference/symmetric_memory.py``
@@ -1222,13 +1223,24 @@ def _imports_kernel_language(tree: ast.Module) -> bool:
     only under the config value that picks a Triton backend), and with it 35 of the 3,157 names
     the sweep saw reach a sink (``MoESubmodules``, ``BackendSpecProvider``, the FSDP adapter's
     ``isinstance(submodule, MoELayer)``). An import outside a ``try`` counts as before, read or
-    not (a package that re-exports ``jit``). Only a module-level ``try`` is such a probe: one
-    inside a function is mostly an availability check before the function's module goes on to
-    run the library's kernels through a package no table knows (axolotl's
-    ``fp4_cute_available()`` probes ``cutlass``, and the module runs its GEMM through ``quack``:
-    reading that probe as nothing lost 7 true CN617 findings)."""
+    not (a package that re-exports ``jit``). A module-level ``try`` is always such a probe. One
+    inside a function is one only where the module imports nothing beyond the standard library,
+    torch and the project's own modules (``_portable_imports``): then the probe gates a path
+    written in PyTorch (unsloth's ``torch_compile_runtime_available()`` tries ``import triton``
+    because inductor needs it, and the module goes on to call ``torch.compile``). Where the
+    module imports a package no table knows, the probe is an availability check before the
+    module runs the library's kernels through it (axolotl's ``fp4_cute_available()`` probes
+    ``cutlass``, and the module runs its GEMM through ``quack``: reading that probe as nothing
+    lost 7 true CN617 findings)."""
     probed: set[str] = set()
-    inside: set[int] = {id(n) for t in tree.body if isinstance(t, ast.Try) for s in t.body for n in ast.walk(s)}
+    tries = [t for t in ast.walk(tree) if isinstance(t, ast.Try)]
+    at_top = {id(t) for t in tree.body if isinstance(t, ast.Try)}
+    portable = None  # decided at the first probe inside a function (most modules have none)
+    inside: set[int] = set()
+    nested: set[int] = set()
+    for t in tries:
+        ids = {id(n) for s in t.body for n in ast.walk(s)}
+        (inside if id(t) in at_top else nested).update(ids)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = {(a.asname or a.name.split(".")[0]) for a in node.names if a.name.split(".")[0] in KERNEL_LANGUAGES}
@@ -1238,10 +1250,40 @@ def _imports_kernel_language(tree: ast.Module) -> bool:
             continue
         if not names:
             continue
-        if id(node) not in inside or "*" in names:
+        if "*" in names:
             return True
+        if id(node) not in inside:
+            if id(node) not in nested:
+                return True
+            if portable is None:
+                portable = _portable_imports(tree, own)
+            if not portable:
+                return True
         probed |= names
     return bool(probed) and any(isinstance(node, ast.Name) and node.id in probed for node in ast.walk(tree))
+
+
+# What a module may import and still be a path written in PyTorch: its probe of a kernel language
+# inside a function gates that path (inductor needs Triton), not a kernel library's.
+_PORTABLE_TOPS = frozenset({*getattr(sys, "stdlib_module_names", ()), "torch", "__future__"})
+
+
+def _portable_imports(tree: ast.Module, own: frozenset[str] | set[str]) -> bool:
+    """Whether every import of the module other than a kernel language's is the standard
+    library's, torch's or the project's own (a relative import, or a top-level name of the
+    project's modules)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            tops = [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                continue
+            tops = [(node.module or "").split(".")[0]]
+        else:
+            continue
+        if any(t not in KERNEL_LANGUAGES and t not in _PORTABLE_TOPS and t not in own for t in tops):
+            return False
+    return True
 
 
 @functools.lru_cache(maxsize=16384)
