@@ -442,6 +442,11 @@ class Names(ast.NodeVisitor):
         for side in sides:
             for field in fields:
                 self._vendor(field, side)
+        # `owner("NVIDIA/Nemotron") == "NVIDIA"` (unsloth's consent-gate tests): what a call
+        # answers for one of NVIDIA's Hub repositories, compared with the organisation's name.
+        if any(_hands_hub_id(side) for side in sides):
+            for side in sides:
+                self._vendor("owner", side)
         self.generic_visit(node)
 
     def _in_text_read(self, node: ast.Compare) -> bool:
@@ -720,6 +725,13 @@ _VENDOR_FIELDS = frozenset({
     # a package's metadata (`__author__`, `__maintainer__`, Megatron's `__contact_names__`)
     "authors", "maintainer", "maintainers", "contact", "contact_name", "contact_names",
 })
+
+
+def _hands_hub_id(node: ast.expr) -> bool:
+    """Whether ``node`` is a call handed a Hub repository of NVIDIA's organisation as an argument."""
+    return isinstance(node, ast.Call) and any(
+        isinstance(a, ast.Constant) and isinstance(a.value, str) and is_hub_id(a.value) for a in node.args
+    )
 
 
 def _field_name(node: ast.expr) -> str | None:

@@ -45,6 +45,9 @@ _ROWS = {
     # NVIDIA the company: a Hub namespace (litgpt's model table), a hosted API (FastChat's providers)
     "python-vendor-org": ("m.py", 'cfg = dict(name="Llama-Nemotron", hf_config=dict(org="nvidia", name="Llama-Nemotron"))\n', []),
     "python-vendor-api": ("m.py", 'def run(api):\n    if api["api_type"] == "nvidia":\n        return post(api)\n', []),
+    # unsloth's consent-gate tests: the organisation a call answers for one of its Hub repositories
+    "python-vendor-hub-owner": ("m.py", 'def test():\n    assert owner("NVIDIA/Nemotron", []) == "NVIDIA"\n', []),
+    "python-vendor-compared-without-hub-id": ("m.py", 'def test():\n    assert vendor(name) == "NVIDIA"\n', [2]),
     "python-vendor-gpu-name": ("m.py", 'import torch\nif "nvidia" in gpu_name:\n    check_links()\n', [2]),
     # trl: a list of variables a child drops is names, not settings
     # Megatron's package_info.py (inside DeepSpeedExamples): whom to write to; a GPU vendor's setting stays
