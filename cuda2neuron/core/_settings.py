@@ -102,6 +102,21 @@ class ProjectFacts:
     # --unsafe-fixes): an ``add_argument("--device", default="cuda")`` there moved alone reaches
     # the raise (``workspace/_value_args.py``).
     option_readers: frozenset[tuple[str, str, str, bool]] = frozenset()
+    # The project's own extras that pull a CUDA-only package, from its setup.py or
+    # pyproject.toml, as (distribution, extra, package, where), names normalised: llm-foundry's
+    # ``("llm-foundry", "gpu", "flash-attn", "setup.py:107")``, which ``pip install .[gpu]``
+    # installs (``workspace/_project_extras.py``).
+    cuda_extras: frozenset[tuple[str, str, str, str]] = frozenset()
+
+    def cuda_extra(self, distribution: str, extra: str) -> tuple[str, str] | None:
+        """(package, where) of the CUDA-only package the project's ``extra`` pulls; None if it
+        pulls none. ``distribution`` is the name installed, normalised, or "" for the project's
+        folder (``pip install .[gpu]``)."""
+        return next(
+            ((package, where) for dist, name, package, where in sorted(self.cuda_extras)
+             if name == extra and (not distribution or distribution == dist)),
+            None,
+        )
 
     def library_backend(self, field: str) -> str | None:
         """Where the project hands ``field`` to a CUDA-only library as a backend; None if it

@@ -29,6 +29,7 @@ from cuda2neuron.kinds import NamePool, may_trigger
 
 from ._discover import SourceFile
 from ._line_search import findall_at_lines
+from ._project_extras import cuda_extras
 from ._library_sinks import library_pattern, library_starts, spelled, unconditional_uses
 from ._value_args import option_readers
 from ._value_readers import Source, device_readers, may_read_devices, selections
@@ -82,6 +83,7 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
     seen: set[Path] = set()
     parsed = _Trees()
     files = tuple(files)
+    extra_roots = tuple(extra_roots)
     candidates = [(f.path, f.root) for f in files if f.kind == "python"]
     # Top-level names of the project's own modules, from paths alone (nothing is read).
     own = {m.split(".")[0] for m in (_module_of(p, r) for p, r in candidates) if m}
@@ -163,6 +165,11 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
         registered_names=frozenset(registered),
         own_names=frozenset(pool.defined - pool.foreign),
         foreign_names=frozenset(pool.foreign),
+        # The setup.py of a root, as read above (the project's own extras: llm-foundry's `gpu`).
+        cuda_extras=cuda_extras(
+            ((p, d) for p, r, d in read if p.name == "setup.py" and p.parent == r),
+            sorted({*(f.root for f in files), *extra_roots}),
+        ),
     )
     if handed:
         facts = replace(facts, library_backends=_library_backends(handed, facts))
