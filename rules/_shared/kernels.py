@@ -206,7 +206,7 @@ class KernelTableError(ValueError):
 class KernelPackage:
     module: str
     what: str
-    kind: str  # "language" or "kernels"
+    kind: str  # "language", "kernels" or "engine"
     instead: str
 
 
@@ -215,8 +215,8 @@ def kernel_packages() -> dict[str, KernelPackage]:
     """The rows of cuda_kernels.toml keyed by dotted module."""
     rows = {}
     for module, row in _table().get("package", {}).items():
-        if set(row) != {"what", "kind", "instead"} or row["kind"] not in ("language", "kernels"):
-            raise KernelTableError(f"{TABLE}: [package.{module}] needs exactly what, kind (language|kernels), instead")
+        if set(row) != {"what", "kind", "instead"} or row["kind"] not in ("language", "kernels", "engine"):
+            raise KernelTableError(f"{TABLE}: [package.{module}] needs exactly what, kind (language|kernels|engine), instead")
         rows[module] = KernelPackage(module, row["what"], row["kind"], row["instead"])
     return rows
 

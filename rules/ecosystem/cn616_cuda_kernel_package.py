@@ -42,7 +42,8 @@ class CudaKernelPackage(Rule):
     ``rules/_shared/cuda_kernels.toml``: causal-conv1d, Mamba's ``selective_scan_cuda``,
     DeepSpeed's fused ops, Liger, FlashInfer, vLLM's ``_C``, Transformer Engine, ...) and kernel
     languages other than Triton (TileLang, CUTLASS / CuTe DSL, cuda-python's ``cuda.bindings``,
-    ``numba.cuda``), the calls made through them, and functions decorated as kernels of those
+    ``numba.cuda``), inference engines with no Trainium backend (LMDeploy: the import only, as
+    its config objects run nothing), the calls made through them, and functions decorated as kernels of those
     languages (``@tilelang.jit``, ``@cute.kernel``). An import spelled as a call with a literal
     name (``importlib.import_module("fused_adam_cuda")``, ``__import__``) counts as an import,
     and the calls made through the name it is assigned to are reported too.
@@ -98,6 +99,8 @@ class CudaKernelPackage(Rule):
         Invalid("import selective_scan_cuda\nout = selective_scan_cuda.fwd(u, delta)\n"),
         Invalid("from liger_kernel.transformers import apply_liger_kernel_to_llama\n"),
         Invalid("import vllm._C\n"),
+        # an inference engine with no Trainium backend (InternVL's data pipelines): the import
+        Invalid("from lmdeploy import GenerationConfig, pipeline\npipe = pipeline(model_path)\n"),
         # xformers' own fmha modules re-export it (xformers/ops/fmha/cutlass.py).
         Invalid("from mslk.attention.fmha.cutlass import BwOp, FwOp\n"),
         Invalid("from deepspeed.ops.adam import FusedAdam\nopt = FusedAdam(params)\n"),
@@ -193,10 +196,15 @@ class CudaKernelPackage(Rule):
             self._report_import(node, module, row)
 
     def _report_import(self, node: cst.CSTNode, module: str, row: KernelPackage) -> None:
-        noun = "code written with it runs" if row.kind == "language" else "its kernels run"
+        if row.kind == "engine":
+            # Its config objects run nothing: the import is the blocker, and the use goes whole.
+            message = f"`{module}`: {row.what}; it has no Trainium backend"
+        else:
+            noun = "code written with it runs" if row.kind == "language" else "its kernels run"
+            message = f"`{module}`: {row.what}; {noun} only on NVIDIA GPUs"
         self.report(
             node,
-            f"`{module}`: {row.what}; {noun} only on NVIDIA GPUs",
+            message,
             guidance=f"Port: {row.instead}.",
             effort=Effort.HIGH,
         )
@@ -242,7 +250,7 @@ class CudaKernelPackage(Rule):
         row = self._row(qualified)
         # Calls inside a kernel language are the kernel's own body (reported at the import and
         # the decorator); calls of prebuilt kernels are each a place the port must change.
-        if row is None or row.kind == "language" or any(qualified.startswith(k) for k in KERNEL_LANGUAGES):  # type: ignore[union-attr]
+        if row is None or row.kind in ("language", "engine") or any(qualified.startswith(k) for k in KERNEL_LANGUAGES):  # type: ignore[union-attr]
             return
         self.report(
             node,
