@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from cuda2neuron.core import WORD_BYTES
+from cuda2neuron.core import WORD_BYTES, once_bound_calls, text_callees
 
 __all__ = [
     "AUDIT_WORDS",
@@ -138,6 +138,11 @@ class Names(ast.NodeVisitor):
         # from source (`content = SETUP_SH.read_text()`, `src = inspect.getsource(f)`): a word
         # looked for in one (`assert "CUDA_VISIBLE_DEVICES" in content`) is that text's, a needle.
         self._texts: list[frozenset[str]] = []
+        # Per function, the names bound once to a call, with the callee's last name; and the
+        # module's calls whose result is a text (``text_callees``), found when first asked.
+        self._calls: list[dict[str, str]] = []
+        self._text_callees: frozenset[str] | None = None
+        self.tree: ast.Module | None = None
         self._handler_names: set[str] = set()
         # The project's own bare-word names (`def f(cuda=True)`, `self.cuda = ...`): where they are
         # written, by (line, byte col). Resolved against the whole project in `classify`.
@@ -197,8 +202,10 @@ class Names(ast.NodeVisitor):
             declared = assigned = set()
         self._locals.append(assigned - declared - params)
         self._texts.append(_texts_read(body))
+        self._calls.append(once_bound_calls(body))
         self.generic_visit(node)
         self._texts.pop()
+        self._calls.pop()
         self._locals.pop()
         self._scopes.pop()
 
@@ -451,13 +458,21 @@ class Names(ast.NodeVisitor):
 
     def _in_text_read(self, node: ast.Compare) -> bool:
         right = node.comparators[0]
-        return (
+        if not (
             bool(self._texts)
             and isinstance(node.left, ast.Constant)
             and isinstance(node.left.value, str)
             and isinstance(right, ast.Name)
-            and right.id in self._texts[-1]
-        )
+        ):
+            return False
+        if right.id in self._texts[-1]:
+            return True
+        callee = self._calls[-1].get(right.id)
+        if callee is None or self.tree is None:
+            return False
+        if self._text_callees is None:
+            self._text_callees = text_callees(self.tree)
+        return callee in self._text_callees
 
     def visit_Dict(self, node: ast.Dict) -> None:
         for k, v in zip(node.keys, node.values):
@@ -759,7 +774,9 @@ def parse_names(
     names.project_modules = project_modules
     text = source if isinstance(source, bytes) else source.encode("utf-8", "surrogateescape")
     names.bare_names = _BARE_NAME.search(text) is not None
+    names.tree = tree
     names.visit(tree)
+    names.tree = None  # not kept past the visit (trees kept alive cost every later collection)
     return names
 
 

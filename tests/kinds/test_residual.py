@@ -87,6 +87,14 @@ _ROWS = {
     "python-word-searched-in-what-a-call-returns": (
         "m.py", "def t(paths):\n    found = paths()\n    assert '/proc/driver/nvidia' in found\n", [3],
     ),
+    # a call's result the module searches elsewhere for a word no environment key holds (`=`) is
+    # a text (unsloth's crash-message tests); a path searched in it proves nothing (the row above)
+    "python-word-searched-in-a-message-a-call-returns": (
+        "m.py",
+        "def t1():\n    message = advice('vulkan')\n    assert 'BACKEND=cpu' in message\n\n"
+        "def t2():\n    message = advice(None)\n    assert 'CUDA_VISIBLE_DEVICES' not in message\n",
+        [],
+    ),
     "python-word-searched-in-a-name-bound-twice": (
         "m.py", "def t(p, q):\n    content = p.read_text()\n    content = q\n    assert '/proc/driver/nvidia' in content\n", [4],
     ),
