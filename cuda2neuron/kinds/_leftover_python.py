@@ -337,6 +337,15 @@ class Names(ast.NodeVisitor):
                 self.labels.add((k.value.lineno, k.value.col_offset))
             if k.arg == "ids" and isinstance(k.value, (ast.List, ast.Tuple)):
                 self.labels.update((e.lineno, e.col_offset) for e in k.value.elts if isinstance(e, ast.Constant))
+        # `re.search(r"_CUDA_TORCH_PKG_SPEC...", stack)` where `stack = path.read_text()`: a
+        # pattern looked for in a file's text (unsloth's parity tests), like `"..." in stack`.
+        if (
+            callee in _PATTERN_SEARCHES and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+            and func.value.id == "re" and len(node.args) >= 2 and isinstance(node.args[1], ast.Name)
+            and self._texts and node.args[1].id in self._texts[-1]
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+        ):
+            self.needles.add((node.args[0].lineno, node.args[0].col_offset))
         if callee in ("add_argument", "addoption"):
             for a in node.args:
                 if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-"):
@@ -516,25 +525,30 @@ _CODE_TEXT = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|\)|\n|\A([\"'])[^\"']*\1\
 
 # What reads a file's or a function's text: pathlib's `read_text`, inspect's `getsource`.
 _TEXT_READS = frozenset({"read_text", "getsource"})
+# `re` functions whose second argument is the text the pattern is looked for in.
+_PATTERN_SEARCHES = frozenset({"search", "match", "fullmatch", "findall", "finditer"})
 
 
 def _texts_read(body: list[ast.stmt]) -> frozenset[str]:
     """The names ``body`` binds exactly once, and to a text read by a call in ``_TEXT_READS``
-    (``content = path.read_text()``): any other binding of the name may hold anything."""
+    (``content = path.read_text()``), or to a slice of such a name (``func_body =
+    source[start:end]``, unsloth's installer tests): any other binding of the name may hold
+    anything."""
     bound: dict[str, int] = {}
     texts: set[str] = set()
+    slices: dict[str, str] = {}  # name -> the name it slices
     for stmt in body:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 bound[node.id] = bound.get(node.id, 0) + 1
-            if (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Call)
-                and (_callee_name(node.value.func) in _TEXT_READS)
-            ):
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+                continue
+            value = node.value
+            if isinstance(value, ast.Call) and _callee_name(value.func) in _TEXT_READS:
                 texts.add(node.targets[0].id)
+            elif isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Slice) and isinstance(value.value, ast.Name):
+                slices[node.targets[0].id] = value.value.id
+    texts |= {name for name, whole in slices.items() if whole in texts}
     return frozenset(n for n in texts if bound.get(n) == 1)
 
 
@@ -951,9 +965,10 @@ def is_file_name(token: str) -> bool:
 # `from_pretrained("nvidia/Cosmos-Predict2.5-2B")`: a Hub repository of NVIDIA's organisation (a
 # model's name, not a CUDA image: no `nvidia/cuda`, no `:tag`); also one of NVIDIA's models that
 # another organisation publishes under the model's own name (`"unsloth/NVIDIA-Nemotron-3-Nano-4B"`,
-# capitalised as a model card is: `bin/nvidia-smi` is a program's path).
+# capitalised as a model card is: `bin/nvidia-smi` is a program's path). The namespace alone,
+# `"nvidia/"`, is what a Hub id is tested to start with (unsloth's `name.startswith("nvidia/")`).
 _HUB_ID = re.compile(
-    r"(?i:nvidia/(?!cuda)[A-Za-z0-9][\w.-]*)|[A-Za-z0-9][\w.-]*/NVIDIA-[A-Z][A-Za-z0-9]*(?:[-.][\w.]+)*"
+    r"(?i:nvidia/(?!cuda)(?:[A-Za-z0-9][\w.-]*)?)|[A-Za-z0-9][\w.-]*/NVIDIA-[A-Z][A-Za-z0-9]*(?:[-.][\w.]+)*"
 )
 
 

@@ -95,6 +95,19 @@ _ROWS = {
         "def t2():\n    message = advice(None)\n    assert 'CUDA_VISIBLE_DEVICES' not in message\n",
         [],
     ),
+    # a slice of a file's text is text; a pattern looked for in it is a needle (unsloth's tests)
+    "python-word-searched-in-a-slice-of-a-file-read": (
+        "m.py", "def t(p):\n    source = p.read_text()\n    body = source[3:9]\n    assert '_nvidia_detected' in body\n", [],
+    ),
+    "python-pattern-searched-in-a-file-read": (
+        "m.py", "import re\ndef t(p):\n    stack = p.read_text()\n    m = re.search(r'_CUDA_SPEC[^(]*', stack)\n", [],
+    ),
+    "python-pattern-searched-in-a-call-result": (
+        "m.py", "import re\ndef t(run):\n    out = run()\n    m = re.search(r'_CUDA_SPEC[^(]*', out)\n", [4],
+    ),
+    "python-hub-namespace-prefix": (
+        "m.py", "def t(name):\n    return name.lower().startswith('nvidia/')\n", [],
+    ),
     "python-word-searched-in-a-name-bound-twice": (
         "m.py", "def t(p, q):\n    content = p.read_text()\n    content = q\n    assert '/proc/driver/nvidia' in content\n", [4],
     ),
