@@ -1238,11 +1238,13 @@ def _imports_kernel_language(tree: ast.Module, own: frozenset[str] | set[str] = 
     module imports a package no table knows, the probe is an availability check before the
     module runs the library's kernels through it (axolotl's ``fp4_cute_available()`` probes
     ``cutlass``, and the module runs its GEMM through ``quack``: reading that probe as nothing
-    lost 7 true CN617 findings)."""
+    lost 7 true CN617 findings). An import read only for its ``__version__`` is such a probe
+    wherever it stands in a ``try`` (``_version_reads``)."""
     probed: set[str] = set()
     tries = [t for t in ast.walk(tree) if isinstance(t, ast.Try)]
     at_top = {id(t) for t in tree.body if isinstance(t, ast.Try)}
     portable = None  # decided at the first probe inside a function (most modules have none)
+    version_reads: tuple[set[int], set[str]] | None = None
     inside: set[int] = set()
     nested: set[int] = set()
     for t in tries:
@@ -1262,12 +1264,40 @@ def _imports_kernel_language(tree: ast.Module, own: frozenset[str] | set[str] = 
         if id(node) not in inside:
             if id(node) not in nested:
                 return True
-            if portable is None:
+            if version_reads is None:
+                version_reads = _version_reads(tree)
+            if portable is None and not (names & version_reads[1]):
                 portable = _portable_imports(tree, own)
-            if not portable:
+            if not (names & version_reads[1]) and not portable:
                 return True
         probed |= names
-    return bool(probed) and any(isinstance(node, ast.Name) and node.id in probed for node in ast.walk(tree))
+    if not probed:
+        return False
+    versions = version_reads[0] if version_reads is not None else _version_reads(tree)[0]
+    return any(isinstance(node, ast.Name) and node.id in probed and id(node) not in versions for node in ast.walk(tree))
+
+
+def _version_reads(tree: ast.Module) -> tuple[set[int], set[str]]:
+    """The name nodes read only for their ``__version__`` (``triton.__version__``,
+    ``getattr(triton, "__version__", None)``), and the names so read. Reading a kernel
+    language's version runs no kernel: unsloth's ``diffusion_compile_cache`` imports triton
+    inside a function to put its version in a cache key, and was a kernel module for it."""
+    nodes: set[int] = set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "__version__" and isinstance(node.value, ast.Name):
+            nodes.add(id(node.value))
+            names.add(node.value.id)
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+            and len(node.args) >= 2 and isinstance(node.args[0], ast.Name)
+            and isinstance(node.args[1], ast.Constant) and node.args[1].value == "__version__"
+        ):
+            nodes.add(id(node.args[0]))
+            names.add(node.args[0].id)
+    # A name also read otherwise is used: only names every read of which is a version's.
+    other = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in names and id(n) not in nodes and isinstance(n.ctx, ast.Load)}
+    return nodes, names - other
 
 
 # What a module may import and still be a path written in PyTorch: its probe of a kernel language

@@ -143,6 +143,19 @@ SWEEPS = [
         },
         {}, ("pkg.video.Pipe", "pkg.speed.snapshot"), id="a-probe-that-gates-a-pytorch-path-runs-no-kernel",
     ),
+    # A kernel language read only for its version (a cache key's fingerprint) runs no kernel,
+    # whatever else the module imports (unsloth's diffusion_compile_cache).
+    pytest.param(
+        {
+            "pkg/cache.py": (
+                "import diffusers\n\ndef _triton_version():\n    try:\n        import triton\n"
+                "        return str(getattr(triton, '__version__', None))\n    except Exception:\n        return None\n\n"
+                "def begin(family):\n    return {'triton': _triton_version(), 'family': family}\n"
+            ),
+            "pkg/pipe.py": "from . import cache\n\nclass Pipe:\n    def run(self):\n        return cache.begin('sdxl')\n",
+        },
+        {}, ("pkg.pipe.Pipe", "pkg.cache.begin"), id="a-kernel-language-read-for-its-version-runs-no-kernel",
+    ),
 ]
 
 
