@@ -29,6 +29,7 @@ from ._settings import AMP_DTYPES, TARGETS, ProjectFacts, RunOptions, Settings
 from ._suppress import Suppressions, continuation_starts, suppressions_disabled
 from ._bytes import WORD_BYTES, search_unjoined
 from ._kept_tree import kept_tree, parse_kept
+from ._text_callees import once_bound_calls, text_callees, text_callees_of_source
 from ._text import (
     CellProblem,
     CellReport,
@@ -47,8 +48,11 @@ __all__ = [
     "WORD_BYTES",
     "search_unjoined",
     "kept_tree",
+    "once_bound_calls",
     "parse_kept",
     "printable",
+    "text_callees",
+    "text_callees_of_source",
     "negated_cuda_word",
     "AMP_DTYPES",
     "MAX_ITERATIONS",

@@ -121,6 +121,21 @@ class ProjectFacts:
     # where its return stands, where the literal stands): a test of the property against "cuda"
     # cannot move alone (``workspace/_value_properties.py``).
     left_cuda_properties: frozenset[tuple[str, str, str]] = frozenset()
+    # The project's own extras that pull a CUDA-only package, from its setup.py or
+    # pyproject.toml, as (distribution, extra, package, where), names normalised: llm-foundry's
+    # ``("llm-foundry", "gpu", "flash-attn", "setup.py:107")``, which ``pip install .[gpu]``
+    # installs (``workspace/_project_extras.py``).
+    cuda_extras: frozenset[tuple[str, str, str, str]] = frozenset()
+
+    def cuda_extra(self, distribution: str, extra: str) -> tuple[str, str] | None:
+        """(package, where) of the CUDA-only package the project's ``extra`` pulls; None if it
+        pulls none. ``distribution`` is the name installed, normalised, or "" for the project's
+        folder (``pip install .[gpu]``)."""
+        return next(
+            ((package, where) for dist, name, package, where in sorted(self.cuda_extras)
+             if name == extra and (not distribution or distribution == dist)),
+            None,
+        )
 
     def library_backend(self, field: str) -> str | None:
         """Where the project hands ``field`` to a CUDA-only library as a backend; None if it

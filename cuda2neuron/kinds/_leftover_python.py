@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from cuda2neuron.core import WORD_BYTES
+from cuda2neuron.core import WORD_BYTES, once_bound_calls, text_callees
 
 __all__ = [
     "AUDIT_WORDS",
@@ -147,8 +147,13 @@ class Names(ast.NodeVisitor):
         # back (`parse_args(["--model_args", "device=cuda"])` ... `== {"device": "cuda"}`): test
         # data; `rules/_shared/round_trip` decides, for CN102/CN103/CN109 as for this pass.
         self.test_data: set[tuple[int, int]] = set()
-        self.tree: ast.Module | None = None  # set by parse_names when the module names "cuda"
+        self.round_trips = False  # set by parse_names when the module names "cuda"
         self._qualify = None
+        # Per function, the names bound once to a call, with the callee's last name; and the
+        # module's calls whose result is a text (``text_callees``), found when first asked.
+        self._calls: list[dict[str, str]] = []
+        self._text_callees: frozenset[str] | None = None
+        self.tree: ast.Module | None = None
         self._handler_names: set[str] = set()
         # The project's own bare-word names (`def f(cuda=True)`, `self.cuda = ...`): where they are
         # written, by (line, byte col). Resolved against the whole project in `classify`.
@@ -208,10 +213,12 @@ class Names(ast.NodeVisitor):
             declared = assigned = set()
         self._locals.append(assigned - declared - params)
         self._texts.append(_texts_read(body))
-        if self.tree is not None and not isinstance(node, ast.Lambda) and node.name.startswith("test"):
+        self._calls.append(once_bound_calls(body))
+        if self.round_trips and self.tree is not None and not isinstance(node, ast.Lambda) and node.name.startswith("test"):
             self._round_trip(node)
         self.generic_visit(node)
         self._texts.pop()
+        self._calls.pop()
         self._locals.pop()
         self._scopes.pop()
 
@@ -351,6 +358,15 @@ class Names(ast.NodeVisitor):
                 self.labels.add((k.value.lineno, k.value.col_offset))
             if k.arg == "ids" and isinstance(k.value, (ast.List, ast.Tuple)):
                 self.labels.update((e.lineno, e.col_offset) for e in k.value.elts if isinstance(e, ast.Constant))
+        # `re.search(r"_CUDA_TORCH_PKG_SPEC...", stack)` where `stack = path.read_text()`: a
+        # pattern looked for in a file's text (unsloth's parity tests), like `"..." in stack`.
+        if (
+            callee in _PATTERN_SEARCHES and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+            and func.value.id == "re" and len(node.args) >= 2 and isinstance(node.args[1], ast.Name)
+            and self._texts and node.args[1].id in self._texts[-1]
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+        ):
+            self.needles.add((node.args[0].lineno, node.args[0].col_offset))
         if callee in ("add_argument", "addoption"):
             for a in node.args:
                 if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-"):
@@ -463,17 +479,30 @@ class Names(ast.NodeVisitor):
         for side in sides:
             for field in fields:
                 self._vendor(field, side)
+        # `owner("NVIDIA/Nemotron") == "NVIDIA"` (unsloth's consent-gate tests): what a call
+        # answers for one of NVIDIA's Hub repositories, compared with the organisation's name.
+        if any(_hands_hub_id(side) for side in sides):
+            for side in sides:
+                self._vendor("owner", side)
         self.generic_visit(node)
 
     def _in_text_read(self, node: ast.Compare) -> bool:
         right = node.comparators[0]
-        return (
+        if not (
             bool(self._texts)
             and isinstance(node.left, ast.Constant)
             and isinstance(node.left.value, str)
             and isinstance(right, ast.Name)
-            and right.id in self._texts[-1]
-        )
+        ):
+            return False
+        if right.id in self._texts[-1]:
+            return True
+        callee = self._calls[-1].get(right.id)
+        if callee is None or self.tree is None:
+            return False
+        if self._text_callees is None:
+            self._text_callees = text_callees(self.tree)
+        return callee in self._text_callees
 
     def visit_Dict(self, node: ast.Dict) -> None:
         for k, v in zip(node.keys, node.values):
@@ -517,25 +546,30 @@ _CODE_TEXT = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|\)|\n|\A([\"'])[^\"']*\1\
 
 # What reads a file's or a function's text: pathlib's `read_text`, inspect's `getsource`.
 _TEXT_READS = frozenset({"read_text", "getsource"})
+# `re` functions whose second argument is the text the pattern is looked for in.
+_PATTERN_SEARCHES = frozenset({"search", "match", "fullmatch", "findall", "finditer"})
 
 
 def _texts_read(body: list[ast.stmt]) -> frozenset[str]:
     """The names ``body`` binds exactly once, and to a text read by a call in ``_TEXT_READS``
-    (``content = path.read_text()``): any other binding of the name may hold anything."""
+    (``content = path.read_text()``), or to a slice of such a name (``func_body =
+    source[start:end]``, unsloth's installer tests): any other binding of the name may hold
+    anything."""
     bound: dict[str, int] = {}
     texts: set[str] = set()
+    slices: dict[str, str] = {}  # name -> the name it slices
     for stmt in body:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 bound[node.id] = bound.get(node.id, 0) + 1
-            if (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Call)
-                and (_callee_name(node.value.func) in _TEXT_READS)
-            ):
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+                continue
+            value = node.value
+            if isinstance(value, ast.Call) and _callee_name(value.func) in _TEXT_READS:
                 texts.add(node.targets[0].id)
+            elif isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Slice) and isinstance(value.value, ast.Name):
+                slices[node.targets[0].id] = value.value.id
+    texts |= {name for name, whole in slices.items() if whole in texts}
     return frozenset(n for n in texts if bound.get(n) == 1)
 
 
@@ -743,6 +777,13 @@ _VENDOR_FIELDS = frozenset({
 })
 
 
+def _hands_hub_id(node: ast.expr) -> bool:
+    """Whether ``node`` is a call handed a Hub repository of NVIDIA's organisation as an argument."""
+    return isinstance(node, ast.Call) and any(
+        isinstance(a, ast.Constant) and isinstance(a.value, str) and is_hub_id(a.value) for a in node.args
+    )
+
+
 def _field_name(node: ast.expr) -> str | None:
     """The field an expression reads: ``x["api_type"]`` -> api_type, ``cfg.provider`` -> provider."""
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
@@ -768,10 +809,10 @@ def parse_names(
     names.project_modules = project_modules
     text = source if isinstance(source, bytes) else source.encode("utf-8", "surrogateescape")
     names.bare_names = _BARE_NAME.search(text) is not None
-    if b"cuda" in text:
-        names.tree = tree
+    names.tree = tree
+    names.round_trips = b"cuda" in text
     names.visit(tree)
-    names.tree = None  # not kept: Names outlives the walk in the project's pools
+    names.tree = None  # not kept past the visit (trees kept alive cost every later collection)
     return names
 
 
@@ -948,9 +989,10 @@ def is_file_name(token: str) -> bool:
 # `from_pretrained("nvidia/Cosmos-Predict2.5-2B")`: a Hub repository of NVIDIA's organisation (a
 # model's name, not a CUDA image: no `nvidia/cuda`, no `:tag`); also one of NVIDIA's models that
 # another organisation publishes under the model's own name (`"unsloth/NVIDIA-Nemotron-3-Nano-4B"`,
-# capitalised as a model card is: `bin/nvidia-smi` is a program's path).
+# capitalised as a model card is: `bin/nvidia-smi` is a program's path). The namespace alone,
+# `"nvidia/"`, is what a Hub id is tested to start with (unsloth's `name.startswith("nvidia/")`).
 _HUB_ID = re.compile(
-    r"(?i:nvidia/(?!cuda)[A-Za-z0-9][\w.-]*)|[A-Za-z0-9][\w.-]*/NVIDIA-[A-Z][A-Za-z0-9]*(?:[-.][\w.]+)*"
+    r"(?i:nvidia/(?!cuda)(?:[A-Za-z0-9][\w.-]*)?)|[A-Za-z0-9][\w.-]*/NVIDIA-[A-Z][A-Za-z0-9]*(?:[-.][\w.]+)*"
 )
 
 

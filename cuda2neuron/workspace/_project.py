@@ -19,6 +19,7 @@ import functools
 import gc
 import itertools
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +29,7 @@ from cuda2neuron.kinds import NamePool, may_trigger
 
 from ._discover import SourceFile
 from ._line_search import findall_at_lines
+from ._project_extras import cuda_extras
 from ._library_sinks import library_pattern, library_starts, spelled, unconditional_uses
 from ._value_args import option_readers
 from ._value_readers import Source, device_readers, may_read_devices, selections
@@ -84,6 +86,7 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
     seen: set[Path] = set()
     parsed = _Trees()
     files = tuple(files)
+    extra_roots = tuple(extra_roots)
     candidates = [(f.path, f.root) for f in files if f.kind == "python"]
     # Top-level names of the project's own modules, from paths alone (nothing is read).
     own = {m.split(".")[0] for m in (_module_of(p, r) for p, r in candidates) if m}
@@ -151,7 +154,7 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
         handles = {**_jit_handles(tree, _shown(path, root)), **_builder_classes(tree, _shown(path, root))}
         if module and handles:
             jit[module] = handles
-        if module and _imports_kernel_language(tree):
+        if module and _imports_kernel_language(tree, own):
             trees[module] = tree
         if module:
             loaders.update(f"{module}.{name}" for name in _loader_functions(tree))
@@ -171,6 +174,11 @@ def _project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path]) -> 
         registered_names=frozenset(registered),
         own_names=frozenset(pool.defined - pool.foreign),
         foreign_names=frozenset(pool.foreign),
+        # The setup.py of a root, as read above (the project's own extras: llm-foundry's `gpu`).
+        cuda_extras=cuda_extras(
+            ((p, d) for p, r, d in read if p.name == "setup.py" and p.parent == r),
+            sorted({*(f.root for f in files), *extra_roots}),
+        ),
     )
     if handed:
         facts = replace(facts, library_backends=_library_backends(handed, facts))
@@ -1328,7 +1336,7 @@ def _builds_cuda(call: ast.Call, assigned: dict[str, list[ast.expr]] | None = No
     )
 
 
-def _imports_kernel_language(tree: ast.Module) -> bool:
+def _imports_kernel_language(tree: ast.Module, own: frozenset[str] | set[str] = frozenset()) -> bool:
     """Whether the module imports a kernel language (Triton, CuTe...). A probe is not such an
     import: imported only inside a ``try`` and never read (``try: import triton; HAVE_TRITON =
     True``) it runs no kernel. Megatron-LM's ``moe_layer.py`` and ``inference/symmetric_memory.py``
@@ -1336,13 +1344,26 @@ def _imports_kernel_language(tree: ast.Module) -> bool:
     only under the config value that picks a Triton backend), and with it 35 of the 3,157 names
     the sweep saw reach a sink (``MoESubmodules``, ``BackendSpecProvider``, the FSDP adapter's
     ``isinstance(submodule, MoELayer)``). An import outside a ``try`` counts as before, read or
-    not (a package that re-exports ``jit``). Only a module-level ``try`` is such a probe: one
-    inside a function is mostly an availability check before the function's module goes on to
-    run the library's kernels through a package no table knows (axolotl's
-    ``fp4_cute_available()`` probes ``cutlass``, and the module runs its GEMM through ``quack``:
-    reading that probe as nothing lost 7 true CN617 findings)."""
+    not (a package that re-exports ``jit``). A module-level ``try`` is always such a probe. One
+    inside a function is one only where the module imports nothing beyond the standard library,
+    torch and the project's own modules (``_portable_imports``): then the probe gates a path
+    written in PyTorch (unsloth's ``torch_compile_runtime_available()`` tries ``import triton``
+    because inductor needs it, and the module goes on to call ``torch.compile``). Where the
+    module imports a package no table knows, the probe is an availability check before the
+    module runs the library's kernels through it (axolotl's ``fp4_cute_available()`` probes
+    ``cutlass``, and the module runs its GEMM through ``quack``: reading that probe as nothing
+    lost 7 true CN617 findings). An import read only for its ``__version__`` is such a probe
+    wherever it stands in a ``try`` (``_version_reads``)."""
     probed: set[str] = set()
-    inside: set[int] = {id(n) for t in tree.body if isinstance(t, ast.Try) for s in t.body for n in ast.walk(s)}
+    tries = [t for t in ast.walk(tree) if isinstance(t, ast.Try)]
+    at_top = {id(t) for t in tree.body if isinstance(t, ast.Try)}
+    portable = None  # decided at the first probe inside a function (most modules have none)
+    version_reads: tuple[set[int], set[str]] | None = None
+    inside: set[int] = set()
+    nested: set[int] = set()
+    for t in tries:
+        ids = {id(n) for s in t.body for n in ast.walk(s)}
+        (inside if id(t) in at_top else nested).update(ids)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = {(a.asname or a.name.split(".")[0]) for a in node.names if a.name.split(".")[0] in KERNEL_LANGUAGES}
@@ -1352,10 +1373,68 @@ def _imports_kernel_language(tree: ast.Module) -> bool:
             continue
         if not names:
             continue
-        if id(node) not in inside or "*" in names:
+        if "*" in names:
             return True
+        if id(node) not in inside:
+            if id(node) not in nested:
+                return True
+            if version_reads is None:
+                version_reads = _version_reads(tree)
+            if portable is None and not (names & version_reads[1]):
+                portable = _portable_imports(tree, own)
+            if not (names & version_reads[1]) and not portable:
+                return True
         probed |= names
-    return bool(probed) and any(isinstance(node, ast.Name) and node.id in probed for node in ast.walk(tree))
+    if not probed:
+        return False
+    versions = version_reads[0] if version_reads is not None else _version_reads(tree)[0]
+    return any(isinstance(node, ast.Name) and node.id in probed and id(node) not in versions for node in ast.walk(tree))
+
+
+def _version_reads(tree: ast.Module) -> tuple[set[int], set[str]]:
+    """The name nodes read only for their ``__version__`` (``triton.__version__``,
+    ``getattr(triton, "__version__", None)``), and the names so read. Reading a kernel
+    language's version runs no kernel: unsloth's ``diffusion_compile_cache`` imports triton
+    inside a function to put its version in a cache key, and was a kernel module for it."""
+    nodes: set[int] = set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "__version__" and isinstance(node.value, ast.Name):
+            nodes.add(id(node.value))
+            names.add(node.value.id)
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+            and len(node.args) >= 2 and isinstance(node.args[0], ast.Name)
+            and isinstance(node.args[1], ast.Constant) and node.args[1].value == "__version__"
+        ):
+            nodes.add(id(node.args[0]))
+            names.add(node.args[0].id)
+    # A name also read otherwise is used: only names every read of which is a version's.
+    other = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in names and id(n) not in nodes and isinstance(n.ctx, ast.Load)}
+    return nodes, names - other
+
+
+# What a module may import and still be a path written in PyTorch: its probe of a kernel language
+# inside a function gates that path (inductor needs Triton), not a kernel library's.
+_PORTABLE_TOPS = frozenset({*getattr(sys, "stdlib_module_names", ()), "torch", "__future__"})
+
+
+def _portable_imports(tree: ast.Module, own: frozenset[str] | set[str]) -> bool:
+    """Whether every import of the module other than a kernel language's is the standard
+    library's, torch's or the project's own (a relative import, or a top-level name of the
+    project's modules)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            tops = [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                continue
+            tops = [(node.module or "").split(".")[0]]
+        else:
+            continue
+        if any(t not in KERNEL_LANGUAGES and t not in _PORTABLE_TOPS and t not in own for t in tops):
+            return False
+    return True
 
 
 @functools.lru_cache(maxsize=16384)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from cuda2neuron.core import Rule
+from cuda2neuron.core import Rule, text_callees_of_source
 
 __all__ = ["CUDA_ENV_RE", "EnvAccess", "EnvSite", "env_keyword_site", "env_site"]
 
@@ -111,7 +111,7 @@ def env_site(rule: Rule, key: cst.SimpleString) -> EnvSite | None:
     # "CUDA_VISIBLE_DEVICES" in os.environ
     if isinstance(parent, cst.Comparison) and parent.left is key and len(parent.comparisons) == 1:
         op = parent.comparisons[0].operator
-        if isinstance(op, (cst.In, cst.NotIn)) and not _text_read(anc, parent.comparisons[0].comparator):
+        if isinstance(op, (cst.In, cst.NotIn)) and not _text_read(rule, anc, parent.comparisons[0].comparator):
             return EnvSite(EnvAccess.READ, key)
     return None
 
@@ -121,10 +121,13 @@ def env_site(rule: Rule, key: cst.SimpleString) -> EnvSite | None:
 _TEXT_READS = frozenset({"read_text", "getsource"})
 
 
-def _text_read(ancestors, searched: cst.BaseExpression) -> bool:  # noqa: ANN001
+def _text_read(rule: Rule, ancestors, searched: cst.BaseExpression) -> bool:  # noqa: ANN001
     """Whether ``searched`` is a name its function binds once, to a text read from a file or from
     source (``content = SETUP_SH.read_text()``, then ``assert "CUDA_VISIBLE_DEVICES" in content``:
-    unsloth's installer tests look for the word in a script's text, no environment is read)."""
+    unsloth's installer tests look for the word in a script's text, no environment is read), or
+    to the result of a call the module searches elsewhere for a word no environment key can be
+    (``message = self._message(...)`` and ``"UNSLOTH_LLAMA_CPP_BACKEND=cpu" in message``:
+    ``text_callees``)."""
     if not isinstance(searched, cst.Name):
         return False
     func = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
@@ -132,14 +135,16 @@ def _text_read(ancestors, searched: cst.BaseExpression) -> bool:  # noqa: ANN001
         return False
     finder = _Bindings(searched.value)
     func.body.visit(finder)
-    return finder.stores == 1 and finder.text
+    if finder.stores != 1 or finder.callee is None:
+        return False
+    return finder.callee in _TEXT_READS or finder.callee in text_callees_of_source(rule.context.source)
 
 
 class _Bindings(cst.CSTVisitor):
     def __init__(self, name: str) -> None:
         self.name = name
         self.stores = 0
-        self.text = False
+        self.callee: str | None = None  # the last name of the call the name is bound to
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False  # a nested function's names are its own
@@ -154,8 +159,7 @@ class _Bindings(cst.CSTVisitor):
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and node.targets[0].target.value == self.name:
             call = node.value
             func = call.func if isinstance(call, cst.Call) else None
-            name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-            self.text = name in _TEXT_READS
+            self.callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Name) and node.target.value == self.name:

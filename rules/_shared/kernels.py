@@ -212,7 +212,7 @@ class KernelTableError(ValueError):
 class KernelPackage:
     module: str
     what: str
-    kind: str  # "language" or "kernels"
+    kind: str  # "language", "kernels" or "engine"
     instead: str
 
 
@@ -221,8 +221,8 @@ def kernel_packages() -> dict[str, KernelPackage]:
     """The rows of cuda_kernels.toml keyed by dotted module."""
     rows = {}
     for module, row in _table().get("package", {}).items():
-        if set(row) != {"what", "kind", "instead"} or row["kind"] not in ("language", "kernels"):
-            raise KernelTableError(f"{TABLE}: [package.{module}] needs exactly what, kind (language|kernels), instead")
+        if set(row) != {"what", "kind", "instead"} or row["kind"] not in ("language", "kernels", "engine"):
+            raise KernelTableError(f"{TABLE}: [package.{module}] needs exactly what, kind (language|kernels|engine), instead")
         rows[module] = KernelPackage(module, row["what"], row["kind"], row["instead"])
     return rows
 
@@ -298,11 +298,14 @@ def package_of(qualified: str | None, facts: ProjectFacts, path: str | None = No
 _MAX_UP = 3
 
 
-def local_kernel_package(qualified: str, facts: ProjectFacts, path: str) -> str | None:
+def local_kernel_package(
+    qualified: str, facts: ProjectFacts, path: str, inserted: tuple[tuple[str, ...], ...] = (),
+) -> str | None:
     """``qualified`` as the project's dotted name (``unsloth.kernels.moe.grouped_gemm.kernels``)
     when its first name is a package of the project, one that holds some of its kernel modules,
-    in the folder of the file at ``path`` or a folder above it (at most ``_MAX_UP``), where
-    Python finds it first; None otherwise.
+    in the folder of the file at ``path`` or a folder above it (at most ``_MAX_UP``), or in one
+    of the folders ``inserted`` (those the file puts on ``sys.path``: ``sys_path.sys_path_folders``),
+    where Python finds it first; None otherwise.
 
     unsloth ships its own Triton grouped GEMM as ``unsloth/kernels/moe/grouped_gemm/`` and its MoE
     tests and benchmarks, one folder down, import it as ``grouped_gemm.kernels.forward``: the
@@ -320,6 +323,10 @@ def local_kernel_package(qualified: str, facts: ProjectFacts, path: str) -> str 
             if part != top or i == 0:
                 continue  # a top-level package of the project is ``own_module``'s
             parent = tuple(parts[:i])
+            # unsloth's models/glm4_moe.py: sys.path.insert(0, <its package>/kernels/moe), then
+            # `import grouped_gemm` finds the project's folder there.
+            if any(folder[len(folder) - len(parent):] == parent for folder in inserted if len(folder) >= len(parent)):
+                return ".".join((*parent, qualified))
             for up in range(_MAX_UP + 1):
                 here = folders[: len(folders) - up]
                 if len(here) < len(parent) or here[len(here) - len(parent) :] != parent:

@@ -127,6 +127,13 @@ class CudaVisibleDevices(Rule):
         # the word looked for in a script's or a function's text, not in an environment
         'def test_launcher(script):\n    content = script.read_text()\n    assert "CUDA_VISIBLE_DEVICES" in content\n',
         'import inspect\n\ndef test_probe(f):\n    src = inspect.getsource(f)\n    assert "CUDA_VISIBLE_DEVICES" not in src\n',
+        # what a call returns, searched elsewhere for a word no key holds (`=`): a message's text
+        # (unsloth's crash-message tests)
+        (
+            'class TestAdvice:\n    def test_vulkan(self):\n        message = self._message("vulkan")\n'
+            '        assert "BACKEND=cpu" in message\n\n    def test_unknown(self):\n'
+            '        message = self._message(None)\n        assert "CUDA_VISIBLE_DEVICES" not in message\n'
+        ),
         Valid('os.environ["NEURON_RT_VISIBLE_CORES"] = "0-3"\n', target="accelerator"),
     )
     INVALID = (
@@ -153,6 +160,11 @@ class CudaVisibleDevices(Rule):
         Invalid(
             'import os\nif "CUDA_VISIBLE_DEVICES" not in os.environ:\n    pass\n',
             'import os\nif "NEURON_RT_VISIBLE_CORES" not in os.environ:\n    pass\n',
+        ),
+        # a call's result searched only for keys may be an environment
+        Invalid(
+            'def check(self):\n    env = self._env()\n    assert "CUDA_VISIBLE_DEVICES" not in env\n',
+            'def check(self):\n    env = self._env()\n    assert "NEURON_RT_VISIBLE_CORES" not in env\n',
         ),
         # a name bound to a text and then to something else may hold an environment
         Invalid(

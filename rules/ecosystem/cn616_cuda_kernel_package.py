@@ -11,9 +11,10 @@ import libcst as cst
 from cuda2neuron.core import Effort, Finding, Invalid, ProjectFacts, Rule, Settings, Valid
 from cuda2neuron.python import dotted_name
 
-from .._shared.kernels import KERNEL_LANGUAGES, KernelPackage, dynamic_import, kernel_packages, package_of
+from .._shared.kernels import KERNEL_LANGUAGES, KernelPackage, dynamic_import, kernel_packages, local_kernel_package, package_of
 from .._shared.names import call_qualname
 from .._shared.packages import imports_any
+from .._shared.sys_path import source_sys_path_folders
 
 __all__ = ["CudaKernelPackage"]
 
@@ -41,7 +42,8 @@ class CudaKernelPackage(Rule):
     ``rules/_shared/cuda_kernels.toml``: causal-conv1d, Mamba's ``selective_scan_cuda``,
     DeepSpeed's fused ops, Liger, FlashInfer, vLLM's ``_C``, Transformer Engine, ...) and kernel
     languages other than Triton (TileLang, CUTLASS / CuTe DSL, cuda-python's ``cuda.bindings``,
-    ``numba.cuda``), the calls made through them, and functions decorated as kernels of those
+    ``numba.cuda``), inference engines with no Trainium backend (LMDeploy: the import only, as
+    its config objects run nothing), the calls made through them, and functions decorated as kernels of those
     languages (``@tilelang.jit``, ``@cute.kernel``). An import spelled as a call with a literal
     name (``importlib.import_module("fused_adam_cuda")``, ``__import__``) counts as an import,
     and the calls made through the name it is assigned to are reported too.
@@ -61,7 +63,8 @@ class CudaKernelPackage(Rule):
     No fix (effort high at the import, medium per call): each kernel is replaced by hand. A
     package of the project's own (mamba_ssm inside the mamba repository) is not third-party and
     is left to CN617; so is a package of the project's kernels that Python finds beside or above
-    the importing file under a library's name (unsloth's Triton ``grouped_gemm`` folder).
+    the importing file under a library's name (unsloth's Triton ``grouped_gemm`` folder), or in a
+    folder the file puts on ``sys.path`` with a path built on ``__file__``.
     """
 
     code = "CN616"
@@ -79,12 +82,25 @@ class CudaKernelPackage(Rule):
         # unsloth's MoE tests import its own Triton grouped GEMM, a folder up, by the CUTLASS
         # package's name: Python finds the project's folder first (CN617 reports its kernels)
         Valid("from grouped_gemm.reference.moe_ops import permute\nx = permute(x, idx)\n", path="proj/moe/tests/test_moe.py", options=_OWN_GROUPED_GEMM),
+        # ... or from a folder the file puts on sys.path (unsloth's models/glm4_moe.py): not CUTLASS
+        Valid(
+            "import os\nimport sys\n\n_moe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'moe')\n"
+            "sys.path.insert(0, _moe)\nfrom grouped_gemm.reference.moe_ops import permute\nx = permute(x, idx)\n",
+            path="proj/models/glm.py", options=_OWN_GROUPED_GEMM,
+        ),
+        Valid(
+            "import sys\nfrom pathlib import Path\n\nsys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'moe'))\n"
+            "import grouped_gemm\n",
+            path="proj/models/glm.py", options=_OWN_GROUPED_GEMM,
+        ),
     )
     INVALID = (
         Invalid("from causal_conv1d import causal_conv1d_fn\ny = causal_conv1d_fn(x, w)\n"),
         Invalid("import selective_scan_cuda\nout = selective_scan_cuda.fwd(u, delta)\n"),
         Invalid("from liger_kernel.transformers import apply_liger_kernel_to_llama\n"),
         Invalid("import vllm._C\n"),
+        # an inference engine with no Trainium backend (InternVL's data pipelines): the import
+        Invalid("from lmdeploy import GenerationConfig, pipeline\npipe = pipeline(model_path)\n"),
         # xformers' own fmha modules re-export it (xformers/ops/fmha/cutlass.py).
         Invalid("from mslk.attention.fmha.cutlass import BwOp, FwOp\n"),
         Invalid("from deepspeed.ops.adam import FusedAdam\nopt = FusedAdam(params)\n"),
@@ -98,12 +114,18 @@ class CudaKernelPackage(Rule):
         Invalid('ext = __import__("selective_scan_cuda")\n'),
         # the project's grouped_gemm folder is not found from here: the import is the library
         Invalid("import grouped_gemm as gg\ny = gg.ops.gmm(a, b, sizes)\n", path="tools/bench.py", options=_OWN_GROUPED_GEMM),
+        # a folder from the environment is unknown here, and shadows nothing
+        Invalid(
+            "import os\nimport sys\n\nsys.path.insert(0, os.environ['GG_HOME'])\nimport grouped_gemm as gg\n",
+            path="proj/models/glm.py", options=_OWN_GROUPED_GEMM,
+        ),
     )
 
     def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
         super().__init__(context)
         # `ops = importlib.import_module("fused_adam_cuda")`: names bound to a row's module.
         self._dynamic: dict[str, tuple[str, KernelPackage]] = {}
+        self._folders: tuple[tuple[str, ...], ...] | None = None
 
     @classmethod
     def wakes(cls, code: bytes) -> bool:
@@ -116,6 +138,18 @@ class CudaKernelPackage(Rule):
 
     def _facts(self) -> ProjectFacts:
         return self.context.settings.project
+
+    def _row(self, qualified: str | None) -> KernelPackage | None:
+        row = package_of(qualified, self._facts(), self.context.path)
+        if row is None or qualified is None or not self._facts().kernel_modules:
+            return row
+        # The folders the file puts on sys.path (unsloth's glm4_moe.py), read once, and only
+        # for a name that has a row: the project's package there is what Python finds.
+        if self._folders is None:
+            self._folders = source_sys_path_folders(self.context.source, self.context.path)
+        if self._folders and local_kernel_package(qualified, self._facts(), self.context.path, self._folders):
+            return None
+        return row
 
     @classmethod
     def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
@@ -140,7 +174,7 @@ class CudaKernelPackage(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            row = package_of(dotted_name(alias.name), self._facts(), self.context.path)
+            row = self._row(dotted_name(alias.name))
             if row is not None:
                 self._report_import(node, dotted_name(alias.name) or row.module, row)
                 return
@@ -149,12 +183,12 @@ class CudaKernelPackage(Rule):
         if node.relative or node.module is None:
             return
         module = dotted_name(node.module) or ""
-        row = package_of(module, self._facts(), self.context.path)
+        row = self._row(module)
         if row is None and not isinstance(node.names, cst.ImportStar):
             # `from numba import cuda`, `from deepspeed.ops.adam import FusedAdam`
             for alias in node.names:
                 name = f"{module}.{dotted_name(alias.name)}"
-                row = package_of(name, self._facts(), self.context.path)
+                row = self._row(name)
                 if row is not None:
                     module = name
                     break
@@ -162,10 +196,15 @@ class CudaKernelPackage(Rule):
             self._report_import(node, module, row)
 
     def _report_import(self, node: cst.CSTNode, module: str, row: KernelPackage) -> None:
-        noun = "code written with it runs" if row.kind == "language" else "its kernels run"
+        if row.kind == "engine":
+            # Its config objects run nothing: the import is the blocker, and the use goes whole.
+            message = f"`{module}`: {row.what}; it has no Trainium backend"
+        else:
+            noun = "code written with it runs" if row.kind == "language" else "its kernels run"
+            message = f"`{module}`: {row.what}; {noun} only on NVIDIA GPUs"
         self.report(
             node,
-            f"`{module}`: {row.what}; {noun} only on NVIDIA GPUs",
+            message,
             guidance=f"Port: {row.instead}.",
             effort=Effort.HIGH,
         )
@@ -173,7 +212,7 @@ class CudaKernelPackage(Rule):
     def visit_Decorator(self, node: cst.Decorator) -> None:
         expr = node.decorator.func if isinstance(node.decorator, cst.Call) else node.decorator
         qualified = self.qualname(expr)
-        row = package_of(qualified, self._facts(), self.context.path)
+        row = self._row(qualified)
         if row is not None and row.kind == "language":
             self.report(
                 node,
@@ -186,7 +225,7 @@ class CudaKernelPackage(Rule):
         if not isinstance(node.value, cst.Call):
             return
         module = dynamic_import(node.value, call_qualname(self, node.value))
-        row = package_of(module, self._facts(), self.context.path) if module else None
+        row = self._row(module) if module else None
         if row is None:
             return
         for target in node.targets:
@@ -198,7 +237,7 @@ class CudaKernelPackage(Rule):
         qualified = call_qualname(self, node)
         module = dynamic_import(node, qualified)
         if module is not None:
-            row = package_of(module, self._facts(), self.context.path)
+            row = self._row(module)
             if row is not None:
                 self._report_import(node, module, row)
             return
@@ -208,10 +247,10 @@ class CudaKernelPackage(Rule):
             if head is not None:
                 module, row = self._dynamic[head]
                 qualified = module + dotted[len(head):]  # type: ignore[index]
-        row = package_of(qualified, self._facts(), self.context.path)
+        row = self._row(qualified)
         # Calls inside a kernel language are the kernel's own body (reported at the import and
         # the decorator); calls of prebuilt kernels are each a place the port must change.
-        if row is None or row.kind == "language" or any(qualified.startswith(k) for k in KERNEL_LANGUAGES):  # type: ignore[union-attr]
+        if row is None or row.kind in ("language", "engine") or any(qualified.startswith(k) for k in KERNEL_LANGUAGES):  # type: ignore[union-attr]
             return
         self.report(
             node,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -11,6 +12,7 @@ from cuda2neuron.python import dotted_name
 
 from .._shared.kernels import dynamic_import, local_kernel_package, package_of, project_module, relative_module
 from .._shared.names import call_qualname
+from .._shared.sys_path import source_sys_path_folders, sys_path_folders
 
 __all__ = ["ProjectCudaKernel"]
 
@@ -107,6 +109,13 @@ class ProjectCudaKernel(Rule):
             path="proj/moe/tests/test_moe.py",
             options=_GROUPED_GEMM,
         ),
+        # unsloth's models/glm4_moe.py puts <package>/kernels/moe on sys.path and imports it so
+        Invalid(
+            "import os\nimport sys\n\n_moe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'moe')\n"
+            "sys.path.insert(0, _moe)\nfrom grouped_gemm.kernels.forward import grouped_gemm_forward\n",
+            path="proj/models/glm.py",
+            options=_GROUPED_GEMM,
+        ),
     )
 
     @classmethod
@@ -117,9 +126,16 @@ class ProjectCudaKernel(Rule):
     def __init__(self, context) -> None:  # noqa: ANN001 - RuleContext
         super().__init__(context)
         self._bound: dict[str, tuple[str, bool]] = {}  # local name -> (module, is an extension)
+        self._folders: tuple[tuple[str, ...], ...] | None = None
 
     def _facts(self) -> ProjectFacts:
         return self.context.settings.project
+
+    def _inserted(self) -> tuple[tuple[str, ...], ...]:
+        # Folders the file puts on sys.path (unsloth's glm4_moe.py), read once, when an import asks.
+        if self._folders is None:
+            self._folders = source_sys_path_folders(self.context.source, self.context.path)
+        return self._folders
 
     def _classify(self, candidates: tuple[str, ...]) -> tuple[str, bool] | None:
         return _classify(self._facts(), candidates)
@@ -131,16 +147,19 @@ class ProjectCudaKernel(Rule):
         module the sweep found; unsure elsewhere (libcst runs). Every report of the visitor is
         such an import, or a call through a name one of them bound."""
         facts = settings.project
+        def inserted() -> tuple[tuple[str, ...], ...]:
+            return sys_path_folders(file.tree, file.path, file.text)
+
         for node in ast.walk(file.tree):
             if isinstance(node, ast.Import):
-                names: list[tuple[str, ...]] = [_absolute(alias.name, facts, file.path) for alias in node.names]
+                names: list[tuple[str, ...]] = [_absolute(alias.name, facts, file.path, inserted) for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
                 if any(alias.name == "*" for alias in node.names):
                     continue
                 if node.level:
                     bases = relative_module(file.path, node.level, node.module)
                 else:
-                    bases = _absolute(node.module, facts, file.path) if node.module else ()
+                    bases = _absolute(node.module, facts, file.path, inserted) if node.module else ()
                 names = [tuple(f"{b}.{alias.name}" for b in bases) for alias in node.names]
                 if any(facts.builds_extension(b) for b in bases):
                     names.append(tuple(bases))
@@ -156,7 +175,7 @@ class ProjectCudaKernel(Rule):
         reported = False
         for alias in node.names:
             full = dotted_name(alias.name) or ""
-            hit = self._classify(_absolute(full, self._facts(), self.context.path))
+            hit = self._classify(_absolute(full, self._facts(), self.context.path, self._inserted))
             if hit is None:
                 continue
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else full.split(".")[0]
@@ -172,7 +191,7 @@ class ProjectCudaKernel(Rule):
         if node.relative:
             bases = relative_module(self.context.path, len(node.relative), module)
         else:
-            bases = _absolute(module, self._facts(), self.context.path) if module else ()
+            bases = _absolute(module, self._facts(), self.context.path, self._inserted) if module else ()
         reported = False
         for alias in node.names:
             name = dotted_name(alias.name) or ""
@@ -253,15 +272,17 @@ def _classify(facts: ProjectFacts, candidates: tuple[str, ...]) -> tuple[str, bo
     return found, extension
 
 
-def _absolute(module: str, facts: ProjectFacts, path) -> tuple[str, ...]:  # noqa: ANN001 - the file's path
+def _absolute(module: str, facts: ProjectFacts, path, inserted: Callable[[], tuple[tuple[str, ...], ...]] = tuple) -> tuple[str, ...]:  # noqa: ANN001 - the file's path
     """An absolute import's module, then, where it bears a CUDA kernel package's name, the
     project's own package Python finds beside or above the file under that name (unsloth's
     tests import its ``grouped_gemm`` folder: CN616 leaves it here). Only there: unsloth's
     studio tests import ``core.inference.worker`` from the folder above too, and reading
     every such import as the project's kernel module made 458 findings of tests calling
     functions of a module that imports triton in another function. The visitor and the
-    gate both read imports through it, so the gate decides no file the visitor reports."""
+    gate both read imports through it, so the gate decides no file the visitor reports.
+    ``inserted`` gives the folders the file puts on ``sys.path`` (asked only here, for a name of
+    a CUDA kernel package: unsloth's glm4_moe.py finds its own ``grouped_gemm`` so)."""
     if package_of(module, ProjectFacts()) is None:
         return (module,)
-    local = local_kernel_package(module, facts, path)
+    local = local_kernel_package(module, facts, path, inserted())
     return (module,) if local is None else (module, local)

@@ -37,7 +37,10 @@ class TritonBackendName(Rule):
     Reports the string ``"triton"`` where code uses it as a value and no other rule reports
     the statement: the backend of a kernel library's op (``conv(x, backend="triton")``), a test
     parametrized over implementations (``parametrize("backend", ["triton"])``), a test against
-    the chosen implementation (``if impl == "triton":``).
+    the chosen implementation (``if impl == "triton":``). A membership test over several option
+    names (``attn_impl in ("torch", "triton")``, ``kernel not in ("plugin", "triton")``) is not
+    reported: it groups the names a branch or a validation accepts and picks none of them, so it
+    launches nothing; the default or the comparison that does pick ``"triton"`` is reported.
 
     It is the Triton family's safety net: CN601 reports Triton kernels and their imports,
     CN617 the project's kernel modules; where either reports the statement, this rule says
@@ -87,13 +90,20 @@ class TritonBackendName(Rule):
         'for key in ("torch", "triton"):\n    assert key in fingerprint\n',
         'import os\nos.environ["TRITON_CACHE_DIR"] = str(cache_root / "triton")\n',
         'import warnings\nwarnings.filterwarnings("ignore", module="triton")\n',
+        # a membership test over option names picks none of them (InternVL's copied MPT attention:
+        # the bias is built for either; the default `attn_impl="triton"` is what picks Triton)
+        'if kernel not in ("plugin", "triton"):\n    raise ValueError(kernel)\n',
+        'def attn_bias_shape(attn_impl):\n    if attn_impl in ["torch", "triton"]:\n        return (1, 1)\n',
     )
     INVALID = (
         Invalid('import pytest\n\n@pytest.mark.parametrize("backend", ["triton"])\ndef test(backend):\n    pass\n'),
         Invalid('y = conv(x, w, backend="triton")\n'),
         Invalid('if impl == "triton":\n    run()\n', target="accelerator"),
-        # alternatives of one choice: what `in` tests the value against, a call's argument
-        Invalid('if kernel not in ("plugin", "triton"):\n    raise ValueError(kernel)\n'),
+        # the comparison that picks Triton and then runs its kernel, and the default that picks it
+        Invalid('if attn_impl == "flash":\n    fn = flash_fn\nelif attn_impl == "triton":\n    fn = triton_fn\n', target="accelerator"),
+        Invalid('def attention(q, attn_impl: str = "triton"):\n    pass\n'),
+        # one name tested with `in` is an equality; alternatives of one choice a call takes
+        Invalid('if impl in ("triton",):\n    run_triton()\n'),
         Invalid('run_all(x, backends=["torch", "triton"])\n'),
         Invalid('impls = {"backend": "triton"}\n'),
     )
@@ -140,7 +150,9 @@ class TritonBackendName(Rule):
         if isinstance(reader, cst.Arg) and len(above) >= 4 and isinstance(above[-4], cst.Call):
             return call_qualname(self, above[-4]) in _COMMAND_RUNNERS
         if isinstance(reader, cst.ComparisonTarget):
-            return not isinstance(reader.operator, (cst.In, cst.NotIn))
+            # `impl in ("torch", "triton")` groups the names a branch accepts and picks none
+            # (InternVL's MPT attention); `impl in ("triton",)` is an equality and picks it.
+            return not isinstance(reader.operator, (cst.In, cst.NotIn)) or len(collection.elements) > 1
         return True
 
     def _module_key(self) -> bool:

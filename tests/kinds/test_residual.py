@@ -45,6 +45,9 @@ _ROWS = {
     # NVIDIA the company: a Hub namespace (litgpt's model table), a hosted API (FastChat's providers)
     "python-vendor-org": ("m.py", 'cfg = dict(name="Llama-Nemotron", hf_config=dict(org="nvidia", name="Llama-Nemotron"))\n', []),
     "python-vendor-api": ("m.py", 'def run(api):\n    if api["api_type"] == "nvidia":\n        return post(api)\n', []),
+    # unsloth's consent-gate tests: the organisation a call answers for one of its Hub repositories
+    "python-vendor-hub-owner": ("m.py", 'def test():\n    assert owner("NVIDIA/Nemotron", []) == "NVIDIA"\n', []),
+    "python-vendor-compared-without-hub-id": ("m.py", 'def test():\n    assert vendor(name) == "NVIDIA"\n', [2]),
     "python-vendor-gpu-name": ("m.py", 'import torch\nif "nvidia" in gpu_name:\n    check_links()\n', [2]),
     # trl: a list of variables a child drops is names, not settings
     # Megatron's package_info.py (inside DeepSpeedExamples): whom to write to; a GPU vendor's setting stays
@@ -83,6 +86,27 @@ _ROWS = {
     ),
     "python-word-searched-in-what-a-call-returns": (
         "m.py", "def t(paths):\n    found = paths()\n    assert '/proc/driver/nvidia' in found\n", [3],
+    ),
+    # a call's result the module searches elsewhere for a word no environment key holds (`=`) is
+    # a text (unsloth's crash-message tests); a path searched in it proves nothing (the row above)
+    "python-word-searched-in-a-message-a-call-returns": (
+        "m.py",
+        "def t1():\n    message = advice('vulkan')\n    assert 'BACKEND=cpu' in message\n\n"
+        "def t2():\n    message = advice(None)\n    assert 'CUDA_VISIBLE_DEVICES' not in message\n",
+        [],
+    ),
+    # a slice of a file's text is text; a pattern looked for in it is a needle (unsloth's tests)
+    "python-word-searched-in-a-slice-of-a-file-read": (
+        "m.py", "def t(p):\n    source = p.read_text()\n    body = source[3:9]\n    assert '_nvidia_detected' in body\n", [],
+    ),
+    "python-pattern-searched-in-a-file-read": (
+        "m.py", "import re\ndef t(p):\n    stack = p.read_text()\n    m = re.search(r'_CUDA_SPEC[^(]*', stack)\n", [],
+    ),
+    "python-pattern-searched-in-a-call-result": (
+        "m.py", "import re\ndef t(run):\n    out = run()\n    m = re.search(r'_CUDA_SPEC[^(]*', out)\n", [4],
+    ),
+    "python-hub-namespace-prefix": (
+        "m.py", "def t(name):\n    return name.lower().startswith('nvidia/')\n", [],
     ),
     "python-word-searched-in-a-name-bound-twice": (
         "m.py", "def t(p, q):\n    content = p.read_text()\n    content = q\n    assert '/proc/driver/nvidia' in content\n", [4],

@@ -128,6 +128,34 @@ SWEEPS = [
         },
         {"pkg.model.Net": "at pkg/model.py:5"}, (), id="a-probe-inside-a-function-still-marks-a-kernel-module",
     ),
+    # One whose module imports nothing beyond the standard library, torch and the project gates a
+    # path written in PyTorch: inductor needs Triton (unsloth's torch_compile_runtime_available()).
+    pytest.param(
+        {
+            "pkg/speed.py": (
+                "import os\nimport sys\n\nfrom . import flags\n\ndef can_compile():\n    if sys.platform != 'win32':\n"
+                "        return True\n    try:\n        import triton  # noqa: F401\n    except ImportError:\n"
+                "        return False\n    return True\n\ndef snapshot():\n    import torch\n"
+                "    return torch.backends.cudnn.benchmark\n"
+            ),
+            "pkg/flags.py": "",
+            "pkg/video.py": "from .speed import snapshot\n\nclass Pipe:\n    def run(self):\n        return snapshot()\n",
+        },
+        {}, ("pkg.video.Pipe", "pkg.speed.snapshot"), id="a-probe-that-gates-a-pytorch-path-runs-no-kernel",
+    ),
+    # A kernel language read only for its version (a cache key's fingerprint) runs no kernel,
+    # whatever else the module imports (unsloth's diffusion_compile_cache).
+    pytest.param(
+        {
+            "pkg/cache.py": (
+                "import diffusers\n\ndef _triton_version():\n    try:\n        import triton\n"
+                "        return str(getattr(triton, '__version__', None))\n    except Exception:\n        return None\n\n"
+                "def begin(family):\n    return {'triton': _triton_version(), 'family': family}\n"
+            ),
+            "pkg/pipe.py": "from . import cache\n\nclass Pipe:\n    def run(self):\n        return cache.begin('sdxl')\n",
+        },
+        {}, ("pkg.pipe.Pipe", "pkg.cache.begin"), id="a-kernel-language-read-for-its-version-runs-no-kernel",
+    ),
 ]
 
 

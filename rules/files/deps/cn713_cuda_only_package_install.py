@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import re
 
-from cuda2neuron.core import Effort, Invalid, TextReport, Valid
+from cuda2neuron.core import Effort, Invalid, ProjectFacts, TextReport, Valid
 from cuda2neuron.documents.requirements import normalise, requirement_name
 from cuda2neuron.documents.shell import ShellScript, command_end, unquote, word_end
+from cuda2neuron.documents.structured import ConfigDocument
 
 from .._helpers import TextRule
 from ..conda._helpers import conda_cuda_package
 from ._helpers import CUDA_WHEEL_RE, REPOSITORY_WORDS, cuda_only_package
 
 __all__ = ["CudaOnlyPackageInstall"]
+
+# A project whose setup.py builds its `gpu` extra from flash-attn (llm-foundry's).
+_GPU_EXTRA = (("project", ProjectFacts(cuda_extras=frozenset({("llm-foundry", "gpu", "flash-attn", "setup.py:107")}))),)
 
 
 _PIP_INSTALL_RE = re.compile(r"(?<![\w.-])(?:pip3?|uv pip|python3? -m pip)[ \t]+install(?![\w-])")
@@ -27,6 +31,12 @@ _PIP_VALUE_OPTIONS = frozenset({
     "--no-binary", "--only-binary",
 })
 _ANY_NAME_RE = re.compile(r"[A-Za-z_]\w*")
+# An install of a project with extras: its folder (`.[gpu]`, `./llm-foundry[gpu,openai]`) or a name.
+_EXTRAS_RE = re.compile(r"(\.{1,2}(?:/[^\s\[\]]*)?|[A-Za-z0-9][A-Za-z0-9._-]*)\[([^\]]+)\]")
+# Config keys whose value is `pip install`'s arguments: the MosaicML platform's git_repo
+# integration (`integrations: [{integration_type: git_repo, pip_install: .[gpu]}]`, mcli run
+# configs: llm-foundry's mcli/*.yaml), installed after the clone.
+_PIP_ARGUMENT_KEYS = frozenset({"pip_install"})
 _CONDA_INSTALL_RE = re.compile(r"(?<![\w./-])(?:conda|mamba|micromamba)[ \t]+install(?![\w-])")
 _PIP_INDEX_OPTIONS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find-links"})
 _GIT_CLONE_RE = re.compile(r"(?<![\w./-])git[ \t]+clone(?![\w-])")
@@ -49,7 +59,10 @@ class CudaOnlyPackageInstall(TextRule):
     from its repository: ``git clone`` of it (then ``pip install .`` or ``python setup.py
     install``), and a variable set to its URL (``apex_url=git+https://github.com/NVIDIA/apex.git``,
     xtuner's ``DEEP_EP_URL=https://github.com/deepseek-ai/DeepEP@<commit>`` handed to a
-    Dockerfile that clones and builds it).
+    Dockerfile that clones and builds it). An install of the project itself with an extra
+    (``pip install -e ".[gpu]"``, ``pip install llm-foundry[gpu]``, and a MosaicML run config's
+    ``pip_install: .[gpu]``) is reported where the project's setup.py or pyproject.toml makes that
+    extra pull a CUDA-only package (llm-foundry's ``gpu`` extra is flash-attn).
 
     ## Why is this bad?
     Setup scripts and the first cell of a notebook install the CUDA stack before anything runs:
@@ -79,6 +92,10 @@ class CudaOnlyPackageInstall(TextRule):
         Valid("# pip install xformers\n", path="setup_env.sh"),
         Valid("git clone https://github.com/huggingface/transformers && pip install -e transformers\n", path="setup_env.sh"),
         Valid("echo see https://github.com/NVIDIA/apex\n", path="setup_env.sh"),
+        # the project's extras that pull nothing CUDA-only, or another project's extra
+        Valid('pip install -e ".[dev,openai]"\n', path="setup_env.sh", options=_GPU_EXTRA),
+        Valid("pip install 'transformers[torch]'\n", path="setup_env.sh", options=_GPU_EXTRA),
+        Valid("integrations:\n- integration_type: git_repo\n  pip_install: .[openai]\n", path="mcli/eval.yaml", options=_GPU_EXTRA),
     )
     INVALID = (
         Invalid('apex_url=git+https://github.com/NVIDIA/apex.git@25.04\npip install -v --no-build-isolation "$apex_url"\n', path="setup.sh"),
@@ -94,62 +111,31 @@ class CudaOnlyPackageInstall(TextRule):
         Invalid("export DEEP_GEMM_URL=https://github.com/deepseek-ai/DeepGEMM@c9f8b34\n", path="image_build.sh"),
         Invalid("GROUPED_GEMM_URL=https://github.com/InternLM/GroupedGEMM@aa5ffb2\n", path="image_build.sh"),
         Invalid("pip install --no-build-isolation git+https://github.com/deepseek-ai/DeepEP.git\n", path="setup.sh"),
+        # the project's own extra, by what its setup.py makes it pull (llm-foundry: `gpu` -> flash-attn)
+        Invalid('pip install -e ".[gpu]"\n', path="setup_env.sh", options=_GPU_EXTRA),
+        Invalid("pip install llm-foundry[gpu]\n", path="setup_env.sh", options=_GPU_EXTRA),
+        Invalid(
+            "integrations:\n- integration_type: git_repo\n  git_repo: org/llm-foundry\n  pip_install: .[gpu,openai]\n",
+            path="mcli/mcli-1b.yaml", options=_GPU_EXTRA,
+        ),
     )
 
     @classmethod
     def check_text(cls, doc: ShellScript, settings) -> list[TextReport]:
         text = doc.text
-        if "install" not in text and "://" not in text:
-            return []
         out: list[TextReport] = []
+        # MosaicML platform run configs: `pip_install: .[gpu]` is what the platform hands to
+        # `pip install` after cloning the repository (llm-foundry's mcli/*.yaml); the value is
+        # outside the config's shell view, so it is read from the scalars.
+        if isinstance(doc, ConfigDocument) and "pip_install" in doc.raw:
+            for s in doc.scalars:
+                if s.key in _PIP_ARGUMENT_KEYS and s.literal:
+                    q = len(s.quote)
+                    out += _pip_arguments(doc.raw, s.start + q, s.end - q, settings.project)
+        if "install" not in text and "://" not in text:
+            return out
         for m in doc.code_matches(_PIP_INSTALL_RE):
-            i = m.end()
-            expect_value: str | None = None
-            while i < len(text):
-                # Skip blanks and `\` line continuations; stop at the end of the command.
-                while i < len(text) and text[i] in " \t":
-                    i += 1
-                if text.startswith("\\\n", i) or text.startswith("\\\r\n", i):
-                    i += 2 if text[i + 1] == "\n" else 3
-                    continue
-                if i >= len(text) or text[i] in "\r\n;&|)#":
-                    break
-                end = word_end(text, i)
-                if end == i:
-                    break
-                word = unquote(text[i:end]) or ""
-                # An index under a variable's base (`-i ${PYTORCH_WHEELS_URL}/cu128`, xtuner's Dockerfile)
-                # is a CUDA index all the same: its CUDA part is written.
-                index = word or text[i:end]
-                if expect_value is not None:
-                    if expect_value in _PIP_INDEX_OPTIONS and CUDA_WHEEL_RE.search(index):
-                        out.append(TextReport(
-                            i, end, f"`{index}` serves CUDA builds of PyTorch",
-                            guidance="install torch from the CPU index (https://download.pytorch.org/whl/cpu) "
-                            "or the Neuron pip repository",
-                            effort=Effort.LOW,
-                        ))
-                    expect_value = None
-                elif index.startswith("-"):
-                    option, eq, value = index.partition("=")
-                    if option in _PIP_VALUE_OPTIONS and not eq:
-                        expect_value = option
-                    elif option in _PIP_INDEX_OPTIONS and CUDA_WHEEL_RE.search(value):
-                        out.append(TextReport(
-                            i, end, f"`{value}` serves CUDA builds of PyTorch",
-                            guidance="install torch from the CPU index or the Neuron pip repository",
-                            effort=Effort.LOW,
-                        ))
-                else:
-                    name = requirement_name(word)
-                    info = cuda_only_package(normalise(name)) if name else None
-                    if info is not None:
-                        what, instead, effort = info
-                        out.append(TextReport(
-                            i, end, f"installs `{normalise(name)}`, which is CUDA-only: {what}",
-                            guidance=instead, effort=effort,
-                        ))
-                i = end
+            out += _pip_arguments(text, m.end(), len(text), settings.project)
         # `conda install -y pytorch-cuda=11.8 cuda-nvcc -c pytorch -c nvidia` (conda, mamba, micromamba).
         for m in doc.code_matches(_CONDA_INSTALL_RE):
             end = command_end(text, m.end())
@@ -213,3 +199,80 @@ class CudaOnlyPackageInstall(TextRule):
                 guidance=instead, effort=effort,
             ))
         return out
+
+
+def _pip_arguments(text: str, i: int, stop: int, facts: ProjectFacts) -> list[TextReport]:
+    """What the arguments of one ``pip install`` starting at ``i`` (up to ``stop``) install that
+    is CUDA-only: packages, CUDA wheel indexes, and the project's own extras that pull such a
+    package (``pip install -e ".[gpu]"``: ``ProjectFacts.cuda_extras``)."""
+    out: list[TextReport] = []
+    expect_value: str | None = None
+    while i < stop:
+        # Skip blanks and `\` line continuations; stop at the end of the command.
+        while i < stop and text[i] in " \t":
+            i += 1
+        if text.startswith("\\\n", i) or text.startswith("\\\r\n", i):
+            i += 2 if text[i + 1] == "\n" else 3
+            continue
+        if i >= stop or text[i] in "\r\n;&|)#":
+            break
+        end = min(word_end(text, i), stop)
+        if end == i:
+            break
+        word = unquote(text[i:end]) or ""
+        # An index under a variable's base (`-i ${PYTORCH_WHEELS_URL}/cu128`, xtuner's Dockerfile)
+        # is a CUDA index all the same: its CUDA part is written.
+        index = word or text[i:end]
+        if expect_value is not None:
+            if expect_value in _PIP_INDEX_OPTIONS and CUDA_WHEEL_RE.search(index):
+                out.append(TextReport(
+                    i, end, f"`{index}` serves CUDA builds of PyTorch",
+                    guidance="install torch from the CPU index (https://download.pytorch.org/whl/cpu) "
+                    "or the Neuron pip repository",
+                    effort=Effort.LOW,
+                ))
+            expect_value = None
+        elif index.startswith("-"):
+            option, eq, value = index.partition("=")
+            if option in _PIP_VALUE_OPTIONS and not eq:
+                expect_value = option
+            elif option in _PIP_INDEX_OPTIONS and CUDA_WHEEL_RE.search(value):
+                out.append(TextReport(
+                    i, end, f"`{value}` serves CUDA builds of PyTorch",
+                    guidance="install torch from the CPU index or the Neuron pip repository",
+                    effort=Effort.LOW,
+                ))
+        elif (extra := _project_extra(index, facts)) is not None:
+            out.append(TextReport(i, end, extra[0], guidance=extra[1], effort=extra[2]))
+        else:
+            name = requirement_name(word)
+            info = cuda_only_package(normalise(name)) if name else None
+            if info is not None:
+                what, instead, effort = info
+                out.append(TextReport(
+                    i, end, f"installs `{normalise(name)}`, which is CUDA-only: {what}",
+                    guidance=instead, effort=effort,
+                ))
+        i = end
+    return out
+
+
+def _project_extra(word: str, facts: ProjectFacts) -> tuple[str, str, Effort] | None:
+    """(message, guidance, effort) where ``word`` installs an extra of the project (its folder,
+    ``.[gpu]`` / ``./sub[gpu]``, or its distribution name, ``llm-foundry[gpu]``) that pulls a
+    CUDA-only package; None otherwise."""
+    m = _EXTRAS_RE.fullmatch(word)
+    if m is None or not facts.cuda_extras:
+        return None
+    distribution = "" if m.group(1).startswith(".") else normalise(m.group(1))
+    for extra in m.group(2).split(","):
+        found = facts.cuda_extra(distribution, normalise(extra.strip()))
+        if found is not None:
+            package, where = found
+            what, instead, effort = cuda_only_package(package) or ("CUDA-only", "", Effort.MEDIUM)
+            return (
+                f"installs the project's extra `{extra.strip()}`, which pulls `{package}` ({where}), CUDA-only: {what}",
+                f"install the project without that extra; {instead}",
+                effort,
+            )
+    return None

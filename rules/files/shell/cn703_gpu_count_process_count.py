@@ -28,7 +28,10 @@ class GpuCountProcessCount(TextRule):
     ``torchrun --nproc_per_node=$(nvidia-smi -L | wc -l)``, ``--nproc_per_node=gpu`` / ``auto``,
     a variable assigned such a count, Slurm's GPU counts (``--nproc_per_node=$SLURM_GPUS_PER_NODE``,
     ``$SLURM_GPUS_ON_NODE``), deepspeed's ``--num_gpus``, and shell variables set from
-    ``torch.cuda.device_count()``.
+    ``torch.cuda.device_count()``. A plain number, or a variable's default
+    (``GPUS=${GPUS:-8}`` then ``--nproc_per_node=${GPUS}``, InternVL's 126 launchers), is not
+    reported: it asks for no GPU, and on Trainium it starts that many processes, one per
+    NeuronCore, which runs (on fewer cores than the host has); the user sets the variable.
 
     ## Why is this bad?
     On Trainium one process drives one NeuronCore, and a host has many more cores than GPUs
@@ -54,6 +57,8 @@ class GpuCountProcessCount(TextRule):
         Valid("torchrun --nproc_per_node=$NCORES train.py\n", path="launch.sh"),
         Valid("torchrun --nproc_per_node=$SLURM_NTASKS_PER_NODE train.py\n", path="launch.sh"),
         Valid("# torchrun --nproc_per_node=$(nvidia-smi -L | wc -l)\n", path="launch.sh"),
+        # a count with a default the user overrides: one process per NeuronCore runs (InternVL)
+        Valid("GPUS=${GPUS:-8}\ntorchrun --nproc_per_node=${GPUS} train.py\n", path="launch.sh"),
     )
     INVALID = (
         Invalid("torchrun --nproc_per_node=$(nvidia-smi -L | wc -l) train.py\n", path="launch.sh"),

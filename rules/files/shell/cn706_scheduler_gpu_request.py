@@ -47,7 +47,8 @@ class SchedulerGpuRequest(TextRule):
     ``--gpu-bind``, ``--mem-per-gpu``, ...), PBS resource lists (``#PBS -l select=1:ngpus=4``,
     ``gpus=N``), LSF's ``#BSUB -gpu`` and ``ngpus`` usage, and submitit / Hydra launcher
     overrides (``hydra.launcher.gpus_per_node=8``), and Slurm node features that name an NVIDIA
-    GPU model or architecture (``--constraint=volta32gb``, ``-C a100``). A command's options are read
+    GPU model or architecture (``--constraint=volta32gb``, ``-C a100``). A count of zero
+    (``--gres=gpu:0``, a CPU-only step) asks for no GPU and is not reported. A command's options are read
     across ``\\`` continuation lines and inside an ``alias`` that holds the command. Job scripts are read under every name a
     scheduler uses: ``*.slurm``, ``*.sbatch``, ``*.pbs``, ``*.lsf``, ``*.qsub`` and ``*.sh``.
 
@@ -80,10 +81,14 @@ class SchedulerGpuRequest(TextRule):
         Valid('echo "srun --gpus=8 would not work here"\n', path="run.sh"),
         Valid('alias ll="ls -l --gpus=8"\n', path="run.sh"),
         Valid("#SBATCH --constraint=ib&skylake\n", path="job.slurm"),
+        # a count of zero asks for no GPU (InternVL's CPU-only postprocessing jobs)
+        Valid("srun -p ${PARTITION} --gres=gpu:0 \\\n    python merge.py\n", path="merge.sh"),
+        Valid("#SBATCH --gpus-per-node=0\n", path="job.slurm"),
     )
     INVALID = (
         Invalid("#!/bin/bash\n#SBATCH --gpus-per-node=8\nsrun python train.py\n", path="job.slurm"),
         Invalid("#SBATCH --gres=gpu:a100:4\n", path="job.sbatch"),
+        Invalid("#SBATCH --gres=gpu:10\n", path="job.sbatch"),
         # torchtune's GRPO jobs
         Invalid("#SBATCH --nodes=2\n#SBATCH --constraint=volta32gb\n", path="multinode.sbatch"),
         Invalid('srun --constraint "a100_80gb&ib" python train.py\n', path="run.sh"),
@@ -131,6 +136,8 @@ def _requests(text: str, start: int, end: int, scheduler: str) -> list[TextRepor
             continue
         if option == "-G" and not value.strip("'\"").isdigit():
             continue
+        if _zero_count(option, value):
+            continue  # `--gres=gpu:0`: a CPU-only step (InternVL's postprocessing jobs) asks for none
         out.append(_report(m.start(), m.end(), m.group(0), scheduler))
     if scheduler == "Slurm":
         for m in _CONSTRAINT_RE.finditer(text, start, end):
@@ -148,6 +155,19 @@ def _requests(text: str, start: int, end: int, scheduler: str) -> list[TextRepor
             continue
         out.append(_report(m.start(), m.end(), m.group(0), scheduler))
     return out
+
+
+def _zero_count(option: str, value: str) -> bool:
+    """Whether a GPU option asks for no GPU: a count of 0 (``--gres=gpu:0``, ``--gres=gpu:a100:0``,
+    ``--gpus=0``, ``-G 0``). Only the count of a ``gpu`` entry decides (``--gres=gpu:0,nvme:1``);
+    a variable (``gpu:${N}``) or no count at all (``--gres=gpu``, one GPU) is a request."""
+    value = value.strip("'\"")
+    if option == "--gres":
+        counts = [entry.split(":")[-1] for entry in value.split(",") if entry.lower().startswith("gpu")]
+        return bool(counts) and all(c == "0" for c in counts)
+    if option in ("-G", "--gpus", "--gpus-per-node", "--gpus-per-task", "--gpus-per-socket"):
+        return value.split(":")[-1] == "0"
+    return False
 
 
 def _report(start: int, end: int, written: str, scheduler: str) -> TextReport:
