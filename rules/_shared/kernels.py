@@ -360,14 +360,29 @@ def relative_module(path: str, level: int, module: str | None) -> tuple[str, ...
 
 
 def project_module(facts: ProjectFacts, candidates: tuple[str, ...]) -> str | None:
-    """The first of ``candidates`` that is (or lies inside) a kernel module or a compiled
-    extension the project builds; exact names only (a last name alone matches nothing)."""
+    """The one of ``candidates`` that is (or lies inside) a compiled extension the project builds
+    or a kernel module, the deepest such module winning; exact names only (a last name alone
+    matches nothing).
+
+    Deepest, not first: ``relative_module`` also offers the folders above the project's root,
+    and where the checkout's folder bears the package's own name (``unsloth/unsloth/kernels``,
+    run as ``check /abs/unsloth``) the longest candidate ``unsloth.unsloth.kernels.utils.f`` lies
+    inside the kernel package ``unsloth`` and, not being one of its names, answered None: an
+    absolute path lost 112 of unsloth's findings that ``check .`` kept."""
     for name in candidates:
         if _inside(name, facts.extension_modules):
             return name
-        if any(_inside(name, frozenset({k})) for k in facts.kernel_modules):
-            return name if facts.reaches_kernel(name) else None
-    return None
+    # Deepest module first; inside the same module, the shortest reading (the one relative to
+    # the root: ``unsloth.fast_rope``, not ``unsloth.unsloth.fast_rope``).
+    best: tuple[int, int, str] | None = None
+    for name in candidates:
+        depth = max((k.count(".") + 1 for k in facts.kernel_modules if _inside(name, frozenset({k}))), default=0)
+        score = (depth, -name.count("."), name)
+        if depth and (best is None or score[:2] > best[:2]):
+            best = score
+    if best is None:
+        return None
+    return best[2] if facts.reaches_kernel(best[2]) else None
 
 
 def describe_module(qualified: str, facts: ProjectFacts) -> str | None:
