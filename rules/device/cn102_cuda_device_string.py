@@ -16,6 +16,7 @@ from .._shared.kernel_gates import handed_to_kernel
 from .._shared.label_readers import label_handed
 from .._shared.option_readers import option_reader
 from .._shared.returned_values import returned_option
+from .._shared.round_trip import module_params, module_qualifier, round_trip_texts
 from .._shared.strings import string_value
 from .._shared.target import NEURON, checkpoint_device, needs_newer_torch
 from . import _strings_ast
@@ -560,6 +561,7 @@ class _Detector(AstDetector):
         super().__init__(rule, file)
         self.settings = settings
         self._kernels: _strings_ast.KernelNames | None = None
+        self._round_trip: tuple | None = None
         # The visitor's `_pending` / `_used_as_device`: literals bound to a plain name, reported
         # when the module is left if the name is used as a device in the same scope.
         self._pending: dict[tuple[int, str], list[tuple[ast.Constant, tuple[object, ...]]]] = {}
@@ -641,6 +643,13 @@ class _Detector(AstDetector):
             return  # escapes: retarget_string leaves it
         self._report(node)
 
+    def _round_trip_facts(self) -> tuple:
+        """The module's import qualifier and parameter names, as the round-trip decision reads
+        them (``rules/_shared/round_trip``), built once per file when a test asks."""
+        if self._round_trip is None:
+            self._round_trip = (module_qualifier(self.file.tree), module_params(self.file.tree))
+        return self._round_trip
+
     def _report(self, node: ast.Constant) -> None:
         from cuda2neuron.python import Unsure
 
@@ -652,6 +661,9 @@ class _Detector(AstDetector):
             return
         if use is None or use.kind is not UseKind.PLACEMENT:
             return
+        test = next((a for a in reversed(ctx.ancestors) if isinstance(a, _FUNCTIONS)), None)
+        if test is not None and test.name.startswith("test") and round_trip_texts(test, *self._round_trip_facts()):
+            raise Unsure("a test that writes a device and asserts it back (is_test_data)")
         user = use.user
         if isinstance(user, ast.Assign) and len(user.targets) == 1:
             target = user.targets[0]
@@ -667,8 +679,8 @@ class _Detector(AstDetector):
             raise Unsure("the device may be handed to CUDA-only code (handed_to_kernel, kernel_test)")
         if "data_ptr" in self.file.text:
             raise Unsure("a raw pointer is taken (pointer_buffer)")
-        if facts.device_readers or facts.option_readers:
-            raise Unsure("another module may read the device (device_reader, option_reader)")
+        if facts.device_readers or facts.option_readers or facts.returned_options or facts.label_readers:
+            raise Unsure("another module may read the device (device_reader, option_reader, returned_option, label_handed)")
         callee = _strings_ast.library_callee(ctx, node, facts)
         if callee is None or takes_torch_device(callee):
             callee = _strings_ast.library_callee_by_name(ctx, node, facts)
