@@ -42,7 +42,7 @@ _PYTHON = (
     "tilelang", "cutlass", "helion", "numba", "conv1d", "mamba", "dropout_layer_norm", "rotary_emb", "xentropy", "amp_C",
     "deepspeed", "liger", "flashinfer", "vllm", "flash_mla", "deep_gemm", "deep_ep", "sgl_kernel",
     "transformer_engine", "natten", "nvdiffrast", "gsplat", "gaussian", "simple_knn", "sageattention",
-    "tensorrt", "polygraphy", "ExecutionProvider", "mslk", "isaacgym",
+    "tensorrt", "polygraphy", "ExecutionProvider", "mslk", "isaacgym", "lmdeploy",
     "get_kernel", "get_local_kernel", "load_kernel", "kernelize", "use_kernel_forward_from_hub",
     "_scaled_", "float8", "int4pack",
     "float64", "double", "complex", "sparse", "polar", "cfloat", "chalf", "view_as_real", "fft",
