@@ -37,6 +37,19 @@ class AstDetector:
             return None
         return self._reports
 
+    def made_findings(self) -> list[Finding] | None:
+        """The walk's reports, each made a finding by the subclass's ``_finding(*report)``; None
+        where the walk cannot tell or a finding cannot be made as libcst would (``Unsure``)."""
+        from cuda2neuron.python import Unsure
+
+        reports = self.reports()
+        if reports is None:
+            return None
+        try:
+            return [self._finding(*report) for report in reports]  # type: ignore[attr-defined]
+        except Unsure:
+            return None
+
     def finding(self, node: ast.AST, message: str, guidance: str, effort: Effort, fix: Fix | None = None) -> Finding:
         """The rule's finding at ``node``, as its libcst visitor's report becomes one."""
         return Finding(

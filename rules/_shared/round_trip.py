@@ -37,6 +37,8 @@ import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 
+from .ast_names import ast_dotted
+
 __all__ = [
     "Params", "Qualify", "device_texts", "function_round_trip", "module_params", "module_qualifier", "round_trip_strings",
     "round_trip_texts",
@@ -93,17 +95,6 @@ def module_qualifier(tree: ast.Module) -> Qualify:
     return qualify
 
 
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _strings(node: ast.AST) -> Iterator[ast.Constant]:
     for sub in ast.walk(node):
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
@@ -125,7 +116,7 @@ def _is_assertion(call: ast.Call) -> bool:
 
 def _to_torch(call: ast.Call, qualify: Qualify) -> bool:
     func = call.func
-    dotted = _dotted(func)
+    dotted = ast_dotted(func)
     qualified = qualify(dotted) if dotted is not None else None
     if qualified is not None and qualified.split(".")[0] == "torch":
         return True
@@ -135,7 +126,7 @@ def _to_torch(call: ast.Call, qualify: Qualify) -> bool:
 def _asks_cuda(call: ast.Call, qualify: Qualify) -> bool:
     """A call of ``torch.cuda`` (``torch.cuda.is_available()``, ``device_count()``), or of the
     ``torch.neuron`` the port moved it to (the answer holds across the fixed point)."""
-    dotted = _dotted(call.func)
+    dotted = ast_dotted(call.func)
     qualified = qualify(dotted) if dotted is not None else None
     return qualified is not None and qualified.startswith(("torch.cuda.", "torch.neuron."))
 
@@ -224,12 +215,12 @@ def _written(call: ast.Call, qualify: Qualify, bound: dict[str, ast.Call], param
     Runtime execution provider (lm-evaluation-harness's ``_make_ep_lm("cuda")``: another
     runtime's device word, by the parameter that receives it)."""
     func = call.func
-    dotted = _dotted(func)
+    dotted = ast_dotted(func)
     qualified = qualify(dotted) if dotted is not None else None
     takes = qualified is not None and (qualified.startswith(_PARSERS) or qualified in _SERIALIZERS)
     if isinstance(func, ast.Attribute):
         receiver = bound.get(func.value.id) if isinstance(func.value, ast.Name) else None
-        made_by = _dotted(receiver.func) if receiver is not None else None
+        made_by = ast_dotted(receiver.func) if receiver is not None else None
         made = qualify(made_by) if made_by is not None else None
         if func.attr in _PARSE_METHODS and made is not None and made.startswith(_PARSERS):
             takes = True

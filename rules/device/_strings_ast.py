@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from cuda2neuron.core import ProjectFacts
 from cuda2neuron.python import ArgNode, AstFile, AstWalk, Unsure
 
+from .._shared.ast_names import ast_dotted
 from .._shared.consumers import _HAND_BACK, _STDLIB, takes_torch_device
 from .._shared.kernel_gates import SETUP_METHODS
 from .._shared.kernels import (
@@ -604,17 +605,6 @@ def _kernel_import_names(node: ast.Import | ast.ImportFrom, path: str, facts: Pr
     return found
 
 
-def _dotted(node: object) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _hits(dotted: str | None, names: set[str]) -> bool:
     """``KernelIndex.target``: a prefix of the dotted name is indexed."""
     if dotted is None:
@@ -626,7 +616,7 @@ def _hits(dotted: str | None, names: set[str]) -> bool:
 def _mentions_kernel(nodes: Sequence[ast.AST], names: set[str]) -> bool:
     for stmt in nodes:
         for n in ast.walk(stmt):
-            if isinstance(n, (ast.Name, ast.Attribute)) and _hits(_dotted(n), names):
+            if isinstance(n, (ast.Name, ast.Attribute)) and _hits(ast_dotted(n), names):
                 return True
             if isinstance(n, (ast.Import, ast.ImportFrom)) and any(
                 (a.asname or a.name).split(".")[0] in names for a in n.names
@@ -650,7 +640,7 @@ class KernelNames:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names |= _kernel_import_names(node, file.path, facts)
             elif isinstance(node, ast.Attribute) and node.attr in _TORCH_CUDA_ONLY_MEMBERS:
-                dotted = _dotted(node)
+                dotted = ast_dotted(node)
                 if dotted is not None:
                     names.add(dotted)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -678,7 +668,7 @@ class KernelNames:
 
     def call(self, call: ast.Call) -> bool:
         func = call.func.value if isinstance(call.func, ast.Subscript) else call.func
-        return _hits(_dotted(func), self.names)
+        return _hits(ast_dotted(func), self.names)
 
 
 _CONVERSIONS = frozenset({"device", "to"})

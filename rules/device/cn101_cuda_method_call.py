@@ -302,20 +302,12 @@ class _Detector(AstDetector):
     report the program pass could link (``may_be_linked``), the accelerator target."""
 
     def findings(self, settings: Settings) -> list[Finding] | None:
-        from cuda2neuron.python import Unsure
-
         # The accelerator target's device expression is libcst's to build: decided only where
         # the visitor reports nothing.
         self._neuron = settings.target == "neuron"
         self._kernels = None  # decided on the first call that needs it
         self._settings = settings
-        reports = self.reports()
-        if reports is None:
-            return None
-        try:
-            return [self._finding(*report) for report in reports]
-        except Unsure:
-            return None
+        return self.made_findings()
 
     def _finding(self, node: ast.AST, guidance: str, inner: str | None, ancestors: tuple[object, ...]) -> Finding:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -346,7 +346,7 @@ class CudaDeviceString(Rule):
         accelerator target builds expressions, not a renamed literal)."""
         if settings.target != NEURON:
             return None
-        return _Detector(cls, file, settings).findings()
+        return _Detector(cls, file, settings).made_findings()
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "cuda" not in node.value:  # cheap test before any walking
@@ -590,17 +590,6 @@ class _Detector(AstDetector):
             for bound, ancestors in self._pending[key]:
                 _program_links(ancestors, bound, self.file.tree)
                 self._reports.append((bound, None, ancestors))
-
-    def findings(self) -> list[Finding] | None:
-        from cuda2neuron.python import Unsure
-
-        reports = self.reports()
-        if reports is None:
-            return None
-        try:
-            return [self._finding(*report) for report in reports]
-        except Unsure:
-            return None
 
     def _finding(self, node: ast.Constant, callee: str | None, ancestors: tuple[object, ...]) -> Finding:
         from cuda2neuron.python import generated_text

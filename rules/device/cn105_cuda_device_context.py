@@ -166,16 +166,8 @@ class _Detector(AstDetector):
     report, and on the accelerator target."""
 
     def findings(self, settings: Settings) -> list[Finding] | None:
-        from cuda2neuron.python import Unsure
-
         self._neuron = settings.target == "neuron"
-        reports = self.reports()
-        if reports is None:
-            return None
-        try:
-            return [self._finding(*report) for report in reports]
-        except Unsure:
-            return None
+        return self.made_findings()
 
     def _finding(self, node: ast.Call, spelled: str | None, ancestors: tuple[object, ...]) -> Finding:
         if spelled is None:

@@ -9,6 +9,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 
+from .._shared.ast_names import ast_dotted
 from .._shared.detector import AstDetector
 from .._shared.foreign import _DEVICES, _PROBE_NAME, FOREIGN_MODULES, FOREIGN_WORDS, foreign_branches
 
@@ -232,7 +233,7 @@ def _may_be_foreign(ctx, test: ast.expr) -> bool:  # noqa: ANN001 - python.AstWa
             if node.value.split(":", 1)[0].strip().lower() in _DEVICES:
                 return True
         elif isinstance(node, (ast.Name, ast.Attribute)):
-            for name in (ctx.qualname(node), _spelled(node)):
+            for name in (ctx.qualname(node), ast_dotted(node)):
                 if name is None:
                     continue
                 if name == "torch.version.hip" or _PROBE_NAME.fullmatch(name.rsplit(".", 1)[-1]):
@@ -242,13 +243,3 @@ def _may_be_foreign(ctx, test: ast.expr) -> bool:  # noqa: ANN001 - python.AstWa
     return False
 
 
-def _spelled(node: ast.expr) -> str | None:
-    """``dotted_name`` on ``ast``: ``a.b.c`` for a chain of names and attributes."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))

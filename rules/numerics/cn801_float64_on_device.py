@@ -250,17 +250,9 @@ class _Detector(AstDetector):
         self._bound: dict[int, tuple[str, str | None]] = {}
 
     def findings(self) -> list[Finding] | None:
-        from cuda2neuron.python import Unsure
-
         if _host_only_test(self.file):
             return []
-        reports = self.reports()
-        if reports is None:
-            return None
-        try:
-            return [self._finding(*report) for report in reports]
-        except Unsure:
-            return None
+        return self.made_findings()
 
     def _finding(self, node: ast.AST, message: str, name: str | None, ancestors: tuple[object, ...]) -> Finding:
         from cuda2neuron.python import generated_text
