@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["aliased_members", "is_reference", "name_parts", "spelled", "written_names"]
+from .._shared.detector import AstDetector
+
+__all__ = ["AstMemberReferences", "aliased_members", "is_reference", "name_parts", "spelled", "written_names"]
 
 
 def is_reference(ctx, node: ast.Name) -> bool:  # noqa: ANN001 - python.AstWalk
@@ -64,3 +66,29 @@ def written_names(text: str, parts: tuple[tuple[str, ...], ...]) -> bool:
     text missing one part of every name holds no reference to any (most files a rule wakes on
     for ``cuda`` name no API of its table: a device string, a ``.cuda()`` call)."""
     return any(all(p in text for p in name) for name in parts)
+
+
+class AstMemberReferences(AstDetector):
+    """``MemberReferences``'s visits on CPython's ``ast``: ``check_reference`` is asked of every
+    attribute named like one of ``members`` and every name a from-import binds to one."""
+
+    members: frozenset[str] = frozenset()
+
+    def __init__(self, rule: type, file) -> None:  # noqa: ANN001 - python.AstFile
+        super().__init__(rule, file)
+        self._aliases: frozenset[str] = frozenset()
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in self.members:
+            self.check_reference(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for alias in aliased_members(node, self.members):
+            self._aliases = self._aliases | {alias}
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if (node.id in self.members or node.id in self._aliases) and is_reference(self.ctx, node):
+            self.check_reference(node)
+
+    def check_reference(self, node: ast.Attribute | ast.Name) -> None:
+        raise NotImplementedError

@@ -8,7 +8,6 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Finding, Fix, Invalid, ProjectFacts, Rule, Safety, Settings, Valid
 
-from .._shared.detector import AstDetector
 from .._shared.kernel_gates import report_kernel_gate
 from .._shared.names import import_to_drop
 from .._shared.consumers import foreign_callee, library_callee
@@ -469,7 +468,7 @@ class CudaApiMove(MemberReferences, Rule):
         )
 
 
-class _Detector(AstDetector):
+class _Detector(_refs_ast.AstMemberReferences):
     """``check_reference`` on CPython's ``ast`` for the neuron target, where it decides a move
     from the use alone: ``torch.cuda.X`` (through ``import torch [as th]``) used where no hold can
     apply, moved to ``torch.neuron.X`` spelled as ``spell`` spells it, with no import to add or
@@ -486,28 +485,17 @@ class _Detector(AstDetector):
     A decided file thus holds no report with a group (``depends``/``needs``): its findings are the
     visitor's whatever other rule reports beside them."""
 
+    members = _MEMBERS
+
     def __init__(self, rule: type[Rule], file, settings: Settings) -> None:  # noqa: ANN001 - python.AstFile
         super().__init__(rule, file)
         self.settings = settings
-        self._aliases: frozenset[str] = frozenset()
 
     def findings(self) -> list[Finding] | None:
         reports = self.reports()
         if reports is None:
             return None
         return [self.finding(node, message, guidance, effort, fix) for node, message, guidance, effort, fix, _ in reports]
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr in _MEMBERS:
-            self.check_reference(node)
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        for alias in _refs_ast.aliased_members(node, _MEMBERS):
-            self._aliases = self._aliases | {alias}
-
-    def visit_Name(self, node: ast.Name) -> None:
-        if (node.id in _MEMBERS or node.id in self._aliases) and _refs_ast.is_reference(self.ctx, node):
-            self.check_reference(node)
 
     def check_reference(self, node: ast.Attribute | ast.Name) -> None:
         from cuda2neuron.python import Unsure

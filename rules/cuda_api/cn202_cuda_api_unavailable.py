@@ -9,7 +9,6 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings, Valid
 
-from .._shared.detector import AstDetector
 from . import _refs_ast
 from ._helpers import MemberReferences
 from ._refs_ast import name_parts, written_names
@@ -188,31 +187,17 @@ class CudaApiUnavailable(MemberReferences, Rule):
         return _Detector(cls, file).findings()
 
 
-class _Detector(AstDetector):
+class _Detector(_refs_ast.AstMemberReferences):
     """The visits above (``MemberReferences``'s) on CPython's ``ast``: every finding is a report
     with no fix, no group and no hold, so the detector decides every file the walk can read."""
 
-    def __init__(self, rule: type[Rule], file) -> None:  # noqa: ANN001 - python.AstFile
-        super().__init__(rule, file)
-        self._aliases: frozenset[str] = frozenset()
+    members = _MEMBERS
 
     def findings(self) -> list[Finding] | None:
         reports = self.reports()
         if reports is None:
             return None
         return [self.finding(node, message, gap.guidance, gap.effort) for node, message, gap, _ in reports]
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr in _MEMBERS:
-            self.check_reference(node)
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        for alias in _refs_ast.aliased_members(node, _MEMBERS):
-            self._aliases = self._aliases | {alias}
-
-    def visit_Name(self, node: ast.Name) -> None:
-        if (node.id in _MEMBERS or node.id in self._aliases) and _refs_ast.is_reference(self.ctx, node):
-            self.check_reference(node)
 
     def check_reference(self, node: ast.Attribute | ast.Name) -> None:
         qualified = self.ctx.qualname(node)
