@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable, Iterator
 
-from ._value_readers import Source, _device_test, _parameters
+from ._value_readers import Source, _device_test, _parameters, raising_chains
 
 __all__ = ["label_readers"]
 
@@ -117,15 +117,7 @@ def _plain_chain(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, int
     branch it stays, and ``_value_readers.device_readers`` answers for it)."""
     positional, keywords = _parameters(func.args)
     parameters = set(positional) | set(keywords)
-    for node in ast.walk(func):
-        if not isinstance(node, ast.If):
-            continue
-        chain = [node]
-        while len(chain[-1].orelse) == 1 and isinstance(chain[-1].orelse[0], ast.If):
-            chain.append(chain[-1].orelse[0])
-        last = chain[-1].orelse
-        if not last or not isinstance(last[0], ast.Raise):
-            continue
+    for chain in raising_chains(func):
         tests = [_device_test(link.test) for link in chain]
         if any(t is None for t in tests):
             return None

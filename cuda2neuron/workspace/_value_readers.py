@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ._library_sinks import spelled
 
-__all__ = ["device_readers", "may_read_devices", "selections"]
+__all__ = ["device_readers", "may_read_devices", "raising_chains", "selections"]
 
 # (path, dotted module, the file as findings name it, its bytes)
 Source = tuple[Path, str, str, bytes]
@@ -278,6 +278,20 @@ def _parse(path: Path, data: bytes) -> ast.Module | None:
         return None  # the per-file run reports it
 
 
+def raising_chains(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[list[ast.If]]:
+    """Each ``if`` / ``elif`` chain of ``func`` whose last ``else`` raises, as its links in order
+    (an ``elif`` is walked as an ``if`` too, so the chain from it comes as well)."""
+    for node in ast.walk(func):
+        if not isinstance(node, ast.If):
+            continue
+        chain = [node]
+        while len(chain[-1].orelse) == 1 and isinstance(chain[-1].orelse[0], ast.If):
+            chain.append(chain[-1].orelse[0])
+        last = chain[-1].orelse
+        if last and isinstance(last[0], ast.Raise):
+            yield chain
+
+
 def _raising_readers(
     func: ast.FunctionDef | ast.AsyncFunctionDef,
     read_test: Callable[[ast.expr], tuple[str, tuple[str, ...]] | None] | None = None,
@@ -291,15 +305,7 @@ def _raising_readers(
     positional, keywords = _parameters(func.args)
     parameters = set(positional) | set(keywords)
     out: list[tuple[str, int, bool]] = []
-    for node in ast.walk(func):
-        if not isinstance(node, ast.If):
-            continue
-        chain = [node]
-        while len(chain[-1].orelse) == 1 and isinstance(chain[-1].orelse[0], ast.If):
-            chain.append(chain[-1].orelse[0])
-        last = chain[-1].orelse
-        if not last or not isinstance(last[0], ast.Raise):
-            continue
+    for chain in raising_chains(func):
         tests = [read_test(link.test) for link in chain]
         if any(t is None for t in tests):
             continue  # a test the chain's reading cannot answer for "neuron"
