@@ -308,17 +308,7 @@ def _label_readers(read: list[tuple[Path, Path, bytes]], files: list[tuple[Path,
     """``_value_labels.label_readers`` over the files that may hold a device reader, with the
     callers among the files the sweep read that spell a found name before a ``(``."""
     first = [(p, _module_of(p, r), _shown(p, r), d) for p, r, d in files if _module_of(p, r) and p.name != "setup.py"]
-
-    def calling(words: list[str]) -> Iterable[Source]:
-        used = re.compile(rb"\b(?:" + b"|".join(re.escape(w.encode()) for w in words) + rb")[ \t]*\(")
-        spelled_words = [w.encode() for w in words]
-        for path, root, data in read:
-            if path.name != "setup.py" and any(w in data for w in spelled_words) and used.search(data):
-                module = _module_of(path, root)
-                if module:
-                    yield path, module, _shown(path, root), data
-
-    return label_readers(first, calling, parsed.get)
+    return label_readers(first, lambda words: _calling(read, words), parsed.get)
 
 
 def _module_bindings(tree: ast.Module, module: str, path: Path) -> dict[str, str]:
