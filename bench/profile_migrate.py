@@ -14,6 +14,8 @@ one process and can be timed) with timers around the engine's functions where th
   * guard: the nesting check and the thread with a deep stack that the parse runs on;
   * detect: the rules' detectors on CPython's ``ast`` (``Rule.detect``), tried where every
     woken rule has one; a file they decide is never parsed by libcst (outcome "detected");
+  * span path: where an edit lands in such a file, its fixes spliced into the text round by
+    round (``kinds/_span_path.py``), re-detection included (outcome "spanned");
   * parse: libcst's parse;                            * metadata: libcst's import helpers
     (``MetadataWrapper``: scopes and qualified names, only where an import changes);
   * rules: the rule walk of a file's first round (visitor calls, rules instantiated);
@@ -56,7 +58,7 @@ from pathlib import Path
 
 from cuda2neuron.core import Config
 
-PHASES = ("discovery", "sweep", "prefilter", "wake", "guard", "detect", "parse", "metadata", "rules",
+PHASES = ("discovery", "sweep", "prefilter", "wake", "guard", "detect", "span path", "parse", "metadata", "rules",
           "rules (later rounds)", "groups", "wake (output)", "fix rounds", "codegen", "statement lines", "compile check", "residual",
           "text kinds", "cache", "report")
 
@@ -134,15 +136,20 @@ def install(timers: Timers, per_family: dict[str, float] | None) -> None:
     residual.residual_findings = timers.wrap("residual", residual.residual_findings)
     kinds.check_suppressions = timers.wrap("residual", kinds.check_suppressions)
     kpy.nesting_error = timers.wrap("guard", kpy.nesting_error)
-    if hasattr(kpy, "_detected"):  # absent before issue 42's detectors: the script profiles both
-        real_detected = timers.wrap("detect", kpy._detected)
+    # The detectors: ``_detections`` since the span path (the engine asks it directly),
+    # ``_detected`` before it; the script profiles both.
+    name = "_detections" if hasattr(kpy, "_detections") else "_detected" if hasattr(kpy, "_detected") else None
+    if name is not None:
+        real_detected = timers.wrap("detect", getattr(kpy, name))
 
         def detected(*args):
             found = real_detected(*args)
             timers.calls["detected"] += found is not None
             return found
 
-        kpy._detected = detected
+        setattr(kpy, name, detected)
+    if hasattr(kpy, "fixed_by_spans"):  # the span path: fixes spliced into the text, no libcst
+        kpy.fixed_by_spans = timers.wrap("span path", kpy.fixed_by_spans)
     real_deep = nesting.deep_stack
 
     def deep_stack(fn, *args):  # the thread's start and join are the guard's; fn's time is its own
@@ -215,15 +222,15 @@ def _by_thread(module, name: str, main, inside) -> None:
     setattr(module, name, timed)
 
 
-OUTCOMES = ("not parsed", "detected", "no finding", "report-only", "edited")
+OUTCOMES = ("not parsed", "detected", "spanned", "no finding", "report-only", "edited")
 
 
 def _outcome(result, parsed: bool, detected: bool = False) -> str:
     """A Python file's outcome: never parsed by libcst (the prefilter or the wake tests ended it),
     decided by the detectors on CPython's ast (never parsed by libcst either), parsed and ending
     with no finding, with findings but no edit, or rewritten."""
-    if detected:
-        return "detected"
+    if detected and not parsed:
+        return "spanned" if result.new_bytes is not None else "detected"
     if not parsed:
         return "not parsed"
     if result.new_bytes is not None:
