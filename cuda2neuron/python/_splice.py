@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from cuda2neuron.core import parse_kept
+from cuda2neuron.core import kept_tree, parse_kept
 
 __all__ = ["Splicer"]
 
@@ -122,11 +122,15 @@ class Splicer:
         first, source = self._first, self._source
         if "\r" in source or "\x00" in source or not first.has_trailing_newline:
             return None  # lone CRs, CRLF (kept simple), a last line without newline: generated whole
-        try:
-            # Kept: a file that ends unchanged is read again by the residual pass (core/_kept_tree.py).
-            tree = parse_kept(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None  # newer syntax than this interpreter's: libcst read it, CPython cannot
+        # The detectors may have parsed this very text already (a file they could not decide
+        # goes to libcst with its CPython tree kept): one CPython parse per text, not two.
+        tree = kept_tree(source)
+        if tree is None:
+            try:
+                # Kept: a file that ends unchanged is read again by the residual pass (core/_kept_tree.py).
+                tree = parse_kept(source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None  # newer syntax than this interpreter's: libcst read it, CPython cannot
         starts: list[int] = []
         for node in tree.body:
             line = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
