@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from cuda2neuron.core import ProjectFacts
 
 from ._line_search import findall_at_lines
+from ._walk import walked
 
 # The rules' tables and the device model load libcst and the catalog: imported where a file
 # holds something to read, never for a project no rule wakes (tests/engine/test_coarse_triggers.py).
@@ -392,10 +393,10 @@ def _branch_runs(test: ast.expr, libraries: frozenset[str]) -> tuple[bool, bool]
 
     from cuda2neuron.python import asks_cuda, truth
 
-    names = [n for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute))]
+    names = [n for n in walked(test) if isinstance(n, (ast.Name, ast.Attribute))]
     if any(isinstance(n, ast.Name) and n.id in libraries for n in names):
         return _fallback_sides(test, libraries)
-    if any(_PROBE.search(spelled(n.func) or "") for n in ast.walk(test) if isinstance(n, ast.Call)):
+    if any(_PROBE.search(spelled(n.func) or "") for n in walked(test) if isinstance(n, ast.Call)):
         return False, False
     text = ast.unparse(test)
     if not _DEVICE_ATOMS.search(text):

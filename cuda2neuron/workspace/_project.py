@@ -37,6 +37,7 @@ from ._value_properties import left_cuda_properties, may_name_cuda
 from ._value_results import may_return_values, returned_options
 from ._value_labels import label_readers
 from ._value_returns import cuda_left, device_returns, may_return_devices
+from ._walk import walk_cache, walked
 
 __all__ = ["project_facts", "with_project_facts"]
 
@@ -53,7 +54,7 @@ def project_facts(files: Iterable[SourceFile], extra_roots: Iterable[Path] = ())
     ``extra_roots`` are folders whose setup.py must be read even when it is not among ``files``
     (``check`` given a few files by pre-commit still knows the project's extensions).
     """
-    with _collector_paused():
+    with _collector_paused(), walk_cache():
         return _project_facts(files, extra_roots)
 
 
@@ -387,7 +388,7 @@ def _jit_handles(tree: ast.Module, shown: str) -> dict[str, str]:
     """``_ext = load_inline(name=..., cuda_sources=...)`` (or ``load`` with ``.cu`` sources): the
     names bound to an extension built at run time from CUDA code, each described as a sink."""
     found: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             called = _call_name(node.value.func)
             if called in ("load", "load_inline") and _builds_cuda(node.value):
@@ -409,7 +410,7 @@ def _builder_classes(tree: ast.Module, shown: str) -> dict[str, str]:
     for cls in tree.body:
         if not isinstance(cls, ast.ClassDef):
             continue
-        for node in ast.walk(cls):
+        for node in walked(cls):
             if not isinstance(node, ast.Call):
                 continue
             called = _call_name(node.func)
@@ -861,11 +862,11 @@ def _backend_parameters(tree: ast.Module) -> list[tuple[str, int | None, str]]:
     and detectron2's launchers take the backend from their caller, in another file, as a plain
     ``"nccl"`` argument."""
     methods = {
-        id(f) for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+        id(f) for c in walked(tree) if isinstance(c, ast.ClassDef)
         for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
     found = []
-    for func in ast.walk(tree):
+    for func in walked(tree):
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         positional = [*func.args.posonlyargs, *func.args.args]
@@ -887,7 +888,7 @@ def _registered_names(tree: ast.Module, shown: str) -> list[tuple[str, str, str]
     with the decorator and its line, and the registry as code spells it (``Registry``; empty
     for a bare ``@register("nccl")``). Only the backend words CN401 rewrites are kept."""
     found = []
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if not isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for deco in node.decorator_list:
@@ -927,7 +928,7 @@ def _registry_fields(candidates: list[tuple[Path, Path]], registries: frozenset[
         if tree is None:
             continue
         scopes: list[list[ast.stmt]] = [tree.body]
-        scopes += [n.body for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        scopes += [n.body for n in walked(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for body in scopes:
             nodes = list(_scope_nodes(body))
             fields = {
@@ -963,11 +964,11 @@ def _backend_fields_handed(tree: ast.Module, shown: str) -> list[tuple[str, str,
     file's imports (at any depth: Megatron imports Transformer Engine inside the function) spell
     it; ``_library_backends`` keeps those that are CUDA-only libraries."""
     bound: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             bound.update(_bound_by(node))
     found = []
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if not isinstance(node, ast.Call):
             continue
         head, _, rest = (spelled(node.func) or "").partition(".")
@@ -1042,7 +1043,7 @@ def _reaching_names(module: str, tree: ast.Module, extensions: set[str], kernels
         )
 
     seeds: set[str] = set()
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if isinstance(node, ast.ImportFrom) and node.level:
             prefix = _relative_base(module, node)
             seeds.update(
@@ -1055,8 +1056,8 @@ def _reaching_names(module: str, tree: ast.Module, extensions: set[str], kernels
         targets = _defined_names(stmt)
         if targets is None:
             continue
-        used = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
-        if spaces and any(_calls_op_namespace(n, spaces) for n in ast.walk(stmt)):
+        used = {n.id for n in walked(stmt) if isinstance(n, ast.Name)}
+        if spaces and any(_calls_op_namespace(n, spaces) for n in walked(stmt)):
             used.add(_OPS)
             seeds.add(_OPS)
         for t in targets:
@@ -1071,7 +1072,7 @@ def _reaching_names(module: str, tree: ast.Module, extensions: set[str], kernels
                 changed = True
     # Names the module defines or imports, never the language's own (`triton`, `tl`).
     return {n for n in reaching if n in defs or n in seeds} - {_OPS} - {
-        local for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+        local for node in walked(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
         for local, dotted in _bound_by(node) if dotted.split(".")[0] in KERNEL_LANGUAGES
     }
 
@@ -1107,7 +1108,7 @@ def _add_reexports(candidates: list[tuple[Path, Path]], kernels: set[str], names
     while changed:
         changed = False
         for module, tree in inits.items():
-            for node in ast.walk(tree):
+            for node in walked(tree):
                 if not isinstance(node, ast.ImportFrom) or not (node.module or node.level):
                     continue
                 base = _relative_base(module, node, package_init=True) if node.level else node.module
@@ -1150,7 +1151,7 @@ def _extension_importers(candidates: list[tuple[Path, Path]], extensions: set[st
         tree = _parsed_if_spelled(path, words, parsed)
         if tree is None:
             continue
-        for node in ast.walk(tree):
+        for node in walked(tree):
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -1200,19 +1201,19 @@ def _extension_names(tree: ast.AST) -> set[str]:
     # a builder chosen at run time builds CUDA where it can, so its calls count.
     cuda_builders = {"CUDAExtension"} | {
         t.id
-        for node in ast.walk(tree)
+        for node in walked(tree)
         if isinstance(node, ast.Assign) and _call_name(node.value) == "CUDAExtension"
         for t in node.targets
         if isinstance(t, ast.Name)
     }
     # `sources = ["a.cpp", "k.cu"]` (or a glob) named once and passed as `sources=sources`.
     assigned: dict[str, list[ast.expr]] = {}
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, ast.Name):
                     assigned.setdefault(t.id, []).append(node.value)
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if not isinstance(node, ast.Call):
             continue
         called = _call_name(node.func)
@@ -1244,7 +1245,7 @@ def _helper_built_names(tree: ast.AST, cuda_builders: set[str]) -> set[str]:
     for func in body:
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        for node in ast.walk(func):
+        for node in walked(func):
             if isinstance(node, ast.Call) and (_call_name(node.func) in cuda_builders or _call_name(node.func) == "CUDAExtension"):
                 name = _keyword(node, "name") or (node.args[0] if node.args else None)
                 if name is not None and not isinstance(name, ast.Constant):
@@ -1253,7 +1254,7 @@ def _helper_built_names(tree: ast.AST, cuda_builders: set[str]) -> set[str]:
     found: set[str] = set()
     if not helpers:
         return found
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers:
             func, name = helpers[node.func.id]
             value = _string_spelled(name, _bound_strings(func, node))
@@ -1298,10 +1299,10 @@ def _loader_functions(tree: ast.Module) -> set[str]:
             continue
         params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
         params |= {a.arg for a in (func.args.vararg, func.args.kwarg) if a is not None}
-        for node in ast.walk(func):
+        for node in walked(func):
             if isinstance(node, ast.Call) and _call_name(node.func) == "load":
                 sources = _keyword(node, "sources") or (node.args[1] if len(node.args) > 1 else None)
-                if sources is not None and any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(sources)):
+                if sources is not None and any(isinstance(n, ast.Name) and n.id in params for n in walked(sources)):
                     found.add(func.name)
                     break
     return found
@@ -1316,13 +1317,13 @@ def _builds_cuda(call: ast.Call, assigned: dict[str, list[ast.expr]] | None = No
     if sources is None:
         return False
     exprs = [sources]
-    for n in ast.walk(sources):
+    for n in walked(sources):
         if isinstance(n, ast.Name) and assigned:
             exprs += assigned.get(n.id, [])
     return any(
         isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith((".cu", ".cuh"))
         for e in exprs
-        for n in ast.walk(e)
+        for n in walked(e)
     )
 
 
@@ -1345,16 +1346,16 @@ def _imports_kernel_language(tree: ast.Module, own: frozenset[str] | set[str] = 
     lost 7 true CN617 findings). An import read only for its ``__version__`` is such a probe
     wherever it stands in a ``try`` (``_version_reads``)."""
     probed: set[str] = set()
-    tries = [t for t in ast.walk(tree) if isinstance(t, ast.Try)]
+    tries = [t for t in walked(tree) if isinstance(t, ast.Try)]
     at_top = {id(t) for t in tree.body if isinstance(t, ast.Try)}
     portable = None  # decided at the first probe inside a function (most modules have none)
     version_reads: tuple[set[int], set[str]] | None = None
     inside: set[int] = set()
     nested: set[int] = set()
     for t in tries:
-        ids = {id(n) for s in t.body for n in ast.walk(s)}
+        ids = {id(n) for s in t.body for n in walked(s)}
         (inside if id(t) in at_top else nested).update(ids)
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if isinstance(node, ast.Import):
             names = {(a.asname or a.name.split(".")[0]) for a in node.names if a.name.split(".")[0] in KERNEL_LANGUAGES}
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module and node.module.split(".")[0] in KERNEL_LANGUAGES:
@@ -1378,7 +1379,7 @@ def _imports_kernel_language(tree: ast.Module, own: frozenset[str] | set[str] = 
     if not probed:
         return False
     versions = version_reads[0] if version_reads is not None else _version_reads(tree)[0]
-    return any(isinstance(node, ast.Name) and node.id in probed and id(node) not in versions for node in ast.walk(tree))
+    return any(isinstance(node, ast.Name) and node.id in probed and id(node) not in versions for node in walked(tree))
 
 
 def _version_reads(tree: ast.Module) -> tuple[set[int], set[str]]:
@@ -1388,7 +1389,7 @@ def _version_reads(tree: ast.Module) -> tuple[set[int], set[str]]:
     inside a function to put its version in a cache key, and was a kernel module for it."""
     nodes: set[int] = set()
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if isinstance(node, ast.Attribute) and node.attr == "__version__" and isinstance(node.value, ast.Name):
             nodes.add(id(node.value))
             names.add(node.value.id)
@@ -1400,7 +1401,7 @@ def _version_reads(tree: ast.Module) -> tuple[set[int], set[str]]:
             nodes.add(id(node.args[0]))
             names.add(node.args[0].id)
     # A name also read otherwise is used: only names every read of which is a version's.
-    other = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in names and id(n) not in nodes and isinstance(n.ctx, ast.Load)}
+    other = {n.id for n in walked(tree) if isinstance(n, ast.Name) and n.id in names and id(n) not in nodes and isinstance(n.ctx, ast.Load)}
     return nodes, names - other
 
 
@@ -1413,7 +1414,7 @@ def _portable_imports(tree: ast.Module, own: frozenset[str] | set[str]) -> bool:
     """Whether every import of the module other than a kernel language's is the standard
     library's, torch's or the project's own (a relative import, or a top-level name of the
     project's modules)."""
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if isinstance(node, ast.Import):
             tops = [a.name.split(".")[0] for a in node.names]
         elif isinstance(node, ast.ImportFrom):

@@ -22,6 +22,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from ._walk import walked
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -107,14 +109,14 @@ def _setup_py(data: bytes) -> tuple[str, dict[str, list[tuple[str, int]]], str]:
     except (SyntaxError, ValueError):
         return "", {}, ""
     setup = next(
-        (n for n in ast.walk(tree) if isinstance(n, ast.Call) and any(k.arg == "extras_require" for k in n.keywords)),
+        (n for n in walked(tree) if isinstance(n, ast.Call) and any(k.arg == "extras_require" for k in n.keywords)),
         None,
     )
     if setup is None:
         return "", {}, ""
     bound: dict[str, list[ast.expr]] = {}
     items: dict[str, dict[str, ast.expr]] = {}  # NAME -> {"extra": value} from NAME["extra"] = value
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if not isinstance(node, ast.Assign) or len(node.targets) != 1:
             continue
         target = node.targets[0]

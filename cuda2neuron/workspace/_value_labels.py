@@ -25,6 +25,7 @@ import ast
 from collections.abc import Callable, Iterable, Iterator
 
 from ._value_readers import Source, _device_test, _parameters, raising_chains
+from ._walk import walked
 
 __all__ = ["label_readers"]
 
@@ -71,7 +72,7 @@ def label_readers(
             if tree is None:
                 continue
             for func, owner in _functions(tree.body):
-                for call in (n for n in ast.walk(func) if isinstance(n, ast.Call)):
+                for call in (n for n in walked(func) if isinstance(n, ast.Call)):
                     callee = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
                     for target, parameter, position, method, where in todo.get(callee or "", ()):
                         # `self.f(x)` / `obj.f(x)`: the position skips `self`; a bare `f(x)` is
@@ -127,7 +128,7 @@ def _plain_chain(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, int
         name = cuda[0][0]
         if name not in parameters:
             return None
-        if any(isinstance(n, ast.Call) for link in chain for s in link.body if not isinstance(s, ast.Raise) for n in ast.walk(s)):
+        if any(isinstance(n, ast.Call) for link in chain for s in link.body if not isinstance(s, ast.Raise) for n in walked(s)):
             return None
         return name, cuda[0][1].test.lineno
     return None

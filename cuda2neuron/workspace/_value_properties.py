@@ -34,6 +34,7 @@ from pathlib import Path
 from ._library_sinks import spelled
 from ._value_readers import Source
 from ._value_returns import _own_nodes
+from ._walk import walked
 
 __all__ = ["left_cuda_properties", "may_name_cuda"]
 
@@ -87,7 +88,7 @@ def left_cuda_properties(
 
 
 def _super_inits(tree: ast.Module) -> Iterator[ast.Call]:
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if (
             isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__"
             and isinstance(node.func.value, ast.Call) and spelled(node.func.value.func) == "super"
@@ -96,7 +97,7 @@ def _super_inits(tree: ast.Module) -> Iterator[ast.Call]:
 
 
 def _properties(tree: ast.Module) -> Iterator[ast.FunctionDef]:
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if isinstance(node, ast.ClassDef):
             for func in node.body:
                 if isinstance(func, ast.FunctionDef) and any(spelled(d) == "property" for d in func.decorator_list):

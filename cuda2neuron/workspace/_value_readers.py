@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ._library_sinks import spelled
+from ._walk import walked
 
 __all__ = ["device_readers", "may_read_devices", "raising_chains", "selections"]
 
@@ -118,7 +119,7 @@ def selections(
             if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             positional, keywords = _parameters(func.args)
-            for node in ast.walk(func):
+            for node in walked(func):
                 if not isinstance(node, (ast.If, ast.IfExp)):
                     continue
                 tested = _literal_test(node.test)
@@ -182,7 +183,7 @@ def _literal_test(test: ast.expr) -> tuple[str, tuple[str, ...], bool] | None:
 def _sink_named(side: list[ast.AST], sink_of: Callable[[str], str | None]) -> tuple[str, int, str] | None:
     """The first name ``side`` spells that is a sink: (name, line, the sink's dotted name)."""
     for part in side:
-        for node in ast.walk(part):
+        for node in walked(part):
             if isinstance(node, ast.Name) and (dotted := sink_of(node.id)) is not None:
                 return node.id, node.lineno, dotted
     return None
@@ -281,7 +282,7 @@ def _parse(path: Path, data: bytes) -> ast.Module | None:
 def raising_chains(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[list[ast.If]]:
     """Each ``if`` / ``elif`` chain of ``func`` whose last ``else`` raises, as its links in order
     (an ``elif`` is walked as an ``if`` too, so the chain from it comes as well)."""
-    for node in ast.walk(func):
+    for node in walked(func):
         if not isinstance(node, ast.If):
             continue
         chain = [node]
@@ -346,7 +347,7 @@ def _device_test(test: ast.expr) -> tuple[str, tuple[str, ...]] | None:
 def _calls(body: list[ast.stmt]) -> list[ast.Call]:
     """The calls of a branch outside its ``raise`` statements (a guard around code is never a
     safe fix of CN103's; a branch that only rejects the input is a check)."""
-    return [n for stmt in body if not isinstance(stmt, ast.Raise) for n in ast.walk(stmt) if isinstance(n, ast.Call)]
+    return [n for stmt in body if not isinstance(stmt, ast.Raise) for n in walked(stmt) if isinstance(n, ast.Call)]
 
 
 def _hands_on(
@@ -371,7 +372,7 @@ def _hands_on(
     for func in functions:
         positional, keywords = _parameters(func.args)
         names = set(positional) | set(keywords)
-        for call in (n for n in ast.walk(func) if isinstance(n, ast.Call)):
+        for call in (n for n in walked(func) if isinstance(n, ast.Call)):
             targets = reader(call.func)
             if not targets:
                 continue
@@ -423,7 +424,7 @@ def _stored_on_self(functions: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> 
     return {
         t.attr
         for func in functions
-        for node in ast.walk(func)
+        for node in walked(func)
         if isinstance(node, (ast.Assign, ast.AnnAssign))
         for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
         if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"

@@ -45,6 +45,7 @@ from ._library_sinks import spelled
 from ._value_args import NAMESPACES
 from ._value_readers import Source, _argument
 from ._value_returns import _own_nodes
+from ._walk import walked
 
 __all__ = ["may_return_values", "returned_options"]
 
@@ -178,7 +179,7 @@ def _source(node: ast.expr, parameters: Mapping[str, int | None], once: Mapping[
 def _scopes(tree: ast.Module) -> Iterator[ast.AST]:
     """The module and every function in it (methods and nested functions included)."""
     yield tree
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield node
 
@@ -284,7 +285,7 @@ def _call_kinds(branches: list[ast.AST], bound: Mapping[str, str]) -> tuple[bool
 
     torch = other = False
     for branch in branches:
-        for call in (n for n in ast.walk(branch) if isinstance(n, ast.Call)):
+        for call in (n for n in walked(branch) if isinstance(n, ast.Call)):
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr in _DATA_METHODS:
                 continue

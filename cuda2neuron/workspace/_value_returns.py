@@ -35,6 +35,7 @@ from pathlib import Path
 
 from ._library_sinks import spelled
 from ._value_readers import Source
+from ._walk import walked
 
 __all__ = ["cuda_left", "device_returns", "may_return_devices"]
 
@@ -107,7 +108,7 @@ def device_returns(
             return [f"{h}.{rest}".rstrip(".") for h in heads]
 
         for test, opened in _guards(tree.body):
-            called = [c for c in ast.walk(test) if isinstance(c, ast.Call) and answer_of(c) is not None]
+            called = [c for c in walked(test) if isinstance(c, ast.Call) and answer_of(c) is not None]
             if not called:
                 continue
             function = answer_of(called[0])
@@ -118,7 +119,7 @@ def device_returns(
                 line, what = hit
                 found[function] = (returns[function], f"{what} at {shown}:{line} (the test at {shown}:{test.lineno})")
         for func, setting in _cuda_builds(tree.body):
-            asked = next((c for c in ast.walk(func) if isinstance(c, ast.Call) and answer_of(c) is not None), None)
+            asked = next((c for c in walked(func) if isinstance(c, ast.Call) and answer_of(c) is not None), None)
             if asked is None or (function := answer_of(asked)) in found or function is None:
                 continue
             found[function] = (returns[function], f"the CUDA extension build `{func.name}` at {shown}:{func.lineno}, which sets "
@@ -182,7 +183,7 @@ def _fact_returned(func: ast.FunctionDef | ast.AsyncFunctionDef, bound: Mapping[
     """The line of ``func``'s first return that reads a device fact (not a nested function's)."""
     for node in _own_nodes(func):
         if isinstance(node, ast.Return) and node.value is not None:
-            for call in ast.walk(node.value):
+            for call in walked(node.value):
                 if isinstance(call, ast.Call) and _resolve(spelled(call.func), bound) in FACTS:
                     return node.lineno
     return None
@@ -229,7 +230,7 @@ def _branch_bindings(tree: ast.Module, bound: Mapping[str, str]) -> dict[str, li
     for stmt in tree.body:
         if not isinstance(stmt, (ast.If, ast.Try)):
             continue
-        for node in ast.walk(stmt):
+        for node in walked(stmt):
             if isinstance(node, ast.ImportFrom) and not node.level and node.module:
                 for alias in node.names:
                     found.setdefault(alias.asname or alias.name, []).append(f"{node.module}.{alias.name}")
@@ -264,7 +265,7 @@ def _expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
     """The expressions of ``stmt`` itself, not those of the statements in its blocks."""
     for child in ast.iter_child_nodes(stmt):
         if not isinstance(child, (ast.stmt, ast.excepthandler)):
-            yield from ast.walk(child)
+            yield from walked(child)
 
 
 def _negated(test: ast.expr) -> bool:
@@ -281,7 +282,7 @@ def _sink_in(
     """The first name of ``opened`` that is CUDA-only code: (its line, what it is)."""
     for part in opened:
         inner: set[int] = set()  # `torch.cuda` inside `torch.cuda.amp.GradScaler`: the chain counts once
-        for node in ast.walk(part):
+        for node in walked(part):
             if isinstance(node, ast.Attribute):
                 inner.add(id(node.value))
             if not isinstance(node, (ast.Name, ast.Attribute)) or id(node) in inner or isinstance(node.ctx, ast.Store):
