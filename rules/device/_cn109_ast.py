@@ -21,14 +21,13 @@ from cuda2neuron.python import ArgNode, Unsure, generated_text
 
 from .._shared.detector import AstDetector
 from .._shared.round_trip import device_texts, module_params, module_qualifier, round_trip_texts
-from .._shared.values import _OUTPUT_METHODS
+from .._shared.nets_ast import is_text
 from . import _strings_ast
 from ._helpers import _DEVICE_RE, _PREFIX, _STRING_TESTS
 
 __all__ = ["CudaNameDetector"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_DECORATED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _COLLECTIONS = (ast.List, ast.Tuple, ast.Set)
 
 
@@ -52,8 +51,9 @@ class CudaNameDetector(AstDetector):
             raise Unsure("an f-string spelling cuda (looks_like_cuda_fstring)")
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if not isinstance(node.value, str) or self.ctx.fstrings:
-            return  # bytes have no string value; an f-string's text is no SimpleString
+        if not isinstance(node.value, str) or isinstance(self.ctx.parent, ast.JoinedStr):
+            return  # bytes have no string value; an f-string's text is no SimpleString (a string
+            # inside a placeholder is one: a report there leaves the walk unsure, see reports())
         text = _strings_ast.literal_text(self.file, node)
         if not _strings_ast.simple_string(self.file, node):
             if "cuda" in node.value or "cuda" in text:
@@ -68,7 +68,7 @@ class CudaNameDetector(AstDetector):
 
     def _check(self, node: ast.Constant) -> None:
         ancestors = self.ctx.ancestors
-        if _is_text(ancestors, node) or _among_words(ancestors, node) or _searched_in_error(ancestors):
+        if is_text(ancestors, node) or _among_words(ancestors, node) or _searched_in_error(ancestors):
             return
         found = _strings_ast.value_user(self.file, ancestors, node, templates=True)
         kind, user, above = self._use_of(ancestors, found, node)
@@ -129,32 +129,6 @@ class CudaNameDetector(AstDetector):
                 return None, node, ()  # `versions["cuda"] = torch.version.cuda`
             return ("key", *own)
         return ("value", *own)
-
-
-def _unit(ancestors: Sequence[object]) -> object | None:
-    for i in range(len(ancestors) - 1, -1, -1):
-        a = ancestors[i]
-        if isinstance(a, (ast.stmt, ast.withitem)):
-            return a
-        if i >= 1 and isinstance(ancestors[i - 1], _DECORATED) and any(d is a for d in ancestors[i - 1].decorator_list):
-            return a
-    return None
-
-
-def _is_text(ancestors: Sequence[object], node: ast.AST) -> bool:
-    """``_shared/nets.is_text``: outside any unit, a docstring, printed or logged text."""
-    unit = _unit(ancestors)
-    if unit is None or (isinstance(unit, ast.Expr) and unit.value is node):
-        return True
-    for a in reversed(ancestors):
-        if isinstance(a, ast.Call):
-            func = a.func
-            if isinstance(func, ast.Name):
-                return func.id == "print"
-            return isinstance(func, ast.Attribute) and func.attr in _OUTPUT_METHODS
-        if a is unit:
-            return False
-    return False
 
 
 def _among_words(ancestors: Sequence[object], node: ast.AST) -> bool:

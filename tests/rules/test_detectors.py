@@ -591,3 +591,83 @@ def test_traps_unsure_cn102(source):
     detected, linted = _both(RULES["CN102"], source)
     assert detected is None
     assert linted, "the visitor reports what the detector leaves to it"
+
+
+# CN109 (h42n): the device family's safety net decided on ast, its once-per-unit the engine's
+# (python/_ast_nets.py). Each row a trap a naive reading gets wrong.
+DECIDED_CN109 = [
+    pytest.param('ok = ("cuda")\n', id="parenthesized-literal-shown-with-its-parentheses"),
+    pytest.param('if (impl ==\n        "cuda"):\n    run()\n', id="multi-line-test-first-line-shown"),
+    pytest.param('if str(v).startswith("cuda"):\n    pass\nok = v.endswith(x, "cuda")\n', id="string-test-first-argument-only"),
+    pytest.param('ok = a == "cuda" or b in ("cuda:0", "gpu")\n', id="two-in-one-unit-reported-once"),
+    pytest.param('EXPECTED["cuda"] = 1.0\ny = table["cuda", 8]\n', id="subscript-keys"),
+    pytest.param('from typing import Literal\nA = Literal["cpu", "cuda"]\nB = typing.Literal["cuda"]\n', id="literal-type-silent"),
+    pytest.param('try:\n    run()\nexcept RuntimeError as e:\n    if any(k in str(e).lower() for k in ["oom", "cuda"]):\n        pass\n', id="searched-in-caught-error"),
+    pytest.param('try:\n    run()\nexcept RuntimeError as e:\n    ok = any(k in s for k in ["oom", "cuda"])\n', id="searched-in-other-text-reported"),
+    pytest.param('ok = [k in str(e) for j in x for k in ["oom", "cuda"]]\n', id="second-loop-not-searched"),
+    pytest.param('logger.warning("cuda")\nprint(x, "cuda:0")\nwarnings.warn(f(x, "cuda"))\n', id="output-calls"),
+    pytest.param('x = "cu\\x64a"\ny = b"cuda"\nz = """cuda"""\n', id="escapes-bytes-triple-quotes"),
+    pytest.param('T = {"cuda": 1, ("neuron", 8): 2}\nU = {("cuda", 8): 1, "cpu": 2}\nV = {**base, "cuda": 1}\n', id="tables-with-and-without-neuron"),
+    pytest.param('m = f(map_location={"cuda:0": "cpu"}, other={"cuda": 1})\n', id="map-location-keys-only"),
+    pytest.param('versions["cuda"] = torch.version.cuda\nv2["cuda"] = get_cuda_version()\nv3["cuda"] = 12\n', id="version-entries-silent"),
+    pytest.param('with patch(a, "cuda"), patch(b, "cuda"):\n    pass\n', id="with-items-are-units"),
+    pytest.param('@pytest.mark.parametrize("d", ["cuda"])\n@deco("cuda")\ndef test_f(d="cuda"):\n    return "cuda"\n', id="decorators-signature-body-apart"),
+    pytest.param('s = "é"; ok = impl == "cuda"\n', id="non-ascii-before-span"),
+    pytest.param('ok = ["out of memory", "cuda"]\nx = ("cuda", "gpu")\n', id="among-prose-words"),
+    pytest.param('x = "cuda"  # cuda2neuron: ignore[CN109]\ny = "cuda"\n', id="suppressed"),
+]
+
+
+@pytest.mark.parametrize("source", DECIDED_CN109)
+def test_traps_decided_cn109(source):
+    detected, linted = _both(RULES["CN109"], source)
+    assert detected is not None, "a trap the detector should decide left it unsure"
+    assert detected == linted
+
+
+UNSURE_CN109 = [
+    pytest.param('x = "cuda" "x"\n', id="implicit-concatenation"),
+    pytest.param('x = "x" \'cuda\'\n', id="implicit-concatenation-second-part"),
+    pytest.param('d = f"cuda:{i}"\n', id="f-string"),
+    pytest.param('y = x[("cuda", "out of memory")]\n', id="prose-tuple-as-subscript-index"),
+    pytest.param('import onnxruntime_genai as og\nconfig.append_provider("cuda")\n', id="onnxruntime-file"),
+    pytest.param(
+        'import argparse\n\ndef test_parse():\n    p = argparse.ArgumentParser()\n    p.add_argument("--device")\n'
+        '    args = p.parse_args(["--device", "cuda"])\n    assert args.device == "cuda"\n',
+        id="round-trip-test",
+    ),
+]
+
+
+@pytest.mark.parametrize("source", UNSURE_CN109)
+def test_traps_unsure_cn109(source):
+    detected, _ = _both(RULES["CN109"], source)
+    assert detected is None
+
+
+# CN409 (h42n): the distributed family's net on ast, as CN109.
+DECIDED_CN409 = [
+    pytest.param('cfg = F(process_group=("nccl"))\nif c == "nccl" or d == "nccl":\n    pass\n', id="parentheses-and-once-per-unit"),
+    pytest.param('T = {"nccl": 1, "neuron": 2}\nU = {"gloo": "nccl"}\nV = {"x": {"neuron": 1, "y": "nccl"}}\n', id="tables-by-their-own-entries"),
+    pytest.param('logger.info("nccl")\nprint(f("nccl"))\nx = "nc\\x63l"\ny = b"nccl"\n', id="output-escapes-bytes"),
+    pytest.param('@backend("nccl")\ndef f(b="nccl"):\n    """nccl"""\n    return "nccl"\n', id="decorator-signature-docstring-body"),
+]
+
+
+@pytest.mark.parametrize("source", DECIDED_CN409)
+def test_traps_decided_cn409(source):
+    detected, linted = _both(RULES["CN409"], source)
+    assert detected is not None, "a trap the detector should decide left it unsure"
+    assert detected == linted
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param('b = "nccl" "x"\n', id="implicit-concatenation"),
+        pytest.param('s = f"{g(\'nccl\')}"\n', id="inside-an-f-string-placeholder"),
+    ],
+)
+def test_traps_unsure_cn409(source):
+    detected, _ = _both(RULES["CN409"], source)
+    assert detected is None
