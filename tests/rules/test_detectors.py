@@ -671,3 +671,36 @@ def test_traps_decided_cn409(source):
 def test_traps_unsure_cn409(source):
     detected, _ = _both(RULES["CN409"], source)
     assert detected is None
+
+
+# CN623 (h42n): the Triton family's net on ast, as CN109.
+DECIDED_CN623 = [
+    pytest.param('y = conv(x, backend=("triton"))\nz = conv(x, msg="triton", module="Triton")\n', id="keywords-shown-and-skipped"),
+    pytest.param('import sys as s\ns.modules["triton"] = None\nok = "TRITON" not in s.modules\nm = types.ModuleType("triton")\n', id="module-keys-through-alias"),
+    pytest.param('import subprocess as sp\nsp.run(["pip", "install", "triton"])\nrun(["pip", "install", "triton"])\n', id="command-runner-by-resolved-name"),
+    pytest.param('a = impl in ("torch", "triton")\nb = impl in ("triton",)\nc = ["torch", "triton"] == impls\nd = x == ["triton"]\n', id="membership-and-equality"),
+    pytest.param('p = cache / "triton"\nq = "triton" / cache\nr = {"triton": 1, "k": "triton"}\n', id="path-parts-and-dict-sides"),
+    pytest.param('import importlib.util as u\nh = u.find_spec("triton")\nk = u.find_spec(name="triton")\n', id="package-probe-positional-only"),
+    pytest.param('x = "t\\x72iton"\ny = "\\x54RITON"\nz = b"triton"\n', id="escapes-and-bytes"),
+    pytest.param('@pytest.mark.parametrize("b", ["triton"])\ndef test(b="triton"):\n    """triton"""\n', id="decorator-and-default"),
+]
+
+
+@pytest.mark.parametrize("source", DECIDED_CN623)
+def test_traps_decided_cn623(source):
+    detected, linted = _both(RULES["CN623"], source)
+    assert detected is not None, "a trap the detector should decide left it unsure"
+    assert detected == linted
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param('b = "triton" "x"\n', id="implicit-concatenation"),
+        pytest.param('y = x["triton", 1]\n', id="tuple-as-subscript-index"),
+        pytest.param('s = f"{g(\'triton\')}"\n', id="inside-an-f-string-placeholder"),
+    ],
+)
+def test_traps_unsure_cn623(source):
+    detected, _ = _both(RULES["CN623"], source)
+    assert detected is None
