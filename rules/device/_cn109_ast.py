@@ -14,6 +14,8 @@ prose.
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from collections.abc import Sequence
 
 from cuda2neuron.core import Effort, Finding
@@ -23,7 +25,8 @@ from .._shared.detector import AstDetector
 from .._shared.round_trip import device_texts, module_params, module_qualifier, round_trip_texts
 from .._shared.nets_ast import is_text
 from . import _strings_ast
-from ._helpers import _DEVICE_RE, _PREFIX, _STRING_TESTS
+from .._shared.kernels import ONNXRUNTIME_PACKAGES
+from ._helpers import _DEVICE_RE, _PLAIN_DEVICE_RE, _PREFIX, _STRING_TESTS
 
 __all__ = ["CudaNameDetector"]
 
@@ -39,6 +42,7 @@ class CudaNameDetector(AstDetector):
         super().__init__(rule, file)
         self.texts = texts
         self._round_trip: tuple | None = None
+        self._onnx: bool | None = None
 
     def findings(self) -> list[Finding] | None:
         reports = self.reports()
@@ -47,8 +51,25 @@ class CudaNameDetector(AstDetector):
         return [self.finding(node, message, guidance, Effort.LOW) for node, message, guidance, _ in reports]
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
-        if "cuda" in _strings_ast.literal_text(self.file, node):
-            raise Unsure("an f-string spelling cuda (looks_like_cuda_fstring)")
+        """``visit_FormattedString``: an f-string that ``looks_like_cuda_fstring`` (its raw text
+        starts with "cuda:" and a placeholder, or is a plain device name) is checked as a literal
+        is; a string inside a placeholder is visited as a literal (a report there leaves the walk
+        unsure: ``reports``)."""
+        text = _strings_ast.literal_text(self.file, node)
+        if "cuda" not in text:
+            return
+        if not _strings_ast.simple_string_text(text):
+            raise Unsure("an implicit concatenation with an f-string spelling cuda")
+        body = text.lstrip("rRbBuUfF")
+        quote = body[:3] if body[:3] in ('"""', "'''") else body[:1]
+        body = body[len(quote) : len(body) - len(quote)]
+        if body.startswith("cuda:{") and not body.startswith("cuda:{{"):
+            self._check(node)
+        elif "{" not in body.replace("{{", "") and "}" not in body.replace("}}", ""):
+            if "\\" in body:
+                raise Unsure("escapes in an f-string's text: libcst keeps them raw")
+            if _PLAIN_DEVICE_RE.match(body.replace("{{", "{").replace("}}", "}")):
+                self._check(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if not isinstance(node.value, str) or isinstance(self.ctx.parent, ast.JoinedStr):
@@ -56,8 +77,8 @@ class CudaNameDetector(AstDetector):
             # inside a placeholder is one: a report there leaves the walk unsure, see reports())
         text = _strings_ast.literal_text(self.file, node)
         if not _strings_ast.simple_string(self.file, node):
-            if "cuda" in node.value or "cuda" in text:
-                raise Unsure("an implicit concatenation: libcst reads each part alone")
+            if "cuda" in text and any(_is_device(part) for part in _parts(text)):
+                raise Unsure("an implicit concatenation with a device name as a part: libcst reads each part alone")
             return
         if "cuda" not in text:
             return  # escapes spell it: the visitor's `"cuda" in node.value` is false
@@ -74,13 +95,26 @@ class CudaNameDetector(AstDetector):
         kind, user, above = self._use_of(ancestors, found, node)
         if kind is None:
             return
-        self._test_data(node)
-        if "onnxruntime" in self.file.text:
+        if isinstance(node, ast.Constant):
+            self._test_data(node)  # an f-string has no string value: never test data
+        if "onnxruntime" in self.file.text and self._imports_onnxruntime():
             raise Unsure("a provider handed to ONNX Runtime (_onnxruntime_provider)")
         start, _ = self.file.bounds(user)
         shown = generated_text(self.file, user, above, start, 0, "")
         message, guidance = self.texts(kind, shown)
         self._reports.append((node, message, guidance, tuple(ancestors)))
+
+    def _imports_onnxruntime(self) -> bool:
+        """Could a call resolve to ONNX Runtime (``receiving_call``)? Only through an import that
+        names it (a relative one too: libcst's module name drops the dots)."""
+        if self._onnx is None:
+            self._onnx = any(
+                any(a.name.split(".")[0] in ONNXRUNTIME_PACKAGES for a in n.names)
+                or (isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] in ONNXRUNTIME_PACKAGES)
+                for n in ast.walk(self.file.tree)
+                if isinstance(n, (ast.Import, ast.ImportFrom))
+            )
+        return self._onnx
 
     def _test_data(self, node: ast.Constant) -> None:
         """``is_test_data``: unsure where a test function writes a device it may compare back."""
@@ -129,6 +163,25 @@ class CudaNameDetector(AstDetector):
                 return None, node, ()  # `versions["cuda"] = torch.version.cuda`
             return ("key", *own)
         return ("value", *own)
+
+
+def _parts(text: str) -> list[str]:
+    """The string tokens of an implicit concatenation's text (comments and breaks between)."""
+    try:
+        return [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.STRING]
+    except (tokenize.TokenError, SyntaxError):
+        raise Unsure("a concatenation the tokenizer cannot split") from None
+
+
+def _is_device(part: str) -> bool:
+    """Would the visitor check this part (``"cuda" in node.value and is_cuda_device_string``)?"""
+    if "cuda" not in part:
+        return False
+    try:
+        value = ast.literal_eval(part)
+    except (SyntaxError, ValueError):
+        return True  # not a plain literal (an f-string part is no Constant's): the safe side
+    return isinstance(value, str) and (value == _PREFIX or _DEVICE_RE.match(value) is not None)
 
 
 def _among_words(ancestors: Sequence[object], node: ast.AST) -> bool:

@@ -81,10 +81,8 @@ EXAMPLES_LEFT_TO_LIBCST = {
     },
     # CN109 (h42n): its raw reports on ast, the net filter the engine's (python/_ast_nets.py).
     "CN109": {
-        "valid-6": "an f-string spelling cuda: libcst's FormattedString",
         "valid-14": "a file naming ONNX Runtime: the provider's call is resolved by libcst",
         "valid-15": "a test that writes a device and compares it back (is_test_data)",
-        "invalid-8": "an f-string spelling cuda: libcst's FormattedString",
     },
     "CN105": {
         "invalid-2": "the from-import the fix leaves unused: libcst removes it",
@@ -615,6 +613,10 @@ DECIDED_CN109 = [
     pytest.param('s = "é"; ok = impl == "cuda"\n', id="non-ascii-before-span"),
     pytest.param('ok = ["out of memory", "cuda"]\nx = ("cuda", "gpu")\n', id="among-prose-words"),
     pytest.param('x = "cuda"  # cuda2neuron: ignore[CN109]\ny = "cuda"\n', id="suppressed"),
+    pytest.param('d = f"cuda:{i}"\nx = f"cuda"\ny = f"cuda:{{0}}"\nz = f"cuda:0{i}"\n', id="f-strings-as-libcst-reads-them"),
+    pytest.param('ok = where == rf\'cuda:{rank}\'\nprint(f"cuda:{rank}")\n', id="f-string-test-and-output"),
+    pytest.param('x = f"{y} on cuda"\nz = "a" "cuda x"\n', id="cuda-in-text-no-device"),
+    pytest.param('# onnxruntime is not imported here\nx = "cuda"\n', id="onnxruntime-named-not-imported"),
 ]
 
 
@@ -628,7 +630,10 @@ def test_traps_decided_cn109(source):
 UNSURE_CN109 = [
     pytest.param('x = "cuda" "x"\n', id="implicit-concatenation"),
     pytest.param('x = "x" \'cuda\'\n', id="implicit-concatenation-second-part"),
-    pytest.param('d = f"cuda:{i}"\n', id="f-string"),
+    pytest.param('d = f"{\'cuda\'}"\n', id="inside-an-f-string-placeholder"),
+    pytest.param('d = "a" f"cuda:{i}"\n', id="f-string-in-a-concatenation"),
+    pytest.param('d = f"cuda\\x3a0"\n', id="f-string-escapes"),
+    pytest.param('from . import onnxruntime\nx = "cuda"\n', id="onnxruntime-imported-relatively"),
     pytest.param('y = x[("cuda", "out of memory")]\n', id="prose-tuple-as-subscript-index"),
     pytest.param('import onnxruntime_genai as og\nconfig.append_provider("cuda")\n', id="onnxruntime-file"),
     pytest.param(
