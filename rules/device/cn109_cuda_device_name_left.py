@@ -74,7 +74,8 @@ class CudaDeviceNameLeft(Rule):
     says which kind of use it is (a test, a table key, a value) and what to do with each answer.
     Not reported: a device table that already has a ``"neuron"`` entry, the keys of a
     ``map_location`` table (where a checkpoint was saved), the keys of a ``max_memory`` table
-    (CN111 reports it), printed or logged values, docstrings,
+    (CN111 reports it), an entry that holds a version (``versions["cuda"] = torch.version.cuda``:
+    the CUDA toolkit's, in an environment report), printed or logged values, docstrings,
     a ``"cuda"`` among words to look for in text (``["out of memory", "cuda", ...]``: a
     sibling is prose), and a device a test hands to the code under test and asserts back
     (``make_lm("cuda")`` ... ``assert cfg.appended == ["cuda"]``: the test's data, as CN102 reads it).
