@@ -345,7 +345,7 @@ def _detections(path: str, data: bytes, config: Config, rule_types: tuple[type[R
     rules = [r for r in rule_types if config.settings.target in r.targets]
     if not rules or not all(r.has_detector() for r in rules):
         return None
-    from cuda2neuron.python import AstFile
+    from cuda2neuron.python import AstFile, net_filtered
 
     # Kept for the residual pass, which reads the same text next where no edit lands.
     file = AstFile.read(path, data, keep=True)
@@ -357,6 +357,10 @@ def _detections(path: str, data: bytes, config: Config, rule_types: tuple[type[R
         if findings is None:
             return None
         found += findings
+    # The safety nets' filter comes before suppression comments, as in _lint's _collect.
+    found = net_filtered(file, {r.code for r in rules if r.net}, found)  # type: ignore[assignment]
+    if found is None:
+        return None
     if found:
         suppressions = Suppressions.from_text(file.text)
         found = [f for f in found if not suppressions.suppressed(f.code, f.span)]

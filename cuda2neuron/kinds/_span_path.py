@@ -111,6 +111,8 @@ def _applies(safety: Safety, unsafe: bool) -> bool:
 def _detect(file, rule_types: Sequence[type[Rule]], settings: Settings) -> list[Finding] | None:  # noqa: ANN001
     """The round's findings: each woken rule's detector, suppression comments honoured, in the
     rules' order (the order the libcst walk reports in); None where one cannot tell."""
+    from cuda2neuron.python import net_filtered
+
     found: list[Finding] = []
     for rule in rule_types:
         if settings.target not in rule.targets or "python" not in rule.file_kinds:
@@ -121,6 +123,11 @@ def _detect(file, rule_types: Sequence[type[Rule]], settings: Settings) -> list[
         if findings is None:
             return None
         found += findings
+    # The safety nets' filter comes before suppression comments, as in _lint's _collect.
+    nets = {r.code for r in rule_types if r.net and settings.target in r.targets and "python" in r.file_kinds}
+    found = net_filtered(file, nets, found)  # type: ignore[assignment]
+    if found is None:
+        return None
     if found:
         suppressions = Suppressions.from_text(file.text)
         found = [f for f in found if not suppressions.suppressed(f.code, f.span)]

@@ -11,6 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._ast_nets import net_filtered
     from ._ast_walk import ArgNode, AstFile, AstWalk, KeywordName, Unsure, generated_text, record_edit, walk_ast, written_bounds
     from ._branches import after_exit, opened_code, selected_code
     from ._context import RuleContext
@@ -33,6 +34,7 @@ __all__ = [
     "record_edit",
     "walk_ast",
     "written_bounds",
+    "net_filtered",
     "LOCAL",
     "NET_UNITS",
     "FixOutcome",
@@ -67,6 +69,7 @@ _HOME = {
     "record_edit": "_ast_walk",
     "written_bounds": "_ast_walk",
     "walk_ast": "_ast_walk",
+    "net_filtered": "_ast_nets",
     "RuleContext": "_context",
     "Truth": "_device_truth",
     "asks_cuda": "_device_truth",

@@ -71,6 +71,9 @@ class AstFile:
         # libcst gives the node included, and the text written there instead, as the file's
         # own lines hold it (``record_edit``). What the span path (kinds/_span_path.py) splices.
         self.edits: dict[int, tuple[int, int, str]] = {}
+        # The nodes each span ``span`` made was made for: how the engine finds a finding's node
+        # again, for the safety nets' filter (``_ast_nets.net_filtered``).
+        self.spanned: dict[Span, list[ast.AST]] = {}
 
     @classmethod
     def read(cls, path: str, data: bytes, keep: bool = False) -> AstFile | None:
@@ -125,12 +128,17 @@ class AstFile:
         return self.offset(line, col) - self._line_starts()[line - 1]
 
     def span(self, node: ast.AST | KeywordName) -> Span:
-        return Span(
+        span = Span(
             node.lineno,  # type: ignore[union-attr]
             self.column(node.lineno, node.col_offset),  # type: ignore[union-attr]
             node.end_lineno,  # type: ignore[union-attr]
             self.column(node.end_lineno, node.end_col_offset),  # type: ignore[union-attr, arg-type]
         )
+        if isinstance(node, ast.AST):
+            named = self.spanned.setdefault(span, [])
+            if not any(n is node for n in named):
+                named.append(node)
+        return span
 
     def bounds(self, node: ast.AST | KeywordName) -> tuple[int, int]:
         """``node``'s text offsets, start and end (its own parentheses excluded, as in ``span``)."""

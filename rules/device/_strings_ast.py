@@ -67,6 +67,11 @@ def literal_text(file: AstFile, node: ast.AST) -> str:
     return file.text[start:end]
 
 
+def simple_string_text(text: str) -> bool:
+    """Is ``text`` one string token (an f-string's too), not an implicit concatenation?"""
+    return _ONE_LITERAL.fullmatch(text) is not None
+
+
 def simple_string(file: AstFile, node: object) -> bool:
     """Is ``node`` one string token (libcst's ``SimpleString``), not an implicit concatenation?"""
     return isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and _ONE_LITERAL.fullmatch(literal_text(file, node)) is not None

@@ -74,7 +74,8 @@ class CudaDeviceNameLeft(Rule):
     says which kind of use it is (a test, a table key, a value) and what to do with each answer.
     Not reported: a device table that already has a ``"neuron"`` entry, the keys of a
     ``map_location`` table (where a checkpoint was saved), the keys of a ``max_memory`` table
-    (CN111 reports it), printed or logged values, docstrings,
+    (CN111 reports it), an entry that holds a version (``versions["cuda"] = torch.version.cuda``:
+    the CUDA toolkit's, in an environment report), printed or logged values, docstrings,
     a ``"cuda"`` among words to look for in text (``["out of memory", "cuda", ...]``: a
     sibling is prose), and a device a test hands to the code under test and asserts back
     (``make_lm("cuda")`` ... ``assert cfg.appended == ["cuda"]``: the test's data, as CN102 reads it).
@@ -98,6 +99,9 @@ class CudaDeviceNameLeft(Rule):
         'state = torch.load(path, map_location={"cuda:0": "cpu"})\n',
         # CN111 reports accelerate's per-GPU memory plan once, with what to do on Trainium.
         'm = AutoModel.from_pretrained("x", max_memory={"cuda:0": "20GiB"})\n',
+        # an environment report: the entry names the CUDA toolkit by its version, not a device's row
+        'import torch\nversions = {}\nversions["cuda"] = torch.version.cuda\n',
+        'import torch\ninfo = {"torch": torch.__version__, "cuda": str(torch.version.cuda)}\n',
         # words to find in an error message, not devices
         'OOM_MARKERS = ["out of memory", "cuda", "cublas_status_alloc_failed"]\n',
         'retry = any(k in str(err) for k in ("CUDA error", "cuda", "NCCL"))\n',
@@ -126,26 +130,17 @@ class CudaDeviceNameLeft(Rule):
 
     @classmethod
     def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
-        """A gate: no finding where no string of the file is a CUDA device name (``"cuda"``,
-        ``"cuda:N"``: ``is_cuda_device_string``), no f-string spells "cuda" and no bytes literal
-        holds it; unsure elsewhere. The rule is a safety net (``net``): whether it reports a
-        name depends on what the other rules report on its statement, which no detector of one
-        rule can know. Most files it wakes on say "cuda" only in ``torch.cuda`` or ``.cuda()``.
-        A part of an implicit concatenation is a string of its own to libcst (``"cuda" "x"``), one
-        value to ``ast``: the text is searched for such a quoted part too."""
-        if _QUOTED_DEVICE.search(file.text):
-            return None
-        for node in ast.walk(file.tree):
-            if isinstance(node, ast.JoinedStr):
-                if "cuda" in (ast.get_source_segment(file.text, node) or "cuda"):
-                    return None
-            elif isinstance(node, ast.Constant):
-                value = node.value
-                if isinstance(value, str) and "cuda" in value and _DEVICE_RE.match(value):
-                    return None
-                if isinstance(value, bytes) and b"cuda" in value:
-                    return None
-        return []
+        """The visitor's reports on ``ast`` (``_cn109_ast``), before the engine's net filter; no
+        walk where no string of the file is a CUDA device name (``"cuda"``, ``"cuda:N"``), no
+        f-string spells "cuda" and no bytes literal holds it (most files it wakes on say "cuda"
+        only in ``torch.cuda`` or ``.cuda()``). A part of an implicit concatenation is a string
+        of its own to libcst (``"cuda" "x"``), one value to ``ast``: the text is searched for
+        such a quoted part too."""
+        if not _may_name_cuda(file):
+            return []
+        from ._cn109_ast import CudaNameDetector
+
+        return CudaNameDetector(cls, file, _texts).findings()
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "cuda" in node.value and is_cuda_device_string(node):
@@ -163,13 +158,7 @@ class CudaDeviceNameLeft(Rule):
         kind, user = _use_of(ancestors, found, node)
         if kind is None or is_test_data(self, node) or self._onnxruntime_provider(node):
             return
-        shown = self.context.code(user if kind == "test" else node)
-        if kind == "test":
-            message, guidance = f'`{_line(shown)}` tests a value against "cuda" that cuda2neuron cannot tell is a device', _TEST_GUIDANCE
-        elif kind == "key":
-            message, guidance = f"a table keyed by the CUDA device (`{shown}`)", _KEY_GUIDANCE
-        else:
-            message, guidance = f"`{shown}` is used as a value that cuda2neuron cannot tell is a device", _VALUE_GUIDANCE
+        message, guidance = _texts(kind, self.context.code(user if kind == "test" else node))
         self.report(node, message, guidance=guidance, effort=Effort.LOW)
 
 
@@ -179,6 +168,32 @@ class CudaDeviceNameLeft(Rule):
             return False
         callee = receiving_call(self, node)
         return callee is not None and callee.split(".")[0] in ONNXRUNTIME_PACKAGES
+
+
+def _may_name_cuda(file) -> bool:  # noqa: ANN001 - python.AstFile
+    if _QUOTED_DEVICE.search(file.text):
+        return True
+    for node in ast.walk(file.tree):
+        if isinstance(node, ast.JoinedStr):
+            if "cuda" in (ast.get_source_segment(file.text, node) or "cuda"):
+                return True
+        elif isinstance(node, ast.Constant):
+            value = node.value
+            if isinstance(value, str) and "cuda" in value and _DEVICE_RE.match(value):
+                return True
+            if isinstance(value, bytes) and b"cuda" in value:
+                return True
+    return False
+
+
+def _texts(kind: str, shown: str) -> tuple[str, str]:
+    """The finding's message and guidance for a use of this ``kind``, ``shown`` being the code
+    of the literal (or of the test on it)."""
+    if kind == "test":
+        return f'`{_line(shown)}` tests a value against "cuda" that cuda2neuron cannot tell is a device', _TEST_GUIDANCE
+    if kind == "key":
+        return f"a table keyed by the CUDA device (`{shown}`)", _KEY_GUIDANCE
+    return f"`{shown}` is used as a value that cuda2neuron cannot tell is a device", _VALUE_GUIDANCE
 
 
 def _among_words(ancestors, node: cst.CSTNode) -> bool:
@@ -268,6 +283,8 @@ def _use_of(ancestors, found, node: cst.CSTNode) -> tuple[str | None, cst.CSTNod
             return None, node  # where a checkpoint was saved: right to keep (CN102 ports the values)
         if _max_memory(holder):
             return None, node  # accelerate's per-GPU memory plan: CN111 says what to do instead
+        if _reads_version(anc.value):
+            return None, node  # `{"cuda": torch.version.cuda}`: a versions report names the toolkit
         return "key", node
     if isinstance(anc, (cst.Index, cst.SubscriptElement)):
         subscript = next((a for a in reversed(ancestors[max(0, i - 2):i]) if isinstance(a, cst.Subscript)), None)
@@ -275,8 +292,29 @@ def _use_of(ancestors, found, node: cst.CSTNode) -> tuple[str | None, cst.CSTNod
             # `accelerator: Literal["cpu", "cuda", "auto"]` (litgpt's LLM.distribute): a type that
             # lists accepted values selects none; the value passed is what CN102 & co. read.
             return None, node
+        target = ancestors[i - 3] if i >= 4 and subscript is ancestors[i - 2] else None
+        if isinstance(target, cst.AssignTarget) and isinstance(ancestors[i - 4], cst.Assign) and _reads_version(ancestors[i - 4].value):
+            # `versions["cuda"] = torch.version.cuda`: an environment report's entry for the CUDA
+            # toolkit (its version), not a device's row (h39u3 found it in a bug-report script).
+            return None, node
         return "key", node
     return "value", node
+
+
+def _reads_version(value: cst.BaseExpression) -> bool:
+    """Does ``value`` read a version (``torch.version.cuda``, ``cudnn.version()``,
+    ``str(get_cuda_version())``): some part of its dotted name, or its callee's, says "version"?"""
+    if isinstance(value, cst.Call):
+        if isinstance(value.func, cst.Name) and value.func.value == "str" and len(value.args) == 1 and value.args[0].keyword is None and not value.args[0].star:
+            return _reads_version(value.args[0].value)
+        value = value.func
+    parts: list[str] = []
+    while isinstance(value, cst.Attribute):
+        parts.append(value.attr.value)
+        value = value.value
+    if isinstance(value, cst.Name):
+        parts.append(value.value)
+    return any("version" in p.lower() for p in parts)
 
 
 def _max_memory(holder: cst.CSTNode | None) -> bool:

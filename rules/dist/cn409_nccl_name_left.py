@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 
 from .._shared.nets import is_text
 from .._shared.strings import string_value
 
 __all__ = ["NcclNameLeft"]
 
+_MESSAGE = '`"nccl"` names NCCL, the CUDA collectives backend'
 _GUIDANCE = (
     'If this value selects the process-group backend (a config field, the option of a launcher or '
     'fault-tolerance library such as torchft), the Trainium run needs "neuron"; if it only labels '
@@ -55,6 +56,7 @@ class NcclNameLeft(Rule):
         'def f():\n    "nccl"\n',
         'BACKENDS = {"cuda": "nccl", "neuron": "neuron"}\n',
         'name = "nccl_timeout"\n',
+        'x = b"nccl"\n',
     )
     INVALID = (
         Invalid('cfg = FTConfig(process_group="nccl")\n'),
@@ -71,7 +73,16 @@ class NcclNameLeft(Rule):
         parent = self.context.parent
         if isinstance(parent, cst.DictElement) and _has_neuron_entry(ancestors[-2] if len(ancestors) >= 2 else None):
             return  # a backend table the port extended (CN402)
-        self.report(node, '`"nccl"` names NCCL, the CUDA collectives backend', guidance=_GUIDANCE, effort=Effort.LOW)
+        self.report(node, _MESSAGE, guidance=_GUIDANCE, effort=Effort.LOW)
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """The visitor's reports on ``ast`` (``_nccl_ast``), before the engine's net filter."""
+        if "nccl" not in file.text:
+            return []
+        from ._nccl_ast import NcclNameDetector
+
+        return NcclNameDetector(cls, file, _MESSAGE, _GUIDANCE).findings()
 
 
 def _has_neuron_entry(table: cst.CSTNode | None) -> bool:

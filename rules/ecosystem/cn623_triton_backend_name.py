@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 
 from .._shared.names import call_qualname
 from .._shared.nets import is_text
@@ -24,6 +24,7 @@ _MODULE_KEYWORDS = frozenset({"module", "package"})
 _COMMAND_RUNNERS = frozenset({
     "subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output", "subprocess.Popen",
 })
+_MESSAGE = '`"triton"` selects a Triton implementation'
 _GUIDANCE = (
     "Triton does not run on Trainium: on the Trainium path pick the implementation written in "
     "PyTorch (often named \"torch\", \"naive\" or \"ref\"), or skip the case there "
@@ -122,7 +123,17 @@ class TritonBackendName(Rule):
             return
         if self._module_key() or self._names_an_entry(node):
             return
-        self.report(node, '`"triton"` selects a Triton implementation', guidance=_GUIDANCE, effort=Effort.LOW)
+        self.report(node, _MESSAGE, guidance=_GUIDANCE, effort=Effort.LOW)
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """The visitor's reports on ``ast`` (``_triton_name_ast``), before the engine's net filter."""
+        if "riton" not in file.text and "RITON" not in file.text:
+            return []  # the visitor's first test, on the raw text of each literal
+        from ._triton_name_ast import TritonNameDetector
+
+        texts = (_NAMES, _MESSAGE_KEYWORDS | _MODULE_KEYWORDS, _COMMAND_RUNNERS, _MESSAGE, _GUIDANCE)
+        return TritonNameDetector(cls, file, texts).findings()
 
     def _names_an_entry(self, node: cst.SimpleString) -> bool:
         """Whether the string names an entry of data rather than the value of a choice: a dict's

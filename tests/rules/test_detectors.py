@@ -66,7 +66,7 @@ HOLDS_LEFT_TO_LIBCST = frozenset({"CN201"})
 
 # Detectors that only prove a file holds no finding (every report of the visitor needs a word or
 # an import the detector looks for): unsure wherever the visitor could report, and on its examples.
-GATES = frozenset({"CN103", "CN109", "CN112", "CN208", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN607", "CN609", "CN611", "CN616", "CN617", "CN619", "CN620", "CN805"})
+GATES = frozenset({"CN103", "CN112", "CN208", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN607", "CN609", "CN611", "CN616", "CN617", "CN619", "CN620", "CN805"})
 
 
 # Detectors that decide the common cases and leave the rest to libcst: the examples each leaves
@@ -78,6 +78,11 @@ EXAMPLES_LEFT_TO_LIBCST = {
         "invalid-19": "a map_location lambda",
         "invalid-20": "a forwarding call in a return: the program pass may link it",
         "invalid-21": "the accelerator target's fix",
+    },
+    # CN109 (h42n): its raw reports on ast, the net filter the engine's (python/_ast_nets.py).
+    "CN109": {
+        "valid-14": "a file naming ONNX Runtime: the provider's call is resolved by libcst",
+        "valid-15": "a test that writes a device and compares it back (is_test_data)",
     },
     "CN105": {
         "invalid-2": "the from-import the fix leaves unused: libcst removes it",
@@ -584,3 +589,123 @@ def test_traps_unsure_cn102(source):
     detected, linted = _both(RULES["CN102"], source)
     assert detected is None
     assert linted, "the visitor reports what the detector leaves to it"
+
+
+# CN109 (h42n): the device family's safety net decided on ast, its once-per-unit the engine's
+# (python/_ast_nets.py). Each row a trap a naive reading gets wrong.
+DECIDED_CN109 = [
+    pytest.param('ok = ("cuda")\n', id="parenthesized-literal-shown-with-its-parentheses"),
+    pytest.param('if (impl ==\n        "cuda"):\n    run()\n', id="multi-line-test-first-line-shown"),
+    pytest.param('if str(v).startswith("cuda"):\n    pass\nok = v.endswith(x, "cuda")\n', id="string-test-first-argument-only"),
+    pytest.param('ok = a == "cuda" or b in ("cuda:0", "gpu")\n', id="two-in-one-unit-reported-once"),
+    pytest.param('EXPECTED["cuda"] = 1.0\ny = table["cuda", 8]\n', id="subscript-keys"),
+    pytest.param('from typing import Literal\nA = Literal["cpu", "cuda"]\nB = typing.Literal["cuda"]\n', id="literal-type-silent"),
+    pytest.param('try:\n    run()\nexcept RuntimeError as e:\n    if any(k in str(e).lower() for k in ["oom", "cuda"]):\n        pass\n', id="searched-in-caught-error"),
+    pytest.param('try:\n    run()\nexcept RuntimeError as e:\n    ok = any(k in s for k in ["oom", "cuda"])\n', id="searched-in-other-text-reported"),
+    pytest.param('ok = [k in str(e) for j in x for k in ["oom", "cuda"]]\n', id="second-loop-not-searched"),
+    pytest.param('logger.warning("cuda")\nprint(x, "cuda:0")\nwarnings.warn(f(x, "cuda"))\n', id="output-calls"),
+    pytest.param('x = "cu\\x64a"\ny = b"cuda"\nz = """cuda"""\n', id="escapes-bytes-triple-quotes"),
+    pytest.param('T = {"cuda": 1, ("neuron", 8): 2}\nU = {("cuda", 8): 1, "cpu": 2}\nV = {**base, "cuda": 1}\n', id="tables-with-and-without-neuron"),
+    pytest.param('m = f(map_location={"cuda:0": "cpu"}, other={"cuda": 1})\n', id="map-location-keys-only"),
+    pytest.param('versions["cuda"] = torch.version.cuda\nv2["cuda"] = get_cuda_version()\nv3["cuda"] = 12\n', id="version-entries-silent"),
+    pytest.param('with patch(a, "cuda"), patch(b, "cuda"):\n    pass\n', id="with-items-are-units"),
+    pytest.param('@pytest.mark.parametrize("d", ["cuda"])\n@deco("cuda")\ndef test_f(d="cuda"):\n    return "cuda"\n', id="decorators-signature-body-apart"),
+    pytest.param('s = "é"; ok = impl == "cuda"\n', id="non-ascii-before-span"),
+    pytest.param('ok = ["out of memory", "cuda"]\nx = ("cuda", "gpu")\n', id="among-prose-words"),
+    pytest.param('x = "cuda"  # cuda2neuron: ignore[CN109]\ny = "cuda"\n', id="suppressed"),
+    pytest.param('d = f"cuda:{i}"\nx = f"cuda"\ny = f"cuda:{{0}}"\nz = f"cuda:0{i}"\n', id="f-strings-as-libcst-reads-them"),
+    pytest.param('ok = where == rf\'cuda:{rank}\'\nprint(f"cuda:{rank}")\n', id="f-string-test-and-output"),
+    pytest.param('x = f"{y} on cuda"\nz = "a" "cuda x"\n', id="cuda-in-text-no-device"),
+    pytest.param('# onnxruntime is not imported here\nx = "cuda"\n', id="onnxruntime-named-not-imported"),
+]
+
+
+@pytest.mark.parametrize("source", DECIDED_CN109)
+def test_traps_decided_cn109(source):
+    detected, linted = _both(RULES["CN109"], source)
+    assert detected is not None, "a trap the detector should decide left it unsure"
+    assert detected == linted
+
+
+UNSURE_CN109 = [
+    pytest.param('x = "cuda" "x"\n', id="implicit-concatenation"),
+    pytest.param('x = "x" \'cuda\'\n', id="implicit-concatenation-second-part"),
+    pytest.param('d = f"{\'cuda\'}"\n', id="inside-an-f-string-placeholder"),
+    pytest.param('d = "a" f"cuda:{i}"\n', id="f-string-in-a-concatenation"),
+    pytest.param('d = f"cuda\\x3a0"\n', id="f-string-escapes"),
+    pytest.param('from . import onnxruntime\nx = "cuda"\n', id="onnxruntime-imported-relatively"),
+    pytest.param('y = x[("cuda", "out of memory")]\n', id="prose-tuple-as-subscript-index"),
+    pytest.param('import onnxruntime_genai as og\nconfig.append_provider("cuda")\n', id="onnxruntime-file"),
+    pytest.param(
+        'import argparse\n\ndef test_parse():\n    p = argparse.ArgumentParser()\n    p.add_argument("--device")\n'
+        '    args = p.parse_args(["--device", "cuda"])\n    assert args.device == "cuda"\n',
+        id="round-trip-test",
+    ),
+]
+
+
+@pytest.mark.parametrize("source", UNSURE_CN109)
+def test_traps_unsure_cn109(source):
+    detected, _ = _both(RULES["CN109"], source)
+    assert detected is None
+
+
+# CN409 (h42n): the distributed family's net on ast, as CN109.
+DECIDED_CN409 = [
+    pytest.param('cfg = F(process_group=("nccl"))\nif c == "nccl" or d == "nccl":\n    pass\n', id="parentheses-and-once-per-unit"),
+    pytest.param('T = {"nccl": 1, "neuron": 2}\nU = {"gloo": "nccl"}\nV = {"x": {"neuron": 1, "y": "nccl"}}\n', id="tables-by-their-own-entries"),
+    pytest.param('logger.info("nccl")\nprint(f("nccl"))\nx = "nc\\x63l"\ny = b"nccl"\n', id="output-escapes-bytes"),
+    pytest.param('@backend("nccl")\ndef f(b="nccl"):\n    """nccl"""\n    return "nccl"\n', id="decorator-signature-docstring-body"),
+]
+
+
+@pytest.mark.parametrize("source", DECIDED_CN409)
+def test_traps_decided_cn409(source):
+    detected, linted = _both(RULES["CN409"], source)
+    assert detected is not None, "a trap the detector should decide left it unsure"
+    assert detected == linted
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param('b = "nccl" "x"\n', id="implicit-concatenation"),
+        pytest.param('s = f"{g(\'nccl\')}"\n', id="inside-an-f-string-placeholder"),
+    ],
+)
+def test_traps_unsure_cn409(source):
+    detected, _ = _both(RULES["CN409"], source)
+    assert detected is None
+
+
+# CN623 (h42n): the Triton family's net on ast, as CN109.
+DECIDED_CN623 = [
+    pytest.param('y = conv(x, backend=("triton"))\nz = conv(x, msg="triton", module="Triton")\n', id="keywords-shown-and-skipped"),
+    pytest.param('import sys as s\ns.modules["triton"] = None\nok = "TRITON" not in s.modules\nm = types.ModuleType("triton")\n', id="module-keys-through-alias"),
+    pytest.param('import subprocess as sp\nsp.run(["pip", "install", "triton"])\nrun(["pip", "install", "triton"])\n', id="command-runner-by-resolved-name"),
+    pytest.param('a = impl in ("torch", "triton")\nb = impl in ("triton",)\nc = ["torch", "triton"] == impls\nd = x == ["triton"]\n', id="membership-and-equality"),
+    pytest.param('p = cache / "triton"\nq = "triton" / cache\nr = {"triton": 1, "k": "triton"}\n', id="path-parts-and-dict-sides"),
+    pytest.param('import importlib.util as u\nh = u.find_spec("triton")\nk = u.find_spec(name="triton")\n', id="package-probe-positional-only"),
+    pytest.param('x = "t\\x72iton"\ny = "\\x54RITON"\nz = b"triton"\n', id="escapes-and-bytes"),
+    pytest.param('@pytest.mark.parametrize("b", ["triton"])\ndef test(b="triton"):\n    """triton"""\n', id="decorator-and-default"),
+]
+
+
+@pytest.mark.parametrize("source", DECIDED_CN623)
+def test_traps_decided_cn623(source):
+    detected, linted = _both(RULES["CN623"], source)
+    assert detected is not None, "a trap the detector should decide left it unsure"
+    assert detected == linted
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param('b = "triton" "x"\n', id="implicit-concatenation"),
+        pytest.param('y = x["triton", 1]\n', id="tuple-as-subscript-index"),
+        pytest.param('s = f"{g(\'triton\')}"\n', id="inside-an-f-string-placeholder"),
+    ],
+)
+def test_traps_unsure_cn623(source):
+    detected, _ = _both(RULES["CN623"], source)
+    assert detected is None
