@@ -357,6 +357,11 @@ def _detections(path: str, data: bytes, config: Config, rule_types: tuple[type[R
         if findings is None:
             return None
         found += findings
+    if file.fences:
+        # Another accelerator's code (CN112) keeps the other rules out, before suppressions.
+        from cuda2neuron.python import outside_fences
+
+        found = outside_fences(file, found, rules)
     if found:
         suppressions = Suppressions.from_text(file.text)
         found = [f for f in found if not suppressions.suppressed(f.code, f.span)]

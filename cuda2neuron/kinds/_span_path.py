@@ -112,6 +112,7 @@ def _detect(file, rule_types: Sequence[type[Rule]], settings: Settings) -> list[
     """The round's findings: each woken rule's detector, suppression comments honoured, in the
     rules' order (the order the libcst walk reports in); None where one cannot tell."""
     found: list[Finding] = []
+    ran = []
     for rule in rule_types:
         if settings.target not in rule.targets or "python" not in rule.file_kinds:
             continue
@@ -121,6 +122,11 @@ def _detect(file, rule_types: Sequence[type[Rule]], settings: Settings) -> list[
         if findings is None:
             return None
         found += findings
+        ran.append(rule)
+    if file.fences:
+        from cuda2neuron.python import outside_fences
+
+        found = outside_fences(file, found, ran)
     if found:
         suppressions = Suppressions.from_text(file.text)
         found = [f for f in found if not suppressions.suppressed(f.code, f.span)]

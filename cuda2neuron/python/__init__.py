@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._ast_walk import ArgNode, AstFile, AstWalk, KeywordName, Unsure, generated_text, record_edit, walk_ast, written_bounds
+    from ._ast_fences import Fence, outside_fences, record_fence
     from ._branches import after_exit, opened_code, selected_code
     from ._context import RuleContext
     from ._device_truth import Truth, asks_cuda, truth
@@ -33,6 +34,9 @@ __all__ = [
     "record_edit",
     "walk_ast",
     "written_bounds",
+    "Fence",
+    "outside_fences",
+    "record_fence",
     "LOCAL",
     "NET_UNITS",
     "FixOutcome",
@@ -67,6 +71,9 @@ _HOME = {
     "record_edit": "_ast_walk",
     "written_bounds": "_ast_walk",
     "walk_ast": "_ast_walk",
+    "Fence": "_ast_fences",
+    "outside_fences": "_ast_fences",
+    "record_fence": "_ast_fences",
     "RuleContext": "_context",
     "Truth": "_device_truth",
     "asks_cuda": "_device_truth",

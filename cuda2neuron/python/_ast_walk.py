@@ -71,6 +71,8 @@ class AstFile:
         # libcst gives the node included, and the text written there instead, as the file's
         # own lines hold it (``record_edit``). What the span path (kinds/_span_path.py) splices.
         self.edits: dict[int, tuple[int, int, str]] = {}
+        # The findings that fence code off from the other rules (``_ast_fences.record_fence``).
+        self.fences: list = []
 
     @classmethod
     def read(cls, path: str, data: bytes, keep: bool = False) -> AstFile | None:
