@@ -66,7 +66,7 @@ HOLDS_LEFT_TO_LIBCST = frozenset({"CN201"})
 
 # Detectors that only prove a file holds no finding (every report of the visitor needs a word or
 # an import the detector looks for): unsure wherever the visitor could report, and on its examples.
-GATES = frozenset({"CN103", "CN109", "CN208", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN607", "CN609", "CN611", "CN616", "CN617", "CN619", "CN620", "CN805"})
+GATES = frozenset({"CN103", "CN109", "CN208", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN609", "CN611", "CN616", "CN617", "CN619", "CN620", "CN805"})
 
 
 # Detectors that decide the common cases and leave the rest to libcst: the examples each leaves
@@ -367,7 +367,6 @@ GATE_CASES = [
     pytest.param("CN606", "HAVE_APEX = False\nfrom mypkg.apex_like import FusedAdam\nopt = FusedAdam(p)\n", "m.py", Settings(), True, id="CN606-name-alike"),
     pytest.param("CN606", "def f():\n    from apex.optimizers import FusedAdam\n    return FusedAdam(p)\n", "m.py", Settings(), False, id="CN606-import-in-function"),
     pytest.param("CN607", "import importlib.util\nok = importlib.util.find_spec('bitsandbytes')\n", "m.py", Settings(), True, id="CN607-probe-by-name"),
-    pytest.param("CN607", "try:\n    import os, bitsandbytes.nn as bnn\nexcept ImportError:\n    bnn = None\n", "m.py", Settings(), False, id="CN607-second-alias-in-try"),
     pytest.param("CN609", "import torch.nn.functional as F\ny = F.scaled_dot_product_attention(q, k, v)\nkind = 'flash_attention'\n", "m.py", Settings(), True, id="CN609-plain-sdpa"),
     pytest.param("CN609", "import torch\nop = getattr(torch.ops.aten, '\\x5fscaled_dot_product_cudnn_attention')\n", "m.py", Settings(), False, id="CN609-op-name-escaped"),
     pytest.param("CN609", "from torch.nn.attention import SDPBackend as B\nks = [B.FLASH_ATTENTION]\n", "m.py", Settings(), False, id="CN609-backend-alias"),
@@ -661,3 +660,35 @@ def test_fences_on_ast(source):
     detected, linted = _engine_both(source)
     assert detected is not None, "every woken rule should decide this file"
     assert detected == linted
+
+
+# -- h42d: CN607 decided (imports of bitsandbytes and calls resolved into it) ------------------
+DECIDED_BITSANDBYTES = [
+    pytest.param("try:\n    import os, bitsandbytes.nn as bnn\nexcept ImportError:\n    bnn = None\n", id="second-alias-in-try"),
+    pytest.param("def f():\n    import bitsandbytes as bnb\n    return bnb.nn.Linear8bitLt(4, 4)\n", id="import-in-function"),
+    pytest.param("from bitsandbytes.nn import (\n    Linear4bit,\n    Params4bit,\n)\nw = Params4bit(x)\n", id="parenthesized-from-import"),
+    pytest.param("import bitsandbytes as bnb\ndef f(bnb):\n    return bnb.optim.Adam8bit(p)\n", id="shadowed-by-parameter"),
+    pytest.param("from .bitsandbytes import replace\nreplace(m)\n", id="relative-import-not-the-package"),
+    pytest.param("import bitsandbytes.functional as F\ny = F.dequantize_4bit(w, s).to(x.dtype)\n", id="chained-call"),
+    pytest.param("import bitsandbytes as bnb\nis_8bit = isinstance(m, bnb.nn.Linear8bitLt)\n", id="reference-not-a-call"),
+    pytest.param("import bitsandbytes as bnb; import torch\nbnb.optim.GlobalOptimManager.get_instance().register_module_override(m, 'w', {})\n", id="two-imports-one-line"),
+]
+
+
+@pytest.mark.parametrize("source", DECIDED_BITSANDBYTES)
+def test_traps_decided_cn607(source):
+    detected, linted = _both(RULES["CN607"], source)
+    assert detected is not None, "a trap the detector should decide left it unsure"
+    assert detected == linted
+
+
+UNSURE_BITSANDBYTES = [
+    pytest.param("import bitsandbytes as bnb\nmsg = f\"{bnb.cuda_setup.main()}\"\n", id="call-in-f-string"),
+]
+
+
+@pytest.mark.parametrize("source", UNSURE_BITSANDBYTES)
+def test_traps_unsure_cn607(source):
+    detected, linted = _both(RULES["CN607"], source)
+    assert detected is None
+    assert linted
