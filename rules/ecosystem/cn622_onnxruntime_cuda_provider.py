@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 
 from .._shared.consumers import receiving_call
 from .._shared.kernels import CUDA_PROVIDER_SHORT_NAMES, CUDA_PROVIDERS, ONNXRUNTIME_PACKAGES
+from .._shared.packages import imports_package
 from .._shared.strings import string_value
 
 __all__ = ["OnnxRuntimeCudaProvider"]
@@ -64,6 +67,22 @@ class OnnxRuntimeCudaProvider(Rule):
         Invalid('import onnxruntime_genai as og\n\ndef f(path):\n    config = og.Config(path)\n    config.append_provider("cuda")\n'),
         Invalid('import onnxruntime_genai as og\nog.Config(path).set_provider_option("cuda", "device_id", "0")\n'),
     )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: a provider's full name is reported only from a string literal whose text
+        holds "ExecutionProvider" and whose value is the name (also one part of a concatenation,
+        whose value CPython joins: the joined value holds the part's); a short name only where a
+        call resolved into ONNX Runtime receives it, which takes an absolute import of it. Where
+        neither can be, no finding; unsure elsewhere (libcst runs)."""
+        text = file.text
+        if "onnxruntime" in text and imports_package(file.tree, tuple(ONNXRUNTIME_PACKAGES)):
+            return None
+        if "ExecutionProvider" in text:
+            for node in ast.walk(file.tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and any(p in node.value for p in CUDA_PROVIDERS):
+                    return None
+        return []
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "ExecutionProvider" not in node.value:

@@ -67,6 +67,8 @@ HOLDS_LEFT_TO_LIBCST = frozenset({"CN201"})
 # Detectors that only prove a file holds no finding (every report of the visitor needs a word or
 # an import the detector looks for): unsure wherever the visitor could report, and on its examples.
 GATES = frozenset({"CN103", "CN109", "CN208", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN609", "CN611", "CN616", "CN617", "CN619", "CN620", "CN805"})
+# h42d: gates for CN106 (legacy tensor types) and CN622 (ONNX Runtime providers).
+GATES = GATES | {"CN106", "CN622"}
 
 
 # Detectors that decide the common cases and leave the rest to libcst: the examples each leaves
@@ -692,3 +694,29 @@ def test_traps_unsure_cn607(source):
     detected, linted = _both(RULES["CN607"], source)
     assert detected is None
     assert linted
+
+
+# -- h42d: the CN106 and CN622 gates (decided: no finding; else unsure and the visitor reports) --
+GATE_CASES_H42D = [
+    pytest.param("CN106", "import torch\ndef f(x) -> torch.LongTensor:\n    return x.to(torch.cuda.current_device())\n", True, id="CN106-cpu-type-annotation"),
+    pytest.param("CN106", '"""A FloatTensor on cuda."""\nimport torch\ny = torch.cuda.is_available()\n', True, id="CN106-type-word-in-docstring"),
+    pytest.param("CN106", "import torch.cuda as tc\nx = tc.FloatTensor(2)\n", False, id="CN106-module-alias"),
+    pytest.param("CN106", "import torch\ntorch.set_default_tensor_type('torch\\x2ecuda.HalfTensor')\n", False, id="CN106-escaped-type-string"),
+    pytest.param("CN106", "from utils import FloatTensor\nm = (a == b).type(FloatTensor)\n", False, id="CN106-alias-from-project"),
+    pytest.param("CN106", "import torch\ns = f\"{'torch.cuda.HalfTensor'}\"\n", False, id="CN106-string-in-f-string"),
+    pytest.param("CN106", "import torch\ndef f(x, FloatTensor=torch.cuda.FloatTensor):\n    return x\n", False, id="CN106-parameter-default"),
+    pytest.param("CN622", "PROVIDERS = ['CPUExecutionProvider']\n", True, id="CN622-cpu-provider"),
+    pytest.param("CN622", "from diffusers.utils import is_onnx_available\nok = 'onnxruntime' in mods and device == 'cuda'\n", True, id="CN622-package-named-not-imported"),
+    pytest.param("CN622", "p = ['CUDAExecutionProvider' ':0', 'x']\n", False, id="CN622-concatenated-part"),
+    pytest.param("CN622", "import onnxruntime_genai as og\nog.Config(p).append_provider('cuda')\n", False, id="CN622-short-name"),
+]
+
+
+@pytest.mark.parametrize(("code", "source", "decided"), GATE_CASES_H42D)
+def test_gates_h42d(code, source, decided):
+    detected, linted = _both(RULES[code], source)
+    if decided:
+        assert detected == linted == []
+    else:
+        assert detected is None
+        assert linted, "the visitor reports what the gate leaves to it"
