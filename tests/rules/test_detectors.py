@@ -67,8 +67,8 @@ HOLDS_LEFT_TO_LIBCST = frozenset({"CN201"})
 # Detectors that only prove a file holds no finding (every report of the visitor needs a word or
 # an import the detector looks for): unsure wherever the visitor could report, and on its examples.
 GATES = frozenset({"CN103", "CN109", "CN208", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN609", "CN611", "CN616", "CN617", "CN619", "CN620", "CN805"})
-# h42d: gates for CN106 (legacy tensor types) and CN622 (ONNX Runtime providers).
-GATES = GATES | {"CN106", "CN622"}
+# h42d: gates for CN106 (legacy tensor types), CN107 (integer device ordinals) and CN622 (ONNX Runtime providers).
+GATES = GATES | {"CN106", "CN107", "CN622"}
 
 
 # Detectors that decide the common cases and leave the rest to libcst: the examples each leaves
@@ -705,6 +705,15 @@ GATE_CASES_H42D = [
     pytest.param("CN106", "from utils import FloatTensor\nm = (a == b).type(FloatTensor)\n", False, id="CN106-alias-from-project"),
     pytest.param("CN106", "import torch\ns = f\"{'torch.cuda.HalfTensor'}\"\n", False, id="CN106-string-in-f-string"),
     pytest.param("CN106", "import torch\ndef f(x, FloatTensor=torch.cuda.FloatTensor):\n    return x\n", False, id="CN106-parameter-default"),
+    pytest.param("CN107", "import torch\ndef f(model, device):\n    return model.to(device)\n", True, id="CN107-parameter-device"),
+    pytest.param("CN107", "import torch\nx = torch.zeros(3, device=torch.device('cuda', 0))\ny = x.to(dtype=torch.half)\n", True, id="CN107-device-call-and-dtype-only"),
+    pytest.param("CN107", "import torch\nd = 'cuda:0'\nx = x.to(d)\n", True, id="CN107-name-bound-to-a-string"),
+    pytest.param("CN107", "x = x.to(0)\n", False, id="CN107-integer"),
+    pytest.param("CN107", "from torch.cuda import current_device as cd\nx = x.to(cd())\n", False, id="CN107-aliased-current-device"),
+    pytest.param("CN107", "import os\nn = int(os.environ['LOCAL_RANK'])\nd = n\nx = x.to(d)\n", False, id="CN107-int-through-a-second-name"),
+    pytest.param("CN107", "def f(x, d: int):\n    return x.to(d)\n", False, id="CN107-int-annotated-parameter"),
+    pytest.param("CN107", "parser.add_argument('--dev', type=(int), default=0)\nargs = parser.parse_args()\nx = x.to(args.dev)\n", False, id="CN107-parenthesized-int-option"),
+    pytest.param("CN107", "y = model(x, device=self.local_rank)\n", False, id="CN107-hinted-attribute"),
     pytest.param("CN622", "PROVIDERS = ['CPUExecutionProvider']\n", True, id="CN622-cpu-provider"),
     pytest.param("CN622", "from diffusers.utils import is_onnx_available\nok = 'onnxruntime' in mods and device == 'cuda'\n", True, id="CN622-package-named-not-imported"),
     pytest.param("CN622", "p = ['CUDAExecutionProvider' ':0', 'x']\n", False, id="CN622-concatenated-part"),
