@@ -597,7 +597,7 @@ def _may_report(file) -> bool:  # noqa: ANN001 - python.AstFile
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             # ``from torch.cuda import current_device as cd``: resolved, ``cd()`` is one.
             call_names |= {a.asname for a in node.names if a.asname and a.name.rsplit(".", 1)[-1] in _INT_CALL_NAMES}
-    options = "add_argument" in file.text  # an int option comes from `.add_argument(..., type=int)`
+    options = _int_options(calls)
     ints: set[str] = set()
     while True:  # names that may hold an int, to a fixed point (``x = y`` after ``y = 0``)
         grown = {n for n, v in bindings if n not in ints and (v is None or _may_be_int(v, ints, call_names, options))}
@@ -630,7 +630,25 @@ def _device_values(call: ast.Call) -> list[ast.expr]:
     return values
 
 
-def _may_be_int(node: ast.expr, ints: set[str], call_names: set[str], options: bool) -> bool:
+def _int_options(calls: list[ast.Call]) -> frozenset[str] | None:
+    """The attribute names ``_learn_option`` could learn from ``add_argument(..., type=int)``:
+    every name written in such a call (not only the one it keeps); None (any) where one is
+    not a plain string."""
+    found: set[str] = set()
+    for call in calls:
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
+            continue
+        kinds = [k.value for k in call.keywords if k.arg == "type"]
+        if not kinds or not (isinstance(kinds[0], ast.Name) and kinds[0].id == "int"):
+            continue
+        for value in [*call.args, *(k.value for k in call.keywords if k.arg == "dest")]:
+            if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+                return None
+            found.add(value.value.lstrip("-").replace("-", "_"))
+    return frozenset(found)
+
+
+def _may_be_int(node: ast.expr, ints: set[str], call_names: set[str], options: frozenset[str] | None) -> bool:
     """``_is_int`` as a superset: no resolution, names read file-wide."""
     if isinstance(node, ast.Constant):
         return isinstance(node.value, int) and not isinstance(node.value, bool)
@@ -639,7 +657,7 @@ def _may_be_int(node: ast.expr, ints: set[str], call_names: set[str], options: b
     if isinstance(node, ast.Attribute):
         if isinstance(node.value, ast.Name) and node.value.id == "self":
             return f"self.{node.attr}" in ints
-        return isinstance(node.value, ast.Name) and options
+        return isinstance(node.value, ast.Name) and (options is None or node.attr in options)
     if isinstance(node, ast.Call):
         func = node.func
         last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""

@@ -714,6 +714,8 @@ GATE_CASES_H42D = [
     pytest.param("CN107", "def f(x, d: int):\n    return x.to(d)\n", False, id="CN107-int-annotated-parameter"),
     pytest.param("CN107", "parser.add_argument('--dev', type=(int), default=0)\nargs = parser.parse_args()\nx = x.to(args.dev)\n", False, id="CN107-parenthesized-int-option"),
     pytest.param("CN107", "y = model(x, device=self.local_rank)\n", False, id="CN107-hinted-attribute"),
+    pytest.param("CN107", "parser.add_argument('--seed', type=int)\nargs = parser.parse_args()\nx = x.to(args.device)\n", True, id="CN107-int-option-of-another-name"),
+    pytest.param("CN107", "parser.add_argument('--dev', dest='where', type=int)\nargs = parser.parse_args()\nx = x.to(args.where)\n", False, id="CN107-int-option-by-dest"),
     pytest.param("CN622", "PROVIDERS = ['CPUExecutionProvider']\n", True, id="CN622-cpu-provider"),
     pytest.param("CN622", "from diffusers.utils import is_onnx_available\nok = 'onnxruntime' in mods and device == 'cuda'\n", True, id="CN622-package-named-not-imported"),
     pytest.param("CN622", "p = ['CUDAExecutionProvider' ':0', 'x']\n", False, id="CN622-concatenated-part"),
