@@ -10,10 +10,8 @@ read only from one string literal (``"m" "ps"`` is a concatenation to libcst: no
 from __future__ import annotations
 
 import ast
-import io
-import tokenize
 
-from .ast_names import ast_dotted
+from .ast_names import ast_dotted, one_literal
 from .foreign import _DEVICES, _PROBE_NAME, _STRING_METHODS, FOREIGN_MODULES
 
 __all__ = ["foreign_test_ast"]
@@ -23,19 +21,9 @@ def _device_word(ctx, node: object) -> str | None:  # noqa: ANN001 - python.AstW
     if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
         return None
     word = node.value.split(":", 1)[0].strip().lower()
-    if word in _DEVICES and not _one_literal(ctx.file, node):
+    if word in _DEVICES and not one_literal(ctx.file, node):
         return None
     return word
-
-
-def _one_literal(file, node: ast.Constant) -> bool:  # noqa: ANN001 - python.AstFile
-    """Is ``node`` written as one string literal (libcst's ``SimpleString``), not several?"""
-    start, end = file.bounds(node)
-    try:
-        tokens = [t for t in tokenize.generate_tokens(io.StringIO(file.text[start:end]).readline) if t.type == tokenize.STRING]
-    except (tokenize.TokenError, SyntaxError):
-        return False
-    return len(tokens) == 1
 
 
 def _all_foreign(ctx, node: object) -> bool:  # noqa: ANN001

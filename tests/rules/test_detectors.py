@@ -67,14 +67,18 @@ HOLDS_LEFT_TO_LIBCST = frozenset({"CN201"})
 # Detectors that only prove a file holds no finding (every report of the visitor needs a word or
 # an import the detector looks for): unsure wherever the visitor could report, and on its examples.
 GATES = frozenset({"CN103", "CN109", "CN208", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN609", "CN611", "CN616", "CN617", "CN619", "CN620", "CN805"})
-# h42d: gates for CN106 (legacy tensor types), CN107 (integer device ordinals) and CN622 (ONNX Runtime providers).
-GATES = GATES | {"CN106", "CN107", "CN622"}
+# h42d: gates for CN106 (legacy tensor types) and CN107 (integer device ordinals).
+GATES = GATES | {"CN106", "CN107"}
 
 
 # Detectors that decide the common cases and leave the rest to libcst: the examples each leaves
 # (by id), and why. Every other example of theirs is decided, equal to the visitor.
 EXAMPLES_LEFT_TO_LIBCST = {
     "CN112": {"invalid-5": "a module that patches torch.cuda: libcst reads its assignments"},
+    "CN622": {
+        **{f"invalid-{i}": "a short provider name where ONNX Runtime is imported: the receiving call is libcst's" for i in (3, 4)},
+        "valid-1": "a short provider name where ONNX Runtime is imported",
+    },
     "CN101": {
         "invalid-1": "a raw pointer taken in the module: the kernel gates read libcst",
         **{f"invalid-{i}": "a device argument: its kind is read from options, parameters, guards" for i in (*range(3, 16), 17, 18)},
@@ -731,3 +735,34 @@ def test_gates_h42d(code, source, decided):
     else:
         assert detected is None
         assert linted, "the visitor reports what the gate leaves to it"
+
+
+# -- h42d: CN622's full provider names decided on ast --------------------------------------------
+DECIDED_ONNX_PROVIDERS = [
+    pytest.param('"CUDAExecutionProvider"\n', id="expression-statement-is-a-docstring"),
+    pytest.param('s = "é"; providers = ["CUDAExecutionProvider", "CPUExecutionProvider"]\n', id="non-ascii-before"),
+    pytest.param('p = ("TensorrtExecutionProvider")\n', id="parenthesized"),
+    pytest.param('if "CUDAExecutionProvider" in ort.get_available_providers():\n    pass\n', id="membership-test"),
+    pytest.param('p = "CUDA\\x45xecutionProvider"\n', id="escaped-text-no-word"),
+    pytest.param('import onnxruntime as ort\nsess = ort.InferenceSession(f, providers=["CUDAExecutionProvider"])\nx = 1\n', id="imported-no-short-name"),
+]
+
+
+@pytest.mark.parametrize("source", DECIDED_ONNX_PROVIDERS)
+def test_traps_decided_cn622(source):
+    detected, linted = _both(RULES["CN622"], source)
+    assert detected is not None, "a trap the detector should decide left it unsure"
+    assert detected == linted
+
+
+UNSURE_ONNX_PROVIDERS = [
+    pytest.param('p = f"{x}" "CUDAExecutionProvider"\n', id="f-string-concatenation"),
+    pytest.param('import onnxruntime as ort\nd = "cuda"\nsess = ort.InferenceSession(f, providers=["CUDAExecutionProvider"])\n', id="imported-with-a-short-name"),
+]
+
+
+@pytest.mark.parametrize("source", UNSURE_ONNX_PROVIDERS)
+def test_traps_unsure_cn622(source):
+    detected, linted = _both(RULES["CN622"], source)
+    assert detected is None
+    assert linted
