@@ -213,8 +213,8 @@ class _Detector(AstDetector):
     """``_branches`` and ``leave_Module`` above on CPython's ``ast``. A region is a block (the
     statements of a body, libcst's ``IndentedBlock``) or a node (an ``if`` expression's branch,
     an ``elif``); ``_regions`` holds each as (span, narrow text, wide text): the text libcst's
-    ``code`` gives it lies between the two (``_region``), and where they disagree on a CUDA word
-    the walk is unsure."""
+    ``code`` gives it (which ``leave_Module`` searches for a CUDA word) holds the narrow one and
+    lies inside the wide one, and where the two disagree on a CUDA word the detector is unsure."""
 
     def found(self) -> list[Finding] | None:
         self._regions: list[tuple[Span, str, str]] = []
@@ -267,7 +267,7 @@ class _Detector(AstDetector):
 
             raise Unsure("a branch inside an f-string, where CPython 3.11 may misplace positions")
         if isinstance(node, ast.IfExp):
-            self._region_node(node.body if verdict else node.orelse, node, verdict)
+            self._region_node(node.body if verdict else node.orelse, node)
         elif verdict:
             self._region_block(node, node.body)
         elif len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If) and _is_elif(self.file, node, node.orelse[0]):
@@ -277,7 +277,9 @@ class _Detector(AstDetector):
 
     visit_IfExp = visit_If
 
-    def _region_node(self, branch: ast.expr, owner: ast.IfExp, verdict: bool) -> None:
+    def _region_node(self, branch: ast.expr, owner: ast.IfExp) -> None:
+        """An ``if`` expression's branch: libcst's code of it is its written text, parentheses
+        included (``written_bounds``); its span excludes them, as ``AstFile.span``'s does."""
         from cuda2neuron.python import written_bounds
 
         start, end = written_bounds(self.file, branch, (*self.ctx.ancestors, owner))
@@ -286,6 +288,10 @@ class _Detector(AstDetector):
         self._nodes.add(id(branch))
 
     def _region_block(self, owner: ast.If, body: list[ast.stmt]) -> None:
+        """A block: libcst's span runs from the line after its header (the colon's line, above
+        the first statement's comments) to the line after its last statement; its code adds the
+        header's comment and the footer's lines, which lie between the colon and the next line
+        of code (the wide text)."""
         from cuda2neuron.python import Unsure
 
         file = self.file
