@@ -357,6 +357,11 @@ def _detections(path: str, data: bytes, config: Config, rule_types: tuple[type[R
         if findings is None:
             return None
         found += findings
+    if file.fences:
+        # Another accelerator's code (CN112) keeps the other rules out, before suppressions.
+        from cuda2neuron.python import outside_fences
+
+        found = outside_fences(file, found, rules)
     # The safety nets' filter comes before suppression comments, as in _lint's _collect.
     found = net_filtered(file, {r.code for r in rules if r.net}, found)  # type: ignore[assignment]
     if found is None:

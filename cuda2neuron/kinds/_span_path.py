@@ -114,6 +114,7 @@ def _detect(file, rule_types: Sequence[type[Rule]], settings: Settings) -> list[
     from cuda2neuron.python import net_filtered
 
     found: list[Finding] = []
+    ran = []
     for rule in rule_types:
         if settings.target not in rule.targets or "python" not in rule.file_kinds:
             continue
@@ -123,6 +124,11 @@ def _detect(file, rule_types: Sequence[type[Rule]], settings: Settings) -> list[
         if findings is None:
             return None
         found += findings
+        ran.append(rule)
+    if file.fences:
+        from cuda2neuron.python import outside_fences
+
+        found = outside_fences(file, found, ran)
     # The safety nets' filter comes before suppression comments, as in _lint's _collect.
     nets = {r.code for r in rule_types if r.net and settings.target in r.targets and "python" in r.file_kinds}
     found = net_filtered(file, nets, found)  # type: ignore[assignment]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._ast_nets import net_filtered
     from ._ast_walk import ArgNode, AstFile, AstWalk, KeywordName, Unsure, generated_text, record_edit, walk_ast, written_bounds
+    from ._ast_fences import Fence, outside_fences, record_fence
     from ._branches import after_exit, opened_code, selected_code
     from ._context import RuleContext
     from ._device_truth import Truth, asks_cuda, truth
@@ -35,6 +36,9 @@ __all__ = [
     "walk_ast",
     "written_bounds",
     "net_filtered",
+    "Fence",
+    "outside_fences",
+    "record_fence",
     "LOCAL",
     "NET_UNITS",
     "FixOutcome",
@@ -70,6 +74,9 @@ _HOME = {
     "written_bounds": "_ast_walk",
     "walk_ast": "_ast_walk",
     "net_filtered": "_ast_nets",
+    "Fence": "_ast_fences",
+    "outside_fences": "_ast_fences",
+    "record_fence": "_ast_fences",
     "RuleContext": "_context",
     "Truth": "_device_truth",
     "asks_cuda": "_device_truth",

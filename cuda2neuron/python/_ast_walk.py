@@ -74,6 +74,8 @@ class AstFile:
         # The nodes each span ``span`` made was made for: how the engine finds a finding's node
         # again, for the safety nets' filter (``_ast_nets.net_filtered``).
         self.spanned: dict[Span, list[ast.AST]] = {}
+        # The findings that fence code off from the other rules (``_ast_fences.record_fence``).
+        self.fences: list = []
 
     @classmethod
     def read(cls, path: str, data: bytes, keep: bool = False) -> AstFile | None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings
 
 from .._shared.args import keyword_arg, positional_args
+from .._shared.detector import AstDetector
 from .._shared.strings import make_string, string_value
 from .._shared.target import NEURON, compared_type_expr, device_expr
 
@@ -188,6 +190,15 @@ class LegacyCudaTensorType(Rule):
         if not any(t in code for t in _TYPE_WORDS):
             return False
         return b"cuda" in code or _bare_type(code)
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate (``_Gate``): every report is a name or attribute the walk resolves to
+        ``torch.cuda.<Type>``, a type name bound from another module's import, or a string that
+        holds ``torch.cuda.`` (its text or its value). Where none is, no finding; unsure
+        elsewhere (libcst runs). Most files CN106 wakes write ``torch.LongTensor`` (the CPU
+        type) in an annotation beside some CUDA call."""
+        return None if _Gate(cls, file).reports() is None else []
 
     def _resolve(self, node: cst.BaseExpression) -> str | None:
         """The dtype name for a reference to a legacy CUDA type, else None."""
@@ -535,3 +546,64 @@ class LegacyCudaTensorType(Rule):
             )
             return expr, imports
         return None
+
+
+class _Gate(AstDetector):
+    """Unsure at the first node where the visitor could report (``LegacyCudaTensorType.detect``).
+    Names that ``ast`` holds as no expression (a function's, a class's, a parameter's, an import
+    alias's, ``global``'s) are visited by libcst as ``Name``: one spelled as a type makes the gate
+    unsure too."""
+
+    def visit_Module(self, node: ast.Module) -> None:
+        from cuda2neuron.python import Unsure
+
+        text = self.file.text
+        for inner in ast.walk(node):
+            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names: list = [inner.name]
+            elif isinstance(inner, ast.arg):
+                names = [inner.arg]
+            elif isinstance(inner, ast.alias):
+                names = [inner.asname, inner.name.rsplit(".", 1)[-1]]
+            elif isinstance(inner, (ast.Global, ast.Nonlocal)):
+                names = list(inner.names)
+            elif isinstance(inner, ast.keyword):
+                names = [inner.arg]
+            elif isinstance(inner, (ast.Constant, ast.JoinedStr)):
+                # The value (``torch.set_default_tensor_type("torch\\x2ecuda...")`` reads it) or
+                # the text (``visit_SimpleString`` looks there first) may hold it.
+                if isinstance(inner, ast.Constant) and isinstance(inner.value, str) and "torch.cuda." in inner.value:
+                    raise Unsure("a string naming torch.cuda.")
+                if "torch.cuda." in text and "torch.cuda." in _segment(self.file, inner):
+                    raise Unsure("a string written with torch.cuda.")
+                continue
+            else:
+                continue
+            if any(n in _DTYPES for n in names if n):
+                raise Unsure("a legacy type's name where ast holds no expression")
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self._name(node, node.id)
+
+    def visit_KeywordName(self, node) -> None:  # noqa: ANN001 - python.KeywordName
+        self._name(node, node.id)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in _DTYPES and self.ctx.qualname(node) == f"torch.cuda.{node.attr}":
+            from cuda2neuron.python import Unsure
+
+            raise Unsure("a reference to a legacy CUDA type")
+
+    def _name(self, node: object, name: str) -> None:
+        if name not in _DTYPES:
+            return
+        qualified = self.ctx.qualname(node)
+        if qualified is not None and (qualified == f"torch.cuda.{name}" or not qualified.startswith("torch")):
+            from cuda2neuron.python import Unsure
+
+            raise Unsure("a legacy CUDA type or an alias imported from another module")
+
+
+def _segment(file, node: ast.AST) -> str:  # noqa: ANN001 - python.AstFile
+    start, end = file.bounds(node)
+    return file.text[start:end]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from functools import lru_cache
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings
 
 from .._shared.args import arg_by_name, positional_args
 from .._shared.consumers import device_test_form, kernel_test, library_callee, takes_torch_device
@@ -352,6 +353,12 @@ class IntegerDeviceOrdinal(Rule):
     )
 
     @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate (``_may_report``): no finding where no device argument of the file could be
+        an index as ``_check`` reads one; unsure elsewhere (libcst runs)."""
+        return None if _may_report(file) else []
+
+    @classmethod
     def wakes(cls, code: bytes) -> bool:
         # ".to(" and "device" are in most files of a model library; the argument there rarely
         # looks like an index (bench/check_prefilter.py: no finding is lost on real trees).
@@ -556,3 +563,110 @@ class IntegerDeviceOrdinal(Rule):
             description="name the device explicitly",
             ancestors=above,
         )
+
+
+# -- the gate on CPython's ast (``IntegerDeviceOrdinal.detect``) ------------------------------
+_AST_INT_OPS = (ast.Mod, ast.FloorDiv, ast.Add, ast.Sub, ast.Mult)
+
+
+def _may_report(file) -> bool:  # noqa: ANN001 - python.AstFile
+    """Could ``_check`` report a device argument of ``file``? A superset of the visitor, read
+    without scopes or order: a device argument (``.to``'s first, any call's ``device=``) that is
+    an integer, int arithmetic, a call of ``int``/``len``/an ``_INT_CALLS`` name (or a name an
+    import binds to one), a name or attribute whose word hints at an index, ``args.X`` in a file
+    with an int option, or a name or ``self.X`` that some assignment, ``int`` annotation or
+    parameter anywhere in the file could make an int (``_learn``, ``visit_Param``)."""
+    calls: list[ast.Call] = []
+    bindings: list[tuple[str, ast.expr | None]] = []  # (name, value); None: annotated int
+    call_names = set(_INT_CALL_NAMES)
+    for node in ast.walk(file.tree):
+        if isinstance(node, ast.Call):
+            calls.append(node)
+        elif isinstance(node, ast.Assign):
+            bindings += [(n, node.value) for t in node.targets if (n := _learned(t)) is not None]
+        elif isinstance(node, ast.AnnAssign):
+            name = _learned(node.target)
+            if name is not None:
+                if isinstance(node.annotation, ast.Name) and node.annotation.id == "int":
+                    bindings.append((name, None))
+                elif node.value is not None:
+                    bindings.append((name, node.value))
+        elif isinstance(node, ast.arg):
+            if isinstance(node.annotation, ast.Name) and node.annotation.id == "int":
+                bindings.append((node.arg, None))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            # ``from torch.cuda import current_device as cd``: resolved, ``cd()`` is one.
+            call_names |= {a.asname for a in node.names if a.asname and a.name.rsplit(".", 1)[-1] in _INT_CALL_NAMES}
+    options = _int_options(calls)
+    ints: set[str] = set()
+    while True:  # names that may hold an int, to a fixed point (``x = y`` after ``y = 0``)
+        grown = {n for n, v in bindings if n not in ints and (v is None or _may_be_int(v, ints, call_names, options))}
+        if not grown:
+            break
+        ints |= grown
+    for call in calls:
+        for value in _device_values(call):
+            if _may_be_int(value, ints, call_names, options) or _ast_hint(value):
+                return True
+    return False
+
+
+def _learned(target: ast.expr) -> str | None:
+    """The key ``_learn`` keeps for an assignment target: a name, or ``self.X``."""
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        return f"self.{target.attr}"
+    return None
+
+
+def _device_values(call: ast.Call) -> list[ast.expr]:
+    """The arguments ``visit_Call`` checks: ``.to``'s device (by keyword or first), the first
+    ``device=`` of any call."""
+    values = [k.value for k in call.keywords if k.arg == "device"][:1]
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "to" and not values and call.args:
+        if not isinstance(call.args[0], ast.Starred):
+            values.append(call.args[0])
+    return values
+
+
+def _int_options(calls: list[ast.Call]) -> frozenset[str] | None:
+    """The attribute names ``_learn_option`` could learn from ``add_argument(..., type=int)``:
+    every name written in such a call (not only the one it keeps); None (any) where one is
+    not a plain string."""
+    found: set[str] = set()
+    for call in calls:
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
+            continue
+        kinds = [k.value for k in call.keywords if k.arg == "type"]
+        if not kinds or not (isinstance(kinds[0], ast.Name) and kinds[0].id == "int"):
+            continue
+        for value in [*call.args, *(k.value for k in call.keywords if k.arg == "dest")]:
+            if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+                return None
+            found.add(value.value.lstrip("-").replace("-", "_"))
+    return frozenset(found)
+
+
+def _may_be_int(node: ast.expr, ints: set[str], call_names: set[str], options: frozenset[str] | None) -> bool:
+    """``_is_int`` as a superset: no resolution, names read file-wide."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    if isinstance(node, ast.Name):
+        return node.id in ints
+    if isinstance(node, ast.Attribute):
+        if isinstance(node.value, ast.Name) and node.value.id == "self":
+            return f"self.{node.attr}" in ints
+        return isinstance(node.value, ast.Name) and (options is None or node.attr in options)
+    if isinstance(node, ast.Call):
+        func = node.func
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        return last in call_names
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _AST_INT_OPS):
+        return _may_be_int(node.left, ints, call_names, options) and _may_be_int(node.right, ints, call_names, options)
+    return False
+
+
+def _ast_hint(node: ast.expr) -> bool:
+    word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return bool(word) and _hint_word(word)

@@ -7,11 +7,11 @@ import re
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings, Span
 
-from .._shared.ast_names import ast_dotted
 from .._shared.detector import AstDetector
-from .._shared.foreign import _DEVICES, _PROBE_NAME, FOREIGN_MODULES, FOREIGN_WORDS, foreign_branches
+from .._shared.foreign import FOREIGN_MODULES, FOREIGN_WORDS, foreign_branches
+from .._shared.foreign_ast import foreign_test_ast
 
 __all__ = ["OtherAcceleratorCode"]
 
@@ -89,17 +89,19 @@ class OtherAcceleratorCode(Rule):
 
     @classmethod
     def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
-        """A gate: no finding where the text names no other accelerator (``FOREIGN_WORDS``: the
-        visitor never wakes), or where it has no word of a module patching ``torch.cuda`` and no
-        ``if``/``else`` expression's test holds a leaf ``foreign_test`` could call foreign (every
-        report needs such a branch); unsure elsewhere (libcst runs). Most files CN112 wakes on
-        spell "mps" or "npu" in a table, a docstring or a longer word."""
+        """The visitor on CPython's ``ast`` (``_Detector``): no finding where the text names no
+        other accelerator (``FOREIGN_WORDS``: the visitor never wakes); unsure in a module that
+        may patch ``torch.cuda``. Elsewhere the branches are found as the visitor finds them and
+        handed to the engine as fences (``record_fence``), which drops the other detectors'
+        findings inside them as ``python/_lint.py`` drops reports; unsure where the span or text
+        libcst gives a branch cannot be told from ``ast`` (a block on its header's line, comments
+        after a nested block)."""
         text = file.text
         if FOREIGN_WORDS.search(text) is None:
             return []
         if _PATCH_WORDS.search(text) is not None:
             return None
-        return None if _Gate(cls, file).reports() is None else []
+        return _Detector(cls, file).found()
 
     def __init__(self, context) -> None:  # noqa: ANN001
         super().__init__(context)
@@ -207,39 +209,184 @@ def _is_cuda_attribute(name: str | None) -> bool:
     return name is not None and name.startswith("torch.cuda.")
 
 
-class _Gate(AstDetector):
-    """``_branches`` above on CPython's ``ast``, as a superset: unsure at the first test that
-    may select another accelerator's code (``_may_be_foreign``)."""
+class _Detector(AstDetector):
+    """``_branches`` and ``leave_Module`` above on CPython's ``ast``. A region is a block (the
+    statements of a body, libcst's ``IndentedBlock``) or a node (an ``if`` expression's branch,
+    an ``elif``); ``_regions`` holds each as (span, narrow text, wide text): the text libcst's
+    ``code`` gives it (which ``leave_Module`` searches for a CUDA word) holds the narrow one and
+    lies inside the wide one, and where the two disagree on a CUDA word the detector is unsure."""
 
-    def visit_If(self, node: ast.If) -> None:
-        if _may_be_foreign(self.ctx, node.test):
+    def found(self) -> list[Finding] | None:
+        self._regions: list[tuple[Span, str, str]] = []
+        self._inside: set[int] = set()  # the statements of fenced blocks
+        self._nodes: set[int] = set()  # fenced nodes and the statements of fenced blocks
+        if self.reports() is None:
+            return None
+        if not self._regions:
+            return []
+        from cuda2neuron.python import record_fence
+
+        named = []
+        for span, narrow, wide in self._regions:
+            cuda = _CUDA_WORDS.search(narrow) is not None
+            if cuda != (_CUDA_WORDS.search(wide) is not None):
+                return None  # a comment beside the block decides: libcst's to read
+            if cuda:
+                named.append(span)
+        spans = [span for span, _, _ in self._regions]
+        quiet = not named
+        first = spans[0] if quiet else named[0]
+        if quiet:
+            message = "code for another accelerator (XPU, MPS, HPU, NPU or ROCm): left as it is"
+        else:
+            count = len(named)
+            message = "code for another accelerator (XPU, MPS, HPU, NPU or ROCm): left as it is" + (
+                f" here and in {count - 1} more place(s) of this module" if count > 1 else ""
+            )
+        finding = Finding(
+            code=self.rule.code,
+            name=self.rule.name,
+            message=message,
+            path=self.file.path,
+            span=first,
+            guidance="it runs neither on a CUDA machine nor on Trainium; no rule edits or reports inside it",
+            effort=Effort.NONE,
+        )
+        record_fence(self.file, finding, spans, quiet)
+        return [finding]
+
+    def visit_If(self, node: ast.If | ast.IfExp) -> None:
+        ancestors = self.ctx.ancestors
+        if self._nodes and (id(node) in self._inside or any(id(a) in self._nodes for a in ancestors)):
+            return
+        verdict = foreign_test_ast(self.ctx, node.test)
+        if verdict is None:
+            return
+        if any(isinstance(a, ast.JoinedStr) for a in ancestors):
             from cuda2neuron.python import Unsure
 
-            raise Unsure("a test that may name another accelerator")
+            raise Unsure("a branch inside an f-string, where CPython 3.11 may misplace positions")
+        if isinstance(node, ast.IfExp):
+            self._region_node(node.body if verdict else node.orelse, node)
+        elif verdict:
+            self._region_block(node, node.body)
+        elif len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If) and _is_elif(self.file, node, node.orelse[0]):
+            self._region_elif(node, node.orelse[0])
+        elif node.orelse:
+            self._region_block(node, node.orelse)
 
     visit_IfExp = visit_If
 
+    def _region_node(self, branch: ast.expr, owner: ast.IfExp) -> None:
+        """An ``if`` expression's branch: libcst's code of it is its written text, parentheses
+        included (``written_bounds``); its span excludes them, as ``AstFile.span``'s does."""
+        from cuda2neuron.python import written_bounds
 
-def _may_be_foreign(ctx, test: ast.expr) -> bool:  # noqa: ANN001 - python.AstWalk
-    """Could ``foreign_test`` find ``test`` foreign or not-foreign (not None)? It can only from
-    a leaf: a string literal naming another accelerator's device (a comparison, ``in``,
-    ``hasattr``, ``startswith``, ``torch.device``), or a name resolved (or spelled) as a probe,
-    ``torch.version.hip`` or a foreign module's ``is_available``. Any such leaf anywhere in the
-    test makes this True: a superset, whatever the operators around it. Traps held: an escaped
-    literal (``"\\x6dps"``; CPython's value is read), an alias bound by an import
-    (``from accelerate.utils import is_xpu_available as xa``; resolved through the scope)."""
-    for node in ast.walk(test):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if node.value.split(":", 1)[0].strip().lower() in _DEVICES:
-                return True
-        elif isinstance(node, (ast.Name, ast.Attribute)):
-            for name in (ctx.qualname(node), ast_dotted(node)):
-                if name is None:
-                    continue
-                if name == "torch.version.hip" or _PROBE_NAME.fullmatch(name.rsplit(".", 1)[-1]):
-                    return True
-                if name.endswith((".is_available", ".is_built", ".device_count")) and name.rsplit(".", 1)[0] in FOREIGN_MODULES:
-                    return True
-    return False
+        start, end = written_bounds(self.file, branch, (*self.ctx.ancestors, owner))
+        text = self.file.text[start:end]
+        self._regions.append((self.file.span(branch), text, text))
+        self._nodes.add(id(branch))
+
+    def _region_block(self, owner: ast.If, body: list[ast.stmt]) -> None:
+        """A block: libcst's span runs from the line after its header (the colon's line, above
+        the first statement's comments) to the line after its last statement; its code adds the
+        header's comment and the footer's lines, which lie between the colon and the next line
+        of code (the wide text)."""
+        from cuda2neuron.python import Unsure
+
+        file = self.file
+        lines = _lines(file)
+        first, last = body[0], body[-1]
+        first_line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", ()))])
+        header = first_line - 1  # the line of the colon: above the first statement's comments
+        while header >= 1 and _blank_or_comment(lines[header - 1]):
+            header -= 1
+        indent = lines[first_line - 1][: file.column(first_line, first.col_offset) if first_line == first.lineno else 0]
+        if header < 1 or indent.strip(" \t\f"):
+            raise Unsure("a block on its header's line (libcst's SimpleStatementSuite)")
+        colon = _colon(lines[header - 1])
+        if colon is None:
+            raise Unsure("a block on its header's line, or a header libcst may read otherwise")
+        end_line, wide_end = self._block_end(last)
+        starts = file._line_starts()
+        narrow = file.text[file.offset(first_line, 0) : file.offset(last.end_lineno, last.end_col_offset)]
+        wide = file.text[starts[header - 1] + colon : wide_end]
+        self._regions.append((Span(header + 1, 0, end_line, 0), narrow, wide))
+        ids = {id(s) for s in body}
+        self._inside |= ids
+        self._nodes |= ids
+
+    def _region_elif(self, owner: ast.If, elif_: ast.If) -> None:
+        """An ``elif`` chain fenced whole: libcst's span starts at the keyword and ends past the
+        chain's last line (a comment below it may be its block's footer: unsure there)."""
+        file = self.file
+        start = file.offset(elif_.lineno, elif_.col_offset)
+        end_line, wide_end = self._block_end(elif_)
+        last = owner.body[-1]
+        narrow = file.text[start : file.offset(elif_.end_lineno, elif_.end_col_offset)]
+        wide = file.text[file.offset(last.end_lineno, last.end_col_offset) : wide_end]
+        self._regions.append((Span(elif_.lineno, file.column(elif_.lineno, elif_.col_offset), end_line, 0), narrow, wide))
+        self._nodes.add(id(elif_))
+
+    def _block_end(self, last: ast.stmt) -> tuple[int, int]:
+        """Where libcst's span of a block (or compound statement) ending in ``last`` ends, as a
+        line (its column is 0) and the text offset of the next line of code after it: the
+        line after ``last``'s. A comment or blank line below a compound ``last`` may be the
+        footer of its inner block, inside the span: unsure."""
+        from cuda2neuron.python import Unsure
+
+        file = self.file
+        lines = _lines(file)
+        after = last.end_lineno + 1
+        code = after
+        while code <= len(lines) and _blank_or_comment(lines[code - 1]):
+            code += 1
+        if code > after and _compound(last):
+            raise Unsure("lines below a nested block: its footer or the next statement's")
+        starts = file._line_starts()
+        wide_end = starts[code - 1] if code <= len(starts) else len(file.text)
+        return after, wide_end
 
 
+_COMPOUND = (
+    ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef,
+    ast.ClassDef, getattr(ast, "TryStar", ast.Try), getattr(ast, "Match", ast.Try),
+)
+
+
+def _compound(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, _COMPOUND)
+
+
+def _lines(file) -> list[str]:  # noqa: ANN001 - python.AstFile
+    """The file's lines without their breaks (cached on the file: one split per walk)."""
+    lines = getattr(file, "_cn112_lines", None)
+    if lines is None:
+        starts = file._line_starts()
+        text = file.text
+        lines = [text[a:b].rstrip("\r\n") for a, b in zip(starts, [*starts[1:], len(text)])]
+        if starts[-1] == len(text) and len(starts) > 1:
+            lines.pop()  # the empty "line" after the last break is none
+        file._cn112_lines = lines
+    return lines
+
+
+def _blank_or_comment(line: str) -> bool:
+    stripped = line.strip(" \t\f")
+    return not stripped or stripped.startswith("#")
+
+
+def _colon(line: str) -> int | None:
+    """The column of the colon that ends a block's header line, or None where the line has none
+    at its end (a block written on the header's line) or quotes make its comment unclear."""
+    code = line
+    if "#" in line:
+        if "'" in line or '"' in line:
+            return None
+        code = line[: line.index("#")]
+    code = code.rstrip(" \t\f")
+    return len(code) - 1 if code.endswith(":") else None
+
+
+def _is_elif(file, stmt: ast.If, inner: ast.If) -> bool:  # noqa: ANN001 - python.AstFile
+    return file.text.startswith("elif", file.offset(inner.lineno, inner.col_offset))

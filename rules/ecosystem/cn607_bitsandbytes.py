@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from cuda2neuron.core import Effort, Finding, Invalid, Settings
 
+from .._shared.detector import AstDetector
 from .._shared.names import call_qualname
 from .._shared.packages import PackageRule, imports_any, imports_package, in_package
 
@@ -71,9 +74,12 @@ class Bitsandbytes(PackageRule):
 
     @classmethod
     def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
-        """A gate: every report is an import of the package or a call resolved through one, so
-        a file without such an import gets no finding; unsure elsewhere (libcst runs)."""
-        return None if imports_package(file.tree, cls.packages) else []
+        """The visitor on CPython's ``ast`` (``_Detector``): each absolute import of the package
+        and each call resolved into it, as the walk resolves names; nothing where no import names
+        it (every reported call resolves through one)."""
+        if not imports_package(file.tree, cls.packages):
+            return []
+        return _Detector(cls, file).made_findings()
 
     def report_import(self, node: cst.Import | cst.ImportFrom) -> None:
         self._report(node, "bitsandbytes is CUDA-only and not available on Trainium", _DEFAULT)
@@ -90,3 +96,29 @@ class Bitsandbytes(PackageRule):
 
     def _report(self, node: cst.CSTNode, message: str, guidance: str) -> None:
         self.report(node, message, guidance=guidance, effort=Effort.MEDIUM)
+
+
+class _Detector(AstDetector):
+    """``PackageRule``'s import visits and ``visit_Call`` above on ``ast``: an ``import`` of
+    the package (``alias.name``), a ``from`` import of it without dots, a call whose callee the
+    walk resolves into it (``AstWalk.call_qualname``, the memo libcst's ``call_qualname`` keeps)."""
+
+    def visit_Import(self, node: ast.Import) -> None:
+        if any(in_package(alias.name, self.rule.packages) for alias in node.names):
+            self._reports.append((node, "bitsandbytes is CUDA-only and not available on Trainium", _DEFAULT, ()))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if not node.level and node.module is not None and in_package(node.module, self.rule.packages):
+            self._reports.append((node, "bitsandbytes is CUDA-only and not available on Trainium", _DEFAULT, ()))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        qualified = self.ctx.call_qualname(node)
+        if not in_package(qualified, self.rule.packages):
+            return
+        assert qualified is not None
+        section = qualified.split(".")[1] if qualified.count(".") >= 2 else ""
+        message = f"`{qualified}` is a bitsandbytes CUDA kernel"
+        self._reports.append((node, message, _GUIDANCE.get(section, _DEFAULT), tuple(self.ctx.ancestors)))
+
+    def _finding(self, node: ast.AST, message: str, guidance: str, ancestors: tuple) -> Finding:
+        return self.finding(node, message, guidance, Effort.MEDIUM)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 
+from .._shared.ast_names import one_literal
 from .._shared.consumers import receiving_call
+from .._shared.detector import AstDetector
 from .._shared.kernels import CUDA_PROVIDER_SHORT_NAMES, CUDA_PROVIDERS, ONNXRUNTIME_PACKAGES
+from .._shared.packages import imports_package
 from .._shared.strings import string_value
 
 __all__ = ["OnnxRuntimeCudaProvider"]
@@ -65,6 +70,20 @@ class OnnxRuntimeCudaProvider(Rule):
         Invalid('import onnxruntime_genai as og\nog.Config(path).set_provider_option("cuda", "device_id", "0")\n'),
     )
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """The full names on CPython's ``ast`` (``_Detector``): each string literal whose text
+        holds "ExecutionProvider" and whose value is a CUDA provider, docstrings aside. The short
+        names are a gate: a call resolved into ONNX Runtime must receive them, which takes an
+        absolute import of it; where the file has one and a string that may be a short name,
+        unsure (libcst runs)."""
+        text = file.text
+        if "onnxruntime" in text and imports_package(file.tree, tuple(ONNXRUNTIME_PACKAGES)) and _short_names(file):
+            return None
+        if "ExecutionProvider" not in text:
+            return []
+        return _Detector(cls, file).made_findings()
+
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if "ExecutionProvider" not in node.value:
             self._short_name(node)
@@ -90,3 +109,47 @@ class OnnxRuntimeCudaProvider(Rule):
             node, f'`{self.context.code(node)}` handed to `{callee}` names ONNX Runtime\'s {value} execution provider, which runs on NVIDIA GPUs only',
             guidance=_GUIDANCE, effort=Effort.LOW,
         )
+
+
+def _short_names(file) -> bool:  # noqa: ANN001 - python.AstFile
+    """Could a string literal of ``file`` be a short provider name (``"cuda"``)? A literal whose
+    value is one, or a concatenation or f-string whose value holds one (a part may be it)."""
+    for node in ast.walk(file.tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            value = node.value.lower()
+            if value in CUDA_PROVIDER_SHORT_NAMES:
+                return True
+            if any(n in value for n in CUDA_PROVIDER_SHORT_NAMES) and not one_literal(file, node):
+                return True
+        elif isinstance(node, ast.JoinedStr):
+            if any(isinstance(v, ast.Constant) and any(n in str(v.value).lower() for n in CUDA_PROVIDER_SHORT_NAMES) for v in node.values):
+                return True
+    return False
+
+
+class _Detector(AstDetector):
+    """``visit_SimpleString``'s full names on ``ast``: unsure at a concatenation or an f-string
+    whose text holds "ExecutionProvider" (libcst reports each literal part alone)."""
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        if "ExecutionProvider" in self._text(node):
+            from cuda2neuron.python import Unsure
+
+            raise Unsure("an f-string beside a provider's name")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if not isinstance(node.value, str) or "ExecutionProvider" not in self._text(node):
+            return
+        if not one_literal(self.file, node):
+            from cuda2neuron.python import Unsure
+
+            raise Unsure("a provider's name in a concatenation")
+        if node.value in CUDA_PROVIDERS and not isinstance(self.ctx.parent, ast.Expr):
+            self._reports.append((node, node.value, tuple(self.ctx.ancestors)))
+
+    def _text(self, node: ast.AST) -> str:
+        start, end = self.file.bounds(node)
+        return self.file.text[start:end]
+
+    def _finding(self, node: ast.AST, value: str, ancestors: tuple) -> Finding:
+        return self.finding(node, f'ONNX Runtime\'s "{value}" runs on NVIDIA GPUs only', _GUIDANCE, Effort.LOW)

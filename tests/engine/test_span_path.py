@@ -102,3 +102,26 @@ def test_check_is_unchanged_by_the_span_path(monkeypatch):
     assert taken == 0
     assert spanned == parsed == (None, spanned[1])
     assert spanned[1] and spanned[1][0].fix is not None
+
+
+# h42d: another accelerator's branch (CN112) fences CN101 out on the span path, every round:
+# the `.cuda()` outside moves, the one inside stays, as libcst's fixed point leaves it.
+FENCED = [
+    pytest.param("if x.device.type == 'mps':\n    y = x.cuda()\nz = w.cuda()\n", id="block-fenced"),
+    pytest.param("y = x.cuda() if torch.version.hip else x.cpu()\nz = w.cuda()\n", id="if-expression-fenced"),
+    pytest.param("if d.type == 'xpu':\n    y = 1\nz = w.cuda()\n", id="quiet-fence-silent"),
+]
+
+
+@pytest.mark.parametrize("source", FENCED)
+def test_span_path_keeps_fences(monkeypatch, source):
+    data = ("import torch\n" + source).encode("utf-8")
+    config = Config(select=("CN101", "CN112"))
+    before = span_path_files()
+    spanned = process_python_findings("m.py", data, config, _FIX)
+    taken = span_path_files() - before
+    with monkeypatch.context() as m:
+        m.setattr(_python, "fixed_by_spans", lambda *args, **kwargs: None)
+        parsed = process_python_findings("m.py", data, config, _FIX)
+    assert taken == 1, "the span path did not take the file"
+    assert spanned == parsed
