@@ -67,6 +67,8 @@ HOLDS_LEFT_TO_LIBCST = frozenset({"CN201"})
 # Detectors that only prove a file holds no finding (every report of the visitor needs a word or
 # an import the detector looks for): unsure wherever the visitor could report, and on its examples.
 GATES = frozenset({"CN103", "CN109", "CN112", "CN208", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN607", "CN609", "CN611", "CN616", "CN617", "CN619", "CN620", "CN805"})
+# The torch.cuda family's gates (CN203, CN207, CN210, CN212): their rows are GATE_CASES_CUDA_FAMILY.
+GATES = GATES | frozenset({"CN203", "CN207", "CN210", "CN212"})
 
 
 # Detectors that decide the common cases and leave the rest to libcst: the examples each leaves
@@ -529,6 +531,37 @@ def test_gates_cuda_api(code, source, decided):
     else:
         assert detected is None
         assert linted, "the visitor reports what the gate leaves to it"
+
+
+# h42c: the torch.cuda family's gates (CN203, CN207, CN210, CN212). Decided rows: the visitor
+# reports nothing; the others: it reports, and the gate must leave the file to it.
+GATE_CASES_CUDA_FAMILY = [
+    pytest.param("CN212", _T + "torch.cuda.synchronize()\nimport torch.distributed\n", True, id="CN212-uses-only"),
+    pytest.param("CN212", _T + "with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):\n    pass\n", True, id="CN212-sdp-at-home"),
+    pytest.param("CN212", "import torch.cuda as tc\nfrom torch.cuda import amp\n", True, id="CN212-alias-and-from"),
+    pytest.param("CN212", "def f():\n    import os, torch.cuda.nvtx\n", False, id="CN212-nested-import"),
+    pytest.param("CN212", "import torch.backends.cuda as b\nx = b.SDPBackend.MATH\n", False, id="CN212-sdp-through-alias"),
+    pytest.param("CN212", "from torch.backends import cuda\nx = cuda.SDPBackend\n", False, id="CN212-sdp-through-cuda-name"),
+    pytest.param("CN212", "from torch.backends.cuda import (\n    SDPBackend,\n)\n", False, id="CN212-sdp-from-import-across-lines"),
+    pytest.param("CN210", _T + "if 'cuda' in device:\n    x = torch.cuda.max_memory_allocated()\nprint('CUDA is fast')\n", True, id="CN210-device-test-and-message"),
+    pytest.param("CN210", "try:\n    f()\nexcept RuntimeError as e:\n    if 'CUDA' in other:\n        raise\n", True, id="CN210-text-of-no-error"),
+    pytest.param("CN210", "try:\n    f()\nexcept RuntimeError as e:\n    if 'out of memory' in str(e):\n        pass\n", False, id="CN210-error-text"),
+    pytest.param("CN210", "try:\n    f()\nexcept RuntimeError as err:\n    if 'CUBLAS_STATUS' not in err.args[0]:\n        raise\n", False, id="CN210-args-subscript"),
+    pytest.param("CN210", "import torch\ntry:\n    f()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n", False, id="CN210-oom-class"),
+    pytest.param("CN210", "try:\n    f()\nexcept OSError as e:\n    ok = 'cuDNN error' in e\n", False, id="CN210-caught-name"),
+    pytest.param("CN207", _T + "CUDA_OK = torch.cuda.is_available()\nmsg = f'{CUDA_OK}'\n", True, id="CN207-name-only"),
+    pytest.param("CN207", "import os\nconf = os.getenv(\n    'PYTORCH_CUDA_ALLOC_CONF')\n", False, id="CN207-read-across-lines"),
+    pytest.param("CN207", "import os\nos.environ.update(CUDA_LAUNCH_BLOCKING='1')\n", False, id="CN207-keyword-key"),
+    pytest.param("CN207", "from torch.utils import cpp_extension\nnvcc = cpp_extension.CUDA_HOME + '/bin/nvcc'\n", False, id="CN207-toolkit-attribute"),
+    pytest.param("CN203", _T + "p = torch.cuda.get_device_properties(0)\nprint(p.name, p.total_memory, p.__class__)\n", True, id="CN203-neuron-fields"),
+    pytest.param("CN203", _T + "def f():\n    p = torch.cuda.get_device_properties(0)\n    return p.major\n", False, id="CN203-held-field"),
+    pytest.param("CN203", "from torch.cuda import get_device_properties\nn = get_device_properties(0).multi_processor_count\n", False, id="CN203-direct-field"),
+]
+
+
+@pytest.mark.parametrize(("code", "source", "decided"), GATE_CASES_CUDA_FAMILY)
+def test_gates_cuda_family(code, source, decided):
+    test_gates_cuda_api(code, source, decided)
 
 
 # CN102: device literals decided with their fixes (every case fails where CN102 has no detector).
