@@ -81,6 +81,13 @@ EXAMPLES_LEFT_TO_LIBCST = {
         "invalid-20": "a forwarding call in a return: the program pass may link it",
         "invalid-21": "the accelerator target's fix",
     },
+    # h42c: CN205 decides the neuron target; a statement sharing its line and a report inside an
+    # f-string go to libcst.
+    "CN205": {
+        "invalid-4": "a statement beside another on its line",
+        **{f"invalid-{i}": "the accelerator target's messages" for i in (6, 7, 11, 14)},
+        "invalid-10": "a read inside an f-string",
+    },
     "CN105": {
         "invalid-2": "the from-import the fix leaves unused: libcst removes it",
         **{f"invalid-{i}": "the accelerator target's fix" for i in range(3, 7)},
@@ -562,6 +569,45 @@ GATE_CASES_CUDA_FAMILY = [
 @pytest.mark.parametrize(("code", "source", "decided"), GATE_CASES_CUDA_FAMILY)
 def test_gates_cuda_family(code, source, decided):
     test_gates_cuda_api(code, source, decided)
+
+
+# h42c: CN205 decided (findings, the unsafe removals included, equal to the visitor's) ...
+_CB = "import torch\nfrom torch.backends import cudnn\n"
+DECIDED_CUDA_FAMILY = [
+    pytest.param("CN205", _CB + "# why\ntorch.backends.cudnn.benchmark = True  # fast\n", id="CN205-comments-around"),
+    pytest.param("CN205", _CB + "def f(a):\n    if a.tf32:\n        torch.backends.cuda.matmul.allow_tf32 = (\n            True)\n", id="CN205-indented-across-lines"),
+    pytest.param("CN205", _CB + "s = 'é'; t = 1\ncudnn.deterministic = torch.backends.cudnn.benchmark = False\n", id="CN205-non-ascii-two-targets"),
+    pytest.param("CN205", _CB + "x, cudnn.benchmark = 1, 2\ncudnn.enabled |= x\nb: bool = cudnn.enabled\ndel cudnn.benchmark\n", id="CN205-tuple-augmented-deleted"),
+    pytest.param("CN205", "import torch as th\nth.set_float32_matmul_precision('high')  # tf32\ncfg.backends.cudnn.benchmark = True\n", id="CN205-alias-and-other-object"),
+    pytest.param("CN205", _CB + "with cudnn.flags(enabled=False):\n    v = (cudnn.version(), cudnn.is_available())\n", id="CN205-cudnn-calls"),
+    pytest.param("CN205", _CB + "def f(torch):\n    torch.backends.cudnn.benchmark = True\nclass A:\n    cudnn.benchmark = False\n", id="CN205-shadowed-and-class-body"),
+]
+
+
+@pytest.mark.parametrize(("code", "source"), DECIDED_CUDA_FAMILY)
+def test_traps_decided_cuda_family(code, source):
+    detected, linted = _both(RULES[code], source)
+    assert detected is not None
+    assert detected == linted
+
+
+# ... and unsure where libcst's statement lines cannot be told from ``ast``'s statements.
+UNSURE_CUDA_FAMILY = [
+    pytest.param("CN205", _CB + "if a: torch.backends.cudnn.benchmark = True\n", id="CN205-suite-on-header-line"),
+    pytest.param("CN205", _CB + "if a: \\\n    torch.backends.cudnn.benchmark = True\n", id="CN205-header-continued-by-backslash"),
+    pytest.param("CN205", _CB + "x = 1; torch.backends.cudnn.benchmark = True\n", id="CN205-after-semicolon"),
+    pytest.param("CN205", _CB + "torch.backends.cudnn.benchmark = True;\n", id="CN205-trailing-semicolon"),
+    pytest.param("CN205", _CB + "del cudnn.benchmark, x\n", id="CN205-del-several"),
+    pytest.param("CN205", _CB + "torch.backends.cudnn.benchmark = True\n", id="CN205-accelerator-target"),
+]
+
+
+@pytest.mark.parametrize(("code", "source"), UNSURE_CUDA_FAMILY)
+def test_traps_unsure_cuda_family(request, code, source):
+    accelerator = request.node.callspec.id.endswith("accelerator-target")
+    settings = Settings(target="accelerator") if accelerator else None
+    detected, _ = _both(RULES[code], source, settings=settings)
+    assert detected is None
 
 
 # CN102: device literals decided with their fixes (every case fails where CN102 has no detector).
