@@ -581,6 +581,10 @@ DECIDED_CUDA_FAMILY = [
     pytest.param("CN205", "import torch as th\nth.set_float32_matmul_precision('high')  # tf32\ncfg.backends.cudnn.benchmark = True\n", id="CN205-alias-and-other-object"),
     pytest.param("CN205", _CB + "with cudnn.flags(enabled=False):\n    v = (cudnn.version(), cudnn.is_available())\n", id="CN205-cudnn-calls"),
     pytest.param("CN205", _CB + "def f(torch):\n    torch.backends.cudnn.benchmark = True\nclass A:\n    cudnn.benchmark = False\n", id="CN205-shadowed-and-class-body"),
+    # CN201: an availability test in front of moved calls only, in a module with no kernel.
+    pytest.param("CN201", _T + "if torch.cuda.is_available():\n    torch.cuda.empty_cache()\n", id="CN201-test-before-moves"),
+    pytest.param("CN201", "import torch as th\ndef f(seed):\n    if x:\n        pass\n    elif th.cuda.is_available():\n        th.cuda.manual_seed_all(seed); th.cuda.synchronize(0)\n    else:\n        g()\n", id="CN201-elif-alias-two-on-a-line"),
+    pytest.param("CN201", _T + "if (torch.cuda.is_available()):  # why\n    (torch.cuda.empty_cache)()\n", id="CN201-parenthesized-test-and-callee"),
 ]
 
 
@@ -599,6 +603,16 @@ UNSURE_CUDA_FAMILY = [
     pytest.param("CN205", _CB + "torch.backends.cudnn.benchmark = True;\n", id="CN205-trailing-semicolon"),
     pytest.param("CN205", _CB + "del cudnn.benchmark, x\n", id="CN205-del-several"),
     pytest.param("CN205", _CB + "torch.backends.cudnn.benchmark = True\n", id="CN205-accelerator-target"),
+    # CN201's availability test: anything the kernel gates or a group could read goes to libcst.
+    pytest.param("CN201", _T + "import triton\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n", id="CN201-test-in-kernel-module"),
+    pytest.param("CN201", _T + "if torch.cuda.is_available():\n    x = x.to('cuda')\n", id="CN201-test-before-device-literal"),
+    pytest.param("CN201", _T + "if torch.cuda.is_available():\n    print(torch.cuda.memory_allocated())\n", id="CN201-test-before-message"),
+    pytest.param("CN201", _T + "if torch.cuda.is_available():\n    torch.cuda.set_device(rank)\n", id="CN201-test-before-other-move"),
+    pytest.param("CN201", _T + "if torch.cuda.is_available():\n    torch.cuda.manual_seed(seed=s)\n", id="CN201-test-before-keyword"),
+    pytest.param("CN201", _T + "if not torch.cuda.is_available():\n    torch.cuda.empty_cache()\n", id="CN201-negated-test"),
+    pytest.param("CN201", _T + "if torch.cuda.is_available() and ok:\n    torch.cuda.empty_cache()\n", id="CN201-test-with-and"),
+    pytest.param("CN201", _T + "if name.startswith('apex.'):\n    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n", id="CN201-in-named-package-branch"),
+    pytest.param("CN201", _T + "def f():\n    n: int = torch.cuda.device_count()\n    if n and 'cuda' in str(d):\n        pass\n", id="CN201-bound-value-read-by-cuda-test"),
 ]
 
 
