@@ -9,7 +9,7 @@ import libcst as cst
 from cuda2neuron.core import Effort, Finding, Fix, Invalid, ProjectFacts, Rule, Safety, Settings, Valid
 
 from .._shared.detector import may_be_linked
-from .._shared.kernel_free import kernel_free
+from .._shared.kernel_free import kernel_free, plain_import
 from .._shared.kernel_gates import report_kernel_gate
 from .._shared.names import import_to_drop
 from .._shared.consumers import foreign_callee, library_callee
@@ -582,18 +582,67 @@ class _Detector(_refs_ast.AstMemberReferences):
             return False
         if not (isinstance(branch, ast.If) and branch.test is call):
             return False
-        if not all(self._moved_call(stmt) for stmt in branch.body):
+        if not all(self._moved_call(stmt, numbers=False) for stmt in branch.body):
             return False
         for anc in reversed(ancestors[:-2]):
             if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
                 break
             if isinstance(anc, ast.If) and any(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in ast.walk(anc.test)):
                 return False  # a package's branch chosen by its dotted name (`_named_package_branch`)
-        return kernel_free(self.file, self.settings)
+        if kernel_free(self.file, self.settings):
+            return True
+        # The index may hold something: the gate asks it for the first kernel call of the test,
+        # the branch and its ``else`` (``index.first_call``), which finds none where there is no
+        # ``else``, no argument is a name (``_FirstCall`` looks each one up), and the moved
+        # calls' head (``torch``) is bound by its plain import alone: every key of the index is
+        # a name the file binds (an import, an assignment or a dotted target, a function, a
+        # class) or a torch spelling of a CUDA-only member, and none is then a prefix of
+        # ``torch.cuda.X``.
+        head = node.value
+        while isinstance(head, ast.Attribute):
+            head = head.value
+        return (
+            not branch.orelse
+            and all(self._moved_call(stmt, numbers=True) for stmt in branch.body)
+            and isinstance(head, ast.Name)
+            and self._bound_by_plain_import(head.id)
+        )
 
-    def _moved_call(self, stmt: ast.stmt) -> bool:
+    def _bound_by_plain_import(self, name: str) -> bool:
+        """Does the file bind ``name`` nowhere but by ``import torch [as name]`` (or ``import
+        torch.utils.checkpoint``, which the index reads as ``import torch``: ``kernels._imported``),
+        and is that import one the index records nothing for (``kernel_free._plain``)?"""
+        if not plain_import("torch", self.settings):
+            return False
+        for n in ast.walk(self.file.tree):
+            if isinstance(n, ast.Import):
+                if any(
+                    (a.asname or a.name.split(".")[0]) == name
+                    and not (a.name.split(".")[0] == "torch" and (a.asname is None or a.name == "torch"))
+                    for a in n.names
+                ):
+                    return False
+            elif isinstance(n, ast.ImportFrom):
+                if any((a.asname or a.name) == name for a in n.names):
+                    return False
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if n.name == name:
+                    return False
+            elif isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                # A dotted target is a key only for what is spelled through it: `torch.cuda.X`
+                # is reached through `torch`, `torch.cuda` and itself, not `torch.backends...`.
+                parts: list[str] = []
+                root = n
+                while isinstance(root, ast.Attribute):
+                    parts.insert(0, root.attr)
+                    root = root.value
+                if isinstance(root, ast.Name) and root.id == name and parts[:1] in ([], ["cuda"]):
+                    return False
+        return True
+
+    def _moved_call(self, stmt: ast.stmt, numbers: bool) -> bool:
         """Is ``stmt`` ``torch.cuda.X(a, 0)``, an expression statement calling a move of
-        ``_BRANCH_CALLS`` with names and numbers only?"""
+        ``_BRANCH_CALLS`` with names and numbers only (``numbers``: numbers only)?"""
         if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
             return False
         call = stmt.value
@@ -603,7 +652,8 @@ class _Detector(_refs_ast.AstMemberReferences):
         if move is None or move.name not in _BRANCH_CALLS:
             return False
         return all(
-            isinstance(a, ast.Name) or (isinstance(a, ast.Constant) and isinstance(a.value, (int, float))) for a in call.args
+            (isinstance(a, ast.Name) and not numbers) or (isinstance(a, ast.Constant) and isinstance(a.value, (int, float)))
+            for a in call.args
         )
 
     def _plain_use(self, node: ast.Attribute) -> bool:

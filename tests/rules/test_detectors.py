@@ -487,7 +487,8 @@ def test_traps_decided_cuda_api(code, source):
 
 # CN201: every use a hold, a group or an added import may apply to goes to libcst.
 UNSURE_CUDA_API = [
-    pytest.param(_T + "if torch.cuda.is_available():\n    torch.cuda.synchronize()\n", id="branch-test"),
+    # h42c: a test in front of moved calls alone is decided (DECIDED_CUDA_FAMILY); one in front of other code is not.
+    pytest.param(_T + "if torch.cuda.is_available():\n    i = torch.cuda.current_device()\n", id="branch-test"),
     pytest.param(_T + "n = torch.cuda.device_count()\n", id="assigned-flag"),
     pytest.param(_T + "def f():\n    return torch.cuda.current_device()\n", id="returned"),
     pytest.param(_T + "assert torch.cuda.device_count() > 1\n", id="asserted"),
@@ -585,6 +586,13 @@ DECIDED_CUDA_FAMILY = [
     pytest.param("CN201", _T + "if torch.cuda.is_available():\n    torch.cuda.empty_cache()\n", id="CN201-test-before-moves"),
     pytest.param("CN201", "import torch as th\ndef f(seed):\n    if x:\n        pass\n    elif th.cuda.is_available():\n        th.cuda.manual_seed_all(seed); th.cuda.synchronize(0)\n    else:\n        g()\n", id="CN201-elif-alias-two-on-a-line"),
     pytest.param("CN201", _T + "if (torch.cuda.is_available()):  # why\n    (torch.cuda.empty_cache)()\n", id="CN201-parenthesized-test-and-callee"),
+    # A module with a kernel: decided without an else, with numbers for arguments, `torch` bound
+    # by its imports alone (a dotted flag assigned through it is no key the moves are reached by).
+    pytest.param("CN201", _T + "import torch.utils.checkpoint\nimport bitsandbytes as bnb\ntorch.backends.cuda.matmul.allow_tf32 = True\n"
+                 "def f():\n    del pipe\n    if torch.cuda.is_available():\n        torch.cuda.empty_cache()\n", id="CN201-test-in-kernel-module-no-else"),
+    # Prose that says "subprocesses" and a dynamic import of a plain module leave the index empty.
+    pytest.param("CN201", _T + "import importlib\nhelp = 'Number of subprocesses to use'\nm = importlib.import_module('diffusers')\n"
+                 "if torch.cuda.is_available():\n    torch.cuda.manual_seed_all(seed)\n", id="CN201-kernel-free-words-in-prose"),
 ]
 
 
@@ -604,7 +612,10 @@ UNSURE_CUDA_FAMILY = [
     pytest.param("CN205", _CB + "del cudnn.benchmark, x\n", id="CN205-del-several"),
     pytest.param("CN205", _CB + "torch.backends.cudnn.benchmark = True\n", id="CN205-accelerator-target"),
     # CN201's availability test: anything the kernel gates or a group could read goes to libcst.
-    pytest.param("CN201", _T + "import triton\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n", id="CN201-test-in-kernel-module"),
+    pytest.param("CN201", _T + "import triton\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\nelse:\n    pass\n", id="CN201-test-in-kernel-module-with-else"),
+    pytest.param("CN201", _T + "import triton\nif torch.cuda.is_available():\n    torch.cuda.manual_seed(seed)\n", id="CN201-test-in-kernel-module-name-argument"),
+    pytest.param("CN201", _T + "import triton\ntorch.cuda = shim\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n", id="CN201-test-in-kernel-module-torch-rebound"),
+    pytest.param("CN201", _T + "import importlib\nm = importlib.import_module('flash_attn')\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\nelse:\n    pass\n", id="CN201-dynamic-import-of-kernel"),
     pytest.param("CN201", _T + "if torch.cuda.is_available():\n    x = x.to('cuda')\n", id="CN201-test-before-device-literal"),
     pytest.param("CN201", _T + "if torch.cuda.is_available():\n    print(torch.cuda.memory_allocated())\n", id="CN201-test-before-message"),
     pytest.param("CN201", _T + "if torch.cuda.is_available():\n    torch.cuda.set_device(rank)\n", id="CN201-test-before-other-move"),
