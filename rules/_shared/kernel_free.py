@@ -29,15 +29,18 @@ from .kernels import (
     relative_module,
 )
 
-__all__ = ["kernel_free"]
+__all__ = ["kernel_free", "plain_import"]
 
-# Words without which no build, dynamic import, hub kernel, CUDA operator, GPU launch, raw
-# pointer or CUDA provider can be spelled (kernels.py's `_Collector`, process_gpus.py).
+# Words without which no build, hub kernel, CUDA operator, GPU launch, raw pointer or CUDA
+# provider can be spelled (kernels.py's `_Collector`, process_gpus.py). Whole words where a
+# longer one is common prose ("Number of subprocesses to use for data loading"): the launcher's
+# module is imported by its name. A dynamic import is read from the tree instead (`_dynamic`).
 _RUNTIME_WORDS = re.compile(
-    r"load_inline|cpp_extension|CUDAExtension|import_module|__import__|get_kernel|load_kernel|"
-    r"_jit_get_operation|\bops\b|CUDA_VISIBLE_DEVICES|ExecutionProvider|subprocess|Popen|spawn|"
+    r"load_inline|cpp_extension|CUDAExtension|get_kernel|load_kernel|"
+    r"_jit_get_operation|\bops\b|CUDA_VISIBLE_DEVICES|ExecutionProvider|\bsubprocess\b|\bPopen\b|\bspawn\b|"
     r"\bcupy\b|ctypes|data_ptr"
 )
+_DYNAMIC_IMPORTERS = frozenset({"import_module", "__import__"})
 
 
 def kernel_free(file: Any, settings: Settings) -> bool:  # file: python.AstFile
@@ -57,8 +60,8 @@ def kernel_free(file: Any, settings: Settings) -> bool:  # file: python.AstFile
                     return False
         elif isinstance(node, ast.ImportFrom):
             for alias in node.names:
-                if alias.name == "*":
-                    return False
+                if alias.name == "*" or (alias.name in _DYNAMIC_IMPORTERS and alias.asname):
+                    return False  # everything, or an importer under another name
                 if node.level:
                     candidates = tuple(f"{b}.{alias.name}" for b in relative_module(file.path, node.level, node.module))
                     if not candidates or not _plain(candidates[0], candidates, facts, relative=True):
@@ -67,11 +70,34 @@ def kernel_free(file: Any, settings: Settings) -> bool:  # file: python.AstFile
                     full = f"{node.module}.{alias.name}"
                     if not _plain(full, (full,), facts, relative=False) or describe_module(node.module, facts) is not None:
                         return False
+        elif isinstance(node, ast.Call) and not _plain_dynamic(node, facts):
+            return False
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             value = node.value
             if ("-" in value or any(c in value for c in "<>=~")) and _cuda_requirement(cst.SimpleString(repr(value))):
                 return False
     return True
+
+
+def plain_import(module: str, settings: Settings) -> bool:
+    """Does ``import module`` (absolute, unaliased) bind a name the kernel index records nothing for?"""
+    return _plain(module, (module,), settings.project, relative=False)
+
+
+def _plain_dynamic(call: ast.Call, facts) -> bool:  # noqa: ANN001 - ProjectFacts
+    """Does a call record nothing as a dynamic import (``kernels.dynamic_import``)? The index
+    records ``importlib.import_module("fused_adam_cuda")`` / ``__import__(...)`` only where the
+    literal names a module ``describe_module`` knows; a call of a name or attribute spelled
+    otherwise is no importer (an alias of one is refused at its import), nor is one whose first
+    argument is no string literal."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name not in _DYNAMIC_IMPORTERS or not call.args:
+        return True
+    first = call.args[0]
+    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+        return True
+    return describe_module(first.value, facts) is None
 
 
 def _plain(first: str, candidates: tuple[str, ...], facts, relative: bool) -> bool:  # noqa: ANN001 - ProjectFacts

@@ -8,6 +8,8 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Finding, Fix, Invalid, ProjectFacts, Rule, Safety, Settings, Valid
 
+from .._shared.detector import may_be_linked
+from .._shared.kernel_free import kernel_free, plain_import
 from .._shared.kernel_gates import report_kernel_gate
 from .._shared.names import import_to_drop
 from .._shared.consumers import foreign_callee, library_callee
@@ -26,6 +28,12 @@ _KERNEL_GUIDANCE = (
 )
 # Cheap pre-check before any name resolution: the last component of every covered name.
 _MEMBERS = frozenset(move.name for move in _MOVES.values())
+# Calls made for their effect that no rule but this one reports: an availability test in front
+# of only these is decided on ``ast`` (``_Detector._guards_moves_only``).
+_BRANCH_CALLS = frozenset({
+    "empty_cache", "synchronize", "manual_seed", "manual_seed_all", "reset_peak_memory_stats",
+    "reset_max_memory_allocated", "reset_accumulated_memory_stats",
+})
 
 
 def _version(v: tuple[int, int]) -> str:
@@ -511,7 +519,7 @@ class _Detector(_refs_ast.AstMemberReferences):
             head = head.value
         if not (isinstance(head, ast.Name) and "." not in (self.ctx.qualname(head) or ".")):
             raise Unsure("reached through a from-import the move may leave unused")  # import_to_drop
-        if not self._plain_use(node):
+        if not self._plain_use(node) and not self._guards_moves_only(node, qualified):
             raise Unsure("a use a hold or a group may apply to")
         message = f"`{qualified}` is CUDA-only"
         target = move.neuron_name
@@ -524,14 +532,129 @@ class _Detector(_refs_ast.AstMemberReferences):
         text, needs_import = spelled
         if needs_import:
             raise Unsure("the move adds an import")
+        if self._binds(ancestors) and may_be_linked(self.file, node, ancestors):
+            raise Unsure("a value bound to a name the program pass may link to its readers")
         self._reports.append((
             node,
             f"{message}; {note}" if note else message,
             f"Use `{target}` instead." + (f" {note}" if note else ""),
             Effort.NONE,
-            Fix(Safety.SAFE, text, f"use `{target}`"),
+            self._fix(node, ancestors, text, f"use `{target}`"),
             ancestors,
         ))
+
+    @staticmethod
+    def _binds(ancestors: tuple[object, ...]) -> bool:
+        """Is the use in an annotated or augmented assignment's value (``_plain_use``'s only
+        bindings), which ``_flows._link_readers`` may tie to the tests that read the name?"""
+        statement = next((a for a in reversed(ancestors) if isinstance(a, ast.stmt)), None)
+        return isinstance(statement, (ast.AnnAssign, ast.AugAssign))
+
+    def _fix(self, node: ast.Attribute, ancestors: tuple[object, ...], text: str, description: str) -> Fix:
+        """The visitor's fix, the whole reference (its own parentheses included) replaced by
+        ``text``, noted for the span path where the written bounds can be told (``edit``); a
+        plain fix elsewhere, which the span path leaves to libcst."""
+        from cuda2neuron.python import Unsure, written_bounds
+
+        try:
+            start, end = written_bounds(self.file, node, ancestors)
+            return self.edit(node, ancestors, start, end - start, text, Safety.SAFE, description)
+        except Unsure:
+            return Fix(Safety.SAFE, text, description)
+
+    def _guards_moves_only(self, node: ast.Attribute, qualified: str) -> bool:
+        """``if torch.cuda.is_available():`` in front of nothing but moved calls
+        (``torch.cuda.empty_cache()``), in a module whose kernel index is provably empty
+        (``kernel_free``): no kernel gate can apply (``guarded_kernel`` asks the index for every
+        shape but a return, an assignment, a named package's branch and a CUDA build, none of
+        which this is), and the group the move forms with its branch (``selected_code``) holds
+        only this rule's safe moves, as every call in the branch is one (``_BRANCH_CALLS``, names
+        no other rule reports; their arguments are names or numbers, no literal a group could
+        strand). The branch's statements are visited after the test and decided by
+        ``_plain_use`` in their turn."""
+        if qualified != "torch.cuda.is_available":
+            return False
+        ancestors = self.ctx.ancestors
+        if len(ancestors) < 2:
+            return False
+        call, branch = ancestors[-1], ancestors[-2]
+        if not (isinstance(call, ast.Call) and call.func is node and not call.args and not call.keywords):
+            return False
+        if not (isinstance(branch, ast.If) and branch.test is call):
+            return False
+        if not all(self._moved_call(stmt, numbers=False) for stmt in branch.body):
+            return False
+        for anc in reversed(ancestors[:-2]):
+            if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                break
+            if isinstance(anc, ast.If) and any(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in ast.walk(anc.test)):
+                return False  # a package's branch chosen by its dotted name (`_named_package_branch`)
+        if kernel_free(self.file, self.settings):
+            return True
+        # The index may hold something: the gate asks it for the first kernel call of the test,
+        # the branch and its ``else`` (``index.first_call``), which finds none where there is no
+        # ``else``, no argument is a name (``_FirstCall`` looks each one up), and the moved
+        # calls' head (``torch``) is bound by its plain import alone: every key of the index is
+        # a name the file binds (an import, an assignment or a dotted target, a function, a
+        # class) or a torch spelling of a CUDA-only member, and none is then a prefix of
+        # ``torch.cuda.X``.
+        head = node.value
+        while isinstance(head, ast.Attribute):
+            head = head.value
+        return (
+            not branch.orelse
+            and all(self._moved_call(stmt, numbers=True) for stmt in branch.body)
+            and isinstance(head, ast.Name)
+            and self._bound_by_plain_import(head.id)
+        )
+
+    def _bound_by_plain_import(self, name: str) -> bool:
+        """Does the file bind ``name`` nowhere but by ``import torch [as name]`` (or ``import
+        torch.utils.checkpoint``, which the index reads as ``import torch``: ``kernels._imported``),
+        and is that import one the index records nothing for (``kernel_free._plain``)?"""
+        if not plain_import("torch", self.settings):
+            return False
+        for n in ast.walk(self.file.tree):
+            if isinstance(n, ast.Import):
+                if any(
+                    (a.asname or a.name.split(".")[0]) == name
+                    and not (a.name.split(".")[0] == "torch" and (a.asname is None or a.name == "torch"))
+                    for a in n.names
+                ):
+                    return False
+            elif isinstance(n, ast.ImportFrom):
+                if any((a.asname or a.name) == name for a in n.names):
+                    return False
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if n.name == name:
+                    return False
+            elif isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                # A dotted target is a key only for what is spelled through it: `torch.cuda.X`
+                # is reached through `torch`, `torch.cuda` and itself, not `torch.backends...`.
+                parts: list[str] = []
+                root = n
+                while isinstance(root, ast.Attribute):
+                    parts.insert(0, root.attr)
+                    root = root.value
+                if isinstance(root, ast.Name) and root.id == name and parts[:1] in ([], ["cuda"]):
+                    return False
+        return True
+
+    def _moved_call(self, stmt: ast.stmt, numbers: bool) -> bool:
+        """Is ``stmt`` ``torch.cuda.X(a, 0)``, an expression statement calling a move of
+        ``_BRANCH_CALLS`` with names and numbers only (``numbers``: numbers only)?"""
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            return False
+        call = stmt.value
+        if call.keywords or not isinstance(call.func, ast.Attribute):
+            return False
+        move = _MOVES.get(self.ctx.qualname(call.func) or "")
+        if move is None or move.name not in _BRANCH_CALLS:
+            return False
+        return all(
+            (isinstance(a, ast.Name) and not numbers) or (isinstance(a, ast.Constant) and isinstance(a.value, (int, float)))
+            for a in call.args
+        )
 
     def _plain_use(self, node: ast.Attribute) -> bool:
         """Is ``node`` used where neither a device test's hold nor a group applies: up to its

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 
 __all__ = ["DevicePropertiesFields"]
 
@@ -20,6 +22,15 @@ _DEFAULT_GUIDANCE = (
     "Only `.name` and `.total_memory` exist on Neuron device properties: drop the use, or "
     "replace it with a constant suited to Trainium."
 )
+
+
+def _properties_call(node: ast.expr) -> bool:
+    """A call whose callee is written ``...get_device_properties`` (``_is_properties_call``
+    before it resolves the name)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) == "get_device_properties"
 
 
 class DevicePropertiesFields(Rule):
@@ -68,6 +79,27 @@ class DevicePropertiesFields(Rule):
         # (id of scope, variable name) for variables holding a properties object. Tracked in
         # visit order, which is source order within a scope; O(1) per node.
         self._holders: set[tuple[int, str]] = set()
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: no finding where no field other than ``.name`` / ``.total_memory`` is read
+        from a ``get_device_properties(...)`` call or from a name some assignment of the file
+        binds to one (any scope: a superset of the visitor's holders), unsure elsewhere."""
+        nodes = list(ast.walk(file.tree))
+        holders = {
+            t.id
+            for n in nodes
+            if isinstance(n, ast.Assign) and _properties_call(n.value)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+        for node in nodes:
+            if not isinstance(node, ast.Attribute) or node.attr in _NEURON_FIELDS or node.attr.startswith("__"):
+                continue
+            value = node.value
+            if _properties_call(value) or (isinstance(value, ast.Name) and value.id in holders):
+                return None
+        return []
 
     def _is_properties_call(self, node: cst.BaseExpression) -> bool:
         if not isinstance(node, cst.Call):

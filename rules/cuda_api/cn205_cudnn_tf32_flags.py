@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Finding, Fix, Invalid, Rule, Safety, Settings, Valid
 
+from .._shared.detector import AstDetector
 from .._shared.names import import_to_drop
 
 __all__ = ["CudnnTf32Flags"]
@@ -43,6 +46,28 @@ _CUDNN_CALLS: dict[str, str] = {
 _CUDNN_CALL_MEMBERS = frozenset(q.rpartition(".")[2] for q in _CUDNN_CALLS)
 _FLAG_MEMBERS = frozenset(q.rpartition(".")[2] for q in _FLAGS)
 _CALL_MEMBERS = frozenset(q.rpartition(".")[2] for q in _CALLS)
+
+
+def _call_guidance(member: str, target: str) -> str:
+    if target != "neuron":
+        return "Keep it for CUDA runs; on Neuron it does nothing."
+    if member == "flags":
+        return (
+            "Keep the block's body and drop the `with` for Trainium (nothing there reads "
+            "cuDNN's switches); if it was a determinism or correctness workaround, check the "
+            "op on Neuron instead."
+        )
+    return "Drop the call, or the branch it decides, for Trainium."
+
+
+def _read_message(qualified: str) -> str:
+    return f"`{qualified}` is read here; it describes a CUDA switch that has no effect on Neuron"
+
+
+_READ_GUIDANCE = (
+    "The value is only what was last assigned on Neuron (no cuDNN, no TF32 there): "
+    "drop the read together with the assignment it saves or tests for"
+)
 
 
 class CudnnTf32Flags(Rule):
@@ -139,6 +164,19 @@ class CudnnTf32Flags(Rule):
         Invalid("import torch\nwith torch.backends.cudnn.flags(enabled=False):\n    loss = f(x)\n", target="accelerator"),
     )
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        if settings.target != "neuron":
+            return None  # the accelerator target's messages are libcst's
+        detector = _Detector(cls, file)
+        reports = detector.reports()
+        if reports is None:
+            return None
+        return [
+            detector.finding(node, message, guidance, Effort.LOW, Fix(Safety.UNSAFE, "", "remove the statement") if removable else None)
+            for node, message, guidance, removable, _ in reports
+        ]
+
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         alone = len(node.body) == 1
         for statement in node.body:
@@ -179,16 +217,7 @@ class CudnnTf32Flags(Rule):
         what = _CUDNN_CALLS.get(qualified or "")
         if what is None:
             return
-        if self.context.settings.target != "neuron":
-            guidance = "Keep it for CUDA runs; on Neuron it does nothing."
-        elif member == "flags":
-            guidance = (
-                "Keep the block's body and drop the `with` for Trainium (nothing there reads "
-                "cuDNN's switches); if it was a determinism or correctness workaround, check the "
-                "op on Neuron instead."
-            )
-        else:
-            guidance = "Drop the call, or the branch it decides, for Trainium."
+        guidance = _call_guidance(member, self.context.settings.target)
         self.report(node, f"`{qualified}(...)` {what}", guidance=guidance, effort=Effort.LOW)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -197,18 +226,10 @@ class CudnnTf32Flags(Rule):
         qualified = self.qualname(node)
         if qualified not in _FLAGS:
             return
-        guidance = (
-            "The value is only what was last assigned on Neuron (no cuDNN, no TF32 there): "
-            "drop the read together with the assignment it saves or tests for"
-        )
+        guidance = _READ_GUIDANCE
         if self.context.settings.target != "neuron":
             guidance = "Keep it for CUDA runs; on Neuron it says nothing about how the device computes."
-        self.report(
-            node,
-            f"`{qualified}` is read here; it describes a CUDA switch that has no effect on Neuron",
-            guidance=guidance,
-            effort=Effort.LOW,
-        )
+        self.report(node, _read_message(qualified), guidance=guidance, effort=Effort.LOW)
 
     def _is_written(self, node: cst.Attribute) -> bool:
         """Assignment targets (reported by visit_SimpleStatementLine) and ``del`` are not reads."""
@@ -235,3 +256,79 @@ class CudnnTf32Flags(Rule):
                 if qualified in _CALLS:
                     return qualified, _CALLS[qualified], True, func
         return None
+
+
+class _Detector(AstDetector):
+    """The visitor on CPython's ``ast`` for the neuron target. A flag assigned (or
+    ``set_float32_matmul_precision`` called) in a statement alone on its line is reported at the
+    statement with the unsafe removal, as ``visit_SimpleStatementLine`` does; a statement written
+    after a suite's colon (libcst's ``SimpleStatementSuite``, which that visit never sees) or
+    beside another with ``;`` is left to libcst (unsure), as is a ``del`` of several targets
+    (libcst's tuple makes each a read)."""
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and target.attr in _FLAG_MEMBERS:
+                qualified = self.ctx.qualname(target)
+                if qualified in _FLAGS:
+                    self._statement(node, qualified, _FLAGS[qualified], len(node.targets) == 1)
+                    return
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        call = node.value
+        if not isinstance(call, ast.Call):
+            return
+        func = call.func
+        member = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if member in _CALL_MEMBERS:
+            qualified = self.ctx.qualname(func)
+            if qualified in _CALLS:
+                self._statement(node, qualified, _CALLS[qualified], True)
+
+    def _statement(self, node: ast.stmt, qualified: str, guidance: str, removable: bool) -> None:
+        from cuda2neuron.python import Unsure
+
+        if not self._alone(node):
+            raise Unsure("a statement on a suite's line or beside another")
+        self._reports.append((node, f"`{qualified}` has no effect on Neuron", guidance, removable, tuple(self.ctx.ancestors)))
+
+    def _alone(self, node: ast.stmt) -> bool:
+        """Is ``node`` the one statement of a line of its own (libcst's ``SimpleStatementLine``
+        with one statement)? Only blanks before it on its first line, which no backslash
+        continues; only blanks or a comment after it on its last."""
+        text = self.file.text
+        start, end = self.file.bounds(node)
+        line_start = text.rfind("\n", 0, start) + 1
+        if text[line_start:start].strip(" \t\f") or text[:line_start].rstrip("\r\n").endswith("\\"):
+            return False
+        line_end = text.find("\n", end)
+        rest = text[end : len(text) if line_end < 0 else line_end].strip(" \t\f\r")
+        return not rest or rest.startswith("#")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        member = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if member not in _CUDNN_CALL_MEMBERS:
+            return
+        qualified = self.ctx.qualname(func)
+        what = _CUDNN_CALLS.get(qualified or "")
+        if what is not None:
+            self._reports.append((node, f"`{qualified}(...)` {what}", _call_guidance(member, "neuron"), False, tuple(self.ctx.ancestors)))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        from cuda2neuron.python import Unsure
+
+        if node.attr not in _FLAG_MEMBERS:
+            return
+        parent = self.ctx.parent
+        if isinstance(parent, ast.Assign) and any(t is node for t in parent.targets):
+            return
+        if isinstance(parent, (ast.AnnAssign, ast.AugAssign)) and parent.target is node:
+            return
+        if isinstance(parent, ast.Delete):
+            if len(parent.targets) > 1:
+                raise Unsure("`del a, b`: libcst's tuple makes each target a read")
+            return
+        qualified = self.ctx.qualname(node)
+        if qualified in _FLAGS:
+            self._reports.append((node, _read_message(qualified), _READ_GUIDANCE, False, tuple(self.ctx.ancestors)))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings
 
 from .._shared.env import CUDA_ENV_RE, env_site
 from .._shared.names import is_reference
@@ -110,6 +112,22 @@ class CudaEnvVar(Rule):
         Invalid("import torch.utils.cpp_extension as ext\nok = ext.CUDA_HOME is not None\n"),
         Invalid("from parrots.utils.build_extension import CUDA_HOME\nnvcc = CUDA_HOME + '/bin/nvcc'\n"),
     )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: no finding where no visit can report, unsure elsewhere. A report needs a
+        toolkit probe's name written (``CUDA_HOME``), a string literal that holds a trigger word
+        as written (each piece of an implicit concatenation, each text of an f-string, lies
+        inside one of ``ast``'s constants), or a keyword that is a CUDA variable's name."""
+        if any(name in file.text for name in _TOOLKIT_NAMES):
+            return None
+        for node in ast.walk(file.tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if any(t in node.value for t in cls.triggers):
+                    return None
+            elif isinstance(node, ast.keyword) and _is_cuda_key(node.arg):
+                return None
+        return []
 
     def visit_Name(self, node: cst.Name) -> None:
         if node.value not in _TOOLKIT_NAMES:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings, Valid
 
 from .._shared.strings import string_value
 
@@ -29,6 +30,18 @@ _GUIDANCE = (
     "raises for any device's allocator that reports OOM through it) and check on a Trainium run "
     "what your runtime raises."
 )
+
+
+def _maybe_error_text(expr: ast.expr, caught: set[str]) -> bool:
+    """Could ``_is_error_text`` say yes to ``expr``? ``str(...)`` / ``repr(...)``, ``x.args``
+    (or a subscript of it), or a name some ``except ... as`` of the file binds."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("str", "repr"):
+        return True
+    if isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if isinstance(expr, ast.Attribute) and expr.attr == "args":
+        return True
+    return isinstance(expr, ast.Name) and expr.id in caught
 
 
 class CudaOomHandler(Rule):
@@ -99,6 +112,26 @@ class CudaOomHandler(Rule):
             options=(("min_torch", (2, 4)),),  # type: ignore[arg-type]
         ),
     )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: no finding where no visit can report, unsure elsewhere. A report needs
+        ``OutOfMemoryError`` written (the class, by attribute or by its own name), or a single
+        ``in`` / ``not in`` test whose left side is one string literal matching CUDA's error text
+        and whose right side may be an error's text (``_maybe_error_text``). Most woken files
+        only write "CUDA" in a message or a device test (``"cuda" in device``)."""
+        if "OutOfMemoryError" in file.text:
+            return None
+        caught = {h.name for h in ast.walk(file.tree) if isinstance(h, ast.ExceptHandler) and h.name}
+        for node in ast.walk(file.tree):
+            if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn))):
+                continue
+            left = node.left
+            if not isinstance(left, ast.Constant) or not isinstance(left.value, (str, bytes)):
+                continue
+            if (isinstance(left.value, bytes) or _CUDA_ERROR_TEXT.search(left.value)) and _maybe_error_text(node.comparators[0], caught):
+                return None
+        return []
 
     def __init__(self, context) -> None:
         super().__init__(context)

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings
 from cuda2neuron.python import dotted_name
 
 __all__ = ["CudaModuleImport"]
@@ -25,6 +27,17 @@ _SDP_HOME_SINCE = (2, 2)
 
 def _is_cuda_module(dotted: str) -> bool:
     return any(dotted == m or dotted.startswith(m + ".") for m in _CUDA_MODULES)
+
+
+def _elsewhere(value: ast.expr) -> bool:
+    """Is ``value.SDPBackend`` surely no ``torch.backends.cuda.SDPBackend``? A dotted chain of
+    two parts or more whose last is not ``cuda`` (``torch.nn.attention``) resolves, whatever its
+    root is bound to, to a name ending in that part."""
+    if not isinstance(value, ast.Attribute) or value.attr == "cuda":
+        return False
+    while isinstance(value, ast.Attribute):
+        value = value.value
+    return isinstance(value, ast.Name)
 
 
 class CudaModuleImport(Rule):
@@ -101,6 +114,26 @@ class CudaModuleImport(Rule):
         # Before torch 2.2 the enum has no other home: reported, kept.
         Invalid("from torch.backends.cuda import SDPBackend\n", options=(("min_torch", (2, 1)),)),
     )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: no finding where nothing any visit reports is written, unsure elsewhere.
+        Every report sits on an ``import`` of a CUDA module without ``as``, a from-import that
+        names ``SDPBackend``, or an attribute ``.SDPBackend`` whose qualified name can be
+        ``torch.backends.cuda.SDPBackend``: reached through a name alone (an alias of the module)
+        or a chain ending in ``.cuda``. Most woken files only call ``torch.cuda.X`` (diffusers:
+        none of its 195 imports such a module)."""
+        sdp = "SDPBackend" in file.text
+        for node in ast.walk(file.tree):
+            if isinstance(node, ast.Import):
+                if any(a.asname is None and _is_cuda_module(a.name) for a in node.names):
+                    return None
+            elif sdp and isinstance(node, ast.ImportFrom):
+                if any(a.name == "SDPBackend" for a in node.names):
+                    return None
+            elif sdp and isinstance(node, ast.Attribute) and node.attr == "SDPBackend" and not _elsewhere(node.value):
+                return None
+        return []
 
     def visit_Import(self, node: cst.Import) -> None:
         names = list(node.names)

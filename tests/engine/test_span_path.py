@@ -125,3 +125,28 @@ def test_span_path_keeps_fences(monkeypatch, source):
         parsed = process_python_findings("m.py", data, config, _FIX)
     assert taken == 1, "the span path did not take the file"
     assert spanned == parsed
+
+
+# h42c: CN201's moves, spliced where CN201 alone is selected (its detector records its edits).
+_ONLY_CN201 = Config(select=("CN201",))
+
+TAKEN_CN201 = [
+    pytest.param("import torch\ntorch.cuda.synchronize()\ntorch.cuda.empty_cache()\n", id="statements"),
+    pytest.param("import torch\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n", id="test-before-moves"),
+    pytest.param("import torch as th\ns = 'é'; (th . cuda . synchronize)()\n", id="alias-spaced-parenthesized"),
+    pytest.param("import torch\ntorch.cuda.reset_max_memory_allocated()\nn = 0\nn += torch.cuda.memory_cached(0)\n", id="deprecated-aliases"),
+]
+
+
+@pytest.mark.parametrize("source", TAKEN_CN201)
+def test_span_path_equals_libcst_cn201(monkeypatch, source):
+    data = source.encode("utf-8")
+    before = span_path_files()
+    spanned = process_python_findings("m.py", data, _ONLY_CN201, _FIX)
+    taken = span_path_files() - before
+    with monkeypatch.context() as m:
+        m.setattr(_python, "fixed_by_spans", lambda *args, **kwargs: None)
+        parsed = process_python_findings("m.py", data, _ONLY_CN201, _FIX)
+    assert taken == 1, "the span path did not take the file"
+    assert spanned == parsed
+    assert spanned[0] is not None and any(f.applied for f in spanned[1])

@@ -69,6 +69,8 @@ HOLDS_LEFT_TO_LIBCST = frozenset({"CN201"})
 GATES = frozenset({"CN103", "CN208", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN609", "CN611", "CN616", "CN617", "CN619", "CN620", "CN805"})
 # h42d: gates for CN106 (legacy tensor types) and CN107 (integer device ordinals).
 GATES = GATES | {"CN106", "CN107"}
+# The torch.cuda family's gates (CN203, CN207, CN210, CN212): their rows are GATE_CASES_CUDA_FAMILY.
+GATES = GATES | frozenset({"CN203", "CN207", "CN210", "CN212"})
 
 
 # Detectors that decide the common cases and leave the rest to libcst: the examples each leaves
@@ -90,6 +92,13 @@ EXAMPLES_LEFT_TO_LIBCST = {
     "CN109": {
         "valid-14": "a file naming ONNX Runtime: the provider's call is resolved by libcst",
         "valid-15": "a test that writes a device and compares it back (is_test_data)",
+    },
+    # h42c: CN205 decides the neuron target; a statement sharing its line and a report inside an
+    # f-string go to libcst.
+    "CN205": {
+        "invalid-4": "a statement beside another on its line",
+        **{f"invalid-{i}": "the accelerator target's messages" for i in (6, 7, 11, 14)},
+        "invalid-10": "a read inside an f-string",
     },
     "CN105": {
         "invalid-2": "the from-import the fix leaves unused: libcst removes it",
@@ -485,7 +494,8 @@ def test_traps_decided_cuda_api(code, source):
 
 # CN201: every use a hold, a group or an added import may apply to goes to libcst.
 UNSURE_CUDA_API = [
-    pytest.param(_T + "if torch.cuda.is_available():\n    torch.cuda.synchronize()\n", id="branch-test"),
+    # h42c: a test in front of moved calls alone is decided (DECIDED_CUDA_FAMILY); one in front of other code is not.
+    pytest.param(_T + "if torch.cuda.is_available():\n    i = torch.cuda.current_device()\n", id="branch-test"),
     pytest.param(_T + "n = torch.cuda.device_count()\n", id="assigned-flag"),
     pytest.param(_T + "def f():\n    return torch.cuda.current_device()\n", id="returned"),
     pytest.param(_T + "assert torch.cuda.device_count() > 1\n", id="asserted"),
@@ -536,6 +546,100 @@ def test_gates_cuda_api(code, source, decided):
     else:
         assert detected is None
         assert linted, "the visitor reports what the gate leaves to it"
+
+
+# h42c: the torch.cuda family's gates (CN203, CN207, CN210, CN212). Decided rows: the visitor
+# reports nothing; the others: it reports, and the gate must leave the file to it.
+GATE_CASES_CUDA_FAMILY = [
+    pytest.param("CN212", _T + "torch.cuda.synchronize()\nimport torch.distributed\n", True, id="CN212-uses-only"),
+    pytest.param("CN212", _T + "with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):\n    pass\n", True, id="CN212-sdp-at-home"),
+    pytest.param("CN212", "import torch.cuda as tc\nfrom torch.cuda import amp\n", True, id="CN212-alias-and-from"),
+    pytest.param("CN212", "def f():\n    import os, torch.cuda.nvtx\n", False, id="CN212-nested-import"),
+    pytest.param("CN212", "import torch.backends.cuda as b\nx = b.SDPBackend.MATH\n", False, id="CN212-sdp-through-alias"),
+    pytest.param("CN212", "from torch.backends import cuda\nx = cuda.SDPBackend\n", False, id="CN212-sdp-through-cuda-name"),
+    pytest.param("CN212", "from torch.backends.cuda import (\n    SDPBackend,\n)\n", False, id="CN212-sdp-from-import-across-lines"),
+    pytest.param("CN210", _T + "if 'cuda' in device:\n    x = torch.cuda.max_memory_allocated()\nprint('CUDA is fast')\n", True, id="CN210-device-test-and-message"),
+    pytest.param("CN210", "try:\n    f()\nexcept RuntimeError as e:\n    if 'CUDA' in other:\n        raise\n", True, id="CN210-text-of-no-error"),
+    pytest.param("CN210", "try:\n    f()\nexcept RuntimeError as e:\n    if 'out of memory' in str(e):\n        pass\n", False, id="CN210-error-text"),
+    pytest.param("CN210", "try:\n    f()\nexcept RuntimeError as err:\n    if 'CUBLAS_STATUS' not in err.args[0]:\n        raise\n", False, id="CN210-args-subscript"),
+    pytest.param("CN210", "import torch\ntry:\n    f()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n", False, id="CN210-oom-class"),
+    pytest.param("CN210", "try:\n    f()\nexcept OSError as e:\n    ok = 'cuDNN error' in e\n", False, id="CN210-caught-name"),
+    pytest.param("CN207", _T + "CUDA_OK = torch.cuda.is_available()\nmsg = f'{CUDA_OK}'\n", True, id="CN207-name-only"),
+    pytest.param("CN207", "import os\nconf = os.getenv(\n    'PYTORCH_CUDA_ALLOC_CONF')\n", False, id="CN207-read-across-lines"),
+    pytest.param("CN207", "import os\nos.environ.update(CUDA_LAUNCH_BLOCKING='1')\n", False, id="CN207-keyword-key"),
+    pytest.param("CN207", "from torch.utils import cpp_extension\nnvcc = cpp_extension.CUDA_HOME + '/bin/nvcc'\n", False, id="CN207-toolkit-attribute"),
+    pytest.param("CN203", _T + "p = torch.cuda.get_device_properties(0)\nprint(p.name, p.total_memory, p.__class__)\n", True, id="CN203-neuron-fields"),
+    pytest.param("CN203", _T + "def f():\n    p = torch.cuda.get_device_properties(0)\n    return p.major\n", False, id="CN203-held-field"),
+    pytest.param("CN203", "from torch.cuda import get_device_properties\nn = get_device_properties(0).multi_processor_count\n", False, id="CN203-direct-field"),
+]
+
+
+@pytest.mark.parametrize(("code", "source", "decided"), GATE_CASES_CUDA_FAMILY)
+def test_gates_cuda_family(code, source, decided):
+    test_gates_cuda_api(code, source, decided)
+
+
+# h42c: CN205 decided (findings, the unsafe removals included, equal to the visitor's) ...
+_CB = "import torch\nfrom torch.backends import cudnn\n"
+DECIDED_CUDA_FAMILY = [
+    pytest.param("CN205", _CB + "# why\ntorch.backends.cudnn.benchmark = True  # fast\n", id="CN205-comments-around"),
+    pytest.param("CN205", _CB + "def f(a):\n    if a.tf32:\n        torch.backends.cuda.matmul.allow_tf32 = (\n            True)\n", id="CN205-indented-across-lines"),
+    pytest.param("CN205", _CB + "s = 'é'; t = 1\ncudnn.deterministic = torch.backends.cudnn.benchmark = False\n", id="CN205-non-ascii-two-targets"),
+    pytest.param("CN205", _CB + "x, cudnn.benchmark = 1, 2\ncudnn.enabled |= x\nb: bool = cudnn.enabled\ndel cudnn.benchmark\n", id="CN205-tuple-augmented-deleted"),
+    pytest.param("CN205", "import torch as th\nth.set_float32_matmul_precision('high')  # tf32\ncfg.backends.cudnn.benchmark = True\n", id="CN205-alias-and-other-object"),
+    pytest.param("CN205", _CB + "with cudnn.flags(enabled=False):\n    v = (cudnn.version(), cudnn.is_available())\n", id="CN205-cudnn-calls"),
+    pytest.param("CN205", _CB + "def f(torch):\n    torch.backends.cudnn.benchmark = True\nclass A:\n    cudnn.benchmark = False\n", id="CN205-shadowed-and-class-body"),
+    # CN201: an availability test in front of moved calls only, in a module with no kernel.
+    pytest.param("CN201", _T + "if torch.cuda.is_available():\n    torch.cuda.empty_cache()\n", id="CN201-test-before-moves"),
+    pytest.param("CN201", "import torch as th\ndef f(seed):\n    if x:\n        pass\n    elif th.cuda.is_available():\n        th.cuda.manual_seed_all(seed); th.cuda.synchronize(0)\n    else:\n        g()\n", id="CN201-elif-alias-two-on-a-line"),
+    pytest.param("CN201", _T + "if (torch.cuda.is_available()):  # why\n    (torch.cuda.empty_cache)()\n", id="CN201-parenthesized-test-and-callee"),
+    # A module with a kernel: decided without an else, with numbers for arguments, `torch` bound
+    # by its imports alone (a dotted flag assigned through it is no key the moves are reached by).
+    pytest.param("CN201", _T + "import torch.utils.checkpoint\nimport bitsandbytes as bnb\ntorch.backends.cuda.matmul.allow_tf32 = True\n"
+                 "def f():\n    del pipe\n    if torch.cuda.is_available():\n        torch.cuda.empty_cache()\n", id="CN201-test-in-kernel-module-no-else"),
+    # Prose that says "subprocesses" and a dynamic import of a plain module leave the index empty.
+    pytest.param("CN201", _T + "import importlib\nhelp = 'Number of subprocesses to use'\nm = importlib.import_module('diffusers')\n"
+                 "if torch.cuda.is_available():\n    torch.cuda.manual_seed_all(seed)\n", id="CN201-kernel-free-words-in-prose"),
+]
+
+
+@pytest.mark.parametrize(("code", "source"), DECIDED_CUDA_FAMILY)
+def test_traps_decided_cuda_family(code, source):
+    detected, linted = _both(RULES[code], source)
+    assert detected is not None
+    assert detected == linted
+
+
+# ... and unsure where libcst's statement lines cannot be told from ``ast``'s statements.
+UNSURE_CUDA_FAMILY = [
+    pytest.param("CN205", _CB + "if a: torch.backends.cudnn.benchmark = True\n", id="CN205-suite-on-header-line"),
+    pytest.param("CN205", _CB + "if a: \\\n    torch.backends.cudnn.benchmark = True\n", id="CN205-header-continued-by-backslash"),
+    pytest.param("CN205", _CB + "x = 1; torch.backends.cudnn.benchmark = True\n", id="CN205-after-semicolon"),
+    pytest.param("CN205", _CB + "torch.backends.cudnn.benchmark = True;\n", id="CN205-trailing-semicolon"),
+    pytest.param("CN205", _CB + "del cudnn.benchmark, x\n", id="CN205-del-several"),
+    pytest.param("CN205", _CB + "torch.backends.cudnn.benchmark = True\n", id="CN205-accelerator-target"),
+    # CN201's availability test: anything the kernel gates or a group could read goes to libcst.
+    pytest.param("CN201", _T + "import triton\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\nelse:\n    pass\n", id="CN201-test-in-kernel-module-with-else"),
+    pytest.param("CN201", _T + "import triton\nif torch.cuda.is_available():\n    torch.cuda.manual_seed(seed)\n", id="CN201-test-in-kernel-module-name-argument"),
+    pytest.param("CN201", _T + "import triton\ntorch.cuda = shim\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n", id="CN201-test-in-kernel-module-torch-rebound"),
+    pytest.param("CN201", _T + "import importlib\nm = importlib.import_module('flash_attn')\nif torch.cuda.is_available():\n    torch.cuda.empty_cache()\nelse:\n    pass\n", id="CN201-dynamic-import-of-kernel"),
+    pytest.param("CN201", _T + "if torch.cuda.is_available():\n    x = x.to('cuda')\n", id="CN201-test-before-device-literal"),
+    pytest.param("CN201", _T + "if torch.cuda.is_available():\n    print(torch.cuda.memory_allocated())\n", id="CN201-test-before-message"),
+    pytest.param("CN201", _T + "if torch.cuda.is_available():\n    torch.cuda.set_device(rank)\n", id="CN201-test-before-other-move"),
+    pytest.param("CN201", _T + "if torch.cuda.is_available():\n    torch.cuda.manual_seed(seed=s)\n", id="CN201-test-before-keyword"),
+    pytest.param("CN201", _T + "if not torch.cuda.is_available():\n    torch.cuda.empty_cache()\n", id="CN201-negated-test"),
+    pytest.param("CN201", _T + "if torch.cuda.is_available() and ok:\n    torch.cuda.empty_cache()\n", id="CN201-test-with-and"),
+    pytest.param("CN201", _T + "if name.startswith('apex.'):\n    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n", id="CN201-in-named-package-branch"),
+    pytest.param("CN201", _T + "def f():\n    n: int = torch.cuda.device_count()\n    if n and 'cuda' in str(d):\n        pass\n", id="CN201-bound-value-read-by-cuda-test"),
+]
+
+
+@pytest.mark.parametrize(("code", "source"), UNSURE_CUDA_FAMILY)
+def test_traps_unsure_cuda_family(request, code, source):
+    accelerator = request.node.callspec.id.endswith("accelerator-target")
+    settings = Settings(target="accelerator") if accelerator else None
+    detected, _ = _both(RULES[code], source, settings=settings)
+    assert detected is None
 
 
 # CN102: device literals decided with their fixes (every case fails where CN102 has no detector).
