@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings, Valid
 
 from .._shared.args import arg_by_name, as_keywords, keyword_arg
 from .._shared.names import import_to_drop, is_reference
 from .._shared.target import device_type_expr
+from ._detect_ast import amp_uses
 from ._helpers import AMP_DTYPE_NAMES, LEGACY_AUTOCAST, dtype_expr, is_float16, wakes_on_cuda
 
 __all__ = ["LegacyAutocast"]
@@ -107,6 +108,14 @@ class LegacyAutocast(Rule):
         Invalid("import torch\nwith torch.cuda.amp.autocast(**amp_kwargs):\n    pass\n"),
         Invalid("import torch, functools\nctx = functools.partial(torch.cuda.amp.autocast, enabled=False)\n"),
     )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: no name in the file resolves to the old autocast (called or not), so the
+        visitor reports nothing; unsure elsewhere (each report builds a fix, or names a
+        reference libcst places)."""
+        uses = amp_uses(file)
+        return None if uses is None or uses.legacy else []
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

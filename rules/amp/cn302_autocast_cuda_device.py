@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Invalid, Rule, Safety
+from cuda2neuron.core import Finding, Invalid, Rule, Safety, Settings
 
 from .._shared.args import arg_by_name, keyword_arg
 from .._shared.strings import string_value
 from .._shared.target import device_type_expr
+from ._detect_ast import amp_uses
 from ._helpers import AMP_DTYPE_NAMES, AUTOCAST, dtype_expr, is_float16, wakes_on_cuda
 
 __all__ = ["AutocastCudaDevice"]
@@ -101,6 +102,13 @@ class AutocastCudaDevice(Rule):
             target="accelerator",
         ),
     )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: no autocast call of torch's takes the device type "cuda" (most model code
+        casts by a tensor's device type), so the visitor reports nothing; unsure elsewhere."""
+        uses = amp_uses(file)
+        return None if uses is None or uses.cuda_device else []
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

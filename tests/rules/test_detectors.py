@@ -84,6 +84,11 @@ EXAMPLES_LEFT_TO_LIBCST = {
         **{f"invalid-{i}": "the accelerator target's fix" for i in range(3, 7)},
     },
 }
+# h42f (CN301, CN302, CN303, CN603, CN605), kept apart to merge cleanly. CN301, CN302 and CN603
+# are gates; CN303 and CN605 decide, CN605 leaving its SDPA rewrite to libcst.
+GATES |= {"CN301", "CN302", "CN603"}
+EXAMPLES_LEFT_TO_LIBCST["CN605"] = {f"invalid-{i}": "the SDPA rewrite: libcst builds it" for i in (1, 2)}
+
 
 # Detectors that build fixes but leave some shapes to libcst (unsure there): a literal bound to a
 # plain name, an f-string, a parametrization, a file that may hold CUDA-only code. On their
@@ -584,3 +589,108 @@ def test_traps_unsure_cn102(source):
     detected, linted = _both(RULES["CN102"], source)
     assert detected is None
     assert linted, "the visitor reports what the detector leaves to it"
+
+
+# h42f: the autocast trio (one shared walk, rules/amp/_detect_ast.py), CN603 and CN605.
+_A = "import torch\n"
+DECIDED_AMP = [
+    pytest.param("CN303", _A + "d = 'cuda'\nwith torch.autocast(device_type=kind, enabled=False):\n    pass\n", id="CN303-keyword"),
+    pytest.param("CN303", "import torch as t\nfrom torch.amp import GradScaler as GS\nd = 'cuda:1'\ns = GS(dev)\nc = t.amp.autocast(self.cfg.device)\n", id="CN303-aliases-and-attribute-chain"),
+    pytest.param("CN303", _A + "s = 'é'; d = 'cuda'\nc = torch.autocast( kind ,dtype=x)\n", id="CN303-non-ascii-spaced"),
+    pytest.param("CN303", _A + "def f():\n    \"\"\"On 'cuda'.\"\"\"\n    'cuda'\n    return torch.autocast(kind)\n", id="CN303-string-statements-skipped"),
+    pytest.param("CN303", _A + "x = 1; 'cuda'\nc = torch.autocast(kind)\n", id="CN303-string-after-semicolon-read"),
+    pytest.param("CN303", _A + "if a: 'cuda'\nc = torch.autocast(kind)\n", id="CN303-string-in-suite-read"),
+    pytest.param("CN303", _A + "m = torch.load(p, map_location={'cuda:0': 'cpu', **extra})\nc = torch.autocast(kind)\n", id="CN303-map-location-key"),
+    pytest.param("CN303", _A + "m = torch.load(p, map_location={'cpu': 'cuda:1'})\nc = torch.autocast(kind)\n", id="CN303-map-location-value"),
+    pytest.param("CN303", _A + "d = f'cuda:{rank}'\nc = torch.autocast(kind)\n", id="CN303-f-string-device"),
+    pytest.param("CN303", _A + "e = 'cuda_graphs'\nn = r'torch.backends.cuda'\nc = torch.autocast(kind)\n", id="CN303-words-no-device"),
+    pytest.param("CN303", _A + "d = 'cuda'\nc = torch.autocast(x.device.type)\ns = torch.GradScaler(dev)\n", id="CN303-device-type-and-other-scaler"),
+    pytest.param("CN303", _A + "d = 'cuda'\nc = torch.autocast(kind)  # cuda2neuron: ignore[CN303]\n", id="CN303-suppressed"),
+    pytest.param("CN303", "def f(torch):\n    d = 'cuda'\n    return torch.autocast(kind)\n", id="CN303-shadowed-torch"),
+    pytest.param("CN301", _A + "with torch.autocast(x.device.type):\n    pass\nwith torch.cpu.amp.autocast():\n    pass\n", id="CN301-other-autocasts"),
+    pytest.param("CN301", "from mylib import autocast\nwith autocast():\n    pass\nf(autocast)\n", id="CN301-own-autocast"),
+    pytest.param("CN302", _A + "with torch.autocast('cpu'), torch.autocast(device_type=d.type):\n    pass\n", id="CN302-other-devices"),
+    pytest.param("CN302", "from mylib import autocast\nwith autocast('cuda'):\n    pass\n", id="CN302-own-autocast"),
+    pytest.param("CN605", "import xformers\nimport xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v, op=o)\n", id="CN605-op-keyword-reported"),
+    pytest.param("CN605", "from xformers.ops import fmha\nm = fmha.BlockDiagonalMask.from_seqlens(s)\nc = fmha.attn_bias.LowerTriangularMask()\n", id="CN605-mask-calls"),
+    pytest.param("CN605", "def f():\n    import xformers.ops as xops\n    s = 'é'; return xops.memory_efficient_attention(*qkv)\nimport os; from xformers import ops\n", id="CN605-in-function-star-non-ascii"),
+    pytest.param("CN605", "import xformers\ndef f(xformers):\n    return xformers.ops.memory_efficient_attention(q, k, v)\n", id="CN605-shadowed"),
+    pytest.param("CN605", "from . import xformers\nfrom .xformers import ops\ny = ops.memory_efficient_attention(q, k, v)\n", id="CN605-relative-imports"),
+    pytest.param("CN605", "import xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v, attn_bias=bias)\n", id="CN605-tensor-bias"),
+]
+
+
+@pytest.mark.parametrize(("code", "source"), DECIDED_AMP)
+def test_traps_decided_amp_and_xformers(code, source):
+    detected, linted = _both(RULES[code], source)
+    assert detected is not None, "a trap the detector should decide left it unsure"
+    assert detected == linted
+
+
+# ... and unsure where a fix is built or ast cannot tell (the visitor reports there).
+UNSURE_AMP = [
+    pytest.param("CN301", "from torch.cuda.amp import autocast as ac\nwith ac():\n    pass\n", id="CN301-aliased-callee"),
+    pytest.param("CN301", "import functools, torch\nctx = functools.partial(torch.cuda.amp.autocast, enabled=False)\n", id="CN301-reference"),
+    pytest.param("CN301", "from torch.cuda import amp\n\n@amp.autocast()\ndef f():\n    pass\n", id="CN301-decorator-through-module"),
+    pytest.param("CN302", _A + "with torch.autocast(device_type='cu' 'da'):\n    pass\n", id="CN302-concatenated-device"),
+    pytest.param("CN302", "from torch import autocast as ac\nwith ac('cuda', enabled=False):\n    pass\n", id="CN302-aliased"),
+    pytest.param("CN303", _A + "d = 'cuda' 'x'\nc = torch.autocast(kind)\n", id="CN303-concatenated-literal"),
+    pytest.param("CN303", _A + "d = 'cuda'\nc = torch.autocast((kind))\n", id="CN303-parenthesized-variable"),
+    pytest.param("CN303", _A + "d = 'cuda'\ndef f():\n    return torch.autocast(self\n        .kind)\n", id="CN303-variable-across-lines"),
+    pytest.param("CN303", _A + "d = 'cuda'\nm = f'{torch.autocast(kind)}'\n", id="CN303-inside-f-string"),
+    pytest.param("CN605", "import xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v, p=0.1)\n", id="CN605-sdpa-rewrite"),
+    pytest.param("CN605", "import xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v, attn_bias=xops.LowerTriangularMask())\n", id="CN605-causal-rewrite"),
+]
+
+
+@pytest.mark.parametrize(("code", "source"), UNSURE_AMP)
+def test_traps_unsure_amp_and_xformers(code, source):
+    detected, linted = _both(RULES[code], source)
+    assert detected is None
+    assert linted, "the visitor reports what the detector leaves to it"
+
+
+# CN603's gate: decided only where no CUDA-only import binds a name, or no test could be a guard.
+GATE_CASES_FAST_PATH = [
+    pytest.param("from .ops import triton_kernel\nif x.is_cuda:\n    y = triton_kernel(x)\n", True, id="CN603-relative-import"),
+    pytest.param("import triton\n\ndef f(x):\n    if x.device.type == 'cpu':\n        return x\n    return k(x)\n", True, id="CN603-no-cuda-test"),
+    pytest.param("from diffusers.utils import is_xformers_available\nif torch.cuda.is_available():\n    pass\n", True, id="CN603-package-word-only"),
+    pytest.param("import xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v) if q.is_cuda else ref(q, k, v)\n", False, id="CN603-conditional-expression"),
+    pytest.param("from torch.utils import cpp_extension\n\ndef f(x):\n    if x.device.type == 'cuda:0':\n        return cpp_extension.load(name='e', sources=['e.cu'])(x)\n    return x\n", False, id="CN603-from-import-member"),
+    pytest.param("import torch\nfrom torch.neuron import is_available as ok\nimport triton\n\n@triton.jit\ndef _k(p):\n    pass\n\n"
+                 "def main(x):\n    if not ok():\n        raise SystemExit('no device')\n    _k[(1,)](x)\n", False, id="CN603-aliased-target-check"),
+]
+
+
+@pytest.mark.parametrize(("source", "decided"), GATE_CASES_FAST_PATH)
+def test_gate_fast_path(source, decided):
+    detected, linted = _both(RULES["CN603"], source)
+    if decided:
+        assert detected == linted == []
+    else:
+        assert detected is None
+        assert linted, "the visitor reports what the gate leaves to it"
+
+
+# CN603's gate reads names: a guard decided where its code meets no CUDA-only name (h42f).
+GATE_CASES_FAST_PATH_NAMES = [
+    pytest.param("import torch\n\ndef main(args):\n    if args.adam8:\n        import bitsandbytes as bnb\n        opt = bnb.optim.AdamW8bit\n"
+                 "    if torch.cuda.is_available():\n        torch.backends.cuda.matmul.allow_tf32 = True\n", True, id="CN603-guard-meets-no-kernel-name"),
+    pytest.param("import torch\n\ndef main(args):\n    if not torch.cuda.is_available():\n        return\n    import bitsandbytes as bnb\n    opt = bnb.optim.AdamW8bit\n",
+                 False, id="CN603-early-exit-before-kernel"),
+    pytest.param("import torch\n\ndef _fast(x):\n    import xformers.ops as xops\n    return xops.memory_efficient_attention(x, x, x)\n\n"
+                 "class Block:\n    def f(self, x):\n        return helper(x)\n\ndef helper(x):\n    return _fast(x)\n\n"
+                 "def g(x):\n    if x.is_cuda:\n        return Block().f(x)\n    return x\n", False, id="CN603-kernel-through-two-functions"),
+    pytest.param("try:\n    import triton\nexcept ImportError:\n    pass\nelse:\n    def _k(x):\n        return triton.cdiv(x, 2)\n\n"
+                 "def g(x):\n    if x.is_cuda:\n        return _k(x)\n    return x\n", False, id="CN603-kernel-defined-in-try-else"),
+]
+
+
+@pytest.mark.parametrize(("source", "decided"), GATE_CASES_FAST_PATH_NAMES)
+def test_gate_fast_path_names(source, decided):
+    detected, linted = _both(RULES["CN603"], source)
+    if decided:
+        assert detected == linted == []
+    else:
+        assert detected is None
+        assert linted, "the visitor reports what the gate leaves to it"
