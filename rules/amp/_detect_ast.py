@@ -5,11 +5,12 @@ calls, so one ``python/_ast_walk.py`` walk per file collects what each needs (``
 kept for the file while the engine asks the three in turn):
 
 * CN301: whether any name resolves to ``torch.cuda.amp.autocast`` (a call, a reference);
-* CN302: whether any autocast call of torch's takes the device type ``"cuda"``;
+* CN302: the autocast calls of torch's that take the device type ``"cuda"``;
 * CN303: the autocast / GradScaler calls whose device type is a variable.
 
-CN301 and CN302 build fixes wherever they report, which libcst writes: their detectors decide
-the files where the visitor reports nothing, and are unsure elsewhere. CN303 only reports, so its
+CN301 builds a fix wherever it reports, which libcst writes: its detector decides the files where
+the visitor reports nothing, and is unsure elsewhere. CN302's detector builds its fix (the device
+literal made "neuron", a dtype inserted) where the text can say what libcst writes. CN303 only reports, so its
 detector yields its findings, once ``cuda_literal`` says whether the file still holds a CUDA
 device literal as the visitor's ``_CudaDeviceLiteral`` reads one, or is unsure where ``ast``
 cannot tell (a literal split by implicit concatenation, an f-string written otherwise).
@@ -20,13 +21,30 @@ from __future__ import annotations
 import ast
 import re
 import weakref
+from dataclasses import dataclass
 
 from cuda2neuron.core import Effort, Finding, Span
 
 from ..device._strings_ast import simple_string
-from ._helpers import AUTOCAST, LEGACY_AUTOCAST, SCALER
+from ._helpers import AMP_DTYPE_NAMES, AUTOCAST, FLOAT16_NAMES, LEGACY_AUTOCAST, SCALER
 
-__all__ = ["AmpUses", "amp_uses", "cuda_literal", "variable_findings"]
+__all__ = ["AmpUses", "CudaAutocast", "amp_uses", "cuda_literal", "variable_findings"]
+
+
+@dataclass(frozen=True)
+class CudaAutocast:
+    """A call CN302's visitor reports, as the walk saw it in its scope: the device argument, the
+    call's ancestors, whether a dtype is passed (and is float16), whether ``**`` is, and how the
+    scope spells each ``amp-dtype`` setting's dtype (``_refs_ast.spelled``: the text and whether
+    it needs an import; None where ``torch`` is shadowed)."""
+
+    call: ast.Call
+    device: object  # python.ArgNode
+    ancestors: tuple[object, ...]
+    has_dtype: bool
+    float16: bool
+    double_star: bool
+    dtypes: dict[str, tuple[str, bool] | None]
 
 _APIS = ((AUTOCAST, "device_type"), (SCALER, "device"))  # CN303's, in its order
 _MEMBERS = frozenset({"autocast", "GradScaler"})
@@ -38,7 +56,7 @@ class AmpUses:
     def __init__(self, ctx) -> None:  # noqa: ANN001 - python.AstWalk
         self.ctx = ctx
         self.legacy = False  # CN301: a name of the old autocast, called or not
-        self.cuda_device = False  # CN302: torch's autocast on "cuda"
+        self.cuda_devices: list[CudaAutocast] = []  # CN302: torch's autocasts on "cuda"
         # CN303: (call, device argument, ancestors of the call) per call it would report
         self.variables: list[tuple[ast.Call, object, tuple[object, ...]]] = []
 
@@ -53,7 +71,7 @@ class AmpUses:
             self.legacy = self.legacy or qualified in LEGACY_AUTOCAST
             device = _arg_by_name(args, "device_type", 0)
             if device is not None and _string(device.value) == "cuda" and qualified in AUTOCAST:
-                self.cuda_device = True
+                self.cuda_devices.append(self._cuda_autocast(node, device, args))
         if member not in _MEMBERS:
             return
         for names, param in _APIS:
@@ -63,6 +81,21 @@ class AmpUses:
             if self.ctx.call_qualname(node) in names:
                 self.variables.append((node, device, tuple(self.ctx.ancestors)))
                 return
+
+    def _cuda_autocast(self, node: ast.Call, device: object, args: list) -> CudaAutocast:
+        from ..cuda_api._refs_ast import spelled
+
+        dtype = _arg_by_name(args, "dtype", 1)
+        scope = self.ctx.scope
+        return CudaAutocast(
+            node,
+            device,
+            tuple(self.ctx.ancestors),
+            dtype is not None,
+            dtype is not None and self.ctx.qualname(dtype.value) in FLOAT16_NAMES,  # type: ignore[attr-defined]
+            any(a.star == "**" for a in args),
+            {setting: spelled(scope, name) for setting, name in AMP_DTYPE_NAMES.items()},
+        )
 
     # References that are not calls (CN301's `_reference`): over-counted on purpose, a gate
     # only needs to know that none is there.

@@ -84,9 +84,14 @@ EXAMPLES_LEFT_TO_LIBCST = {
         **{f"invalid-{i}": "the accelerator target's fix" for i in range(3, 7)},
     },
 }
-# h42f (CN301, CN302, CN303, CN603, CN605), kept apart to merge cleanly. CN301, CN302 and CN603
-# are gates; CN303 and CN605 decide, CN605 leaving its SDPA rewrite to libcst.
-GATES |= {"CN301", "CN302", "CN603"}
+# h42f (CN301, CN302, CN303, CN603, CN605), kept apart to merge cleanly. CN301 and CN603 are
+# gates; CN302 decides with its fixes, on the neuron target; CN303 and CN605 decide, CN605
+# leaving its SDPA rewrite to libcst.
+GATES |= {"CN301", "CN603"}
+EXAMPLES_LEFT_TO_LIBCST["CN302"] = {
+    "invalid-5": "the dtype's `import torch`: libcst adds it",
+    "invalid-6": "the accelerator target's fix",
+}
 EXAMPLES_LEFT_TO_LIBCST["CN605"] = {f"invalid-{i}": "the SDPA rewrite: libcst builds it" for i in (1, 2)}
 
 
@@ -611,6 +616,12 @@ DECIDED_AMP = [
     pytest.param("CN301", "from mylib import autocast\nwith autocast():\n    pass\nf(autocast)\n", id="CN301-own-autocast"),
     pytest.param("CN302", _A + "with torch.autocast('cpu'), torch.autocast(device_type=d.type):\n    pass\n", id="CN302-other-devices"),
     pytest.param("CN302", "from mylib import autocast\nwith autocast('cuda'):\n    pass\n", id="CN302-own-autocast"),
+    pytest.param("CN302", _A + "with torch.autocast(device_type='cu' 'da'), torch.autocast(('cuda')):\n    pass\n", id="CN302-concatenated-and-parenthesized"),
+    pytest.param("CN302", "import torch as t\ns = 'é'; c = t.amp.autocast(device_type=\"cuda\", enabled=use_amp, cache_enabled=False)\n", id="CN302-alias-non-ascii-insert-before-next"),
+    pytest.param("CN302", _A + "with torch.autocast('cuda', torch.float16), torch.autocast('cuda', dtype=torch.half):\n    pass\n", id="CN302-float16-advice"),
+    pytest.param("CN302", _A + "with torch.autocast('cuda', **kw):\n    pass\nctx = torch.autocast(r'''cuda''')\n", id="CN302-double-star-and-prefix"),
+    pytest.param("CN302", "from torch import autocast\nimport torch\ndef f(torch):\n    with autocast('cuda'):\n        pass\n", id="CN302-dtype-shadowed"),
+    pytest.param("CN302", _A + "@torch.autocast('cuda')\ndef f():\n    pass\nx = 1; y = torch.autocast('cuda')  # cuda2neuron: ignore[CN302]\n", id="CN302-decorator-and-suppressed"),
     pytest.param("CN605", "import xformers\nimport xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v, op=o)\n", id="CN605-op-keyword-reported"),
     pytest.param("CN605", "from xformers.ops import fmha\nm = fmha.BlockDiagonalMask.from_seqlens(s)\nc = fmha.attn_bias.LowerTriangularMask()\n", id="CN605-mask-calls"),
     pytest.param("CN605", "def f():\n    import xformers.ops as xops\n    s = 'é'; return xops.memory_efficient_attention(*qkv)\nimport os; from xformers import ops\n", id="CN605-in-function-star-non-ascii"),
@@ -632,7 +643,11 @@ UNSURE_AMP = [
     pytest.param("CN301", "from torch.cuda.amp import autocast as ac\nwith ac():\n    pass\n", id="CN301-aliased-callee"),
     pytest.param("CN301", "import functools, torch\nctx = functools.partial(torch.cuda.amp.autocast, enabled=False)\n", id="CN301-reference"),
     pytest.param("CN301", "from torch.cuda import amp\n\n@amp.autocast()\ndef f():\n    pass\n", id="CN301-decorator-through-module"),
-    pytest.param("CN302", _A + "with torch.autocast(device_type='cu' 'da'):\n    pass\n", id="CN302-concatenated-device"),
+    pytest.param("CN302", _A + "with torch.autocast('cuda',enabled=x):\n    pass\n", id="CN302-comma-without-space"),
+    pytest.param("CN302", _A + "with torch.autocast('cuda' , enabled=x), torch.autocast('cuda',):\n    pass\n", id="CN302-space-before-and-trailing-comma"),
+    pytest.param("CN302", _A + "def f():\n    with torch.autocast(\n        'cuda',  # why\n        enabled=False,\n    ):\n        pass\n", id="CN302-multi-line-comment"),
+    pytest.param("CN302", _A + "def f(x):\n    ctx = torch.autocast('cuda')\n    if x.is_cuda:\n        return ctx\n", id="CN302-bound-in-a-cuda-function"),
+    pytest.param("CN302", _A + "s = f'{torch.autocast(\"cuda\")}'\n", id="CN302-inside-f-string"),
     pytest.param("CN302", "from torch import autocast as ac\nwith ac('cuda', enabled=False):\n    pass\n", id="CN302-aliased"),
     pytest.param("CN303", _A + "d = 'cuda' 'x'\nc = torch.autocast(kind)\n", id="CN303-concatenated-literal"),
     pytest.param("CN303", _A + "d = 'cuda'\nc = torch.autocast((kind))\n", id="CN303-parenthesized-variable"),
