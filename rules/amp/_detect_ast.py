@@ -4,13 +4,13 @@ The three rules wake on the same files ("autocast" and "cuda" in the code) and l
 calls, so one ``python/_ast_walk.py`` walk per file collects what each needs (``amp_uses``,
 kept for the file while the engine asks the three in turn):
 
-* CN301: whether any name resolves to ``torch.cuda.amp.autocast`` (a call, a reference);
+* CN301: the calls of ``torch.cuda.amp.autocast``, and whether a name of it is not called;
 * CN302: the autocast calls of torch's that take the device type ``"cuda"``;
 * CN303: the autocast / GradScaler calls whose device type is a variable.
 
-CN301 builds a fix wherever it reports, which libcst writes: its detector decides the files where
-the visitor reports nothing, and is unsure elsewhere. CN302's detector builds its fix (the device
-literal made "neuron", a dtype inserted) where the text can say what libcst writes. CN303 only reports, so its
+CN301's and CN302's detectors build their fixes where the text can say what libcst writes
+(``torch.cuda.amp.autocast()`` made ``torch.autocast("neuron", dtype=...)``; the device literal
+made "neuron", a dtype inserted), and are unsure elsewhere. CN303 only reports, so its
 detector yields its findings, once ``cuda_literal`` says whether the file still holds a CUDA
 device literal as the visitor's ``_CudaDeviceLiteral`` reads one, or is unsure where ``ast``
 cannot tell (a literal split by implicit concatenation, an f-string written otherwise).
@@ -28,7 +28,21 @@ from cuda2neuron.core import Effort, Finding, Span
 from ..device._strings_ast import simple_string
 from ._helpers import AMP_DTYPE_NAMES, AUTOCAST, FLOAT16_NAMES, LEGACY_AUTOCAST, SCALER
 
-__all__ = ["AmpUses", "CudaAutocast", "amp_uses", "cuda_literal", "variable_findings"]
+__all__ = ["AmpUses", "CudaAutocast", "LegacyCall", "amp_uses", "cuda_literal", "variable_findings"]
+
+
+@dataclass(frozen=True)
+class LegacyCall:
+    """A call CN301's visitor reports, as the walk saw it in its scope: its ancestors, whether it
+    is written ``<torch>.cuda.amp.autocast()`` (no argument, ``torch`` or an alias of it at its
+    head, so that its fix drops no import), and how the scope spells ``torch.autocast`` and each
+    ``amp-dtype`` setting's dtype (``_refs_ast.spelled``)."""
+
+    call: ast.Call
+    ancestors: tuple[object, ...]
+    plain: bool
+    autocast: tuple[str, bool] | None
+    dtypes: dict[str, tuple[str, bool] | None]
 
 
 @dataclass(frozen=True)
@@ -55,7 +69,8 @@ class AmpUses:
 
     def __init__(self, ctx) -> None:  # noqa: ANN001 - python.AstWalk
         self.ctx = ctx
-        self.legacy = False  # CN301: a name of the old autocast, called or not
+        self.legacy_calls: list[LegacyCall] = []  # CN301: calls of the old autocast
+        self.legacy_references = False  # CN301: a name of it that is not called
         self.cuda_devices: list[CudaAutocast] = []  # CN302: torch's autocasts on "cuda"
         # CN303: (call, device argument, ancestors of the call) per call it would report
         self.variables: list[tuple[ast.Call, object, tuple[object, ...]]] = []
@@ -68,7 +83,8 @@ class AmpUses:
         args = self.ctx.args(node)
         if member == "autocast" or isinstance(func, ast.Name):
             qualified = self.ctx.call_qualname(node)
-            self.legacy = self.legacy or qualified in LEGACY_AUTOCAST
+            if qualified in LEGACY_AUTOCAST:
+                self.legacy_calls.append(self._legacy_call(node, args))
             device = _arg_by_name(args, "device_type", 0)
             if device is not None and _string(device.value) == "cuda" and qualified in AUTOCAST:
                 self.cuda_devices.append(self._cuda_autocast(node, device, args))
@@ -81,6 +97,22 @@ class AmpUses:
             if self.ctx.call_qualname(node) in names:
                 self.variables.append((node, device, tuple(self.ctx.ancestors)))
                 return
+
+    def _legacy_call(self, node: ast.Call, args: list) -> LegacyCall:
+        from ..cuda_api._refs_ast import spelled
+
+        scope = self.ctx.scope
+        head = node.func
+        while isinstance(head, ast.Attribute):
+            head = head.value
+        through_torch = isinstance(head, ast.Name) and head is not node.func and scope.lookup(head.id) == "torch"
+        return LegacyCall(
+            node,
+            tuple(self.ctx.ancestors),
+            through_torch and not args,
+            spelled(scope, "torch.autocast"),
+            {setting: spelled(scope, name) for setting, name in AMP_DTYPE_NAMES.items()},
+        )
 
     def _cuda_autocast(self, node: ast.Call, device: object, args: list) -> CudaAutocast:
         from ..cuda_api._refs_ast import spelled
@@ -101,11 +133,11 @@ class AmpUses:
     # only needs to know that none is there.
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr == "autocast" and not self._callee(node):
-            self.legacy = self.legacy or self.ctx.qualname(node) in LEGACY_AUTOCAST
+            self.legacy_references = self.legacy_references or self.ctx.qualname(node) in LEGACY_AUTOCAST
 
     def visit_Name(self, node: ast.Name) -> None:
         if node.id == "autocast" and not self._callee(node):
-            self.legacy = self.legacy or self.ctx.qualname(node) in LEGACY_AUTOCAST
+            self.legacy_references = self.legacy_references or self.ctx.qualname(node) in LEGACY_AUTOCAST
 
     def _callee(self, node: ast.expr) -> bool:
         parent = self.ctx.parent

@@ -126,3 +126,18 @@ def test_span_path_amp_equals_libcst(monkeypatch, source):
     assert taken == 1, "the span path did not take the file"
     assert spanned == parsed
     assert spanned[0] is not None and any(f.applied for f in spanned[1])
+
+
+def test_span_path_old_autocast_equals_libcst(monkeypatch):
+    """CN301's fix beside CN302's in one file: both spliced in one round."""
+    source = "import torch\nwith torch.cuda.amp.autocast():\n    y = m(x)\nwith torch.autocast('cuda'):\n    z = m(x)\n"
+    data = source.encode("utf-8")
+    before = span_path_files()
+    spanned = process_python_findings("m.py", data, _AMP, _FIX)
+    taken = span_path_files() - before
+    with monkeypatch.context() as m:
+        m.setattr(_python, "fixed_by_spans", lambda *args, **kwargs: None)
+        parsed = process_python_findings("m.py", data, _AMP, _FIX)
+    assert taken == 1
+    assert spanned == parsed
+    assert spanned[0] is not None and b"cuda" not in spanned[0]

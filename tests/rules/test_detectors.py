@@ -84,10 +84,19 @@ EXAMPLES_LEFT_TO_LIBCST = {
         **{f"invalid-{i}": "the accelerator target's fix" for i in range(3, 7)},
     },
 }
-# h42f (CN301, CN302, CN303, CN603, CN605), kept apart to merge cleanly. CN301 and CN603 are
-# gates; CN302 decides with its fixes, on the neuron target; CN303 and CN605 decide, CN605
+# h42f (CN301, CN302, CN303, CN603, CN605), kept apart to merge cleanly. CN603 is a gate; CN301
+# and CN302 decide with their fixes, on the neuron target; CN303 and CN605 decide, CN605
 # leaving its SDPA rewrite to libcst.
-GATES |= {"CN301", "CN603"}
+GATES |= {"CN603"}
+EXAMPLES_LEFT_TO_LIBCST["CN301"] = {
+    "invalid-1": "arguments made keywords: libcst builds them",
+    "invalid-2": "arguments made keywords: libcst builds them",
+    "invalid-4": "the from-import the fix leaves unused: libcst removes it",
+    "invalid-5": "the from-import the fix leaves unused: libcst removes it",
+    "invalid-7": "the accelerator target's fix",
+    "invalid-8": "a call with **kwargs",
+    "invalid-9": "a reference that is not called",
+}
 EXAMPLES_LEFT_TO_LIBCST["CN302"] = {
     "invalid-5": "the dtype's `import torch`: libcst adds it",
     "invalid-6": "the accelerator target's fix",
@@ -614,6 +623,8 @@ DECIDED_AMP = [
     pytest.param("CN303", "def f(torch):\n    d = 'cuda'\n    return torch.autocast(kind)\n", id="CN303-shadowed-torch"),
     pytest.param("CN301", _A + "with torch.autocast(x.device.type):\n    pass\nwith torch.cpu.amp.autocast():\n    pass\n", id="CN301-other-autocasts"),
     pytest.param("CN301", "from mylib import autocast\nwith autocast():\n    pass\nf(autocast)\n", id="CN301-own-autocast"),
+    pytest.param("CN301", _A + "import contextlib\nwith torch.no_grad(), torch.cuda.amp.autocast():\n    pass\nx = (torch.cuda.amp.autocast())\nctx = contextlib.nullcontext() if final else torch.cuda.amp.autocast_mode.autocast()\n", id="CN301-items-parentheses-conditional"),
+    pytest.param("CN301", "import torch as th\ns = 'é'; c = th . cuda . amp . autocast()\n", id="CN301-alias-spaced-non-ascii"),
     pytest.param("CN302", _A + "with torch.autocast('cpu'), torch.autocast(device_type=d.type):\n    pass\n", id="CN302-other-devices"),
     pytest.param("CN302", "from mylib import autocast\nwith autocast('cuda'):\n    pass\n", id="CN302-own-autocast"),
     pytest.param("CN302", _A + "with torch.autocast(device_type='cu' 'da'), torch.autocast(('cuda')):\n    pass\n", id="CN302-concatenated-and-parenthesized"),
@@ -643,6 +654,9 @@ UNSURE_AMP = [
     pytest.param("CN301", "from torch.cuda.amp import autocast as ac\nwith ac():\n    pass\n", id="CN301-aliased-callee"),
     pytest.param("CN301", "import functools, torch\nctx = functools.partial(torch.cuda.amp.autocast, enabled=False)\n", id="CN301-reference"),
     pytest.param("CN301", "from torch.cuda import amp\n\n@amp.autocast()\ndef f():\n    pass\n", id="CN301-decorator-through-module"),
+    pytest.param("CN301", _A + "with torch.cuda.amp.autocast( ):\n    pass\n", id="CN301-space-inside-parentheses"),
+    pytest.param("CN301", "import torch.cuda.amp as A\nwith A.autocast():\n    pass\n", id="CN301-module-alias-import-may-be-dropped"),
+    pytest.param("CN301", _A + "def f(x):\n    ctx = torch.cuda.amp.autocast()\n    if torch.cuda.is_available():\n        return ctx\n", id="CN301-bound-in-a-cuda-function"),
     pytest.param("CN302", _A + "with torch.autocast('cuda',enabled=x):\n    pass\n", id="CN302-comma-without-space"),
     pytest.param("CN302", _A + "with torch.autocast('cuda' , enabled=x), torch.autocast('cuda',):\n    pass\n", id="CN302-space-before-and-trailing-comma"),
     pytest.param("CN302", _A + "def f():\n    with torch.autocast(\n        'cuda',  # why\n        enabled=False,\n    ):\n        pass\n", id="CN302-multi-line-comment"),
