@@ -451,12 +451,12 @@ def _may_report(file) -> bool:  # noqa: ANN001 - python.AstFile
     meet the names bound by imports of CUDA-only modules or the top-level functions and classes
     that reach one. Each set is counted over, never under: every word of a region's text stands
     for a name libcst's visitors collect there (``_Names``, ``visit_Name``), whatever the order
-    of the walk; a test stands for a guard wherever ``_could_be_guard`` says it may."""
+    of the walk; a test stands for a guard wherever ``_guards`` says it may be one."""
     tree = file.tree
     cuda_names = _cuda_names(tree)
     if not cuda_names:
         return False
-    regions = [_guard_region(file, node, parent) for node, parent in _guards(tree)]
+    regions = [_guard_region(file, node, parent, early) for node, parent, early in _guards(tree)]
     if not regions:
         return False
     owners: dict[str, set[str]] = {}
@@ -486,26 +486,34 @@ def _cuda_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def _guards(tree: ast.Module):  # noqa: ANN202 - Iterator[tuple[ast.If | ast.IfExp, ast.AST]]
-    """Each ``if`` and conditional expression whose test may be a guard, with the node holding it."""
+def _guards(tree: ast.Module):  # noqa: ANN202 - Iterator[tuple[ast.If | ast.IfExp, ast.AST, bool]]
+    """Each ``if`` and conditional expression the visitor may take for a guard (``visit_If``,
+    ``visit_IfExp``), with the node holding it and whether it may be an early exit."""
     for parent in ast.walk(tree):
         for node in ast.iter_child_nodes(parent):
-            if isinstance(node, (ast.If, ast.IfExp)) and _could_be_guard(node.test):
-                yield node, parent
+            if isinstance(node, ast.IfExp):
+                if _false_like(node.test):
+                    yield node, parent, False
+            elif isinstance(node, ast.If):
+                if _false_like(node.test):
+                    yield node, parent, False
+                elif not node.orelse and _exits_like(node) and (
+                    _true_like(node.test) or (_stops_like(node) and _no_target_like(node.test))
+                ):
+                    yield node, parent, True
 
 
-def _guard_region(file, node: ast.If | ast.IfExp, parent: ast.AST) -> set[str]:  # noqa: ANN001 - python.AstFile
-    """The words of what the visitor reads for a guard: the whole ``if`` (test and branches), and
-    for one that may exit early, the statements after it in its block."""
-    words = _words(file, node)
-    if isinstance(node, ast.If) and not node.orelse and isinstance(node.body[-1], (ast.Return, ast.Raise, ast.Expr)):
-        for block in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")):
-            if isinstance(block, list) and any(s is node for s in block):
-                after = block[[id(s) for s in block].index(id(node)) + 1 :]
-                for stmt in after:
-                    words |= _words(file, stmt)
+def _guard_region(file, node: ast.If | ast.IfExp, parent: ast.AST, early: bool) -> set[str]:  # noqa: ANN001 - python.AstFile
+    """The words of what the visitor reads for a guard: its test and branches, or for an early
+    exit, the statements after it in its block (``_after``)."""
+    if not early:
+        return _words(file, node)
+    words: set[str] = set()
+    for block in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")):
+        if isinstance(block, list) and any(s is node for s in block):
+            for stmt in block[[id(s) for s in block].index(id(node)) + 1 :]:
+                words |= _words(file, stmt)
     return words
-
 
 def _top_level(body: list[ast.stmt]):  # noqa: ANN202 - Iterator[tuple[str, ast.AST]]
     """The functions and classes defined outside any other (``_enter`` at depth 0), also inside
@@ -531,18 +539,63 @@ def _words(file, node: ast.AST) -> set[str]:  # noqa: ANN001 - python.AstFile
     end = file.offset(node.end_lineno, node.end_col_offset)
     return set(_WORD.findall(file.text, start, end))
 
-def _could_be_guard(test: ast.expr) -> bool:
-    """Does ``test`` hold what every guard the visitor accepts needs (counted over, never under):
-    an ``is_cuda`` attribute, a "cuda" / "cuda:N" string (``device.type == "cuda"``,
-    ``.startswith("cuda")``), an ``is_available`` call, or ``not`` before a call without
-    arguments (``not torch.neuron.is_available()`` through an alias)?"""
-    for node in ast.walk(test):
-        if isinstance(node, ast.Attribute) and node.attr in ("is_cuda", "is_available"):
+# The guards' tests on ``ast``, each counted over its libcst namesake (``_helpers.false_on_neuron``,
+# ``true_on_neuron``, ``cuda_check``; ``_no_target_device``, ``_exits``, ``_stops``): the callee of
+# an ``is_available()`` is not resolved, a comparison with a "cuda" literal needs no ``.type``.
+def _cuda_literal(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and (node.value == "cuda" or node.value.startswith("cuda:"))
+
+
+def _compares_cuda(node: ast.expr, ops: tuple[type, ...]) -> bool:
+    return (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ops)
+        and (_cuda_literal(node.left) or _cuda_literal(node.comparators[0]))
+    )
+
+
+def _false_like(node: ast.expr) -> bool:
+    if isinstance(node, ast.Attribute):
+        return node.attr == "is_cuda"
+    if _compares_cuda(node, (ast.Eq, ast.Is, ast.In)):
+        return True
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if name == "startswith" and node.args and _cuda_literal(node.args[0]):
             return True
-        if isinstance(node, ast.Name) and node.id == "is_available":
-            return True
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (node.value == "cuda" or node.value.startswith("cuda:")):
-            return True
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and isinstance(node.operand, ast.Call) and not node.operand.args and not node.operand.keywords:
-            return True
+        return name == "is_available" and not node.args and not node.keywords
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        return any(_false_like(v) for v in node.values)
     return False
+
+
+def _true_like(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _false_like(node.operand)
+    if _compares_cuda(node, (ast.NotEq, ast.IsNot)):
+        return True
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        return any(_true_like(v) for v in node.values)
+    return False
+
+
+def _no_target_like(node: ast.expr) -> bool:
+    """``not <a call without arguments>``: ``not torch.neuron.is_available()`` through any alias."""
+    return (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.Not)
+        and isinstance(node.operand, ast.Call)
+        and not node.operand.args
+        and not node.operand.keywords
+    )
+
+
+def _stops_like(node: ast.If) -> bool:
+    last = node.body[-1]
+    return isinstance(last, ast.Raise) or (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call))
+
+
+def _exits_like(node: ast.If) -> bool:
+    return isinstance(node.body[-1], ast.Return) or _stops_like(node)

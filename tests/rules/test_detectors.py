@@ -712,6 +712,14 @@ GATE_CASES_FAST_PATH_NAMES = [
                  "def g(x):\n    if x.is_cuda:\n        return Block().f(x)\n    return x\n", False, id="CN603-kernel-through-two-functions"),
     pytest.param("try:\n    import triton\nexcept ImportError:\n    pass\nelse:\n    def _k(x):\n        return triton.cdiv(x, 2)\n\n"
                  "def g(x):\n    if x.is_cuda:\n        return _k(x)\n    return x\n", False, id="CN603-kernel-defined-in-try-else"),
+    pytest.param("import torch\nimport bitsandbytes as bnb\n\ndef main(args):\n    if torch.backends.mps.is_available() and args.bf16:\n        raise ValueError('no bf16 on mps')\n"
+                 "    opt = bnb.optim.AdamW8bit\n", True, id="CN603-exit-that-asks-no-cuda-question"),
+    pytest.param("import torch\nimport xformers.ops as xops\n\ndef f(q):\n    if not torch.cuda.is_available():\n        raise ValueError('needs a GPU')\n    else:\n        return xops.memory_efficient_attention(q, q, q)\n",
+                 True, id="CN603-exit-with-else-is-no-early-exit"),
+    pytest.param("import triton\n\n@triton.jit\ndef _k(p):\n    pass\n\ndef f(x, ref):\n    if ref or not x.is_cuda:\n        return x + 1\n    _k[(1,)](x)\n    return x\n",
+                 False, id="CN603-early-exit-through-or"),
+    pytest.param("import torch\nimport triton\n\n@triton.jit\ndef _k(p):\n    pass\n\ndef f(x):\n    if HAS_TRITON and flag and torch.cuda.is_available():\n        _k[(1,)](x)\n    return x\n",
+                 False, id="CN603-availability-in-a-long-and"),
 ]
 
 
