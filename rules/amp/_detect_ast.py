@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from cuda2neuron.core import Effort, Finding, Span
 
+from ..cuda_api._refs_ast import spelled
 from ..device._strings_ast import simple_string
 from ._helpers import AMP_DTYPE_NAMES, AUTOCAST, FLOAT16_NAMES, LEGACY_AUTOCAST, SCALER
 
@@ -59,6 +60,7 @@ class CudaAutocast:
     float16: bool
     double_star: bool
     dtypes: dict[str, tuple[str, bool] | None]
+
 
 _APIS = ((AUTOCAST, "device_type"), (SCALER, "device"))  # CN303's, in its order
 _MEMBERS = frozenset({"autocast", "GradScaler"})
@@ -99,8 +101,6 @@ class AmpUses:
                 return
 
     def _legacy_call(self, node: ast.Call, args: list) -> LegacyCall:
-        from ..cuda_api._refs_ast import spelled
-
         scope = self.ctx.scope
         head = node.func
         while isinstance(head, ast.Attribute):
@@ -115,8 +115,6 @@ class AmpUses:
         )
 
     def _cuda_autocast(self, node: ast.Call, device: object, args: list) -> CudaAutocast:
-        from ..cuda_api._refs_ast import spelled
-
         dtype = _arg_by_name(args, "dtype", 1)
         scope = self.ctx.scope
         return CudaAutocast(
@@ -129,8 +127,8 @@ class AmpUses:
             {setting: spelled(scope, name) for setting, name in AMP_DTYPE_NAMES.items()},
         )
 
-    # References that are not calls (CN301's `_reference`): over-counted on purpose, a gate
-    # only needs to know that none is there.
+    # References that are not calls (CN301's `_reference`): counted over (every name but a
+    # callee, where `is_reference` excludes assignment targets too); CN301 is unsure at any.
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr == "autocast" and not self._callee(node):
             self.legacy_references = self.legacy_references or self.ctx.qualname(node) in LEGACY_AUTOCAST
