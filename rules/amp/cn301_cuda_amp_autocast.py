@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety, Valid
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings, Valid
 
 from .._shared.args import arg_by_name, as_keywords, keyword_arg
+from .._shared.detector import AstDetector, may_be_linked
 from .._shared.names import import_to_drop, is_reference
 from .._shared.target import device_type_expr
+from ._detect_ast import LegacyCall, amp_uses
 from ._helpers import AMP_DTYPE_NAMES, LEGACY_AUTOCAST, dtype_expr, is_float16, wakes_on_cuda
 
 __all__ = ["LegacyAutocast"]
@@ -108,6 +112,18 @@ class LegacyAutocast(Rule):
         Invalid("import torch, functools\nctx = functools.partial(torch.cuda.amp.autocast, enabled=False)\n"),
     )
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """The visitor's findings from the walk CN302 and CN303 share (``_detect_ast``), for the
+        calls ``_findings`` can write as libcst does; unsure at a name of the old autocast that
+        is not called (``_reference``'s report is libcst's to place)."""
+        uses = amp_uses(file)
+        if uses is None or uses.legacy_references:
+            return None
+        if not uses.legacy_calls:
+            return []
+        return _findings(cls, file, uses.legacy_calls, settings)
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         member = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
@@ -174,3 +190,39 @@ class LegacyAutocast(Rule):
             "`enabled, dtype, cache_enabled`).",
             effort=Effort.LOW,
         )
+
+
+_MESSAGE = "`torch.cuda.amp.autocast` is CUDA-only (and deprecated)"
+_DESCRIPTION = "use `torch.autocast` on the target device with an explicit dtype"
+
+
+def _findings(rule: type, file, calls: list[LegacyCall], settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+    """``visit_Call`` above for each call the walk found, on the neuron target, where it is
+    written ``<torch>.cuda.amp.autocast()``: the call becomes ``<torch>.autocast("neuron",
+    dtype=<amp dtype>)`` with the user's alias of torch. Unsure for any other call (arguments
+    that become keywords, a from-import the fix may leave unused, spacing inside the
+    parentheses), where a name needs an import, where the program pass may link the report,
+    inside an f-string, and on the accelerator target."""
+    from cuda2neuron.python import Unsure
+
+    if settings.target != "neuron":
+        return None
+    detector = AstDetector(rule, file)
+    findings = []
+    try:
+        for found in calls:
+            call, ancestors = found.call, found.ancestors
+            if not found.plain or any(isinstance(a, ast.JoinedStr) for a in ancestors) or may_be_linked(file, call, ancestors):
+                return None
+            start, end = file.bounds(call)
+            if file.text[file.bounds(call.func)[1] : end] != "()":
+                return None
+            autocast, dtype = found.autocast, found.dtypes[settings.amp_dtype]
+            if autocast is None or dtype is None or autocast[1] or dtype[1]:
+                return None  # torch is at the call's head: neither is shadowed nor needs an import
+            new = f'{autocast[0]}("neuron", dtype={dtype[0]})'
+            fix = detector.edit(call, ancestors, start, end - start, new, Safety.SAFE, _DESCRIPTION)
+            findings.append(detector.finding(call, _MESSAGE, "", Effort.NONE, fix))
+    except Unsure:
+        return None
+    return findings

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+import re
+
 import libcst as cst
 
-from cuda2neuron.core import Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings
 
 from .._shared.args import arg_by_name, keyword_arg
+from .._shared.detector import AstDetector, may_be_linked
 from .._shared.strings import string_value
 from .._shared.target import device_type_expr
+from ._detect_ast import CudaAutocast, amp_uses
 from ._helpers import AMP_DTYPE_NAMES, AUTOCAST, dtype_expr, is_float16, wakes_on_cuda
 
 __all__ = ["AutocastCudaDevice"]
@@ -102,6 +107,17 @@ class AutocastCudaDevice(Rule):
         ),
     )
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """The visitor's findings, fixes included, from the walk CN301 and CN303 share
+        (``_detect_ast``); most model code casts by a tensor's device type and gets none."""
+        uses = amp_uses(file)
+        if uses is None:
+            return None
+        if not uses.cuda_devices:
+            return []
+        return _findings(cls, file, uses.cuda_devices, settings)
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         member = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
@@ -147,3 +163,58 @@ class AutocastCudaDevice(Rule):
             imports=imports,
             description="autocast on the target device with an explicit dtype",
         )
+
+
+_MESSAGE = "autocast on the CUDA device"
+_DESCRIPTION = "autocast on the target device with an explicit dtype"
+# What follows the device argument where a dtype inserted after it reads as libcst writes it
+# (the argument's own comma kept, the new one ", "): the call's closing parenthesis, or ", "
+# before the next argument on the same line. Other spacing, a trailing comma, a comment: libcst.
+_INSERTS_CLEANLY = re.compile(r"\)|, (?=[^\s#)])")
+
+
+def _findings(rule: type, file, calls: list[CudaAutocast], settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+    """``visit_Call`` above for each call the walk found, on the neuron target: the device
+    literal's written text (its own parentheses included) becomes ``"neuron"`` in its quote, and
+    where no dtype is passed ``, dtype=<amp dtype>`` follows it, spelled with the user's alias of
+    torch. Unsure on the accelerator target, where the dtype needs an import, where the program
+    pass may link the report, inside an f-string, and where the text around the literal is not
+    what ``_INSERTS_CLEANLY`` reads."""
+    from cuda2neuron.python import Unsure, written_bounds
+
+    from ..device._strings_ast import simple_string
+
+    if settings.target != "neuron":
+        return None
+    detector = AstDetector(rule, file)
+    findings = []
+    try:
+        for found in calls:
+            call, device, ancestors = found.call, found.device, found.ancestors
+            if any(isinstance(a, ast.JoinedStr) for a in ancestors) or may_be_linked(file, call, ancestors):
+                return None
+            message = _MESSAGE
+            insert = ""
+            if not found.has_dtype:
+                if found.double_star:
+                    findings.append(detector.finding(call, message, 'Pass "neuron" as the device type and dtype=torch.bfloat16.', Effort.LOW))
+                    continue
+                dtype = found.dtypes[settings.amp_dtype]
+                if dtype is None:
+                    findings.append(detector.finding(call, message, 'Pass "neuron" as the device type.', Effort.LOW))
+                    continue
+                if dtype[1]:
+                    return None  # the fix adds an import
+                insert = f", dtype={dtype[0]}"
+            elif found.float16 and settings.amp_dtype == "bfloat16":
+                message += f"; {FP16_ADVICE}"
+            value = device.value  # type: ignore[attr-defined]
+            start, end = written_bounds(file, value, (*ancestors, call, device))
+            if insert and not _INSERTS_CLEANLY.match(file.text, end):
+                return None
+            quote = file.text[file.bounds(value)[1] - 1] if simple_string(file, value) else '"'
+            fix = detector.edit(call, ancestors, start, end - start, f"{quote}neuron{quote}{insert}", Safety.SAFE, _DESCRIPTION)
+            findings.append(detector.finding(call, message, "", Effort.NONE, fix))
+    except Unsure:
+        return None
+    return findings

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Valid
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings, Valid
 
 from cuda2neuron.python import visit_syntax
 
 from .._shared.args import arg_by_name
 from .._shared.strings import string_value
+from ._detect_ast import amp_uses, variable_findings
 from ._helpers import AUTOCAST, SCALER, wakes_on_cuda
 
 __all__ = ["AmpDeviceVariable"]
@@ -130,6 +131,13 @@ class AmpDeviceVariable(Rule):
         Invalid("import torch\n\n@torch.autocast(self_cfg.device, enabled=False)\ndef f():\n    return 'cuda:0'\n"),
         Invalid("import torch\nx = f'cuda:{rank}'\nctx = torch.autocast(device_type=kind)\n"),
     )
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """The visitor's findings from the walk CN301 and CN302 share (``_detect_ast``); unsure
+        where ``ast`` cannot tell whether a CUDA literal is left or how libcst writes the argument."""
+        uses = amp_uses(file)
+        return None if uses is None else variable_findings(cls, file, uses)
 
     def _mentions_cuda(self) -> bool:
         """Whether the module still holds a CUDA device literal (looked for once per file)."""

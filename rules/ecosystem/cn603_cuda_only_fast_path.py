@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Rule, Safety
+from cuda2neuron.core import Effort, Finding, Invalid, Rule, Safety, Settings
 from cuda2neuron.python import dotted_name
 
 from ._helpers import CUDA_ONLY_PACKAGES, cuda_only_module, false_on_neuron, true_on_neuron
@@ -212,6 +214,14 @@ class CudaOnlyFastPath(Rule):
         # its package's last name (`from torch.utils import cpp_extension`, `import triton`):
         # diffusers' 312 files with "cuda" hold one in 20.
         return any(word in code for word in _PACKAGE_WORDS)
+
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """A gate: every report is a guard whose test asks about CUDA and whose code reaches a
+        name a CUDA-only import binds (``_may_report``); a file where none can be gets no
+        finding. Unsure elsewhere: libcst runs (the pin is a fix, and the program pass reads
+        what a fast path holds)."""
+        return None if _may_report(file) else []
 
     # -- what is CUDA-only ------------------------------------------------------------------
     # Import targets are always dotted names: dotted_name answers None only for calls and
@@ -433,3 +443,159 @@ def _after(cand: _Candidate) -> list[cst.BaseStatement]:
         return []
     index = next(i for i, s in enumerate(parent.body) if s is cand.node)
     return list(parent.body[index + 1 :])
+
+
+def _may_report(file) -> bool:  # noqa: ANN001 - python.AstFile
+    """Could the visitor report in ``file`` (CPython's ``ast``)? ``leave_Module`` reports a guard
+    only where the names in its test and branch (or, for an early exit, in what follows it)
+    meet the names bound by imports of CUDA-only modules or the top-level functions and classes
+    that reach one. Each set is counted over, never under: every word of a region's text stands
+    for a name libcst's visitors collect there (``_Names``, ``visit_Name``), whatever the order
+    of the walk; a test stands for a guard wherever ``_guards`` says it may be one."""
+    tree = file.tree
+    cuda_names = _cuda_names(tree)
+    if not cuda_names:
+        return False
+    regions = [_guard_region(file, node, parent, early) for node, parent, early in _guards(tree)]
+    if not regions:
+        return False
+    owners: dict[str, set[str]] = {}
+    for name, node in _top_level(tree.body):
+        owners.setdefault(name, set()).update(_words(file, node))  # a name defined twice: both
+    tainted = {name for name, words in owners.items() if words & cuda_names}
+    changed = True
+    while changed:
+        grown = {name for name, words in owners.items() if name not in tainted and words & tainted}
+        tainted |= grown
+        changed = bool(grown)
+    bad = cuda_names | tainted
+    return any(region & bad for region in regions)
+
+
+def _cuda_names(tree: ast.Module) -> set[str]:
+    """The names imports of CUDA-only modules bind (``visit_Import`` / ``visit_ImportFrom``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.asname or a.name.split(".")[0] for a in node.names if cuda_only_module(a.name))
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module is not None:
+            module = node.module
+            names.update(
+                a.asname or a.name for a in node.names if cuda_only_module(module) or cuda_only_module(f"{module}.{a.name}")
+            )
+    return names
+
+
+def _guards(tree: ast.Module):  # noqa: ANN202 - Iterator[tuple[ast.If | ast.IfExp, ast.AST, bool]]
+    """Each ``if`` and conditional expression the visitor may take for a guard (``visit_If``,
+    ``visit_IfExp``), with the node holding it and whether it may be an early exit."""
+    for parent in ast.walk(tree):
+        for node in ast.iter_child_nodes(parent):
+            if isinstance(node, ast.IfExp):
+                if _false_like(node.test):
+                    yield node, parent, False
+            elif isinstance(node, ast.If):
+                if _false_like(node.test):
+                    yield node, parent, False
+                elif not node.orelse and _exits_like(node) and (
+                    _true_like(node.test) or (_stops_like(node) and _no_target_like(node.test))
+                ):
+                    yield node, parent, True
+
+
+def _guard_region(file, node: ast.If | ast.IfExp, parent: ast.AST, early: bool) -> set[str]:  # noqa: ANN001 - python.AstFile
+    """The words of what the visitor reads for a guard: its test and branches, or for an early
+    exit, the statements after it in its block (``_after``)."""
+    if not early:
+        return _words(file, node)
+    words: set[str] = set()
+    for block in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody")):
+        if isinstance(block, list) and any(s is node for s in block):
+            for stmt in block[[id(s) for s in block].index(id(node)) + 1 :]:
+                words |= _words(file, stmt)
+    return words
+
+def _top_level(body: list[ast.stmt]):  # noqa: ANN202 - Iterator[tuple[str, ast.AST]]
+    """The functions and classes defined outside any other (``_enter`` at depth 0), also inside
+    a module-level ``if`` / ``try`` / ``with`` / loop / ``match``."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield stmt.name, stmt
+        else:
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.stmt):
+                    yield from _top_level([child])
+                elif isinstance(getattr(child, "body", None), list):  # an except clause, a match case
+                    yield from _top_level(child.body)
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _words(file, node: ast.AST) -> set[str]:  # noqa: ANN001 - python.AstFile
+    """Every word of ``node``'s text, its decorators included: more than the names it holds."""
+    first = min([node, *getattr(node, "decorator_list", ())], key=lambda n: (n.lineno, n.col_offset))
+    start = file.offset(first.lineno, first.col_offset)
+    end = file.offset(node.end_lineno, node.end_col_offset)
+    return set(_WORD.findall(file.text, start, end))
+
+# The guards' tests on ``ast``, each counted over its libcst namesake (``_helpers.false_on_neuron``,
+# ``true_on_neuron``, ``cuda_check``; ``_no_target_device``, ``_exits``, ``_stops``): the callee of
+# an ``is_available()`` is not resolved, a comparison with a "cuda" literal needs no ``.type``.
+def _cuda_literal(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and (node.value == "cuda" or node.value.startswith("cuda:"))
+
+
+def _compares_cuda(node: ast.expr, ops: tuple[type, ...]) -> bool:
+    return (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ops)
+        and (_cuda_literal(node.left) or _cuda_literal(node.comparators[0]))
+    )
+
+
+def _false_like(node: ast.expr) -> bool:
+    if isinstance(node, ast.Attribute):
+        return node.attr == "is_cuda"
+    if _compares_cuda(node, (ast.Eq, ast.Is, ast.In)):
+        return True
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if name == "startswith" and node.args and _cuda_literal(node.args[0]):
+            return True
+        return name == "is_available" and not node.args and not node.keywords
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        return any(_false_like(v) for v in node.values)
+    return False
+
+
+def _true_like(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _false_like(node.operand)
+    if _compares_cuda(node, (ast.NotEq, ast.IsNot)):
+        return True
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        return any(_true_like(v) for v in node.values)
+    return False
+
+
+def _no_target_like(node: ast.expr) -> bool:
+    """``not <a call without arguments>``: ``not torch.neuron.is_available()`` through any alias."""
+    return (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.Not)
+        and isinstance(node.operand, ast.Call)
+        and not node.operand.args
+        and not node.operand.keywords
+    )
+
+
+def _stops_like(node: ast.If) -> bool:
+    last = node.body[-1]
+    return isinstance(last, ast.Raise) or (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call))
+
+
+def _exits_like(node: ast.If) -> bool:
+    return isinstance(node.body[-1], ast.Return) or _stops_like(node)

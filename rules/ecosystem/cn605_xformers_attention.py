@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cuda2neuron.core import Effort, Invalid, Safety
+import ast
+
+from cuda2neuron.core import Effort, Finding, Invalid, Safety, Settings
 
 from .._shared.args import arg_by_name
+from .._shared.detector import AstDetector
 from .._shared.names import call_qualname
-from .._shared.packages import PackageRule, imports_any, in_package
+from .._shared.packages import PackageRule, imports_any, imports_package, in_package
 from ._helpers import sdpa_bshd
 
 __all__ = ["XformersAttention"]
@@ -90,6 +93,15 @@ class XformersAttention(PackageRule):
         # Every report resolves a name through an import of xformers.
         return imports_any(code, cls.packages)
 
+    @classmethod
+    def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
+        """Without an absolute import of xformers nothing resolves into it: no finding, no walk.
+        Elsewhere the imports and calls the visitor reports, read by ``_Detector``; unsure where
+        the visitor may build its (unsafe) SDPA fix."""
+        if not imports_package(file.tree, cls.packages):
+            return []
+        return _Detector(cls, file).made_findings()
+
     def visit_Call(self, node: cst.Call) -> None:
         qualified = call_qualname(self, node)
         if not in_package(qualified, self.packages) or qualified in _CAUSAL:
@@ -138,3 +150,57 @@ class XformersAttention(PackageRule):
         if scale is not None:
             extra.append(("scale", scale.value))
         return sdpa_bshd(self, q.value, k.value, v.value, extra)
+
+
+_ALLOWED = frozenset({"query", "key", "value", "attn_bias", "p", "scale"})
+
+
+class _Detector(AstDetector):
+    """``PackageRule``'s import reports and ``visit_Call`` above on CPython's ``ast``: each import
+    of xformers, and each call resolved into it but the causal mask, reported without a fix.
+    Unsure where ``_sdpa`` could build the SDPA rewrite (a ``memory_efficient_attention`` whose
+    arguments it reads: no ``*``, no ``op=``, a bias that is absent, ``None`` or a call)."""
+
+    def _finding(self, node: ast.AST, message: str, guidance: str, effort: Effort, ancestors: tuple[object, ...]) -> Finding:
+        return self.finding(node, message, guidance, effort)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        if any(in_package(alias.name, self.rule.packages) for alias in node.names):
+            self._import(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if not node.level and node.module is not None and in_package(node.module, self.rule.packages):
+            self._import(node)
+
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        rule = self.rule
+        self._reports.append((node, rule.import_message, rule.import_guidance, Effort.LOW, tuple(self.ctx.ancestors)))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        from cuda2neuron.python import Unsure
+
+        qualified = self.ctx.call_qualname(node)
+        if not in_package(qualified, self.rule.packages) or qualified in _CAUSAL:
+            return
+        assert qualified is not None
+        if qualified in _MEA and self._may_rewrite(node):
+            raise Unsure("the SDPA rewrite: libcst builds it")
+        message = f"`{qualified.rsplit('.', 1)[-1]}` is an xformers CUDA kernel"
+        self._reports.append((node, message, _GUIDANCE, Effort.MEDIUM, tuple(self.ctx.ancestors)))
+
+    def _may_rewrite(self, node: ast.Call) -> bool:
+        """Could ``_sdpa`` build a replacement (over-counted: a bias call is not resolved)?"""
+        args = self.ctx.args(node)
+        if any(a.star for a in args) or len(args) > 6:
+            return False
+        if any(a.keyword is not None and a.keyword not in _ALLOWED for a in args):
+            return False
+        positional = [a for a in args if a.keyword is None]
+        named = {a.keyword for a in args if a.keyword is not None}
+        if any(i >= len(positional) and name not in named for i, name in enumerate(("query", "key", "value"))):
+            return False
+        bias = next((a for a in args if a.keyword == "attn_bias"), positional[3] if len(positional) > 3 else None)
+        if bias is None:
+            return True
+        value = bias.value
+        return isinstance(value, ast.Call) or (isinstance(value, ast.Constant) and value.value is None)

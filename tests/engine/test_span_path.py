@@ -150,3 +150,42 @@ def test_span_path_equals_libcst_cn201(monkeypatch, source):
     assert taken == 1, "the span path did not take the file"
     assert spanned == parsed
     assert spanned[0] is not None and any(f.applied for f in spanned[1])
+
+
+# CN302's fixes (h42f): the device literal made "neuron" and a dtype inserted after it, spliced;
+# the three autocast rules selected, as a file that says "autocast" and "cuda" wakes them.
+_AMP = Config(select=("CN301", "CN302", "CN303"))
+AMP_TAKEN = [
+    pytest.param("import torch\nwith torch.autocast('cuda'):\n    y = m(x)\n", id="CN302-dtype-inserted"),
+    pytest.param('import torch as t\n\n@t.amp.autocast("cuda", enabled=False)\ndef f(x):\n    return x\n', id="CN302-decorator-alias"),
+    pytest.param("import torch\nwith torch.autocast(device_type=(\"cuda\"), dtype=torch.float16):\n    pass\nc = torch.autocast(kind)\n", id="CN302-dtype-kept-parentheses"),
+]
+
+
+@pytest.mark.parametrize("source", AMP_TAKEN)
+def test_span_path_amp_equals_libcst(monkeypatch, source):
+    data = source.encode("utf-8")
+    before = span_path_files()
+    spanned = process_python_findings("m.py", data, _AMP, _FIX)
+    taken = span_path_files() - before
+    with monkeypatch.context() as m:
+        m.setattr(_python, "fixed_by_spans", lambda *args, **kwargs: None)
+        parsed = process_python_findings("m.py", data, _AMP, _FIX)
+    assert taken == 1, "the span path did not take the file"
+    assert spanned == parsed
+    assert spanned[0] is not None and any(f.applied for f in spanned[1])
+
+
+def test_span_path_old_autocast_equals_libcst(monkeypatch):
+    """CN301's fix beside CN302's in one file: both spliced in one round."""
+    source = "import torch\nwith torch.cuda.amp.autocast():\n    y = m(x)\nwith torch.autocast('cuda'):\n    z = m(x)\n"
+    data = source.encode("utf-8")
+    before = span_path_files()
+    spanned = process_python_findings("m.py", data, _AMP, _FIX)
+    taken = span_path_files() - before
+    with monkeypatch.context() as m:
+        m.setattr(_python, "fixed_by_spans", lambda *args, **kwargs: None)
+        parsed = process_python_findings("m.py", data, _AMP, _FIX)
+    assert taken == 1
+    assert spanned == parsed
+    assert spanned[0] is not None and b"cuda" not in spanned[0]

@@ -105,6 +105,25 @@ EXAMPLES_LEFT_TO_LIBCST = {
         **{f"invalid-{i}": "the accelerator target's fix" for i in range(3, 7)},
     },
 }
+# h42f (CN301, CN302, CN303, CN603, CN605), kept apart to merge cleanly. CN603 is a gate; CN301
+# and CN302 decide with their fixes, on the neuron target; CN303 and CN605 decide, CN605
+# leaving its SDPA rewrite to libcst.
+GATES |= {"CN603"}
+EXAMPLES_LEFT_TO_LIBCST["CN301"] = {
+    "invalid-1": "arguments made keywords: libcst builds them",
+    "invalid-2": "arguments made keywords: libcst builds them",
+    "invalid-4": "the from-import the fix leaves unused: libcst removes it",
+    "invalid-5": "the from-import the fix leaves unused: libcst removes it",
+    "invalid-7": "the accelerator target's fix",
+    "invalid-8": "a call with **kwargs",
+    "invalid-9": "a reference that is not called",
+}
+EXAMPLES_LEFT_TO_LIBCST["CN302"] = {
+    "invalid-5": "the dtype's `import torch`: libcst adds it",
+    "invalid-6": "the accelerator target's fix",
+}
+EXAMPLES_LEFT_TO_LIBCST["CN605"] = {f"invalid-{i}": "the SDPA rewrite: libcst builds it" for i in (1, 2)}
+
 
 # Detectors that build fixes but leave some shapes to libcst (unsure there): a literal bound to a
 # plain name, an f-string, a parametrization, a file that may hold CUDA-only code. On their
@@ -995,3 +1014,131 @@ def test_traps_unsure_cn622(source):
     detected, linted = _both(RULES["CN622"], source)
     assert detected is None
     assert linted
+
+
+# h42f: the autocast trio (one shared walk, rules/amp/_detect_ast.py), CN603 and CN605.
+_A = "import torch\n"
+DECIDED_AMP = [
+    pytest.param("CN303", _A + "d = 'cuda'\nwith torch.autocast(device_type=kind, enabled=False):\n    pass\n", id="CN303-keyword"),
+    pytest.param("CN303", "import torch as t\nfrom torch.amp import GradScaler as GS\nd = 'cuda:1'\ns = GS(dev)\nc = t.amp.autocast(self.cfg.device)\n", id="CN303-aliases-and-attribute-chain"),
+    pytest.param("CN303", _A + "s = 'é'; d = 'cuda'\nc = torch.autocast( kind ,dtype=x)\n", id="CN303-non-ascii-spaced"),
+    pytest.param("CN303", _A + "def f():\n    \"\"\"On 'cuda'.\"\"\"\n    'cuda'\n    return torch.autocast(kind)\n", id="CN303-string-statements-skipped"),
+    pytest.param("CN303", _A + "x = 1; 'cuda'\nc = torch.autocast(kind)\n", id="CN303-string-after-semicolon-read"),
+    pytest.param("CN303", _A + "if a: 'cuda'\nc = torch.autocast(kind)\n", id="CN303-string-in-suite-read"),
+    pytest.param("CN303", _A + "m = torch.load(p, map_location={'cuda:0': 'cpu', **extra})\nc = torch.autocast(kind)\n", id="CN303-map-location-key"),
+    pytest.param("CN303", _A + "m = torch.load(p, map_location={'cpu': 'cuda:1'})\nc = torch.autocast(kind)\n", id="CN303-map-location-value"),
+    pytest.param("CN303", _A + "d = f'cuda:{rank}'\nc = torch.autocast(kind)\n", id="CN303-f-string-device"),
+    pytest.param("CN303", _A + "e = 'cuda_graphs'\nn = r'torch.backends.cuda'\nc = torch.autocast(kind)\n", id="CN303-words-no-device"),
+    pytest.param("CN303", _A + "d = 'cuda'\nc = torch.autocast(x.device.type)\ns = torch.GradScaler(dev)\n", id="CN303-device-type-and-other-scaler"),
+    pytest.param("CN303", _A + "d = 'cuda'\nc = torch.autocast(kind)  # cuda2neuron: ignore[CN303]\n", id="CN303-suppressed"),
+    pytest.param("CN303", "def f(torch):\n    d = 'cuda'\n    return torch.autocast(kind)\n", id="CN303-shadowed-torch"),
+    pytest.param("CN301", _A + "with torch.autocast(x.device.type):\n    pass\nwith torch.cpu.amp.autocast():\n    pass\n", id="CN301-other-autocasts"),
+    pytest.param("CN301", "from mylib import autocast\nwith autocast():\n    pass\nf(autocast)\n", id="CN301-own-autocast"),
+    pytest.param("CN301", _A + "import contextlib\nwith torch.no_grad(), torch.cuda.amp.autocast():\n    pass\nx = (torch.cuda.amp.autocast())\nctx = contextlib.nullcontext() if final else torch.cuda.amp.autocast_mode.autocast()\n", id="CN301-items-parentheses-conditional"),
+    pytest.param("CN301", "import torch as th\ns = 'é'; c = th . cuda . amp . autocast()\n", id="CN301-alias-spaced-non-ascii"),
+    pytest.param("CN302", _A + "with torch.autocast('cpu'), torch.autocast(device_type=d.type):\n    pass\n", id="CN302-other-devices"),
+    pytest.param("CN302", "from mylib import autocast\nwith autocast('cuda'):\n    pass\n", id="CN302-own-autocast"),
+    pytest.param("CN302", _A + "with torch.autocast(device_type='cu' 'da'), torch.autocast(('cuda')):\n    pass\n", id="CN302-concatenated-and-parenthesized"),
+    pytest.param("CN302", "import torch as t\ns = 'é'; c = t.amp.autocast(device_type=\"cuda\", enabled=use_amp, cache_enabled=False)\n", id="CN302-alias-non-ascii-insert-before-next"),
+    pytest.param("CN302", _A + "with torch.autocast('cuda', torch.float16), torch.autocast('cuda', dtype=torch.half):\n    pass\n", id="CN302-float16-advice"),
+    pytest.param("CN302", _A + "with torch.autocast('cuda', **kw):\n    pass\nctx = torch.autocast(r'''cuda''')\n", id="CN302-double-star-and-prefix"),
+    pytest.param("CN302", "from torch import autocast\nimport torch\ndef f(torch):\n    with autocast('cuda'):\n        pass\n", id="CN302-dtype-shadowed"),
+    pytest.param("CN302", _A + "@torch.autocast('cuda')\ndef f():\n    pass\nx = 1; y = torch.autocast('cuda')  # cuda2neuron: ignore[CN302]\n", id="CN302-decorator-and-suppressed"),
+    pytest.param("CN605", "import xformers\nimport xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v, op=o)\n", id="CN605-op-keyword-reported"),
+    pytest.param("CN605", "from xformers.ops import fmha\nm = fmha.BlockDiagonalMask.from_seqlens(s)\nc = fmha.attn_bias.LowerTriangularMask()\n", id="CN605-mask-calls"),
+    pytest.param("CN605", "def f():\n    import xformers.ops as xops\n    s = 'é'; return xops.memory_efficient_attention(*qkv)\nimport os; from xformers import ops\n", id="CN605-in-function-star-non-ascii"),
+    pytest.param("CN605", "import xformers\ndef f(xformers):\n    return xformers.ops.memory_efficient_attention(q, k, v)\n", id="CN605-shadowed"),
+    pytest.param("CN605", "from . import xformers\nfrom .xformers import ops\ny = ops.memory_efficient_attention(q, k, v)\n", id="CN605-relative-imports"),
+    pytest.param("CN605", "import xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v, attn_bias=bias)\n", id="CN605-tensor-bias"),
+]
+
+
+@pytest.mark.parametrize(("code", "source"), DECIDED_AMP)
+def test_traps_decided_amp_and_xformers(code, source):
+    detected, linted = _both(RULES[code], source)
+    assert detected is not None, "a trap the detector should decide left it unsure"
+    assert detected == linted
+
+
+# ... and unsure where a fix is built or ast cannot tell (the visitor reports there).
+UNSURE_AMP = [
+    pytest.param("CN301", "from torch.cuda.amp import autocast as ac\nwith ac():\n    pass\n", id="CN301-aliased-callee"),
+    pytest.param("CN301", "import functools, torch\nctx = functools.partial(torch.cuda.amp.autocast, enabled=False)\n", id="CN301-reference"),
+    pytest.param("CN301", "from torch.cuda import amp\n\n@amp.autocast()\ndef f():\n    pass\n", id="CN301-decorator-through-module"),
+    pytest.param("CN301", _A + "with torch.cuda.amp.autocast( ):\n    pass\n", id="CN301-space-inside-parentheses"),
+    pytest.param("CN301", "import torch.cuda.amp as A\nwith A.autocast():\n    pass\n", id="CN301-module-alias-import-may-be-dropped"),
+    pytest.param("CN301", _A + "def f(x):\n    ctx = torch.cuda.amp.autocast()\n    if torch.cuda.is_available():\n        return ctx\n", id="CN301-bound-in-a-cuda-function"),
+    pytest.param("CN302", _A + "with torch.autocast('cuda',enabled=x):\n    pass\n", id="CN302-comma-without-space"),
+    pytest.param("CN302", _A + "with torch.autocast('cuda' , enabled=x), torch.autocast('cuda',):\n    pass\n", id="CN302-space-before-and-trailing-comma"),
+    pytest.param("CN302", _A + "def f():\n    with torch.autocast(\n        'cuda',  # why\n        enabled=False,\n    ):\n        pass\n", id="CN302-multi-line-comment"),
+    pytest.param("CN302", _A + "def f(x):\n    ctx = torch.autocast('cuda')\n    if x.is_cuda:\n        return ctx\n", id="CN302-bound-in-a-cuda-function"),
+    pytest.param("CN302", _A + "s = f'{torch.autocast(\"cuda\")}'\n", id="CN302-inside-f-string"),
+    pytest.param("CN302", "from torch import autocast as ac\nwith ac('cuda', enabled=False):\n    pass\n", id="CN302-aliased"),
+    pytest.param("CN303", _A + "d = 'cuda' 'x'\nc = torch.autocast(kind)\n", id="CN303-concatenated-literal"),
+    pytest.param("CN303", _A + "d = 'cuda'\nc = torch.autocast((kind))\n", id="CN303-parenthesized-variable"),
+    pytest.param("CN303", _A + "d = 'cuda'\ndef f():\n    return torch.autocast(self\n        .kind)\n", id="CN303-variable-across-lines"),
+    pytest.param("CN303", _A + "d = 'cuda'\nm = f'{torch.autocast(kind)}'\n", id="CN303-inside-f-string"),
+    pytest.param("CN605", "import xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v, p=0.1)\n", id="CN605-sdpa-rewrite"),
+    pytest.param("CN605", "import xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v, attn_bias=xops.LowerTriangularMask())\n", id="CN605-causal-rewrite"),
+]
+
+
+@pytest.mark.parametrize(("code", "source"), UNSURE_AMP)
+def test_traps_unsure_amp_and_xformers(code, source):
+    detected, linted = _both(RULES[code], source)
+    assert detected is None
+    assert linted, "the visitor reports what the detector leaves to it"
+
+
+# CN603's gate: decided only where no CUDA-only import binds a name, or no test could be a guard.
+GATE_CASES_FAST_PATH = [
+    pytest.param("from .ops import triton_kernel\nif x.is_cuda:\n    y = triton_kernel(x)\n", True, id="CN603-relative-import"),
+    pytest.param("import triton\n\ndef f(x):\n    if x.device.type == 'cpu':\n        return x\n    return k(x)\n", True, id="CN603-no-cuda-test"),
+    pytest.param("from diffusers.utils import is_xformers_available\nif torch.cuda.is_available():\n    pass\n", True, id="CN603-package-word-only"),
+    pytest.param("import xformers.ops as xops\ny = xops.memory_efficient_attention(q, k, v) if q.is_cuda else ref(q, k, v)\n", False, id="CN603-conditional-expression"),
+    pytest.param("from torch.utils import cpp_extension\n\ndef f(x):\n    if x.device.type == 'cuda:0':\n        return cpp_extension.load(name='e', sources=['e.cu'])(x)\n    return x\n", False, id="CN603-from-import-member"),
+    pytest.param("import torch\nfrom torch.neuron import is_available as ok\nimport triton\n\n@triton.jit\ndef _k(p):\n    pass\n\n"
+                 "def main(x):\n    if not ok():\n        raise SystemExit('no device')\n    _k[(1,)](x)\n", False, id="CN603-aliased-target-check"),
+]
+
+
+@pytest.mark.parametrize(("source", "decided"), GATE_CASES_FAST_PATH)
+def test_gate_fast_path(source, decided):
+    detected, linted = _both(RULES["CN603"], source)
+    if decided:
+        assert detected == linted == []
+    else:
+        assert detected is None
+        assert linted, "the visitor reports what the gate leaves to it"
+
+
+# CN603's gate reads names: a guard decided where its code meets no CUDA-only name (h42f).
+GATE_CASES_FAST_PATH_NAMES = [
+    pytest.param("import torch\n\ndef main(args):\n    if args.adam8:\n        import bitsandbytes as bnb\n        opt = bnb.optim.AdamW8bit\n"
+                 "    if torch.cuda.is_available():\n        torch.backends.cuda.matmul.allow_tf32 = True\n", True, id="CN603-guard-meets-no-kernel-name"),
+    pytest.param("import torch\n\ndef main(args):\n    if not torch.cuda.is_available():\n        return\n    import bitsandbytes as bnb\n    opt = bnb.optim.AdamW8bit\n",
+                 False, id="CN603-early-exit-before-kernel"),
+    pytest.param("import torch\n\ndef _fast(x):\n    import xformers.ops as xops\n    return xops.memory_efficient_attention(x, x, x)\n\n"
+                 "class Block:\n    def f(self, x):\n        return helper(x)\n\ndef helper(x):\n    return _fast(x)\n\n"
+                 "def g(x):\n    if x.is_cuda:\n        return Block().f(x)\n    return x\n", False, id="CN603-kernel-through-two-functions"),
+    pytest.param("try:\n    import triton\nexcept ImportError:\n    pass\nelse:\n    def _k(x):\n        return triton.cdiv(x, 2)\n\n"
+                 "def g(x):\n    if x.is_cuda:\n        return _k(x)\n    return x\n", False, id="CN603-kernel-defined-in-try-else"),
+    pytest.param("import torch\nimport bitsandbytes as bnb\n\ndef main(args):\n    if torch.backends.mps.is_available() and args.bf16:\n        raise ValueError('no bf16 on mps')\n"
+                 "    opt = bnb.optim.AdamW8bit\n", True, id="CN603-exit-that-asks-no-cuda-question"),
+    pytest.param("import torch\nimport xformers.ops as xops\n\ndef f(q):\n    if not torch.cuda.is_available():\n        raise ValueError('needs a GPU')\n    else:\n        return xops.memory_efficient_attention(q, q, q)\n",
+                 True, id="CN603-exit-with-else-is-no-early-exit"),
+    pytest.param("import triton\n\n@triton.jit\ndef _k(p):\n    pass\n\ndef f(x, ref):\n    if ref or not x.is_cuda:\n        return x + 1\n    _k[(1,)](x)\n    return x\n",
+                 False, id="CN603-early-exit-through-or"),
+    pytest.param("import torch\nimport triton\n\n@triton.jit\ndef _k(p):\n    pass\n\ndef f(x):\n    if HAS_TRITON and flag and torch.cuda.is_available():\n        _k[(1,)](x)\n    return x\n",
+                 False, id="CN603-availability-in-a-long-and"),
+]
+
+
+@pytest.mark.parametrize(("source", "decided"), GATE_CASES_FAST_PATH_NAMES)
+def test_gate_fast_path_names(source, decided):
+    detected, linted = _both(RULES["CN603"], source)
+    if decided:
+        assert detected == linted == []
+    else:
+        assert detected is None
+        assert linted, "the visitor reports what the gate leaves to it"
