@@ -23,6 +23,7 @@ from cuda2neuron.core import WORD_BYTES, Finding, Rule, Settings
 from .._shared.blocks import statements
 from .._shared.detector import AstDetector
 from .._shared.names import call_qualname
+from .._shared.packages import in_package
 
 __all__ = [
     "COMPILE_KEYWORDS", "CUDA_MODES", "compile_callee", "compile_gate", "has_star_kwargs", "is_compile_call",
@@ -180,15 +181,20 @@ def has_star_kwargs(node: cst.Call) -> bool:
 
 
 def compile_gate(cls: type[Rule], file: Any, settings: Settings) -> list[Finding] | None:  # noqa: ARG001
-    """The compile family's ``detect``: a gate. No finding of CN501-CN505 where the text spells
-    no ``_inductor`` (CN505's settings and ``config.patch`` resolve through a name that spells
-    it), no string's value is a CUDA mode (CN502's kept modes, escapes read), and no call or
-    bare decorator may compile a model (``_Gate``); unsure elsewhere (libcst runs). The family
-    wakes on the whole word ``compile`` in a file: ``is_compiled_module``, a ``regex.compile``,
-    ``torch.compiler.disable`` hold it and report nothing."""
-    if "_inductor" in file.text:
-        return None
+    """The compile family's ``detect``: a gate. No finding of CN501-CN505 where no call or
+    assignment target resolves into ``torch._inductor.config`` (CN505's settings and
+    ``config.patch``), no string's value is a CUDA mode (CN502's kept modes, escapes read), and
+    no call or bare decorator may compile a model (``_Gate``); unsure elsewhere (libcst runs).
+    The family wakes on the whole word ``compile`` in a file: ``is_compiled_module``, a
+    ``regex.compile``, ``torch.compiler.disable`` hold it and report nothing; and on
+    ``_inductor``, which diffusers' pipelines spell in ``torch._inductor.cudagraph_mark_step_begin()``
+    and its tests in ``torch._inductor.utils.fresh_inductor_cache()``: no setting."""
     return None if _Gate(cls, file).reports() is None else []
+
+
+def _inductor_config(qualified: str | None) -> bool:
+    """``torch._inductor.config`` or a name inside it: CN505's ``in_package`` test."""
+    return in_package(qualified, ("torch._inductor.config",))
 
 
 class _Gate(AstDetector):
@@ -203,12 +209,22 @@ class _Gate(AstDetector):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        # CN505's `patch` (a superset: any call into inductor's config, `config.patch` through
+        # an alias or a from-import included), asked when the visitor asks, before the arguments.
+        if _inductor_config(self.ctx.call_qualname(node)):
+            self._unsure()
         if isinstance(func, ast.Attribute) and func.attr != "compile":
             return
         if not isinstance(func, (ast.Attribute, ast.Name)):
             return
         qualified = self.ctx.call_qualname(node)
         if qualified == "torch.compile" or (isinstance(func, ast.Attribute) and qualified is None):
+            self._unsure()
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        # CN505's `visit_Assign`: an attribute target under `torch._inductor.config`, resolved
+        # before the targets are bound (libcst visits the statement first, as this walk does).
+        if any(isinstance(t, ast.Attribute) and _inductor_config(self.ctx.qualname(t)) for t in node.targets):
             self._unsure()
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:

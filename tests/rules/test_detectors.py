@@ -408,6 +408,13 @@ GATE_CASES = [
     pytest.param("CN504", "import torch\nm = torch.compile(m, backend='neuron')\n", "m.py", Settings(), False, id="CN504-torch-compile"),
     pytest.param("CN502", "cfg = {'mode': 'max\\x2dautotune'}\n", "m.py", Settings(), False, id="CN502-escaped-mode"),
     pytest.param("CN505", "import torch._inductor.config as ic\nic.freezing = True\n", "m.py", Settings(), False, id="CN505-inductor-config"),
+    # h42e2 (CN501-CN505): `_inductor` spelled outside inductor's config (diffusers' pipelines
+    # and tests) sets nothing: decided. A setting or `patch` through an alias or a from-import is not.
+    pytest.param("CN505", "import torch\ntorch._inductor.cudagraph_mark_step_begin()\nwith torch._inductor.utils.fresh_inductor_cache():\n    pass\n", "m.py", Settings(), True, id="CN505-inductor-no-config"),
+    pytest.param("CN501", "import torch\n\ndef step(pipe):\n    torch._inductor.cudagraph_mark_step_begin()\n    return is_compiled_module(pipe.unet)\n", "m.py", Settings(), True, id="CN501-inductor-no-compile"),
+    pytest.param("CN505", "from torch._inductor import config as inductor_config\nwith inductor_config.patch({'triton.cudagraphs': False}):\n    pass\n", "m.py", Settings(), False, id="CN505-config-patch-through-alias"),
+    pytest.param("CN505", "from torch._inductor.config import patch\n\n@patch(max_autotune=True)\ndef f():\n    pass\n", "m.py", Settings(), False, id="CN505-patch-from-import"),
+    pytest.param("CN505", "from torch._inductor import config\nconfig.triton.cudagraphs = False\n", "m.py", Settings(), False, id="CN505-config-section-set"),
     # CN611: CUDA in longer words and a profiler without CUDA; a sort key behind an escape, the
     # CUDA profiler through an alias.
     pytest.param("CN611", "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\nmsg = \"CUDA out of memory\"\n", "m.py", Settings(), True, id="CN611-cuda-in-longer-words"),
