@@ -430,6 +430,15 @@ GATE_CASES = [
     pytest.param("CN619", "from torch import _scaled_mm as smm\ny = smm(a, b, scale_a=s, scale_b=t)\n", "m.py", Settings(), False, id="CN619-op-through-alias"),
     pytest.param("CN619", "import torch as t\n\ndef q(w):\n    fp8 = t.float8_e5m2\n    return w.to(fp8)\n", "m.py", Settings(), False, id="CN619-dtype-bound-through-alias"),
     pytest.param("CN619", "import torch\nlabel = f'{w.to(torch.float8_e4m3fn).shape}'\n", "m.py", Settings(), False, id="CN619-dtype-in-f-string"),
+    # h42e2 (CN619): a float8 dtype held as a value (a table, a default, a name that never
+    # reaches the device) decides; a test against some tensor's dtype, or a bound name that
+    # later places a tensor, does not (the binding is used after it is made).
+    pytest.param("CN619", "import torch\nSUPPORTED = [torch.float8_e4m3fn, torch.float8_e5m2]\nNAMES = {torch.float8_e4m3fn: 'F8'}\n", "m.py", Settings(), True, id="CN619-dtype-table"),
+    pytest.param("CN619", "import torch\n\ndef cast(model, storage_dtype=torch.float8_e4m3fn):\n    return model\n", "m.py", Settings(), True, id="CN619-dtype-default"),
+    pytest.param("CN619", "import torch\n\ndef pick(fp8):\n    target = torch.float8_e4m3fn\n    return {'dtype': target}\n", "m.py", Settings(), True, id="CN619-bound-never-placed"),
+    pytest.param("CN619", "import torch\n\ndef q(w, torch_dtype):\n    ok = torch_dtype == torch.float8_e4m3fn\n    return ok\n", "m.py", Settings(), True, id="CN619-compared-with-a-name"),
+    pytest.param("CN619", "import torch\nok = w.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)\n", "m.py", Settings(), False, id="CN619-tensor-dtype-in-tuple"),
+    pytest.param("CN619", "import torch\n\ndef q(w):\n    target = torch.float8_e4m3fn\n    w = w.cpu()\n    return w.to(target)\n", "m.py", Settings(), False, id="CN619-bound-then-placed"),
 ]
 
 
