@@ -134,6 +134,9 @@ def _imported_tops(rule: Rule) -> frozenset[str]:
 # Marks a module that defines a `compile` function or method of its own: `x.compile()` there may
 # well be that one.
 _OWN_COMPILE = "<def compile>"
+# Marks a dotted import written with blanks around a dot, which ``ast`` and libcst's text name
+# differently (the compile gate's ``_imported_tops_ast``).
+_BLANK_IMPORT = "<import a . b>"
 
 
 def _defines_compile(module: cst.Module) -> bool:
@@ -192,6 +195,30 @@ def compile_gate(cls: type[Rule], file: Any, settings: Settings) -> list[Finding
     return None if _Gate(cls, file).reports() is None else []
 
 
+def _imported_tops_ast(file: Any) -> frozenset[str]:
+    """``_imported_tops`` on ``ast``: the statements of every block are what ``ast.walk`` meets
+    of them (no expression holds an import or a def). A dotted import name written with blanks
+    (``import jax . numpy``) is one libcst's text reads otherwise (``"jax "``): ``_BLANK_IMPORT``
+    marks it, and the gate is unsure there."""
+    found: set[str] = set()
+    for node in ast.walk(file.tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [] if node.level or node.module is None else [node.module]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name == "compile":
+                found.add(_OWN_COMPILE)
+            continue
+        else:
+            continue
+        for name in names:
+            found.add(name.split(".")[0])
+            if "." in name and name not in (ast.get_source_segment(file.text, node) or ""):
+                found.add(_BLANK_IMPORT)
+    return frozenset(found)
+
+
 def _inductor_config(qualified: str | None) -> bool:
     """``torch._inductor.config`` or a name inside it: CN505's ``in_package`` test."""
     return in_package(qualified, ("torch._inductor.config",))
@@ -218,8 +245,24 @@ class _Gate(AstDetector):
         if not isinstance(func, (ast.Attribute, ast.Name)):
             return
         qualified = self.ctx.call_qualname(node)
-        if qualified == "torch.compile" or (isinstance(func, ast.Attribute) and qualified is None):
+        if qualified == "torch.compile" or (isinstance(func, ast.Attribute) and qualified is None and self._module_compile(node)):
             self._unsure()
+
+    def _module_compile(self, node: ast.Call) -> bool:
+        """``_is_module_compile`` past its callee test: keywords of torch.compile only, and a
+        file that imports torch and no other framework, nor defines a compile of its own
+        (diffusers' ``jax.jit(...).lower(...).compile()``, ``submod.compile(*args, **kwargs)``)."""
+        for arg in self.ctx.args(node):
+            if arg.star == "**":
+                continue
+            if arg.star or arg.keyword is None or arg.keyword not in COMPILE_KEYWORDS:
+                return False
+        tops = self.__dict__.get("_tops")
+        if tops is None:
+            tops = self._tops = _imported_tops_ast(self.file)
+        if _BLANK_IMPORT in tops:
+            return True
+        return "torch" in tops and not (tops & (_OTHER_COMPILES | {_OWN_COMPILE}))
 
     def visit_Assign(self, node: ast.Assign) -> None:
         # CN505's `visit_Assign`: an attribute target under `torch._inductor.config`, resolved

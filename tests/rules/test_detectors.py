@@ -415,6 +415,14 @@ GATE_CASES = [
     pytest.param("CN505", "from torch._inductor import config as inductor_config\nwith inductor_config.patch({'triton.cudagraphs': False}):\n    pass\n", "m.py", Settings(), False, id="CN505-config-patch-through-alias"),
     pytest.param("CN505", "from torch._inductor.config import patch\n\n@patch(max_autotune=True)\ndef f():\n    pass\n", "m.py", Settings(), False, id="CN505-patch-from-import"),
     pytest.param("CN505", "from torch._inductor import config\nconfig.triton.cudagraphs = False\n", "m.py", Settings(), False, id="CN505-config-section-set"),
+    # ... a `.compile` no import resolves is nn.Module.compile only with torch.compile's keywords,
+    # in a file importing torch and no other framework (diffusers' JAX AOT script, its forwarding
+    # `submod.compile(*args, **kwargs)`); a blank inside a dotted import is read as libcst reads it.
+    pytest.param("CN501", "import torch\nimport jax\nexe = jax.jit(f).lower(x).compile()\n", "m.py", Settings(), True, id="CN501-jax-lowered-compile"),
+    pytest.param("CN501", "import torch\n\ndef each(mods, *args, **kwargs):\n    for m in mods:\n        m.compile(*args, **kwargs)\n", "m.py", Settings(), True, id="CN501-forwarding-star-args"),
+    pytest.param("CN501", "import torch\nprog.compile(optimizer='adam')\n", "m.py", Settings(), True, id="CN501-other-keywords"),
+    pytest.param("CN501", "import torch\nexe = build(f).compile()\n", "m.py", Settings(), False, id="CN501-chained-module-compile"),
+    pytest.param("CN501", "import torch\nimport jax . numpy\nmodel.compile(dynamic=False)\n", "m.py", Settings(), False, id="CN501-blank-dotted-import"),
     # CN611: CUDA in longer words and a profiler without CUDA; a sort key behind an escape, the
     # CUDA profiler through an alias.
     pytest.param("CN611", "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\nmsg = \"CUDA out of memory\"\n", "m.py", Settings(), True, id="CN611-cuda-in-longer-words"),
