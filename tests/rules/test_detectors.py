@@ -66,7 +66,7 @@ HOLDS_LEFT_TO_LIBCST = frozenset({"CN201"})
 
 # Detectors that only prove a file holds no finding (every report of the visitor needs a word or
 # an import the detector looks for): unsure wherever the visitor could report, and on its examples.
-GATES = frozenset({"CN103", "CN109", "CN112", "CN208", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN607", "CN609", "CN611", "CN616", "CN617", "CN619", "CN620", "CN805"})
+GATES = frozenset({"CN103", "CN109", "CN112", "CN208", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN607", "CN609", "CN611", "CN617", "CN619", "CN620", "CN805"})
 
 
 # Detectors that decide the common cases and leave the rest to libcst: the examples each leaves
@@ -291,6 +291,16 @@ DECIDED_NEXT = [
     pytest.param("CN627", "from ray.util import collective as c\nc.init_collective_group(4, 0, Backend.NCCL)\nc.init_collective_group(4, 0, 'gloo')\n", id="CN627-backend-attribute"),
     pytest.param("CN627", "class A(B, deepspeed='ds.json'):\n    pass\ndef f(deepspeed='ds.json'):\n    pass\n", id="CN627-class-keyword-and-parameter"),
     pytest.param("CN627", "cfg = {'deepspeed': 'ds.json', **rest, b'tf32': True}\n", id="CN627-dict-keys"),
+    # h42e2 (CN616, a full detector): imports, calls through them, dynamic imports and kernel
+    # languages' decorators, whose libcst node spans the `@` (ast has no such node).
+    pytest.param("CN616", "import cutlass\n\n@cutlass.cute.kernel\ndef k(x):\n    pass\n", id="CN616-decorator-through-import"),
+    pytest.param("CN616", "import tilelang\nx = 'é'\n\nclass A:\n    @  tilelang.jit(out_idx=[1])\n    def k(self, M):\n        pass\n", id="CN616-decorator-call-blanks-after-at"),
+    pytest.param("CN616", "def f():\n    ops = __import__('fused_adam_cuda')\n    ops.adam(p)\n", id="CN616-dynamic-in-function"),
+    pytest.param("CN616", "import importlib\nops = importlib.import_module('fused_' 'adam_cuda')\nops.adam(p)\n", id="CN616-dynamic-concatenated-name"),
+    pytest.param("CN616", "import tensorrt as trt\nlogger = trt.Logger(trt.Logger.WARNING)\nbuilder = trt.Builder(logger)\n", id="CN616-engine-calls-through-alias"),
+    pytest.param("CN616", "try:\n    from flash_attn_interface import (\n        flash_attn_func as fa3,\n    )\nexcept ImportError:\n    fa3 = None\n", id="CN616-parenthesized-from-import"),
+    pytest.param("CN616", "from torchao.utils import TorchAOBaseTensor\nimport torchao.quantization as q\nq.quantize_(m, cfg)\n", id="CN616-package-without-a-row"),
+    pytest.param("CN616", "from torchao import float8\nfloat8.convert_to_float8_training(m)\n", id="CN616-row-through-from-import"),
 ]
 
 
@@ -310,6 +320,8 @@ UNSURE_NEXT = [
     pytest.param("CN101", "def f(x):\n    y = x.cuda()\n    if y.is_cuda:\n        g()\n", id="CN101-value-read-by-a-cuda-test"),
     pytest.param("CN101", "def f():\n    flag = x.cuda() is None\n", id="CN101-a-flag"),
     pytest.param("CN101", "class A:\n    def f(self, x):\n        self.x = x.cuda()\n    def g(self):\n        return self.x.is_cuda\n", id="CN101-attribute-read-by-another-method"),
+    # h42e2 (CN616): a decorator in parentheses, which libcst's Decorator holds.
+    pytest.param("CN616", "import tilelang\n\n@(tilelang.jit)\ndef k(M):\n    pass\n", id="CN616-parenthesized-decorator"),
     pytest.param("CN101", 'def f(x):\n    y = x.cuda()\n    s = f"{y} on cuda"\n', id="CN101-f-string-spelling-cuda"),
     pytest.param("CN101", "import torch\nif torch.cuda.is_available():\n    print(x.cuda())\n", id="CN101-message-under-a-guard"),
     pytest.param("CN101", "import triton\nm = m.cuda()\n", id="CN101-kernel-package-imported"),
@@ -375,8 +387,6 @@ GATE_CASES = [
     pytest.param("CN609", "import torch\nop = getattr(torch.ops.aten, '\\x5fscaled_dot_product_cudnn_attention')\n", "m.py", Settings(), False, id="CN609-op-name-escaped"),
     pytest.param("CN609", "from torch.nn.attention import SDPBackend as B\nks = [B.FLASH_ATTENTION]\n", "m.py", Settings(), False, id="CN609-backend-alias"),
     pytest.param("CN616", "from .ops import causal_conv1d_fn\nkernel = 'causal_conv1d'\nimport importlib\nm = importlib.import_module('json')\n", "pkg/m.py", Settings(), True, id="CN616-relative-and-selector"),
-    pytest.param("CN616", "import cutlass\n\n@cutlass.cute.kernel\ndef k(x):\n    pass\n", "m.py", Settings(), False, id="CN616-decorator-through-import"),
-    pytest.param("CN616", "def f():\n    ops = __import__('fused_adam_cuda')\n    ops.adam(p)\n", "m.py", Settings(), False, id="CN616-dynamic-in-function"),
     pytest.param("CN617", "import pkg.model\nfrom pkg.ops import other\nimport importlib\nm = importlib.import_module(name)\n", "pkg/m.py", _KERNELS, True, id="CN617-other-modules"),
     pytest.param("CN617", "from . import model\nfrom .ops import *\n", "pkg/sub/m.py", _KERNELS, True, id="CN617-relative-and-star"),
     pytest.param("CN617", "from ..ops import layer_norm\ny = layer_norm.rms_norm(x, w)\n", "pkg/models/block.py", _KERNELS, False, id="CN617-relative-kernel-module"),
