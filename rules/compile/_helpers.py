@@ -23,6 +23,7 @@ from cuda2neuron.core import WORD_BYTES, Finding, Rule, Settings
 from .._shared.blocks import statements
 from .._shared.detector import AstDetector
 from .._shared.names import call_qualname
+from .._shared.packages import in_package
 
 __all__ = [
     "COMPILE_KEYWORDS", "CUDA_MODES", "compile_callee", "compile_gate", "has_star_kwargs", "is_compile_call",
@@ -133,6 +134,9 @@ def _imported_tops(rule: Rule) -> frozenset[str]:
 # Marks a module that defines a `compile` function or method of its own: `x.compile()` there may
 # well be that one.
 _OWN_COMPILE = "<def compile>"
+# Marks a dotted import written with blanks around a dot, which ``ast`` and libcst's text name
+# differently (the compile gate's ``_imported_tops_ast``).
+_BLANK_IMPORT = "<import a . b>"
 
 
 def _defines_compile(module: cst.Module) -> bool:
@@ -180,15 +184,44 @@ def has_star_kwargs(node: cst.Call) -> bool:
 
 
 def compile_gate(cls: type[Rule], file: Any, settings: Settings) -> list[Finding] | None:  # noqa: ARG001
-    """The compile family's ``detect``: a gate. No finding of CN501-CN505 where the text spells
-    no ``_inductor`` (CN505's settings and ``config.patch`` resolve through a name that spells
-    it), no string's value is a CUDA mode (CN502's kept modes, escapes read), and no call or
-    bare decorator may compile a model (``_Gate``); unsure elsewhere (libcst runs). The family
-    wakes on the whole word ``compile`` in a file: ``is_compiled_module``, a ``regex.compile``,
-    ``torch.compiler.disable`` hold it and report nothing."""
-    if "_inductor" in file.text:
-        return None
+    """The compile family's ``detect``: a gate. No finding of CN501-CN505 where no call or
+    assignment target resolves into ``torch._inductor.config`` (CN505's settings and
+    ``config.patch``), no string's value is a CUDA mode (CN502's kept modes, escapes read), and
+    no call or bare decorator may compile a model (``_Gate``); unsure elsewhere (libcst runs).
+    The family wakes on the whole word ``compile`` in a file: ``is_compiled_module``, a
+    ``regex.compile``, ``torch.compiler.disable`` hold it and report nothing; and on
+    ``_inductor``, which diffusers' pipelines spell in ``torch._inductor.cudagraph_mark_step_begin()``
+    and its tests in ``torch._inductor.utils.fresh_inductor_cache()``: no setting."""
     return None if _Gate(cls, file).reports() is None else []
+
+
+def _imported_tops_ast(file: Any) -> frozenset[str]:
+    """``_imported_tops`` on ``ast``: the statements of every block are what ``ast.walk`` meets
+    of them (no expression holds an import or a def). A dotted import name written with blanks
+    (``import jax . numpy``) is one libcst's text reads otherwise (``"jax "``): ``_BLANK_IMPORT``
+    marks it, and the gate is unsure there."""
+    found: set[str] = set()
+    for node in ast.walk(file.tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [] if node.level or node.module is None else [node.module]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name == "compile":
+                found.add(_OWN_COMPILE)
+            continue
+        else:
+            continue
+        for name in names:
+            found.add(name.split(".")[0])
+            if "." in name and name not in (ast.get_source_segment(file.text, node) or ""):
+                found.add(_BLANK_IMPORT)
+    return frozenset(found)
+
+
+def _inductor_config(qualified: str | None) -> bool:
+    """``torch._inductor.config`` or a name inside it: CN505's ``in_package`` test."""
+    return in_package(qualified, ("torch._inductor.config",))
 
 
 class _Gate(AstDetector):
@@ -203,12 +236,38 @@ class _Gate(AstDetector):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        # CN505's `patch` (a superset: any call into inductor's config, `config.patch` through
+        # an alias or a from-import included), asked when the visitor asks, before the arguments.
+        if _inductor_config(self.ctx.call_qualname(node)):
+            self._unsure()
         if isinstance(func, ast.Attribute) and func.attr != "compile":
             return
         if not isinstance(func, (ast.Attribute, ast.Name)):
             return
         qualified = self.ctx.call_qualname(node)
-        if qualified == "torch.compile" or (isinstance(func, ast.Attribute) and qualified is None):
+        if qualified == "torch.compile" or (isinstance(func, ast.Attribute) and qualified is None and self._module_compile(node)):
+            self._unsure()
+
+    def _module_compile(self, node: ast.Call) -> bool:
+        """``_is_module_compile`` past its callee test: keywords of torch.compile only, and a
+        file that imports torch and no other framework, nor defines a compile of its own
+        (diffusers' ``jax.jit(...).lower(...).compile()``, ``submod.compile(*args, **kwargs)``)."""
+        for arg in self.ctx.args(node):
+            if arg.star == "**":
+                continue
+            if arg.star or arg.keyword is None or arg.keyword not in COMPILE_KEYWORDS:
+                return False
+        tops = self.__dict__.get("_tops")
+        if tops is None:
+            tops = self._tops = _imported_tops_ast(self.file)
+        if _BLANK_IMPORT in tops:
+            return True
+        return "torch" in tops and not (tops & (_OTHER_COMPILES | {_OWN_COMPILE}))
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        # CN505's `visit_Assign`: an attribute target under `torch._inductor.config`, resolved
+        # before the targets are bound (libcst visits the statement first, as this walk does).
+        if any(isinstance(t, ast.Attribute) and _inductor_config(self.ctx.qualname(t)) for t in node.targets):
             self._unsure()
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:

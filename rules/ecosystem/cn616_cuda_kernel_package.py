@@ -11,7 +11,10 @@ import libcst as cst
 from cuda2neuron.core import Effort, Finding, Invalid, ProjectFacts, Rule, Settings, Valid
 from cuda2neuron.python import dotted_name
 
-from .._shared.kernels import KERNEL_LANGUAGES, KernelPackage, dynamic_import, kernel_packages, local_kernel_package, package_of
+from ..device._strings_ast import simple_string
+from .._shared.ast_names import ast_dotted
+from .._shared.detector import AstDetector
+from .._shared.kernels import DYNAMIC_IMPORTS, KERNEL_LANGUAGES, KernelPackage, dynamic_import, kernel_packages, local_kernel_package, package_of
 from .._shared.names import call_qualname
 from .._shared.packages import imports_any
 from .._shared.sys_path import source_sys_path_folders
@@ -140,37 +143,16 @@ class CudaKernelPackage(Rule):
         return self.context.settings.project
 
     def _row(self, qualified: str | None) -> KernelPackage | None:
-        row = package_of(qualified, self._facts(), self.context.path)
-        if row is None or qualified is None or not self._facts().kernel_modules:
-            return row
-        # The folders the file puts on sys.path (unsloth's glm4_moe.py), read once, and only
-        # for a name that has a row: the project's package there is what Python finds.
-        if self._folders is None:
-            self._folders = source_sys_path_folders(self.context.source, self.context.path)
-        if self._folders and local_kernel_package(qualified, self._facts(), self.context.path, self._folders):
-            return None
+        row, self._folders = _row(qualified, self._facts(), self.context.path, self.context.source, self._folders)
         return row
 
     @classmethod
     def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
-        """No finding where no absolute import of the file, and no call given a string as its
-        first argument (a superset of ``dynamic_import``), names a module whose first name is a
-        row's (``_triggers``); unsure elsewhere (libcst runs). Every report of the visitor is
-        such an import, or a name resolved through one (a relative import binds no qualified
-        name), and ``package_of`` only finds names under a row."""
-        tops = frozenset(cls.triggers)
-        for node in ast.walk(file.tree):
-            if isinstance(node, ast.Import):
-                if any(alias.name.split(".")[0] in tops for alias in node.names):
-                    return None
-            elif isinstance(node, ast.ImportFrom):
-                if not node.level and node.module is not None and node.module.split(".")[0] in tops:
-                    return None
-            elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-                value = node.args[0].value
-                if isinstance(value, str) and value.split(".")[0] in tops:
-                    return None
-        return []
+        """The visits below on CPython's ``ast`` (``_Detector``): the same reports, none with a
+        fix (diffusers' TensorRT scripts, FlashAttention-3 and SageAttention imports, torchao's
+        float8 training decide). Unsure only at a kernel language's decorator written other than
+        right after its ``@`` (libcst's ``Decorator`` spans the ``@``)."""
+        return _Detector(cls, file, settings).made_findings()
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -196,18 +178,7 @@ class CudaKernelPackage(Rule):
             self._report_import(node, module, row)
 
     def _report_import(self, node: cst.CSTNode, module: str, row: KernelPackage) -> None:
-        if row.kind == "engine":
-            # Its config objects run nothing: the import is the blocker, and the use goes whole.
-            message = f"`{module}`: {row.what}; it has no Trainium backend"
-        else:
-            noun = "code written with it runs" if row.kind == "language" else "its kernels run"
-            message = f"`{module}`: {row.what}; {noun} only on NVIDIA GPUs"
-        self.report(
-            node,
-            message,
-            guidance=f"Port: {row.instead}.",
-            effort=Effort.HIGH,
-        )
+        self.report(node, _import_message(module, row), guidance=f"Port: {row.instead}.", effort=Effort.HIGH)
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         expr = node.decorator.func if isinstance(node.decorator, cst.Call) else node.decorator
@@ -248,13 +219,179 @@ class CudaKernelPackage(Rule):
                 module, row = self._dynamic[head]
                 qualified = module + dotted[len(head):]  # type: ignore[index]
         row = self._row(qualified)
-        # Calls inside a kernel language are the kernel's own body (reported at the import and
-        # the decorator); calls of prebuilt kernels are each a place the port must change.
-        if row is None or row.kind in ("language", "engine") or any(qualified.startswith(k) for k in KERNEL_LANGUAGES):  # type: ignore[union-attr]
+        if _called_kernel(qualified, row):
+            self.report(node, f"`{qualified}` runs {row.what}", guidance=f"Call instead: {row.instead}.", effort=Effort.MEDIUM)  # type: ignore[union-attr]
+
+
+def _row(
+    qualified: str | None, facts: ProjectFacts, path: str, source: str, folders: tuple[tuple[str, ...], ...] | None
+) -> tuple[KernelPackage | None, tuple[tuple[str, ...], ...] | None]:
+    """The table row ``qualified`` lives in for the file at ``path``, and the folders the file
+    puts on sys.path (read once, passed back to be kept: ``folders`` None is not read yet)."""
+    row = package_of(qualified, facts, path)
+    if row is None or qualified is None or not facts.kernel_modules:
+        return row, folders
+    # The folders the file puts on sys.path (unsloth's glm4_moe.py), read once, and only
+    # for a name that has a row: the project's package there is what Python finds.
+    if folders is None:
+        folders = source_sys_path_folders(source, path)
+    if folders and local_kernel_package(qualified, facts, path, folders):
+        return None, folders
+    return row, folders
+
+
+def _import_message(module: str, row: KernelPackage) -> str:
+    if row.kind == "engine":
+        # Its config objects run nothing: the import is the blocker, and the use goes whole.
+        return f"`{module}`: {row.what}; it has no Trainium backend"
+    noun = "code written with it runs" if row.kind == "language" else "its kernels run"
+    return f"`{module}`: {row.what}; {noun} only on NVIDIA GPUs"
+
+
+def _called_kernel(qualified: str | None, row: KernelPackage | None) -> bool:
+    """Is a call of ``qualified`` (in ``row``) a prebuilt kernel's? Calls inside a kernel
+    language are the kernel's own body (reported at the import and the decorator); calls of
+    prebuilt kernels are each a place the port must change."""
+    return row is not None and row.kind not in ("language", "engine") and not any(qualified.startswith(k) for k in KERNEL_LANGUAGES)  # type: ignore[union-attr]
+
+
+def _dynamic_import_ast(file, call: ast.Call, qualified: str | None) -> str | None:  # noqa: ANN001 - python.AstFile
+    """``kernels.dynamic_import`` on ``ast``: a literal first argument that libcst reads as one
+    ``SimpleString`` (an implicit concatenation is none), the module it names."""
+    if qualified not in DYNAMIC_IMPORTS and not (isinstance(call.func, ast.Name) and call.func.id == "__import__"):
+        return None
+    # libcst's first argument is the first written: a positional one can follow a keyword only
+    # when starred (`f(k=v, *a)`), which is refused either way.
+    first = call.args[0] if call.args else None
+    if first is None or isinstance(first, ast.Starred):
+        return None
+    if not isinstance(first, ast.Constant) or not isinstance(first.value, str) or not simple_string(file, first):
+        return None
+    value = first.value
+    if not value or value.startswith(".") or not all(p.isidentifier() for p in value.split(".")):
+        return None
+    return value
+
+
+class _Decorated:
+    """Where libcst's ``Decorator`` is written: from its ``@`` to the end of its expression
+    (positions as ``ast`` gives them: lines, and columns in UTF-8 bytes)."""
+
+    def __init__(self, lineno: int, col_offset: int, end: ast.expr) -> None:
+        self.lineno = lineno
+        self.col_offset = col_offset
+        self.end_lineno = end.end_lineno
+        self.end_col_offset = end.end_col_offset
+
+
+def _at_sign(file, node: ast.expr) -> _Decorated:  # noqa: ANN001 - python.AstFile
+    """The decorator ``node`` with its ``@``, which is on the expression's line after blanks only;
+    ``Unsure`` elsewhere (``@(kernel)``: libcst's node holds the parentheses too)."""
+    text = file.text
+    start = file.offset(node.lineno, node.col_offset)
+    at = start
+    while at > 0 and text[at - 1] in " \t\f":
+        at -= 1
+    if at == 0 or text[at - 1] != "@":
+        from cuda2neuron.python import Unsure
+
+        raise Unsure("a decorator not written right after its @")
+    line_start = start - file.column(node.lineno, node.col_offset)
+    return _Decorated(node.lineno, len(text[line_start : at - 1].encode("utf-8")), node)
+
+
+class _Detector(AstDetector):
+    """``CudaKernelPackage``'s visits on CPython's ``ast`` (``python/_ast_walk.py`` resolves
+    names and keeps the order libcst visits in). A report is (node, message, guidance, effort,
+    ancestors)."""
+
+    def __init__(self, rule: type, file, settings: Settings) -> None:  # noqa: ANN001 - python.AstFile
+        super().__init__(rule, file)
+        self._facts = settings.project
+        self._dynamic: dict[str, tuple[str, KernelPackage]] = {}
+        self._folders: tuple[tuple[str, ...], ...] | None = None
+
+    def _finding(self, node: ast.AST, message: str, guidance: str, effort: Effort, ancestors: tuple[object, ...]) -> Finding:
+        return self.finding(node, message, guidance, effort)
+
+    def _row(self, qualified: str | None) -> KernelPackage | None:
+        row, self._folders = _row(qualified, self._facts, self.file.path, self.file.text, self._folders)
+        return row
+
+    def _import(self, node: ast.AST, module: str, row: KernelPackage) -> None:
+        self._reports.append((node, _import_message(module, row), f"Port: {row.instead}.", Effort.HIGH, tuple(self.ctx.ancestors)))
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            row = self._row(alias.name)
+            if row is not None:
+                self._import(node, alias.name, row)
+                return
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level or node.module is None:
             return
-        self.report(
-            node,
-            f"`{qualified}` runs {row.what}",
-            guidance=f"Call instead: {row.instead}.",
-            effort=Effort.MEDIUM,
-        )
+        module = node.module
+        row = self._row(module)
+        if row is None and not (len(node.names) == 1 and node.names[0].name == "*"):
+            for alias in node.names:
+                name = f"{module}.{alias.name}"
+                row = self._row(name)
+                if row is not None:
+                    module = name
+                    break
+        if row is not None:
+            self._import(node, module, row)
+
+    def _decorator(self, node: ast.expr) -> None:
+        """``visit_Decorator``, asked as libcst asks it: right before the decorator's expression,
+        reported from the ``@``."""
+        parent = self.ctx.parent
+        if not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or not any(d is node for d in parent.decorator_list):
+            return
+        expr = node.func if isinstance(node, ast.Call) else node
+        qualified = self.ctx.qualname(expr)
+        row = self._row(qualified)
+        if row is not None and row.kind == "language":
+            self._reports.append(
+                (_at_sign(self.file, node), f"`@{qualified}` defines a GPU kernel ({row.what})", f"Port: {row.instead}.", Effort.HIGH, tuple(self.ctx.ancestors))
+            )
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self._decorator(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        self._decorator(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if not isinstance(node.value, ast.Call):
+            return
+        module = _dynamic_import_ast(self.file, node.value, self.ctx.call_qualname(node.value))
+        row = self._row(module) if module else None
+        if row is None:
+            return
+        for target in node.targets:
+            name = ast_dotted(target)
+            if name is not None:
+                self._dynamic[name] = (module, row)  # type: ignore[assignment]
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._decorator(node)
+        qualified = self.ctx.call_qualname(node)
+        module = _dynamic_import_ast(self.file, node, qualified)
+        if module is not None:
+            row = self._row(module)
+            if row is not None:
+                self._import(node, module, row)
+            return
+        if qualified is None and self._dynamic:
+            dotted = ast_dotted(node.func)
+            head = next((h for h in self._dynamic if dotted and (dotted == h or dotted.startswith(h + "."))), None)
+            if head is not None:
+                module, row = self._dynamic[head]
+                qualified = module + dotted[len(head):]  # type: ignore[index]
+        row = self._row(qualified)
+        if _called_kernel(qualified, row):
+            self._reports.append(
+                (node, f"`{qualified}` runs {row.what}", f"Call instead: {row.instead}.", Effort.MEDIUM, tuple(self.ctx.ancestors))  # type: ignore[union-attr]
+            )

@@ -10,6 +10,7 @@ import libcst as cst
 
 from cuda2neuron.core import Effort, Finding, Invalid, Rule, Settings, Valid
 
+from .._shared import dtypes_ast
 from .._shared.args import arg_by_name, positional_args
 from .._shared.detector import AstDetector
 from .._shared.dtypes import DtypeBindings, Use, dtype_test_of, dtype_use
@@ -138,10 +139,11 @@ class CudaFp8Ops(Rule):
     @classmethod
     def detect(cls, file, settings: Settings) -> list[Finding] | None:  # noqa: ANN001 - python.AstFile
         """A gate: every report is a call resolved to one of ``_OPS`` or an attribute resolved
-        to one of ``_DTYPES`` (reported where it is, or bound to a name and reported where that
-        name reaches the device), so a file whose walk meets neither gets no finding; unsure
-        elsewhere (libcst runs). diffusers' quantizers and tables spell ``.float8`` on other
-        objects (``config.float8_...``) or never resolve it."""
+        to one of ``_DTYPES`` that reaches the device, is compared with a tensor's dtype, or is
+        bound to a name that reaches the device, so a file whose walk meets none of them gets no
+        finding (``_Gate``); unsure elsewhere (libcst runs). diffusers' quantizers and tables
+        spell ``.float8`` on other objects (``config.float8_...``), never resolve it, or hold
+        the dtype as a value."""
         return None if _Gate(cls, file).reports() is None else []
 
     def __init__(self, context) -> None:
@@ -275,18 +277,63 @@ def _on_cpu(value: cst.BaseExpression) -> bool:
 
 
 class _Gate(AstDetector):
-    """``visit_Call`` and ``_float8`` above reduced to their first test, on CPython's ``ast``
-    (``python/_ast_walk.py`` resolves names as libcst's scopes do): unsure (``Unsure``) at the
-    first node the visitor could report, so the walk ends early there."""
+    """``visit_Call``, ``visit_Name`` and ``_float8`` above on CPython's ``ast``
+    (``python/_ast_walk.py`` resolves names as libcst's scopes do, ``dtypes_ast`` answers as
+    ``dtypes`` does): unsure (``Unsure``) at the first node the visitor could report. A float8
+    dtype is such a node where it reaches the device, where it is compared with some tensor's
+    ``.dtype`` (a superset of ``dtype_test_of``: the tensor may be on the host), or where it is
+    bound to a name that reaches the device in its scope (known when the module is left). A
+    test module's units only take findings away. diffusers' tables of dtypes, its
+    ``storage_dtype=torch.float8_e4m3fn`` defaults and the names bound to them decide."""
+
+    def __init__(self, rule: type, file) -> None:  # noqa: ANN001 - python.AstFile
+        super().__init__(rule, file)
+        self._bindings = dtypes_ast.DtypeBindings()
+
+    def visit_Name(self, node) -> None:  # noqa: ANN001 - ast.Name or the walk's KeywordName
+        self._bindings.use(self.ctx, node)
+
+    visit_KeywordName = visit_Name
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr.startswith("float8") and self.ctx.qualname(node) in _DTYPES:
-            from cuda2neuron.python import Unsure
-
-            raise Unsure("a float8 dtype")
+        if not node.attr.startswith("float8") or self.ctx.qualname(node) not in _DTYPES:
+            return
+        found = dtypes_ast.dtype_use(self.ctx, node)
+        if found is None:
+            if _compared_with_dtype(self.ctx.ancestors, node):
+                _unsure("a float8 dtype compared with a tensor's dtype")
+        elif found[0] == Use.BINDING:
+            self._bindings.bind(self.ctx, found[1], node)
+        else:
+            _unsure("a float8 dtype that reaches the device")
 
     def visit_Call(self, node: ast.Call) -> None:
         if self.ctx.call_qualname(node) in _OPS:
-            from cuda2neuron.python import Unsure
+            _unsure("an FP8 operator")
 
-            raise Unsure("an FP8 operator")
+    def leave_Module(self, node: ast.Module) -> None:
+        if self._bindings.reached():
+            _unsure("a name bound to a float8 dtype reaches the device")
+
+
+def _compared_with_dtype(ancestors: list[object], node: ast.AST) -> bool:
+    """``dtype_test_of``'s comparison without its host tests: is ``node`` (or the list, tuple or
+    set it is an element of) a side of a comparison whose other side is some ``x.dtype``?"""
+    chain = list(ancestors)
+    child: object = node
+    if chain and isinstance(chain[-1], (ast.List, ast.Tuple, ast.Set)):
+        child = chain.pop()
+    if not chain or not isinstance(chain[-1], ast.Compare):
+        return False
+    comparison = chain[-1]
+    return any(
+        isinstance(side, ast.Attribute) and side.attr == "dtype"
+        for side in (comparison.left, *comparison.comparators)
+        if side is not child and side is not node
+    )
+
+
+def _unsure(why: str) -> None:
+    from cuda2neuron.python import Unsure
+
+    raise Unsure(why)

@@ -66,7 +66,7 @@ HOLDS_LEFT_TO_LIBCST = frozenset({"CN201"})
 
 # Detectors that only prove a file holds no finding (every report of the visitor needs a word or
 # an import the detector looks for): unsure wherever the visitor could report, and on its examples.
-GATES = frozenset({"CN103", "CN208", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN609", "CN611", "CN616", "CN617", "CN619", "CN620", "CN805"})
+GATES = frozenset({"CN103", "CN208", "CN501", "CN502", "CN503", "CN504", "CN505", "CN602", "CN604", "CN606", "CN609", "CN611", "CN617", "CN619", "CN620", "CN805"})
 # h42d: gates for CN106 (legacy tensor types) and CN107 (integer device ordinals).
 GATES = GATES | {"CN106", "CN107"}
 # The torch.cuda family's gates (CN203, CN207, CN210, CN212): their rows are GATE_CASES_CUDA_FAMILY.
@@ -331,6 +331,16 @@ DECIDED_NEXT = [
     pytest.param("CN627", "from ray.util import collective as c\nc.init_collective_group(4, 0, Backend.NCCL)\nc.init_collective_group(4, 0, 'gloo')\n", id="CN627-backend-attribute"),
     pytest.param("CN627", "class A(B, deepspeed='ds.json'):\n    pass\ndef f(deepspeed='ds.json'):\n    pass\n", id="CN627-class-keyword-and-parameter"),
     pytest.param("CN627", "cfg = {'deepspeed': 'ds.json', **rest, b'tf32': True}\n", id="CN627-dict-keys"),
+    # h42e2 (CN616, a full detector): imports, calls through them, dynamic imports and kernel
+    # languages' decorators, whose libcst node spans the `@` (ast has no such node).
+    pytest.param("CN616", "import cutlass\n\n@cutlass.cute.kernel\ndef k(x):\n    pass\n", id="CN616-decorator-through-import"),
+    pytest.param("CN616", "import tilelang\nx = 'é'\n\nclass A:\n    @  tilelang.jit(out_idx=[1])\n    def k(self, M):\n        pass\n", id="CN616-decorator-call-blanks-after-at"),
+    pytest.param("CN616", "def f():\n    ops = __import__('fused_adam_cuda')\n    ops.adam(p)\n", id="CN616-dynamic-in-function"),
+    pytest.param("CN616", "import importlib\nops = importlib.import_module('fused_' 'adam_cuda')\nops.adam(p)\n", id="CN616-dynamic-concatenated-name"),
+    pytest.param("CN616", "import tensorrt as trt\nlogger = trt.Logger(trt.Logger.WARNING)\nbuilder = trt.Builder(logger)\n", id="CN616-engine-calls-through-alias"),
+    pytest.param("CN616", "try:\n    from flash_attn_interface import (\n        flash_attn_func as fa3,\n    )\nexcept ImportError:\n    fa3 = None\n", id="CN616-parenthesized-from-import"),
+    pytest.param("CN616", "from torchao.utils import TorchAOBaseTensor\nimport torchao.quantization as q\nq.quantize_(m, cfg)\n", id="CN616-package-without-a-row"),
+    pytest.param("CN616", "from torchao import float8\nfloat8.convert_to_float8_training(m)\n", id="CN616-row-through-from-import"),
 ]
 
 
@@ -350,6 +360,8 @@ UNSURE_NEXT = [
     pytest.param("CN101", "def f(x):\n    y = x.cuda()\n    if y.is_cuda:\n        g()\n", id="CN101-value-read-by-a-cuda-test"),
     pytest.param("CN101", "def f():\n    flag = x.cuda() is None\n", id="CN101-a-flag"),
     pytest.param("CN101", "class A:\n    def f(self, x):\n        self.x = x.cuda()\n    def g(self):\n        return self.x.is_cuda\n", id="CN101-attribute-read-by-another-method"),
+    # h42e2 (CN616): a decorator in parentheses, which libcst's Decorator holds.
+    pytest.param("CN616", "import tilelang\n\n@(tilelang.jit)\ndef k(M):\n    pass\n", id="CN616-parenthesized-decorator"),
     pytest.param("CN101", 'def f(x):\n    y = x.cuda()\n    s = f"{y} on cuda"\n', id="CN101-f-string-spelling-cuda"),
     pytest.param("CN101", "import torch\nif torch.cuda.is_available():\n    print(x.cuda())\n", id="CN101-message-under-a-guard"),
     pytest.param("CN101", "import triton\nm = m.cuda()\n", id="CN101-kernel-package-imported"),
@@ -410,8 +422,6 @@ GATE_CASES = [
     pytest.param("CN609", "import torch\nop = getattr(torch.ops.aten, '\\x5fscaled_dot_product_cudnn_attention')\n", "m.py", Settings(), False, id="CN609-op-name-escaped"),
     pytest.param("CN609", "from torch.nn.attention import SDPBackend as B\nks = [B.FLASH_ATTENTION]\n", "m.py", Settings(), False, id="CN609-backend-alias"),
     pytest.param("CN616", "from .ops import causal_conv1d_fn\nkernel = 'causal_conv1d'\nimport importlib\nm = importlib.import_module('json')\n", "pkg/m.py", Settings(), True, id="CN616-relative-and-selector"),
-    pytest.param("CN616", "import cutlass\n\n@cutlass.cute.kernel\ndef k(x):\n    pass\n", "m.py", Settings(), False, id="CN616-decorator-through-import"),
-    pytest.param("CN616", "def f():\n    ops = __import__('fused_adam_cuda')\n    ops.adam(p)\n", "m.py", Settings(), False, id="CN616-dynamic-in-function"),
     pytest.param("CN617", "import pkg.model\nfrom pkg.ops import other\nimport importlib\nm = importlib.import_module(name)\n", "pkg/m.py", _KERNELS, True, id="CN617-other-modules"),
     pytest.param("CN617", "from . import model\nfrom .ops import *\n", "pkg/sub/m.py", _KERNELS, True, id="CN617-relative-and-star"),
     pytest.param("CN617", "from ..ops import layer_norm\ny = layer_norm.rms_norm(x, w)\n", "pkg/models/block.py", _KERNELS, False, id="CN617-relative-kernel-module"),
@@ -443,6 +453,21 @@ GATE_CASES = [
     pytest.param("CN504", "import torch\nm = torch.compile(m, backend='neuron')\n", "m.py", Settings(), False, id="CN504-torch-compile"),
     pytest.param("CN502", "cfg = {'mode': 'max\\x2dautotune'}\n", "m.py", Settings(), False, id="CN502-escaped-mode"),
     pytest.param("CN505", "import torch._inductor.config as ic\nic.freezing = True\n", "m.py", Settings(), False, id="CN505-inductor-config"),
+    # h42e2 (CN501-CN505): `_inductor` spelled outside inductor's config (diffusers' pipelines
+    # and tests) sets nothing: decided. A setting or `patch` through an alias or a from-import is not.
+    pytest.param("CN505", "import torch\ntorch._inductor.cudagraph_mark_step_begin()\nwith torch._inductor.utils.fresh_inductor_cache():\n    pass\n", "m.py", Settings(), True, id="CN505-inductor-no-config"),
+    pytest.param("CN501", "import torch\n\ndef step(pipe):\n    torch._inductor.cudagraph_mark_step_begin()\n    return is_compiled_module(pipe.unet)\n", "m.py", Settings(), True, id="CN501-inductor-no-compile"),
+    pytest.param("CN505", "from torch._inductor import config as inductor_config\nwith inductor_config.patch({'triton.cudagraphs': False}):\n    pass\n", "m.py", Settings(), False, id="CN505-config-patch-through-alias"),
+    pytest.param("CN505", "from torch._inductor.config import patch\n\n@patch(max_autotune=True)\ndef f():\n    pass\n", "m.py", Settings(), False, id="CN505-patch-from-import"),
+    pytest.param("CN505", "from torch._inductor import config\nconfig.triton.cudagraphs = False\n", "m.py", Settings(), False, id="CN505-config-section-set"),
+    # ... a `.compile` no import resolves is nn.Module.compile only with torch.compile's keywords,
+    # in a file importing torch and no other framework (diffusers' JAX AOT script, its forwarding
+    # `submod.compile(*args, **kwargs)`); a blank inside a dotted import is read as libcst reads it.
+    pytest.param("CN501", "import torch\nimport jax\nexe = jax.jit(f).lower(x).compile()\n", "m.py", Settings(), True, id="CN501-jax-lowered-compile"),
+    pytest.param("CN501", "import torch\n\ndef each(mods, *args, **kwargs):\n    for m in mods:\n        m.compile(*args, **kwargs)\n", "m.py", Settings(), True, id="CN501-forwarding-star-args"),
+    pytest.param("CN501", "import torch\nprog.compile(optimizer='adam')\n", "m.py", Settings(), True, id="CN501-other-keywords"),
+    pytest.param("CN501", "import torch\nexe = build(f).compile()\n", "m.py", Settings(), False, id="CN501-chained-module-compile"),
+    pytest.param("CN501", "import torch\nimport jax . numpy\nmodel.compile(dynamic=False)\n", "m.py", Settings(), False, id="CN501-blank-dotted-import"),
     # CN611: CUDA in longer words and a profiler without CUDA; a sort key behind an escape, the
     # CUDA profiler through an alias.
     pytest.param("CN611", "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\nmsg = \"CUDA out of memory\"\n", "m.py", Settings(), True, id="CN611-cuda-in-longer-words"),
@@ -458,6 +483,15 @@ GATE_CASES = [
     pytest.param("CN619", "from torch import _scaled_mm as smm\ny = smm(a, b, scale_a=s, scale_b=t)\n", "m.py", Settings(), False, id="CN619-op-through-alias"),
     pytest.param("CN619", "import torch as t\n\ndef q(w):\n    fp8 = t.float8_e5m2\n    return w.to(fp8)\n", "m.py", Settings(), False, id="CN619-dtype-bound-through-alias"),
     pytest.param("CN619", "import torch\nlabel = f'{w.to(torch.float8_e4m3fn).shape}'\n", "m.py", Settings(), False, id="CN619-dtype-in-f-string"),
+    # h42e2 (CN619): a float8 dtype held as a value (a table, a default, a name that never
+    # reaches the device) decides; a test against some tensor's dtype, or a bound name that
+    # later places a tensor, does not (the binding is used after it is made).
+    pytest.param("CN619", "import torch\nSUPPORTED = [torch.float8_e4m3fn, torch.float8_e5m2]\nNAMES = {torch.float8_e4m3fn: 'F8'}\n", "m.py", Settings(), True, id="CN619-dtype-table"),
+    pytest.param("CN619", "import torch\n\ndef cast(model, storage_dtype=torch.float8_e4m3fn):\n    return model\n", "m.py", Settings(), True, id="CN619-dtype-default"),
+    pytest.param("CN619", "import torch\n\ndef pick(fp8):\n    target = torch.float8_e4m3fn\n    return {'dtype': target}\n", "m.py", Settings(), True, id="CN619-bound-never-placed"),
+    pytest.param("CN619", "import torch\n\ndef q(w, torch_dtype):\n    ok = torch_dtype == torch.float8_e4m3fn\n    return ok\n", "m.py", Settings(), True, id="CN619-compared-with-a-name"),
+    pytest.param("CN619", "import torch\nok = w.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)\n", "m.py", Settings(), False, id="CN619-tensor-dtype-in-tuple"),
+    pytest.param("CN619", "import torch\n\ndef q(w):\n    target = torch.float8_e4m3fn\n    w = w.cpu()\n    return w.to(target)\n", "m.py", Settings(), False, id="CN619-bound-then-placed"),
 ]
 
 
