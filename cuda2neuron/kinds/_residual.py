@@ -658,7 +658,7 @@ def _config_hits(kind: str, path: str, text: str, lines: _Lines, hits: _Hits) ->
             continue
         if any(c.isspace() for c in s.value.strip()):
             continue  # prose: a description, a message
-        if _own_config_value(s):
+        if _own_config_value(s) or _left_out(s):
             continue
         for m in _WORDS.finditer(written):
             _add(hits, lines.hit(s.start + m.start(), s.start + m.end()))
@@ -694,6 +694,17 @@ def _own_config_value(s) -> bool:  # noqa: ANN001 - a documents.structured.Scala
     if owner in _PATH_KEYS or s.value.startswith(("./", "../")):
         return True
     return s.key == "name" and not (len(s.path) >= 3 and is_env_key(s.path[-3]))
+
+
+# Keys whose list names what a program leaves out (unsloth's Colab-to-CPU pin map: `"skip":
+# ["nvidia-nccl-cu12", ...]`, the CUDA wheels a CPU runner must not install): nothing named there
+# is installed or run, so nothing there is for a Trainium user to change.
+_LEFT_OUT_KEYS = frozenset({"skip", "skipped", "exclude", "excludes", "excluded", "ignore", "ignored", "omit", "blocklist", "denylist"})
+
+
+def _left_out(s) -> bool:  # noqa: ANN001 - a documents.structured.Scalar
+    """An item of a list under a key that leaves things out (``"skip": ["nvidia-nccl-cu12"]``)."""
+    return len(s.path) >= 2 and isinstance(s.path[-1], int) and isinstance(s.path[-2], str) and s.path[-2].lower() in _LEFT_OUT_KEYS
 
 
 def structured_shell(s) -> bool:  # noqa: ANN001 - a documents.structured.Scalar

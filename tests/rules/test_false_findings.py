@@ -82,6 +82,25 @@ ROWS = [
     ("config-max-memory-once", "config/model.yaml", "max_memory:\n  cuda:0: 20GiB\n  cuda:1: 20GiB\n  cuda:2: 20GiB\n", "CN738", 1),
     # CN713: `--no-binary flash-attn flash-attn==2.5.6` installs flash-attn once.
     ("no-binary-once", "setup.sh", "pip install --no-binary flash-attn flash-attn==2.5.6\n", "CN713", 1),
+    # CN207 / CN405: a variable's name looked for in what a program printed (pytest's capsys /
+    # capfd, unsloth's hardware-report tests) reads no environment; in another call's result it may
+    ("env-name-in-captured-output", "tests/test_report.py",
+     "def test_lists_devices(capsys):\n    show()\n    out = capsys.readouterr().out\n"
+     "    assert 'CUDA_DEVICE_ORDER' not in out\n", "CN207", 0),
+    ("env-name-in-captured-result", "tests/test_report.py",
+     "def test_lists_devices(capfd):\n    show()\n    captured = capfd.readouterr()\n"
+     "    assert 'CUDA_VISIBLE_DEVICES' not in captured.err\n", "CN405", 0),
+    ("env-name-in-captured-inline", "tests/test_report.py",
+     "def test_lists_devices(capsys):\n    show()\n    assert 'CUDA_DEVICE_ORDER' not in capsys.readouterr().out\n", "CN207", 0),
+    ("env-name-in-another-calls-output", "tests/test_report.py",
+     "def test_lists_devices(run):\n    out = run().out\n    assert 'CUDA_DEVICE_ORDER' not in out\n", "CN207", 1),
+    # CN627: a `key=value` list whose only settings are quantization_bit / optim (the words alone
+    # woke nothing: the bare `optim` is in every `optimizer`)
+    ("arglist-quantization-bit-alone", "run_eval.py",
+     "results = evaluate(model='hf', model_args='pretrained=m,quantization_bit=4')\n", "CN627", 1),
+    ("arglist-optim-alone", "launch.py",
+     "job = submit(extra='model=m,optim=paged_adamw_8bit')\n", "CN627", 1),
+    ("optimizer-word-alone", "train.py", "optimizer = make_optimizer(model, lr=1e-4)\n", "CN627", 0),
 ]
 
 
