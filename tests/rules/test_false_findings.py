@@ -100,6 +100,10 @@ ROWS = [
      "results = evaluate(model='hf', model_args='pretrained=m,quantization_bit=4')\n", "CN627", 1),
     ("arglist-optim-alone", "launch.py",
      "job = submit(extra='model=m,optim=paged_adamw_8bit')\n", "CN627", 1),
+    # CN802: a table of dtype names (nanotron's dtype_to_str) makes no complex tensor; a factory does
+    ("complex-dtype-name-table", "s.py",
+     'import torch\nNAMES = {\n    torch.float32: "float32",\n    torch.complex64: "complex64",\n}\n', "CN802", 0),
+    ("complex-dtype-factory", "s.py", "import torch\nz = torch.zeros(2, dtype=torch.complex64)\n", "CN802", 1),
     ("optimizer-word-alone", "train.py", "optimizer = make_optimizer(model, lr=1e-4)\n", "CN627", 0),
 ]
 
