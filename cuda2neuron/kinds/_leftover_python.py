@@ -773,11 +773,15 @@ def code_words(
     # string never starts one).
     last_line_end = code.find(b"\n", found[-1][0].end())
     stop = len(code) if last_line_end == -1 else last_line_end
-    strings = [(m.start(), m.end()) for m in _STRING_TOKEN.finditer(code, 0, stop)]
-    # A string that runs past the stop (a triple-quoted one) is the next one found after it.
-    nxt = _STRING_TOKEN.search(code, strings[-1][1] if strings else 0)
-    if nxt is not None and nxt.start() < stop <= nxt.end():
-        strings.append((nxt.start(), nxt.end()))
+    # Searched in the whole text, not cut at the stop: a triple-quoted string that runs past it
+    # cannot match inside a text cut there, and the search then took quotes inside that string for
+    # strings of their own (nanotron's sbatch f-string: its commented-out `# export NCCL_DEBUG=`
+    # lines read as code).
+    strings = []
+    for m in _STRING_TOKEN.finditer(code):
+        if m.start() >= stop:
+            break
+        strings.append((m.start(), m.end()))
     starts = [s for s, _ in strings]
     out: dict[int, list[Word]] = {}
     seen: set[int] = set()

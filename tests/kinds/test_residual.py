@@ -171,6 +171,19 @@ _ROWS = {
     "python-module-imported-by-name": ("m.py", "import importlib\nmod = importlib.import_module('pycuda_helpers')\n", [2]),
     # a config's list of what is left out: nothing named there is installed
     "json-skip-list": ("ci/pins.json", '{"skip": [\n  "nvidia-nccl-cu12",\n  "triton"\n], "keep": ["nvidia-cudnn-cu12"]}\n', [4]),
+    # a job script a Python launcher writes (nanotron's sbatch f-string) is read as a script file:
+    # its commands are code, its comments and quoted messages are not
+    "python-script-string": (
+        "launch.py",
+        'def script(args):\n    return f"""#!/bin/bash\n#SBATCH --nodes={args.nodes}\n'
+        '{"# " if args.quiet else ""}export WANDB_MODE=disabled\n# export NCCL_DEBUG=WARN\n'
+        'export CUDA_DEVICE_MAX_CONNECTIONS=1\necho "checks the cuda version"\nnvidia-smi\n"""\n',
+        [6, 8],
+    ),
+    # a multi-line message whose quotes inside come before the last CUDA word: still one string
+    "python-prose-string-past-the-last-word": (
+        "m.py", 'def help(x):\n    return f"""\n{"a" if x else ""} then\nsee the nvcc docs\n"""\n', [],
+    ),
     "python-loop-over-keys": ("m.py", "def t(fp):\n    for k in ('torch', 'torch_cuda'):\n        assert k in fp and fp[k]\n", []),
     "python-loop-over-values": ("m.py", "def t(run):\n    for k in ('torch', 'torch_cuda'):\n        run(k)\n", [2]),
     "python-camel-case-crossing": ("m.py", "from openai import AsyncClient\nclient = AsyncClient()\n", []),
