@@ -104,6 +104,11 @@ ROWS = [
     ("complex-dtype-name-table", "s.py",
      'import torch\nNAMES = {\n    torch.float32: "float32",\n    torch.complex64: "complex64",\n}\n', "CN802", 0),
     ("complex-dtype-factory", "s.py", "import torch\nz = torch.zeros(2, dtype=torch.complex64)\n", "CN802", 1),
+    # CN616: MegaBlocks' all_to_all is a torch.distributed wrapper: its import is reported, not each call
+    ("megablocks-all-to-all-helper", "moe.py",
+     "from megablocks.layers.all_to_all import all_to_all\n\ndef f(x, s, r, g):\n    return all_to_all(x, s, r, g)\n", "CN616", 1),
+    ("megablocks-kernel-op", "moe.py",
+     "import megablocks.ops as ops\n\ndef f(x, n):\n    return ops.histogram(x, n)\n", "CN616", 2),
     ("optimizer-word-alone", "train.py", "optimizer = make_optimizer(model, lr=1e-4)\n", "CN627", 0),
 ]
 
