@@ -19,8 +19,11 @@ with it), so the product and the measurement never disagree. An excuse is one of
 * a device a test writes into a parser or constructor and asserts back
   (``parse_args(["--model_args", "device=cuda"])`` ... ``== {"device": "cuda"}``; the decision
   is ``rules/_shared/round_trip.py``'s, shared with CN102/CN103/CN109);
+* a word or pattern looked for in a text: one read from a file or from source, what a program
+  printed (pytest's ``capsys.readouterr().out``), an exception's message (``str(e)``), or a line of
+  a log searched for a list of markers that holds a phrase;
 * the package of a ``pytest.importorskip(...)``, a label (a test id, a command-line option's
-  name), NVIDIA Triton Inference Server's network client (``tritonclient``), the kernel
+  name, the name ``spec_from_file_location`` loads a file under), NVIDIA Triton Inference Server's network client (``tritonclient``), the kernel
   language of a file whose kernels are reported, a model repository of NVIDIA's organisation
   on the Hugging Face Hub (``"nvidia/Cosmos-Predict2.5-2B"``; never ``nvidia/cuda``), the name
   of a data, log or report file or of a project's script (``"reports/tests_cuda_stats.txt"``),
