@@ -19,8 +19,11 @@ with it), so the product and the measurement never disagree. An excuse is one of
 * a device a test writes into a parser or constructor and asserts back
   (``parse_args(["--model_args", "device=cuda"])`` ... ``== {"device": "cuda"}``; the decision
   is ``rules/_shared/round_trip.py``'s, shared with CN102/CN103/CN109);
+* a word or pattern looked for in a text: one read from a file or from source, what a program
+  printed (pytest's ``capsys.readouterr().out``), an exception's message (``str(e)``), or a line of
+  a log searched for a list of markers that holds a phrase;
 * the package of a ``pytest.importorskip(...)``, a label (a test id, a command-line option's
-  name), NVIDIA Triton Inference Server's network client (``tritonclient``), the kernel
+  name, the name ``spec_from_file_location`` loads a file under), NVIDIA Triton Inference Server's network client (``tritonclient``), the kernel
   language of a file whose kernels are reported, a model repository of NVIDIA's organisation
   on the Hugging Face Hub (``"nvidia/Cosmos-Predict2.5-2B"``; never ``nvidia/cuda``), the name
   of a data, log or report file or of a project's script (``"reports/tests_cuda_stats.txt"``),
@@ -143,6 +146,8 @@ class Names(ast.NodeVisitor):
         # from source (`content = SETUP_SH.read_text()`, `src = inspect.getsource(f)`): a word
         # looked for in one (`assert "CUDA_VISIBLE_DEVICES" in content`) is that text's, a needle.
         self._texts: list[frozenset[str]] = []
+        # Per enclosing function, its names bound once to a literal list, tuple or set.
+        self._literals: list[dict[str, ast.List | ast.Tuple | ast.Set]] = []
         # (line, col) of device strings a test writes into a parser or constructor and asserts
         # back (`parse_args(["--model_args", "device=cuda"])` ... `== {"device": "cuda"}`): test
         # data; `rules/_shared/round_trip` decides, for CN102/CN103/CN109 as for this pass.
@@ -213,11 +218,13 @@ class Names(ast.NodeVisitor):
             declared = assigned = set()
         self._locals.append(assigned - declared - params)
         self._texts.append(_texts_read(body))
+        self._literals.append(_literal_lists(body))
         self._calls.append(once_bound_calls(body))
         if self.round_trips and self.tree is not None and not isinstance(node, ast.Lambda) and node.name.startswith("test"):
             self._round_trip(node)
         self.generic_visit(node)
         self._texts.pop()
+        self._literals.pop()
         self._calls.pop()
         self._locals.pop()
         self._scopes.pop()
@@ -367,6 +374,10 @@ class Names(ast.NodeVisitor):
             and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
         ):
             self.needles.add((node.args[0].lineno, node.args[0].col_offset))
+        # `spec_from_file_location("_zoo_aggressive_cuda_spoof", path)` (unsloth's tests): the
+        # name a file is loaded under, a label; the file's code is judged where it is written.
+        if callee == "spec_from_file_location" and node.args and isinstance(node.args[0], ast.Constant):
+            self.labels.add((node.args[0].lineno, node.args[0].col_offset))
         if callee in ("add_argument", "addoption"):
             for a in node.args:
                 if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-"):
@@ -437,6 +448,10 @@ class Names(ast.NodeVisitor):
 
     def _searched_words(self, node: ast.GeneratorExp | ast.ListComp | ast.SetComp) -> None:
         # `k in <text of a caught exception>` for k over a literal list: the list holds words of messages.
+        # So does a list (written there, or bound once in the function) that holds a phrase
+        # (`gpu_markers = ("cuda", "rocm", "device memory")`, `any(m in line for m in gpu_markers)`,
+        # unsloth's llama-server log reader): a blank is in no device's or variable's name, so
+        # what the list is searched in is a text, and its words are markers of that text.
         elt = node.elt
         if not (isinstance(elt, ast.Compare) and len(elt.ops) == 1 and isinstance(elt.ops[0], ast.In)):
             return
@@ -444,10 +459,15 @@ class Names(ast.NodeVisitor):
             if not (isinstance(gen.target, ast.Name) and isinstance(elt.left, ast.Name) and elt.left.id == gen.target.id):
                 continue
             haystack = {n.id for n in ast.walk(elt.comparators[0]) if isinstance(n, ast.Name)}
-            if haystack & self._handler_names and isinstance(gen.iter, (ast.List, ast.Tuple, ast.Set)):
-                self.error_words.update(
-                    (e.lineno, e.col_offset) for e in gen.iter.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
-                )
+            items = gen.iter
+            if isinstance(items, ast.Name) and self._literals:
+                items = self._literals[-1].get(items.id)
+            if not isinstance(items, (ast.List, ast.Tuple, ast.Set)):
+                continue
+            words = [e for e in items.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            phrases = len(words) == len(items.elts) and any(" " in w.value.strip() for w in words)
+            if (haystack & self._handler_names and items is gen.iter) or phrases:
+                self.error_words.update((e.lineno, e.col_offset) for e in words)
 
     def visit_For(self, node: ast.For) -> None:
         # `for k in ("torch", "torch_cuda", "triton"): assert k in fp` (unsloth's fingerprint
@@ -488,6 +508,14 @@ class Names(ast.NodeVisitor):
 
     def _in_text_read(self, node: ast.Compare) -> bool:
         right = node.comparators[0]
+        if isinstance(right, ast.Attribute) and right.attr in _CAPTURED:
+            # `"CUDA" in captured.out` (`captured = capfd.readouterr()`), `in capsys.readouterr().err`
+            head = right.value
+            right = head if isinstance(head, ast.Name) else None
+            if isinstance(head, ast.Call) and _callee_name(head.func) == "readouterr":
+                return isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)
+            if right is None:
+                return False
         if not (
             bool(self._texts)
             and isinstance(node.left, ast.Constant)
@@ -544,8 +572,14 @@ _SEARCHES = frozenset({"find", "rfind", "index", "rindex", "count"})
 _CODE_TEXT = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]|\w\(|\)|\n|\A([\"'])[^\"']*\1\Z")
 
 
-# What reads a file's or a function's text: pathlib's `read_text`, inspect's `getsource`.
-_TEXT_READS = frozenset({"read_text", "getsource"})
+# What reads a file's or a function's text: pathlib's `read_text`, inspect's `getsource`; and
+# what a program printed, as pytest's capsys / capfd fixtures give it back (`readouterr()`, its
+# `.out` / `.err`): `assert "CUDA" in captured.out` looks for a word in a log, nothing runs.
+_TEXT_READS = frozenset({"read_text", "getsource", "readouterr"})
+_CAPTURED = frozenset({"out", "err"})
+# An exception's links and parts: a name read through one of them holds an exception, whose
+# `str()` is a message (`message = str(current)` while walking `current.__cause__`).
+_EXCEPTION_PARTS = frozenset({"__cause__", "__context__", "__traceback__"})
 # `re` functions whose second argument is the text the pattern is looked for in.
 _PATTERN_SEARCHES = frozenset({"search", "match", "fullmatch", "findall", "finditer"})
 
@@ -558,6 +592,7 @@ def _texts_read(body: list[ast.stmt]) -> frozenset[str]:
     bound: dict[str, int] = {}
     texts: set[str] = set()
     slices: dict[str, str] = {}  # name -> the name it slices
+    errors = _exception_names(body)
     for stmt in body:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -565,12 +600,60 @@ def _texts_read(body: list[ast.stmt]) -> frozenset[str]:
             if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
                 continue
             value = node.value
+            if isinstance(value, ast.Attribute) and value.attr in _CAPTURED:
+                value = value.value  # `out = capsys.readouterr().out`
             if isinstance(value, ast.Call) and _callee_name(value.func) in _TEXT_READS:
+                texts.add(node.targets[0].id)
+            elif _is_message(value, errors):
                 texts.add(node.targets[0].id)
             elif isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Slice) and isinstance(value.value, ast.Name):
                 slices[node.targets[0].id] = value.value.id
     texts |= {name for name, whole in slices.items() if whole in texts}
     return frozenset(n for n in texts if bound.get(n) == 1)
+
+
+def _literal_lists(body: list[ast.stmt]) -> dict[str, ast.List | ast.Tuple | ast.Set]:
+    """The names ``body`` binds exactly once, to a literal list, tuple or set."""
+    bound: dict[str, int] = {}
+    lists: dict[str, ast.List | ast.Tuple | ast.Set] = {}
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound[node.id] = bound.get(node.id, 0) + 1
+            if (
+                isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, (ast.List, ast.Tuple, ast.Set))
+            ):
+                lists[node.targets[0].id] = node.value
+    return {n: v for n, v in lists.items() if bound.get(n) == 1}
+
+
+def _exception_names(body: list[ast.stmt]) -> frozenset[str]:
+    """The names ``body`` holds exceptions in: an ``except ... as e`` name, and a name whose
+    ``__cause__`` / ``__context__`` / ``__traceback__`` it reads (``current.__cause__``,
+    ``getattr(current, "__context__", None)``)."""
+    out: set[str] = set()
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.ExceptHandler) and node.name:
+                out.add(node.name)
+            elif isinstance(node, ast.Attribute) and node.attr in _EXCEPTION_PARTS and isinstance(node.value, ast.Name):
+                out.add(node.value.id)
+            elif (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+                and len(node.args) >= 2 and isinstance(node.args[0], ast.Name)
+                and isinstance(node.args[1], ast.Constant) and node.args[1].value in _EXCEPTION_PARTS
+            ):
+                out.add(node.args[0].id)
+    return frozenset(out)
+
+
+def _is_message(value: ast.expr, errors: frozenset[str]) -> bool:
+    """``str(e)`` / ``repr(e)`` of a name holding an exception: its message, a text."""
+    return (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("str", "repr")
+        and len(value.args) == 1 and isinstance(value.args[0], ast.Name) and value.args[0].id in errors
+    )
 
 
 def _callee_name(func: ast.expr) -> str | None:
@@ -693,11 +776,15 @@ def code_words(
     # string never starts one).
     last_line_end = code.find(b"\n", found[-1][0].end())
     stop = len(code) if last_line_end == -1 else last_line_end
-    strings = [(m.start(), m.end()) for m in _STRING_TOKEN.finditer(code, 0, stop)]
-    # A string that runs past the stop (a triple-quoted one) is the next one found after it.
-    nxt = _STRING_TOKEN.search(code, strings[-1][1] if strings else 0)
-    if nxt is not None and nxt.start() < stop <= nxt.end():
-        strings.append((nxt.start(), nxt.end()))
+    # Searched in the whole text, not cut at the stop: a triple-quoted string that runs past it
+    # cannot match inside a text cut there, and the search then took quotes inside that string for
+    # strings of their own (nanotron's sbatch f-string: its commented-out `# export NCCL_DEBUG=`
+    # lines read as code).
+    strings = []
+    for m in _STRING_TOKEN.finditer(code):
+        if m.start() >= stop:
+            break
+        strings.append((m.start(), m.end()))
     starts = [s for s, _ in strings]
     out: dict[int, list[Word]] = {}
     seen: set[int] = set()

@@ -61,7 +61,7 @@ _PYTHON = (
     "megablocks", "grouped_gemm", "tutel", "scattermoe", "fmoe",
     "gpus", "distributed_backend",
     # ONNX Runtime GenAI's short provider names (CN622), items of `key=value` strings (CN627)
-    "onnxruntime", "load_in_", "parallelize",
+    "onnxruntime", "load_in_", "parallelize", "quantization_bit", "optim=",
     "gptq", "awq", "eetq", "fp8", "higgs", "vptq", "spqr", "fpquant", "4bit", "8bit",
     "32bit", "ademamix", "rmsprop_bnb",
     "max_memory", "NativeScaler", "scaler.state_dict()[", "scaler._scale",

@@ -29,6 +29,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path, PurePath
 
 from cuda2neuron.core import (
@@ -125,7 +126,8 @@ def residual_findings(
         if not left:
             break
     if left and words is not None:
-        left = _python_left(path, data, final, left, covered, words, findings, config)
+        scripts = {line for line in left if line not in words}  # only shell hits of a script string
+        left = _python_left(path, data, final, left - scripts, covered, words, findings, config) | scripts
     if not left:
         return []
     suppressions = Suppressions.from_text(text)
@@ -221,7 +223,60 @@ def _python_hits(final: bytes, covered: set[int]):
             col = len(tok.before)
             first = tok.string.split("\n", 1)[0]
             hits.setdefault(line, []).append(Hit(line, col, col + len(first), first))
+    for line, row in _script_string_hits(final).items():
+        if line not in covered and line not in words:
+            hits[line] = row
     return hits, words
+
+
+# A line of shell in a string: a command a job script runs, or a scheduler's directive.
+_SHELL_LINE = re.compile(
+    r"^[ \t]*(?:\#!\S*(?:sh|bash|zsh)\b|\#(?:SBATCH|PBS|BSUB)\b|export[ \t]+\w+=|set[ \t]+-[a-z]|srun\b|module[ \t]+load\b"
+    r"|(?:if|then|fi|done|esac)\b)",
+    re.MULTILINE,
+)
+
+
+@lru_cache(maxsize=1)
+def _token_re() -> re.Pattern[str]:
+    """``_code_text``'s scan of comments and strings, on a decoded text (columns in characters)."""
+    from ._code_text import _TOKEN_RE
+
+    return re.compile(_TOKEN_RE.pattern.decode(), re.VERBOSE | re.DOTALL)
+
+
+def _script_string_hits(final: bytes) -> dict[int, list[Hit]]:
+    """Words in the shell scripts a Python file writes as multi-line strings (nanotron's sbatch
+    launcher: ``script = f\"\"\"#!/bin/bash ...\"\"\"``), read as a script file is: commands and
+    directives count, comments and quoted messages do not. The Python pass leaves such a string
+    out as prose (it has spaces), so its `export CUDA_DEVICE_MAX_CONNECTIONS=1` or `nvidia-smi`
+    would go unreported. A string is a script where two or more of its lines are shell."""
+    if b'"""' not in final and b"'''" not in final:
+        return {}
+    text = final.decode("utf-8", "surrogateescape")
+    strings = [
+        m.span("string") for m in _token_re().finditer(text)
+        if m.group("string") is not None and m.group("string")[:3] in ('"""', "'''") and "\n" in m.group("string")
+        and _WORDS.search(m.group("string")) is not None
+    ]
+    if not strings:
+        return {}
+    view = [" " if c != "\n" else c for c in text]
+    scripts = 0
+    for a, b in strings:
+        body = text[a + 3:b - 3]
+        if len(_SHELL_LINE.findall(body)) >= 2:
+            view[a + 3:b - 3] = body
+            scripts += 1
+    if not scripts:
+        return {}
+    lines = _Lines(text)
+    hits = _Hits()
+    view_text = "".join(view)
+    _shell_hits(view_text, view_text, lines, hits, all_chars=True)
+    for row in hits.values():
+        row.sort(key=lambda h: h.col)
+    return hits
 
 
 def _python_left(
@@ -658,7 +713,7 @@ def _config_hits(kind: str, path: str, text: str, lines: _Lines, hits: _Hits) ->
             continue
         if any(c.isspace() for c in s.value.strip()):
             continue  # prose: a description, a message
-        if _own_config_value(s):
+        if _own_config_value(s) or _left_out(s):
             continue
         for m in _WORDS.finditer(written):
             _add(hits, lines.hit(s.start + m.start(), s.start + m.end()))
@@ -694,6 +749,17 @@ def _own_config_value(s) -> bool:  # noqa: ANN001 - a documents.structured.Scala
     if owner in _PATH_KEYS or s.value.startswith(("./", "../")):
         return True
     return s.key == "name" and not (len(s.path) >= 3 and is_env_key(s.path[-3]))
+
+
+# Keys whose list names what a program leaves out (unsloth's Colab-to-CPU pin map: `"skip":
+# ["nvidia-nccl-cu12", ...]`, the CUDA wheels a CPU runner must not install): nothing named there
+# is installed or run, so nothing there is for a Trainium user to change.
+_LEFT_OUT_KEYS = frozenset({"skip", "skipped", "exclude", "excludes", "excluded", "ignore", "ignored", "omit", "blocklist", "denylist"})
+
+
+def _left_out(s) -> bool:  # noqa: ANN001 - a documents.structured.Scalar
+    """An item of a list under a key that leaves things out (``"skip": ["nvidia-nccl-cu12"]``)."""
+    return len(s.path) >= 2 and isinstance(s.path[-1], int) and isinstance(s.path[-2], str) and s.path[-2].lower() in _LEFT_OUT_KEYS
 
 
 def structured_shell(s) -> bool:  # noqa: ANN001 - a documents.structured.Scalar

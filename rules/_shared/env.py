@@ -116,9 +116,11 @@ def env_site(rule: Rule, key: cst.SimpleString) -> EnvSite | None:
     return None
 
 
-# What reads a file's or a function's text: pathlib's `read_text`, inspect's `getsource` (the
-# residual pass reads the same calls, `kinds/_leftover_python._TEXT_READS`).
-_TEXT_READS = frozenset({"read_text", "getsource"})
+# What reads a file's or a function's text: pathlib's `read_text`, inspect's `getsource`, and
+# what a program printed as pytest's capsys / capfd give it back (`readouterr()`, its `.out` /
+# `.err`); the residual pass reads the same calls, `kinds/_leftover_python._TEXT_READS`.
+_TEXT_READS = frozenset({"read_text", "getsource", "readouterr"})
+_CAPTURED = frozenset({"out", "err"})
 
 
 def _text_read(rule: Rule, ancestors, searched: cst.BaseExpression) -> bool:  # noqa: ANN001
@@ -128,6 +130,12 @@ def _text_read(rule: Rule, ancestors, searched: cst.BaseExpression) -> bool:  # 
     to the result of a call the module searches elsewhere for a word no environment key can be
     (``message = self._message(...)`` and ``"UNSLOTH_LLAMA_CPP_BACKEND=cpu" in message``:
     ``text_callees``)."""
+    if isinstance(searched, cst.Attribute) and searched.attr.value in _CAPTURED:
+        # `"CUDA_DEVICE_ORDER" not in captured.out`, `in capsys.readouterr().err`: a printed log
+        head = searched.value
+        if isinstance(head, cst.Call):
+            return isinstance(head.func, cst.Attribute) and head.func.attr.value == "readouterr"
+        searched = head
     if not isinstance(searched, cst.Name):
         return False
     func = next((a for a in reversed(ancestors) if isinstance(a, cst.FunctionDef)), None)
@@ -158,6 +166,8 @@ class _Bindings(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and node.targets[0].target.value == self.name:
             call = node.value
+            if isinstance(call, cst.Attribute) and call.attr.value in _CAPTURED:
+                call = call.value  # `out = capsys.readouterr().out`
             func = call.func if isinstance(call, cst.Call) else None
             self.callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
 

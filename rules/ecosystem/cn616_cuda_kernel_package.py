@@ -16,7 +16,7 @@ from .._shared.ast_names import ast_dotted
 from .._shared.detector import AstDetector
 from .._shared.kernels import DYNAMIC_IMPORTS, KERNEL_LANGUAGES, KernelPackage, dynamic_import, kernel_packages, local_kernel_package, package_of
 from .._shared.names import call_qualname
-from .._shared.packages import imports_any
+from .._shared.packages import imports_any, in_package
 from .._shared.sys_path import source_sys_path_folders
 
 __all__ = ["CudaKernelPackage"]
@@ -36,6 +36,14 @@ def _dynamic_pattern(tops: tuple[str, ...]) -> re.Pattern[bytes]:
     """``import_module("fused_adam_cuda")`` / ``__import__('x.y')`` of one of ``tops``."""
     names = b"|".join(re.escape(t.encode()) for t in tops)
     return re.compile(rb"""(?:import_module|__import__)\(\s*[rbu]?['"](?:""" + names + rb""")\b""")
+
+
+# Modules of a kernel package that are plain PyTorch: MegaBlocks' expert-parallel all_to_all
+# (megablocks/layers/all_to_all.py: an autograd Function around torch.distributed's
+# all_to_all_single). Only importing them pulls in the CUDA package, and that import is reported;
+# each call is not "MegaBlocks' kernels" (nanotron's examples/moe/moe.py), as CN604 treats
+# flash_attn's padding helpers.
+_PURE_TORCH = ("megablocks.layers.all_to_all",)
 
 
 class CudaKernelPackage(Rule):
@@ -252,7 +260,12 @@ def _called_kernel(qualified: str | None, row: KernelPackage | None) -> bool:
     """Is a call of ``qualified`` (in ``row``) a prebuilt kernel's? Calls inside a kernel
     language are the kernel's own body (reported at the import and the decorator); calls of
     prebuilt kernels are each a place the port must change."""
-    return row is not None and row.kind not in ("language", "engine") and not any(qualified.startswith(k) for k in KERNEL_LANGUAGES)  # type: ignore[union-attr]
+    return (
+        row is not None
+        and row.kind not in ("language", "engine")
+        and not any(qualified.startswith(k) for k in KERNEL_LANGUAGES)  # type: ignore[union-attr]
+        and not in_package(qualified, _PURE_TORCH)  # type: ignore[arg-type]
+    )
 
 
 def _dynamic_import_ast(file, call: ast.Call, qualified: str | None) -> str | None:  # noqa: ANN001 - python.AstFile

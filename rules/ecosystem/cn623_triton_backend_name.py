@@ -95,6 +95,8 @@ class TritonBackendName(Rule):
         # the bias is built for either; the default `attn_impl="triton"` is what picks Triton)
         'if kernel not in ("plugin", "triton"):\n    raise ValueError(kernel)\n',
         'def attn_bias_shape(attn_impl):\n    if attn_impl in ["torch", "triton"]:\n        return (1, 1)\n',
+        # the packages a log record comes from (open_clip's logger filter)
+        'import logging\n\ndef quiet(logger):\n    if logger.name.startswith(("torch", "triton")):\n        logger.setLevel(logging.WARNING)\n',
     )
     INVALID = (
         Invalid('import pytest\n\n@pytest.mark.parametrize("backend", ["triton"])\ndef test(backend):\n    pass\n'),
@@ -159,6 +161,12 @@ class TritonBackendName(Rule):
             return False
         reader = above[-3] if len(above) >= 3 else None
         if isinstance(reader, cst.Arg) and len(above) >= 4 and isinstance(above[-4], cst.Call):
+            func = above[-4].func
+            if (
+                isinstance(func, cst.Attribute) and func.attr.value in ("startswith", "endswith")
+                and isinstance(func.value, cst.Attribute) and func.value.attr.value in _OWN_NAMES
+            ):
+                return True  # `logger.name.startswith(("torch", "triton"))`: the packages a log comes from
             return call_qualname(self, above[-4]) in _COMMAND_RUNNERS
         if isinstance(reader, cst.ComparisonTarget):
             # `impl in ("torch", "triton")` groups the names a branch accepts and picks none
@@ -188,3 +196,9 @@ class TritonBackendName(Rule):
                     for c in above.comparisons
                 )
         return False
+
+
+# Attributes that hold an object's own dotted name (a logger's, a module's, a function's): the
+# prefixes looked for in one (`logger.name.startswith(("torch", "triton"))`, open_clip's log
+# filter) name the packages it comes from, not an implementation.
+_OWN_NAMES = frozenset({"name", "__name__", "__module__", "__qualname__"})

@@ -142,8 +142,9 @@ class LibraryCudaSetting(Rule):
         "flash_attn", "flash_attention", "xformers", "tf32", "deepspeed", "dynamo_backend", "compile_backend",
         "liger", "gpus", "GPUS", "gpu=", "use_gpu", "enable_gpu", "varlen_attn", '"GPU"', "'GPU'", "collective_group", "bnb.",
         "WeightTransferConfig", "device_map", "attn_impl", "ffn_type",
-        # items of `key=value,...` strings that only command lines and such lists carry
-        "load_in_", "parallelize",
+        # items of `key=value,...` strings that only command lines and such lists carry; `optim`
+        # with its `=` (the bare word is in every `optimizer` of every training script)
+        "load_in_", "parallelize", "quantization_bit", "optim=",
     )
     # Keys are compared by normalize_key (`--Use-Flash-Attn` is use_flash_attn): so are these words.
     triggers_as_keys = True

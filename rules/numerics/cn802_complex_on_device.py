@@ -79,6 +79,9 @@ class ComplexOnDevice(Rule):
         "import torch\ny = torch.cos(x) * a - torch.sin(x) * b\n",
         "import cmath\nz = cmath.polar(1j)\n",
         "import numpy as np\nf = np.fft.rfft(a)\n",  # host NumPy
+        # a table of dtype names (nanotron's dtype_to_str): looked up, nothing computed
+        'import torch\nNAMES = {torch.float32: "float32", torch.complex64: "complex64"}\n',
+        'import torch\nDTYPES = {"float32": torch.float32, "complex64": torch.complex64}\n',
     )
     INVALID = (
         Invalid("import torch\nxq_ = torch.view_as_complex(xq.reshape(4, -1, 2))\n"),
@@ -108,6 +111,9 @@ class ComplexOnDevice(Rule):
 
     def _check(self, node: cst.Name | cst.Attribute) -> None:
         qualified = self.qualname(node)
+        parent = self.context.parent
+        if isinstance(parent, cst.DictElement) and _named(parent.value if parent.key is node else parent.key):
+            return  # `{torch.complex64: "complex64"}`: a table of dtype names computes nothing
         if _reported(qualified):
             self.report(node, _MESSAGE.format(qualified), guidance=_GUIDANCE, effort=Effort.MEDIUM)
 
@@ -117,6 +123,14 @@ class ComplexOnDevice(Rule):
 
 
 _MESSAGE = "`{}` uses complex numbers, which the neuron device only runs decomposed into real ops: check it"
+
+
+def _named(other: object) -> bool:
+    """Whether the other side of a dict item is a string (a dtype's name in a table of them,
+    nanotron's ``dtype_to_str``): the dtype there is looked up, no tensor is made with it."""
+    if isinstance(other, cst.SimpleString):
+        return True
+    return isinstance(other, ast.Constant) and isinstance(other.value, str)
 
 
 def _reported(qualified: str | None) -> bool:
@@ -142,6 +156,11 @@ class _Detector(AstDetector):
 
     def _check(self, node: object) -> None:
         qualified = self.ctx.qualname(node)
+        parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
+        if isinstance(parent, ast.Dict):
+            for key, value in zip(parent.keys, parent.values):
+                if key is node and _named(value) or value is node and _named(key):
+                    return
         if _reported(qualified):
             self._reports.append((node, qualified, tuple(self.ctx.ancestors)))  # type: ignore[arg-type]
 

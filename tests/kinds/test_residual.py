@@ -134,6 +134,56 @@ _ROWS = {
         "    assert args.model_args == {'pretrained': 'gpt2', 'device': 'cuda'}\n",
         [4],
     ),
+    # what a program printed, as pytest's capfd / capsys give it back: a log searched for a word
+    "python-word-in-captured-output": (
+        "m.py", "def test_log(capfd):\n    log()\n    captured = capfd.readouterr()\n    assert 'CUDA' in captured.out\n", [],
+    ),
+    "python-word-in-captured-out-bound": (
+        "m.py", "def test_log(capsys):\n    log()\n    out = capsys.readouterr().out\n    assert 'CUDA_DEVICE_ORDER=' in out\n", [],
+    ),
+    "python-word-in-another-result-out": (
+        "m.py", "def test_log(run):\n    out = run().out\n    assert 'CUDA_DEVICE_ORDER=' in out\n", [3],
+    ),
+    # a pattern looked for in an exception's message (walking `__cause__`); in a plain parameter it may be anything
+    "python-pattern-in-an-exception-message": (
+        "m.py",
+        "import re\ndef wanted(error):\n    current = error\n    while current is not None:\n        message = str(current)\n"
+        "        m = re.search(r'libcudart\\.so\\.(\\d+)', message)\n        current = getattr(current, '__cause__', None)\n",
+        [],
+    ),
+    "python-pattern-in-a-parameter-text": (
+        "m.py", "import re\ndef wanted(error):\n    message = str(error)\n    m = re.search(r'libcudart\\.so\\.(\\d+)', message)\n", [4],
+    ),
+    # markers of a log: a list bound once that holds a phrase, searched in each line
+    "python-markers-of-a-log": (
+        "m.py",
+        "def oom(output):\n    lines = output.lower().splitlines()\n    gpu = ('cuda', 'rocm', 'device memory')\n"
+        "    return any(any(m in line for m in gpu) for line in lines)\n",
+        [],
+    ),
+    "python-words-without-a-phrase": (
+        "m.py", "def pick(output):\n    gpu = ('cuda_x', 'rocm')\n    return any(m in output for m in gpu)\n", [2],
+    ),
+    # the name a file is loaded under (unsloth's tests load a sibling spoof module by path)
+    "python-module-name-loaded-from-a-file": (
+        "m.py", "import importlib.util\nspec = importlib.util.spec_from_file_location('_cuda_spoof', path)\n", [],
+    ),
+    "python-module-imported-by-name": ("m.py", "import importlib\nmod = importlib.import_module('pycuda_helpers')\n", [2]),
+    # a config's list of what is left out: nothing named there is installed
+    "json-skip-list": ("ci/pins.json", '{"skip": [\n  "nvidia-nccl-cu12",\n  "triton"\n], "keep": ["nvidia-cudnn-cu12"]}\n', [4]),
+    # a job script a Python launcher writes (nanotron's sbatch f-string) is read as a script file:
+    # its commands are code, its comments and quoted messages are not
+    "python-script-string": (
+        "launch.py",
+        'def script(args):\n    return f"""#!/bin/bash\n#SBATCH --nodes={args.nodes}\n'
+        '{"# " if args.quiet else ""}export WANDB_MODE=disabled\n# export NCCL_DEBUG=WARN\n'
+        'export CUDA_DEVICE_MAX_CONNECTIONS=1\necho "checks the cuda version"\nnvidia-smi\n"""\n',
+        [6, 8],
+    ),
+    # a multi-line message whose quotes inside come before the last CUDA word: still one string
+    "python-prose-string-past-the-last-word": (
+        "m.py", 'def help(x):\n    return f"""\n{"a" if x else ""} then\nsee the nvcc docs\n"""\n', [],
+    ),
     "python-loop-over-keys": ("m.py", "def t(fp):\n    for k in ('torch', 'torch_cuda'):\n        assert k in fp and fp[k]\n", []),
     "python-loop-over-values": ("m.py", "def t(run):\n    for k in ('torch', 'torch_cuda'):\n        run(k)\n", [2]),
     "python-camel-case-crossing": ("m.py", "from openai import AsyncClient\nclient = AsyncClient()\n", []),

@@ -82,6 +82,34 @@ ROWS = [
     ("config-max-memory-once", "config/model.yaml", "max_memory:\n  cuda:0: 20GiB\n  cuda:1: 20GiB\n  cuda:2: 20GiB\n", "CN738", 1),
     # CN713: `--no-binary flash-attn flash-attn==2.5.6` installs flash-attn once.
     ("no-binary-once", "setup.sh", "pip install --no-binary flash-attn flash-attn==2.5.6\n", "CN713", 1),
+    # CN207 / CN405: a variable's name looked for in what a program printed (pytest's capsys /
+    # capfd, unsloth's hardware-report tests) reads no environment; in another call's result it may
+    ("env-name-in-captured-output", "tests/test_report.py",
+     "def test_lists_devices(capsys):\n    show()\n    out = capsys.readouterr().out\n"
+     "    assert 'CUDA_DEVICE_ORDER' not in out\n", "CN207", 0),
+    ("env-name-in-captured-result", "tests/test_report.py",
+     "def test_lists_devices(capfd):\n    show()\n    captured = capfd.readouterr()\n"
+     "    assert 'CUDA_VISIBLE_DEVICES' not in captured.err\n", "CN405", 0),
+    ("env-name-in-captured-inline", "tests/test_report.py",
+     "def test_lists_devices(capsys):\n    show()\n    assert 'CUDA_DEVICE_ORDER' not in capsys.readouterr().out\n", "CN207", 0),
+    ("env-name-in-another-calls-output", "tests/test_report.py",
+     "def test_lists_devices(run):\n    out = run().out\n    assert 'CUDA_DEVICE_ORDER' not in out\n", "CN207", 1),
+    # CN627: a `key=value` list whose only settings are quantization_bit / optim (the words alone
+    # woke nothing: the bare `optim` is in every `optimizer`)
+    ("arglist-quantization-bit-alone", "run_eval.py",
+     "results = evaluate(model='hf', model_args='pretrained=m,quantization_bit=4')\n", "CN627", 1),
+    ("arglist-optim-alone", "launch.py",
+     "job = submit(extra='model=m,optim=paged_adamw_8bit')\n", "CN627", 1),
+    # CN802: a table of dtype names (nanotron's dtype_to_str) makes no complex tensor; a factory does
+    ("complex-dtype-name-table", "s.py",
+     'import torch\nNAMES = {\n    torch.float32: "float32",\n    torch.complex64: "complex64",\n}\n', "CN802", 0),
+    ("complex-dtype-factory", "s.py", "import torch\nz = torch.zeros(2, dtype=torch.complex64)\n", "CN802", 1),
+    # CN616: MegaBlocks' all_to_all is a torch.distributed wrapper: its import is reported, not each call
+    ("megablocks-all-to-all-helper", "moe.py",
+     "from megablocks.layers.all_to_all import all_to_all\n\ndef f(x, s, r, g):\n    return all_to_all(x, s, r, g)\n", "CN616", 1),
+    ("megablocks-kernel-op", "moe.py",
+     "import megablocks.ops as ops\n\ndef f(x, n):\n    return ops.histogram(x, n)\n", "CN616", 2),
+    ("optimizer-word-alone", "train.py", "optimizer = make_optimizer(model, lr=1e-4)\n", "CN627", 0),
 ]
 
 
