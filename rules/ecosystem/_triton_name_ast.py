@@ -26,11 +26,11 @@ _COLLECTIONS = (ast.List, ast.Tuple, ast.Set)
 
 class TritonNameDetector(AstDetector):
     """``texts``: the rule's (names, message and command keywords, command runners, message,
-    guidance), handed over so that they live in one place."""
+    guidance, attributes holding an object's own name), handed over so that they live in one place."""
 
     def __init__(self, rule: type, file, texts: tuple) -> None:  # noqa: ANN001 - python.AstFile
         super().__init__(rule, file)
-        self.names, self.skipped_keywords, self.runners, self.message, self.guidance = texts
+        self.names, self.skipped_keywords, self.runners, self.message, self.guidance, self.own_names = texts
 
     def findings(self) -> list[Finding] | None:
         reports = self.reports()
@@ -82,6 +82,12 @@ class TritonNameDetector(AstDetector):
         if isinstance(reader, ast.Subscript) and reader.slice is collection:
             raise Unsure("a tuple as a subscript's index: libcst's elements if written in parentheses")
         if isinstance(reader, ArgNode) and len(above) >= 3 and isinstance(above[-3], ast.Call):
+            func = above[-3].func
+            if (
+                isinstance(func, ast.Attribute) and func.attr in ("startswith", "endswith")
+                and isinstance(func.value, ast.Attribute) and func.value.attr in self.own_names
+            ):
+                return True  # the visitor's: the packages a log record comes from
             return self.ctx.call_qualname(above[-3]) in self.runners
         if isinstance(reader, ast.Compare) and any(c is collection for c in reader.comparators):
             op = reader.ops[next(i for i, c in enumerate(reader.comparators) if c is collection)]

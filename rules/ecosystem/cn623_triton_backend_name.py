@@ -134,7 +134,7 @@ class TritonBackendName(Rule):
             return []  # the visitor's first test, on the raw text of each literal
         from ._triton_name_ast import TritonNameDetector
 
-        texts = (_NAMES, _MESSAGE_KEYWORDS | _MODULE_KEYWORDS, _COMMAND_RUNNERS, _MESSAGE, _GUIDANCE)
+        texts = (_NAMES, _MESSAGE_KEYWORDS | _MODULE_KEYWORDS, _COMMAND_RUNNERS, _MESSAGE, _GUIDANCE, _OWN_NAMES)
         return TritonNameDetector(cls, file, texts).findings()
 
     def _names_an_entry(self, node: cst.SimpleString) -> bool:
