@@ -511,7 +511,8 @@ class _Detector(_refs_ast.AstMemberReferences):
       an assert, a decorator, a boolean operand, a lambda... (``report_kernel_gate``'s positions,
       the kernel index's holds, ``selected_code``'s groups and ``_renamed_target``'s assignments
       all start there);
-    * a call handed as an argument to a library outside torch (``_handed_to_library``).
+    * a call handed as an argument to a library outside torch (``_handed_to_library``), or as the
+      ``stream=`` of a communicator's collective (``_handed_to_communicator``).
 
     A decided file thus holds no report with a group (``depends``/``needs``): its findings are the
     visitor's whatever other rule reports beside them."""
