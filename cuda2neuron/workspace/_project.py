@@ -577,7 +577,10 @@ def _library_chains(
                 imported[i] = _imported_modules(texts[i], module, path.name == "__init__.py")
             # A start module is read too: its other names that use a start (`quantize_model(m)`
             # calling the module's `_convert_to_int8(m)`) reach the same code.
-            if (imported[i].isdisjoint(wanted) and module not in starts) or not run(texts[i]):
+            # A package's ``__init__.py`` hands a name on without calling it (``from .tdan_net
+            # import TDANNet``; mmagic's tests import their models from ``mmagic.models.editors``).
+            init = path.name == "__init__.py"
+            if (imported[i].isdisjoint(wanted) and module not in starts) or not (init or run(texts[i])):
                 continue
             if i not in uses:
                 uses[i] = _Uses.read(module, _shown(path, root), parsed.get(path, texts[i]), path.name == "__init__.py",

@@ -32,8 +32,8 @@ from .names import call_qualname
 from .values import argument_of, value_user
 
 __all__ = [
-    "PASS_THROUGH", "device_test_form", "foreign_callee", "kernel_test", "library_callee", "library_callee_by_name", "pointer_buffer",
-    "receiving_call", "takes_torch_device",
+    "PASS_THROUGH", "communicator_stream", "device_test_form", "foreign_callee", "kernel_test", "library_callee",
+    "library_callee_by_name", "pointer_buffer", "receiving_call", "takes_torch_device",
 ]  # fmt: skip
 
 # Libraries that hand a device argument to torch unchanged (``torch.device(device)``,
@@ -52,6 +52,24 @@ _HAND_BACK = frozenset({
     "pytest", "hypothesis", "parameterized", "click", "typer", "fire", "hydra", "omegaconf",
     "jsonargparse", "absl", "ml_collections", "simple_parsing", "tyro", "pydantic", "attr", "attrs",
 })  # fmt: skip
+
+
+# Collectives of a communicator object: torch.distributed's take no stream, so a ``stream=``
+# handed to one of these names is a library's NCCL communicator (vLLM's PyNcclCommunicator,
+# cupy's NcclCommunicator), which drives CUDA streams only.
+_COLLECTIVES = frozenset({
+    "broadcast", "all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter", "reduce", "send", "recv",
+    "all_to_all", "alltoall",
+})  # fmt: skip
+
+
+def communicator_stream(keyword: str | None, method: str | None, qualified: str | None) -> bool:
+    """Is a value handed as ``keyword`` to a call of ``method`` (its last name; ``qualified``:
+    the callee resolved, or None) the stream of a library's NCCL communicator? OpenRLHF's
+    ``self._model_update_group.broadcast(param, src=0, stream=torch.cuda.current_stream())``
+    on the PyNcclCommunicator its own function built: ``torch.neuron.current_stream()`` there is
+    a stream that communicator cannot use. Shared by CN201's visitor and its detector."""
+    return keyword == "stream" and method in _COLLECTIVES and not (qualified or "").startswith("torch.")
 
 
 def library_callee(rule: Rule, node: cst.CSTNode, ancestors=None) -> str | None:

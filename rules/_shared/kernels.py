@@ -73,9 +73,12 @@ TABLE = "cuda_kernels.toml"
 KERNEL_LANGUAGES = ("triton", "tilelang", "cutlass", "helion")
 # Packages that other rules of the ecosystem family report themselves; a call into one still
 # counts as CUDA-only code for a guard.
+# vLLM's NCCL communicator is CN408's: a project function that builds one (OpenRLHF's
+# `stateless_init_process_group(..., device)`) is CUDA-only, and a device handed to it stays.
 OWN_RULE_PACKAGES = (
     "triton", "flash_attn", "flash_attn_2_cuda", "xformers", "apex", "amp_C", "bitsandbytes",
     "cupy", "cupyx", "torch.library.triton_op", "torch.library.wrap_triton",
+    "vllm.distributed.device_communicators.pynccl",
 )  # fmt: skip
 _AUTOGRAD_FUNCTION = "torch.autograd.Function"
 # torch's own CUDA APIs that have no TorchNeuron twin (CN202, CN624 report them) and raise where torch

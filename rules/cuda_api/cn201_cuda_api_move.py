@@ -7,14 +7,16 @@ import ast
 import libcst as cst
 
 from cuda2neuron.core import Effort, Finding, Fix, Invalid, ProjectFacts, Rule, Safety, Settings, Valid
+from cuda2neuron.python import dotted_name
 
 from .._shared.detector import may_be_linked
 from .._shared.kernel_free import kernel_free, plain_import
 from .._shared.kernel_gates import report_kernel_gate
-from .._shared.names import import_to_drop
-from .._shared.consumers import foreign_callee, library_callee
+from .._shared.names import call_qualname, import_to_drop, terminal_name
+from .._shared.consumers import communicator_stream, foreign_callee, library_callee
 from .._shared.selected import opened_code, selected_code
 from .._shared.target import guarded_call
+from .._shared.values import argument_of
 from . import _refs_ast
 from ._helpers import ApiMove, MemberReferences, accelerator_name_for, load_moves, neuronx_release, neuronx_text
 
@@ -278,6 +280,9 @@ class CudaApiMove(MemberReferences, Rule):
         # A deprecated alias assigned: its successor's name would be another target (and two
         # aliases of one name would collapse into one assigned twice).
         Invalid("import torch\ntorch.cuda.memory_cached = my_reserved\n"),
+        # The stream of an NCCL communicator's collective (torch.distributed's take no stream):
+        # reported, not moved (OpenRLHF's weight sync over vLLM's PyNcclCommunicator).
+        Invalid("import torch\n\ndef push(comm, t):\n    comm.broadcast(t, src=0, stream=torch.cuda.current_stream())\n", None),
         # A library's own flag: reported, not moved (mergekit merges on `cuda` when it is True).
         Invalid("import torch\nfrom mergekit.options import MergeOptions\nopts = MergeOptions(cuda=torch.cuda.is_available())\n"),
     )
@@ -366,7 +371,7 @@ class CudaApiMove(MemberReferences, Rule):
             return False
         callee = library_callee(self, call, ancestors[:-1])
         if callee is None:
-            return False
+            return self._handed_to_communicator(node, call, ancestors[:-1], message)
         self.report(
             node,
             f"{message}; its answer is handed to `{callee}`, which decides what to do with it",
@@ -376,6 +381,32 @@ class CudaApiMove(MemberReferences, Rule):
                 "needs; if the library can run on a torch device, give it the neuron device instead."
             ),
             effort=Effort.LOW,
+        )
+        return True
+
+    def _handed_to_communicator(self, node: cst.CSTNode, call: cst.Call, ancestors: list[cst.CSTNode], message: str) -> bool:
+        """``comm.broadcast(t, src=0, stream=torch.cuda.current_stream())``: the stream of a
+        library's NCCL communicator (``communicator_stream``), which has no neuron counterpart;
+        moved, it hands that communicator a stream it cannot use. Reported, not moved."""
+        found = argument_of(ancestors, call)
+        if found is None:
+            return False
+        _, arg, outer = found
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        method = terminal_name(outer.func)
+        if not communicator_stream(keyword, method, call_qualname(self, outer)):
+            return False
+        spelled = dotted_name(outer.func) or str(method)
+        self.report(
+            node,
+            f"{message}; its answer is the stream of `{spelled}(...)`, a communicator's collective "
+            "(torch.distributed's take no stream: an NCCL communicator such as vLLM's PyNcclCommunicator)",
+            guidance=(
+                "Left as is: the communicator drives NCCL on CUDA streams and has no neuron "
+                "counterpart. Send the tensors with torch.distributed collectives on the neuron "
+                "process group instead, and drop the stream."
+            ),
+            effort=Effort.MEDIUM,
         )
         return True
 
@@ -488,7 +519,8 @@ class _Detector(_refs_ast.AstMemberReferences):
       an assert, a decorator, a boolean operand, a lambda... (``report_kernel_gate``'s positions,
       the kernel index's holds, ``selected_code``'s groups and ``_renamed_target``'s assignments
       all start there);
-    * a call handed as an argument to a library outside torch (``_handed_to_library``).
+    * a call handed as an argument to a library outside torch (``_handed_to_library``), or as the
+      ``stream=`` of a communicator's collective (``_handed_to_communicator``).
 
     A decided file thus holds no report with a group (``depends``/``needs``): its findings are the
     visitor's whatever other rule reports beside them."""
@@ -675,6 +707,9 @@ class _Detector(_refs_ast.AstMemberReferences):
                 if isinstance(child, ast.Call) and child.func is node:
                     outer = ancestors[i - 1]
                     if foreign_callee(self.ctx.call_qualname(outer), self.settings) is not None:  # type: ignore[arg-type]
+                        return False
+                    method = outer.func.attr if isinstance(outer.func, ast.Attribute) else getattr(outer.func, "id", None)  # type: ignore[union-attr]
+                    if communicator_stream(anc.keyword, method, self.ctx.call_qualname(outer)):  # type: ignore[arg-type]
                         return False
             elif isinstance(anc, ast.Call):
                 pass  # its callee (``child`` is ``func``) or, through ``ArgNode``, an argument

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cuda2neuron.core import Invalid, ProjectFacts, Rule, Safety, Valid
+from cuda2neuron.python import dotted_name
 
 from .._shared.args import arg_by_name
 from .._shared.kernel_gates import report_kernel_gate
@@ -189,6 +190,16 @@ class NcclBackend(Rule):
             "import ray.util.collective as cc\n\n"
             'def join(world, rank, backend: str = "nccl"):\n'
             '    cc.init_collective_group(world_size=world, rank=rank, backend=backend, group_name="g")\n',
+            None,
+        ),
+        # The same, the Ray module imported inside the method on the path that uses it (a vLLM
+        # worker extension's weight-sync group): kept too.
+        Invalid(
+            "class Worker:\n"
+            '    def join(self, world, rank, backend="nccl", use_ray=False):\n'
+            "        if use_ray:\n"
+            "            from ray.util import collective\n\n"
+            '            collective.init_collective_group(world, rank, backend=backend, group_name="g")\n',
             None,
         ),
         Invalid(
@@ -436,13 +447,17 @@ class NcclBackend(Rule):
             return None
         name = param.name.value
         rows = library_calls()
-        for call in _calls_in(func.body):
+        found = _calls_in(func.body)
+        for call in found.found:
             for arg in call.args:
                 if not (isinstance(arg.value, cst.Name) and arg.value.value == name):
                     continue
                 if arg.keyword is None or "backend" not in arg.keyword.value.lower():
                     continue
-                qualified = call_qualname(self, call)
+                # The default is read where the function is defined, before its body binds
+                # anything: an import inside the body (OpenRLHF's vLLM worker imports
+                # ``ray.util.collective`` only on the path that uses it) names the callee there.
+                qualified = call_qualname(self, call) or found.qualify(dotted_name(call.func))
                 row = rows.get(qualified or "")
                 if row is not None and row.backend:
                     line = self.context.mark(call)
@@ -679,17 +694,48 @@ class _Calls(cst.CSTVisitor):
     # collector runs (tests/engine/test_tree_freed.py).
     def __init__(self) -> None:
         self.found: list[cst.Call] = []
+        self.imported: dict[str, str] = {}  # name bound by an import in the body -> module or name
 
     def visit_Call(self, call: cst.Call) -> None:
         self.found.append(call)
 
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            module = dotted_name(alias.name)
+            if module is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.imported.setdefault(alias.asname.name.value, module)
+            else:
+                head = module.split(".")[0]
+                self.imported.setdefault(head, head)
 
-def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        module = dotted_name(node.module) if node.module is not None else None
+        if module is None or node.relative or isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if name is not None and isinstance(bound, cst.Name):
+                self.imported.setdefault(bound.value, f"{module}.{name}")
+
+    def qualify(self, dotted: str | None) -> str | None:
+        """``dotted`` (a callee as spelled) through the body's own imports; None where its
+        head is no name they bind."""
+        head, _, rest = (dotted or "").partition(".")
+        module = self.imported.get(head)
+        if module is None:
+            return None
+        return f"{module}.{rest}" if rest else module
+
+
+def _calls_in(node: cst.CSTNode) -> _Calls:
     """The calls of a function's body (nested functions included: a closure hands the
-    parameter on as well)."""
+    parameter on as well), and the names the body's imports bind."""
     calls = _Calls()
     node.visit(calls)
-    return calls.found
+    return calls
 
 
 def _compared(ancestors: list[cst.CSTNode]) -> bool:

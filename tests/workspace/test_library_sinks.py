@@ -24,6 +24,15 @@ SYMM_LINEAR = (
     "import torch\n\n\nclass GatherLinear(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x, w, group):\n"
     "        _, out = torch.ops.symm_mem.fused_all_gather_matmul(x, [w.T], 0, group)\n        return out[0]\n"
 )
+# A weight-sync group between a trainer and vLLM workers, on vLLM's NCCL communicator (the module
+# imported inside the function, as RL trainers do to keep vLLM optional).
+PYNCCL_GROUP = (
+    "def make_group(host, port, rank, world, device):\n"
+    "    from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n"
+    "    from vllm.distributed.utils import StatelessProcessGroup\n\n"
+    "    pg = StatelessProcessGroup.create(host=host, port=port, rank=rank, world_size=world)\n"
+    "    return PyNcclCommunicator(pg, device=device)\n"
+)
 BNB_GUARDED = "try:\n    import bitsandbytes as bnb\nexcept ImportError:\n    bnb = None\n\n"
 
 
@@ -132,6 +141,33 @@ SWEEPS = [
         {"mamba_ssm/ops.py": "def scan(x):\n    return x\n", "mamba_ssm/model.py": "import mamba_ssm.ops\n\ndef run(x):\n    return mamba_ssm.ops.scan(x)\n"},
         {}, ("mamba_ssm.model.run",), id="the-project-is-the-package",
     ),
+    # mmcv's deformable convolutions are compiled for CUDA and CPU tensors and have no torch
+    # fallback inside: a layer built from one reaches no implementation on the neuron device.
+    pytest.param(
+        {"pkg/align.py": "import torch.nn as nn\nfrom mmcv.ops import ModulatedDeformConv2d\n\n\nclass Align(nn.Module):\n"
+         "    def __init__(self, c):\n        super().__init__()\n        self.dcn = ModulatedDeformConv2d(c, c, 3, padding=1)\n"},
+        {"pkg.align.Align": "`mmcv.ops.ModulatedDeformConv2d`"}, (), id="a-layer-built-from-mmcv-deformable-convolution",
+    ),
+    pytest.param(
+        {"pkg/align.py": "from mmcv.ops.deform_conv import DeformConv2dPack\n\n\ndef build(c):\n    return DeformConv2dPack(c, c, 3)\n"},
+        {"pkg.align.build": "`mmcv.ops.deform_conv.DeformConv2dPack`"}, (), id="mmcv-deformable-convolution-from-its-module",
+    ),
+    pytest.param(
+        {"pkg/blur.py": "from mmcv.ops import upfirdn2d\n\n\ndef blur(x, k):\n    return upfirdn2d(x, k, padding=1)\n"},
+        {}, ("pkg.blur.blur",), id="an-mmcv-op-with-a-torch-fallback-is-plain",
+    ),
+    pytest.param(
+        {"pkg/editors/__init__.py": "from .align import Align\n\n__all__ = ['Align']\n",
+         "pkg/editors/align.py": "from mmcv.ops import DeformConv2dPack\n\n\nclass Align:\n    def __init__(self, c):\n        self.dcn = DeformConv2dPack(c, c, 3)\n",
+         "tests/test_align.py": "from pkg.editors import Align\n\n\ndef test_align():\n    assert Align(4)\n"},
+        {"pkg.editors.Align": "`mmcv.ops.DeformConv2dPack`", "tests.test_align.test_align": "`mmcv.ops.DeformConv2dPack`"}, (),
+        id="a-name-a-package-init-hands-on",
+    ),
+    pytest.param(
+        {"pkg/comm.py": PYNCCL_GROUP},
+        {"pkg.comm.make_group": "`vllm.distributed.device_communicators.pynccl.PyNcclCommunicator`"}, (),
+        id="a-function-building-vllms-nccl-communicator",
+    ),
 ]
 
 
@@ -190,6 +226,82 @@ def test_skip_markers_of_cuda_allocator_tests_keep_skipping(allocator_port, test
         line = text[: text.index(f"def {test}")].count("\n")
         [held] = [f for f in findings if f.code == "CN201" and f.span.start_line == line]
         assert "get_allocator_backend" in held.message and not held.applied
+
+
+DCN_PROJECT = {
+    "vsr/__init__.py": "",
+    "vsr/align.py": (
+        "import torch.nn as nn\nfrom mmcv.ops import ModulatedDeformConv2d\n\n\n"
+        "class Align(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n"
+        "        self.dcn = ModulatedDeformConv2d(c, c, 3, padding=1)\n\n"
+        "    def forward(self, x, offset, mask):\n        return self.dcn(x, offset, mask)\n\n\n"
+        "class Fuse(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n        self.conv = nn.Conv2d(c, c, 1)\n\n"
+        "    def forward(self, x):\n        return self.conv(x)\n"
+    ),
+    "tests/test_align.py": (
+        "import pytest\nimport torch\n\nfrom vsr.align import Align, Fuse\n\n\n"
+        "def test_align_guarded():\n    if torch.cuda.is_available():\n        model = Align(4).cuda()\n"
+        "        assert model is not None\n\n\n"
+        "@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a GPU')\n"
+        "def test_align_marked():\n    assert Align(4).cuda() is not None\n\n\n"
+        "def test_fuse_guarded():\n    if torch.cuda.is_available():\n        model = Fuse(4).cuda()\n"
+        "        assert model is not None\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def dcn_port(tmp_path_factory) -> tuple[str, list]:
+    root = write_tree(tmp_path_factory.mktemp("dcn") / "proj", DCN_PROJECT)
+    found = discover([root])
+    config = with_project_facts(Config(), found.files)
+    results = process_files(found.files, config, RunOptions(fix=True), jobs=1)
+    [result] = [r for r in results if r.path.endswith("test_align.py")]
+    return (result.new_bytes or Path(result.path).read_bytes()).decode(), list(result.findings)
+
+
+# (test function, whether its guard must keep asking about CUDA): mmagic's EDVR, TDAN and
+# BasicVSR++ tests run their deformable-convolution models under `if torch.cuda.is_available()`;
+# moved, they ran on Trainium into mmcv's op, which has no neuron implementation.
+DCN_GUARDS = [
+    pytest.param("test_align_guarded", True, id="a-guard-in-front-of-an-mmcv-deformable-layer"),
+    pytest.param("test_align_marked", True, id="a-skip-marker-of-a-test-of-that-layer"),
+    pytest.param("test_fuse_guarded", False, id="a-plain-layer-beside-it-is-ported"),
+]
+
+
+@pytest.mark.parametrize(("test", "kept"), DCN_GUARDS)
+def test_guards_of_mmcv_deformable_layers_keep_asking_about_cuda(dcn_port, test, kept):
+    text, findings = dcn_port
+    start = text.index(f"def {test}")
+    body = text[start: text.find("\n\n\n", start) if "\n\n\n" in text[start:] else len(text)]
+    around = text[:start].rstrip().splitlines()[-1] + "\n" + body
+    assert ("torch.cuda.is_available()" in around) is kept, around
+    if kept:
+        held = [f for f in findings if f.code == "CN201" and not f.applied and "ModulatedDeformConv2d" in f.message]
+        assert held, findings
+
+
+def test_a_device_handed_to_a_function_building_vllms_communicator_stays(tmp_path):
+    # OpenRLHF's actor handed `torch.cuda.current_device()` to its own `stateless_init_process_group`,
+    # which builds vLLM's PyNcclCommunicator on it; the tensor's device beside it is ported.
+    files = {
+        "rl/__init__.py": "",
+        "rl/comm.py": PYNCCL_GROUP,
+        "rl/actor.py": (
+            "import torch\n\nfrom rl.comm import make_group\n\n\nclass Actor:\n"
+            "    def setup(self, host, port, world):\n"
+            "        self.group = make_group(host, port, 0, world, torch.cuda.current_device())\n"
+            "        return torch.zeros(2, device=torch.cuda.current_device())\n"
+        ),
+    }
+    root = write_tree(tmp_path / "proj", files)
+    found = discover([root])
+    config = with_project_facts(Config(), found.files)
+    [result] = [r for r in process_files(found.files, config, RunOptions(fix=True), jobs=1) if r.path.endswith("actor.py")]
+    text = (result.new_bytes or Path(result.path).read_bytes()).decode()
+    assert "make_group(host, port, 0, world, torch.cuda.current_device())" in text, text
+    assert "torch.zeros(2, device=torch.cuda.current_device())" not in text, text
 
 
 def test_the_sweep_reads_no_rule_table_for_files_no_rule_wakes(tmp_path):
