@@ -142,6 +142,13 @@ class AstFile:
                 named.append(node)
         return span
 
+    def segment(self, node: ast.AST) -> str:
+        """``node``'s text, as ``ast.get_source_segment`` gives it, from the file's line starts
+        (``get_source_segment`` splits the whole text again on every call: on diffusers CN109's
+        f-string reads cost 37 s in it)."""
+        start, end = self.bounds(node)
+        return self.text[start:end]
+
     def bounds(self, node: ast.AST | KeywordName) -> tuple[int, int]:
         """``node``'s text offsets, start and end (its own parentheses excluded, as in ``span``)."""
         return (

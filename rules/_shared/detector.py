@@ -132,7 +132,7 @@ def may_be_linked(file: Any, node: ast.AST, ancestors: tuple[object, ...]) -> bo
     where: ast.AST = file.tree
     if local and not wide:
         where = _plain_function(ancestors) or where
-    text = file.text if where is file.tree else ast.get_source_segment(file.text, where) or file.text
+    text = file.text if where is file.tree else file.segment(where)
     if _CUDA_FACT.search(text):
         return True
     return any(

@@ -214,7 +214,7 @@ def _imported_tops_ast(file: Any) -> frozenset[str]:
             continue
         for name in names:
             found.add(name.split(".")[0])
-            if "." in name and name not in (ast.get_source_segment(file.text, node) or ""):
+            if "." in name and name not in file.segment(node):
                 found.add(_BLANK_IMPORT)
     return frozenset(found)
 

@@ -390,7 +390,7 @@ class _Detector(AstDetector):
         inner = text[end + 1 : call_end - 1]
         # The keywords as libcst writes them back (`a.with_changes(comma=DEFAULT)`): one ", "
         # between, none after the last; a call written otherwise is left to libcst.
-        written = ", ".join(f"{k.arg}={ast.get_source_segment(text, k.value)}" for k in node.keywords)
+        written = ", ".join(f"{k.arg}={self.file.segment(k.value)}" for k in node.keywords)
         if inner != written:
             raise Unsure("keywords written with other spacing or a trailing comma")
         self._reports.append((node, "", inner, ancestors))

@@ -175,7 +175,7 @@ def _may_name_cuda(file) -> bool:  # noqa: ANN001 - python.AstFile
         return True
     for node in ast.walk(file.tree):
         if isinstance(node, ast.JoinedStr):
-            if "cuda" in (ast.get_source_segment(file.text, node) or "cuda"):
+            if "cuda" in file.segment(node):
                 return True
         elif isinstance(node, ast.Constant):
             value = node.value
