@@ -59,6 +59,8 @@ _PYTHON = (
     # names (CN626), integer GPU ordinals of a device map (CN111), library GradScalers (CN304) and
     # reads of a scaler's state (CN308)
     "megablocks", "grouped_gemm", "tutel", "scattermoe", "fmoe",
+    # mmcv's compiled ops (CN616's row for its deformable convolutions)
+    "mmcv",
     "gpus", "distributed_backend",
     # ONNX Runtime GenAI's short provider names (CN622), items of `key=value` strings (CN627)
     "onnxruntime", "load_in_", "parallelize", "quantization_bit", "optim=",
