@@ -24,10 +24,10 @@ class NcclNameDetector(AstDetector):
         self.guidance = guidance
 
     def findings(self) -> list[Finding] | None:
-        reports = self.reports()
-        if reports is None:
-            return None
-        return [self.finding(node, self.message, self.guidance, Effort.LOW) for node, _ in reports]
+        return self.made_findings()
+
+    def _finding(self, node: ast.AST, _ancestors: object) -> Finding:
+        return self.finding(node, self.message, self.guidance, Effort.LOW)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if not isinstance(node.value, str) or isinstance(self.ctx.parent, ast.JoinedStr):
