@@ -19,7 +19,6 @@ from cuda2neuron.core import (
     Safety,
     Settings,
     SourceError,
-    Suppressions,
     has_trigger,
     key_folded,
     key_folded_text,
@@ -30,7 +29,7 @@ from ._catalog import rules_for
 from ._code_text import code_text
 from ._nesting import deep_stack, nesting_error
 from ._prefilter import may_trigger
-from ._span_path import fixed_by_spans
+from ._span_path import as_linted, fixed_by_spans
 
 __all__ = [
     "is_python_source",
@@ -359,7 +358,7 @@ def _detections(path: str, data: bytes, config: Config, rule_types: tuple[type[R
         return None
     if len(rules) > _MOST_DETECTORS:
         return None
-    from cuda2neuron.python import AstFile, net_filtered
+    from cuda2neuron.python import AstFile
 
     # Kept for the residual pass, which reads the same text next where no edit lands.
     file = AstFile.read(path, data, keep=True)
@@ -376,19 +375,10 @@ def _detections(path: str, data: bytes, config: Config, rule_types: tuple[type[R
             _UNSURE[rule.code] += 1
             return None
         by_rule[rule] = findings
-    found: list[Finding] = [f for rule in rules for f in by_rule[rule]]
-    if file.fences:
-        # Another accelerator's code (CN112) keeps the other rules out, before suppressions.
-        from cuda2neuron.python import outside_fences
-
-        found = outside_fences(file, found, rules)
-    # The safety nets' filter comes before suppression comments, as in _lint's _collect.
-    found = net_filtered(file, {r.code for r in rules if r.net}, found)  # type: ignore[assignment]
+    found = as_linted(file, [f for rule in rules for f in by_rule[rule]], rules)
     if found is None:
         return None
     if found:
-        suppressions = Suppressions.from_text(file.text)
-        found = [f for f in found if not suppressions.suppressed(f.code, f.span)]
         found.sort(key=lambda f: (f.span, f.code))
     return file, found
 

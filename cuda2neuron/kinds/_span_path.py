@@ -111,8 +111,6 @@ def _applies(safety: Safety, unsafe: bool) -> bool:
 def _detect(file, rule_types: Sequence[type[Rule]], settings: Settings) -> list[Finding] | None:  # noqa: ANN001
     """The round's findings: each woken rule's detector, suppression comments honoured, in the
     rules' order (the order the libcst walk reports in); None where one cannot tell."""
-    from cuda2neuron.python import net_filtered
-
     found: list[Finding] = []
     ran = []
     for rule in rule_types:
@@ -125,19 +123,22 @@ def _detect(file, rule_types: Sequence[type[Rule]], settings: Settings) -> list[
             return None
         found += findings
         ran.append(rule)
-    if file.fences:
-        from cuda2neuron.python import outside_fences
+    return as_linted(file, found, ran)
 
-        found = outside_fences(file, found, ran)
-    # The safety nets' filter comes before suppression comments, as in _lint's _collect.
-    nets = {r.code for r in rule_types if r.net and settings.target in r.targets and "python" in r.file_kinds}
-    found = net_filtered(file, nets, found)  # type: ignore[assignment]
-    if found is None:
-        return None
-    if found:
+
+def as_linted(file, found: list[Finding], rules: Sequence[type[Rule]]) -> list[Finding] | None:  # noqa: ANN001
+    """The detectors' ``found`` (in ``rules``' order) filtered as ``python/_lint.py`` filters its
+    reports: other accelerators' code fenced off first, then the safety nets once per unit, then
+    suppression comments; None where the nets' filter cannot find a finding's node."""
+    from cuda2neuron.python import net_filtered, outside_fences
+
+    if file.fences:
+        found = outside_fences(file, found, rules)
+    filtered = net_filtered(file, {r.code for r in rules if r.net}, found)
+    if filtered:
         suppressions = Suppressions.from_text(file.text)
-        found = [f for f in found if not suppressions.suppressed(f.code, f.span)]
-    return found
+        filtered = [f for f in filtered if not suppressions.suppressed(f.code, f.span)]
+    return filtered
 
 
 def _cuts(file, chosen: list[Finding]) -> list[tuple[int, int, str]] | None:  # noqa: ANN001
