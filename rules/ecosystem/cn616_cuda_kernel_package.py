@@ -221,14 +221,19 @@ class CudaKernelPackage(Rule):
                 self._report_import(node, module, row)
             return
         if qualified is None and self._dynamic:
-            dotted = dotted_name(node.func)
-            head = next((h for h in self._dynamic if dotted and (dotted == h or dotted.startswith(h + "."))), None)
-            if head is not None:
-                module, row = self._dynamic[head]
-                qualified = module + dotted[len(head):]  # type: ignore[index]
+            qualified = _through_dynamic(self._dynamic, dotted_name(node.func))
         row = self._row(qualified)
         if _called_kernel(qualified, row):
             self.report(node, f"`{qualified}` runs {row.what}", guidance=f"Call instead: {row.instead}.", effort=Effort.MEDIUM)  # type: ignore[union-attr]
+
+
+def _through_dynamic(dynamic: dict[str, tuple[str, KernelPackage]], dotted: str | None) -> str | None:
+    """The qualified name a call written ``dotted`` reaches through a name bound to a module
+    imported at run time (``ops = importlib.import_module("flash_attn")``), or None."""
+    head = next((h for h in dynamic if dotted and (dotted == h or dotted.startswith(h + "."))), None)
+    if head is None:
+        return None
+    return dynamic[head][0] + dotted[len(head):]  # type: ignore[index]
 
 
 def _row(
@@ -398,11 +403,7 @@ class _Detector(AstDetector):
                 self._import(node, module, row)
             return
         if qualified is None and self._dynamic:
-            dotted = ast_dotted(node.func)
-            head = next((h for h in self._dynamic if dotted and (dotted == h or dotted.startswith(h + "."))), None)
-            if head is not None:
-                module, row = self._dynamic[head]
-                qualified = module + dotted[len(head):]  # type: ignore[index]
+            qualified = _through_dynamic(self._dynamic, ast_dotted(node.func))
         row = self._row(qualified)
         if _called_kernel(qualified, row):
             self._reports.append(
