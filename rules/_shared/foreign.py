@@ -42,6 +42,16 @@ _PROBE_NAME = re.compile(
     r"(?:is|has|use|with)_(?:torch_)?(?:xpu|mps|hpu|npu|mlu|musa|ipex|habana|rocm|hip)(?:_available|_built|_enabled)?",
     re.IGNORECASE,
 )
+
+
+def calls_foreign_probe(name: str) -> bool:
+    """Does a call of the qualified ``name`` ask for another accelerator (``is_xpu_available()``,
+    ``torch.mps.is_available()``)? Shared by the visitor's reading and foreign_ast's."""
+    if _PROBE_NAME.fullmatch(name.rsplit(".", 1)[-1]):
+        return True
+    return name.endswith((".is_available", ".is_built", ".device_count")) and name.rsplit(".", 1)[0] in FOREIGN_MODULES
+
+
 _STRING_METHODS = frozenset({"startswith", "endswith", "__contains__"})
 
 
@@ -99,13 +109,7 @@ def _foreign_atom(node: cst.BaseExpression, qualname) -> bool | None:  # noqa: A
         if isinstance(func, cst.Attribute) and func.attr.value in _STRING_METHODS and node.args:
             return True if _device_word(node.args[0].value) in _DEVICES else None
         name = _qualified(func, qualname)
-        if name is None:
-            return None
-        if _PROBE_NAME.fullmatch(name.rsplit(".", 1)[-1]):
-            return True
-        if name.endswith((".is_available", ".is_built", ".device_count")) and name.rsplit(".", 1)[0] in FOREIGN_MODULES:
-            return True
-        return None
+        return True if name is not None and calls_foreign_probe(name) else None
     if isinstance(node, (cst.Attribute, cst.Name)):
         name = _qualified(node, qualname)
         if name == "torch.version.hip":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from .ast_names import ast_dotted, one_literal
-from .foreign import _DEVICES, _PROBE_NAME, _STRING_METHODS, FOREIGN_MODULES
+from .foreign import _DEVICES, _PROBE_NAME, _STRING_METHODS, calls_foreign_probe
 
 __all__ = ["foreign_test_ast"]
 
@@ -75,13 +75,7 @@ def foreign_test_ast(ctx, node: object) -> bool | None:  # noqa: ANN001 - python
         if isinstance(func, ast.Attribute) and func.attr in _STRING_METHODS and args:
             return True if _device_word(ctx, args[0].value) in _DEVICES else None
         name = _qualified(ctx, func)
-        if name is None:
-            return None
-        if _PROBE_NAME.fullmatch(name.rsplit(".", 1)[-1]):
-            return True
-        if name.endswith((".is_available", ".is_built", ".device_count")) and name.rsplit(".", 1)[0] in FOREIGN_MODULES:
-            return True
-        return None
+        return True if name is not None and calls_foreign_probe(name) else None
     if isinstance(node, (ast.Attribute, ast.Name)):
         name = _qualified(ctx, node)
         if name == "torch.version.hip":
